@@ -1,0 +1,53 @@
+"""weanj: cross-validation of Julia reference kernels and their JAX ports.
+
+The public API at a glance (each name lives in a private module, one concern each):
+"""
+
+import os as _os
+
+# Before JAX initialises a backend: do not grab most of a GPU's memory up front, so that
+# benchmarks measure what a variant uses and several processes can share one device.
+_os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+from ._compare import TOLERANCES as TOLERANCES  # noqa: E402
+from ._compare import PairComparison as PairComparison  # noqa: E402
+from ._compare import Tolerance as Tolerance  # noqa: E402
+from ._compare import compare as compare  # noqa: E402
+from ._compare import fd_check as fd_check  # noqa: E402
+from ._compare import tolerance as tolerance  # noqa: E402
+from ._compare import ulp_distance as ulp_distance  # noqa: E402
+from ._errors import InputError as InputError  # noqa: E402
+from ._errors import InputFileError as InputFileError  # noqa: E402
+from ._errors import StaleGradientError as StaleGradientError  # noqa: E402
+from ._errors import UnavailableError as UnavailableError  # noqa: E402
+from ._errors import UnknownNameError as UnknownNameError  # noqa: E402
+from ._errors import WeanjError as WeanjError  # noqa: E402
+from ._inputs import generate_inputs as generate_inputs  # noqa: E402
+from ._inputs import inputs_path as inputs_path  # noqa: E402
+from ._inputs import load_inputs as load_inputs  # noqa: E402
+from ._inputs import verify_inputs as verify_inputs  # noqa: E402
+from ._inputs import write_inputs as write_inputs  # noqa: E402
+from ._registry import Example as Example  # noqa: E402
+from ._registry import Param as Param  # noqa: E402
+from ._registry import Variant as Variant  # noqa: E402
+from ._registry import example as example  # noqa: E402
+from ._registry import examples as examples  # noqa: E402
+from ._registry import families as families  # noqa: E402
+from ._registry import register_example as register_example  # noqa: E402
+from ._registry import register_variant as register_variant  # noqa: E402
+from ._registry import unavailable_variants as unavailable_variants  # noqa: E402
+from ._registry import variant as variant  # noqa: E402
+from ._registry import variants as variants  # noqa: E402
+from ._root import project_root as project_root  # noqa: E402
+from ._run import Evaluation as Evaluation  # noqa: E402
+from ._run import evaluate as evaluate  # noqa: E402
+from ._store import StoredGradient as StoredGradient  # noqa: E402
+from ._store import gradient_path as gradient_path  # noqa: E402
+from ._store import load_gradient as load_gradient  # noqa: E402
+from ._store import save_gradient as save_gradient  # noqa: E402
+from ._store import stored_gradients as stored_gradients  # noqa: E402
+from ._timing import environment as environment  # noqa: E402
+from ._timing import time_median as time_median  # noqa: E402
+from ._timing import write_results as write_results  # noqa: E402
+
+__version__ = "0.1.0"

@@ -1,0 +1,37 @@
+"""User-facing errors.
+
+Every error a user can cause (bad names, bad files, bad arrays, missing optional
+dependencies) is a `WeanjError`. The command line prints its message as one line on
+stderr and exits with `exit_code`; a traceback means a bug in weanj, not in the input.
+"""
+
+from __future__ import annotations
+
+
+class WeanjError(Exception):
+    """An error caused by the user's input or environment, reported in one line."""
+
+    exit_code = 2
+
+
+class UnknownNameError(WeanjError, KeyError):
+    """Unknown example or variant; the message lists the known names."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class InputError(WeanjError, ValueError):
+    """Arrays or parameters that the mathematics does not accept (shape, dtype, NaN, K < 1)."""
+
+
+class InputFileError(WeanjError, OSError):
+    """A missing, unreadable, truncated or tampered inputs file."""
+
+
+class StaleGradientError(WeanjError):
+    """A stored gradient computed on other inputs than the current ones."""
+
+
+class UnavailableError(WeanjError):
+    """A variant whose backend (kernex, Enzyme-JAX, Julia, a GPU) is not available here."""

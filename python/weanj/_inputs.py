@@ -1,0 +1,192 @@
+"""Shared inputs: deterministic HDF5 files that every backend reads.
+
+`shared_inputs/<example>.h5` holds one float64 dataset per array input of the example
+(C order) and the attributes `example`, the example's parameters (e.g. `K`), `seed`,
+`generator`, `layout = "C"`, `sha256` and whatever the example describes (e.g. `n`).
+
+`sha256` is the digest of the datasets' bytes: for each array in the example's order,
+its little-endian float64 values in C order, concatenated. The files are byte-identical
+on every regeneration: no HDF5 timestamps, fixed attribute order, written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from ._atomic import atomic_path
+from ._errors import InputError, InputFileError
+from ._registry import Example, example
+from ._root import project_root
+
+# Bump when the generating code changes what it writes; recorded in every inputs file.
+GENERATOR = "weanj-inputs/1"
+
+
+def inputs_path(example_name: str) -> Path:
+    """`shared_inputs/<example>.h5` under the project root."""
+    return project_root() / "shared_inputs" / f"{example(example_name).name}.h5"
+
+
+def regenerate_hint(example_name: str) -> str:
+    return f"`weanj inputs regenerate {example_name}`"
+
+
+def digest(ex: Example, arrays: Mapping[str, np.ndarray]) -> str:
+    """The `sha256` of the example's arrays (see the module docstring)."""
+    h = hashlib.sha256()
+    for name in ex.arrays:
+        h.update(np.ascontiguousarray(arrays[name], dtype="<f8").tobytes())
+    return h.hexdigest()
+
+
+def generate_inputs(example_name: str) -> dict[str, Any]:
+    """The shared inputs of an example, computed from its seed: arrays and attributes."""
+    ex = example(example_name)
+    arrays = ex.generate(ex.seed)
+    ex.validate(arrays)
+    attrs: dict[str, Any] = {"example": ex.name}
+    attrs.update(ex.describe(arrays))
+    attrs.update(ex.default_params)
+    attrs.update(seed=ex.seed, generator=GENERATOR, layout="C", sha256=digest(ex, arrays))
+    return {"arrays": arrays, "attrs": attrs}
+
+
+def write_inputs(example_name: str, path: Path | None = None) -> Path:
+    """Write the shared inputs file of an example (atomically, byte-identical each time)."""
+    ex = example(example_name)
+    path = Path(path) if path is not None else inputs_path(ex.name)
+    content = generate_inputs(ex.name)
+    with atomic_path(path) as tmp:
+        with h5py.File(tmp, "w", track_order=False) as f:
+            for name in ex.arrays:
+                f.create_dataset(
+                    name, data=np.ascontiguousarray(content["arrays"][name], dtype="<f8"),
+                    track_times=False,
+                )
+            for key, value in content["attrs"].items():
+                f.attrs[key] = value
+    return path
+
+
+def check_arrays(ex: Example, arrays: Mapping[str, Any], what: str) -> dict[str, np.ndarray]:
+    """numpy arrays of the example's inputs, or an `InputError` naming `what` is wrong."""
+    out = {}
+    for name in ex.arrays:
+        if name not in arrays:
+            raise InputError(f"{what}: missing array {name!r} (expected {', '.join(ex.arrays)})")
+        a = np.asarray(arrays[name])
+        if a.dtype not in (np.float32, np.float64):
+            raise InputError(f"{what}: {name} has dtype {a.dtype}; expected float64 or float32")
+        if not np.all(np.isfinite(a)):
+            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+            raise InputError(f"{what}: {name} has {bad} NaN/Inf value(s)")
+        out[name] = a
+    try:
+        ex.validate(out)
+    except InputError as e:
+        raise InputError(f"{what}: {e}") from None
+    return out
+
+
+def check_params(ex: Example, params: Mapping[str, Any]) -> dict[str, int]:
+    """The example's parameters as ints, each at least its minimum, or an `InputError`."""
+    out = {}
+    for p in ex.params:
+        value = params.get(p.name, p.default)
+        if isinstance(value, (bool, np.bool_)) or int(value) != value:
+            raise InputError(f"{p.name} must be an integer, got {value!r}")
+        if int(value) < p.minimum:
+            raise InputError(f"{p.name} must be at least {p.minimum}, got {int(value)}")
+        out[p.name] = int(value)
+    return out
+
+
+def read_inputs_file(example_name: str, path: Path | str, *, shared: bool) -> dict[str, Any]:
+    """Arrays, parameters and digest from an inputs file, validated.
+
+    `shared` files (the committed `shared_inputs/`) must carry a `sha256` equal to their
+    contents; other files (`weanj run --inputs F`) need only the array datasets.
+    """
+    ex = example(example_name)
+    path = Path(path)
+    hint = f"; regenerate it with {regenerate_hint(ex.name)}" if shared else ""
+    if not path.is_file():
+        raise InputFileError(f"inputs file {path} does not exist{hint}")
+    try:
+        with h5py.File(path, "r") as f:
+            missing = [a for a in ex.arrays if a not in f]
+            if missing:
+                raise InputFileError(
+                    f"inputs file {path} lacks dataset(s) {', '.join(missing)}{hint}"
+                )
+            arrays = {a: f[a][()] for a in ex.arrays}
+            attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+    except InputFileError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputFileError(f"cannot read inputs file {path} ({first}){hint}") from None
+    arrays = check_arrays(ex, arrays, str(path))
+    sha = digest(ex, arrays)
+    if shared:
+        if attrs.get("sha256") != sha:
+            raise InputFileError(
+                f"inputs file {path} does not match its recorded sha256 (modified or corrupt){hint}"
+            )
+        if attrs.get("example", ex.name) != ex.name:
+            raise InputFileError(f"inputs file {path} is for example {attrs['example']!r}{hint}")
+    params = {p.name: attrs.get(p.name, p.default) for p in ex.params}
+    params = {k: (v.item() if hasattr(v, "item") else v) for k, v in params.items()}
+    return {"arrays": arrays, "params": params, "sha256": sha, "attrs": attrs, "path": path}
+
+
+def load_inputs(example_name: str, path: Path | str | None = None) -> dict[str, Any]:
+    """The shared inputs of an example, as numpy arrays.
+
+    **Arguments:**
+
+    - `example_name`: e.g. `"02-gauss-seidel"`.
+    - `path`: another inputs file (default: `shared_inputs/<example>.h5`).
+
+    **Returns:** a dict with one numpy array per array input (`theta`, `uobs`), the
+    parameters used for checks (`K`), and `sha256`, the digest of the arrays.
+    """
+    ex = example(example_name)
+    shared = path is None
+    data = read_inputs_file(ex.name, inputs_path(ex.name) if shared else path, shared=shared)
+    out: dict[str, Any] = dict(data["arrays"])
+    out.update(data["params"])
+    out["sha256"] = data["sha256"]
+    return out
+
+
+def verify_inputs(example_names: list[str] | None = None) -> list[tuple[str, bool, str]]:
+    """Recompute each example's inputs and compare digests with the committed files.
+
+    **Returns:** `[(example, ok, message)]`; a missing or corrupt file is not ok.
+    """
+    from ._registry import examples
+
+    report = []
+    for name in example_names or examples():
+        expected = generate_inputs(name)["attrs"]["sha256"]
+        try:
+            found = read_inputs_file(name, inputs_path(name), shared=True)["sha256"]
+        except InputFileError as e:
+            report.append((name, False, str(e)))
+            continue
+        if found == expected:
+            report.append((name, True, f"{inputs_path(name)}: sha256 {found[:16]}… ok"))
+        else:
+            report.append(
+                (name, False, f"{inputs_path(name)} differs from what the generator makes "
+                 f"(sha256 {found[:16]}… vs {expected[:16]}…); regenerate it with "
+                 f"{regenerate_hint(name)}")
+            )
+    return report

@@ -1,0 +1,127 @@
+"""Timing and benchmark records: `time_median` and `write_results`."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._atomic import atomic_path
+from ._errors import InputError
+from ._registry import example
+from ._root import project_root, results_dir
+
+# The seed notebook's record fields; DESIGN.md makes them the benchmark file contract.
+RECORD_FIELDS = ("dtype", "variant", "N", "n", "K", "forward_s", "grad_s", "compile_s",
+                 "peak_mem_bytes")
+
+
+def time_median(
+    fn: Callable[[], Any], sync: Callable[[Any], Any] | None = None, samples: int = 10,
+    warmup: int = 1,
+) -> float:
+    """Median wall time of `fn()` in seconds over `samples` calls after `warmup` calls.
+
+    `sync` is applied to each result before the clock stops (e.g. `jax.block_until_ready`),
+    since JAX dispatches asynchronously. Medians, because shared machines are noisy.
+    """
+    if samples < 1:
+        raise ValueError("time_median needs samples >= 1")
+    sync = sync or (lambda r: r)
+    for _ in range(warmup):
+        sync(fn())
+    times = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        sync(fn())
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_revision() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=project_root(), capture_output=True,
+            text=True, timeout=5, check=False,
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def environment(device: str | None = None) -> dict[str, Any]:
+    """Facts that make a benchmark reproducible: versions, device, CPU, cores, date, revision."""
+    import jax
+    import jaxlib
+
+    env: dict[str, Any] = {
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_revision": _git_revision(),
+    }
+    if device is not None:
+        try:
+            devs = jax.devices(device)
+            env["device"] = device
+            env["device_kind"] = devs[0].device_kind
+            env["device_count"] = len(devs)
+        except RuntimeError:
+            env["device"] = device
+    return env
+
+
+def results_path(example_name: str, backend: str, device: str) -> Path:
+    """`results/<example>/bench/<backend>-<device>.json`."""
+    return results_dir(example(example_name).name) / "bench" / f"{backend}-{device}.json"
+
+
+def write_results(
+    example_name: str,
+    backend: str,
+    device: str,
+    records: Sequence[dict[str, Any]],
+    *,
+    env: dict[str, Any] | None = None,
+) -> Path:
+    """Write benchmark records to `results/<example>/bench/<backend>-<device>.json`.
+
+    **Arguments:**
+
+    - `records`: dicts with at least the fields `RECORD_FIELDS` (None where not measured,
+      e.g. times in a memory-versus-K record); extra fields are kept.
+    - `env`: the environment block (default: `environment(device)`).
+
+    **Returns:** the path written (atomically; the previous file is replaced).
+    """
+    for i, r in enumerate(records):
+        missing = [k for k in RECORD_FIELDS if k not in r]
+        if missing:
+            raise InputError(f"benchmark record {i} lacks field(s) {', '.join(missing)}")
+    path = results_path(example_name, backend, device)
+    payload = {"environment": env if env is not None else environment(device),
+               "records": [dict(r) for r in records]}
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(payload, indent=2, default=float) + "\n")
+    return path
