@@ -31,7 +31,7 @@ from ._registry import Example as Example  # noqa: E402
 from ._registry import Param as Param  # noqa: E402
 from ._registry import Variant as Variant  # noqa: E402
 from ._registry import example as example  # noqa: E402
-from ._registry import examples as examples  # noqa: E402
+from ._registry import example_names as example_names  # noqa: E402
 from ._registry import families as families  # noqa: E402
 from ._registry import register_example as register_example  # noqa: E402
 from ._registry import register_variant as register_variant  # noqa: E402

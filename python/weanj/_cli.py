@@ -18,22 +18,26 @@ from ._errors import InputError, WeanjError
 
 def _add_param_options(parser: argparse.ArgumentParser) -> None:
     """One `--NAME` option per static parameter of any example (e.g. `--K`)."""
-    from ._registry import example, examples
+    from ._registry import example, example_names
 
     seen = set()
-    for name in examples():
+    for name in example_names():
         for p in example(name).params:
             if p.name not in seen:
                 seen.add(p.name)
-                parser.add_argument(f"--{p.name}", type=int, default=None,
-                                    help=f"{p.help} (default: the inputs file's)")
+                parser.add_argument(
+                    f"--{p.name}",
+                    type=int,
+                    default=None,
+                    help=f"{p.help} (default: the inputs file's)",
+                )
 
 
 def cmd_inputs(args: argparse.Namespace) -> int:
     from ._inputs import verify_inputs, write_inputs
-    from ._registry import example, examples
+    from ._registry import example, example_names
 
-    names = [example(n).name for n in args.examples] if args.examples else examples()
+    names = [example(n).name for n in args.examples] if args.examples else example_names()
     if args.action == "regenerate":
         for name in names:
             print(f"wrote {write_inputs(name)}")
@@ -51,14 +55,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     ex = example(args.example)
     params = {p.name: getattr(args, p.name, None) for p in ex.params}
-    print(f"running {ex.name} {args.variant} ({args.dtype}) ...", file=sys.stderr)
+    # No progress line before `evaluate`: a mistake it finds must be the only stderr line.
     ev = evaluate(ex.name, args.variant, inputs=args.inputs, params=params, dtype=args.dtype)
     if not (np.isfinite(ev.loss) and np.all(np.isfinite(ev.gradient))):
         raise InputError(f"{args.variant} produced NaN/Inf on these inputs; nothing was saved")
     path = ev.save(args.out)
     shown = " ".join(f"{k}={v}" for k, v in ev.params.items())
-    print(f"{ex.name} {ev.variant} {shown} {ev.dtype}: loss = {ev.loss:.15e}  "
-          f"‖∇loss‖ = {float(np.linalg.norm(ev.gradient)):.6e}  ({ev.seconds:.2f} s)")
+    print(
+        f"{ex.name} {ev.variant} {shown} {ev.dtype}: loss = {ev.loss:.15e}  "
+        f"‖∇loss‖ = {float(np.linalg.norm(ev.gradient)):.6e}  ({ev.seconds:.2f} s)"
+    )
     print(f"saved {path}")
     return 0
 
@@ -110,9 +116,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--K", type=int, default=None, help="iterations (default 100)")
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
-    p.add_argument("--budget-s", type=float, default=5.0,
-                   help="stop a variant's sweep once its gradient takes longer (seconds)")
+    p.add_argument(
+        "--budget-s",
+        type=float,
+        default=5.0,
+        help="stop a variant's sweep once its gradient takes longer (seconds)",
+    )
     p.add_argument("--samples", type=int, default=None, help="timing samples per point")
+    p.add_argument(
+        "--memory-Ks",
+        nargs="*",
+        type=int,
+        metavar="K",
+        default=None,
+        help="Ks of the memory-against-K records at the middle n (default 10 100 1000; none: skip)",
+    )
     p.set_defaults(func=_delegate("_bench"))
 
     p = sub.add_parser("plot", help="PNG figures from the stored benchmark results")

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._errors import InputError
+
 
 @dataclass(frozen=True)
 class Tolerance:
@@ -88,12 +90,21 @@ def compare(g_ref, g, loss_ref: float | None = None, loss: float | None = None) 
     if loss_ref is not None and loss is not None:
         loss_abs = abs(float(loss) - float(loss_ref))
         nonfinite = nonfinite or not (np.isfinite(loss) and np.isfinite(loss_ref))
-        loss_rel = loss_abs / abs(loss_ref) if loss_ref != 0 else (0.0 if loss_abs == 0 else float("inf"))
+        loss_rel = (
+            loss_abs / abs(loss_ref) if loss_ref != 0 else (0.0 if loss_abs == 0 else float("inf"))
+        )
         loss_ok = loss_abs <= tol.loss * abs(float(loss_ref))
     agree = (not nonfinite) and max_rel <= tol.grad and loss_ok
     return PairComparison(
-        max_abs=max_abs, max_rel=max_rel, worst=worst, ulp=ulp, loss_abs=loss_abs,
-        loss_rel=loss_rel, nonfinite=nonfinite, agree=agree, dtype=np.dtype(coarse).name,
+        max_abs=max_abs,
+        max_rel=max_rel,
+        worst=worst,
+        ulp=ulp,
+        loss_abs=loss_abs,
+        loss_rel=loss_rel,
+        nonfinite=nonfinite,
+        agree=agree,
+        dtype=np.dtype(coarse).name,
     )
 
 
@@ -119,10 +130,11 @@ def fd_check(
     """
     x = np.asarray(x, dtype=np.float64)
     g = np.asarray(g, dtype=np.float64)
+    # InputError (a ValueError): a caller's mistake, reported in one line by the CLI.
     if g.shape != x.shape:
-        raise ValueError(f"gradient shape {g.shape} differs from x shape {x.shape}")
+        raise InputError(f"gradient shape {g.shape} differs from x shape {x.shape}")
     if n < 1 or not h > 0:
-        raise ValueError("fd_check needs n >= 1 directions and a step h > 0")
+        raise InputError("fd_check needs n >= 1 directions and a step h > 0")
     rng = np.random.default_rng(seed)
     worst = 0.0
     for _ in range(n):

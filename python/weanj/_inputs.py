@@ -66,7 +66,8 @@ def write_inputs(example_name: str, path: Path | None = None) -> Path:
         with h5py.File(tmp, "w", track_order=False) as f:
             for name in ex.arrays:
                 f.create_dataset(
-                    name, data=np.ascontiguousarray(content["arrays"][name], dtype="<f8"),
+                    name,
+                    data=np.ascontiguousarray(content["arrays"][name], dtype="<f8"),
                     track_times=False,
                 )
             for key, value in content["attrs"].items():
@@ -129,10 +130,18 @@ def read_inputs_file(example_name: str, path: Path | str, *, shared: bool) -> di
             attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
     except InputFileError:
         raise
-    except (OSError, KeyError, ValueError, TypeError) as e:
+    # h5py reports damaged metadata as any of these (RuntimeError for a corrupt attribute
+    # heap, for instance); all of them mean the file is unusable, not that weanj is broken.
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputFileError(f"cannot read inputs file {path} ({first}){hint}") from None
-    arrays = check_arrays(ex, arrays, str(path))
+    try:
+        arrays = check_arrays(ex, arrays, str(path))
+    except InputError as e:
+        if not shared:
+            raise
+        # The shared file is generated, so bad arrays there mean a damaged file.
+        raise InputFileError(f"{e}{hint}") from None
     sha = digest(ex, arrays)
     if shared:
         if attrs.get("sha256") != sha:
@@ -166,27 +175,52 @@ def load_inputs(example_name: str, path: Path | str | None = None) -> dict[str, 
     return out
 
 
+def _differing_attrs(expected: Mapping[str, Any], found: Mapping[str, Any]) -> list[str]:
+    """Names of the attributes that are missing, extra or different in `found`."""
+    plain = {k: (v.item() if hasattr(v, "item") else v) for k, v in found.items()}
+    return sorted(k for k in set(expected) | set(plain) if expected.get(k) != plain.get(k))
+
+
 def verify_inputs(example_names: list[str] | None = None) -> list[tuple[str, bool, str]]:
     """Recompute each example's inputs and compare digests with the committed files.
 
     **Returns:** `[(example, ok, message)]`; a missing or corrupt file is not ok.
     """
-    from ._registry import examples
+    from ._registry import example_names as all_examples
 
     report = []
-    for name in example_names or examples():
-        expected = generate_inputs(name)["attrs"]["sha256"]
+    for name in example_names or all_examples():
+        generated = generate_inputs(name)
+        expected = generated["attrs"]["sha256"]
         try:
-            found = read_inputs_file(name, inputs_path(name), shared=True)["sha256"]
+            read = read_inputs_file(name, inputs_path(name), shared=True)
         except InputFileError as e:
             report.append((name, False, str(e)))
             continue
+        found, found_attrs = read["sha256"], read["attrs"]
         if found == expected:
-            report.append((name, True, f"{inputs_path(name)}: sha256 {found[:16]}… ok"))
+            # The digest covers only the arrays; `K`, `seed`, ... must match as well.
+            wrong = _differing_attrs(generated["attrs"], found_attrs)
+            if wrong:
+                report.append(
+                    (
+                        name,
+                        False,
+                        f"{inputs_path(name)} has attribute(s) {', '.join(wrong)} "
+                        f"other than the generator writes; regenerate it with "
+                        f"{regenerate_hint(name)}",
+                    )
+                )
+            else:
+                report.append((name, True, f"{inputs_path(name)}: sha256 {found[:16]}… ok"))
         else:
             report.append(
-                (name, False, f"{inputs_path(name)} differs from what the generator makes "
-                 f"(sha256 {found[:16]}… vs {expected[:16]}…); regenerate it with "
-                 f"{regenerate_hint(name)}")
+                (
+                    name,
+                    False,
+                    f"{inputs_path(name)} differs from what the generator makes "
+                    f"(sha256 {found[:16]}… vs {expected[:16]}…); regenerate it with "
+                    f"{regenerate_hint(name)}",
+                )
             )
     return report

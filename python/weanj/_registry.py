@@ -58,6 +58,8 @@ class Example:
     - `generate`: `seed -> {array name: float64 array}`, deterministic.
     - `validate`: raises `InputError` for arrays the mathematics does not accept.
     - `describe`: `arrays -> {attribute: value}` extra attributes for the inputs file (e.g. `n`).
+    - `sized`: `(seed, n) -> arrays` at problem size `n`, for the benchmark sweeps over `n`
+      (None: the example has no size to sweep).
     """
 
     name: str
@@ -70,6 +72,7 @@ class Example:
     generate: Callable[[int], dict[str, np.ndarray]]
     validate: Callable[[Mapping[str, np.ndarray]], None]
     describe: Callable[[Mapping[str, np.ndarray]], dict[str, Any]] = lambda arrays: {}
+    sized: Callable[[int, int], dict[str, np.ndarray]] | None = None
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -216,7 +219,7 @@ def _load() -> None:
             importlib.import_module(module)
 
 
-def examples() -> list[str]:
+def example_names() -> list[str]:
     """The names of all examples."""
     _load()
     return sorted(_EXAMPLES)
@@ -237,9 +240,7 @@ def variants(example_name: str, *, available_only: bool = True) -> list[str]:
     """Names of the variants of an example that can run here (all with `available_only=False`)."""
     table = _VARIANTS[example(example_name).name]
     return [
-        name
-        for name, v in table.items()
-        if not available_only or v.unavailable_reason() is None
+        name for name, v in table.items() if not available_only or v.unavailable_reason() is None
     ]
 
 

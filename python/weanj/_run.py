@@ -32,8 +32,14 @@ class Evaluation:
     def save(self, path: Path | str | None = None) -> Path:
         """Save to the store (or `path`) with full provenance."""
         return save_gradient(
-            self.example, self.variant, self.gradient, loss=self.loss, family=self.family,
-            params=self.params, inputs_sha256=self.inputs_sha256, path=path,
+            self.example,
+            self.variant,
+            self.gradient,
+            loss=self.loss,
+            family=self.family,
+            params=self.params,
+            inputs_sha256=self.inputs_sha256,
+            path=path,
         )
 
 
@@ -67,6 +73,13 @@ def evaluate(
     gradient = np.asarray(v.grad(*args))
     seconds = time.perf_counter() - t0
     return Evaluation(
-        example=ex.name, variant=v.name, family=v.family, loss=loss, gradient=gradient,
-        params=p, dtype=dtype, inputs_sha256=data["sha256"], seconds=seconds,
+        example=ex.name,
+        variant=v.name,
+        family=v.family,
+        loss=loss,
+        gradient=gradient,
+        params=p,
+        dtype=dtype,
+        inputs_sha256=data["sha256"],
+        seconds=seconds,
     )

@@ -92,6 +92,9 @@ def save_gradient(
     **Returns:** the path written.
     """
     ex = example(example_name)
+    # The name becomes a file name in the store: keep it inside the store's folder.
+    if not variant or variant.startswith(".") or any(c in variant for c in "/\\"):
+        raise InputError(f"variant name {variant!r} cannot name a file in the store")
     g = np.asarray(gradient)
     if g.dtype not in (np.float32, np.float64):
         raise InputError(f"gradient of {variant} has dtype {g.dtype}; expected float64 or float32")
@@ -156,7 +159,8 @@ def read_gradient_file(path: Path | str) -> StoredGradient:
         with h5py.File(path, "r") as f:
             g = f["gradient"][()]
             attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
-    except (OSError, KeyError, ValueError, TypeError) as e:
+    # RuntimeError: how h5py reports some damaged metadata (e.g. a corrupt attribute heap).
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputFileError(f"cannot read gradient file {path} ({first})") from None
     missing = [k for k in _REQUIRED if k not in attrs]
@@ -204,6 +208,8 @@ def load_gradient(
     stored = read_gradient_file(
         path if path is not None else gradient_path(example_name, variant, recorded=recorded)
     )
+    if stored.example != example(example_name).name:
+        raise InputError(f"{stored.path} holds a gradient of {stored.example}, not {example_name}")
     if not allow_stale:
         _check_fresh(stored)
     return stored

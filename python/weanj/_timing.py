@@ -16,15 +16,26 @@ from typing import Any
 from ._atomic import atomic_path
 from ._errors import InputError
 from ._registry import example
-from ._root import project_root, results_dir
+from ._root import results_dir
 
 # The seed notebook's record fields; DESIGN.md makes them the benchmark file contract.
-RECORD_FIELDS = ("dtype", "variant", "N", "n", "K", "forward_s", "grad_s", "compile_s",
-                 "peak_mem_bytes")
+RECORD_FIELDS = (
+    "dtype",
+    "variant",
+    "N",
+    "n",
+    "K",
+    "forward_s",
+    "grad_s",
+    "compile_s",
+    "peak_mem_bytes",
+)
 
 
 def time_median(
-    fn: Callable[[], Any], sync: Callable[[Any], Any] | None = None, samples: int = 10,
+    fn: Callable[[], Any],
+    sync: Callable[[Any], Any] | None = None,
+    samples: int = 10,
     warmup: int = 1,
 ) -> float:
     """Median wall time of `fn()` in seconds over `samples` calls after `warmup` calls.
@@ -32,8 +43,10 @@ def time_median(
     `sync` is applied to each result before the clock stops (e.g. `jax.block_until_ready`),
     since JAX dispatches asynchronously. Medians, because shared machines are noisy.
     """
-    if samples < 1:
-        raise ValueError("time_median needs samples >= 1")
+    if samples < 1 or warmup < 0:
+        raise InputError(
+            f"time_median needs samples >= 1 and warmup >= 0, got {samples} and {warmup}"
+        )
     sync = sync or (lambda r: r)
     for _ in range(warmup):
         sync(fn())
@@ -58,8 +71,14 @@ def _cpu_model() -> str:
 def _git_revision() -> str:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=project_root(), capture_output=True,
-            text=True, timeout=5, check=False,
+            # The revision of the code measured (this package's checkout), not of the
+            # project root, which may be any folder; "-dirty" marks uncommitted changes.
+            ["git", "describe", "--always", "--dirty"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
@@ -120,8 +139,17 @@ def write_results(
         if missing:
             raise InputError(f"benchmark record {i} lacks field(s) {', '.join(missing)}")
     path = results_path(example_name, backend, device)
-    payload = {"environment": env if env is not None else environment(device),
-               "records": [dict(r) for r in records]}
+    payload = {
+        "environment": env if env is not None else environment(device),
+        "records": [dict(r) for r in records],
+    }
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, default=float) + "\n")
+        tmp.write_text(json.dumps(payload, indent=2, default=_json_scalar) + "\n")
     return path
+
+
+def _json_scalar(value: Any) -> Any:
+    """numpy/JAX scalars as the Python int or float they hold (so `N` stays an integer)."""
+    if hasattr(value, "item"):
+        return value.item()
+    return float(value)

@@ -32,7 +32,9 @@ def generate(seed: int, n: int = N_SHARED) -> dict[str, np.ndarray]:
 def validate(arrays: Mapping[str, np.ndarray]) -> None:
     theta, uobs = arrays["theta"], arrays["uobs"]
     if theta.ndim != 2 or theta.shape[0] != theta.shape[1] or theta.shape[0] < 1:
-        raise InputError(f"theta must be a square (n, n) array with n >= 1, got shape {theta.shape}")
+        raise InputError(
+            f"theta must be a square (n, n) array with n >= 1, got shape {theta.shape}"
+        )
     if uobs.shape != theta.shape:
         raise InputError(f"uobs has shape {uobs.shape}, theta has {theta.shape}; they must match")
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+
+from .._julia import julia_variant
 from .._registry import Example, Variant, jax_variant, register_example, register_variant
-from . import _poisson
+from . import _adjoint, _poisson, _wavefront
 
 EXAMPLE = register_example(
     Example(
@@ -29,6 +31,7 @@ EXAMPLE = register_example(
         generate=_poisson.generate,
         validate=_poisson.validate,
         describe=_poisson.describe,
+        sized=_poisson.generate,
     )
 )
 
@@ -121,5 +124,201 @@ register_variant(
         backend="jax",
         build=lambda: jax_variant(rb_loss, static_argnums=_STATIC),
         description="seed notebook: masked vectorised red/black half-sweeps; gradient by JAX AD",
+    )
+)
+
+
+# --- kernex: the point update as a kernex kernel (weanj/_kernex.py) -------------------
+# lex: kernex.kscan visits windows in row-major order, updating in place, so it runs on
+# the transposed grid, whose row-major order is the Julia loop's j outer, i inner.
+# rb: the masked half-sweep of jax-rb with its stencil from kernex.kmap; kernex's own way
+# to vary the kernel per point (a function mesh) dispatches a lax.switch at every point.
+# kernex is imported at trace time, i.e. only when a variant is used.
+
+
+def kernex_lex_solve(theta, K):
+    from .. import _kernex
+
+    h2 = _poisson.h2(theta.shape[0])
+    theta_t = jnp.pad(theta, 1).T
+
+    def sweep(u_t, _):
+        new = _kernex.new_interior(u_t, theta_t, h2, transform="kscan", axes=("j", "i"))
+        return u_t.at[1:-1, 1:-1].set(new), None
+
+    u_t, _ = jax.lax.scan(sweep, _poisson.zero_grid(theta), None, length=K)
+    return u_t.T
+
+
+def kernex_lex_loss(theta, uobs, K):
+    return _poisson.misfit(kernex_lex_solve(theta, K), uobs)
+
+
+def kernex_rb_solve(theta, K):
+    from .. import _kernex
+
+    n = theta.shape[0]
+    h2, red = _poisson.h2(n), red_mask(n)
+    theta_padded = jnp.pad(theta, 1)
+
+    def half_sweep(u, colour):
+        new = _kernex.new_interior(u, theta_padded, h2, transform="kmap", axes=("i", "j"))
+        return u.at[1:-1, 1:-1].set(jnp.where(colour, new, u[1:-1, 1:-1]))
+
+    def sweep(u, _):
+        return half_sweep(half_sweep(u, red), ~red), None
+
+    u, _ = jax.lax.scan(sweep, _poisson.zero_grid(theta), None, length=K)
+    return u
+
+
+def kernex_rb_loss(theta, uobs, K):
+    return _poisson.misfit(kernex_rb_solve(theta, K), uobs)
+
+
+register_variant(
+    Variant(
+        example=EXAMPLE.name,
+        name="kernex-lex",
+        family="lex",
+        backend="kernex",
+        build=lambda: jax_variant(kernex_lex_loss, static_argnums=_STATIC),
+        requires=("kernex",),
+        versions=("kernex", "jax", "jaxlib"),
+        description="kernex.kscan over (u, θ) windows of the transposed grid; gradient by JAX AD",
+    )
+)
+register_variant(
+    Variant(
+        example=EXAMPLE.name,
+        name="kernex-rb",
+        family="rb",
+        backend="kernex",
+        build=lambda: jax_variant(kernex_rb_loss, static_argnums=_STATIC),
+        requires=("kernex",),
+        versions=("kernex", "jax", "jaxlib"),
+        description="masked red/black half-sweeps, stencil by kernex.kmap; gradient by JAX AD",
+    )
+)
+
+
+# --- Enzyme-JAX: the forwards of jax-lex and jax-rb, gradients by Enzyme's MLIR AD ----
+
+
+def _enzyme(loss):
+    from .._enzyme import enzyme_variant
+
+    return enzyme_variant(loss, static_argnums=_STATIC)
+
+
+register_variant(
+    Variant(
+        example=EXAMPLE.name,
+        name="jax-lex-enzyme",
+        family="lex",
+        backend="enzyme",
+        build=lambda: _enzyme(lex_loss),
+        requires=("enzyme_ad",),
+        versions=("enzyme-ad", "jax", "jaxlib"),
+        description="jax-lex's forward through enzyme_jax_ir; gradient by Enzyme",
+    )
+)
+register_variant(
+    Variant(
+        example=EXAMPLE.name,
+        name="jax-rb-enzyme",
+        family="rb",
+        backend="enzyme",
+        build=lambda: _enzyme(rb_loss),
+        requires=("enzyme_ad",),
+        versions=("enzyme-ad", "jax", "jaxlib"),
+        description="jax-rb's forward through enzyme_jax_ir; gradient by Enzyme",
+    )
+)
+
+
+# --- lex by hyperplanes, with a discrete adjoint (jax-wavefront) ---------------------
+# jax-lex's point updates, each with the same operands in the same order, scheduled so
+# that one step updates a whole block of points at once (`_wavefront.py`). Gradient: the
+# transposed sweeps (`_adjoint.py`), lexicographic sweeps in the reverse order, i.e. the
+# same kernel on the grid flipped in both axes.
+
+
+def wavefront_solve(theta, K):
+    return _wavefront.lex_sweeps(theta, K, scale=_poisson.h2(theta.shape[0]))
+
+
+def lex_transpose_solve(source, K):
+    return _wavefront.lex_sweeps(source[::-1, ::-1], K)[::-1, ::-1]
+
+
+wavefront_adjoint_solve = _adjoint.with_adjoint(wavefront_solve, lex_transpose_solve)
+
+
+def wavefront_loss(theta, uobs, K):
+    return _poisson.misfit(wavefront_adjoint_solve(theta, K), uobs)
+
+
+# --- rb with a discrete adjoint (jax-rb-adjoint) -------------------------------------
+# Forward: jax-rb's own sweeps. Gradient: the transposed sweeps, black then red.
+
+
+def rb_transpose_solve(source, K):
+    red = red_mask(source.shape[0])
+
+    def sweep(z, _):
+        return half_sweep(half_sweep(z, source, 1.0, ~red), source, 1.0, red), None
+
+    z, _ = jax.lax.scan(sweep, _poisson.zero_grid(source), None, length=K)
+    return z
+
+
+rb_adjoint_solve = _adjoint.with_adjoint(rb_solve, rb_transpose_solve)
+
+
+def rb_adjoint_loss(theta, uobs, K):
+    return _poisson.misfit(rb_adjoint_solve(theta, K), uobs)
+
+
+register_variant(
+    Variant(
+        example=EXAMPLE.name,
+        name="jax-wavefront",
+        family="lex",
+        backend="jax",
+        build=lambda: jax_variant(wavefront_loss, static_argnums=_STATIC),
+        description="lex by hyperplanes t = i+j+2k, bitwise jax-lex; discrete adjoint (custom_vjp)",
+    )
+)
+register_variant(
+    Variant(
+        example=EXAMPLE.name,
+        name="jax-rb-adjoint",
+        family="rb",
+        backend="jax",
+        build=lambda: jax_variant(rb_adjoint_loss, static_argnums=_STATIC),
+        description="jax-rb's sweeps; discrete adjoint (custom_vjp): black, then red",
+    )
+)
+
+
+# --- Julia: the loops of julia/gauss_seidel.jl, gradients by Enzyme.jl (juliacall) ----
+
+register_variant(
+    julia_variant(
+        EXAMPLE,
+        "julia-lex",
+        family="lex",
+        loss="lex_loss",
+        description="julia/gauss_seidel.jl: in-place loop, j outer, i inner; Enzyme.jl",
+    )
+)
+register_variant(
+    julia_variant(
+        EXAMPLE,
+        "julia-rb",
+        family="rb",
+        loss="rb_loss",
+        description="julia/gauss_seidel.jl: in-place red, then black points; Enzyme.jl",
     )
 )

@@ -1,0 +1,474 @@
+"""`weanj diff`: every stored gradient of an example compared with every other, pairwise.
+
+Gradients of one family compute the same function and must agree under the tolerance
+policy (`_compare.TOLERANCES`); a pair that does not is a failure. Gradients of
+different families are different algorithms: their family references are compared for
+information only. A gradient or loss holding NaN/Inf is a failure whatever its family.
+
+Each family's reference is its first registered variant present (then recorded
+gradients, then unregistered names, alphabetically); within a pair, the left gradient
+is the reference of the relative error `max|Δ| / max|g_ref|`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._compare import PairComparison, compare, tolerance
+from ._errors import InputFileError, StaleGradientError, UnavailableError, WeanjError
+from ._inputs import inputs_path, read_inputs_file
+from ._registry import example, families, find_variant
+from ._root import results_dir
+from ._store import StoredGradient, stored_gradients
+
+OK, FAIL, INFO, NONFINITE = "ok", "FAIL", "info", "NaN/Inf"
+
+
+class NothingToCompareError(WeanjError):
+    """The store holds no gradient of the example."""
+
+
+@dataclass
+class Entry:
+    """A gradient in the report: its label (`jax-lex`, `recorded/julia-lex`) and contents."""
+
+    label: str
+    stored: StoredGradient
+
+    @property
+    def nonfinite_count(self) -> int:
+        g = self.stored.gradient
+        return int(g.size - np.count_nonzero(np.isfinite(g)))
+
+    @property
+    def nonfinite(self) -> bool:
+        loss = self.stored.loss
+        return self.nonfinite_count > 0 or (loss is not None and not math.isfinite(loss))
+
+
+@dataclass
+class Pair:
+    """One comparison: `other` against `reference`, with the verdict."""
+
+    reference: str
+    other: str
+    families: tuple[str, str]
+    comparison: PairComparison
+
+    @property
+    def same_family(self) -> bool:
+        return self.families[0] == self.families[1]
+
+    @property
+    def verdict(self) -> str:
+        if self.comparison.nonfinite:
+            return NONFINITE
+        if not self.same_family:
+            return INFO
+        return OK if self.comparison.agree else FAIL
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in (FAIL, NONFINITE)
+
+
+@dataclass
+class DiffReport:
+    """The pairwise comparison of an example's gradients."""
+
+    example: str
+    params: dict[str, int]
+    inputs_sha256: str
+    entries: list[Entry]
+    pairs: list[Pair] = field(default_factory=list)
+
+    def failures(self) -> list[str]:
+        """One line per failure: NaN/Inf gradients, then disagreeing same-family pairs."""
+        out = []
+        for e in self.entries:
+            if e.nonfinite:
+                out.append(_nonfinite_line(e))
+        for p in self.pairs:
+            if p.failed and p.same_family and p.verdict == FAIL:
+                c = p.comparison
+                tol = tolerance(c.dtype)
+                out.append(
+                    f"{p.families[0]}: {p.other} differs from {p.reference} by "
+                    f"{c.max_rel:.2e}·max|g_ref| (tolerance {tol.grad:g}) at numpy "
+                    f"{_index(c.worst)} / Julia {_index(c.worst_julia)}"
+                    + (
+                        f", loss by {c.loss_rel:.2e}·|L| (tolerance {tol.loss:g})"
+                        if c.loss_rel is not None and c.loss_rel > tol.loss
+                        else ""
+                    )
+                )
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures()
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (non-finite numbers become `null`)."""
+        gradients = []
+        for e in self.entries:
+            s = e.stored
+            gradients.append(
+                {
+                    "label": e.label,
+                    "variant": s.variant,
+                    "family": s.family,
+                    "recorded": s.recorded,
+                    "path": str(s.path),
+                    "dtype": s.dtype,
+                    "backend": s.backend,
+                    "backend_version": s.backend_version,
+                    "created": s.created,
+                    "loss": _finite(s.loss),
+                    "max_abs_gradient": _finite(float(np.max(np.abs(s.gradient))))
+                    if np.all(np.isfinite(s.gradient)) and s.gradient.size
+                    else None,
+                    "nonfinite": e.nonfinite,
+                    "nonfinite_count": e.nonfinite_count,
+                }
+            )
+        pairs = []
+        for p in self.pairs:
+            c = p.comparison
+            pairs.append(
+                {
+                    "reference": p.reference,
+                    "other": p.other,
+                    "families": list(p.families),
+                    "same_family": p.same_family,
+                    "max_abs": _finite(c.max_abs),
+                    "max_rel": _finite(c.max_rel),
+                    "worst": None if c.max_abs == 0 else list(c.worst),
+                    "worst_julia": None if c.max_abs == 0 else list(c.worst_julia),
+                    "ulp": c.ulp if c.ulp >= 0 else None,
+                    "loss_abs": _finite(c.loss_abs),
+                    "loss_rel": _finite(c.loss_rel),
+                    "dtype": c.dtype,
+                    "tolerance": {"grad": tolerance(c.dtype).grad, "loss": tolerance(c.dtype).loss},
+                    "nonfinite": c.nonfinite,
+                    "verdict": p.verdict,
+                }
+            )
+        return {
+            "example": self.example,
+            "params": self.params,
+            "inputs_sha256": self.inputs_sha256,
+            "gradients": gradients,
+            "pairs": pairs,
+            "failures": self.failures(),
+            "ok": self.ok,
+        }
+
+    def references(self) -> dict[str, str]:
+        """`{family: label of its reference}`: the first entry of each family."""
+        out: dict[str, str] = {}
+        for e in self.entries:
+            out.setdefault(e.stored.family, e.label)
+        return out
+
+    def lines(self, *, provenance: bool = True, all_pairs: bool = True) -> list[str]:
+        """The human-readable report; `all_pairs=False` shows only the pairs with a family
+        reference on the left, and the failing ones (the compact table of `weanj check`)."""
+        shown = " ".join(f"{k}={v}" for k, v in self.params.items())
+        out = [
+            f"{self.example}: {len(self.entries)} gradient(s), {shown}, "
+            f"inputs sha256 {self.inputs_sha256[:12]}…"
+        ]
+        if provenance:
+            for e in self.entries:
+                s = e.stored
+                loss = "loss ?" if s.loss is None else f"loss {s.loss:.15e}"
+                out.append(
+                    f"  {e.label:<24} {s.family:<8} {s.dtype:<8} {loss}  "
+                    f"{s.backend_version or s.backend}"
+                )
+        if self.pairs:
+            out.append(
+                "  pairs (rel = max|Δ| / max|g_ref|, ref = left; worst element as "
+                "0-based numpy / 1-based Julia index):"
+            )
+            out.append(
+                f"  {'ref':<22} {'other':<24} {'max|Δ|':>9} {'rel':>9} "
+                f"{'numpy':>10} {'Julia':>10} {'ULP':>17} {'|ΔL|/|L|':>9}  verdict"
+            )
+            references = set(self.references().values())
+            for p in self.pairs:
+                if not (all_pairs or p.reference in references or p.failed):
+                    continue
+                c = p.comparison
+                fam = "" if p.same_family else f"  ({p.families[0]} vs {p.families[1]})"
+                # Bitwise-equal gradients have no worst element.
+                numpy_i, julia_i = (
+                    ("—", "—") if c.max_abs == 0 else (_index(c.worst), _index(c.worst_julia))
+                )
+                out.append(
+                    f"  {p.reference:<22} {p.other:<24} {_num(c.max_abs):>9} "
+                    f"{_num(c.max_rel):>9} {numpy_i:>10} {julia_i:>10} "
+                    f"{(str(c.ulp) if c.ulp >= 0 else '—'):>17} {_num(c.loss_rel):>9}  "
+                    f"{p.verdict}{fam}"
+                )
+        elif len(self.entries) < 2:
+            out.append("  nothing to compare: only one gradient")
+        failures = self.failures()
+        if failures:
+            out.extend(f"  FAIL {f}" for f in failures)
+        same = sum(p.same_family for p in self.pairs)
+        out.append(
+            f"  verdict: {'FAIL' if failures else 'ok'} ({same} same-family pair(s), "
+            f"{len(failures)} failure(s))"
+        )
+        return out
+
+
+def _finite(x: float | None) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.2e}" if math.isfinite(x) else "NaN/Inf"
+
+
+def _index(idx: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(i) for i in idx) + ")"
+
+
+def _nonfinite_line(e: Entry) -> str:
+    g = e.stored.gradient
+    bad = np.argwhere(~np.isfinite(g))
+    if len(bad):
+        first = tuple(int(i) for i in bad[0])
+        where = (
+            f"{len(bad)} NaN/Inf value(s) in the gradient, first at numpy {_index(first)} "
+            f"/ Julia {_index(tuple(i + 1 for i in first))}"
+        )
+    else:
+        where = f"the loss is {e.stored.loss}"
+    return f"{e.label}: {where} ({e.stored.path})"
+
+
+def _label(s: StoredGradient) -> str:
+    return f"recorded/{s.path.stem}" if s.recorded else s.path.stem
+
+
+def _order(example_name: str, stored: list[StoredGradient]) -> list[Entry]:
+    """Entries grouped by family (registry order), each family's reference first."""
+    registered = families(example_name)
+    family_order = list(registered) + sorted({s.family for s in stored} - set(registered))
+    rank = {name: i for names in registered.values() for i, name in enumerate(names)}
+
+    def key(s: StoredGradient):
+        return (family_order.index(s.family), rank.get(s.variant, len(rank)), s.recorded, _label(s))
+
+    return [Entry(_label(s), s) for s in sorted(stored, key=key)]
+
+
+def diff_gradients(
+    example_name: str, stored: list[StoredGradient], *, params=None, inputs_sha256=None
+) -> DiffReport:
+    """Compare gradients computed on the same inputs (see `diff_store` for the checks).
+
+    **Arguments:**
+
+    - `stored`: gradients of one example, all with the same inputs, parameters and shape.
+    - `params`, `inputs_sha256`: for the report's header (default: the first gradient's).
+
+    **Returns:** a `DiffReport`: every same-family pair, and the family references
+    against each other for information.
+    """
+    ex = example(example_name)
+    entries = _order(ex.name, stored)
+    first = entries[0].stored if entries else None
+    report = DiffReport(
+        example=ex.name,
+        params=dict(params if params is not None else (first.params if first else {})),
+        inputs_sha256=inputs_sha256 or (first.inputs_sha256 if first else ""),
+        entries=entries,
+    )
+    by_family: dict[str, list[Entry]] = {}
+    for e in entries:
+        by_family.setdefault(e.stored.family, []).append(e)
+    for members in by_family.values():
+        for a, b in itertools.combinations(members, 2):
+            report.pairs.append(_pair(a, b))
+    for fa, fb in itertools.combinations(by_family, 2):
+        report.pairs.append(_pair(by_family[fa][0], by_family[fb][0]))
+    return report
+
+
+def _pair(a: Entry, b: Entry) -> Pair:
+    return Pair(
+        reference=a.label,
+        other=b.label,
+        families=(a.stored.family, b.stored.family),
+        comparison=compare(a.stored.gradient, b.stored.gradient, a.stored.loss, b.stored.loss),
+    )
+
+
+def _key(s: StoredGradient) -> tuple:
+    return (s.inputs_sha256, tuple(sorted(s.params.items())), tuple(s.gradient.shape))
+
+
+def _describe_key(key: tuple) -> str:
+    sha, params, shape = key
+    shown = " ".join(f"{k}={v}" for k, v in params)
+    return f"inputs sha256 {sha[:12]}…, {shown}, shape {shape}"
+
+
+def _stale_line(s: StoredGradient, baseline: tuple, shared_params: dict[str, int]) -> str:
+    sha, params, shape = baseline
+    differs = []
+    if s.inputs_sha256 != sha:
+        differs.append(f"inputs sha256 {s.inputs_sha256[:12]}… vs {sha[:12]}…")
+    for name, value in params:
+        if s.params.get(name) != value:
+            differs.append(f"{name}={s.params.get(name, '?')} vs {name}={value}")
+    if tuple(s.gradient.shape) != shape:
+        differs.append(f"shape {tuple(s.gradient.shape)} vs {shape}")
+    if s.recorded:
+        fix = (
+            "re-record it on the current inputs (README: Recording a reference gradient) "
+            "or delete it"
+        )
+    elif find_variant(s.example, s.variant) is not None:
+        flags = "".join(f" --{k} {v}" for k, v in params if shared_params.get(k) != v)
+        fix = f"recompute it with `weanj run {s.example} {s.variant}{flags}`"
+    else:
+        fix = "recompute it on the current inputs or delete it"
+    return f"{s.path} is stale ({'; '.join(differs)}): {fix}"
+
+
+def check_comparable(example_name: str, stored: list[StoredGradient]) -> tuple:
+    """The common (inputs sha256, params, shape) of `stored`, or `StaleGradientError`.
+
+    When they differ, the gradients computed on the current shared inputs (or, without
+    them, the largest group) are taken as current and every other file is named as stale,
+    with the command that recomputes it.
+    """
+    groups: dict[tuple, list[StoredGradient]] = {}
+    for s in stored:
+        groups.setdefault(_key(s), []).append(s)
+    if len(groups) <= 1:
+        return next(iter(groups), ("", (), ()))
+    ex = example(example_name)
+    shared_params: dict[str, int] = {}
+    current = None
+    try:
+        shared = read_inputs_file(ex.name, inputs_path(ex.name), shared=True)
+        shared_params = {k: int(v) for k, v in shared["params"].items()}
+        current = (
+            shared["sha256"],
+            tuple(sorted(shared_params.items())),
+            tuple(shared["arrays"][ex.wrt].shape),
+        )
+    except InputFileError:
+        pass  # no current inputs to judge by: the majority is the baseline
+    baseline = current if current in groups else max(groups, key=lambda k: len(groups[k]))
+    stale = [s for key, members in groups.items() if key != baseline for s in members]
+    raise StaleGradientError(
+        f"refusing to compare gradients of {ex.name} computed on different inputs "
+        f"(current: {_describe_key(baseline)}): "
+        + "; ".join(_stale_line(s, baseline, shared_params) for s in stale)
+    )
+
+
+def diff_store(example_name: str) -> DiffReport:
+    """Compare every gradient of an example in the store (produced and recorded).
+
+    Refuses (`StaleGradientError`, naming the stale files) gradients computed on
+    different inputs, parameters or shapes; `NothingToCompareError` when there is none.
+    """
+    ex = example(example_name)
+    stored = stored_gradients(ex.name)
+    if not stored:
+        raise NothingToCompareError(
+            f"no gradients of {ex.name} in {results_dir(ex.name)}; compute them with "
+            f"`weanj check {ex.name}` or `weanj run {ex.name} VARIANT`"
+        )
+    sha, params, _ = check_comparable(ex.name, stored)
+    return diff_gradients(ex.name, stored, params=dict(params), inputs_sha256=sha)
+
+
+def _plot_pair(report: DiffReport, pair: Pair, folder: Path) -> Path | None:
+    """A PNG heat map of |Δ| (log scale) for one pair; None when there is nothing to show."""
+    from matplotlib.colors import LogNorm
+    from matplotlib.figure import Figure
+
+    grads = {e.label: e.stored.gradient.astype(np.float64) for e in report.entries}
+    delta = np.abs(grads[pair.other] - grads[pair.reference])
+    shown = delta > 0  # False at equal elements and at NaN/Inf: masked (white)
+    shown &= np.isfinite(delta)
+    if not shown.any():
+        return None
+    values = np.ma.masked_where(~shown, delta)
+    n_i, n_j = delta.shape
+    fig = Figure(figsize=(6.4, 5.2))
+    ax = fig.add_subplot()
+    # 1-based Julia indices on the axes: the first axis is i in both languages.
+    image = ax.imshow(
+        values,
+        norm=LogNorm(vmin=values.min(), vmax=values.max()),
+        cmap="viridis",
+        extent=(0.5, n_j + 0.5, n_i + 0.5, 0.5),
+        interpolation="nearest",
+    )
+    c = pair.comparison
+    wi, wj = c.worst_julia[:2]
+    ax.plot([wj], [wi], marker="s", markersize=8, markerfacecolor="none", color="red")
+    ax.set_xlabel("j (Julia, 1-based)")
+    ax.set_ylabel("i (Julia, 1-based)")
+    ax.set_title(
+        f"|Δ| {pair.other} vs {pair.reference} ({pair.verdict})\n"
+        f"max rel {_num(c.max_rel)} at numpy {_index(c.worst)} / Julia "
+        f"{_index(c.worst_julia)}; white: equal or NaN/Inf",
+        fontsize=9,
+    )
+    fig.colorbar(image, ax=ax, label="|g - g_ref|")
+    safe = f"{pair.reference}-vs-{pair.other}".replace("/", "_")
+    path = folder / f"{safe}.png"
+    folder.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    return path
+
+
+def plot_report(report: DiffReport) -> list[tuple[Pair, Path | None]]:
+    """Heat maps under `results/<example>/diff/`: every failing pair, or, when none fails,
+    every same-family pair (a map of where two agreeing gradients differ in rounding)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UnavailableError("--plot needs matplotlib: pip install 'weanj[plot]'") from None
+    failing = [p for p in report.pairs if p.failed]
+    chosen = failing or [p for p in report.pairs if p.same_family]
+    folder = results_dir(report.example) / "diff"
+    return [(p, _plot_pair(report, p, folder)) for p in chosen]
+
+
+def command(args) -> int:
+    """`weanj diff EXAMPLE [--json] [--plot]`: exit 1 when a same-family pair fails."""
+    report = diff_store(args.example)
+    plots = plot_report(report) if args.plot else []
+    if args.json:
+        out = report.to_json()
+        out["plots"] = [str(path) for _, path in plots if path is not None]
+        print(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        print("\n".join(report.lines()))
+        for pair, path in plots:
+            where = f"wrote {path}" if path else "bitwise equal (no finite |Δ| > 0): no heat map"
+            print(f"  plot {pair.reference} vs {pair.other}: {where}", file=sys.stderr)
+    return 0 if report.ok else 1
