@@ -59,7 +59,6 @@ def lex_sweep(u, theta, h2):
 
 
 def lex_solve(theta, K):
-
     h2 = _poisson.h2(theta.shape[0])
     u, _ = jax.lax.scan(
         lambda u, _: (lex_sweep(u, theta, h2), None), _poisson.zero_grid(theta), None, length=K
@@ -77,19 +76,16 @@ def lex_loss(theta, uobs, K):
 
 
 def red_mask(n):
-
     i, j = jnp.meshgrid(jnp.arange(1, n + 1), jnp.arange(1, n + 1), indexing="ij")
     return (i + j) % 2 == 0  # 1-based interior indices, as in the Julia kernel
 
 
 def half_sweep(u, theta, h2, colour):
-
     new = (h2 * theta + u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) / 4
     return u.at[1:-1, 1:-1].set(jnp.where(colour, new, u[1:-1, 1:-1]))
 
 
 def rb_solve(theta, K):
-
     n = theta.shape[0]
     h2, red = _poisson.h2(n), red_mask(n)
 
