@@ -7,6 +7,7 @@ belong to benchmarks, not to pass/fail tests.
 from __future__ import annotations
 
 import json
+import time
 
 import jax
 import numpy as np
@@ -115,15 +116,15 @@ def test_budget_stops_the_sweep(project):
     assert any("skipping n = 8, 16" in line for line in said)
 
 
-def test_rerun_replaces_only_the_variants_it_measured(project):
-    def record(variant, n, dtype="float64"):
+def test_rerun_replaces_only_the_series_it_measured(project):
+    def record(variant, n, dtype="float64", K=1, sweep="n"):
         return {
             "variant": variant,
             "dtype": dtype,
             "N": n * n,
             "n": n,
-            "K": 1,
-            "sweep": "n",
+            "K": K,
+            "sweep": sweep,
             "forward_s": 1.0,
             "grad_s": 2.0,
             "compile_s": 3.0,
@@ -144,6 +145,17 @@ def test_rerun_replaces_only_the_variants_it_measured(project):
     assert stored() == [
         ("jax-jacobi", "float32", 2),
         ("jax-jacobi", "float64", 8),
+        ("other", "float64", 4),
+    ]
+    # Another K adds a series; memory-against-K records are replaced as one series.
+    _bench.write("01-jacobi", "cpu", {"jax": [record("jax-jacobi", 16, K=7)]})
+    _bench.write("01-jacobi", "cpu", {"jax": [record("jax-jacobi", 8, K=10, sweep="K")]})
+    _bench.write("01-jacobi", "cpu", {"jax": [record("jax-jacobi", 8, K=20, sweep="K")]})
+    assert stored() == [
+        ("jax-jacobi", "float32", 2),
+        ("jax-jacobi", "float64", 8),
+        ("jax-jacobi", "float64", 8),
+        ("jax-jacobi", "float64", 16),
         ("other", "float64", 4),
     ]
 
@@ -218,3 +230,18 @@ def test_functions_without_xla_are_timed_without_memory(project, monkeypatch):
             _bench.bench("01-jacobi", ["numpy-fake"], ns=[4], device="gpu", say=lambda line: None)
             == {}
         )
+
+
+def test_default_samples_shrink_to_fit_the_budget():
+    calls = []
+
+    def slow_grad(x):
+        calls.append(x)
+        time.sleep(0.02)
+        return x
+
+    # One probe call decides; a gradient slower than the budget is timed once.
+    assert _bench._samples_within_budget(slow_grad, (1.0,), 64, budget_s=0.005) == 1
+    assert _bench._samples_within_budget(slow_grad, (1.0,), 64, budget_s=1000.0) == 10
+    assert _bench._samples_within_budget(slow_grad, (1.0,), 512, budget_s=1000.0) == 3
+    assert len(calls) == 3

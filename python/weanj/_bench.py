@@ -63,6 +63,21 @@ def _default_samples(n: int) -> int:
     return 3 if n >= 512 else 10
 
 
+def _samples_within_budget(grad: Callable, args: tuple, n: int, budget_s: float) -> int:
+    """The default number of samples, fewer where they would take longer than the budget.
+
+    One timed gradient call (compiled already) decides: a point costs at most about the
+    budget per function, and a gradient slower than the budget, which ends the sweep
+    anyway, is timed once rather than ten times.
+    """
+    import jax
+
+    t0 = time.perf_counter()
+    jax.block_until_ready(grad(*args))
+    one_call = time.perf_counter() - t0
+    return max(1, min(_default_samples(n), int(budget_s / max(one_call, 1e-9))))
+
+
 def _args(ex: Example, n: int, params: dict[str, int], dtype: str, device) -> tuple:
     """The call arguments at size n; on `device` for JAX functions, numpy arrays otherwise."""
     import jax
@@ -125,7 +140,7 @@ def sweep_variant(
         t0 = time.perf_counter()
         jax.block_until_ready(grad(*args))
         compile_s = time.perf_counter() - t0
-        count = samples or _default_samples(n)
+        count = samples or _samples_within_budget(grad, args, n, budget_s)
         forward_s = time_median(
             functools.partial(loss, *args), sync=jax.block_until_ready, samples=count
         )
@@ -204,7 +219,8 @@ def bench(
     - `K`: iterations for the sweep over n; `memory_Ks`: the Ks of the memory-against-K
       records, taken at the middle of `ns` (empty: none).
     - `device`: `"cpu"` or `"gpu"` (no GPU raises `UnavailableError`).
-    - `samples`: timing samples per point (default 10, 3 from n = 512).
+    - `samples`: timing samples per point (default 10, 3 from n = 512, fewer where they
+      would take longer than `budget_s`).
     - `say`: receives one progress line per measured point.
 
     **Returns:** `{backend: [records]}`, each record with the fields of DESIGN.md (`dtype,
@@ -265,20 +281,28 @@ def bench(
     return by_backend
 
 
+def _series(record: dict[str, Any]) -> tuple:
+    """What a rerun replaces: a variant's sweep over n at one K and dtype, or its
+    memory-against-K records at one dtype."""
+    sweep = record.get("sweep", "n")
+    K = record.get("K") if sweep == "n" else None
+    return record.get("variant"), record.get("dtype"), sweep, K
+
+
 def write(
     example_name: str, device: str, by_backend: dict[str, list[dict[str, Any]]]
 ) -> list[Path]:
     """Write each backend's records to `results/<example>/bench/<backend>-<device>.json`.
 
-    Records of other variants (or other dtypes) already in the file are kept, so that
-    benchmarking one variant does not erase its siblings; the `environment` block
-    describes this run.
+    Records of other variants, dtypes or K already in the file are kept, so that
+    benchmarking one variant (or one K) does not erase its siblings; the `environment`
+    block describes this run, each record carries its `date`.
     """
     from ._registry import find_variant
 
     paths = []
     for backend, records in by_backend.items():
-        measured = {(r["variant"], r["dtype"]) for r in records}
+        measured = {_series(r) for r in records}
         path = results_path(example_name, backend, device)
         kept = []
         if path.is_file():
@@ -286,7 +310,7 @@ def write(
                 kept = json.loads(path.read_text())["records"]
             except (OSError, ValueError, KeyError, TypeError):
                 _say(f"replacing unreadable benchmark file {path}")
-            kept = [r for r in kept if (r.get("variant"), r.get("dtype")) not in measured]
+            kept = [r for r in kept if _series(r) not in measured]
         env = environment(device)
         v = find_variant(example_name, records[0]["variant"])
         env["backend_version"] = v.backend_version() if v is not None else "unknown"
