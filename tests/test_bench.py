@@ -15,7 +15,7 @@ import pytest
 
 from weanj import _bench
 from weanj._cli import main
-from weanj._timing import RECORD_FIELDS
+from weanj._timing import record_fields
 
 ENVIRONMENT_FIELDS = (
     "jax",
@@ -78,7 +78,7 @@ def test_record_schema(project, capsys):
     assert len(records) == len(by_n) + len(by_K)
     assert [r["n"] for r in by_n] == [8, 16]  # swept in increasing order
     for r in records:
-        for key in RECORD_FIELDS:
+        for key in record_fields("01-jacobi"):
             assert key in r, key
         assert (r["variant"], r["family"], r["backend"], r["device"], r["dtype"]) == (
             "jax-jacobi",
@@ -104,11 +104,11 @@ def test_budget_stops_the_sweep(project):
     by_backend = _bench.bench(
         "02-gauss-seidel",
         ["jax-rb"],
-        ns=[8, 4, 16],
-        K=2,
+        sizes=[8, 4, 16],
+        params={"K": 2},
         budget_s=1e-12,
         samples=1,
-        memory_Ks=(),
+        memory_over=None,
         say=said.append,
     )
     records = by_backend["jax"]
@@ -172,7 +172,7 @@ def test_missing_gpu_is_one_line_and_exit_2(project, capsys):
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["--ns", "0"], "grid sizes"),
+        (["--ns", "0"], "sizes (n) must be at least 1"),
         (["--samples", "0"], "samples"),
         (["--K", "0"], "K must be at least 1"),
         (["--budget-s", "0"], "budget"),
@@ -213,10 +213,10 @@ def test_functions_without_xla_are_timed_without_memory(project, monkeypatch):
     by_backend = _bench.bench(
         "01-jacobi",
         ["numpy-fake"],
-        ns=[4, 6],
-        K=2,
+        sizes=[4, 6],
+        params={"K": 2},
         samples=1,
-        memory_Ks=(2, 3),
+        memory_over=("K", (2, 3)),
         say=lambda line: None,
     )
     assert set(seen) == {np.ndarray}
@@ -227,7 +227,9 @@ def test_functions_without_xla_are_timed_without_memory(project, monkeypatch):
     # On a GPU run it is skipped (it runs on the CPU), not mislabelled as a GPU result.
     if _has_gpu():
         assert (
-            _bench.bench("01-jacobi", ["numpy-fake"], ns=[4], device="gpu", say=lambda line: None)
+            _bench.bench(
+                "01-jacobi", ["numpy-fake"], sizes=[4], device="gpu", say=lambda line: None
+            )
             == {}
         )
 

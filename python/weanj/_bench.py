@@ -1,14 +1,17 @@
-"""Benchmark sweeps: time, compile time and memory of each variant against n and K.
+"""Benchmark sweeps: time, compile time and memory of each variant against a size and
+against any parameter.
 
 The seed notebook's sweep, for any example and variant of the registry. For each
-variant and grid size n (inputs from the example's seeded `sized` generator), it
-records the wall time of the first gradient call (compilation plus one evaluation),
-the median forward (loss) and gradient times, and XLA's scratch memory of the compiled
-gradient; a variant's sweep stops once its gradient takes longer than the budget. Then
-the gradient's scratch memory against K at one n (compiled only, never run).
+variant and problem size (inputs from the example's seeded `Sizes.generate`, e.g. the
+grid size n), it records the wall time of the first gradient call (compilation plus one
+evaluation), the median forward (loss) and gradient times, and XLA's scratch memory of
+the compiled gradient; a variant's sweep stops once its gradient takes longer than the
+budget. Optionally the same measurements against a parameter (`--over T 10 20 40`) at
+the middle size. Then the gradient's scratch memory against a parameter (compiled only,
+never run), by default over the values the example's `Param.sweep` lists (e.g. K).
 
 Records go to `results/<example>/bench/<backend>-<device>.json`, one file per backend;
-a rerun replaces the records of the variants (and dtype) it measured and keeps the rest.
+a rerun replaces the series it measured and keeps the rest.
 """
 
 from __future__ import annotations
@@ -30,13 +33,10 @@ from ._inputs import check_params
 from ._registry import Example, Variant, example, variant, variants
 from ._timing import environment, results_path, time_median, write_results
 
-# The seed notebook's sweep: grid sizes, sweeps, budget per gradient call, input seed.
-DEFAULT_NS = (32, 64, 128, 256, 512, 1024)
-DEFAULT_K = 100
 DEFAULT_BUDGET_S = 5.0
-MEMORY_KS = (10, 100, 1000)
 SEED = 1
 GPU_HINT = "on a machine with an NVIDIA GPU: pip install -U 'jax[cuda12]'"
+_DEFAULT = object()  # "the example's own default" for `memory_over`
 
 
 def _say(message: str) -> None:
@@ -58,12 +58,12 @@ def jax_device(device: str):
     return found[0]
 
 
-def _default_samples(n: int) -> int:
-    # The notebook's choice: fewer samples where one call takes long.
-    return 3 if n >= 512 else 10
+def _default_samples(size: int | None) -> int:
+    # The notebook's choice: fewer samples where one call takes long (large n).
+    return 3 if size is not None and size >= 512 else 10
 
 
-def _samples_within_budget(grad: Callable, args: tuple, n: int, budget_s: float) -> int:
+def _samples_within_budget(grad: Callable, args: tuple, size: int | None, budget_s: float) -> int:
     """The default number of samples, fewer where they would take longer than the budget.
 
     One timed gradient call (compiled already) decides: a point costs at most about the
@@ -75,20 +75,32 @@ def _samples_within_budget(grad: Callable, args: tuple, n: int, budget_s: float)
     t0 = time.perf_counter()
     jax.block_until_ready(grad(*args))
     one_call = time.perf_counter() - t0
-    return max(1, min(_default_samples(n), int(budget_s / max(one_call, 1e-9))))
+    return max(1, min(_default_samples(size), int(budget_s / max(one_call, 1e-9))))
 
 
-def _args(ex: Example, n: int, params: dict[str, int], dtype: str, device) -> tuple:
-    """The call arguments at size n; on `device` for JAX functions, numpy arrays otherwise."""
+def inputs_at(ex: Example, size: int | None) -> dict[str, np.ndarray]:
+    """The example's inputs at `size` (its `Sizes.generate`), or its shared inputs."""
+    if size is None:
+        from ._inputs import load_inputs
+
+        data = load_inputs(ex.name)
+        return {name: data[name] for name in ex.arrays}
+    return dict(ex.sizes.generate(SEED, size))
+
+
+def _args(ex: Example, size: int | None, params: dict[str, int], dtype: str, device) -> tuple:
+    """The call arguments at a size, on `device` for JAX functions (numpy arrays
+    otherwise), and N, the number of gradient entries."""
     import jax
 
-    arrays = {k: np.asarray(a, dtype=dtype) for k, a in ex.sized(SEED, n).items()}
+    arrays = {k: np.asarray(a, dtype=dtype) for k, a in inputs_at(ex, size).items()}
+    N = int(sum(np.size(arrays[name]) for name in ex.wrt_names))
     if device is not None:
         # Placed once, before timing, so the clock sees no host-to-device copies; with
         # 64-bit types on, so float64 stays float64 (variants run that way too).
         with jax.enable_x64(True):
             arrays = {k: jax.device_put(a, device) for k, a in arrays.items()}
-    return ex.args(arrays, params), int(np.size(arrays[ex.wrt]))
+    return ex.args(arrays, params), N
 
 
 def temp_bytes(grad: Callable, args: tuple) -> int | None:
@@ -104,25 +116,73 @@ def _mib(nbytes: int | None) -> str:
     return "n/a" if nbytes is None else f"{nbytes / 2**20:.2f} MiB"
 
 
+def _point_label(ex: Example, size: int | None, params: dict[str, int]) -> str:
+    size_part = [f"{ex.sizes.name}={size}"] if size is not None else ["shared inputs"]
+    return " ".join(size_part + [f"{k}={v}" for k, v in params.items()])
+
+
+def _measure(
+    ex: Example,
+    v: Variant,
+    size: int | None,
+    params: dict[str, int],
+    *,
+    dtype: str,
+    where,
+    budget_s: float,
+    samples: int | None,
+) -> dict[str, Any]:
+    """Time one point: first call, median forward and gradient, scratch memory."""
+    import jax
+
+    loss, grad = v.loss, v.grad
+    args, N = _args(ex, size, params, dtype, where)
+    t0 = time.perf_counter()
+    jax.block_until_ready(grad(*args))
+    compile_s = time.perf_counter() - t0
+    count = samples or _samples_within_budget(grad, args, size, budget_s)
+    forward_s = time_median(
+        functools.partial(loss, *args), sync=jax.block_until_ready, samples=count
+    )
+    grad_s = time_median(
+        functools.partial(grad, *args), sync=jax.block_until_ready, samples=count, warmup=0
+    )  # the first call above was the warm-up
+    return {
+        "N": N,
+        "forward_s": forward_s,
+        "grad_s": grad_s,
+        "compile_s": compile_s,
+        "peak_mem_bytes": temp_bytes(grad, args),
+        "samples": count,
+        "timed": True,
+    }
+
+
+def _record(ex: Example, base: dict, sweep: str, size: int | None, params: dict, values: dict):
+    size_fields = {"size": size}
+    if ex.sizes is not None:
+        size_fields[ex.sizes.name] = size
+        size_fields["size_name"] = ex.sizes.name
+    return {**base, "sweep": sweep, **size_fields, **params, **values}
+
+
 def sweep_variant(
     ex: Example,
     v: Variant,
     *,
-    ns: Sequence[int],
-    K: int,
+    sizes: Sequence[int | None],
+    params: dict[str, int],
     dtype: str,
     device: str,
     budget_s: float,
     samples: int | None,
-    memory_n: int | None,
-    memory_Ks: Sequence[int],
+    over: tuple[str, Sequence[int]] | None = None,
+    memory_over: tuple[str, Sequence[int]] | None = None,
     say: Callable[[str], None] = _say,
 ) -> list[dict[str, Any]]:
-    """The records of one variant: the sweep over `ns`, then memory against `memory_Ks`."""
-    import jax
-
-    loss, grad = v.loss, v.grad
-    on_jax = hasattr(grad, "lower")
+    """The records of one variant: the sweep over `sizes` at `params`, then (at the middle
+    size) the timed sweep `over` a parameter and the compiled-only `memory_over` one."""
+    on_jax = hasattr(v.grad, "lower")
     where = jax_device(device) if on_jax else None
     base = {
         "example": ex.name,
@@ -133,81 +193,88 @@ def sweep_variant(
         "dtype": dtype,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
-    records = []
-    for n in ns:
-        params = check_params(ex, {**ex.default_params, "K": K})
-        args, N = _args(ex, n, params, dtype, where)
-        t0 = time.perf_counter()
-        jax.block_until_ready(grad(*args))
-        compile_s = time.perf_counter() - t0
-        count = samples or _samples_within_budget(grad, args, n, budget_s)
-        forward_s = time_median(
-            functools.partial(loss, *args), sync=jax.block_until_ready, samples=count
-        )
-        grad_s = time_median(
-            functools.partial(grad, *args), sync=jax.block_until_ready, samples=count, warmup=0
-        )  # the first call above was the warm-up
-        mem = temp_bytes(grad, args)
-        records.append(
-            {
-                **base,
-                "sweep": "n",
-                "N": N,
-                "n": n,
-                "K": K,
-                "forward_s": forward_s,
-                "grad_s": grad_s,
-                "compile_s": compile_s,
-                "peak_mem_bytes": mem,
-                "samples": count,
-            }
-        )
+    size_name = ex.sizes.name if ex.sizes is not None else "size"
+    measure = functools.partial(
+        _measure, ex, v, dtype=dtype, where=where, budget_s=budget_s, samples=samples
+    )
+
+    def show(size, point, values):
         say(
-            f"  {v.name:<20} n={n:<5d} first call {compile_s:8.3f} s  forward "
-            f"{1e3 * forward_s:10.3f} ms  gradient {1e3 * grad_s:10.3f} ms  temp {_mib(mem)}"
+            f"  {v.name:<20} {_point_label(ex, size, point):<18} first call "
+            f"{values['compile_s']:8.3f} s  forward {1e3 * values['forward_s']:10.3f} ms  "
+            f"gradient {1e3 * values['grad_s']:10.3f} ms  temp {_mib(values['peak_mem_bytes'])}"
         )
-        if grad_s > budget_s:
-            rest = [m for m in ns if m > n]
+
+    records = []
+    for size in sizes:
+        values = measure(size, params)
+        records.append(_record(ex, base, size_name, size, params, values))
+        show(size, params, values)
+        if values["grad_s"] > budget_s:
+            rest = [m for m in sizes if m is not None and size is not None and m > size]
             if rest:
                 say(
-                    f"  {v.name}: gradient took {grad_s:.2f} s > budget {budget_s:g} s; "
-                    f"skipping n = {', '.join(map(str, rest))}"
+                    f"  {v.name}: gradient took {values['grad_s']:.2f} s > budget "
+                    f"{budget_s:g} s; skipping {size_name} = {', '.join(map(str, rest))}"
                 )
             break
-    if on_jax and memory_n is not None:
-        for Km in memory_Ks:
-            params = check_params(ex, {**ex.default_params, "K": Km})
-            args, N = _args(ex, memory_n, params, dtype, where)
-            mem = temp_bytes(grad, args)
-            records.append(
-                {
-                    **base,
-                    "sweep": "K",
-                    "N": N,
-                    "n": memory_n,
-                    "K": Km,
-                    "forward_s": None,
-                    "grad_s": None,
-                    "compile_s": None,
-                    "peak_mem_bytes": mem,
-                    "samples": None,
-                }
-            )
-            say(f"  {v.name:<20} n={memory_n:<5d} K={Km:<6d} temp {_mib(mem)}")
+    middle = sizes[len(sizes) // 2]
+    if over is not None:
+        name, values_over = over
+        for value in values_over:
+            point = {**params, name: value}
+            values = measure(middle, point)
+            records.append(_record(ex, base, name, middle, point, values))
+            show(middle, point, values)
+            if values["grad_s"] > budget_s:
+                say(f"  {v.name}: gradient took {values['grad_s']:.2f} s > budget; stopping")
+                break
+    if on_jax and memory_over is not None:
+        name, values_over = memory_over
+        for value in values_over:
+            point = {**params, name: value}
+            args, N = _args(ex, middle, point, dtype, where)
+            mem = temp_bytes(v.grad, args)
+            untimed = {
+                "N": N,
+                "forward_s": None,
+                "grad_s": None,
+                "compile_s": None,
+                "peak_mem_bytes": mem,
+                "samples": None,
+                "timed": False,
+            }
+            records.append(_record(ex, base, name, middle, point, untimed))
+            say(f"  {v.name:<20} {_point_label(ex, middle, point):<18} temp {_mib(mem)}")
     return records
+
+
+def _parameter_sweep(ex: Example, what: str, spec) -> tuple[str, tuple[int, ...]] | None:
+    """`(name, values)` checked against the example, or None."""
+    if spec is None:
+        return None
+    name, values = spec
+    ex.param(name)  # unknown names: one line listing the example's parameters
+    values = tuple(sorted({int(x) for x in values}))
+    for value in values:
+        check_params(ex, {name: value})
+    if not values:
+        raise InputError(f"{what} {name} needs at least one value")
+    return name, values
 
 
 def bench(
     example_name: str,
     variant_names: Sequence[str] | None = None,
     *,
-    ns: Sequence[int] = DEFAULT_NS,
-    K: int = DEFAULT_K,
+    sizes: Sequence[int] | None = None,
+    params: dict[str, int | None] | None = None,
     dtype: str = "float64",
     device: str = "cpu",
     budget_s: float = DEFAULT_BUDGET_S,
     samples: int | None = None,
-    memory_Ks: Sequence[int] = MEMORY_KS,
+    over: tuple[str, Sequence[int]] | None = None,
+    memory_over: Any = _DEFAULT,
     say: Callable[[str], None] = _say,
 ) -> dict[str, list[dict[str, Any]]]:
     """Benchmark the variants of an example; nothing is written (see `write`).
@@ -215,66 +282,79 @@ def bench(
     **Arguments:**
 
     - `variant_names`: default all variants available here.
-    - `ns`: grid sizes, swept in increasing order until the gradient exceeds `budget_s`.
-    - `K`: iterations for the sweep over n; `memory_Ks`: the Ks of the memory-against-K
-      records, taken at the middle of `ns` (empty: none).
+    - `sizes`: problem sizes (the example's `Sizes`, default its `values`), swept in
+      increasing order until the gradient exceeds `budget_s`. An example without `Sizes`
+      is measured at its shared inputs.
+    - `params`: parameter values of the sweep over sizes (default each `Param.bench`).
+    - `over`: `(parameter, values)`: time and memory against it, at the middle size.
+    - `memory_over`: `(parameter, values)`: scratch memory against it at the middle size,
+      compiled only; default the first parameter with a `Param.sweep`; None: none.
     - `device`: `"cpu"` or `"gpu"` (no GPU raises `UnavailableError`).
-    - `samples`: timing samples per point (default 10, 3 from n = 512, fewer where they
+    - `samples`: timing samples per point (default 10, 3 from size 512, fewer where they
       would take longer than `budget_s`).
     - `say`: receives one progress line per measured point.
 
     **Returns:** `{backend: [records]}`, each record with the fields of DESIGN.md (`dtype,
-    variant, N, n, K, forward_s, grad_s, compile_s, peak_mem_bytes`) and `example, family,
-    backend, device, sweep ("n" or "K"), samples, date`. `compile_s` is the wall time of the
-    first gradient call (compilation plus one evaluation); `peak_mem_bytes` is XLA's
-    scratch memory of the compiled gradient (None where not JAX).
+    variant, N, forward_s, grad_s, compile_s, peak_mem_bytes`, the size under its name,
+    e.g. `n`, and every parameter, e.g. `K`) and `example, family, backend, device,
+    sweep` (the size's name or the parameter swept), `size`, `timed`, `samples`, `date`.
+    `compile_s` is the wall time of the first gradient call (compilation plus one
+    evaluation); `peak_mem_bytes` is XLA's scratch memory of the compiled gradient (None
+    where not JAX); `N` the number of gradient entries.
     """
     import jax
 
     ex = example(example_name)
-    if ex.sized is None:
-        raise InputError(f"example {ex.name} has no sized input generator to sweep over n")
-    if "K" not in ex.param_names:
-        raise InputError(f"example {ex.name} has no parameter K to sweep over")
     if dtype not in ("float64", "float32"):
         raise InputError(f"dtype must be float64 or float32, got {dtype!r}")
     if device not in ("cpu", "gpu"):
         raise InputError(f"device must be cpu or gpu, got {device!r}")
-    ns = sorted(set(int(n) for n in ns))
-    if not ns or ns[0] < 1:
-        raise InputError(f"grid sizes must be at least 1, got {ns}")
+    if ex.sizes is None:
+        if sizes:
+            raise InputError(f"example {ex.name} declares no sizes to sweep (weanj.Sizes)")
+        sweep_sizes: list[int | None] = [None]
+    else:
+        sweep_sizes = sorted({int(s) for s in (sizes or ex.sizes.values)})
+        if sweep_sizes[0] < 1:
+            raise InputError(f"sizes ({ex.sizes.name}) must be at least 1, got {sweep_sizes}")
     if samples is not None and samples < 1:
         raise InputError(f"samples must be at least 1, got {samples}")
     if not budget_s > 0:
         raise InputError(f"the budget must be positive, got {budget_s}")
-    check_params(ex, {"K": K})
-    for Km in memory_Ks:
-        check_params(ex, {"K": Km})
+    given = {k: v for k, v in (params or {}).items() if v is not None}
+    for name in given:
+        ex.param(name)
+    point = check_params(ex, {p.name: given.get(p.name, p.bench_value) for p in ex.params})
+    over = _parameter_sweep(ex, "--over", over)
+    if memory_over is _DEFAULT:
+        swept = [p for p in ex.params if p.sweep]
+        memory_over = (swept[0].name, swept[0].sweep) if swept else None
+    memory_over = _parameter_sweep(ex, "--memory-over", memory_over)
     where = jax_device(device)  # fails before any work when the GPU is missing
     names = list(variant_names) if variant_names else variants(ex.name)
     chosen = [variant(ex.name, name) for name in names]
-    memory_n = ns[len(ns) // 2] if memory_Ks else None
 
     by_backend: dict[str, list[dict[str, Any]]] = {}
     for v in chosen:
         if device != "cpu" and not hasattr(v.grad, "lower"):
             say(f"{v.name}: skipped on {device} (not a JAX function; it runs on the CPU)")
             continue
-        say(f"{ex.name} {v.name} on {device} ({dtype}, K={K}):")
+        shown = ", ".join(f"{k}={val}" for k, val in point.items())
+        say(f"{ex.name} {v.name} on {device} ({dtype}{', ' + shown if shown else ''}):")
         # Inputs are placed on `where` too; this also puts any computation that has no
         # array input of its own there.
         with jax.default_device(where):
             records = sweep_variant(
                 ex,
                 v,
-                ns=ns,
-                K=K,
+                sizes=sweep_sizes,
+                params=point,
                 dtype=dtype,
                 device=device,
                 budget_s=budget_s,
                 samples=samples,
-                memory_n=memory_n,
-                memory_Ks=memory_Ks,
+                over=over,
+                memory_over=memory_over,
                 say=say,
             )
         by_backend.setdefault(v.backend, []).extend(records)
@@ -282,11 +362,33 @@ def bench(
 
 
 def _series(record: dict[str, Any]) -> tuple:
-    """What a rerun replaces: a variant's sweep over n at one K and dtype, or its
-    memory-against-K records at one dtype."""
-    sweep = record.get("sweep", "n")
-    K = record.get("K") if sweep == "n" else None
-    return record.get("variant"), record.get("dtype"), sweep, K
+    """What a rerun replaces: a variant's sweep (over the size, or over one parameter,
+    timed or compiled only) at one dtype with everything else fixed."""
+    fixed = tuple(
+        sorted(
+            (k, v)
+            for k, v in record.items()
+            if k not in _VARYING and k != record.get("sweep") and isinstance(v, (int, str))
+        )
+    )
+    return record.get("variant"), record.get("dtype"), record.get("sweep"), fixed
+
+
+# Fields that differ between the points of one series (or say nothing about the series).
+_VARYING = {
+    "N",
+    "forward_s",
+    "grad_s",
+    "compile_s",
+    "peak_mem_bytes",
+    "samples",
+    "date",
+    "size",
+    "example",
+    "family",
+    "backend",
+    "device",
+}
 
 
 def write(
@@ -294,8 +396,8 @@ def write(
 ) -> list[Path]:
     """Write each backend's records to `results/<example>/bench/<backend>-<device>.json`.
 
-    Records of other variants, dtypes or K already in the file are kept, so that
-    benchmarking one variant (or one K) does not erase its siblings; the `environment`
+    Records of other series already in the file are kept, so that benchmarking one
+    variant (or one parameter value) does not erase its siblings; the `environment`
     block describes this run, each record carries its `date`.
     """
     from ._registry import find_variant
@@ -318,48 +420,74 @@ def write(
     return paths
 
 
+def _sweep_option(values: list[str] | None, option: str) -> tuple[str, list[int]] | None:
+    """`--over T 10 20 40` -> ("T", [10, 20, 40]); an empty list means none."""
+    if not values:
+        return None
+    name, *rest = values
+    try:
+        numbers = [int(x) for x in rest]
+    except ValueError:
+        raise InputError(f"{option} takes a parameter name, then integers: got {values}") from None
+    if not numbers:
+        raise InputError(f"{option} {name} needs at least one value, e.g. {option} {name} 10 100")
+    return name, numbers
+
+
 def command(args: argparse.Namespace) -> int:
-    """`weanj bench EXAMPLE [--variants ...] [--ns ...] [--K K] [--dtype D] [--device D]
-    [--budget-s S] [--samples S] [--memory-Ks K ...]`."""
-    memory_Ks = getattr(args, "memory_Ks", None)
+    """`weanj bench EXAMPLE [--variants ...] [--sizes ...] [--PARAM V] [--over P V ...]
+    [--memory-over P V ...] [--dtype D] [--device D] [--budget-s S] [--samples S]`."""
+    from ._cli import param_options
+
+    params = param_options(args, args.example)
+    memory_over: Any = _DEFAULT
+    if args.memory_Ks is not None:  # the Poisson examples' spelling of --memory-over K ...
+        memory_over = ("K", args.memory_Ks) if args.memory_Ks else None
+    if args.memory_over is not None:
+        memory_over = _sweep_option(args.memory_over, "--memory-over")
     by_backend = bench(
         args.example,
         args.variants,
-        ns=args.ns or DEFAULT_NS,
-        K=args.K if args.K is not None else DEFAULT_K,
+        sizes=args.sizes,
+        params=params,
         dtype=args.dtype,
         device=args.device,
         budget_s=args.budget_s,
         samples=args.samples,
-        memory_Ks=MEMORY_KS if memory_Ks is None else memory_Ks,
+        over=_sweep_option(args.over, "--over"),
+        memory_over=memory_over,
     )
     if not by_backend:
         raise UnavailableError(f"no variant of {args.example} to benchmark on {args.device}")
     paths = write(args.example, args.device, by_backend)
-    print(markdown_table([r for records in by_backend.values() for r in records]))
+    print(markdown_table(example(args.example), [r for rs in by_backend.values() for r in rs]))
     for path in paths:
         print(f"wrote {path}")
     return 0
 
 
-def markdown_table(records: Sequence[dict[str, Any]]) -> str:
-    """The sweep over n as a Markdown table (times in ms, scratch memory in MiB)."""
+def markdown_table(ex: Example, records: Sequence[dict[str, Any]]) -> str:
+    """The timed records as a Markdown table (times in ms, scratch memory in MiB)."""
 
     def cell(value, scale, digits):
         return "–" if value is None else f"{value * scale:.{digits}f}"
 
+    size_name = ex.sizes.name if ex.sizes is not None else None
+    columns = ([size_name] if size_name else []) + list(ex.param_names)
     lines = [
-        "| variant | device | dtype | n | K | forward [ms] | gradient [ms] | "
-        "gradient/forward | first call [s] | scratch [MiB] |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| variant | device | dtype | "
+        + "".join(f"{c} | " for c in columns)
+        + "forward [ms] | gradient [ms] | gradient/forward | first call [s] | scratch [MiB] |",
+        "| --- | --- | --- | " + "---: | " * len(columns) + "---: | ---: | ---: | ---: | ---: |",
     ]
     for r in records:
-        if r["sweep"] != "n":
+        if not r.get("timed", r.get("forward_s") is not None):
             continue
         ratio = r["grad_s"] / r["forward_s"] if r["forward_s"] else None
         lines.append(
-            f"| `{r['variant']}` | {r['device']} | {r['dtype']} | {r['n']} | {r['K']} | "
-            f"{cell(r['forward_s'], 1e3, 3)} | {cell(r['grad_s'], 1e3, 3)} | "
+            f"| `{r['variant']}` | {r['device']} | {r['dtype']} | "
+            + "".join(f"{r.get(c, '–')} | " for c in columns)
+            + f"{cell(r['forward_s'], 1e3, 3)} | {cell(r['grad_s'], 1e3, 3)} | "
             f"{cell(ratio, 1, 1)} | {cell(r['compile_s'], 1, 2)} | "
             f"{cell(r['peak_mem_bytes'], 2**-20, 2)} |"
         )

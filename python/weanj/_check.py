@@ -16,21 +16,41 @@ import numpy as np
 
 from ._compare import fd_check
 from ._diff import DiffReport, diff_gradients
+from ._errors import InputError
 from ._inputs import inputs_path, read_inputs_file
-from ._registry import example, example_names, find_variant, unavailable_variants, variant, variants
+from ._registry import (
+    Example,
+    example,
+    example_names,
+    find_variant,
+    unavailable_variants,
+    variant,
+    variants,
+)
 from ._run import evaluate
-from ._store import read_gradient_file, save_gradient, stored_gradients
+from ._store import read_gradient_file, stored_gradients
 
-# Finite-difference check: central differences along FD_DIRECTIONS random unit directions
-# with step FD_STEP, as in the seed notebook. The Poisson losses are quadratic in theta
-# (u^K is linear in theta), so central differences have no truncation error and only
-# rounding remains: about eps·|L|/(h·|g·v|), measured at 1e-9…1e-8 on the shared inputs
-# in float64. 1e-6 leaves two orders of margin and still flags any wrong gradient (a
-# transposed, mis-scaled or sign-flipped gradient is off by O(1)); elementwise errors
-# far below that are the diff's job.
-FD_DIRECTIONS, FD_STEP = 10, 1e-2
-FD_THRESHOLD = {"float64": 1e-6}
+# Finite differences: each example's `FDPolicy` (directions, step, threshold, mask). The
+# default is the seed notebook's: 10 random unit directions, h = 1e-2, threshold 1e-6.
+# The Poisson losses are quadratic in theta (u^K is linear in theta), so central
+# differences have no truncation error and only rounding remains: about eps·|L|/(h·|g·v|),
+# measured at 1e-9…1e-8 on the shared inputs in float64. 1e-6 leaves two orders of margin
+# and still flags any wrong gradient (a transposed, mis-scaled or sign-flipped gradient is
+# off by O(1)); elementwise errors far below that are the diff's job.
 DTYPE = "float64"
+
+
+@dataclass
+class FDResult:
+    """The finite-difference check of one gradient array."""
+
+    error: float | None  # None: not checked (the mask leaves no entry)
+    left_out: int  # entries the mask kept out of the directions
+    size: int
+
+    @property
+    def checked(self) -> bool:
+        return self.error is not None
 
 
 @dataclass
@@ -39,14 +59,21 @@ class VariantRun:
 
     variant: str
     family: str
+    threshold: float = 1e-6
     loss: float | None = None
     seconds: float | None = None
-    fd_error: float | None = None
+    fd: dict[str, FDResult] = field(default_factory=dict)  # per wrt array
     error: str | None = None  # why the variant could not be evaluated
 
     @property
+    def fd_error(self) -> float | None:
+        """The worst error over the arrays checked."""
+        errors = [r.error for r in self.fd.values() if r.error is not None]
+        return max(errors) if errors else None
+
+    @property
     def fd_ok(self) -> bool:
-        return self.fd_error is not None and self.fd_error <= FD_THRESHOLD[DTYPE]
+        return self.fd_error is not None and self.fd_error <= self.threshold
 
     @property
     def ok(self) -> bool:
@@ -64,23 +91,26 @@ class ExampleCheck:
     skipped: dict[str, str] = field(default_factory=dict)  # variant: why
     recorded_skipped: dict[str, str] = field(default_factory=dict)  # file: why
     diff: DiffReport | None = None
+    fd_note: str = ""  # what the example's fd mask leaves out and why
 
     @property
     def ok(self) -> bool:
         return all(r.ok for r in self.runs) and (self.diff is None or self.diff.ok)
 
     def lines(self) -> list[str]:
-        shown = " ".join(f"{k}={v}" for k, v in self.params.items())
-        out = [f"== {self.example} ({shown}, {DTYPE}, inputs sha256 {self.inputs_sha256[:12]}…)"]
-        out.append(f"  {'variant':<22} {'family':<8} {'loss':<22} {'fd rel. error':<18} time")
+        shown = "".join(f"{k}={v}, " for k, v in self.params.items())
+        out = [f"== {self.example} ({shown}{DTYPE}, inputs sha256 {self.inputs_sha256[:12]}…)"]
+        out.append(f"  {'variant':<22} {'family':<12} {'loss':<22} {'fd rel. error':<18} time")
         for r in self.runs:
             if r.error is not None:
-                out.append(f"  {r.variant:<22} {r.family:<8} ERROR {r.error}")
+                out.append(f"  {r.variant:<22} {r.family:<12} ERROR {r.error}")
                 continue
-            fd = f"{r.fd_error:.1e} {'ok' if r.fd_ok else 'FAIL'}"
+            fd = _fd_text(r)
             out.append(
-                f"  {r.variant:<22} {r.family:<8} {r.loss:<22.15e} {fd:<18} {r.seconds:.1f} s"
+                f"  {r.variant:<22} {r.family:<12} {r.loss:<22.15e} {fd:<18} {r.seconds:.1f} s"
             )
+        if self.fd_note:
+            out.append(f"  fd: {self.fd_note}")
         for name, why in self.skipped.items():
             out.append(f"  skipped {name}: {why}")
         for name, why in self.recorded_skipped.items():
@@ -95,37 +125,95 @@ class ExampleCheck:
         return out
 
 
+def _fd_text(r: VariantRun) -> str:
+    if r.fd_error is None:
+        return "not checked"
+    worst = r.fd_error
+    text = f"{worst:.1e} {'ok' if r.fd_ok else 'FAIL'}"
+    if len(r.fd) > 1:  # several arrays: name the worst
+        name = max((k for k, v in r.fd.items() if v.checked), key=lambda k: r.fd[k].error)
+        text += f" ({name})"
+    return text
+
+
 def _progress(message: str, end: str = "\n") -> None:
     print(message, file=sys.stderr, end=end, flush=True)
+
+
+def fd_masks(ex: Example, arrays: dict, params: dict) -> dict[str, np.ndarray]:
+    """The example's fd mask per wrt array (all True where it declares none)."""
+    given = dict(ex.fd.mask(arrays, params)) if ex.fd.mask is not None else {}
+    unknown = set(given) - set(ex.wrt_names)
+    if unknown:
+        raise InputError(f"{ex.name}: the fd mask names arrays {sorted(unknown)} outside wrt")
+    masks = {}
+    for name in ex.wrt_names:
+        m = np.asarray(given.get(name, np.ones(np.shape(arrays[name]), bool)), bool)
+        if m.shape != np.shape(arrays[name]):
+            raise InputError(
+                f"{ex.name}: the fd mask of {name} has shape {m.shape}, not "
+                f"{np.shape(arrays[name])}"
+            )
+        masks[name] = m
+    return masks
+
+
+def fd_check_arrays(
+    ex: Example, loss, arrays: dict, params: dict, gradients: dict
+) -> dict[str, FDResult]:
+    """The example's finite-difference check of each wrt array in turn (the others fixed):
+    `ex.fd.directions` directions within the array's mask, step `ex.fd.step`."""
+    policy = ex.fd
+    masks = fd_masks(ex, arrays, params)
+    results = {}
+    for name in ex.wrt_names:
+        mask = masks[name]
+        size = int(mask.size)
+        if not mask.any():
+            results[name] = FDResult(error=None, left_out=size, size=size)
+            continue
+
+        def loss_of(x, name=name):
+            return float(np.asarray(loss(*ex.args({**arrays, name: x}, params))))
+
+        error = fd_check(
+            loss_of,
+            arrays[name],
+            gradients[name],
+            n=policy.directions,
+            h=policy.step,
+            mask=None if mask.all() else mask,
+        )
+        results[name] = FDResult(error=error, left_out=size - int(mask.sum()), size=size)
+    return results
+
+
+def fd_note(ex: Example, results: dict[str, FDResult]) -> str:
+    """One line on what the mask left out (empty when it left nothing out)."""
+    parts = [
+        f"{r.left_out} of {r.size} {name} entries left out"
+        for name, r in results.items()
+        if r.left_out
+    ]
+    if not parts:
+        return ""
+    why = f" ({ex.fd.why})" if ex.fd.why else ""
+    return "; ".join(parts) + why
 
 
 def _run_variant(ex_name: str, name: str, data: dict) -> tuple[VariantRun, object | None]:
     """Evaluate, save and fd-check one variant; errors are reported, not raised."""
     ex = example(ex_name)
-    run = VariantRun(variant=name, family=find_variant(ex.name, name).family)
+    run = VariantRun(
+        variant=name, family=find_variant(ex.name, name).family, threshold=ex.fd.threshold
+    )
     try:
         v = variant(ex.name, name)
         ev = evaluate(ex.name, name, dtype=DTYPE)
         run.loss, run.seconds = ev.loss, ev.seconds
         # NaN/Inf are kept so that the diff reports them as the failure they are.
-        path = save_gradient(
-            ex.name,
-            name,
-            ev.gradient,
-            loss=ev.loss,
-            family=ev.family,
-            params=ev.params,
-            inputs_sha256=ev.inputs_sha256,
-            allow_nonfinite=True,
-        )
-        arrays = dict(data["arrays"])
-
-        def loss_of_wrt(x):
-            return float(np.asarray(v.loss(*ex.args({**arrays, ex.wrt: x}, ev.params))))
-
-        run.fd_error = fd_check(
-            loss_of_wrt, arrays[ex.wrt], ev.gradient, n=FD_DIRECTIONS, h=FD_STEP
-        )
+        path = ev.save(allow_nonfinite=True)
+        run.fd = fd_check_arrays(ex, v.loss, dict(data["arrays"]), ev.params, ev.gradients)
         return run, path
     except Exception as e:  # one broken variant must not hide the others' report
         first = str(e).splitlines()[0] if str(e) else ""
@@ -149,11 +237,11 @@ def check_examples(names: list[str]) -> list[ExampleCheck]:
             _progress(f"[{done}/{total}] {ex_name} {name} ...", end="")
             t0 = time.perf_counter()
             run, path = _run_variant(ex_name, name, data)
-            status = (
-                "error" if run.error else (f"fd {run.fd_error:.1e} {'ok' if run.fd_ok else 'FAIL'}")
-            )
+            status = "error" if run.error else f"fd {_fd_text(run)}"
             _progress(f" {time.perf_counter() - t0:.1f} s, {status}")
             check.runs.append(run)
+            if run.fd and not check.fd_note:
+                check.fd_note = fd_note(example(ex_name), run.fd)
             if path is not None:
                 fresh.append(read_gradient_file(path))
         for s in stored_gradients(ex_name, produced=False, recorded=True):
@@ -186,7 +274,7 @@ def command(args) -> int:
     failed = [c.example for c in checks if not c.ok]
     print(
         f"overall: {'ok' if ok else 'FAIL'} — {len(checks)} example(s), {len(runs)} "
-        f"variant run(s), {skipped} skipped; fd threshold {FD_THRESHOLD[DTYPE]:g} ({DTYPE}), "
-        f"{time.perf_counter() - t0:.0f} s" + (f"; failed: {', '.join(failed)}" if failed else "")
+        f"variant run(s), {skipped} skipped ({DTYPE}), {time.perf_counter() - t0:.0f} s"
+        + (f"; failed: {', '.join(failed)}" if failed else "")
     )
     return 0 if ok else 1

@@ -16,21 +16,38 @@ import numpy as np
 from ._errors import InputError, WeanjError
 
 
-def _add_param_options(parser: argparse.ArgumentParser) -> None:
-    """One `--NAME` option per static parameter of any example (e.g. `--K`)."""
+def _param_help() -> dict[str, str]:
+    """`{parameter name: help}` over the parameters of every example of the project."""
     from ._registry import example, example_names
 
-    seen = set()
+    out: dict[str, str] = {}
     for name in example_names():
         for p in example(name).params:
-            if p.name not in seen:
-                seen.add(p.name)
-                parser.add_argument(
-                    f"--{p.name}",
-                    type=int,
-                    default=None,
-                    help=f"{p.help} (default: the inputs file's)",
-                )
+            out.setdefault(p.name, f"{p.help or 'parameter'} (of {name}")
+            if name not in out[p.name]:
+                out[p.name] += f", {name}"
+    return {k: v + ")" for k, v in out.items()}
+
+
+def _add_param_options(parser: argparse.ArgumentParser, default_help: str) -> None:
+    """One `--NAME` option per static parameter of any example of the project (`--K`, ...)."""
+    for name, text in _param_help().items():
+        parser.add_argument(
+            f"--{name}", type=int, default=None, metavar=name, help=f"{text}; {default_help}"
+        )
+
+
+def param_options(args: argparse.Namespace, example_name: str) -> dict[str, int | None]:
+    """The example's parameters given on the command line; one given that the example does
+    not have is a mistake, not silently ignored."""
+    from ._registry import example
+
+    ex = example(example_name)
+    for name in _param_help():
+        if getattr(args, name, None) is not None and name not in ex.param_names:
+            known = ", ".join(f"--{p}" for p in ex.param_names) or "none"
+            raise InputError(f"{ex.name} has no parameter {name} (its parameters: {known})")
+    return {p: getattr(args, p, None) for p in ex.param_names}
 
 
 def cmd_inputs(args: argparse.Namespace) -> int:
@@ -54,18 +71,42 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ._run import evaluate
 
     ex = example(args.example)
-    params = {p.name: getattr(args, p.name, None) for p in ex.params}
+    params = param_options(args, ex.name)
     # No progress line before `evaluate`: a mistake it finds must be the only stderr line.
     ev = evaluate(ex.name, args.variant, inputs=args.inputs, params=params, dtype=args.dtype)
-    if not (np.isfinite(ev.loss) and np.all(np.isfinite(ev.gradient))):
+    if not ev.finite:
         raise InputError(f"{args.variant} produced NaN/Inf on these inputs; nothing was saved")
     path = ev.save(args.out)
-    shown = " ".join(f"{k}={v}" for k, v in ev.params.items())
+    shown = "".join(f"{k}={v} " for k, v in ev.params.items())
+    norms = "  ".join(
+        f"‖∂L/∂{name}‖ = {float(np.linalg.norm(g)):.6e}" for name, g in ev.gradients.items()
+    )
     print(
-        f"{ex.name} {ev.variant} {shown} {ev.dtype}: loss = {ev.loss:.15e}  "
-        f"‖∇loss‖ = {float(np.linalg.norm(ev.gradient)):.6e}  ({ev.seconds:.2f} s)"
+        f"{ex.name} {ev.variant} {shown}{ev.dtype}: loss = {ev.loss:.15e}  {norms}  "
+        f"({ev.seconds:.2f} s)"
     )
     print(f"saved {path}")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from ._registry import example, example_names, families, unavailable_variants
+    from ._root import project_config
+
+    config = project_config()
+    names = [example(n).name for n in args.examples] if args.examples else example_names()
+    print(f"project {config.root} ({config.where})")
+    for name in names:
+        ex = example(name)
+        params = ", ".join(f"{p.name}={p.default}" for p in ex.params) or "no parameters"
+        print(f"{name}: {ex.title}" if ex.title else name)
+        print(f"  arrays {', '.join(ex.arrays)}; gradient wrt {', '.join(ex.wrt_names)}; {params}")
+        missing = unavailable_variants(name)
+        for family, members in families(name).items():
+            print(f"  family {family}:")
+            for member in members:
+                why = missing.get(member)
+                print(f"    {member:<24} {'available' if why is None else 'unavailable: ' + why}")
     return 0
 
 
@@ -79,11 +120,22 @@ def _delegate(module: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="weanj",
         description="Cross-validate Julia reference kernels and their JAX ports.",
     )
+    parser.add_argument("--version", action="version", version=f"weanj {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("list", help="the project's examples, variants, families, availability")
+    p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("new", help="scaffold a new example in the current project")
+    p.add_argument("name", metavar="NAME", help="the example's name, e.g. 11-mine")
+    p.set_defaults(func=_delegate("_scaffold"))
 
     p = sub.add_parser("inputs", help="regenerate or verify the shared HDF5 inputs")
     p.add_argument("action", choices=["regenerate", "verify"])
@@ -94,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("example")
     p.add_argument("variant")
     p.add_argument("--inputs", metavar="FILE", help="an HDF5 file with the example's arrays")
-    _add_param_options(p)
+    _add_param_options(p, "default: the inputs file's")
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     p.add_argument("--out", metavar="FILE", help="write here instead of the store")
     p.set_defaults(func=cmd_run)
@@ -112,24 +164,49 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="time forward and gradient, compile time and memory")
     p.add_argument("example")
     p.add_argument("--variants", nargs="+", metavar="VARIANT", help="default: all available")
-    p.add_argument("--ns", nargs="+", type=int, metavar="N", help="grid sizes")
-    p.add_argument("--K", type=int, default=None, help="iterations (default 100)")
-    p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
-    p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
     p.add_argument(
-        "--budget-s",
-        type=float,
-        default=5.0,
-        help="stop a variant's sweep once its gradient takes longer (seconds)",
+        "--sizes",
+        "--ns",
+        nargs="+",
+        type=int,
+        metavar="SIZE",
+        help="problem sizes to sweep, e.g. the grid size n (default: the example's)",
     )
-    p.add_argument("--samples", type=int, default=None, help="timing samples per point")
+    _add_param_options(p, "value while the sizes are swept (default: the example's)")
+    p.add_argument(
+        "--over",
+        nargs="+",
+        metavar="PARAM V",
+        help="also time against a parameter at the middle size, e.g. --over T 10 20 40",
+    )
+    p.add_argument(
+        "--memory-over",
+        nargs="*",
+        metavar="PARAM V",
+        help="scratch memory against a parameter (compiled only) at the middle size, e.g. "
+        "--memory-over K 10 100 1000 (default: the example's; no values: none)",
+    )
     p.add_argument(
         "--memory-Ks",
         nargs="*",
         type=int,
         metavar="K",
         default=None,
-        help="Ks of the memory-against-K records at the middle n (default 10 100 1000; none: skip)",
+        help="the same as --memory-over K ... (no values: none)",
+    )
+    p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    p.add_argument(
+        "--budget-s",
+        type=float,
+        default=5.0,
+        help="stop a variant's sweep once its gradient takes longer (seconds; default 5)",
+    )
+    p.add_argument(
+        "--samples",
+        type=int,
+        default=None,
+        help="timing samples per point (default 10, 3 from size 512, fewer within the budget)",
     )
     p.set_defaults(func=_delegate("_bench"))
 

@@ -3,8 +3,9 @@ finite-difference checks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -45,9 +46,13 @@ def ulp_distance(a: float, b: float, dtype=np.float64) -> int:
     return abs(int(x[0]) - int(x[1]))
 
 
+# How many differing elements a comparison lists by index (the count is always exact).
+MAX_LISTED = 20
+
+
 @dataclass(frozen=True)
 class PairComparison:
-    """How one gradient (and loss) differs from a reference."""
+    """How one gradient array (and the loss) differs from a reference."""
 
     max_abs: float  # max |g - g_ref|
     max_rel: float  # max |g - g_ref| / max |g_ref|
@@ -58,6 +63,8 @@ class PairComparison:
     nonfinite: bool  # NaN/Inf in either gradient or loss
     agree: bool  # within the tolerance policy of `dtype` (False when nonfinite)
     dtype: str
+    differing: int = 0  # elements with |Δ| > tolerance·max|g_ref| (or NaN/Inf in either)
+    differing_at: tuple[tuple[int, ...], ...] = ()  # the first MAX_LISTED of them, C order
 
     @property
     def worst_julia(self) -> tuple[int, ...]:
@@ -66,25 +73,28 @@ class PairComparison:
 
 
 def compare(g_ref, g, loss_ref: float | None = None, loss: float | None = None) -> PairComparison:
-    """Compare `g` with `g_ref` (same shape) under the tolerance policy."""
+    """Compare the array `g` with `g_ref` (same shape) under the tolerance policy."""
     g_ref, g = np.asarray(g_ref), np.asarray(g)
     if g_ref.shape != g.shape:
         raise ValueError(f"gradient shapes differ: {g_ref.shape} vs {g.shape}")
     coarse = np.float32 if np.float32 in (g_ref.dtype, g.dtype) else np.float64
     tol = tolerance(coarse)
-    nonfinite = not (np.all(np.isfinite(g_ref)) and np.all(np.isfinite(g)))
+    finite = np.isfinite(g) & np.isfinite(g_ref)
+    nonfinite = not bool(np.all(finite))
     diff = np.abs(g.astype(np.float64) - g_ref.astype(np.float64))
+    scale = float(np.max(np.abs(g_ref[finite]))) if finite.any() else 0.0
     if nonfinite:
-        bad = ~(np.isfinite(g) & np.isfinite(g_ref))
-        worst = tuple(int(i) for i in np.argwhere(bad)[0])
+        worst = tuple(int(i) for i in np.argwhere(~finite)[0])
         max_abs = max_rel = float("nan")
         ulp = -1
+        outside = ~finite
     else:
         worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
         max_abs = float(diff[worst]) if diff.size else 0.0
-        scale = float(np.max(np.abs(g_ref))) if g_ref.size else 0.0
         max_rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else float("inf"))
         ulp = ulp_distance(float(g_ref[worst]), float(g[worst]), coarse) if diff.size else 0
+        outside = diff > tol.grad * scale
+    where = np.argwhere(outside)
     loss_abs = loss_rel = None
     loss_ok = True
     if loss_ref is not None and loss is not None:
@@ -105,43 +115,78 @@ def compare(g_ref, g, loss_ref: float | None = None, loss: float | None = None) 
         nonfinite=nonfinite,
         agree=agree,
         dtype=np.dtype(coarse).name,
+        differing=len(where),
+        differing_at=tuple(tuple(int(i) for i in row) for row in where[:MAX_LISTED]),
     )
 
 
+def _as_arrays(x, what: str) -> dict:
+    """`{name: float64 array}` from an array or a dict of arrays (several `wrt` arrays)."""
+    if isinstance(x, Mapping):
+        return {k: np.asarray(v, dtype=np.float64) for k, v in x.items()}
+    return {"": np.asarray(x, dtype=np.float64)}
+
+
+def _rebuild(template, arrays: dict):
+    return arrays[""] if not isinstance(template, Mapping) else dict(arrays)
+
+
 def fd_check(
-    f: Callable[[np.ndarray], float],
+    f: Callable[[Any], float],
     x,
     g,
     n: int = 10,
     h: float = 1e-2,
     seed: int = 0,
+    mask=None,
 ) -> float:
     """Largest relative error of `g` against central differences of `f` along `n` directions.
 
     **Arguments:**
 
-    - `f`: scalar function of an array shaped like `x` (e.g. a loss with other inputs fixed).
-    - `x`: the point; `g`: the claimed gradient `∇f(x)`.
-    - `n`: number of random directions (unit-norm, standard normal, seeded by `seed`).
+    - `f`: scalar function of an array shaped like `x` (e.g. a loss with other inputs
+      fixed), or of a dict of arrays when `x` is one (several gradient arrays).
+    - `x`: the point; `g`: the claimed gradient `∇f(x)`, shaped like `x`.
+    - `n`: number of random directions (unit-norm, standard normal, seeded by `seed`);
+      with a dict, each direction has components in every array at once.
     - `h`: step; the central difference `(f(x+hv) - f(x-hv)) / 2h` is exact for quadratics,
       as the Poisson examples' losses are, so a large `h` keeps rounding error small.
+    - `mask`: booleans shaped like `x` (a dict for a dict): only the True entries are
+      perturbed, e.g. to keep central differences off a kink. None: all of them.
 
     **Returns:** `max_k |D_k - g·v_k| / max(|g·v_k|, |D_k|)` (0 where both vanish).
     """
-    x = np.asarray(x, dtype=np.float64)
-    g = np.asarray(g, dtype=np.float64)
+    xs, gs = _as_arrays(x, "x"), _as_arrays(g, "g")
     # InputError (a ValueError): a caller's mistake, reported in one line by the CLI.
-    if g.shape != x.shape:
-        raise InputError(f"gradient shape {g.shape} differs from x shape {x.shape}")
+    if set(gs) != set(xs):
+        raise InputError(f"gradient arrays {sorted(gs)} differ from x's {sorted(xs)}")
+    for k in xs:
+        if gs[k].shape != xs[k].shape:
+            label = f"{k}: " if k else ""
+            raise InputError(
+                f"{label}gradient shape {gs[k].shape} differs from x shape {xs[k].shape}"
+            )
     if n < 1 or not h > 0:
         raise InputError("fd_check needs n >= 1 directions and a step h > 0")
+    masks = {k: np.ones(a.shape, bool) for k, a in xs.items()}
+    if mask is not None:
+        given = mask if isinstance(mask, Mapping) else {"": mask}
+        for k, m in given.items():
+            if k not in xs or np.shape(m) != xs[k].shape:
+                raise InputError(f"fd_check: mask {k!r} does not match x")
+            masks[k] = np.asarray(m, bool)
+    if not any(m.any() for m in masks.values()):
+        raise InputError("fd_check: the mask leaves no entry to perturb")
     rng = np.random.default_rng(seed)
     worst = 0.0
     for _ in range(n):
-        v = rng.standard_normal(x.shape)
-        v /= np.linalg.norm(v)
-        fd = (float(f(x + h * v)) - float(f(x - h * v))) / (2 * h)
-        ad = float(np.vdot(g, v))
+        v = {k: rng.standard_normal(a.shape) * masks[k] for k, a in xs.items()}
+        norm = float(np.sqrt(sum(np.sum(d**2) for d in v.values())))
+        v = {k: d / norm for k, d in v.items()}
+        plus = _rebuild(x, {k: xs[k] + h * v[k] for k in xs})
+        minus = _rebuild(x, {k: xs[k] - h * v[k] for k in xs})
+        fd = (float(f(plus)) - float(f(minus))) / (2 * h)
+        ad = float(sum(np.vdot(gs[k], v[k]) for k in xs))
         if not (np.isfinite(fd) and np.isfinite(ad)):
             return float("inf")
         scale = max(abs(fd), abs(ad))

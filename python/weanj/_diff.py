@@ -7,7 +7,8 @@ information only. A gradient or loss holding NaN/Inf is a failure whatever its f
 
 Each family's reference is its first registered variant present (then recorded
 gradients, then unregistered names, alphabetically); within a pair, the left gradient
-is the reference of the relative error `max|Δ| / max|g_ref|`.
+is the reference of the relative error `max|Δ| / max|g_ref|`. Examples with several
+gradient arrays get one row per pair and array, each judged by its own `max|g_ref|`.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ class Entry:
 
     @property
     def nonfinite_count(self) -> int:
-        g = self.stored.gradient
-        return int(g.size - np.count_nonzero(np.isfinite(g)))
+        return sum(
+            int(g.size - np.count_nonzero(np.isfinite(g))) for g in self.stored.gradients.values()
+        )
 
     @property
     def nonfinite(self) -> bool:
@@ -56,11 +58,12 @@ class Entry:
 
 @dataclass
 class Pair:
-    """One comparison: `other` against `reference`, with the verdict."""
+    """One comparison of one gradient array: `other` against `reference`, with the verdict."""
 
     reference: str
     other: str
     families: tuple[str, str]
+    array: str
     comparison: PairComparison
 
     @property
@@ -89,6 +92,7 @@ class DiffReport:
     inputs_sha256: str
     entries: list[Entry]
     pairs: list[Pair] = field(default_factory=list)
+    sizes: dict[str, int] = field(default_factory=dict)  # elements per gradient array
 
     def failures(self) -> list[str]:
         """One line per failure: NaN/Inf gradients, then disagreeing same-family pairs."""
@@ -101,7 +105,7 @@ class DiffReport:
                 c = p.comparison
                 tol = tolerance(c.dtype)
                 out.append(
-                    f"{p.families[0]}: {p.other} differs from {p.reference} by "
+                    f"{p.families[0]}: {p.other} differs from {p.reference} in {p.array} by "
                     f"{c.max_rel:.2e}·max|g_ref| (tolerance {tol.grad:g}) at numpy "
                     f"{_index(c.worst)} / Julia {_index(c.worst_julia)}"
                     + (
@@ -133,9 +137,15 @@ class DiffReport:
                     "backend_version": s.backend_version,
                     "created": s.created,
                     "loss": _finite(s.loss),
-                    "max_abs_gradient": _finite(float(np.max(np.abs(s.gradient))))
-                    if np.all(np.isfinite(s.gradient)) and s.gradient.size
-                    else None,
+                    "arrays": {
+                        name: {
+                            "shape": list(g.shape),
+                            "max_abs": _finite(float(np.max(np.abs(g))))
+                            if np.all(np.isfinite(g)) and g.size
+                            else None,
+                        }
+                        for name, g in s.gradients.items()
+                    },
                     "nonfinite": e.nonfinite,
                     "nonfinite_count": e.nonfinite_count,
                 }
@@ -149,11 +159,14 @@ class DiffReport:
                     "other": p.other,
                     "families": list(p.families),
                     "same_family": p.same_family,
+                    "array": p.array,
                     "max_abs": _finite(c.max_abs),
                     "max_rel": _finite(c.max_rel),
                     "worst": None if c.max_abs == 0 else list(c.worst),
                     "worst_julia": None if c.max_abs == 0 else list(c.worst_julia),
                     "ulp": c.ulp if c.ulp >= 0 else None,
+                    "differing": c.differing,
+                    "differing_at": [list(i) for i in c.differing_at],
                     "loss_abs": _finite(c.loss_abs),
                     "loss_rel": _finite(c.loss_rel),
                     "dtype": c.dtype,
@@ -201,7 +214,7 @@ class DiffReport:
                 "0-based numpy / 1-based Julia index):"
             )
             out.append(
-                f"  {'ref':<22} {'other':<24} {'max|Δ|':>9} {'rel':>9} "
+                f"  {'ref':<22} {'other':<24} {'array':<8} {'max|Δ|':>9} {'rel':>9} "
                 f"{'numpy':>10} {'Julia':>10} {'ULP':>17} {'|ΔL|/|L|':>9}  verdict"
             )
             references = set(self.references().values())
@@ -215,11 +228,20 @@ class DiffReport:
                     ("—", "—") if c.max_abs == 0 else (_index(c.worst), _index(c.worst_julia))
                 )
                 out.append(
-                    f"  {p.reference:<22} {p.other:<24} {_num(c.max_abs):>9} "
+                    f"  {p.reference:<22} {p.other:<24} {p.array:<8} {_num(c.max_abs):>9} "
                     f"{_num(c.max_rel):>9} {numpy_i:>10} {julia_i:>10} "
                     f"{(str(c.ulp) if c.ulp >= 0 else '—'):>17} {_num(c.loss_rel):>9}  "
                     f"{p.verdict}{fam}"
                 )
+            shown_pairs = [
+                p
+                for p in self.pairs
+                if p.comparison.differing and (all_pairs or p.reference in references or p.failed)
+            ]
+            if shown_pairs:
+                out.append("  elements beyond the tolerance (count, then the first in C order):")
+            for p in shown_pairs:
+                out.append("  " + _differing_line(p, self.sizes.get(p.array, 0)))
         elif len(self.entries) < 2:
             out.append("  nothing to compare: only one gradient")
         failures = self.failures()
@@ -247,15 +269,31 @@ def _index(idx: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(i) for i in idx) + ")"
 
 
+def _differing_line(p: Pair, size: int) -> str:
+    """Where two gradients part ways: how many elements, and the first ones (both
+    index conventions)."""
+    c = p.comparison
+    listed = c.differing_at
+    more = ", …" if c.differing > len(listed) else ""
+    numpy_i = ", ".join(_index(i) for i in listed) + more
+    julia_i = ", ".join(_index(tuple(k + 1 for k in i)) for i in listed) + more
+    tol = tolerance(c.dtype).grad
+    return (
+        f"{p.reference} vs {p.other} ({p.array}): {c.differing} of {size} elements differ by "
+        f"more than {tol:g}·max|g_ref|, at numpy {numpy_i} / Julia {julia_i}"
+    )
+
+
 def _nonfinite_line(e: Entry) -> str:
-    g = e.stored.gradient
-    bad = np.argwhere(~np.isfinite(g))
-    if len(bad):
-        first = tuple(int(i) for i in bad[0])
-        where = (
-            f"{len(bad)} NaN/Inf value(s) in the gradient, first at numpy {_index(first)} "
-            f"/ Julia {_index(tuple(i + 1 for i in first))}"
-        )
+    for name, g in e.stored.gradients.items():
+        bad = np.argwhere(~np.isfinite(g))
+        if len(bad):
+            first = tuple(int(i) for i in bad[0])
+            where = (
+                f"{len(bad)} NaN/Inf value(s) in the gradient {name}, first at numpy "
+                f"{_index(first)} / Julia {_index(tuple(i + 1 for i in first))}"
+            )
+            break
     else:
         where = f"the loss is {e.stored.loss}"
     return f"{e.label}: {where} ({e.stored.path})"
@@ -298,47 +336,59 @@ def diff_gradients(
         params=dict(params if params is not None else (first.params if first else {})),
         inputs_sha256=inputs_sha256 or (first.inputs_sha256 if first else ""),
         entries=entries,
+        sizes={k: int(g.size) for k, g in first.gradients.items()} if first else {},
     )
     by_family: dict[str, list[Entry]] = {}
     for e in entries:
         by_family.setdefault(e.stored.family, []).append(e)
     for members in by_family.values():
         for a, b in itertools.combinations(members, 2):
-            report.pairs.append(_pair(a, b))
+            report.pairs.extend(_pairs(a, b))
     for fa, fb in itertools.combinations(by_family, 2):
-        report.pairs.append(_pair(by_family[fa][0], by_family[fb][0]))
+        report.pairs.extend(_pairs(by_family[fa][0], by_family[fb][0]))
     return report
 
 
-def _pair(a: Entry, b: Entry) -> Pair:
-    return Pair(
-        reference=a.label,
-        other=b.label,
-        families=(a.stored.family, b.stored.family),
-        comparison=compare(a.stored.gradient, b.stored.gradient, a.stored.loss, b.stored.loss),
-    )
+def _pairs(a: Entry, b: Entry) -> list[Pair]:
+    """One row per gradient array of the example."""
+    return [
+        Pair(
+            reference=a.label,
+            other=b.label,
+            families=(a.stored.family, b.stored.family),
+            array=name,
+            comparison=compare(g, b.stored.gradients[name], a.stored.loss, b.stored.loss),
+        )
+        for name, g in a.stored.gradients.items()
+    ]
 
 
 def _key(s: StoredGradient) -> tuple:
-    return (s.inputs_sha256, tuple(sorted(s.params.items())), tuple(s.gradient.shape))
+    return (s.inputs_sha256, tuple(sorted(s.params.items())), s.shapes)
+
+
+def _shapes_text(shapes: tuple) -> str:
+    if len(shapes) == 1:
+        return f"shape {shapes[0][1]}"
+    return "shapes " + ", ".join(f"{name} {shape}" for name, shape in shapes)
 
 
 def _describe_key(key: tuple) -> str:
-    sha, params, shape = key
-    shown = " ".join(f"{k}={v}" for k, v in params)
-    return f"inputs sha256 {sha[:12]}…, {shown}, shape {shape}"
+    sha, params, shapes = key
+    shown = "".join(f"{k}={v}, " for k, v in params)
+    return f"inputs sha256 {sha[:12]}…, {shown}{_shapes_text(shapes)}"
 
 
 def _stale_line(s: StoredGradient, baseline: tuple, shared_params: dict[str, int]) -> str:
-    sha, params, shape = baseline
+    sha, params, shapes = baseline
     differs = []
     if s.inputs_sha256 != sha:
         differs.append(f"inputs sha256 {s.inputs_sha256[:12]}… vs {sha[:12]}…")
     for name, value in params:
         if s.params.get(name) != value:
             differs.append(f"{name}={s.params.get(name, '?')} vs {name}={value}")
-    if tuple(s.gradient.shape) != shape:
-        differs.append(f"shape {tuple(s.gradient.shape)} vs {shape}")
+    if s.shapes != shapes:
+        differs.append(f"{_shapes_text(s.shapes)} vs {_shapes_text(shapes)}")
     if s.recorded:
         fix = (
             "re-record it on the current inputs (README: Recording a reference gradient) "
@@ -373,7 +423,7 @@ def check_comparable(example_name: str, stored: list[StoredGradient]) -> tuple:
         current = (
             shared["sha256"],
             tuple(sorted(shared_params.items())),
-            tuple(shared["arrays"][ex.wrt].shape),
+            tuple((name, tuple(shared["arrays"][name].shape)) for name in ex.wrt_names),
         )
     except InputFileError:
         pass  # no current inputs to judge by: the majority is the baseline
@@ -404,50 +454,65 @@ def diff_store(example_name: str) -> DiffReport:
 
 
 def _plot_pair(report: DiffReport, pair: Pair, folder: Path) -> Path | None:
-    """A PNG heat map of |Δ| (log scale) for one pair; None when there is nothing to show."""
+    """A PNG of |Δ| (log scale) for one pair and array: a heat map for a 2-D array, |Δ|
+    against the index otherwise; None when there is nothing to show."""
     from matplotlib.colors import LogNorm
     from matplotlib.figure import Figure
 
-    grads = {e.label: e.stored.gradient.astype(np.float64) for e in report.entries}
+    grads = {e.label: e.stored.gradients[pair.array].astype(np.float64) for e in report.entries}
     delta = np.abs(grads[pair.other] - grads[pair.reference])
     shown = delta > 0  # False at equal elements and at NaN/Inf: masked (white)
     shown &= np.isfinite(delta)
     if not shown.any():
         return None
-    values = np.ma.masked_where(~shown, delta)
-    n_i, n_j = delta.shape
+    c = pair.comparison
     fig = Figure(figsize=(6.4, 5.2))
     ax = fig.add_subplot()
-    # 1-based Julia indices on the axes: the first axis is i in both languages.
-    image = ax.imshow(
-        values,
-        norm=LogNorm(vmin=values.min(), vmax=values.max()),
-        cmap="viridis",
-        extent=(0.5, n_j + 0.5, n_i + 0.5, 0.5),
-        interpolation="nearest",
-    )
-    c = pair.comparison
-    wi, wj = c.worst_julia[:2]
-    ax.plot([wj], [wi], marker="s", markersize=8, markerfacecolor="none", color="red")
-    ax.set_xlabel("j (Julia, 1-based)")
-    ax.set_ylabel("i (Julia, 1-based)")
+    if delta.ndim == 2:
+        values = np.ma.masked_where(~shown, delta)
+        n_i, n_j = delta.shape
+        # 1-based Julia indices on the axes: the first axis is i in both languages.
+        image = ax.imshow(
+            values,
+            norm=LogNorm(vmin=values.min(), vmax=values.max()),
+            cmap="viridis",
+            extent=(0.5, n_j + 0.5, n_i + 0.5, 0.5),
+            interpolation="nearest",
+            aspect="auto" if max(n_i, n_j) > 8 * min(n_i, n_j) else "equal",
+        )
+        wi, wj = c.worst_julia[:2]
+        ax.plot([wj], [wi], marker="s", markersize=8, markerfacecolor="none", color="red")
+        ax.set_xlabel("second index (Julia, 1-based)")
+        ax.set_ylabel("first index (Julia, 1-based)")
+        fig.colorbar(image, ax=ax, label=f"|Δ{pair.array}|")
+        blank = "white: equal or NaN/Inf"
+    else:
+        flat = delta.ravel()
+        index = np.arange(1, flat.size + 1)
+        ax.semilogy(index[shown.ravel()], flat[shown.ravel()], ".", markersize=3)
+        worst = int(np.ravel_multi_index(c.worst, delta.shape)) + 1 if delta.ndim else 1
+        ax.semilogy([worst], [flat[worst - 1]], "s", markerfacecolor="none", color="red")
+        ax.set_xlabel("element (Julia's linear index in C order, 1-based)")
+        ax.set_ylabel(f"|Δ{pair.array}|")
+        ax.grid(True, which="both", alpha=0.3)
+        blank = "equal elements not drawn"
     ax.set_title(
-        f"|Δ| {pair.other} vs {pair.reference} ({pair.verdict})\n"
+        f"|Δ{pair.array}| {pair.reference} vs {pair.other} ({pair.verdict})\n"
         f"max rel {_num(c.max_rel)} at numpy {_index(c.worst)} / Julia "
-        f"{_index(c.worst_julia)}; white: equal or NaN/Inf",
+        f"{_index(c.worst_julia)}; {c.differing} beyond tolerance; {blank}",
         fontsize=9,
     )
-    fig.colorbar(image, ax=ax, label="|g - g_ref|")
-    safe = f"{pair.reference}-vs-{pair.other}".replace("/", "_")
-    path = folder / f"{safe}.png"
+    suffix = f"-{pair.array}" if len(report.sizes) > 1 else ""
+    path = folder / f"{pair.reference}-vs-{pair.other}{suffix}.png".replace("/", "_")
     folder.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     return path
 
 
 def plot_report(report: DiffReport) -> list[tuple[Pair, Path | None]]:
-    """Heat maps under `results/<example>/diff/`: every failing pair, or, when none fails,
-    every same-family pair (a map of where two agreeing gradients differ in rounding)."""
+    """Plots of |Δ| under `results/<example>/diff/` (earlier ones removed first): every
+    failing pair, or, when none fails, every same-family pair (a map of where two agreeing
+    gradients differ in rounding), one per gradient array."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -455,6 +520,8 @@ def plot_report(report: DiffReport) -> list[tuple[Pair, Path | None]]:
     failing = [p for p in report.pairs if p.failed]
     chosen = failing or [p for p in report.pairs if p.same_family]
     folder = results_dir(report.example) / "diff"
+    for old in folder.glob("*.png") if folder.is_dir() else ():
+        old.unlink(missing_ok=True)  # plots of an earlier store must not pass for this one's
     return [(p, _plot_pair(report, p, folder)) for p in chosen]
 
 
@@ -470,5 +537,7 @@ def command(args) -> int:
         print("\n".join(report.lines()))
         for pair, path in plots:
             where = f"wrote {path}" if path else "bitwise equal (no finite |Δ| > 0): no heat map"
-            print(f"  plot {pair.reference} vs {pair.other}: {where}", file=sys.stderr)
+            print(
+                f"  plot {pair.reference} vs {pair.other} ({pair.array}): {where}", file=sys.stderr
+            )
     return 0 if report.ok else 1

@@ -12,30 +12,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ._registry import Precise
+from ._registry import Example, Precise, Variant, _example_of, register_variant
 
 
-def enzyme_variant(loss: Callable, *, static_argnums: tuple[int, ...], argnums: int = 0) -> tuple:
+def enzyme_functions(example: Example, loss: Callable) -> tuple:
     """`(loss, grad)` of a JAX loss, both run through Enzyme-JAX, as `Precise` `jax.jit`s.
 
     **Arguments:**
 
+    - `example`: the example whose arrays, `wrt` and parameters `loss` takes.
     - `loss`: `loss(*arrays, *params) -> scalar`, a plain JAX function.
-    - `static_argnums`: positions of the static integer parameters (e.g. K); they are
-      fixed before Enzyme sees the function, since `enzyme_jax_ir` takes arrays only.
-    - `argnums`: the position of the array the gradient is taken with respect to.
 
     **Returns:** `(loss, grad)`: the forward compiled through Enzyme's pipeline, and
-    Enzyme's reverse-mode gradient of that same forward with respect to `argnums`.
+    Enzyme's reverse-mode gradient of that same forward with respect to the `wrt` arrays
+    (`Example.gradient_value`'s form). The static parameters are fixed before Enzyme sees
+    the function, since `enzyme_jax_ir` takes arrays only.
     """
     import jax
     from enzyme_ad.jax import enzyme_jax_ir
 
+    static_argnums = example.static_argnums()
     static = frozenset(static_argnums)
 
     def through_enzyme(args):
-        # The static parameters are baked in here, so each (shapes, K) is one Enzyme
-        # module; the outer jax.jit caches it like any other trace.
+        # The static parameters are baked in here, so each (shapes, parameters) is one
+        # Enzyme module; the outer jax.jit caches it like any other trace.
         def forward(*arrays):
             it = iter(arrays)
             return loss(*(args[i] if i in static else next(it) for i in range(len(args))))
@@ -47,14 +48,45 @@ def enzyme_variant(loss: Callable, *, static_argnums: tuple[int, ...], argnums: 
         forward, arrays = through_enzyme(args)
         return forward(*arrays)
 
+    # The arrays come first in a variant's arguments, so a wrt array's position among the
+    # arrays is its position among the arguments.
+    positions = example.wrt_positions
+
     def enzyme_grad(*args):
         forward, arrays = through_enzyme(args)
-        position = sum(1 for i in range(argnums) if i not in static)
-        return jax.grad(forward, argnums=position)(*arrays)
+        g = jax.grad(forward, argnums=positions)(*arrays)
+        return example.gradient_value(example.gradients(g))
 
     return (
         Precise(jax.jit(enzyme_loss, static_argnums=static_argnums)),
         Precise(jax.jit(enzyme_grad, static_argnums=static_argnums)),
+    )
+
+
+def enzyme_variant(
+    example: Example | str, name: str, *, family: str, loss: Callable, description: str = ""
+) -> Variant:
+    """Register a variant whose gradient is Enzyme's (Enzyme-JAX) of the JAX `loss`.
+
+        weanj.enzyme_variant(ex, "jax-loop-enzyme", family="smooth", loss=smooth_loop)
+
+    A second, independent AD engine of the same family as the Julia reference's
+    Enzyme.jl, on the very forward of a JAX variant. Needs `pip install 'weanj[enzyme]'`
+    (CPython 3.11); unavailable, saying so, without it.
+    """
+    ex = _example_of(example)
+    return register_variant(
+        Variant(
+            example=ex.name,
+            name=name,
+            family=family,
+            backend="enzyme",
+            build=lambda: enzyme_functions(ex, loss),
+            requires=("enzyme_ad",),
+            versions=("enzyme-ad", "jax", "jaxlib"),
+            description=description
+            or f"{getattr(loss, '__name__', 'the loss')} through enzyme_jax_ir; gradient by Enzyme",
+        )
     )
 
 
@@ -68,7 +100,7 @@ def enzyme_passes(grad: Callable, *args) -> list[str]:
 
     **Arguments:**
 
-    - `grad`: a `grad` returned by `enzyme_variant`.
+    - `grad`: a `grad` returned by `enzyme_functions`.
     - `args`: its arguments (static parameters included).
 
     **Returns:** the pass-pipeline strings of the top-level Enzyme calls; an empty list

@@ -35,3 +35,12 @@ class StaleGradientError(WeanjError):
 
 class UnavailableError(WeanjError):
     """A variant whose backend (kernex, Enzyme-JAX, Julia, a GPU) is not available here."""
+
+
+class ProjectError(WeanjError):
+    """A project's `[tool.weanj]` table or one of its example modules is broken."""
+
+
+class DefinitionError(WeanjError, ValueError):
+    """An example or variant defined wrongly (a duplicate name, a variant of an unknown
+    example, `wrt` naming no array, ...); raised when it is registered."""

@@ -1,13 +1,16 @@
-"""The registry of examples and variants.
+"""The registry of examples and variants, and the API that fills it.
 
-Examples and variants are data: the tests, the command line, `weanj check` and the
-benchmarks all iterate this registry, so adding a variant is one `register_variant`
-call beside its siblings in `weanj/examples/<stem>.py`.
+Examples and variants are data: the tests, the command line, `weanj check`, the
+benchmarks and the pytest plugin all iterate this registry, so adding a variant is one
+decorated function beside its siblings. An `Example` names its array inputs (any shapes),
+the arrays the gradient is taken with respect to (`wrt`: one or several) and its static
+integer parameters; a variant's `loss` and `grad` take the arrays, then the parameters,
+in the order the example lists them. Nothing here knows any particular example.
 
-Nothing here knows the Poisson examples' `(theta, uobs, K)`: an `Example` names its
-array inputs, the array the gradient is taken with respect to, and its static integer
-parameters; a variant's `loss` and `grad` take the arrays then the parameters, in the
-order the example lists them.
+Which examples exist depends on the project (`_root.project_config`): the modules listed
+in its `[tool.weanj]` table, weanj's built-ins where asked for, and installed packages'
+`weanj.examples` entry points. They are imported on the first lookup, so `import weanj`
+stays light (no JAX, no optional backends).
 """
 
 from __future__ import annotations
@@ -16,63 +19,229 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ._errors import UnavailableError, UnknownNameError
+from ._errors import (
+    DefinitionError,
+    InputError,
+    ProjectError,
+    UnavailableError,
+    UnknownNameError,
+    WeanjError,
+)
 
-# Example modules register themselves on import; they are imported on the first lookup
-# so that `import weanj` stays light (no JAX, no optional backends).
-_EXAMPLE_MODULES = ("weanj.examples.jacobi", "weanj.examples.gauss_seidel")
 _EXAMPLES: dict[str, Example] = {}
 _VARIANTS: dict[str, dict[str, Variant]] = {}
 _loaded = False
+_loading: str | None = None  # the example module being imported by `_load`
+
+# Loop counters in the kernels (lax.scan/fori_loop lengths, Julia `Int` loops) are safe up
+# to int32's maximum; no parameter may exceed it.
+INT32_MAX = 2**31 - 1
+
+# Names that become file names (inputs, store, benchmark files) and command-line words.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
+
+# Backends that are extras of weanj itself: `pip install 'weanj[<backend>]'` installs them.
+_EXTRAS = ("kernex", "enzyme", "julia", "plot")
+
+
+def _check_name(what: str, name: Any) -> str:
+    if not isinstance(name, str) or not _NAME.match(name) or name.endswith(".h5"):
+        raise DefinitionError(
+            f"{what} name {name!r} must start with a letter or digit and contain only "
+            "letters, digits and . _ + - (it names files)"
+        )
+    return name
 
 
 @dataclass(frozen=True)
 class Param:
-    """A static integer parameter of an example (e.g. the iteration count `K`)."""
+    """A static integer parameter of an example (e.g. an iteration count).
+
+    **Arguments:**
+
+    - `name`: a Python identifier; also the command-line option `--<name>`.
+    - `default`: the value of the shared inputs (recorded in the inputs file).
+    - `minimum`, `maximum`: the accepted range (at most int32's maximum, the loop
+      counters' limit).
+    - `help`: one line for `--help`.
+    - `bench`: the value `weanj bench` uses while it sweeps the sizes (default: `default`).
+    - `sweep`: the values of `weanj bench`'s memory-against-parameter records (default: none).
+    """
 
     name: str
     default: int
     minimum: int = 1
+    maximum: int = INT32_MAX
     help: str = ""
+    bench: int | None = None
+    sweep: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise DefinitionError(f"parameter name {self.name!r} must be a Python identifier")
+        for key in ("default", "minimum", "maximum"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise DefinitionError(f"parameter {self.name}: {key} must be an int")
+        if not (self.minimum <= self.default <= self.maximum <= INT32_MAX):
+            raise DefinitionError(
+                f"parameter {self.name}: need minimum <= default <= maximum <= {INT32_MAX}, got "
+                f"{self.minimum}, {self.default}, {self.maximum}"
+            )
+        object.__setattr__(self, "sweep", tuple(int(v) for v in self.sweep))
+        for value in (self.bench_value, *self.sweep):
+            if not self.minimum <= value <= self.maximum:
+                raise DefinitionError(
+                    f"parameter {self.name}: benchmark value {value} outside "
+                    f"[{self.minimum}, {self.maximum}]"
+                )
+
+    @property
+    def bench_value(self) -> int:
+        return int(self.default if self.bench is None else self.bench)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The problem size `weanj bench` sweeps (e.g. the grid size n).
+
+    - `generate`: `(seed, size) -> {array name: array}`, the inputs at that size.
+    - `values`: the default sizes of the sweep, in increasing order.
+    - `name`: what the size is called in reports and records (`"n"`, `"P"`, ...).
+    """
+
+    generate: Callable[[int, int], Mapping[str, np.ndarray]]
+    values: tuple[int, ...]
+    name: str = "n"
+    help: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "values", tuple(sorted({int(v) for v in self.values})))
+        if not self.values or self.values[0] < 1:
+            raise DefinitionError(f"sizes {self.name}: values must be positive, got {self.values}")
+
+
+@dataclass(frozen=True)
+class FDPolicy:
+    """How `weanj check` and `pytest --weanj` check gradients by finite differences.
+
+    Central differences along `directions` random unit directions (seeded) with step
+    `step`; a variant passes when the largest relative error is at most `threshold`.
+    Several `wrt` arrays are checked one at a time, each with its own directions.
+
+    - `mask`: `(arrays, params) -> {wrt name: bool array}` where True marks the entries
+      that may be perturbed (e.g. away from a kink, where a central difference straddles
+      two slopes); entries left out get a zero component in every direction. None: all.
+    - `why`: one line saying what the mask leaves out and why, for the reports.
+    """
+
+    directions: int = 10
+    step: float = 1e-2
+    threshold: float = 1e-6
+    mask: Callable[[Mapping[str, np.ndarray], Mapping[str, int]], Mapping[str, Any]] | None = None
+    why: str = ""
+
+    def __post_init__(self):
+        if self.directions < 1 or not self.step > 0 or not self.threshold > 0:
+            raise DefinitionError("FDPolicy needs directions >= 1, step > 0 and threshold > 0")
+
+
+def _no_check(arrays: Mapping[str, np.ndarray]) -> None:
+    return None
+
+
+def _nothing_to_describe(arrays: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    return {}
 
 
 @dataclass(frozen=True)
 class Example:
     """One numerical kernel, its inputs and its parameters.
 
-    **Arguments:**
+    **Arguments** (only the first four are required):
 
-    - `name`: the example's name, e.g. `"02-gauss-seidel"` (also the inputs file's stem).
-    - `stem`: the module stem shared by `weanj/examples/<stem>.py` and `julia/<stem>.jl`.
-    - `title`: one line for reports.
-    - `arrays`: names of the array inputs, in call order; each is a dataset of the inputs file.
-    - `wrt`: the array input the gradient is taken with respect to.
-    - `params`: static integer parameters, passed after the arrays in this order.
+    - `name`: e.g. `"02-gauss-seidel"`; also the inputs file's stem.
+    - `arrays`: names of the array inputs, in call order; each is a dataset of the inputs
+      file (float64 on disk, any shape).
+    - `wrt`: the array the gradient is taken with respect to, or a tuple of several.
+    - `generate`: `seed -> {array name: array}`, deterministic: the shared inputs.
+    - `params`: static integer parameters (`Param`), passed after the arrays in this order.
     - `seed`: the seed of the shared inputs.
-    - `generate`: `seed -> {array name: float64 array}`, deterministic.
-    - `validate`: raises `InputError` for arrays the mathematics does not accept.
-    - `describe`: `arrays -> {attribute: value}` extra attributes for the inputs file (e.g. `n`).
-    - `sized`: `(seed, n) -> arrays` at problem size `n`, for the benchmark sweeps over `n`
-      (None: the example has no size to sweep).
+    - `title`: one line for reports.
+    - `validate`: `arrays -> None`, raises `weanj.InputError` for arrays the mathematics
+      does not accept (shapes that do not fit together, values out of range). dtype,
+      NaN/Inf and missing arrays are checked before it is called.
+    - `describe`: `arrays -> {attribute: value}`, extra attributes of the inputs file.
+    - `sizes`: the problem size `weanj bench` sweeps (`Sizes`); None: no size sweep.
+    - `fd`: the finite-difference policy (`FDPolicy`).
+    - `stem`: the stem shared by the Python module and the Julia file (documentation).
     """
 
     name: str
-    stem: str
-    title: str
     arrays: tuple[str, ...]
-    wrt: str
-    params: tuple[Param, ...]
-    seed: int
-    generate: Callable[[int], dict[str, np.ndarray]]
-    validate: Callable[[Mapping[str, np.ndarray]], None]
-    describe: Callable[[Mapping[str, np.ndarray]], dict[str, Any]] = lambda arrays: {}
-    sized: Callable[[int, int], dict[str, np.ndarray]] | None = None
+    wrt: str | tuple[str, ...]
+    generate: Callable[[int], Mapping[str, np.ndarray]]
+    params: tuple[Param, ...] = ()
+    seed: int = 0
+    title: str = ""
+    validate: Callable[[Mapping[str, np.ndarray]], None] = _no_check
+    describe: Callable[[Mapping[str, np.ndarray]], dict[str, Any]] = _nothing_to_describe
+    sizes: Sizes | None = None
+    fd: FDPolicy = field(default_factory=FDPolicy)
+    stem: str = ""
+    module: str = field(default="", compare=False)  # set when registered
+
+    def __post_init__(self):
+        _check_name("example", self.name)
+        arrays = (self.arrays,) if isinstance(self.arrays, str) else tuple(self.arrays)
+        if not arrays or not all(isinstance(a, str) and a.isidentifier() for a in arrays):
+            raise DefinitionError(
+                f"example {self.name}: arrays must be Python identifiers, got {self.arrays!r}"
+            )
+        if len(set(arrays)) != len(arrays):
+            raise DefinitionError(f"example {self.name}: array names repeat in {arrays}")
+        wrt = (self.wrt,) if isinstance(self.wrt, str) else tuple(self.wrt)
+        if not wrt or len(set(wrt)) != len(wrt) or not set(wrt) <= set(arrays):
+            raise DefinitionError(
+                f"example {self.name}: wrt={self.wrt!r} must name one or several distinct "
+                f"arrays of {arrays}"
+            )
+        params = (self.params,) if isinstance(self.params, Param) else tuple(self.params)
+        if not all(isinstance(p, Param) for p in params):
+            raise DefinitionError(f"example {self.name}: params must be weanj.Param objects")
+        names = [p.name for p in params]
+        if len(set(names)) != len(names) or set(names) & set(arrays):
+            raise DefinitionError(
+                f"example {self.name}: parameter names {names} repeat or clash with the arrays"
+            )
+        if not callable(self.generate):
+            raise DefinitionError(f"example {self.name}: generate must be callable(seed)")
+        if self.sizes is not None and not isinstance(self.sizes, Sizes):
+            raise DefinitionError(f"example {self.name}: sizes must be a weanj.Sizes")
+        if not isinstance(self.fd, FDPolicy):
+            raise DefinitionError(f"example {self.name}: fd must be a weanj.FDPolicy")
+        object.__setattr__(self, "arrays", arrays)
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "validate", self.validate or _no_check)
+        object.__setattr__(self, "describe", self.describe or _nothing_to_describe)
+
+    @property
+    def wrt_names(self) -> tuple[str, ...]:
+        """The arrays the gradient is taken with respect to, always as a tuple."""
+        return (self.wrt,) if isinstance(self.wrt, str) else tuple(self.wrt)
+
+    @property
+    def wrt_positions(self) -> tuple[int, ...]:
+        """Their positions among a variant's arguments."""
+        return tuple(self.arrays.index(w) for w in self.wrt_names)
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -81,6 +250,13 @@ class Example:
     @property
     def default_params(self) -> dict[str, int]:
         return {p.name: p.default for p in self.params}
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        known = ", ".join(self.param_names) or "none"
+        raise UnknownNameError(f"{self.name} has no parameter {name!r} (parameters: {known})")
 
     def args(self, arrays: Mapping[str, Any], params: Mapping[str, int]) -> tuple:
         """The positional arguments of a variant's `loss`/`grad`: arrays, then parameters."""
@@ -91,6 +267,34 @@ class Example:
     def static_argnums(self) -> tuple[int, ...]:
         """Positions of the static parameters in `args` (for `jax.jit`)."""
         return tuple(range(len(self.arrays), len(self.arrays) + len(self.params)))
+
+    def gradients(self, g: Any) -> dict[str, Any]:
+        """`{wrt name: array}` from what a `grad` returns: one array (one `wrt`), or a dict
+        or a sequence in `wrt` order (several)."""
+        names = self.wrt_names
+        if isinstance(g, Mapping):
+            if set(g) != set(names):
+                raise InputError(
+                    f"{self.name}: a gradient must have the arrays {names}, got {tuple(g)}"
+                )
+            return {name: g[name] for name in names}
+        if isinstance(g, (tuple, list)):
+            if len(g) != len(names):
+                raise InputError(
+                    f"{self.name}: a gradient must have {len(names)} arrays {names}, got {len(g)}"
+                )
+            return dict(zip(names, g, strict=True))
+        if len(names) != 1:
+            raise InputError(
+                f"{self.name}: the gradient is taken with respect to {names}; expected a dict"
+            )
+        return {names[0]: g}
+
+    def gradient_value(self, gradients: Mapping[str, Any]) -> Any:
+        """What `grad` returns: the array itself for one `wrt`, else the dict."""
+        if len(self.wrt_names) == 1:
+            return gradients[self.wrt_names[0]]
+        return {name: gradients[name] for name in self.wrt_names}
 
 
 class Precise:
@@ -118,9 +322,19 @@ class Precise:
             return self.jitted.lower(*args, **kwargs)
 
 
-def _distribution_versions(names: tuple[str, ...]) -> str:
+def _distribution_versions(modules: tuple[str, ...]) -> str:
+    """`"kernex 0.2.1, jax 0.10.2, ..."` for importable modules (or distribution names)."""
     parts = []
-    for dist in names:
+    mapping = None
+    for module in modules:
+        try:
+            parts.append(f"{module} {importlib.metadata.version(module)}")
+            continue
+        except importlib.metadata.PackageNotFoundError:
+            pass
+        if mapping is None:
+            mapping = importlib.metadata.packages_distributions()
+        dist = (mapping.get(module) or [module])[0]
         try:
             parts.append(f"{dist} {importlib.metadata.version(dist)}")
         except importlib.metadata.PackageNotFoundError:
@@ -136,12 +350,13 @@ class Variant:
 
     - `example`, `name`, `family`: see DESIGN.md; variants of one family compute the same
       mathematical function and must agree under the tolerance policy.
-    - `backend`: `"jax"`, `"kernex"`, `"enzyme"` or `"julia"`; names the benchmark file.
+    - `backend`: `"jax"`, `"kernex"`, `"enzyme"`, `"julia"`, ...; names the benchmark file.
     - `build`: `() -> (loss, grad)`, called once on first use (so optional backends are
       imported only when their variant is used).
     - `requires`: importable modules the variant needs; it is unavailable without them.
     - `check`: `() -> reason or None`, an extra availability check (e.g. a Julia install).
-    - `versions`: distributions whose versions make up `backend_version`, or a callable.
+    - `versions`: modules/distributions whose versions make up `backend_version`, or a
+      callable returning it.
     - `description`: one line for reports.
     """
 
@@ -156,11 +371,24 @@ class Variant:
     description: str = ""
     _built: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def __post_init__(self):
+        _check_name("variant", self.name)
+        if not isinstance(self.family, str) or not self.family:
+            raise DefinitionError(f"variant {self.name}: family must be a non-empty string")
+        if not isinstance(self.backend, str) or not self.backend:
+            raise DefinitionError(f"variant {self.name}: backend must be a non-empty string")
+        object.__setattr__(self, "requires", tuple(self.requires))
+
     def unavailable_reason(self) -> str | None:
         """Why this variant cannot run here, or None when it can."""
         for module in self.requires:
             if importlib.util.find_spec(module) is None:
-                return f"needs the Python package {module!r} (pip install 'weanj[{self.backend}]')"
+                hint = (
+                    f"pip install 'weanj[{self.backend}]'"
+                    if self.backend in _EXTRAS
+                    else f"pip install {module}"
+                )
+                return f"needs the Python package {module!r} ({hint})"
         return self.check() if self.check is not None else None
 
     def _functions(self) -> tuple[Callable, Callable]:
@@ -178,49 +406,201 @@ class Variant:
 
     @property
     def grad(self) -> Callable:
-        """`grad(*arrays, *params)` -> gradient with respect to `Example.wrt`."""
+        """`grad(*arrays, *params)` -> the gradient: an array for one `wrt` array, else a
+        dict `{name: array}` in `wrt` order."""
         return self._functions()[1]
 
     def backend_version(self) -> str:
         if callable(self.versions):
             return self.versions()
-        return _distribution_versions(self.versions)
+        return _distribution_versions(tuple(self.versions))
 
 
-def jax_variant(loss: Callable, grad: Callable | None = None, *, static_argnums) -> tuple:
-    """`(loss, grad)` as `Precise` `jax.jit` functions; `grad` defaults to `jax.grad(loss)`."""
-    import jax
-
-    grad = jax.grad(loss) if grad is None else grad
-    return (
-        Precise(jax.jit(loss, static_argnums=static_argnums)),
-        Precise(jax.jit(grad, static_argnums=static_argnums)),
+def _example_of(example: Example | str) -> Example:
+    if isinstance(example, Example):
+        return example
+    if isinstance(example, str) and example in _EXAMPLES:
+        return _EXAMPLES[example]
+    raise DefinitionError(
+        f"a variant names example {getattr(example, 'name', example)!r}, which is not "
+        "registered; register the example first (weanj.register_example)"
     )
 
 
+def jit_functions(example: Example, loss: Callable, grad: Callable | None = None) -> tuple:
+    """`(loss, grad)` as `Precise` `jax.jit` functions with the parameters static.
+
+    `grad` defaults to `jax.grad` of `loss` with respect to the example's `wrt` arrays;
+    a custom `grad` takes the same arguments and returns an array (one `wrt`), or a dict or
+    tuple in `wrt` order. Either way the result is `Example.gradient_value`'s form.
+    """
+    import jax
+
+    raw = jax.grad(loss, argnums=example.wrt_positions) if grad is None else grad
+
+    def gradient(*args):
+        return example.gradient_value(example.gradients(raw(*args)))
+
+    static = example.static_argnums()
+    return (
+        Precise(jax.jit(loss, static_argnums=static)),
+        Precise(jax.jit(gradient, static_argnums=static)),
+    )
+
+
+def _first_doc_line(fn: Callable) -> str:
+    doc = (getattr(fn, "__doc__", None) or "").strip()
+    return doc.splitlines()[0] if doc else ""
+
+
+def jax_variant(
+    example: Example | str,
+    name: str,
+    *,
+    family: str,
+    grad: Callable | None = None,
+    backend: str = "jax",
+    requires: tuple[str, ...] = (),
+    description: str = "",
+) -> Callable[[Callable], Callable]:
+    """Decorator: register a JAX loss function as a variant of `example`.
+
+        @weanj.jax_variant(ex, "jax-loop", family="smooth")
+        def smooth_loop(x, y, S): ...
+
+    The function takes the example's arrays, then its parameters, and returns the scalar
+    loss; weanj `jax.jit`s it with the parameters static and differentiates it with
+    `jax.grad` over the `wrt` arrays, unless `grad` (same arguments; an array, or a dict
+    or tuple in `wrt` order) is given. `backend` and `requires` mark variants that need
+    an optional package (e.g. `backend="kernex", requires=("kernex",)`). Returns the
+    function unchanged, so siblings can reuse it.
+    """
+    ex = _example_of(example)
+
+    def decorate(loss: Callable) -> Callable:
+        register_variant(
+            Variant(
+                example=ex.name,
+                name=name,
+                family=family,
+                backend=backend,
+                build=functools.partial(jit_functions, ex, loss, grad),
+                requires=tuple(requires),
+                versions=(*requires, "jax", "jaxlib"),
+                description=description or _first_doc_line(loss),
+            )
+        )
+        return loss
+
+    return decorate
+
+
 def register_example(example: Example) -> Example:
+    """Add an example to the registry; a second example of the same name is an error."""
+    if not isinstance(example, Example):
+        raise DefinitionError(f"register_example takes a weanj.Example, got {type(example)}")
+    previous = _EXAMPLES.get(example.name)
+    if previous is not None:
+        by = f" (first by module {previous.module})" if previous.module else ""
+        raise DefinitionError(f"example {example.name!r} is registered twice{by}")
+    if not example.module:
+        object.__setattr__(example, "module", _loading or _caller_module())
     _EXAMPLES[example.name] = example
-    _VARIANTS.setdefault(example.name, {})
+    _VARIANTS[example.name] = {}
     return example
 
 
 def register_variant(variant: Variant) -> Variant:
+    """Add a variant to the registry; its example must be registered, its name new."""
+    if not isinstance(variant, Variant):
+        raise DefinitionError(f"register_variant takes a weanj.Variant, got {type(variant)}")
     if variant.example not in _EXAMPLES:
-        raise ValueError(f"register example {variant.example!r} before its variants")
-    _VARIANTS[variant.example][variant.name] = variant
+        raise DefinitionError(
+            f"variant {variant.name!r} names example {variant.example!r}, which is not "
+            "registered; register the example first (weanj.register_example)"
+        )
+    table = _VARIANTS[variant.example]
+    if variant.name in table:
+        raise DefinitionError(f"variant {variant.name!r} of {variant.example} is registered twice")
+    table[variant.name] = variant
     return variant
 
 
+def unregister_example(name: str) -> None:
+    """Remove an example and its variants (for tests and notebooks that redefine one)."""
+    _EXAMPLES.pop(name, None)
+    _VARIANTS.pop(name, None)
+
+
+def _caller_module() -> str:
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("weanj._"):
+        frame = frame.f_back
+    return frame.f_globals.get("__name__", "") if frame is not None else ""
+
+
+def _import_example_module(module: str, where: str) -> None:
+    """Import one module that registers examples; any failure is one line naming it, and
+    whatever it registered before failing is taken back."""
+    global _loading
+    before = {name: dict(table) for name, table in _VARIANTS.items()}
+    _loading = module
+    try:
+        importlib.import_module(module)
+    except BaseException as e:
+        for name in set(_EXAMPLES) - set(before):
+            unregister_example(name)
+        for name, table in before.items():
+            _VARIANTS[name] = table
+        if not isinstance(e, Exception):
+            raise
+        if isinstance(e, ModuleNotFoundError) and e.name and module.startswith(e.name):
+            raise ProjectError(
+                f"cannot import example module {module!r} listed in {where}: no module "
+                f"named {e.name!r} (is it importable from the project root?)"
+            ) from None
+        first = (str(e).strip().splitlines() or [""])[0]
+        what = first if isinstance(e, WeanjError) else f"{type(e).__name__}: {first}"
+        raise ProjectError(f"example module {module!r} ({where}): {what}") from None
+    finally:
+        _loading = None
+
+
 def _load() -> None:
+    """Import the project's example modules once per process (see the module docstring)."""
     global _loaded
-    if not _loaded:
-        _loaded = True
-        for module in _EXAMPLE_MODULES:
-            importlib.import_module(module)
+    if _loaded:
+        return
+    from ._root import project_config
+
+    config = project_config()
+    modules: list[tuple[str, str]] = []
+    if config.builtin:
+        from .examples import BUILTIN
+
+        modules += [(m, "weanj's built-in examples") for m in BUILTIN]
+    if config.pyproject is not None:
+        root = str(config.root)
+        if root not in sys.path:
+            sys.path.insert(0, root)  # the project's modules import from its root
+        modules += [(m, f"[tool.weanj] of {config.pyproject}") for m in config.examples]
+    seen = set()
+    for module, where in modules:
+        if module not in seen:
+            seen.add(module)
+            _import_example_module(module, where)
+    if config.entry_points:
+        for ep in importlib.metadata.entry_points(group="weanj.examples"):
+            if ep.value not in seen:
+                seen.add(ep.value)
+                _import_example_module(
+                    ep.value.partition(":")[0], f"entry point {ep.name!r} of group weanj.examples"
+                )
+    _loaded = True
 
 
 def example_names() -> list[str]:
-    """The names of all examples."""
+    """The names of all examples of the current project."""
     _load()
     return sorted(_EXAMPLES)
 
@@ -230,10 +610,9 @@ def example(name: str) -> Example:
     _load()
     try:
         return _EXAMPLES[name]
-    except KeyError:
-        raise UnknownNameError(
-            f"unknown example {name!r}; known examples: {', '.join(sorted(_EXAMPLES))}"
-        ) from None
+    except (KeyError, TypeError):
+        known = ", ".join(sorted(_EXAMPLES)) or "none (see [tool.weanj] in pyproject.toml)"
+        raise UnknownNameError(f"unknown example {name!r}; known examples: {known}") from None
 
 
 def variants(example_name: str, *, available_only: bool = True) -> list[str]:
@@ -260,7 +639,7 @@ def variant(example_name: str, name: str) -> Variant:
     table = _VARIANTS[example(example_name).name]
     try:
         v = table[name]
-    except KeyError:
+    except (KeyError, TypeError):
         raise UnknownNameError(
             f"unknown variant {name!r} of {example_name}; known variants: {', '.join(table)}"
         ) from None

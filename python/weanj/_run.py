@@ -23,23 +23,37 @@ class Evaluation:
     variant: str
     family: str
     loss: float
-    gradient: np.ndarray
+    gradients: dict[str, np.ndarray]  # {wrt array name: gradient}
     params: dict[str, int]
     dtype: str
     inputs_sha256: str
     seconds: float  # wall time of the first loss + gradient call, compilation included
 
-    def save(self, path: Path | str | None = None) -> Path:
+    @property
+    def gradient(self):
+        """The gradient as the variant's `grad` returns it: one array, or a dict of several."""
+        if len(self.gradients) == 1:
+            return next(iter(self.gradients.values()))
+        return dict(self.gradients)
+
+    @property
+    def finite(self) -> bool:
+        return bool(np.isfinite(self.loss)) and all(
+            bool(np.all(np.isfinite(g))) for g in self.gradients.values()
+        )
+
+    def save(self, path: Path | str | None = None, *, allow_nonfinite: bool = False) -> Path:
         """Save to the store (or `path`) with full provenance."""
         return save_gradient(
             self.example,
             self.variant,
-            self.gradient,
+            self.gradients,
             loss=self.loss,
             family=self.family,
             params=self.params,
             inputs_sha256=self.inputs_sha256,
             path=path,
+            allow_nonfinite=allow_nonfinite,
         )
 
 
@@ -70,14 +84,14 @@ def evaluate(
     args = ex.args(arrays, p)
     t0 = time.perf_counter()
     loss = float(np.asarray(v.loss(*args)))
-    gradient = np.asarray(v.grad(*args))
+    gradients = {k: np.asarray(g) for k, g in ex.gradients(v.grad(*args)).items()}
     seconds = time.perf_counter() - t0
     return Evaluation(
         example=ex.name,
         variant=v.name,
         family=v.family,
         loss=loss,
-        gradient=gradient,
+        gradients=gradients,
         params=p,
         dtype=dtype,
         inputs_sha256=data["sha256"],

@@ -18,18 +18,26 @@ from ._errors import InputError
 from ._registry import example
 from ._root import results_dir
 
-# The seed notebook's record fields; DESIGN.md makes them the benchmark file contract.
+# The seed notebook's record fields (DESIGN.md makes them the benchmark file contract),
+# less its `n` and `K`: every example's records carry its own size and parameters instead
+# (`record_fields`), which for the Poisson examples are exactly `n` and `K`.
 RECORD_FIELDS = (
     "dtype",
     "variant",
     "N",
-    "n",
-    "K",
     "forward_s",
     "grad_s",
     "compile_s",
     "peak_mem_bytes",
 )
+
+
+def record_fields(example_name: str) -> tuple[str, ...]:
+    """The fields every benchmark record of an example has: `RECORD_FIELDS`, the size's
+    name (e.g. `n`) and the parameters (e.g. `K`)."""
+    ex = example(example_name)
+    size = (ex.sizes.name,) if ex.sizes is not None else ()
+    return RECORD_FIELDS + size + ex.param_names
 
 
 def time_median(
@@ -128,14 +136,17 @@ def write_results(
 
     **Arguments:**
 
-    - `records`: dicts with at least the fields `RECORD_FIELDS` (None where not measured,
-      e.g. times in a memory-versus-K record); extra fields are kept.
+    - `records`: dicts with at least the fields `record_fields(example)` (for the Poisson
+      examples the seed notebook's `dtype, variant, N, n, K, forward_s, grad_s, compile_s,
+      peak_mem_bytes`; None where not measured, e.g. times in a memory-versus-K record);
+      extra fields are kept.
     - `env`: the environment block (default: `environment(device)`).
 
     **Returns:** the path written (atomically; the previous file is replaced).
     """
+    required = record_fields(example_name)
     for i, r in enumerate(records):
-        missing = [k for k in RECORD_FIELDS if k not in r]
+        missing = [k for k in required if k not in r]
         if missing:
             raise InputError(f"benchmark record {i} lacks field(s) {', '.join(missing)}")
     path = results_path(example_name, backend, device)

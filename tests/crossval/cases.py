@@ -1,28 +1,39 @@
 """The cross-validation cases, read from the registry, and cached evaluations.
 
-Every test is parametrised from `weanj.variants` / `weanj.families`, so a variant added
-to `weanj/examples/<stem>.py` is cross-validated without touching these tests. Variants
-whose backend is missing here appear as skipped tests that say why. Evaluations are
-cached per process: each compiled function is built once and reused by several tests.
+Every test is parametrised from the registry, so a variant added to an example module is
+cross-validated without touching these tests: the matrix of `pytest --weanj` (same-family
+pairs per gradient array, finite differences, recorded references) comes from
+`weanj._matrix` itself, and each example's independent reference (`reference_<stem>.py`,
+plain Python loops of DESIGN.md's mathematics) checks every variant on small inputs.
+Variants whose backend is missing here appear as skipped tests that say why.
+Evaluations are cached per process: each compiled function is built once and reused.
+
+A reference module offers `ALGORITHMS` ({family: algorithm}), `small_inputs(seed)`,
+`random_inputs(rng)`, `loss(algorithm, arrays, params)`, `gradient(algorithm, arrays,
+params)` ({wrt name: array}) and optionally `eager_inputs(seed)` (a case small enough to
+run op by op, without jit; default: `small_inputs`).
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
+import importlib
 
 import numpy as np
 import pytest
 
 import weanj
+from weanj import _matrix
 from weanj._registry import find_variant  # the registry entry, available or not
 
-# Which reference algorithm each family computes (DESIGN.md: families are algorithms).
-REFERENCE_ALGORITHM = {"jacobi": "jacobi", "lex": "lex", "rb": "rb"}
-
-# Small problems for the Python-loop reference: odd n (so red and black counts differ)
-# and enough sweeps that every point feels every other one.
-SMALL_N, SMALL_K, SMALL_SEED = 7, 5, 20261130
+# The independent reference of each built-in example (tests/crossval/reference_<...>.py).
+REFERENCES = {
+    "01-jacobi": "reference_poisson",
+    "02-gauss-seidel": "reference_poisson",
+    "03-advection": "reference_advection",
+    "04-tridiagonal": "reference_tridiagonal",
+    "05-deposition": "reference_deposition",
+}
 
 _BACKEND_MARKS = {
     "julia": pytest.mark.julia,
@@ -31,8 +42,18 @@ _BACKEND_MARKS = {
 }
 
 
-def _registered(example: str) -> list[str]:
-    return weanj.variants(example, available_only=False)
+@functools.cache
+def reference_module(example: str):
+    """The example's reference module, or None when it has none."""
+    name = REFERENCES.get(example)
+    if name is None:
+        return None
+    try:
+        return importlib.import_module(f"{__package__}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name and e.name.endswith(name):
+            return None
+        raise
 
 
 def _marks(example: str, names) -> list:
@@ -48,49 +69,36 @@ def _marks(example: str, names) -> list:
     return marks
 
 
-def variant_cases(*, families=None) -> list:
-    """`pytest.param(example, name)` for every registered variant (of `families`)."""
-    cases = []
-    for example in weanj.example_names():
-        for family, names in weanj.families(example).items():
-            if families is not None and family not in families:
-                continue
-            for name in names:
-                cases.append(
-                    pytest.param(
-                        example, name, id=f"{example}:{name}", marks=_marks(example, [name])
-                    )
-                )
-    return cases
-
-
-def pair_cases() -> list:
-    """Every same-family pair of registered variants, `example:a-vs-b`."""
+def variant_cases() -> list:
+    """`pytest.param(example, name)` for every registered variant of every example that
+    has a reference module."""
     cases = []
     for example in weanj.example_names():
         for names in weanj.families(example).values():
-            for a, b in itertools.combinations(names, 2):
-                cases.append(
-                    pytest.param(
-                        example, a, b, id=f"{example}:{a}-vs-{b}", marks=_marks(example, [a, b])
-                    )
-                )
-    if not cases:
-        cases.append(
-            pytest.param(
-                None,
-                None,
-                None,
-                id="no-pairs",
-                marks=pytest.mark.skip(
-                    reason="no family of any example has two registered variants yet"
-                ),
-            )
-        )
+            for name in names:
+                marks = _marks(example, [name])
+                if reference_module(example) is None:
+                    marks.append(pytest.mark.skip(reason=f"{example} has no reference module"))
+                cases.append(pytest.param(example, name, id=f"{example}:{name}", marks=marks))
     return cases
 
 
-def family_cases() -> list:
+def matrix_cases(kind: str) -> list:
+    """The `pytest --weanj` matrix's cases of one kind ("pair", "fd", "recorded")."""
+    cases = []
+    for case in _matrix.cases():
+        if case.kind != kind:
+            continue
+        marks = _marks(case.example, [n for n in case.variants if find_variant(case.example, n)])
+        if case.skip is not None:
+            marks.append(pytest.mark.skip(reason=case.skip))
+        cases.append(pytest.param(case, id=case.id, marks=marks))
+    if not cases:
+        cases.append(pytest.param(None, id=f"no-{kind}", marks=pytest.mark.skip(reason=f"no {kind} case")))
+    return cases
+
+
+def family_cases(examples=None) -> list:
     """One representative per family: its first available variant.
 
     For what is a property of the algorithm rather than of an implementation (the
@@ -98,23 +106,17 @@ def family_cases() -> list:
     other variants of the family are tied to it by the pair and reference tests.
     """
     cases = []
-    for example in weanj.example_names():
+    for example in examples or weanj.example_names():
         available = set(weanj.variants(example))
         for family, names in weanj.families(example).items():
             runnable = [n for n in names if n in available]
             if runnable:
                 cases.append(pytest.param(example, runnable[0], id=f"{example}:{runnable[0]}"))
             else:
+                reason = f"no variant of family {family} is available here"
                 cases.append(
                     pytest.param(
-                        example,
-                        None,
-                        id=f"{example}:{family}",
-                        marks=(
-                            pytest.mark.skip(
-                                reason=f"no variant of family {family} is available here"
-                            )
-                        ),
+                        example, None, id=f"{example}:{family}", marks=pytest.mark.skip(reason=reason)
                     )
                 )
     return cases
@@ -124,20 +126,40 @@ def family_of(example: str, name: str) -> str:
     return find_variant(example, name).family
 
 
-def algorithm_of(example: str, name: str) -> str:
+def reference_of(example: str, name: str):
+    """`(module, algorithm)`: the reference that `name`'s family must reproduce."""
+    module = reference_module(example)
     family = family_of(example, name)
-    if family not in REFERENCE_ALGORITHM:
-        pytest.skip(f"family {family!r} has no numpy reference in tests/crossval/reference.py")
-    return REFERENCE_ALGORITHM[family]
+    if module is None or family not in module.ALGORITHMS:
+        pytest.skip(f"family {family!r} of {example} has no reference algorithm")
+    return module, module.ALGORITHMS[family]
+
+
+def run_variant(example: str, name: str, arrays: dict, params: dict):
+    """(loss, {wrt name: gradient}) of a variant."""
+    ex = weanj.example(example)
+    v = weanj.variant(example, name)
+    args = ex.args(arrays, params)
+    loss = float(np.asarray(v.loss(*args)))
+    return loss, {k: np.asarray(g) for k, g in ex.gradients(v.grad(*args)).items()}
+
+
+def _cast(arrays: dict, dtype: str) -> dict:
+    return {k: np.asarray(a).astype(dtype) for k, a in arrays.items()}
 
 
 @functools.cache
-def small_inputs(n: int = SMALL_N, seed: int = SMALL_SEED) -> tuple[np.ndarray, np.ndarray]:
-    """θ ~ N(0, 1) and observations the size of a solution at this n (u ≈ h2·θ·O(1))."""
-    rng = np.random.default_rng(seed)
-    theta = rng.standard_normal((n, n))
-    uobs = rng.standard_normal((n, n)) / (n + 1) ** 2
-    return theta, uobs
+def on_small(example: str, name: str, dtype: str = "float64"):
+    """(loss, gradients) of a variant on its example's small inputs, in `dtype`."""
+    arrays, params = reference_module(example).small_inputs()
+    return run_variant(example, name, _cast(arrays, dtype), params)
+
+
+@functools.cache
+def reference_on_small(example: str, algorithm: str):
+    module = reference_module(example)
+    arrays, params = module.small_inputs()
+    return module.loss(algorithm, arrays, params), module.gradient(algorithm, arrays, params)
 
 
 @functools.cache
@@ -146,51 +168,35 @@ def shared_inputs(example: str) -> dict:
     return weanj.load_inputs(example)
 
 
-def _call(example: str, name: str, theta, uobs, K: int) -> tuple[float, np.ndarray]:
-    v = weanj.variant(example, name)
-    return float(np.asarray(v.loss(theta, uobs, K))), np.asarray(v.grad(theta, uobs, K))
-
-
-@functools.cache
-def on_small(example: str, name: str, dtype: str = "float64") -> tuple[float, np.ndarray]:
-    """(loss, gradient) of a variant on `small_inputs()` with K = SMALL_K, in `dtype`."""
-    theta, uobs = small_inputs()
-    return _call(example, name, theta.astype(dtype), uobs.astype(dtype), SMALL_K)
-
-
-@functools.cache
-def on_shared(example: str, name: str) -> tuple[float, np.ndarray]:
-    """(loss, gradient) of a variant on the shared inputs at their K."""
-    d = shared_inputs(example)
-    return _call(example, name, d["theta"], d["uobs"], d["K"])
-
-
-@functools.cache
-def reference_on_small(algorithm: str) -> tuple[float, np.ndarray]:
-    from . import reference
-
-    theta, uobs = small_inputs()
-    return (
-        reference.loss(algorithm, theta, uobs, SMALL_K),
-        reference.adjoint_gradient(algorithm, theta, uobs, SMALL_K),
-    )
+def on_shared(example: str, name: str):
+    """(loss, gradients) of a variant on the shared inputs at their parameters."""
+    ev = _matrix.shared_evaluation(example, name)
+    return ev.loss, ev.gradients
 
 
 def assert_within_policy(loss_ref, g_ref, loss, g, dtype="float64", what=""):
-    """`|ΔL| ≤ tol.loss·|L_ref|` and `|Δg| ≤ tol.grad·max|g_ref|` elementwise."""
+    """`|ΔL| ≤ tol.loss·|L_ref|` and, per gradient array, `|Δg| ≤ tol.grad·max|g_ref|`
+    elementwise; `g_ref` and `g` are arrays or dicts of arrays."""
     tol = weanj.tolerance(dtype)
-    g_ref, g = np.asarray(g_ref, np.float64), np.asarray(g, np.float64)
-    assert g.shape == g_ref.shape, f"{what}: gradient shape {g.shape} vs {g_ref.shape}"
-    assert np.all(np.isfinite(g)) and np.isfinite(loss), f"{what}: NaN/Inf"
+    assert np.isfinite(loss), f"{what}: loss is {loss}"
     dl = abs(loss - loss_ref)
     assert dl <= tol.loss * abs(loss_ref), (
         f"{what}: loss {loss!r} vs {loss_ref!r}, |ΔL|/|L| = {dl / abs(loss_ref):.2e} "
         f"> {tol.loss:g} ({dtype})"
     )
-    scale = float(np.max(np.abs(g_ref)))
-    worst = np.unravel_index(int(np.argmax(np.abs(g - g_ref))), g.shape)
-    dg = float(np.abs(g - g_ref)[worst])
-    assert dg <= tol.grad * scale, (
-        f"{what}: max|Δg|/max|g_ref| = {dg / scale:.2e} > {tol.grad:g} ({dtype}) at "
-        f"0-based {tuple(int(i) for i in worst)}"
-    )
+    refs = g_ref if isinstance(g_ref, dict) else {"": g_ref}
+    gots = g if isinstance(g, dict) else {"": g}
+    assert set(refs) == set(gots), f"{what}: gradient arrays {sorted(gots)} vs {sorted(refs)}"
+    for name, ref in refs.items():
+        label = f"{what} {name}".strip()
+        ref, got = np.asarray(ref, np.float64), np.asarray(gots[name], np.float64)
+        assert got.shape == ref.shape, f"{label}: gradient shape {got.shape} vs {ref.shape}"
+        assert np.all(np.isfinite(got)), f"{label}: NaN/Inf"
+        scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+        diff = np.abs(got - ref)
+        worst = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.size else ()
+        dg = float(diff[worst]) if diff.size else 0.0
+        assert dg <= tol.grad * scale, (
+            f"{label}: max|Δg|/max|g_ref| = {dg / scale if scale else float('inf'):.2e} > "
+            f"{tol.grad:g} ({dtype}) at 0-based {tuple(int(i) for i in worst)}"
+        )

@@ -1,9 +1,11 @@
 """`weanj run` as a user runs it (a subprocess), on inputs it has never seen.
 
-Acceptance 2: on a fresh random inputs file, `weanj run EXAMPLE VARIANT --inputs F --K 13
---out O` writes the loss and gradient of DESIGN.md's mathematics (checked against the
-numpy reference to 1e-11 relative). Acceptance 3: a user's mistake gives one line on
-stderr and exit code 2, never a traceback.
+On a fresh random inputs file (each example's reference module draws it: sizes,
+parameters and scales), `weanj run EXAMPLE VARIANT --inputs F --<param> … --out O`
+writes the loss and gradient(s) of DESIGN.md's mathematics: checked against the
+example's independent reference to 1e-12 (loss) and 1e-11·max|g| per gradient array,
+for one variant per family (the others are tied to it by the pair and reference tests).
+A user's mistake gives one line on stderr and exit code 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -21,10 +23,7 @@ import pytest
 
 import weanj
 
-from . import reference
-from .cases import algorithm_of, family_cases
-
-N_UNSEEN, K_UNSEEN = 9, 13
+from .cases import family_cases, reference_of
 
 
 def weanj_cli(*args, cwd) -> subprocess.CompletedProcess:
@@ -50,33 +49,39 @@ def write_arrays(path, **arrays):
 
 @pytest.mark.parametrize(("example", "name"), family_cases())
 def test_run_on_unseen_inputs_matches_reference(example, name, project):
+    module, algorithm = reference_of(example, name)
     seed = secrets.randbits(32)  # unseen by construction; reported on failure
-    rng = np.random.default_rng(seed)
-    theta = rng.standard_normal((N_UNSEEN, N_UNSEEN)) * rng.uniform(0.1, 10)
-    uobs = rng.standard_normal((N_UNSEEN, N_UNSEEN)) * rng.uniform(1e-3, 1e-1)
-    inputs = write_arrays(project / "unseen.h5", theta=theta, uobs=uobs)
+    arrays, params = module.random_inputs(np.random.default_rng(seed))
+    inputs = write_arrays(project / "unseen.h5", **arrays)
     out = project / "out" / "o.h5"
+    flags = [x for k, v in params.items() for x in (f"--{k}", v)]
 
-    r = weanj_cli(
-        "run", example, name, "--inputs", inputs, "--K", K_UNSEEN, "--out", out, cwd=project
-    )
+    r = weanj_cli("run", example, name, "--inputs", inputs, *flags, "--out", out, cwd=project)
     assert r.returncode == 0, f"seed {seed}: {r.stderr}"
 
-    algorithm = algorithm_of(example, name)
-    loss_ref = reference.loss(algorithm, theta, uobs, K_UNSEEN)
-    g_ref = reference.adjoint_gradient(algorithm, theta, uobs, K_UNSEEN)
+    ex = weanj.example(example)
+    loss_ref = module.loss(algorithm, arrays, params)
+    g_ref = module.gradient(algorithm, arrays, params)
     with h5py.File(out, "r") as f:
-        g = f["gradient"][()]
+        node = f["gradient"]
+        stored = (
+            {ex.wrt_names[0]: node[()]}
+            if isinstance(node, h5py.Dataset)
+            else {k: node[k][()] for k in node}
+        )
         attrs = dict(f.attrs)
     loss = float(attrs["loss"])
-    assert abs(loss - loss_ref) <= 1e-11 * abs(loss_ref), f"seed {seed}: {loss} vs {loss_ref}"
-    assert g.shape == g_ref.shape and g.dtype == np.float64
-    rel = float(np.max(np.abs(g - g_ref))) / float(np.max(np.abs(g_ref)))
-    assert rel <= 1e-11, f"seed {seed}: max|Δg|/max|g| = {rel:.2e}"
+    assert abs(loss - loss_ref) <= 1e-12 * abs(loss_ref), f"seed {seed}: {loss} vs {loss_ref}"
+    assert sorted(stored) == sorted(g_ref), f"seed {seed}: arrays {sorted(stored)}"
+    for k, g in stored.items():
+        assert g.shape == g_ref[k].shape and g.dtype == np.float64, k
+        rel = float(np.max(np.abs(g - g_ref[k]))) / float(np.max(np.abs(g_ref[k])))
+        assert rel <= 1e-11, f"seed {seed}: {k}: max|Δg|/max|g| = {rel:.2e}"
 
-    digest = hashlib.sha256(theta.astype("<f8").tobytes() + uobs.astype("<f8").tobytes())
+    digest = hashlib.sha256(b"".join(arrays[a].astype("<f8").tobytes() for a in ex.arrays))
     assert attrs["inputs_sha256"] == digest.hexdigest()
-    assert (attrs["variant"], attrs["example"], int(attrs["K"])) == (name, example, K_UNSEEN)
+    assert (attrs["variant"], attrs["example"]) == (name, example)
+    assert {k: int(attrs[k]) for k in params} == params
     assert attrs["dtype"] == "float64"
     # What it prints is what it wrote.
     printed = re.search(r"loss = (\S+)", r.stdout)

@@ -8,54 +8,48 @@ import pytest
 
 import weanj
 
+from weanj import _matrix
+
 from . import reference
-from .cases import (
-    SMALL_K,
-    algorithm_of,
-    assert_within_policy,
-    family_cases,
-    on_shared,
-    on_small,
-    pair_cases,
-    shared_inputs,
-    small_inputs,
-    variant_cases,
-)
+from .cases import family_cases, matrix_cases, on_small
 
 
-@pytest.mark.parametrize(("example", "a", "b"), pair_cases())
-def test_same_family_pair_agrees(example, a, b):
-    loss_a, g_a = on_shared(example, a)
-    loss_b, g_b = on_shared(example, b)
-    assert_within_policy(loss_a, g_a, loss_b, g_b, what=f"{example} {a} vs {b}")
-    # `weanj diff` and `weanj check` judge by `compare`: it must reach the same verdict.
-    assert weanj.compare(g_a, g_b, loss_a, loss_b).agree
+@pytest.mark.parametrize("case", matrix_cases("pair"))
+def test_same_family_pair_agrees(case):
+    # `pytest --weanj`'s own check: per gradient array, under the tolerance policy.
+    _matrix.run_case(case)
 
 
-@pytest.mark.parametrize(("example", "name"), variant_cases())
-def test_fd_check(example, name):
-    d = shared_inputs(example)
-    v = weanj.variant(example, name)
-    _, g = on_shared(example, name)
-    err = weanj.fd_check(lambda t: v.loss(t, d["uobs"], d["K"]), d["theta"], g, n=10, h=1e-2)
-    # Central differences of a quadratic loss are exact; rounding leaves ≈ 1e-9 here
-    # (the seed notebook's figure), while a gradient of the wrong algorithm (lex vs
-    # red-black differ by ~1e-2) or a missing term fails by orders of magnitude.
-    assert err < 1e-6, f"{name}: fd_check relative error {err:.2e}"
+@pytest.mark.parametrize("case", matrix_cases("fd"))
+def test_fd_check(case):
+    # The example's FDPolicy. For the quadratic Poisson losses central differences are
+    # exact and rounding leaves ≈ 1e-9 (the seed notebook's figure), while a gradient of
+    # the wrong algorithm (lex vs red-black differ by ~1e-2) fails by orders of magnitude.
+    _matrix.run_case(case)
+
+
+POISSON = ("01-jacobi", "02-gauss-seidel")
+
+
+def small_inputs():
+    from .reference_poisson import small_inputs
+
+    arrays, params = small_inputs()
+    return arrays["theta"], arrays["uobs"]
 
 
 # Sweeps at which the error is still well above rounding (K = 40) and at rounding level
 # or close (K = 320): Jacobi contracts by cos(π/8) ≈ 0.92 per iteration at n = 7,
-# Gauss–Seidel by its square. K = SMALL_K reuses the reference tests' compilation.
+# Gauss–Seidel by its square. K = 5 (the small inputs') reuses the reference tests'
+# compilation.
 # Convergence is a property of the family's algorithm, so one variant per family runs
 # it (each compilation at a new K costs seconds); the others are tied to that one by
 # the pair tests and to the mathematics by the reference tests.
-CONVERGENCE_KS = (SMALL_K, 40, 320)
+CONVERGENCE_KS = (5, 40, 320)
 
 
-@pytest.mark.parametrize(("example", "name"), family_cases())
+@pytest.mark.parametrize(("example", "name"), family_cases(POISSON))
 def test_converges_to_dense_poisson_solution(example, name):
-    algorithm_of(example, name)  # skips families without a reference
     v = weanj.variant(example, name)
     theta, _ = small_inputs()
     u_star = reference.fixed_point(theta)
@@ -68,15 +62,14 @@ def test_converges_to_dense_poisson_solution(example, name):
     assert errors[-1] <= 1e-18 * scale, f"{name}: ‖u^K − u*‖²/‖u*‖² = {errors[-1] / scale:.2e}"
 
 
-@pytest.mark.parametrize(("example", "name"), family_cases())
+@pytest.mark.parametrize(("example", "name"), family_cases(POISSON))
 def test_gradient_converges_to_fixed_point_gradient(example, name):
-    algorithm_of(example, name)
     v = weanj.variant(example, name)
     theta, uobs = small_inputs()
     g_star = reference.fixed_point_gradient(theta, uobs)
     loss_star = float(np.sum((reference.fixed_point(theta) - uobs) ** 2))
     scale = float(np.max(np.abs(g_star)))
-    _, g_few = on_small(example, name)
+    g_few = on_small(example, name)[1]["theta"]
     K = CONVERGENCE_KS[-1]
     g_many = np.asarray(v.grad(theta, uobs, K))
     loss_many = float(np.asarray(v.loss(theta, uobs, K)))

@@ -8,33 +8,26 @@ import pytest
 
 import weanj
 
-from . import reference
 from .cases import (
-    SMALL_K,
-    algorithm_of,
     assert_within_policy,
     on_small,
+    reference_of,
     reference_on_small,
-    small_inputs,
+    run_variant,
     variant_cases,
 )
-
-# Op-by-op execution of the nested scans costs ~0.1 s per point update (and kernex's
-# eager path more), so the non-jit comparison runs on a tiny problem.
-EAGER_N, EAGER_K = 3, 2
 
 
 @pytest.mark.parametrize(("example", "name"), variant_cases())
 def test_inputs_not_mutated(example, name):
     # In-place kernels (Julia through juliacall, custom calls) could write into the
     # caller's arrays; the loss and gradient must leave them bit for bit unchanged.
-    theta, uobs = (a.copy() for a in small_inputs())
-    v = weanj.variant(example, name)
-    v.loss(theta, uobs, SMALL_K)
-    v.grad(theta, uobs, SMALL_K)
-    original_theta, original_uobs = small_inputs()
-    assert np.array_equal(theta, original_theta) and theta.dtype == np.float64
-    assert np.array_equal(uobs, original_uobs) and uobs.dtype == np.float64
+    module, _ = reference_of(example, name)
+    original, params = module.small_inputs()
+    arrays = {k: a.copy() for k, a in original.items()}
+    run_variant(example, name, arrays, params)
+    for k, a in original.items():
+        assert np.array_equal(arrays[k], a) and arrays[k].dtype == a.dtype, k
 
 
 @pytest.mark.parametrize(("example", "name"), variant_cases())
@@ -46,22 +39,17 @@ def test_jit_and_nonjit_agree(example, name):
         pytest.skip(f"{name}: not a jax.jit function, so there is no non-jit mode to compare")
     if v.backend == "enzyme":
         pytest.skip(f"{name}: Enzyme-JAX primitives run only inside jit ('must be JIT'ed')")
-    algorithm = algorithm_of(example, name)
-    theta, uobs = small_inputs(n=EAGER_N, seed=7)
-    jitted = (
-        float(np.asarray(v.loss(theta, uobs, EAGER_K))),
-        np.asarray(v.grad(theta, uobs, EAGER_K)),
-    )
+    module, algorithm = reference_of(example, name)
+    # Op-by-op execution is slow (nested scans ~0.1 s per point update): a tiny case.
+    arrays, params = getattr(module, "eager_inputs", module.small_inputs)()
+    jitted = run_variant(example, name, arrays, params)
     with jax.disable_jit():
-        eager = (
-            float(np.asarray(v.loss(theta, uobs, EAGER_K))),
-            np.asarray(v.grad(theta, uobs, EAGER_K)),
-        )
+        eager = run_variant(example, name, arrays, params)
     assert_within_policy(*jitted, *eager, what=f"{name} jit vs non-jit")
     # And both are the mathematics, not merely each other.
     assert_within_policy(
-        reference.loss(algorithm, theta, uobs, EAGER_K),
-        reference.adjoint_gradient(algorithm, theta, uobs, EAGER_K),
+        module.loss(algorithm, arrays, params),
+        module.gradient(algorithm, arrays, params),
         *eager,
         what=f"{name} non-jit vs reference",
     )
@@ -69,12 +57,14 @@ def test_jit_and_nonjit_agree(example, name):
 
 @pytest.mark.parametrize(("example", "name"), variant_cases())
 def test_float32_within_its_tolerance_of_float64(example, name):
-    # At n = 7, K = 5 float32 rounding is ~1e-7 of max|g|, three orders inside the
-    # float32 policy (1e-4), so the test is meaningful: a different
-    # algorithm fails it, honest float32 rounding does not.
-    loss_ref, g_ref = reference_on_small(algorithm_of(example, name))
+    # On the small inputs float32 rounding is orders of magnitude inside the float32
+    # policy (1e-4 of max|g|), so the test is meaningful: a different algorithm fails
+    # it, honest float32 rounding does not.
+    _, algorithm = reference_of(example, name)
+    loss_ref, g_ref = reference_on_small(example, algorithm)
     loss32, g32 = on_small(example, name, "float32")
-    assert g32.dtype == np.float32, f"{name}: float32 inputs gave a {g32.dtype} gradient"
+    for k, g in g32.items():
+        assert g.dtype == np.float32, f"{name}: float32 inputs gave a {g.dtype} gradient ({k})"
     assert_within_policy(
         loss_ref, g_ref, loss32, g32, dtype="float32", what=f"{name} float32 vs float64 reference"
     )

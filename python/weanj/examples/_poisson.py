@@ -13,12 +13,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import InputError
-from .._registry import Param
+from .._registry import Param, Sizes
 
 ARRAYS = ("theta", "uobs")
 WRT = "theta"
 N_SHARED = 64
-PARAMS = (Param("K", default=20, minimum=1, help="number of iterations (sweeps)"),)
+PARAMS = (
+    Param(
+        "K",
+        default=20,
+        minimum=1,
+        help="number of iterations (sweeps)",
+        bench=100,  # the seed notebook's sweep over n
+        sweep=(10, 100, 1000),  # memory against K
+    ),
+)
 
 
 def generate(seed: int, n: int = N_SHARED) -> dict[str, np.ndarray]:
@@ -27,6 +36,15 @@ def generate(seed: int, n: int = N_SHARED) -> dict[str, np.ndarray]:
     theta = rng.standard_normal((n, n))
     uobs = 0.01 * rng.standard_normal((n, n))
     return {"theta": theta, "uobs": uobs}
+
+
+# The seed notebook's sweep: grid sizes n (n×n unknowns).
+SIZES = Sizes(
+    generate=generate,
+    values=(32, 64, 128, 256, 512, 1024),
+    name="n",
+    help="grid size (n×n unknowns)",
+)
 
 
 def validate(arrays: Mapping[str, np.ndarray]) -> None:

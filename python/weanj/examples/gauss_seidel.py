@@ -15,12 +15,14 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+import weanj
+
 from .._julia import julia_variant
-from .._registry import Example, Variant, jax_variant, register_example, register_variant
+from .._registry import register_variant
 from . import _adjoint, _poisson, _wavefront
 
-EXAMPLE = register_example(
-    Example(
+EXAMPLE = weanj.register_example(
+    weanj.Example(
         name="02-gauss-seidel",
         stem="gauss_seidel",
         title="Gauss–Seidel sweeps (lexicographic and red-black), 2-D Poisson",
@@ -31,7 +33,7 @@ EXAMPLE = register_example(
         generate=_poisson.generate,
         validate=_poisson.validate,
         describe=_poisson.describe,
-        sized=_poisson.generate,
+        sizes=_poisson.SIZES,
     )
 )
 
@@ -66,6 +68,12 @@ def lex_solve(theta, K):
     return u
 
 
+@weanj.jax_variant(
+    EXAMPLE,
+    "jax-lex",
+    family="lex",
+    description="seed notebook: nested lax.scan, one step per point; gradient by JAX AD",
+)
 def lex_loss(theta, uobs, K):
     return _poisson.misfit(lex_solve(theta, K), uobs)
 
@@ -96,32 +104,14 @@ def rb_solve(theta, K):
     return u
 
 
+@weanj.jax_variant(
+    EXAMPLE,
+    "jax-rb",
+    family="rb",
+    description="seed notebook: masked vectorised red/black half-sweeps; gradient by JAX AD",
+)
 def rb_loss(theta, uobs, K):
     return _poisson.misfit(rb_solve(theta, K), uobs)
-
-
-_STATIC = EXAMPLE.static_argnums()
-
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="jax-lex",
-        family="lex",
-        backend="jax",
-        build=lambda: jax_variant(lex_loss, static_argnums=_STATIC),
-        description="seed notebook: nested lax.scan, one step per point; gradient by JAX AD",
-    )
-)
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="jax-rb",
-        family="rb",
-        backend="jax",
-        build=lambda: jax_variant(rb_loss, static_argnums=_STATIC),
-        description="seed notebook: masked vectorised red/black half-sweeps; gradient by JAX AD",
-    )
-)
 
 
 # --- kernex: the point update as a kernex kernel (weanj/_kernex.py) -------------------
@@ -146,6 +136,14 @@ def kernex_lex_solve(theta, K):
     return u_t.T
 
 
+@weanj.jax_variant(
+    EXAMPLE,
+    "kernex-lex",
+    family="lex",
+    backend="kernex",
+    requires=("kernex",),
+    description="kernex.kscan over (u, θ) windows of the transposed grid; gradient by JAX AD",
+)
 def kernex_lex_loss(theta, uobs, K):
     return _poisson.misfit(kernex_lex_solve(theta, K), uobs)
 
@@ -168,68 +166,33 @@ def kernex_rb_solve(theta, K):
     return u
 
 
+@weanj.jax_variant(
+    EXAMPLE,
+    "kernex-rb",
+    family="rb",
+    backend="kernex",
+    requires=("kernex",),
+    description="masked red/black half-sweeps, stencil by kernex.kmap; gradient by JAX AD",
+)
 def kernex_rb_loss(theta, uobs, K):
     return _poisson.misfit(kernex_rb_solve(theta, K), uobs)
 
 
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="kernex-lex",
-        family="lex",
-        backend="kernex",
-        build=lambda: jax_variant(kernex_lex_loss, static_argnums=_STATIC),
-        requires=("kernex",),
-        versions=("kernex", "jax", "jaxlib"),
-        description="kernex.kscan over (u, θ) windows of the transposed grid; gradient by JAX AD",
-    )
-)
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="kernex-rb",
-        family="rb",
-        backend="kernex",
-        build=lambda: jax_variant(kernex_rb_loss, static_argnums=_STATIC),
-        requires=("kernex",),
-        versions=("kernex", "jax", "jaxlib"),
-        description="masked red/black half-sweeps, stencil by kernex.kmap; gradient by JAX AD",
-    )
-)
-
-
 # --- Enzyme-JAX: the forwards of jax-lex and jax-rb, gradients by Enzyme's MLIR AD ----
 
-
-def _enzyme(loss):
-    from .._enzyme import enzyme_variant
-
-    return enzyme_variant(loss, static_argnums=_STATIC)
-
-
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="jax-lex-enzyme",
-        family="lex",
-        backend="enzyme",
-        build=lambda: _enzyme(lex_loss),
-        requires=("enzyme_ad",),
-        versions=("enzyme-ad", "jax", "jaxlib"),
-        description="jax-lex's forward through enzyme_jax_ir; gradient by Enzyme",
-    )
+weanj.enzyme_variant(
+    EXAMPLE,
+    "jax-lex-enzyme",
+    family="lex",
+    loss=lex_loss,
+    description="jax-lex's forward through enzyme_jax_ir; gradient by Enzyme",
 )
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="jax-rb-enzyme",
-        family="rb",
-        backend="enzyme",
-        build=lambda: _enzyme(rb_loss),
-        requires=("enzyme_ad",),
-        versions=("enzyme-ad", "jax", "jaxlib"),
-        description="jax-rb's forward through enzyme_jax_ir; gradient by Enzyme",
-    )
+weanj.enzyme_variant(
+    EXAMPLE,
+    "jax-rb-enzyme",
+    family="rb",
+    loss=rb_loss,
+    description="jax-rb's forward through enzyme_jax_ir; gradient by Enzyme",
 )
 
 
@@ -251,6 +214,12 @@ def lex_transpose_solve(source, K):
 wavefront_adjoint_solve = _adjoint.with_adjoint(wavefront_solve, lex_transpose_solve)
 
 
+@weanj.jax_variant(
+    EXAMPLE,
+    "jax-wavefront",
+    family="lex",
+    description="lex by hyperplanes t = i+j+2k, bitwise jax-lex; discrete adjoint (custom_vjp)",
+)
 def wavefront_loss(theta, uobs, K):
     return _poisson.misfit(wavefront_adjoint_solve(theta, K), uobs)
 
@@ -272,30 +241,14 @@ def rb_transpose_solve(source, K):
 rb_adjoint_solve = _adjoint.with_adjoint(rb_solve, rb_transpose_solve)
 
 
+@weanj.jax_variant(
+    EXAMPLE,
+    "jax-rb-adjoint",
+    family="rb",
+    description="jax-rb's sweeps; discrete adjoint (custom_vjp): black, then red",
+)
 def rb_adjoint_loss(theta, uobs, K):
     return _poisson.misfit(rb_adjoint_solve(theta, K), uobs)
-
-
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="jax-wavefront",
-        family="lex",
-        backend="jax",
-        build=lambda: jax_variant(wavefront_loss, static_argnums=_STATIC),
-        description="lex by hyperplanes t = i+j+2k, bitwise jax-lex; discrete adjoint (custom_vjp)",
-    )
-)
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="jax-rb-adjoint",
-        family="rb",
-        backend="jax",
-        build=lambda: jax_variant(rb_adjoint_loss, static_argnums=_STATIC),
-        description="jax-rb's sweeps; discrete adjoint (custom_vjp): black, then red",
-    )
-)
 
 
 # --- Julia: the loops of julia/gauss_seidel.jl, gradients by Enzyme.jl (juliacall) ----

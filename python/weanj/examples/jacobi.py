@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import jax
 
+import weanj
+
 from .._julia import julia_variant
-from .._registry import Example, Variant, jax_variant, register_example, register_variant
+from .._registry import register_variant
 from . import _adjoint, _poisson
 
-EXAMPLE = register_example(
-    Example(
+EXAMPLE = weanj.register_example(
+    weanj.Example(
         name="01-jacobi",
         stem="jacobi",
         title="Jacobi iteration, 2-D Poisson, zero Dirichlet boundary",
@@ -28,7 +30,7 @@ EXAMPLE = register_example(
         generate=_poisson.generate,
         validate=_poisson.validate,
         describe=_poisson.describe,
-        sized=_poisson.generate,
+        sizes=_poisson.SIZES,
     )
 )
 
@@ -49,20 +51,14 @@ def jacobi_solve(theta, K):
     return u
 
 
+@weanj.jax_variant(
+    EXAMPLE,
+    "jax-jacobi",
+    family="jacobi",
+    description="vectorised stencil in a lax.scan over K; gradient by JAX AD",
+)
 def jacobi_loss(theta, uobs, K):
     return _poisson.misfit(jacobi_solve(theta, K), uobs)
-
-
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="jax-jacobi",
-        family="jacobi",
-        backend="jax",
-        build=lambda: jax_variant(jacobi_loss, static_argnums=EXAMPLE.static_argnums()),
-        description="vectorised stencil in a lax.scan over K; gradient by JAX AD",
-    )
-)
 
 
 # --- jacobi with a discrete adjoint (jax-jacobi-adjoint) -----------------------------
@@ -85,20 +81,14 @@ def jacobi_transpose_solve(source, K):
 jacobi_adjoint_solve = _adjoint.with_adjoint(jacobi_solve, jacobi_transpose_solve)
 
 
+@weanj.jax_variant(
+    EXAMPLE,
+    "jax-jacobi-adjoint",
+    family="jacobi",
+    description="jax-jacobi's iterations; discrete adjoint (custom_vjp), no stored states",
+)
 def jacobi_adjoint_loss(theta, uobs, K):
     return _poisson.misfit(jacobi_adjoint_solve(theta, K), uobs)
-
-
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="jax-jacobi-adjoint",
-        family="jacobi",
-        backend="jax",
-        build=lambda: jax_variant(jacobi_adjoint_loss, static_argnums=EXAMPLE.static_argnums()),
-        description="jax-jacobi's iterations; discrete adjoint (custom_vjp), no stored states",
-    )
-)
 
 
 # --- kernex: the point update as a kernex kernel over all windows at once (kmap) ----
@@ -120,44 +110,26 @@ def kernex_jacobi_solve(theta, K):
     return u
 
 
+@weanj.jax_variant(
+    EXAMPLE,
+    "kernex-jacobi",
+    family="jacobi",
+    backend="kernex",
+    requires=("kernex",),
+    description="kernex.kmap over (u, θ) windows in a lax.scan over K; gradient by JAX AD",
+)
 def kernex_jacobi_loss(theta, uobs, K):
     return _poisson.misfit(kernex_jacobi_solve(theta, K), uobs)
 
 
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="kernex-jacobi",
-        family="jacobi",
-        backend="kernex",
-        build=lambda: jax_variant(kernex_jacobi_loss, static_argnums=EXAMPLE.static_argnums()),
-        requires=("kernex",),
-        versions=("kernex", "jax", "jaxlib"),
-        description="kernex.kmap over (u, θ) windows in a lax.scan over K; gradient by JAX AD",
-    )
-)
-
-
 # --- Enzyme-JAX: jax-jacobi's forward, gradient by Enzyme's MLIR AD ------------------
 
-
-def _enzyme_jacobi():
-    from .._enzyme import enzyme_variant
-
-    return enzyme_variant(jacobi_loss, static_argnums=EXAMPLE.static_argnums())
-
-
-register_variant(
-    Variant(
-        example=EXAMPLE.name,
-        name="jax-jacobi-enzyme",
-        family="jacobi",
-        backend="enzyme",
-        build=_enzyme_jacobi,
-        requires=("enzyme_ad",),
-        versions=("enzyme-ad", "jax", "jaxlib"),
-        description="jax-jacobi's forward through enzyme_jax_ir; gradient by Enzyme",
-    )
+weanj.enzyme_variant(
+    EXAMPLE,
+    "jax-jacobi-enzyme",
+    family="jacobi",
+    loss=jacobi_loss,
+    description="jax-jacobi's forward through enzyme_jax_ir; gradient by Enzyme",
 )
 
 

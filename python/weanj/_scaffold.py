@@ -1,0 +1,192 @@
+"""`weanj new NAME`: a new example in the current project, ready for `weanj check`.
+
+Writes `examples/<stem>.py` (the example and one JAX variant), `julia/<stem>.jl` (the
+same kernel as a Julia loop, for the `julia-<stem>` variant) and the module's entry in
+`[tool.weanj]` of `pyproject.toml` (created if missing). It refuses to overwrite
+anything. The kernel is a placeholder that works: S sweeps of a periodic three-point
+smoothing of a vector, so that `weanj check` passes before the user changes a line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ._atomic import atomic_path
+from ._errors import InputError
+from ._root import ROOT_VARIABLE, _user_project
+
+PYTHON_TEMPLATE = '''\
+"""{name}: S sweeps of a periodic three-point smoothing of x, fitted to y.
+
+Replace this docstring with your kernel's mathematics and the hazard of porting it.
+The placeholder: x^0 = x, x^(s+1)[i] = (x^s[i-1] + 2 x^s[i] + x^s[i+1]) / 4 (indices
+mod n, additions in this order), loss Σ (x^S[i] - y[i])², gradient with respect to x.
+Its Julia twin is julia/{stem}.jl (same stem), the same loop in place.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import weanj
+
+
+def generate(seed, n=64):
+    """The inputs: a random signal x and a random target y, both of length n."""
+    rng = np.random.default_rng(seed)
+    return {{"x": rng.standard_normal(n), "y": rng.standard_normal(n)}}
+
+
+def validate(arrays):
+    x, y = arrays["x"], arrays["y"]
+    if x.ndim != 1 or x.shape != y.shape or x.size < 3:
+        raise weanj.InputError(
+            f"x and y must be vectors of one length >= 3, got shapes {{x.shape}} and {{y.shape}}"
+        )
+
+
+EXAMPLE = weanj.register_example(
+    weanj.Example(
+        name="{name}",
+        stem="{stem}",
+        title="periodic three-point smoothing (placeholder: replace with your kernel)",
+        arrays=("x", "y"),
+        wrt="x",
+        params=(weanj.Param("S", default=3, help="smoothing sweeps", sweep=(10, 100, 1000)),),
+        generate=generate,
+        validate=validate,
+        sizes=weanj.Sizes(generate=generate, values=(256, 1024, 4096, 16384), name="n"),
+    )
+)
+
+
+@weanj.jax_variant(EXAMPLE, "jax-{stem}", family="{stem}")
+def {stem}_loss(x, y, S):
+    """S smoothing sweeps with jnp.roll in a lax.scan; gradient by JAX AD."""
+
+    def sweep(x, _):
+        return (jnp.roll(x, 1) + 2 * x + jnp.roll(x, -1)) / 4, None
+
+    xs, _ = jax.lax.scan(sweep, x, None, length=S)
+    return jnp.sum((xs - y) ** 2)
+
+
+# The Julia loop of julia/{stem}.jl, gradient by Enzyme.jl (skipped, saying why, where
+# Julia is not installed).
+weanj.julia_variant(
+    EXAMPLE, "julia-{stem}", family="{stem}", file="julia/{stem}.jl", loss="{stem}_loss"
+)
+'''
+
+JULIA_TEMPLATE = '''\
+# {name}: S sweeps of a periodic three-point smoothing of x, fitted to y.
+# Python twin: examples/{stem}.py (same stem). Replace with your kernel.
+
+"""
+    {stem}_loss(x, y, S)
+
+`S` sweeps of `x[i] <- (x[i-1] + 2x[i] + x[i+1]) / 4` (indices mod n, additions in this
+order, as in the JAX variant), then `Σ (x[i] - y[i])²`, summed in Float64.
+"""
+function {stem}_loss(x::Vector{{T}}, y::Vector{{T}}, S::Integer) where {{T <: AbstractFloat}}
+    n = length(x)
+    current, next = copy(x), similar(x)
+    for _ in 1:S
+        for i in 1:n
+            left = current[i == 1 ? n : i - 1]
+            right = current[i == n ? 1 : i + 1]
+            next[i] = (left + 2 * current[i] + right) / 4
+        end
+        current, next = next, current
+    end
+    s = 0.0  # Float64 whatever T is: the sum of n squares loses no precision in Float32
+    for i in 1:n
+        s += Float64(current[i] - y[i])^2
+    end
+    return T(s)
+end
+'''
+
+
+def stem_of(name: str) -> str:
+    """The module and Julia file stem of an example name: `11-my-kernel` -> `my_kernel`."""
+    stem = re.sub(r"^[0-9]+[-_.]*", "", name)
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", stem).strip("_").lower()
+    if not stem or not stem.isidentifier():
+        stem = "example_" + re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_")
+    return stem
+
+
+def _target_root() -> Path:
+    """`$WEANJ_ROOT`, else the nearest project with `[tool.weanj]`, else the current
+    directory (never weanj's own checkout: a new example belongs to the user)."""
+    env = os.environ.get(ROOT_VARIABLE)
+    if env:
+        return Path(env).expanduser().resolve()
+    cwd = Path.cwd().resolve()
+    return _user_project(cwd) or cwd
+
+
+def _add_module(pyproject: Path, module: str) -> str:
+    """The text of `pyproject` with `module` in `[tool.weanj] examples` (formatting kept)."""
+    import tomlkit
+
+    text = pyproject.read_text() if pyproject.is_file() else ""
+    try:
+        doc = tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as e:
+        raise InputError(f"{pyproject} is not valid TOML ({e}); nothing was written") from None
+    tool = doc.setdefault("tool", tomlkit.table(is_super_table=True))
+    weanj_table = tool.setdefault("weanj", tomlkit.table())
+    examples = weanj_table.setdefault("examples", tomlkit.array())
+    if module not in examples:
+        examples.append(module)
+    return tomlkit.dumps(doc)
+
+
+def scaffold(name: str) -> list[str]:
+    """Write the new example's files; **Returns:** the next commands to run."""
+    from ._registry import _check_name
+
+    _check_name("example", name)
+    root = _target_root()
+    stem = stem_of(name)
+    python_file = root / "examples" / f"{stem}.py"
+    julia_file = root / "julia" / f"{stem}.jl"
+    pyproject = root / "pyproject.toml"
+    for path in (python_file, julia_file):
+        if path.exists():
+            raise InputError(
+                f"{path} already exists; weanj new never overwrites (choose another name)"
+            )
+    module = f"examples.{stem}"
+    new_pyproject = _add_module(pyproject, module)
+
+    package_init = root / "examples" / "__init__.py"
+    writes = [
+        (python_file, PYTHON_TEMPLATE.format(name=name, stem=stem)),
+        (julia_file, JULIA_TEMPLATE.format(name=name, stem=stem)),
+        (pyproject, new_pyproject),
+    ]
+    if not package_init.exists():
+        writes.insert(0, (package_init, '"""The examples of this weanj project."""\n'))
+    for path, text in writes:
+        with atomic_path(path) as tmp:
+            tmp.write_text(text)
+    return [
+        f"weanj inputs regenerate {name}",
+        f"weanj check {name}",
+    ]
+
+
+def command(args) -> int:
+    """`weanj new NAME`."""
+    commands = scaffold(args.name)
+    stem = stem_of(args.name)
+    print(f"wrote examples/{stem}.py, julia/{stem}.jl and [tool.weanj] in pyproject.toml")
+    print("next:")
+    for line in commands:
+        print(f"  {line}")
+    return 0
