@@ -21,10 +21,14 @@ class build_py_with_julia(build_py):
         if getattr(self, "editable_mode", False):
             return  # an editable install reads the checkout's julia/ itself
         target = Path(self.build_lib) / "weanj" / "julia"
-        target.mkdir(parents=True, exist_ok=True)
-        for source in sorted(JULIA_SOURCES.glob("*.jl")) + [JULIA_SOURCES / "README.md"]:
+        # The package WeanJ (src/WeanJ.jl includes ../<stem>.jl), run.jl's io.jl, the docs.
+        shipped = [*JULIA_SOURCES.glob("*.jl"), *JULIA_SOURCES.glob("src/*.jl")]
+        shipped += [JULIA_SOURCES / "README.md", JULIA_SOURCES / "Project.toml"]
+        for source in sorted(shipped):
             if source.is_file():
-                shutil.copy2(source, target / source.name)
+                destination = target / source.relative_to(JULIA_SOURCES)
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, destination)
 
 
 setup(cmdclass={"build_py": build_py_with_julia})

@@ -44,6 +44,7 @@ end
 `Σ (u^K − uobs)²` over the interior after `K` lexicographic sweeps.
 """
 function lex_loss(θ::Matrix{T}, uobs::Matrix{T}, K::Integer) where {T <: AbstractFloat}
+    check_poisson(θ, uobs, K)
     return misfit(lex_solve(θ, K), uobs)
 end
 
@@ -90,5 +91,6 @@ end
 `Σ (u^K − uobs)²` over the interior after `K` red-black sweeps.
 """
 function rb_loss(θ::Matrix{T}, uobs::Matrix{T}, K::Integer) where {T <: AbstractFloat}
+    check_poisson(θ, uobs, K)
     return misfit(rb_solve(θ, K), uobs)
 end

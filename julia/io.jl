@@ -1,17 +1,18 @@
 # Reading the shared inputs and writing gradient files in the store's format, with
 # HDF5.jl. Python counterparts: python/weanj/_inputs.py and python/weanj/_store.py.
 #
-# h5py writes numpy's C-order (n, n) arrays; HDF5.jl returns Julia's column-major arrays,
-# so it sees every dataset with its dimensions reversed: what it reads is the transpose.
-# `permutedims` once on reading and once on writing, here and nowhere else, keeps
-# `θ[i, j]` == numpy's `theta[i-1, j-1]` everywhere else in julia/.
+# h5py writes numpy's C-order arrays; HDF5.jl returns Julia's column-major arrays, so it
+# sees every dataset with its dimensions reversed: what it reads is the transpose (for a
+# matrix; the axes reversed in general). `permutedims` once on reading and once on
+# writing, here and nowhere else, keeps `θ[i, j]` == numpy's `theta[i-1, j-1]` everywhere
+# else in julia/.
 
 using Dates: Dates
-using HDF5: h5open, read_attribute, write_attribute
+using HDF5: h5open, create_group, read_attribute, write_attribute
 using SHA: sha256
 
 """
-A missing or corrupt inputs file: reported in one line by `julia/run.jl`.
+A missing, unreadable or invalid inputs file: reported in one line by `julia/run.jl`.
 """
 struct InputFileError <: Exception
     msg::String
@@ -19,11 +20,29 @@ end
 Base.showerror(io::IO, e::InputFileError) = print(io, e.msg)
 
 """
+    first_line(e) -> String
+
+The first line of an exception's message (HDF5.jl's errors carry the library's whole
+error stack after it).
+"""
+first_line(e) = String(first(split(sprint(showerror, e), '\n')))
+
+"""
+    reverse_axes(a)
+
+`a` with its axes in the opposite order: between HDF5.jl's view of an h5py dataset and
+numpy's indices, in either direction (`x[i, j]` == numpy's `x[i-1, j-1]`).
+"""
+function reverse_axes(a::AbstractArray{T, N}) where {T, N}
+    return permutedims(a, ntuple(k -> N + 1 - k, N))
+end
+
+"""
     inputs_digest(arrays...)
 
 The inputs file's `sha256`: each array's little-endian Float64 values in C order,
-concatenated. The arrays are passed as HDF5.jl read them (dimensions reversed), whose
-column-major order is exactly numpy's C order.
+concatenated, in the example's order. The arrays are passed as HDF5.jl read them (axes
+reversed), whose column-major order is exactly numpy's C order.
 """
 function inputs_digest(arrays...)
     bytes = UInt8[]
@@ -34,47 +53,93 @@ function inputs_digest(arrays...)
 end
 
 """
-    read_inputs(path, example) -> (; θ, uobs, K, sha256)
+    read_inputs(path, example) -> (; arrays, params, sha256)
 
-The shared inputs of `example` from `path`, in Julia's index order, with the `K` used for
-checks and the file's `sha256` (checked against the arrays).
+The shared inputs of `example` (a row of `WeanJ.EXAMPLES`) from `path`: a `Dict` of its
+arrays as Float64 in numpy's index order, a `Dict` of its parameters (the values the file
+records, used for checks) and the file's `sha256`. Checks what the Python reader checks
+(python/weanj/_inputs.py): the datasets exist and hold finite floats, the `sha256`
+matches them, the file is for this example, the parameters are integers ≥ 1. Every
+failure, HDF5.jl's included, is an `InputFileError` whose message is one line.
 """
-function read_inputs(path::AbstractString, example::AbstractString)
-    hint = "; regenerate it with `weanj inputs regenerate $example`"
+function read_inputs(path::AbstractString, example::NamedTuple)
+    hint = "; regenerate it with `weanj inputs regenerate $(example.name)`"
     isfile(path) || throw(InputFileError("inputs file $path does not exist$hint"))
-    return h5open(path, "r") do file
-        # As h5py wrote them: dimensions reversed, C order in memory.
-        theta_c, uobs_c = read(file, "theta"), read(file, "uobs")
-        recorded = read_attribute(file, "sha256")
-        if inputs_digest(theta_c, uobs_c) != recorded
-            msg = "inputs file $path does not match its recorded sha256$hint"
-            throw(InputFileError(msg))
+    fail(msg) = throw(InputFileError("inputs file $path $msg$hint"))
+    try
+        return h5open(path, "r") do file
+            stored = Dict{String, Array{Float64}}() # as HDF5.jl reads them: axes reversed
+            for name in example.arrays
+                haskey(file, name) || fail("lacks the dataset $name")
+                data = read(file, name)
+                data isa Array{<:Union{Float32, Float64}} ||
+                    fail("has a dataset $name of no float type")
+                all(isfinite, data) || fail("has NaN/Inf values in $name")
+                stored[name] = Float64.(data)
+            end
+            recorded = string(read_attribute(file, "sha256"))
+            if inputs_digest((stored[name] for name in example.arrays)...) != recorded
+                fail("does not match its recorded sha256 (modified or corrupt)")
+            end
+            found = string(read_attribute(file, "example"))
+            found == example.name || fail("is for example $found")
+            params = Dict{String, Int}()
+            for name in example.params
+                value = read_attribute(file, name)
+                value isa Integer && value >= 1 ||
+                    fail("has $name = $value; expected an integer ≥ 1")
+                params[name] = Int(value)
+            end
+            arrays = Dict(name => reverse_axes(a) for (name, a) in stored)
+            return (; arrays, params, sha256 = recorded)
         end
-        θ, uobs = permutedims(theta_c), permutedims(uobs_c)
-        return (; θ, uobs, K = Int(read_attribute(file, "K")), sha256 = recorded)
+    catch e
+        e isa InputFileError && rethrow()
+        e isa InterruptException && rethrow()
+        # Anything else from HDF5.jl (a truncated file, a missing attribute, ...).
+        throw(InputFileError("cannot read inputs file $path ($(first_line(e)))$hint"))
     end
 end
 
 """
-    write_gradient(path, g, provenance)
+    write_gradient(path, gradients, provenance)
 
-A gradient file in the store's format (python/weanj/_store.py): dataset `gradient`, which
-h5py reads as numpy's `(n, n)` with `gradient[i-1, j-1] == g[i, j]`, and as attributes
-`provenance` (`loss`, `variant`, `family`, `example`, `K`, `inputs_sha256`,
-`backend_version`), `dtype`, `backend = "julia"` and `created`. Written to a temporary
-file beside `path` and renamed, so that a crash never leaves a half-written file.
+A gradient file in the store's format (python/weanj/_store.py): one gradient array is
+the dataset `gradient`, several are a group `gradient` with one dataset per array name
+(`gradients`: `name => array` pairs in `wrt` order); h5py reads each as numpy's array
+with `g[i-1, j-1] == g[i, j]`. Attributes: `provenance` (`name => value` pairs: `loss`,
+`variant`, `family`, `example`, the parameters, `inputs_sha256`, `backend_version`),
+then `dtype`, `backend = "julia"` and `created`. Written to a temporary file beside
+`path` and renamed, so that a crash never leaves a half-written file.
 """
-function write_gradient(path, g::Matrix{T}, provenance::NamedTuple) where {T}
+function write_gradient(
+    path,
+    gradients::AbstractVector{<:Pair},
+    provenance::AbstractVector{<:Pair},
+)
+    T = eltype(last(first(gradients)))
     created = Dates.format(Dates.now(Dates.UTC), "yyyy-mm-ddTHH:MM:SS") * "+00:00"
     # dtype as numpy names it ("float64"); created as Python's isoformat writes it.
-    extra = (; dtype = lowercase(string(T)), backend = "julia", created)
-    attributes = merge(provenance, extra)
+    attributes = Pair{String, Any}[provenance...]
+    push!(
+        attributes,
+        "dtype" => lowercase(string(T)),
+        "backend" => "julia",
+        "created" => created,
+    )
     mkpath(dirname(path))
     tmp = joinpath(dirname(path), ".$(basename(path)).$(getpid()).tmp")
     try
         h5open(tmp, "w") do file
-            write(file, "gradient", permutedims(g))
-            for (key, value) in pairs(attributes)
+            if length(gradients) == 1
+                write(file, "gradient", reverse_axes(last(only(gradients))))
+            else
+                group = create_group(file, "gradient")
+                for (name, g) in gradients
+                    write(group, name, reverse_axes(g))
+                end
+            end
+            for (key, value) in attributes
                 write_attribute(file, String(key), value)
             end
         end

@@ -44,5 +44,6 @@ end
 `Σ (u^K − uobs)²` over the interior after `K` Jacobi iterations.
 """
 function jacobi_loss(θ::Matrix{T}, uobs::Matrix{T}, K::Integer) where {T <: AbstractFloat}
+    check_poisson(θ, uobs, K)
     return misfit(jacobi_solve(θ, K), uobs)
 end

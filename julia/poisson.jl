@@ -3,7 +3,8 @@
 #
 # A 2-D Poisson problem on the unit square: n×n interior unknowns, zero Dirichlet
 # boundary, stored padded as an (n+2)×(n+2) array `u`, `h2 = 1/(n+1)^2`, `u⁰ = 0`.
-# Loss: `Σ (u^K − uobs)²` over the interior; gradient with respect to `θ`.
+# Loss: `Σ (u^K − uobs)²` over the interior, summed in Float64; gradient with respect to
+# `θ`.
 #
 # Index convention (README.md beside this file): the loops run over the padded indices
 # `i, j ∈ 2:n+1` of `u`, whose unknown has source `θ[i-1, j-1]` and observation
@@ -29,15 +30,44 @@ grid_h2(::Type{T}, n::Integer) where {T <: AbstractFloat} = T(1 / (n + 1)^2)
 zero_grid(θ::AbstractMatrix{T}) where {T} = zeros(T, size(θ, 1) + 2, size(θ, 2) + 2)
 
 """
+    check_poisson(θ, uobs, K)
+
+Refuse, with a one-line `DimensionMismatch` or `ArgumentError`, what the Poisson examples
+do not define: `θ` must be n×n with n ≥ 1, `uobs` of the same size, and `K ≥ 1`. Without
+it a non-square `θ` would make the loops use its leading n×n block, silently.
+"""
+function check_poisson(θ::AbstractMatrix, uobs::AbstractMatrix, K::Integer)
+    return check_poisson_sizes(size(θ), size(uobs), K)
+end
+
+# Only sizes and K (integers, constants to Enzyme) cross into this function, and it is not
+# inlined: the messages are built on the error path only.
+@noinline function check_poisson_sizes(θsize::Dims{2}, uobssize::Dims{2}, K::Integer)
+    if θsize[1] != θsize[2] || θsize[1] < 1
+        throw(DimensionMismatch("θ must be a square n×n array with n ≥ 1, got size $θsize"))
+    elseif uobssize != θsize
+        throw(DimensionMismatch("uobs has size $uobssize and θ $θsize; they must be equal"))
+    elseif K < 1
+        throw(ArgumentError("K must be at least 1, got $K"))
+    end
+    return nothing
+end
+
+"""
     misfit(u, uobs)
 
-`Σ (u[i, j] − uobs[i-1, j-1])²` over the interior of the padded grid `u`.
+`Σ (u[i, j] − uobs[i-1, j-1])²` over the interior of the padded grid `u`. Each residual is
+computed in the element type `T`, as the JAX side does; the squares are summed in Float64
+and the sum is rounded to `T` once (julia/README.md: every loss sums in Float64). Summed
+term by term in Float32, the loss would drift from JAX's `jnp.sum` by more than the
+float32 loss tolerance from n ≈ 256 on.
 """
-function misfit(u::Matrix{T}, uobs::Matrix{T}) where {T}
+function misfit(u::Matrix{T}, uobs::Matrix{T}) where {T <: AbstractFloat}
     n = size(uobs, 1)
-    s = zero(T)
+    s = 0.0
     for j in 2:(n + 1), i in 2:(n + 1)
-        s += (u[i, j] - uobs[i - 1, j - 1])^2
+        r = u[i, j] - uobs[i - 1, j - 1]
+        s += Float64(r)^2
     end
-    return s
+    return T(s)
 end

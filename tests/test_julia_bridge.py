@@ -1,25 +1,36 @@
-"""The Julia bridge where Julia cannot run: finding Julia without running it, the one-line
-error, juliacall imported only on use, and the Julia sources themselves (parsed and linted
-by fatou, mirrored by the Python registry, found in a checkout and in a wheel's layout).
+"""The Julia bridge where Julia cannot run.
 
-The tests that run Julia are in tests/crossval/test_julia.py.
+- Finding Julia: fake executables that answer `--version` as a given Julia version would
+  (and record every other call, so that a test sees that nothing else ran): which one is
+  chosen, the one-line reasons, numeric version order, juliapkg imported first.
+- The registry and the command line without Julia: one line, exit 2, no juliacall import.
+- The generic bridge against a stand-in for juliacall: argument checks before anything
+  crosses, conversions, gradient flags and order, several `wrt` arrays, a user's file,
+  the environment settings, the one-line failures of a start.
+- The Julia sources: the tables of julia/src/WeanJ.jl against the Python registry, the
+  dependency files against each other, fatou's lint and format, the wheel layout.
+
+Nothing here runs Julia; the tests that do are in tests/crossval/test_julia.py.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import types
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import weanj
-from weanj import _julia
+from weanj import _julia, _registry
 from weanj._registry import find_variant
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,14 +42,42 @@ SETTINGS = (
     "PYTHON_JULIAPKG_EXE",
     "JULIAUP_DEPOT_PATH",
 )
+# The Julia variants of the Poisson examples and their loss functions in WeanJ.
+POISSON_VARIANTS = {
+    ("01-jacobi", "julia-jacobi"): ("jacobi", "jacobi_loss"),
+    ("02-gauss-seidel", "julia-lex"): ("lex", "lex_loss"),
+    ("02-gauss-seidel", "julia-rb"): ("rb", "rb_loss"),
+}
 
 
-def fake_executable(path: Path) -> Path:
-    """An executable file that is not Julia: finding Julia must not run it."""
+SLEEP = shutil.which("sleep") or "/bin/sleep"  # by its path: the tests empty PATH
+
+
+def fake_julia(path: Path, version: str | None = "1.11.5", *, delay: float = 0) -> Path:
+    """An executable that is not Julia: it answers `--version` as Julia `version` would
+    (None: it fails), fails on anything else, and appends every call to `<path>.calls`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("#!/bin/sh\nexit 1\n")
+    answer = f'echo "julia version {version}"; exit 0' if version else "exit 1"
+    path.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> "{path}.calls"\n'
+        + (f"{SLEEP} {delay}\n" if delay else "")
+        + f'if [ "$1" = "--version" ]; then {answer}; fi\n'
+        "exit 1\n"
+    )
     path.chmod(0o755)
     return path
+
+
+def calls(path: Path) -> list[str]:
+    log = Path(f"{path}.calls")
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def juliaup_install(depot: Path, folder: str) -> Path:
+    """A version juliaup installed: `<depot>/juliaup/<folder>/bin/julia`."""
+    version = re.match(r"julia-([^+]+)", folder).group(1)
+    return fake_julia(depot / "juliaup" / folder / "bin" / "julia", version)
 
 
 @pytest.fixture
@@ -50,6 +89,8 @@ def no_julia(tmp_path, monkeypatch) -> Path:
     path_dir.mkdir()
     monkeypatch.setenv("PATH", str(path_dir))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    _julia._probe_version.cache_clear()
+    monkeypatch.setattr(_julia, "_session", {})
     return path_dir
 
 
@@ -61,24 +102,28 @@ def _clean_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-# --- finding Julia -------------------------------------------------------------------
+def _one_line(text: str) -> str:
+    assert "\n" not in text.strip(), text
+    return text
+
+
+# --- finding Julia -----------------------------------------------------------------------
 
 
 def test_without_julia_the_reason_is_one_line_saying_how_to_get_it(no_julia):
     julia, why = _julia.find_julia()
     assert julia is None
-    assert "\n" not in why
-    assert "juliaup" in why and "WEANJ_JULIA" in why and "1.10" in why
+    _one_line(why)
+    assert "juliaup" in why and "WEANJ_JULIA" in why and "1.10" in why and "1.11" in why
     assert _julia.unavailable_reason() == why
 
 
-def test_julia_on_path_is_found_without_running_it(no_julia):
-    fake = fake_executable(no_julia / "julia")
+def test_julia_on_path_is_found_by_its_version_and_nothing_else_runs(no_julia):
+    fake = fake_julia(no_julia / "julia", "1.10.9")
     assert _julia.find_julia() == (fake, None)
-    if _julia.importlib.util.find_spec("juliacall") is None:
-        assert "juliacall" in _julia.unavailable_reason()
-    else:
-        assert _julia.unavailable_reason() is None
+    assert _julia.locate_julia().version == "1.10.9"
+    _julia.find_julia(), _julia.unavailable_reason()
+    assert calls(fake) == ["--version"]  # once per executable and process, nothing else
 
 
 def test_a_non_executable_julia_on_path_is_not_julia(no_julia):
@@ -86,24 +131,49 @@ def test_a_non_executable_julia_on_path_is_not_julia(no_julia):
     assert _julia.find_julia()[0] is None
 
 
+def test_a_program_that_does_not_answer_as_julia_is_passed_over_in_one_line(no_julia):
+    fake = fake_julia(no_julia / "julia", None)
+    julia, why = _julia.find_julia()
+    assert julia is None
+    assert str(fake) in _one_line(why) and "not a working Julia" in why
+
+
+def test_a_julia_that_hangs_is_given_up_on(no_julia, monkeypatch):
+    monkeypatch.setattr(_julia, "VERSION_TIMEOUT_S", 0.5)
+    fake_julia(no_julia / "julia", "1.11.5", delay=5)
+    julia, why = _julia.find_julia()
+    assert julia is None and "did not answer" in _one_line(why)
+
+
 def test_weanj_setting_wins_over_path(no_julia, tmp_path, monkeypatch):
-    fake_executable(no_julia / "julia")
-    chosen = fake_executable(tmp_path / "opt" / "julia-1.11" / "bin" / "julia")
+    fake_julia(no_julia / "julia")
+    chosen = fake_julia(tmp_path / "opt" / "julia-1.10" / "bin" / "julia", "1.10.4")
     monkeypatch.setenv(_julia.ENV_VAR, str(chosen))
     assert _julia.find_julia() == (chosen, None)
 
 
 @pytest.mark.parametrize("var", [_julia.ENV_VAR, "PYTHON_JULIAPKG_EXE"])
 def test_a_broken_explicit_setting_is_reported_not_skipped(no_julia, tmp_path, monkeypatch, var):
-    fake_executable(no_julia / "julia")  # would be found, but the user asked for another
+    fake_julia(no_julia / "julia")  # would be found, but the user asked for another
     monkeypatch.setenv(var, str(tmp_path / "nowhere" / "julia"))
     julia, why = _julia.find_julia()
     assert julia is None
-    assert f"{var}=" in why and "\n" not in why
+    assert f"{var}=" in _one_line(why)
+
+
+@pytest.mark.parametrize("var", [_julia.ENV_VAR, "PYTHON_JULIAPKG_EXE"])
+def test_an_explicit_julia_112_is_refused_naming_the_fix(no_julia, tmp_path, monkeypatch, var):
+    fake_julia(no_julia / "julia", "1.11.5")  # explicit settings are not second-guessed
+    chosen = fake_julia(tmp_path / "opt" / "bin" / "julia", "1.12.1")
+    monkeypatch.setenv(var, str(chosen))
+    julia, why = _julia.find_julia()
+    assert julia is None
+    assert f"{var}={chosen} is Julia 1.12.1" in _one_line(why)
+    assert "juliaup add 1.11" in why
 
 
 def test_juliacall_exe_needs_its_project(no_julia, tmp_path, monkeypatch):
-    fake = fake_executable(tmp_path / "opt" / "julia")
+    fake = fake_julia(tmp_path / "opt" / "julia")
     monkeypatch.setenv("PYTHON_JULIACALL_EXE", str(fake))
     julia, why = _julia.find_julia()
     assert julia is None and "PYTHON_JULIACALL_PROJECT" in why
@@ -112,28 +182,113 @@ def test_juliacall_exe_needs_its_project(no_julia, tmp_path, monkeypatch):
 
 
 def test_juliaup_launcher_is_found(no_julia, tmp_path):
-    launcher = fake_executable(tmp_path / "home" / ".juliaup" / "bin" / "julia")
+    launcher = fake_julia(tmp_path / "home" / ".juliaup" / "bin" / "julia", "1.11.5")
     assert _julia.find_julia() == (launcher, None)
 
 
-def test_juliaup_installed_version_is_found(no_julia, tmp_path, monkeypatch):
+def test_a_112_launcher_with_a_111_channel_installed_picks_111(no_julia, tmp_path, monkeypatch):
+    """juliaup's default channel is 1.12 (late 2025 on); the 1.11 it also installed is
+    chosen, by its own executable, so that juliapkg gets a supported Julia."""
     depot = tmp_path / "depot"
     monkeypatch.setenv("JULIAUP_DEPOT_PATH", str(depot))
-    older = fake_executable(depot / "juliaup" / "julia-1.10.9+0.x64.linux.gnu" / "bin" / "julia")
-    newer = fake_executable(depot / "juliaup" / "julia-1.11.5+0.x64.linux.gnu" / "bin" / "julia")
-    assert _julia.find_julia() == (newer, None)
-    newer.unlink()
-    assert _julia.find_julia() == (older, None)
+    launcher = fake_julia(tmp_path / "home" / ".juliaup" / "bin" / "julia", "1.12.1")
+    fake_julia(no_julia / "julia", "1.12.1")  # the launcher, as juliaup puts it on PATH
+    juliaup_install(depot, "julia-1.12.1+0.x64.linux.gnu")
+    chosen = juliaup_install(depot, "julia-1.11.5+0.x64.linux.gnu")
+    found = _julia.locate_julia()
+    assert (found.path, found.version, found.why) == (chosen, "1.11.5", None)
+    assert calls(launcher) == ["--version"]
 
 
-# --- the registry and the command line without Julia --------------------------------
+def test_only_julia_112_is_one_line_naming_juliaup_add_111(no_julia, tmp_path, monkeypatch):
+    depot = tmp_path / "depot"
+    monkeypatch.setenv("JULIAUP_DEPOT_PATH", str(depot))
+    launcher = fake_julia(tmp_path / "home" / ".juliaup" / "bin" / "julia", "1.12.1")
+    juliaup_install(depot, "julia-1.12.1+0.x64.linux.gnu")
+    julia, why = _julia.find_julia()
+    assert julia is None
+    assert f"Julia 1.12.1 at {launcher}" in _one_line(why)
+    assert "juliaup add 1.11" in why and "1.10 or 1.11" in why
 
-JULIA_VARIANTS = {
-    # (example, name): (family, Julia loss function)
-    ("01-jacobi", "julia-jacobi"): ("jacobi", "jacobi_loss"),
-    ("02-gauss-seidel", "julia-lex"): ("lex", "lex_loss"),
-    ("02-gauss-seidel", "julia-rb"): ("rb", "rb_loss"),
-}
+
+def test_juliaup_versions_sort_by_number_not_by_name(no_julia, tmp_path, monkeypatch):
+    depot = tmp_path / "depot"
+    monkeypatch.setenv("JULIAUP_DEPOT_PATH", str(depot))
+    installed = {
+        folder: juliaup_install(depot, folder)
+        for folder in (
+            "julia-1.9.4+0.x64.linux.gnu",
+            "julia-1.10.9+0.x64.linux.gnu",
+            "julia-1.10.10+0.x64.linux.gnu",
+            "julia-1.11.0-rc1+0.x64.linux.gnu",
+        )
+    }
+    # As text, 1.9.4 would sort last and 1.10.9 after 1.10.10; a release candidate is used
+    # only where no release is.
+    assert _julia.find_julia()[0] == installed["julia-1.10.10+0.x64.linux.gnu"]
+    release = juliaup_install(depot, "julia-1.11.0+0.x64.linux.gnu")
+    assert _julia.find_julia()[0] == release
+    for folder in ("julia-1.10.10+0.x64.linux.gnu", "julia-1.10.9+0.x64.linux.gnu"):
+        shutil.rmtree(depot / "juliaup" / folder)
+    shutil.rmtree(release.parent.parent)
+    assert _julia.find_julia()[0] == installed["julia-1.11.0-rc1+0.x64.linux.gnu"]
+    keys = [_julia.version_key(v) for v in ("1.9.4", "1.10.9", "1.10.10", "1.11.0-rc1", "1.11.0")]
+    assert keys == sorted(keys)
+
+
+def test_a_supported_julia_on_path_is_used_before_juliaup(no_julia, tmp_path, monkeypatch):
+    depot = tmp_path / "depot"
+    monkeypatch.setenv("JULIAUP_DEPOT_PATH", str(depot))
+    juliaup_install(depot, "julia-1.11.5+0.x64.linux.gnu")
+    on_path = fake_julia(no_julia / "julia", "1.10.9")
+    assert _julia.find_julia() == (on_path, None)
+
+
+# --- juliapkg imported before the bridge ---------------------------------------------------
+
+
+def test_juliapkg_imported_first_gets_its_override_set(tmp_path):
+    """juliapkg reads PYTHON_JULIAPKG_EXE once, on import: the bridge sets its recorded
+    override too, and forces a new resolve (real juliapkg, nothing resolved or run)."""
+    pytest.importorskip("juliapkg", reason="juliapkg comes with juliacall (weanj[julia])")
+    fake = fake_julia(tmp_path / "bin" / "julia")
+    script = (
+        "import json, sys\n"
+        "import juliapkg\n"
+        "from pathlib import Path\n"
+        "from weanj import _julia\n"
+        "juliapkg.state.STATE['resolved'] = True\n"
+        f"_julia._point_juliapkg_at(Path({str(fake)!r}))\n"
+        "state = juliapkg.state.STATE\n"
+        "print(json.dumps([state['override_executable'], state['resolved'],\n"
+        "                  'juliacall' in sys.modules]))\n"
+    )
+    env = _clean_env(tmp_path)
+    env["PYTHON_JULIAPKG_PROJECT"] = str(tmp_path / "julia_env")
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [str(fake), False, False]
+    assert calls(fake) == []
+
+
+def test_a_juliapkg_whose_choice_cannot_be_set_is_refused_in_one_line(
+    stand_in_juliacall, monkeypatch
+):
+    old = types.ModuleType("juliapkg")
+    state = types.ModuleType("juliapkg.state")
+    state.STATE = {"executable": "/somewhere/else/julia"}  # no override_executable
+    old.state = state
+    monkeypatch.setitem(sys.modules, "juliapkg", old)
+    monkeypatch.setitem(sys.modules, "juliapkg.state", state)
+    with pytest.raises(weanj.UnavailableError, match="juliapkg was imported") as caught:
+        weanj.variant("02-gauss-seidel", "julia-lex").loss(np.ones((2, 2)), np.ones((2, 2)), 1)
+    _one_line(str(caught.value))
+    assert stand_in_juliacall[1].included == []  # juliacall was never asked to start
+
+
+# --- the registry and the command line without Julia ---------------------------------------
 
 
 def test_listing_variants_neither_imports_juliacall_nor_offers_julia(tmp_path):
@@ -154,11 +309,13 @@ def test_listing_variants_neither_imports_juliacall_nor_offers_julia(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert out["juliacall imported"] is False
-    for (example, name), (family, _) in JULIA_VARIANTS.items():
+    assert out.pop("juliacall imported") is False
+    for (example, name), (family, _) in POISSON_VARIANTS.items():
         assert name in out[example]["families"][family]
-        assert name not in out[example]["available"]
-        assert "juliaup" in out[example]["unavailable"][name]
+    for listing in out.values():
+        for name, reason in listing["unavailable"].items():
+            if name.startswith("julia-"):
+                assert name not in listing["available"] and "juliaup" in reason
 
 
 def test_using_a_julia_variant_without_julia_raises_unavailable(no_julia):
@@ -190,17 +347,36 @@ def test_weanj_run_julia_without_julia_is_one_line_and_exit_2(tmp_path, project)
     assert not (project / "results" / "02-gauss-seidel" / "gradients" / "julia-lex.h5").exists()
 
 
+def test_weanj_run_with_only_julia_112_is_one_line_naming_the_fix(tmp_path, project):
+    env = _clean_env(tmp_path)
+    env["WEANJ_ROOT"] = str(project)
+    fake = fake_julia(tmp_path / "home" / ".juliaup" / "bin" / "julia", "1.12.1")
+    done = subprocess.run(
+        [sys.executable, "-m", "weanj", "run", "01-jacobi", "julia-jacobi"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "juliaup add 1.11" in lines[0] and "1.12.1" in lines[0]
+    assert calls(fake) == ["--version"]
+
+
 def test_a_julia_that_does_not_start_is_one_line_and_exit_2(tmp_path, project):
-    """A `julia` on PATH that is not Julia: juliacall is handed that executable (nothing is
-    downloaded) and its failure becomes one line."""
+    """A `julia` on PATH that says it is 1.11.5 but is not Julia: juliacall (through
+    juliapkg) is handed that executable, nothing is downloaded, and the failure is one
+    line."""
     # Not importorskip: importing juliacall here, with no Julia handed to it, would make
     # juliapkg look for one to download.
     if _julia.importlib.util.find_spec("juliacall") is None:
         pytest.skip("juliacall is not installed (pip install 'weanj[julia]')")
     env = _clean_env(tmp_path)
-    fake_executable(tmp_path / "bin" / "julia")
+    fake = fake_julia(tmp_path / "bin" / "julia", "1.11.5")
     # juliapkg's own state goes to a temporary folder, not the virtualenv.
-    env.update(WEANJ_ROOT=str(project), PYTHON_JULIAPKG_PROJECT=str(tmp_path / "julia_env"))
+    julia_env = tmp_path / "julia_env"
+    env.update(WEANJ_ROOT=str(project), PYTHON_JULIAPKG_PROJECT=str(julia_env))
     done = subprocess.run(
         [sys.executable, "-m", "weanj", "run", "02-gauss-seidel", "julia-rb"],
         env=env,
@@ -210,105 +386,20 @@ def test_a_julia_that_does_not_start_is_one_line_and_exit_2(tmp_path, project):
     )
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if line.startswith("weanj: error:")]
-    assert len(errors) == 1 and "could not start Julia" in errors[0], done.stderr
-    assert str(tmp_path / "bin" / "julia") in errors[0]
+    assert len(errors) == 1 and "could not start Julia 1.11.5" in errors[0], done.stderr
+    assert str(fake) in errors[0]
     assert "Traceback" not in done.stderr + done.stdout
+    # juliapkg ran the fake (and no other Julia), and installed none of its own.
+    assert calls(fake)[0] == "--version" and len(calls(fake)) > 1
+    assert not (julia_env / "pyjuliapkg" / "install").exists()
 
 
-def test_registered_julia_variants_match_the_julia_table():
-    """julia/WeanJ.jl's VARIANTS and the Python registrations name the same variants,
-    families and loss functions, and each loss lives in julia/<the example's stem>.jl."""
-    text = (JULIA_DIR / "WeanJ.jl").read_text()
-    rows = re.findall(
-        r'\(example = "([^"]+)", name = "([^"]+)", family = "([^"]+)", loss = (\w+)\)', text
-    )
-    julia_table = {(ex, name): (family, loss) for ex, name, family, loss in rows}
-    assert julia_table == JULIA_VARIANTS
-    for (example, name), (family, loss) in JULIA_VARIANTS.items():
-        v = find_variant(example, name)
-        assert (v.backend, v.family, v.build.args) == ("julia", family, (loss,))
-        stem = weanj.example(example).stem
-        assert f'include("{stem}.jl")' in text
-        kernel = (JULIA_DIR / f"{stem}.jl").read_text()
-        assert re.search(rf"^function {loss}\(", kernel, re.MULTILINE), (stem, loss)
-        assert (REPO / "python" / "weanj" / "examples" / f"{stem}.py").is_file()
-
-
-# --- the Julia sources ---------------------------------------------------------------
-
-UPDATE = "(source + u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) / 4"
-
-
-@pytest.mark.parametrize("stem, kernels", [("jacobi", 1), ("gauss_seidel", 2)])
-def test_kernels_are_designs_loops(stem, kernels):
-    """Each kernel is the column-major loop over the padded grid with DESIGN.md's update:
-    h2*θ first, then the neighbours in the order i-1, i+1, j-1, j+1."""
-    text = (JULIA_DIR / f"{stem}.jl").read_text()
-    assert text.count("for j in 2:(n + 1), i in 2:(n + 1)") == kernels
-    assert text.count("source = h2 * θ[i - 1, j - 1]") == kernels
-    assert text.count(UPDATE) == kernels
-    if stem == "gauss_seidel":
-        assert "if iseven(i + j) == red" in text
-
-
-def _fatou() -> str:
-    found = shutil.which("fatou", path=str(Path(sys.executable).parent)) or shutil.which("fatou")
-    if found is None:
-        pytest.skip("fatou is not installed (pip install 'weanj[test]')")
-    return found
-
-
-def test_fatou_lints_and_formats_julia_clean():
-    fatou = _fatou()
-    files = sorted(p.name for p in JULIA_DIR.glob("*.jl"))
-    assert files == ["WeanJ.jl", "gauss_seidel.jl", "io.jl", "jacobi.jl", "poisson.jl", "run.jl"]
-    for command in (["lint"], ["format", "--check"]):
-        done = subprocess.run(
-            [fatou, *command, str(JULIA_DIR)], capture_output=True, text=True, timeout=60
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-
-
-def test_fatou_rejects_a_julia_file_that_does_not_parse(tmp_path):
-    """The lint above would catch a syntax error: the same check fails on one."""
-    fatou = _fatou()
-    broken = tmp_path / "broken.jl"
-    broken.write_text((JULIA_DIR / "jacobi.jl").read_text().replace(UPDATE, UPDATE[:-5] + " / 4"))
-    done = subprocess.run([fatou, "lint", str(broken)], capture_output=True, text=True, timeout=60)
-    assert done.returncode != 0
-    assert "parse" in done.stdout + done.stderr
-
-
-def test_julia_dependencies_agree():
-    """juliapkg.json (the bridge) and Project.toml (Julia alone) name Enzyme by one UUID
-    and the same compat bounds; Project.toml adds HDF5 for the files."""
-    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from 3.11")
-    juliapkg = json.loads((REPO / "python" / "weanj" / "juliapkg.json").read_text())
-    project = tomllib.loads((REPO / "Project.toml").read_text())
-    enzyme = juliapkg["packages"]["Enzyme"]
-    assert enzyme["uuid"] == project["deps"]["Enzyme"] == "7da242da-08ed-463a-9acd-ee780be4f1d9"
-    assert enzyme["version"] == project["compat"]["Enzyme"]
-    assert project["deps"]["HDF5"] == "f67ccb44-e63f-5c2f-98bd-6dc0ccc4ba2f"
-    assert juliapkg["julia"].lstrip("^") == project["compat"]["julia"] == "1.10"
-
-
-def test_julia_sources_in_a_checkout_and_in_a_wheel(tmp_path, monkeypatch):
-    assert _julia.julia_sources() == JULIA_DIR
-    # A wheel's layout: site-packages/weanj/julia/*.jl, no checkout around it.
-    package = tmp_path / "site-packages" / "weanj"
-    (package / "julia").mkdir(parents=True)
-    shutil.copy(JULIA_DIR / "WeanJ.jl", package / "julia")
-    monkeypatch.setattr(_julia, "_PACKAGE", package)
-    assert _julia.julia_sources() == package / "julia"
-    (package / "julia" / "WeanJ.jl").unlink()
-    assert _julia.julia_sources() is None
-
-
-# --- the bridge's plumbing, against a stand-in for juliacall ---------------------------
+# --- the bridge's plumbing, against a stand-in for juliacall ---------------------------------
 # No Julia runs here, so a stand-in `juliacall` checks what the bridge hands to Julia and
-# what it makes of the answers: converted arrays, the function names of julia/WeanJ.jl,
-# dtypes, C order, copies, the settings made before the import. Its arithmetic is the JAX
-# variant of the same family, so nothing here is, or is saved as, a Julia result.
+# what it makes of the answers: converted arrays, the functions of julia/src/WeanJ.jl,
+# gradient flags, dtypes, C order, copies, the settings made before the import. Its
+# arithmetic is a JAX variant's or numpy's, so nothing here is, or is saved as, a Julia
+# result.
 
 
 class StandInArray:
@@ -322,24 +413,67 @@ class StandInArray:
 
 
 class StandInLoss:
-    def __init__(self, example, jax_name):
-        self.variant = weanj.variant(example, jax_name)
+    """A Julia loss function: `loss(*args)` and, for `enzyme_gradient`, the gradient with
+    respect to every array argument (`gradients(*args)`, in argument order)."""
 
-    def __call__(self, theta, uobs, K):
-        assert isinstance(theta, StandInArray) and isinstance(uobs, StandInArray)
-        assert isinstance(K, int)
-        return float(self.variant.loss(theta.values, uobs.values, K))
+    def __init__(self, loss, gradients):
+        self.loss, self.gradients = loss, gradients
+
+    def __call__(self, *args):
+        arrays = [a for a in args if isinstance(a, StandInArray)]
+        params = args[len(arrays) :]
+        assert all(isinstance(p, int) and not isinstance(p, bool) for p in params), args
+        return float(self.loss(*(a.values for a in arrays), *params))
+
+
+def jax_loss(example, name) -> StandInLoss:
+    def loss(*args):
+        return weanj.variant(example, name).loss(*args)
+
+    def gradients(*args):
+        return [np.asarray(weanj.variant(example, name).grad(*args))]
+
+    return StandInLoss(loss, gradients)
+
+
+class StandInModule:
+    def __init__(self, kernels):
+        self.kernels = kernels
 
 
 class StandInWeanJ:
-    jacobi_loss = StandInLoss("01-jacobi", "jax-jacobi")
-    lex_loss = StandInLoss("02-gauss-seidel", "jax-lex")
-    rb_loss = StandInLoss("02-gauss-seidel", "jax-rb")
+    """julia/src/WeanJ.jl as the bridge uses it."""
 
-    @staticmethod
-    def gradient(loss, theta, uobs, K):
-        assert isinstance(theta, StandInArray) and isinstance(uobs, StandInArray)
-        return StandInArray(np.asarray(loss.variant.grad(theta.values, uobs.values, K)))
+    def __init__(self, user_files):
+        self.module = StandInModule(
+            {
+                "jacobi_loss": jax_loss("01-jacobi", "jax-jacobi"),
+                "lex_loss": jax_loss("02-gauss-seidel", "jax-lex"),
+                "rb_loss": jax_loss("02-gauss-seidel", "jax-rb"),
+            }
+        )
+        self.user_files = user_files
+        self.included_files = []
+        self.gradient_calls = []
+
+    def kernel_function(self, module, name):
+        module = self.module if module is self else module
+        if name not in module.kernels:
+            raise Exception(f"ArgumentError: {name} is not defined in module M\nStacktrace:")
+        return module.kernels[name]
+
+    def include_kernels(self, path):
+        self.included_files.append(path)
+        return StandInModule(self.user_files[Path(path).name])
+
+    def enzyme_gradient(self, loss, flags, *args):
+        assert isinstance(flags, tuple) and all(isinstance(f, bool) for f in flags)
+        assert len(flags) == len(args)
+        self.gradient_calls.append(flags)
+        arrays = [a for a in args if isinstance(a, StandInArray)]
+        params = args[len(arrays) :]
+        every = loss.gradients(*(a.values for a in arrays), *params)
+        return tuple(StandInArray(g) for g, flag in zip(every, flags, strict=False) if flag)
 
     @staticmethod
     def backend_version():
@@ -347,48 +481,85 @@ class StandInWeanJ:
 
 
 class StandInMain:
-    def __init__(self):
+    def __init__(self, user_files):
         self.included = []
+        self.evaluated = []
+        self.converted = 0
+        self.version = "1.11.5"
+        self.fail_on = {}
+        self.user_files = user_files
 
     def include(self, path):
         self.included.append(path)
-        self.WeanJ = StandInWeanJ()
+        self.WeanJ = StandInWeanJ(self.user_files)
 
-    Array = staticmethod(StandInArray)
+    def seval(self, code):
+        self.evaluated.append(code)
+        if code in self.fail_on:
+            raise Exception(self.fail_on[code])
+        if code == "string(VERSION)":
+            return self.version
+        return None
+
+    def Array(self, values):  # noqa: N802 (Julia's name)
+        assert isinstance(values, np.ndarray) and values.flags.c_contiguous
+        self.converted += 1
+        return StandInArray(values)
+
+
+WATCHED = (
+    "PYTHON_JULIAPKG_EXE",
+    "PYTHON_JULIACALL_HANDLE_SIGNALS",
+    "PYTHON_JULIACALL_THREADS",
+    "JULIA_NUM_THREADS",
+)
+
+
+class StandInFinder:
+    """Makes `import juliacall` give the stand-in, as the real import would: the module
+    is created (and Julia "started", i.e. `failure` raised if set) on the first import,
+    after the bridge's settings."""
+
+    def __init__(self, main):
+        self.main, self.failure, self.imports = main, None, 0
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "juliacall":
+            return None
+        return importlib.machinery.ModuleSpec("juliacall", self)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        self.imports += 1
+        if self.failure is not None:
+            raise self.failure
+        module.Main = self.main
 
 
 @pytest.fixture
 def stand_in_juliacall(no_julia, monkeypatch):
-    """A `julia` on PATH, a stand-in `juliacall`, and a clean bridge before and after."""
-    import importlib.machinery
-    import types
-
-    julia = fake_executable(no_julia / "julia")
-    main = StandInMain()
-    module = types.ModuleType("juliacall")
-    module.__spec__ = importlib.machinery.ModuleSpec("juliacall", None)
-    module.Main = main
-    monkeypatch.setitem(sys.modules, "juliacall", module)
-    monkeypatch.setattr(_julia, "_session", {})
-    watched = (
-        "PYTHON_JULIAPKG_EXE",
-        "PYTHON_JULIACALL_HANDLE_SIGNALS",
-        "PYTHON_JULIACALL_THREADS",
-        "JULIA_NUM_THREADS",
-    )
-    saved = {k: os.environ.get(k) for k in watched}
-    for k in watched:
-        os.environ.pop(k, None)
-    julia_variants = [find_variant(ex, name) for ex, name in JULIA_VARIANTS]
+    """A `julia` 1.11.5 on PATH, a stand-in `juliacall` to import, and a clean bridge
+    before and after. Returns `(julia, Main)`; `Main.user_files` maps a file name to its
+    kernels, `Main.finder` can make the import fail."""
+    julia = fake_julia(no_julia / "julia", "1.11.5")
+    main = StandInMain(user_files={})
+    main.finder = StandInFinder(main)
+    monkeypatch.delitem(sys.modules, "juliacall", raising=False)
+    monkeypatch.delitem(sys.modules, "juliapkg", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [main.finder, *sys.meta_path])
+    for k in WATCHED:
+        monkeypatch.delenv(k, raising=False)
+    julia_variants = [find_variant(ex, name) for ex, name in POISSON_VARIANTS]
     for v in julia_variants:
         v._built.clear()
     yield julia, main
     for v in julia_variants:
         v._built.clear()
-    for k, value in saved.items():
+    sys.modules.pop("juliacall", None)  # the stand-in, imported during the test
+    for k in WATCHED:  # the bridge sets them in os.environ directly
         os.environ.pop(k, None)
-        if value is not None:
-            os.environ[k] = value
 
 
 @pytest.mark.parametrize(
@@ -412,10 +583,13 @@ def test_bridge_converts_calls_and_returns_numpy(
     v = weanj.variant(example, name)
     loss, g = v.loss(theta, uobs, 3), v.grad(theta, uobs, 3)
 
-    assert main.included == [str(JULIA_DIR / "WeanJ.jl")]
+    assert main.included == [str(JULIA_DIR / "src" / "WeanJ.jl")]
+    assert main.evaluated[:2] == ["string(VERSION)", "import Enzyme"]
     assert os.environ["PYTHON_JULIAPKG_EXE"] == str(julia)
-    assert os.environ["PYTHON_JULIACALL_HANDLE_SIGNALS"] == "yes"
     assert os.environ["PYTHON_JULIACALL_THREADS"] == "1"
+    # One thread: juliacall's default signal handling (Ctrl-C stays Python's).
+    assert "PYTHON_JULIACALL_HANDLE_SIGNALS" not in os.environ
+    assert main.WeanJ.gradient_calls == [(True, False, False)]
     expected = weanj.variant(example, jax_name)
     assert np.asarray(loss).dtype == np.dtype(dtype)
     assert float(loss) == float(expected.loss(theta, uobs, 3))
@@ -425,16 +599,431 @@ def test_bridge_converts_calls_and_returns_numpy(
     assert v.backend_version().startswith("Julia 0.0.0-stand-in, Enzyme 0.0.0-stand-in, juliacall")
 
 
-def test_bridge_keeps_the_users_thread_setting(stand_in_juliacall, monkeypatch):
+def test_more_julia_threads_turn_on_julias_signal_handling(stand_in_juliacall, monkeypatch):
     monkeypatch.setenv("JULIA_NUM_THREADS", "4")
     weanj.variant("02-gauss-seidel", "julia-lex").loss(np.ones((3, 3)), np.zeros((3, 3)), 1)
-    assert "PYTHON_JULIACALL_THREADS" not in os.environ
+    assert "PYTHON_JULIACALL_THREADS" not in os.environ  # the user's setting rules
+    assert os.environ["PYTHON_JULIACALL_HANDLE_SIGNALS"] == "yes"
 
 
-def test_bridge_refuses_integer_arrays(stand_in_juliacall):
+def test_the_users_signal_setting_wins(stand_in_juliacall, monkeypatch):
+    monkeypatch.setenv("PYTHON_JULIACALL_THREADS", "2")
+    monkeypatch.setenv("PYTHON_JULIACALL_HANDLE_SIGNALS", "no")
+    weanj.variant("02-gauss-seidel", "julia-lex").loss(np.ones((3, 3)), np.zeros((3, 3)), 1)
+    assert os.environ["PYTHON_JULIACALL_HANDLE_SIGNALS"] == "no"
+
+
+@pytest.mark.parametrize(
+    "arrays, K, message",
+    [
+        ((np.ones((3, 4)), np.ones((3, 4))), 1, "theta"),
+        ((np.ones((3, 3)), np.ones((3, 2))), 1, "uobs"),
+        ((np.ones((3, 3), dtype=int), np.zeros((3, 3), dtype=int)), 1, "float32|float64"),
+        ((np.ones((3, 3), np.float32), np.zeros((3, 3))), 1, "float32 and float64"),
+        ((np.ones((3, 3)), np.ones((3, 3))), 0, "K must be"),
+        ((np.ones((3, 3)), np.ones((3, 3))), 2.5, "integer"),
+        ((np.ones((3, 3)),), 1, "arguments"),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_crosses(stand_in_juliacall, arrays, K, message):
+    """Refused in one line (by the registry's generic checks or the bridge's own, which
+    add the example's `validate`), and nothing reaches Julia."""
+    _, main = stand_in_juliacall
     v = weanj.variant("02-gauss-seidel", "julia-lex")
-    with pytest.raises(weanj.InputError, match="float32 or float64"):
-        v.loss(np.ones((3, 3), dtype=int), np.zeros((3, 3), dtype=int), 1)
+    for call in (v.loss, v.grad):
+        with pytest.raises(weanj.InputError, match=message) as caught:
+            call(*arrays, K)
+        _one_line(str(caught.value))
+    assert main.converted == 0 and main.WeanJ.gradient_calls == []
+
+
+@pytest.mark.parametrize(
+    "arrays, K, message",
+    [
+        ((np.ones((3, 4)), np.ones((3, 4))), 1, "theta"),  # the example's validate
+        ((np.ones((3, 3), dtype=int), np.zeros((3, 3))), 1, "float32 or float64"),
+        ((np.ones((3, 3), np.float32), np.zeros((3, 3))), 1, "mix float32 and float64"),
+        ((np.ones((3, 3)), np.ones((3, 3))), 0, "K must be at least 1"),
+        ((np.ones((3, 3)), np.ones((3, 3))), 2.5, "integer"),
+        ((np.ones((3, 3)),), 1, "arguments"),
+    ],
+)
+def test_the_bridge_checks_arguments_itself(stand_in_juliacall, arrays, K, message):
+    """The bridge's functions, called without the registry's checks in front of them,
+    refuse the same arguments before anything crosses."""
+    _, main = stand_in_juliacall
+    kernel = _julia.julia_kernels()[("02-gauss-seidel", "julia-lex")]
+    loss, grad = _julia._build(weanj.example("02-gauss-seidel"), kernel)
+    for call in (loss, grad):
+        with pytest.raises(weanj.InputError, match=message) as caught:
+            call(*arrays, K)
+        _one_line(str(caught.value))
+    assert main.converted == 0 and main.WeanJ.gradient_calls == []
+
+
+def test_a_start_that_fails_is_remembered_and_says_why(stand_in_juliacall):
+    julia, main = stand_in_juliacall
+    main.finder.failure = OSError(
+        "/usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found "
+        "(required by /opt/julia/lib/julia/libjulia-internal.so.1)\nmore lines"
+    )
+    v = weanj.variant("02-gauss-seidel", "julia-rb")
+    with pytest.raises(weanj.UnavailableError) as caught:
+        v.loss(np.ones((3, 3)), np.zeros((3, 3)), 1)
+    message = _one_line(str(caught.value))
+    assert f"could not start Julia 1.11.5 ({julia})" in message
+    assert "GLIBCXX_3.4.30" in message and "LD_PRELOAD=" in message
+    # Not tried again in this process: the variants are unavailable, saying why.
+    assert _julia.unavailable_reason() == message
+    assert weanj.unavailable_variants("02-gauss-seidel")["julia-lex"] == message
+    with pytest.raises(weanj.UnavailableError):
+        v.grad(np.ones((3, 3)), np.zeros((3, 3)), 1)
+    assert main.finder.imports == 1
+
+
+def test_enzyme_missing_from_the_users_juliacall_project_says_so(
+    stand_in_juliacall, tmp_path, monkeypatch
+):
+    julia, main = stand_in_juliacall
+    monkeypatch.setenv("PYTHON_JULIACALL_EXE", str(julia))
+    monkeypatch.setenv("PYTHON_JULIACALL_PROJECT", str(tmp_path / "myenv"))
+    main.fail_on["import Enzyme"] = (
+        "ArgumentError: Package Enzyme not found in current path.\n- Run `import Pkg`..."
+    )
+    with pytest.raises(weanj.UnavailableError) as caught:
+        weanj.variant("01-jacobi", "julia-jacobi").grad(np.ones((2, 2)), np.ones((2, 2)), 1)
+    message = _one_line(str(caught.value))
+    assert (
+        "Julia 1.11.5 started but could not load Enzyme: ArgumentError: Package Enzyme" in message
+    )
+    assert f"PYTHON_JULIACALL_PROJECT={tmp_path / 'myenv'}" in message and "Pkg.add" in message
+    assert "PYTHON_JULIAPKG_EXE" not in os.environ  # juliapkg is not involved then
+
+
+def test_a_julia_started_elsewhere_in_an_unsupported_version_is_refused(
+    stand_in_juliacall, monkeypatch
+):
+    """juliacall imported before weanj (Julia already running): its version is checked,
+    and nothing is set for an import that already happened."""
+    _, main = stand_in_juliacall
+    main.version = "1.12.1"
+    module = types.ModuleType("juliacall")
+    module.Main = main
+    monkeypatch.setitem(sys.modules, "juliacall", module)
+    with pytest.raises(weanj.UnavailableError, match=r"Julia 1\.12\.1.*juliaup add 1\.11"):
+        weanj.variant("01-jacobi", "julia-jacobi").loss(np.ones((2, 2)), np.ones((2, 2)), 1)
+    assert "PYTHON_JULIAPKG_EXE" not in os.environ
+
+
+# --- the generic bridge: any arrays, several wrt, a user's file --------------------------------
+
+
+def deposit_loss(pos, q, rhoobs):
+    """A toy loss of three arrays of different shapes: (P, 2), (P,), (n, n)."""
+    return float(np.sum(pos[:, 0] * q) + 2 * np.sum(pos[:, 1] ** 2) - np.sum(rhoobs))
+
+
+def deposit_gradients(pos, q, rhoobs):
+    g_pos = np.stack([q, 4 * pos[:, 1]], axis=1)
+    return [g_pos, pos[:, 0].copy(), -np.ones_like(rhoobs)]
+
+
+@pytest.fixture
+def new_example(monkeypatch):
+    """`make(name, arrays=..., wrt=..., params=..., validate=...)`: a user's example,
+    registered for the test only (with its variants, which the bridge forgets too)."""
+    weanj.example_names()  # the project's examples are loaded first
+    monkeypatch.setattr(_julia, "_KERNELS", dict(_julia._KERNELS))
+    made = []
+
+    def make(name, *, arrays, wrt, params=(), validate=None):
+        ex = weanj.Example(
+            name=name,
+            arrays=arrays,
+            wrt=wrt,
+            params=tuple(weanj.Param(p, default=1, maximum=100) for p in params),
+            generate=lambda seed: {},
+            validate=validate,
+        )
+        made.append(name)
+        return weanj.register_example(ex)
+
+    yield make
+    for name in made:
+        _registry.unregister_example(name)
+
+
+def test_several_wrt_arrays_of_any_shape_come_back_as_a_dict_in_wrt_order(
+    stand_in_juliacall, new_example, tmp_path, monkeypatch
+):
+    _, main = stand_in_juliacall
+    (tmp_path / "julia").mkdir()
+    (tmp_path / "julia" / "deposit.jl").write_text("# the stand-in reads no Julia\n")
+    main.user_files["deposit.jl"] = {"deposit_loss": StandInLoss(deposit_loss, deposit_gradients)}
+    monkeypatch.setenv("WEANJ_ROOT", str(tmp_path))
+    ex = new_example("90-deposit", arrays=("pos", "q", "rhoobs"), wrt=("q", "pos"))
+    v = weanj.julia_variant(
+        ex, "julia-deposit", family="cic", loss="deposit_loss", file="julia/deposit.jl"
+    )
+    assert find_variant("90-deposit", "julia-deposit") is v and v.backend == "julia"
+    rng = np.random.default_rng(0)
+    pos, q, rho = rng.random((4, 2)), rng.random(4), rng.random((3, 3))
+    for dtype in (np.float64, np.float32):
+        args = [a.astype(dtype) for a in (pos, q, rho)]
+        assert v.loss(*args) == dtype(deposit_loss(*args))
+        g = v.grad(*args)
+        assert list(g) == ["q", "pos"]  # wrt order, not argument order
+        expected = dict(zip(("pos", "q"), deposit_gradients(*args)[:2], strict=True))
+        for name in ("q", "pos"):
+            assert g[name].dtype == dtype and g[name].flags.c_contiguous
+            assert np.array_equal(g[name], expected[name].astype(dtype))
+    assert main.WeanJ.gradient_calls[-1] == (True, True, False)
+    assert main.WeanJ.included_files == [str((tmp_path / "julia" / "deposit.jl").resolve())]
+
+
+def test_params_come_after_the_arrays_and_one_wrt_is_an_array(
+    stand_in_juliacall, new_example, tmp_path
+):
+    _, main = stand_in_juliacall
+    seen = []
+
+    def smooth_loss(x, y, S):
+        seen.append(S)
+        return float(np.sum((S * x - y) ** 2))
+
+    def smooth_gradients(x, y, S):
+        r = S * x - y
+        return [2 * S * r, -2 * r]
+
+    path = tmp_path / "smooth.jl"
+    path.write_text("# stand-in\n")
+    main.user_files["smooth.jl"] = {"smooth_loss": StandInLoss(smooth_loss, smooth_gradients)}
+    ex = new_example("90-smooth", arrays=("x", "y"), wrt="x", params=("S",))
+    v = weanj.julia_variant(ex, "julia-smooth", family="smooth", loss="smooth_loss", file=path)
+    x, y = np.linspace(-1, 1, 5), np.linspace(0, 1, 5)
+    g = v.grad(x, y, 3)
+    assert isinstance(g, np.ndarray) and np.allclose(g, 2 * 3 * (3 * x - y))
+    assert seen == [] and main.WeanJ.gradient_calls == [(True, False, False)]
+    assert v.loss(x, y, 3) == pytest.approx(np.sum((3 * x - y) ** 2)) and seen == [3]
+    with pytest.raises(weanj.InputError, match="S must be"):
+        v.loss(x, y, 0)
+
+
+def test_validate_sees_the_arrays_before_julia_does(stand_in_juliacall, new_example, tmp_path):
+    _, main = stand_in_juliacall
+    path = tmp_path / "smooth.jl"
+    path.write_text("# stand-in\n")
+
+    def validate(arrays):
+        if arrays["x"].shape != arrays["y"].shape:
+            raise weanj.InputError(f"x has shape {arrays['x'].shape}, y {arrays['y'].shape}")
+
+    ex = new_example("90-f", arrays=("x", "y"), wrt="x", validate=validate)
+    main.user_files["smooth.jl"] = {"f": StandInLoss(np.sum, None)}
+    v = weanj.julia_variant(ex, "julia-f", family="f", loss="f", file=path)
+    with pytest.raises(weanj.InputError, match="x has shape"):
+        v.loss(np.ones(3), np.ones(4))
+    assert main.converted == 0
+
+
+def test_a_missing_julia_file_is_refused_when_registering(no_julia, new_example, tmp_path):
+    ex = new_example("90-f", arrays=("x",), wrt="x")
+    with pytest.raises(weanj.InputError) as caught:
+        weanj.julia_variant(ex, "julia-f", family="f", loss="f", file=tmp_path / "nowhere.jl")
+    assert str(tmp_path / "nowhere.jl") in _one_line(str(caught.value))
+    assert find_variant("90-f", "julia-f") is None
+
+
+def test_a_relative_julia_file_is_found_under_the_project_root(
+    no_julia, new_example, tmp_path, monkeypatch
+):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "f.jl").write_text("f(x) = sum(x)\n")
+    monkeypatch.setenv("WEANJ_ROOT", str(tmp_path))
+    ex = new_example("90-f", arrays=("x",), wrt="x")
+    weanj.julia_variant(ex, "julia-f", family="f", loss="f", file="kernels/f.jl")
+    kernel = _julia.julia_kernels()[("90-f", "julia-f")]
+    assert kernel.file == (tmp_path / "kernels" / "f.jl").resolve()
+    assert (kernel.arrays, kernel.wrt, kernel.params, kernel.loss) == (("x",), ("x",), (), "f")
+
+
+def test_a_loss_missing_from_the_file_is_one_line_naming_both(
+    stand_in_juliacall, new_example, tmp_path
+):
+    _, main = stand_in_juliacall
+    path = tmp_path / "smooth.jl"
+    path.write_text("# stand-in\n")
+    main.user_files["smooth.jl"] = {}
+    ex = new_example("90-f", arrays=("x",), wrt="x")
+    v = weanj.julia_variant(ex, "julia-f", family="f", loss="smoth_loss", file=path)
+    with pytest.raises(weanj.InputError) as caught:
+        v.loss(np.ones(3))
+    message = _one_line(str(caught.value))
+    assert "smoth_loss" in message and str(path) in message
+
+
+def test_two_variants_of_one_file_include_it_once(stand_in_juliacall, new_example, tmp_path):
+    _, main = stand_in_juliacall
+    path = tmp_path / "smooth.jl"
+    path.write_text("# stand-in\n")
+    kernel = StandInLoss(lambda x: float(np.sum(x)), lambda x: [np.ones_like(x)])
+    main.user_files["smooth.jl"] = {"f": kernel, "g": kernel}
+    ex = new_example("90-f", arrays=("x",), wrt="x")
+    for name in ("f", "g"):
+        weanj.julia_variant(ex, f"julia-{name}", family="f", loss=name, file=path).loss(np.ones(2))
+    assert len(main.WeanJ.included_files) == 1
+
+
+# --- the Julia sources ---------------------------------------------------------------------
+
+UPDATE = "(source + u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) / 4"
+WEANJ_JL = JULIA_DIR / "src" / "WeanJ.jl"
+
+
+def julia_tables() -> tuple[dict, dict]:
+    """WeanJ.jl's EXAMPLES (`{name: (arrays, wrt, params)}`) and VARIANTS (`{(example,
+    name): (family, loss)}`), read from its source text as fatou formats them."""
+    text = WEANJ_JL.read_text()
+    flat = re.sub(r"\s+", " ", text)
+
+    def strings(group: str) -> tuple[str, ...]:
+        return tuple(re.findall(r'"([^"]*)"', group))
+
+    examples = {
+        name: (strings(arrays), strings(wrt), strings(params))
+        for name, arrays, wrt, params in re.findall(
+            r'\( ?name = "([^"]+)", arrays = (\([^)]*\)), wrt = (\([^)]*\)), '
+            r"params = (\([^)]*\)),? ?\)",
+            flat,
+        )
+    }
+    variants = {
+        (ex, name): (family, loss)
+        for ex, name, family, loss in re.findall(
+            r'\( ?example = "([^"]+)", name = "([^"]+)", family = "([^"]+)", '
+            r"loss = (\w+),? ?\)",
+            flat,
+        )
+    }
+    return examples, variants
+
+
+def test_weanj_jl_tables_agree_with_the_registry():
+    """julia/src/WeanJ.jl's EXAMPLES and VARIANTS (what julia/run.jl and Pkg.test use)
+    name the same examples, arrays, wrt, parameters, variants, families and loss
+    functions as the Python registry; each loss is defined in julia/<the example's
+    stem>.jl, which the module includes, and exported."""
+    examples, variants = julia_tables()
+    assert set(POISSON_VARIANTS) <= set(variants)
+    kernels = {k: v for k, v in _julia.julia_kernels().items() if v.file is None}
+    assert {k: (find_variant(*k).family, v.loss) for k, v in kernels.items()} == variants
+    text = WEANJ_JL.read_text()
+    for (example, _), (_, loss) in variants.items():
+        ex = weanj.example(example)
+        assert examples[example] == (ex.arrays, ex.wrt_names, ex.param_names)
+        stem = ex.stem
+        assert f'include("../{stem}.jl")' in text
+        kernel = (JULIA_DIR / f"{stem}.jl").read_text()
+        assert re.search(rf"^function {loss}\(", kernel, re.MULTILINE), (stem, loss)
+        assert re.search(rf"^export .*\b{loss}\b", text, re.MULTILINE), loss
+        assert (REPO / "python" / "weanj" / "examples" / f"{stem}.py").is_file()
+
+
+@pytest.mark.parametrize("stem, kernels", [("jacobi", 1), ("gauss_seidel", 2)])
+def test_kernels_are_designs_loops(stem, kernels):
+    """Each kernel is the column-major loop over the padded grid with DESIGN.md's update:
+    h2*θ first, then the neighbours in the order i-1, i+1, j-1, j+1; and each loss checks
+    its arguments before looping."""
+    text = (JULIA_DIR / f"{stem}.jl").read_text()
+    assert text.count("for j in 2:(n + 1), i in 2:(n + 1)") == kernels
+    assert text.count("source = h2 * θ[i - 1, j - 1]") == kernels
+    assert text.count(UPDATE) == kernels
+    assert text.count("check_poisson(θ, uobs, K)") == kernels
+    if stem == "gauss_seidel":
+        assert "if iseven(i + j) == red" in text
+
+
+def test_the_poisson_loss_sums_in_float64():
+    """julia/README.md's rule for every loss: the sum in Float64, rounded to T once."""
+    text = (JULIA_DIR / "poisson.jl").read_text()
+    body = text[text.index("function misfit(") :]
+    body = body[: body.index("\nend\n")]
+    assert "s = 0.0" in body and "s += Float64(r)^2" in body and "return T(s)" in body
+
+
+def _fatou() -> str:
+    found = shutil.which("fatou", path=str(Path(sys.executable).parent)) or shutil.which("fatou")
+    if found is None:
+        pytest.skip("fatou is not installed (pip install 'weanj[test]')")
+    return found
+
+
+def test_fatou_lints_and_formats_julia_clean():
+    fatou = _fatou()
+    files = {str(p.relative_to(JULIA_DIR)) for p in JULIA_DIR.rglob("*.jl")}
+    mine = {"src/WeanJ.jl", "poisson.jl", "jacobi.jl", "gauss_seidel.jl", "io.jl", "run.jl"}
+    assert mine | {"test/runtests.jl"} <= files
+    for command in (["lint"], ["format", "--check"]):
+        done = subprocess.run(
+            [fatou, *command, str(JULIA_DIR)], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_fatou_rejects_a_julia_file_that_does_not_parse(tmp_path):
+    """The lint above would catch a syntax error: the same check fails on one."""
+    fatou = _fatou()
+    broken = tmp_path / "broken.jl"
+    broken.write_text((JULIA_DIR / "jacobi.jl").read_text().replace(UPDATE, UPDATE[:-5] + " / 4"))
+    done = subprocess.run([fatou, "lint", str(broken)], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "parse" in done.stdout + done.stderr
+
+
+def _compat_versions(spec: str) -> set[tuple[int, int]]:
+    """The minor versions a `~1.10, ~1.11` compat entry allows (tilde clauses only)."""
+    clauses = [c.strip() for c in spec.split(",")]
+    assert all(re.fullmatch(r"~\d+\.\d+", c) for c in clauses), spec
+    return {tuple(int(x) for x in c[1:].split(".")) for c in clauses}
+
+
+def test_julia_dependencies_agree():
+    """juliapkg.json (the bridge), julia/Project.toml (the package WeanJ) and Project.toml
+    (julia/run.jl) name Enzyme by one UUID and compat bound, and allow exactly the Julia
+    versions the bridge accepts: `~1.10, ~1.11` (`1.10, 1.11` would allow up to 2.0)."""
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from 3.11")
+    juliapkg = json.loads((REPO / "python" / "weanj" / "juliapkg.json").read_text())
+    top = tomllib.loads((REPO / "Project.toml").read_text())
+    package = tomllib.loads((JULIA_DIR / "Project.toml").read_text())
+    enzyme = "7da242da-08ed-463a-9acd-ee780be4f1d9"
+    assert juliapkg["packages"]["Enzyme"]["uuid"] == enzyme
+    assert top["deps"]["Enzyme"] == package["deps"]["Enzyme"] == enzyme
+    bound = juliapkg["packages"]["Enzyme"]["version"]
+    assert bound == top["compat"]["Enzyme"] == package["compat"]["Enzyme"]
+    supported = set(_julia.SUPPORTED)
+    for spec in (juliapkg["julia"], top["compat"]["julia"], package["compat"]["julia"]):
+        assert _compat_versions(spec) == supported
+    assert top["deps"]["HDF5"] == "f67ccb44-e63f-5c2f-98bd-6dc0ccc4ba2f"
+    # The package: a name, a UUID, and test-only dependencies.
+    assert package["name"] == "WeanJ" and uuid.UUID(package["uuid"]).version == 4
+    assert set(package["deps"]) == {"Enzyme"}
+    assert package["extras"] == {
+        "JSON": "682c06a0-de6a-54ab-a142-c8b1cf79cde6",
+        "Test": "8dfed614-e22c-5e08-85e1-65c5234f0b40",
+    }
+    assert package["targets"]["test"] == ["JSON", "Test"]
+
+
+def test_julia_sources_in_a_checkout_and_in_a_wheel(tmp_path, monkeypatch):
+    assert _julia.julia_sources() == JULIA_DIR
+    # A wheel's layout: site-packages/weanj/julia/{src/WeanJ.jl, *.jl}, no checkout around.
+    package = tmp_path / "site-packages" / "weanj"
+    (package / "julia" / "src").mkdir(parents=True)
+    shutil.copy(WEANJ_JL, package / "julia" / "src")
+    monkeypatch.setattr(_julia, "_PACKAGE", package)
+    assert _julia.julia_sources() == package / "julia"
+    (package / "julia" / "src" / "WeanJ.jl").unlink()
+    assert _julia.julia_sources() is None
 
 
 def test_the_store_reads_hdf5_jl_strings(project):

@@ -16,6 +16,8 @@ from ._compare import compare as compare  # noqa: E402
 from ._compare import fd_check as fd_check  # noqa: E402
 from ._compare import tolerance as tolerance  # noqa: E402
 from ._compare import ulp_distance as ulp_distance  # noqa: E402
+from ._devices import device_count as device_count  # noqa: E402
+from ._devices import set_devices as set_devices  # noqa: E402
 from ._enzyme import enzyme_variant as enzyme_variant  # noqa: E402
 from ._errors import DefinitionError as DefinitionError  # noqa: E402
 from ._errors import InputError as InputError  # noqa: E402

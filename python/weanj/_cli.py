@@ -8,6 +8,7 @@ backend) as one line on stderr and exit code 2, never a traceback. Commands that
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 
@@ -119,15 +120,33 @@ def _delegate(module: str):
     return run
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with the defaults of options shown in `--help` where they have one."""
+
+    def _get_formatter(self):
+        return argparse.HelpFormatter(prog=self.prog, max_help_position=30, width=100)
+
+
+def _suggestion(parser: argparse.ArgumentParser, unknown: str) -> str:
+    """`; did you mean --K?` for a mistyped option (case, a missing dash, a typo)."""
+    flag = unknown.split("=", 1)[0]
+    options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    by_case = [o for o in options if o.lower() == flag.lower() or o.lower() == "-" + flag.lower()]
+    close = by_case or difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="weanj",
         description="Cross-validate Julia reference kernels and their JAX ports.",
     )
     parser.add_argument("--version", action="version", version=f"weanj {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
 
     p = sub.add_parser("list", help="the project's examples, variants, families, availability")
     p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
@@ -143,18 +162,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_inputs)
 
     p = sub.add_parser("run", help="loss and gradient of one variant, saved to the store")
-    p.add_argument("example")
-    p.add_argument("variant")
-    p.add_argument("--inputs", metavar="FILE", help="an HDF5 file with the example's arrays")
+    p.add_argument("example", help="an example of the project (weanj list)")
+    p.add_argument("variant", help="one of its variants (weanj list EXAMPLE)")
+    p.add_argument(
+        "--inputs",
+        metavar="FILE",
+        help="an HDF5 file with the example's arrays (default: its shared inputs)",
+    )
     _add_param_options(p, "default: the inputs file's")
-    p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
-    p.add_argument("--out", metavar="FILE", help="write here instead of the store")
+    p.add_argument(
+        "--dtype",
+        choices=["float64", "float32"],
+        default="float64",
+        help="cast the inputs to this dtype (default: float64)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write the gradient file here (default: the store, results/EXAMPLE/gradients/)",
+    )
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("diff", help="compare the stored gradients of an example pairwise")
-    p.add_argument("example")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--plot", action="store_true", help="PNG heat maps of |Δ|")
+    p.add_argument("example", help="an example of the project (weanj list)")
+    p.add_argument("--json", action="store_true", help="the report as JSON on stdout")
+    p.add_argument(
+        "--plot",
+        action="store_true",
+        help="PNGs of |Δ| in results/EXAMPLE/diff/ (failing pairs, else same-family ones)",
+    )
     p.set_defaults(func=_delegate("_diff"))
 
     p = sub.add_parser("check", help="run every available variant, fd-check and diff them")
@@ -162,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_delegate("_check"))
 
     p = sub.add_parser("bench", help="time forward and gradient, compile time and memory")
-    p.add_argument("example")
+    p.add_argument("example", help="an example of the project (weanj list)")
     p.add_argument("--variants", nargs="+", metavar="VARIANT", help="default: all available")
     p.add_argument(
         "--sizes",
@@ -194,8 +230,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the same as --memory-over K ... (no values: none)",
     )
-    p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
-    p.add_argument("--device", choices=["cpu", "gpu"], default="cpu")
+    p.add_argument(
+        "--dtype", choices=["float64", "float32"], default="float64", help="default: float64"
+    )
+    p.add_argument(
+        "--device", choices=["cpu", "gpu"], default="cpu", help="JAX device kind (default: cpu)"
+    )
+    p.add_argument(
+        "--devices",
+        type=int,
+        default=None,
+        metavar="N",
+        help="devices the sharded variants span (default: all of --device's kind; CPU: "
+        "simulate N with XLA_FLAGS=--xla_force_host_platform_device_count=N)",
+    )
     p.add_argument(
         "--budget-s",
         type=float,
@@ -211,18 +259,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_delegate("_bench"))
 
     p = sub.add_parser("plot", help="PNG figures from the stored benchmark results")
-    p.add_argument("example")
+    p.add_argument("example", help="an example of the project (weanj list)")
     p.set_defaults(func=_delegate("_plot"))
     return parser
 
 
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    """Parse; an unknown option is reported by the subcommand's parser (its usage), with
+    the option it probably meant."""
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        command = sub.choices[args.command]
+        command.error(
+            f"unrecognized arguments: {' '.join(extras)}" + _suggestion(command, extras[0])
+        )
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = _parse(argv)
         return int(args.func(args) or 0)
     except WeanjError as e:
         print(f"weanj: error: {e}", file=sys.stderr)
         return e.exit_code
+    except OSError as e:  # a file system refusal at the edge: one line, not a traceback
+        where = f" ({e.filename})" if e.filename else ""
+        print(f"weanj: error: {e.strerror or e}{where}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("weanj: interrupted", file=sys.stderr)
         return 130

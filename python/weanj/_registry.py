@@ -176,9 +176,14 @@ class Example:
     - `params`: static integer parameters (`Param`), passed after the arrays in this order.
     - `seed`: the seed of the shared inputs.
     - `title`: one line for reports.
+    - `shapes`: `{array name: dims}`, each dim an int or a symbol (a string): e.g.
+      `{"pos": ("P", 2), "q": ("P",), "rhoobs": ("n", "n")}`. Arrays whose dims disagree
+      (one symbol, two sizes) are refused in one line, on every call of a variant's `loss`
+      and `grad` too (a few microseconds). None: no shape check.
     - `validate`: `arrays -> None`, raises `weanj.InputError` for arrays the mathematics
-      does not accept (shapes that do not fit together, values out of range). dtype,
-      NaN/Inf and missing arrays are checked before it is called.
+      does not accept (values out of range, shapes `shapes` cannot say). dtype, NaN/Inf,
+      missing arrays and `shapes` are checked before it is called; it runs on inputs
+      files, not on every call.
     - `describe`: `arrays -> {attribute: value}`, extra attributes of the inputs file.
     - `sizes`: the problem size `weanj bench` sweeps (`Sizes`); None: no size sweep.
     - `fd`: the finite-difference policy (`FDPolicy`).
@@ -192,6 +197,7 @@ class Example:
     params: tuple[Param, ...] = ()
     seed: int = 0
     title: str = ""
+    shapes: Mapping[str, tuple] | None = None
     validate: Callable[[Mapping[str, np.ndarray]], None] = _no_check
     describe: Callable[[Mapping[str, np.ndarray]], dict[str, Any]] = _nothing_to_describe
     sizes: Sizes | None = None
@@ -228,10 +234,86 @@ class Example:
             raise DefinitionError(f"example {self.name}: sizes must be a weanj.Sizes")
         if not isinstance(self.fd, FDPolicy):
             raise DefinitionError(f"example {self.name}: fd must be a weanj.FDPolicy")
+        if self.shapes is not None:
+            shapes = {k: tuple(v) for k, v in dict(self.shapes).items()}
+            if set(shapes) - set(arrays) or not all(
+                isinstance(d, str) or (isinstance(d, int) and d >= 0)
+                for dims in shapes.values()
+                for d in dims
+            ):
+                raise DefinitionError(
+                    f"example {self.name}: shapes must map array names to tuples of ints "
+                    f"and symbols, got {self.shapes!r}"
+                )
+            object.__setattr__(self, "shapes", shapes)
         object.__setattr__(self, "arrays", arrays)
         object.__setattr__(self, "params", params)
         object.__setattr__(self, "validate", self.validate or _no_check)
         object.__setattr__(self, "describe", self.describe or _nothing_to_describe)
+
+    def check_shapes(self, shapes: Mapping[str, tuple[int, ...]]) -> None:
+        """Refuse array shapes that do not fit the example's `shapes` (one line)."""
+        if self.shapes is None:
+            return
+        sizes: dict[str, tuple[int, str]] = {}
+        for name, dims in self.shapes.items():
+            shape = tuple(shapes[name])
+            spelled = "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+            if len(shape) != len(dims):
+                raise InputError(f"{name} has shape {shape}; expected {spelled}")
+            for d, size in zip(dims, shape, strict=True):
+                if isinstance(d, int):
+                    if size != d:
+                        raise InputError(f"{name} has shape {shape}; expected {spelled}")
+                elif d in sizes and sizes[d][0] != size:
+                    first, where = sizes[d]
+                    raise InputError(
+                        f"{name} has shape {shape}, {where} gives {d} = {first}; expected "
+                        f"{spelled} with the same {d}"
+                    )
+                else:
+                    sizes.setdefault(d, (size, f"{name}'s shape {shape}"))
+
+    def validate_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """The example's checks of its arrays: `shapes`, then `validate`."""
+        self.check_shapes({k: np.shape(a) for k, a in arrays.items()})
+        self.validate(arrays)
+
+    def check_call(self, variant: str, args: tuple) -> None:
+        """Cheap checks of a variant's arguments (microseconds: no value is read): their
+        number, float32/float64 arrays of one dtype, `shapes`, integer parameters in range."""
+        names = self.arrays + self.param_names
+        if len(args) != len(names):
+            raise InputError(
+                f"{variant} takes {len(names)} arguments ({', '.join(names)}), got {len(args)}"
+            )
+        dtypes = set()
+        shapes = {}
+        for name, a in zip(self.arrays, args, strict=False):
+            dtype = getattr(a, "dtype", None)
+            shape = getattr(a, "shape", None)
+            if dtype is None or shape is None:
+                a = np.asarray(a)
+                dtype, shape = a.dtype, a.shape
+            if np.dtype(dtype) not in (np.float32, np.float64):
+                raise InputError(
+                    f"{variant}: {name} has dtype {dtype}; expected float64 or float32"
+                )
+            dtypes.add(np.dtype(dtype))
+            shapes[name] = tuple(shape)
+        if len(dtypes) > 1:
+            raise InputError(f"{variant}: the arrays mix float32 and float64; cast them to one")
+        try:
+            self.check_shapes(shapes)
+        except InputError as e:
+            raise InputError(f"{variant}: {e}") from None
+        for p, value in zip(self.params, args[len(self.arrays) :], strict=True):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise InputError(f"{variant}: {p.name} must be an integer, got {value!r}")
+            if not p.minimum <= value <= p.maximum:
+                raise InputError(
+                    f"{variant}: {p.name} must be in [{p.minimum}, {p.maximum}], got {value}"
+                )
 
     @property
     def wrt_names(self) -> tuple[str, ...]:
@@ -297,6 +379,31 @@ class Example:
         return {name: gradients[name] for name in self.wrt_names}
 
 
+class Checked:
+    """A variant's `loss` or `grad`: the arguments are checked (`Example.check_call`),
+    then the built function runs. Everything else (`.jitted`, `.lower`, ...) is the built
+    function's; `.lower` checks the arguments too."""
+
+    def __init__(self, example: Example, variant: str, fn: Callable):
+        self.example, self.variant, self.fn = example, variant, fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args):
+        self.example.check_call(self.variant, args)
+        return self.fn(*args)
+
+    def __getattr__(self, name):
+        attr = getattr(self.fn, name)  # AttributeError where the built function has none
+        if name != "lower":
+            return attr
+
+        def lower(*args):
+            self.example.check_call(self.variant, args)
+            return attr(*args)
+
+        return lower
+
+
 class Precise:
     """A `jax.jit` function that runs with 64-bit types enabled.
 
@@ -358,6 +465,8 @@ class Variant:
     - `versions`: modules/distributions whose versions make up `backend_version`, or a
       callable returning it.
     - `description`: one line for reports.
+    - `multi_device`: the variant spans the devices of `weanj.set_devices` (a sharded
+      program); `weanj bench --devices N` records that count for it.
     """
 
     example: str
@@ -369,6 +478,7 @@ class Variant:
     check: Callable[[], str | None] | None = None
     versions: tuple[str, ...] | Callable[[], str] = ("jax", "jaxlib")
     description: str = ""
+    multi_device: bool = False
     _built: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -396,7 +506,8 @@ class Variant:
             reason = self.unavailable_reason()
             if reason is not None:
                 raise UnavailableError(f"variant {self.name!r} is unavailable: {reason}")
-            self._built["fns"] = self.build()
+            ex = _EXAMPLES.get(self.example) or example(self.example)
+            self._built["fns"] = tuple(Checked(ex, self.name, f) for f in self.build())
         return self._built["fns"]
 
     @property
@@ -462,6 +573,7 @@ def jax_variant(
     backend: str = "jax",
     requires: tuple[str, ...] = (),
     description: str = "",
+    multi_device: bool = False,
 ) -> Callable[[Callable], Callable]:
     """Decorator: register a JAX loss function as a variant of `example`.
 
@@ -472,7 +584,8 @@ def jax_variant(
     loss; weanj `jax.jit`s it with the parameters static and differentiates it with
     `jax.grad` over the `wrt` arrays, unless `grad` (same arguments; an array, or a dict
     or tuple in `wrt` order) is given. `backend` and `requires` mark variants that need
-    an optional package (e.g. `backend="kernex", requires=("kernex",)`). Returns the
+    an optional package (e.g. `backend="kernex", requires=("kernex",)`); `multi_device`
+    one that builds its mesh from `weanj.set_devices` (a sharded program). Returns the
     function unchanged, so siblings can reuse it.
     """
     ex = _example_of(example)
@@ -488,6 +601,7 @@ def jax_variant(
                 requires=tuple(requires),
                 versions=(*requires, "jax", "jaxlib"),
                 description=description or _first_doc_line(loss),
+                multi_device=multi_device,
             )
         )
         return loss

@@ -16,6 +16,7 @@ from .._errors import InputError
 from .._registry import Param, Sizes
 
 ARRAYS = ("theta", "uobs")
+SHAPES = {"theta": ("n", "n"), "uobs": ("n", "n")}
 WRT = "theta"
 N_SHARED = 64
 PARAMS = (

@@ -17,9 +17,7 @@ import jax.numpy as jnp
 
 import weanj
 
-from .._julia import julia_variant
-from .._registry import register_variant
-from . import _adjoint, _poisson, _wavefront
+from . import _adjoint, _poisson, _sharded, _wavefront
 
 EXAMPLE = weanj.register_example(
     weanj.Example(
@@ -27,6 +25,7 @@ EXAMPLE = weanj.register_example(
         stem="gauss_seidel",
         title="Gauss–Seidel sweeps (lexicographic and red-black), 2-D Poisson",
         arrays=_poisson.ARRAYS,
+        shapes=_poisson.SHAPES,
         wrt=_poisson.WRT,
         params=_poisson.PARAMS,
         seed=2,
@@ -251,23 +250,33 @@ def rb_adjoint_loss(theta, uobs, K):
     return _poisson.misfit(rb_adjoint_solve(theta, K), uobs)
 
 
+# --- rb split over devices (jax-rb-sharded) ------------------------------------------
+# jax-rb's half-sweeps on blocks of rows, one block per device of a 1-D mesh, halos by
+# ppermute before every half-sweep (`_sharded.py`): bitwise jax-rb's loss.
+
+weanj.jax_variant(
+    EXAMPLE,
+    "jax-rb-sharded",
+    family="rb",
+    description="rows split over a 1-D device mesh (shard_map), halos by ppermute every "
+    "half-sweep; loss bitwise jax-rb; gradient by JAX AD",
+    multi_device=True,
+)(_sharded.rb_sharded_loss)
+
+
 # --- Julia: the loops of julia/gauss_seidel.jl, gradients by Enzyme.jl (juliacall) ----
 
-register_variant(
-    julia_variant(
-        EXAMPLE,
-        "julia-lex",
-        family="lex",
-        loss="lex_loss",
-        description="julia/gauss_seidel.jl: in-place loop, j outer, i inner; Enzyme.jl",
-    )
+weanj.julia_variant(
+    EXAMPLE,
+    "julia-lex",
+    family="lex",
+    loss="lex_loss",
+    description="julia/gauss_seidel.jl: in-place loop, j outer, i inner; Enzyme.jl",
 )
-register_variant(
-    julia_variant(
-        EXAMPLE,
-        "julia-rb",
-        family="rb",
-        loss="rb_loss",
-        description="julia/gauss_seidel.jl: in-place red, then black points; Enzyme.jl",
-    )
+weanj.julia_variant(
+    EXAMPLE,
+    "julia-rb",
+    family="rb",
+    loss="rb_loss",
+    description="julia/gauss_seidel.jl: in-place red, then black points; Enzyme.jl",
 )

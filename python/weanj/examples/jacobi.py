@@ -14,9 +14,7 @@ import jax
 
 import weanj
 
-from .._julia import julia_variant
-from .._registry import register_variant
-from . import _adjoint, _poisson
+from . import _adjoint, _poisson, _sharded
 
 EXAMPLE = weanj.register_example(
     weanj.Example(
@@ -24,6 +22,7 @@ EXAMPLE = weanj.register_example(
         stem="jacobi",
         title="Jacobi iteration, 2-D Poisson, zero Dirichlet boundary",
         arrays=_poisson.ARRAYS,
+        shapes=_poisson.SHAPES,
         wrt=_poisson.WRT,
         params=_poisson.PARAMS,
         seed=1,
@@ -91,6 +90,20 @@ def jacobi_adjoint_loss(theta, uobs, K):
     return _poisson.misfit(jacobi_adjoint_solve(theta, K), uobs)
 
 
+# --- jacobi split over devices (jax-jacobi-sharded) ----------------------------------
+# jax-jacobi's point updates on blocks of rows, one block per device of a 1-D mesh,
+# halos by ppermute (`_sharded.py`): bitwise jax-jacobi's loss on any number of devices.
+
+weanj.jax_variant(
+    EXAMPLE,
+    "jax-jacobi-sharded",
+    family="jacobi",
+    description="rows split over a 1-D device mesh (shard_map), halos by ppermute; "
+    "loss bitwise jax-jacobi; gradient by JAX AD",
+    multi_device=True,
+)(_sharded.jacobi_sharded_loss)
+
+
 # --- kernex: the point update as a kernex kernel over all windows at once (kmap) ----
 # The kernel reads θ from a second channel of the stacked grid (see weanj/_kernex.py);
 # kernex is imported at trace time, i.e. only when the variant is used.
@@ -135,12 +148,10 @@ weanj.enzyme_variant(
 
 # --- Julia: the loops of julia/jacobi.jl, gradient by Enzyme.jl (through juliacall) ---
 
-register_variant(
-    julia_variant(
-        EXAMPLE,
-        "julia-jacobi",
-        family="jacobi",
-        loss="jacobi_loss",
-        description="julia/jacobi.jl: in-place loops, two buffers; gradient by Enzyme.jl",
-    )
+weanj.julia_variant(
+    EXAMPLE,
+    "julia-jacobi",
+    family="jacobi",
+    loss="jacobi_loss",
+    description="julia/jacobi.jl: in-place loops, two buffers; gradient by Enzyme.jl",
 )

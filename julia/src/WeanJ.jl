@@ -1,0 +1,139 @@
+"""
+    WeanJ
+
+The Julia reference kernels of weanj: the in-place loops a Julia scientist writes, one
+file per example in `julia/<stem>.jl` mirroring `python/weanj/examples/<stem>.py`, and one
+generic Enzyme gradient for all of them (and for a user's own kernels). The conventions
+(indices, layout, Float64 sums) are in `julia/README.md`.
+
+Loaded as `using WeanJ` (`julia --project=julia`), by `julia/run.jl` (Julia alone, with
+HDF5) and by the juliacall bridge `python/weanj/_julia.py`. Needs Enzyme only.
+"""
+module WeanJ
+
+using Enzyme: Enzyme, Active, Const, Duplicated, Reverse
+
+export EXAMPLES, VARIANTS
+export backend_version, enzyme_gradient, include_kernels, kernel_function
+export jacobi_loss, lex_loss, rb_loss
+# New examples: export their loss functions here.
+
+# --- the kernels, one file per example (dependencies first) ------------------------------
+
+include("../poisson.jl")
+include("../jacobi.jl")
+include("../gauss_seidel.jl")
+# New examples: include("../advection.jl"), include("../tridiagonal.jl"),
+# include("../deposition.jl") and each further julia/<stem>.jl go here, with their rows in
+# EXAMPLES and VARIANTS below and their loss functions in the export list above.
+
+# --- what the Python registry says, for julia/run.jl and test/runtests.jl ----------------
+
+"""
+The examples that have Julia kernels: their array inputs in call order, the arrays the
+gradient is taken with respect to, and their static integer parameters (passed after
+the arrays), as `python/weanj/examples/<stem>.py` registers them. A test on the Python
+side checks that the two agree.
+"""
+const EXAMPLES = (
+    (name = "01-jacobi", arrays = ("theta", "uobs"), wrt = ("theta",), params = ("K",)),
+    (
+        name = "02-gauss-seidel",
+        arrays = ("theta", "uobs"),
+        wrt = ("theta",),
+        params = ("K",),
+    ),
+    # New examples: one row each, here.
+)
+
+"""
+The Julia variants: example, name, family and loss function. The Python side registers
+the same names (`weanj.julia_variant` in python/weanj/examples/<stem>.py).
+"""
+const VARIANTS = (
+    (example = "01-jacobi", name = "julia-jacobi", family = "jacobi", loss = jacobi_loss),
+    (example = "02-gauss-seidel", name = "julia-lex", family = "lex", loss = lex_loss),
+    (example = "02-gauss-seidel", name = "julia-rb", family = "rb", loss = rb_loss),
+    # New examples: one row per Julia variant, here.
+)
+
+# --- the gradient, for every kernel ----------------------------------------------------
+
+"""
+    enzyme_gradient(loss, wrt, args...) -> Tuple
+
+The gradient of the scalar `loss(args...)` with respect to the arguments flagged in
+`wrt` (one `Bool` per argument), by Enzyme in reverse mode: each flagged argument is
+`Duplicated` with a zeroed shadow in which Enzyme accumulates its gradient, every other
+argument (arrays and integer parameters alike) is `Const`. Returns the shadows of the
+flagged arguments, in argument order.
+"""
+function enzyme_gradient(
+    loss::F,
+    wrt::Tuple{Vararg{Bool}},
+    args::Vararg{Any, N},
+) where {F, N}
+    if length(wrt) != N
+        throw(ArgumentError("wrt has $(length(wrt)) flags for $N arguments"))
+    end
+    for (flag, x) in zip(wrt, args)
+        if flag && !(x isa AbstractArray{<:AbstractFloat})
+            throw(ArgumentError("a gradient is taken only with respect to float arrays"))
+        end
+    end
+    shadows = map((flag, x) -> flag ? Enzyme.make_zero(x) : nothing, wrt, args)
+    annotated = map(
+        (flag, x, dx) -> flag ? Duplicated(x, dx) : Const(x),
+        wrt,
+        args,
+        shadows,
+    )
+    # `loss::F` makes Julia specialise on the loss, which it does not do for an argument
+    # it only passes on.
+    Enzyme.autodiff(Reverse, loss, Active, annotated...)
+    return Tuple(dx for (flag, dx) in zip(wrt, shadows) if flag)
+end
+
+# --- a user's own kernels ----------------------------------------------------------------
+
+"""
+    include_kernels(path) -> Module
+
+A user's Julia file (`weanj.julia_variant(..., file=...)`), evaluated in a new module of
+its own, so that two files may define the same names. Its loss functions are then found
+with `kernel_function` and differentiated with `enzyme_gradient`.
+"""
+function include_kernels(path::AbstractString)
+    isfile(path) || throw(ArgumentError("Julia file $path does not exist"))
+    mod = Module(Symbol(first(splitext(basename(path)))))
+    Base.include(mod, abspath(path))
+    return mod
+end
+
+"""
+    kernel_function(mod, name)
+
+The function (or callable object) called `name` in module `mod`: WeanJ itself, or a
+module of `include_kernels`. A dotted name such as `"Smooth.smooth_loss"` looks into
+submodules.
+"""
+function kernel_function(mod::Module, name::AbstractString)
+    found = mod
+    for part in split(name, '.')
+        if !(found isa Module && isdefined(found, Symbol(part)))
+            throw(ArgumentError("$name is not defined in module $(nameof(mod))"))
+        end
+        found = getfield(found, Symbol(part))
+    end
+    found isa Module && throw(ArgumentError("$name in module $(nameof(mod)) is a module"))
+    return found
+end
+
+"""
+    backend_version()
+
+The `backend_version` attribute of the gradient files: the Julia and Enzyme versions.
+"""
+backend_version() = "Julia $(VERSION), Enzyme $(pkgversion(Enzyme))"
+
+end # module

@@ -1,0 +1,62 @@
+"""The CI workflow for machines with Julia (.github/workflows/julia.yml), which cannot run
+here: it must be a valid GitHub Actions workflow (checked against GitHub's workflow schema
+as vendored by check-jsonschema, offline) and run what the Julia side needs, on the
+Julia versions the bridge supports."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from weanj import _julia
+
+REPO = Path(__file__).resolve().parent.parent
+WORKFLOW = REPO / ".github" / "workflows" / "julia.yml"
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (pip install 'weanj[test]')")
+    return found
+
+
+def test_the_workflow_is_valid_for_github_actions():
+    checker = _tool("check-jsonschema")
+    done = subprocess.run(
+        [checker, "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_workflow_runs_the_julia_side_on_the_supported_versions():
+    yaml = pytest.importorskip("ruamel.yaml", reason="ruamel.yaml comes with check-jsonschema")
+    workflow = yaml.YAML(typ="safe").load(WORKFLOW.read_text())
+    (job,) = workflow["jobs"].values()
+    assert job["runs-on"].startswith("ubuntu")
+    supported = {f"{major}.{minor}" for major, minor in _julia.SUPPORTED}
+    assert set(job["strategy"]["matrix"]["julia"]) == supported
+    uses = {step["uses"].split("@")[0]: step for step in job["steps"] if "uses" in step}
+    assert uses["actions/setup-python"]["with"]["python-version"] == "3.11"
+    assert uses["julia-actions/setup-julia"]["with"]["version"] == "${{ matrix.julia }}"
+    commands = [step["run"] for step in job["steps"] if "run" in step]
+    expected = [
+        'pip install -e ".[all]"',
+        "fatou lint julia/",
+        "julia --project=julia -e 'using Pkg; Pkg.instantiate(); Pkg.test()'",
+        "julia --project=. -e 'using Pkg; Pkg.instantiate()",
+        "python -m pytest -m julia -rs",
+        "weanj check",
+    ]
+    at = 0
+    for fragment in expected:  # present, in this order
+        found = [i for i in range(at, len(commands)) if fragment in commands[i]]
+        assert found, f"no step runs {fragment!r} (after step {at})"
+        at = found[0]

@@ -1,0 +1,272 @@
+"""The Julia package's test fixtures, written by the Python reference.
+
+`julia/test/fixtures/<variant>.json` holds tiny fixed cases of one Julia variant: its
+inputs and parameters, and the loss and gradient that the independent Python reference
+computes (for the Poisson examples, `tests/crossval/reference.py`). `Pkg.test()`
+(`julia/test/runtests.jl`) checks WeanJ's kernels against them under the tolerance
+policy, so that Julia's own test run is a cross-language check. Nothing here runs Julia
+or claims a Julia result.
+
+`FIXTURES` is the table: one entry per Julia variant, naming its Python reference and
+its cases. After changing a reference, or adding a kernel (one entry), regenerate:
+
+    python -m tests.test_julia_fixtures
+
+The tests check that the committed files are exactly what the reference writes now,
+that every Julia kernel of weanj has one, and that the fixtures, decoded as the Julia
+test decodes them, agree with the JAX variants of the same family.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import weanj
+from weanj import _julia
+from weanj._registry import find_variant
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_DIR = REPO / "julia" / "test" / "fixtures"
+REGENERATE = "python -m tests.test_julia_fixtures"
+
+Arrays = Mapping[str, np.ndarray]
+Params = Mapping[str, int]
+# A reference: (arrays, params) -> (loss, {wrt array name: gradient}), in float64.
+Reference = Callable[[Arrays, Params], tuple[float, dict[str, np.ndarray]]]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fixed input: `inputs()` makes the arrays (deterministically)."""
+
+    name: str
+    inputs: Callable[[], dict[str, np.ndarray]]
+    params: dict[str, int]
+
+
+@dataclass(frozen=True)
+class FiniteDifferences:
+    """runtests.jl's central-difference check of Enzyme's gradient (weanj's fd_check
+    measure: `|D - g·v| / max(|D|, |g·v|)` along fixed unit directions)."""
+
+    step: float = 1e-2
+    directions: int = 3
+    threshold: float = 1e-6
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """One Julia variant's fixture: `variant` of `example`, the Python `reference` that
+    computes the expected loss and gradient, the `cases`, and the finite-difference check
+    (None for a kernel whose kinks a central difference would straddle)."""
+
+    variant: str
+    example: str
+    reference: Reference
+    cases: tuple[Case, ...]
+    finite_differences: FiniteDifferences | None = field(default_factory=FiniteDifferences)
+
+
+def reference_of(module: str, algorithm: str) -> Reference:
+    """The reference computed by `tests/crossval/<module>.py`, which offers every
+    example's reference interface: `loss(algorithm, arrays, params)` (float64, summed
+    exactly) and `gradient(algorithm, arrays, params)` (`{wrt name: array}`, by a
+    hand-derived adjoint). Imported on use, so that one broken reference module does not
+    take the others' checks with it."""
+
+    def compute(arrays: Arrays, params: Params):
+        ref = importlib.import_module(f"{__package__}.crossval.{module}")
+        return ref.loss(algorithm, arrays, params), ref.gradient(algorithm, arrays, params)
+
+    return compute
+
+
+# --- the Poisson examples (01-jacobi, 02-gauss-seidel) ---------------------------------
+
+
+def poisson_case(n: int, K: int, seed: int) -> Case:
+    """θ ~ N(0, 1) and observations of a solution's size, as the shared inputs: random, so
+    that no symmetry hides a swapped axis or a transposed gradient."""
+
+    def inputs() -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return {"theta": rng.standard_normal((n, n)), "uobs": 0.01 * rng.standard_normal((n, n))}
+
+    return Case(f"n{n}-K{K}", inputs, {"K": K})
+
+
+# n = 1 (a single unknown), an even and an odd n, and K beyond the first iteration. The
+# losses are quadratic in θ, so central differences are exact up to rounding.
+POISSON_CASES = (poisson_case(1, 2, 1601), poisson_case(4, 3, 1602), poisson_case(5, 4, 1603))
+
+
+def poisson_fixture(variant: str, example: str, algorithm: str) -> Fixture:
+    return Fixture(variant, example, reference_of("reference_poisson", algorithm), POISSON_CASES)
+
+
+FIXTURES: tuple[Fixture, ...] = (
+    poisson_fixture("julia-jacobi", "01-jacobi", "jacobi"),
+    poisson_fixture("julia-lex", "02-gauss-seidel", "lex"),
+    poisson_fixture("julia-rb", "02-gauss-seidel", "rb"),
+    # New Julia kernels: one entry per Julia variant, here, e.g.
+    #   Fixture("julia-thomas", "04-tridiagonal", reference_of("reference_tridiagonal",
+    #           "thomas"), cases=(Case("m2-n4", make_inputs, {}),),
+    #           finite_differences=FiniteDifferences(step=1e-5)),
+    # with finite_differences=None where the inputs sit on kinks.
+)
+
+
+# --- writing the files -----------------------------------------------------------------
+
+
+def encode(a) -> dict:
+    """An array as the fixtures hold it: numpy's shape and the values in C order (each
+    float written as Python's shortest repr, which reads back exactly)."""
+    a = np.asarray(a, dtype=np.float64)
+    return {"shape": list(a.shape), "data": [float(x) for x in a.ravel(order="C")]}
+
+
+def decode_as_julia(a: Mapping) -> np.ndarray:
+    """What runtests.jl's `decode` does, in numpy: `reshape(data, reverse(shape))` in
+    Julia's column-major order, then the axes reversed."""
+    shape = tuple(a["shape"])
+    data = np.asarray(a["data"], dtype=np.float64)
+    return np.reshape(data, shape[::-1], order="F").transpose()
+
+
+def render(fixture: Fixture) -> str:
+    """The JSON text of a fixture file, from the reference and the registry."""
+    kernel = _julia.julia_kernels()[(fixture.example, fixture.variant)]
+    cases = []
+    for case in fixture.cases:
+        arrays = case.inputs()
+        loss, gradient = fixture.reference(arrays, case.params)
+        cases.append(
+            {
+                "name": case.name,
+                "params": {p: int(case.params[p]) for p in kernel.params},
+                "inputs": {a: encode(arrays[a]) for a in kernel.arrays},
+                "loss": float(loss),
+                "gradient": {w: encode(gradient[w]) for w in kernel.wrt},
+            }
+        )
+    fd = fixture.finite_differences
+    content = {
+        "written_by": f"{REGENERATE} (the Python reference); do not edit",
+        "example": fixture.example,
+        "variant": fixture.variant,
+        "loss": kernel.loss,
+        "arrays": list(kernel.arrays),
+        "wrt": list(kernel.wrt),
+        "params": list(kernel.params),
+        "finite_differences": None if fd is None else vars(fd),
+        "cases": cases,
+    }
+    text = json.dumps(content, indent=2, ensure_ascii=False)
+    # Lists of numbers or names on one line each: readable, and diffs stay small.
+    return (
+        re.sub(
+            r"\[\n\s+([^\[\]{}]*?)\n\s+\]",
+            lambda m: "[" + ", ".join(v.strip() for v in m.group(1).split(",\n")) + "]",
+            text,
+        )
+        + "\n"
+    )
+
+
+def fixture_path(fixture: Fixture) -> Path:
+    return FIXTURE_DIR / f"{fixture.variant}.json"
+
+
+def write_fixtures() -> list[Path]:
+    """Write every fixture file (and remove files no entry writes)."""
+    FIXTURE_DIR.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fixture in FIXTURES:
+        path = fixture_path(fixture)
+        path.write_text(render(fixture), encoding="utf-8")
+        written.append(path)
+    for stale in set(FIXTURE_DIR.glob("*.json")) - set(written):
+        stale.unlink()
+    return written
+
+
+# --- the tests -------------------------------------------------------------------------
+
+IDS = [f.variant for f in FIXTURES]
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=IDS)
+def test_committed_fixtures_are_what_the_reference_writes(fixture):
+    path = fixture_path(fixture)
+    assert path.is_file(), f"{path} is missing; write it with {REGENERATE}"
+    assert path.read_text(encoding="utf-8") == render(fixture), (
+        f"{path} differs from what the reference writes now; regenerate it with {REGENERATE}"
+    )
+
+
+def test_every_julia_kernel_of_weanj_has_a_fixture():
+    """Each Julia variant whose loss is in WeanJ (not a user's file) has an entry, and
+    each entry one file, and no file is left over."""
+    builtin = {k.variant for k in _julia.julia_kernels().values() if k.file is None}
+    entries = {f.variant for f in FIXTURES}
+    assert builtin == entries, (
+        f"Julia variants without a FIXTURES entry: {sorted(builtin - entries)}; entries of "
+        f"no Julia variant: {sorted(entries - builtin)}"
+    )
+    assert {p.stem for p in FIXTURE_DIR.glob("*.json")} == entries
+
+
+def test_the_julia_decoding_is_numpys_c_order():
+    a = np.arange(24.0).reshape(2, 3, 4) * 0.5 - 1
+    for x in (a, a[0], a[0, 0], a[:, :1, 2]):
+        encoded = json.loads(json.dumps(encode(x)))
+        assert np.array_equal(decode_as_julia(encoded), x)
+
+
+def _same_family_variant(fixture: Fixture) -> str | None:
+    """A variant of the fixture's family that is not Julia's and can run here."""
+    available = weanj.variants(fixture.example)
+    for names in weanj.families(fixture.example).values():
+        if fixture.variant in names:
+            for name in names:
+                if name in available and find_variant(fixture.example, name).backend != "julia":
+                    return name
+    return None
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=IDS)
+def test_fixtures_agree_with_the_jax_variants_of_their_family(fixture):
+    """Decoded as runtests.jl decodes them, the fixtures' inputs give the JAX variant of
+    the family the fixtures' loss and gradient (tolerance policy, float64): the files'
+    index convention is right before any Julia reads them."""
+    other = _same_family_variant(fixture)
+    if other is None:
+        pytest.skip(f"no variant of {fixture.variant}'s family is available here")
+    content = json.loads(fixture_path(fixture).read_text(encoding="utf-8"))
+    tol = weanj.tolerance("float64")
+    v = weanj.variant(fixture.example, other)
+    for case in content["cases"]:
+        arrays = [decode_as_julia(case["inputs"][a]) for a in content["arrays"]]
+        args = (*arrays, *(case["params"][p] for p in content["params"]))
+        loss = float(np.asarray(v.loss(*args)))
+        assert abs(loss - case["loss"]) <= tol.loss * abs(case["loss"]), case["name"]
+        g = v.grad(*args)
+        found = g if isinstance(g, Mapping) else {content["wrt"][0]: g}
+        for name in content["wrt"]:
+            expected = decode_as_julia(case["gradient"][name])
+            delta = np.max(np.abs(np.asarray(found[name]) - expected))
+            assert delta <= tol.grad * np.max(np.abs(expected)), (case["name"], name)
+
+
+if __name__ == "__main__":
+    for written in write_fixtures():
+        print(f"wrote {written.relative_to(REPO)}")
