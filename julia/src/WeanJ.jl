@@ -16,6 +16,8 @@ using Enzyme: Enzyme, Active, Const, Duplicated, Reverse
 export EXAMPLES, VARIANTS
 export backend_version, enzyme_gradient, include_kernels, kernel_function
 export jacobi_loss, lex_loss, rb_loss
+export muscl_loss, muscl_minmax_loss
+export cic_loss
 # New examples: export their loss functions here.
 
 # --- the kernels, one file per example (dependencies first) ------------------------------
@@ -23,6 +25,8 @@ export jacobi_loss, lex_loss, rb_loss
 include("../poisson.jl")
 include("../jacobi.jl")
 include("../gauss_seidel.jl")
+include("../advection.jl")
+include("../deposition.jl")
 # New examples: include("../advection.jl"), include("../tridiagonal.jl"),
 # include("../deposition.jl") and each further julia/<stem>.jl go here, with their rows in
 # EXAMPLES and VARIANTS below and their loss functions in the export list above.
@@ -43,6 +47,18 @@ const EXAMPLES = (
         wrt = ("theta",),
         params = ("K",),
     ),
+    (
+        name = "03-advection",
+        arrays = ("c0", "u", "v", "cobs"),
+        wrt = ("c0",),
+        params = ("T",),
+    ),
+    (
+        name = "05-deposition",
+        arrays = ("pos", "q", "rhoobs"),
+        wrt = ("pos", "q"),
+        params = (),
+    ),
     # New examples: one row each, here.
 )
 
@@ -54,6 +70,14 @@ const VARIANTS = (
     (example = "01-jacobi", name = "julia-jacobi", family = "jacobi", loss = jacobi_loss),
     (example = "02-gauss-seidel", name = "julia-lex", family = "lex", loss = lex_loss),
     (example = "02-gauss-seidel", name = "julia-rb", family = "rb", loss = rb_loss),
+    (example = "03-advection", name = "julia-muscl", family = "muscl", loss = muscl_loss),
+    (
+        example = "03-advection",
+        name = "julia-muscl-minmax",
+        family = "muscl-minmax",
+        loss = muscl_minmax_loss,
+    ),
+    (example = "05-deposition", name = "julia-cic", family = "cic", loss = cic_loss),
     # New examples: one row per Julia variant, here.
 )
 

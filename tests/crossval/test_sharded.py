@@ -49,6 +49,12 @@ def _inputs(n, seed=SEED):
     return rng.standard_normal((n, n)), 0.01 * rng.standard_normal((n, n))
 
 
+def _particles(P=61, n=8, seed=SEED):
+    """Unseen particles for jax-cic-sharded: P (prime) is divisible by no device count."""
+    rng = np.random.default_rng((seed, P))
+    return rng.uniform(0, 1, (P, 2)), rng.standard_normal(P), rng.standard_normal((n, n))
+
+
 def _functions(name):
     """(sharded loss, sharded solve, single-device loss, single-device solve)."""
     from weanj.examples import _sharded, gauss_seidel, jacobi
@@ -120,6 +126,18 @@ def _worker(devices: int, out: str) -> None:
             value = jax.jit(loss, static_argnums=2)(theta, uobs, SMALL_K)
             counts.append(len(value.sharding.device_set))
         results["set_devices/device_counts"] = np.array(counts)
+
+        # jax-cic-sharded: P not divisible by the device count, against jax-scatter.
+        from weanj.examples import deposition
+
+        pos, q, rhoobs = _particles()
+        for name, fn in (("cic", _sharded.cic_sharded_loss), ("scatter", deposition.scatter_loss)):
+            results[f"{name}/loss"] = np.asarray(jax.jit(fn)(pos, q, rhoobs))
+            grads = jax.jit(jax.grad(fn, argnums=(0, 1)))(pos, q, rhoobs)
+            results[f"{name}/pos"], results[f"{name}/q"] = (np.asarray(g) for g in grads)
+        results["cic/hlo"] = np.array(
+            jax.jit(_sharded.cic_sharded_loss).lower(pos, q, rhoobs).compile().as_text()
+        )
     np.savez(out, **results)
 
 
@@ -316,6 +334,23 @@ def test_mesh_of_one_bitwise_and_matches_reference_loops(name):
         value,
         grad,
         what=f"{name} on one device vs reference.py",
+    )
+
+
+@pytest.mark.parametrize("devices", DEVICE_COUNTS)
+def test_cic_sharded_agrees_with_jax_scatter(runs, devices):
+    """Particles split over the devices, grids combined by psum: within the tolerance
+    policy of jax-scatter (another summation order, so not bitwise), pos and q."""
+    from .cases import assert_within_policy
+
+    r = runs[devices]
+    assert "all-reduce" in str(r["cic/hlo"])  # the psum of the partial grids
+    assert_within_policy(
+        float(r["scatter/loss"]),
+        {"pos": r["scatter/pos"], "q": r["scatter/q"]},
+        float(r["cic/loss"]),
+        {"pos": r["cic/pos"], "q": r["cic/q"]},
+        what=f"jax-cic-sharded on {devices} devices vs jax-scatter",
     )
 
 
