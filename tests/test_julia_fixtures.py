@@ -139,6 +139,16 @@ ADVECTION_TIES = reference_case(
     "reference_advection", "ties-n6-T2", "tie_inputs", 0, julia_convention=True
 )
 
+# --- 04-tridiagonal: a few systems, down to 2×2 and 1×1 ----------------------------------
+
+TRIDIAGONAL_CASES = (
+    reference_case("reference_tridiagonal", "m3-n6", "small_inputs", 0),
+    reference_case("reference_tridiagonal", "m3-n2", "sized_inputs", 3, 2, 1),
+    reference_case("reference_tridiagonal", "m2-n1", "sized_inputs", 2, 1, 2),
+)
+# The loss is rational in a, b, c, d: truncation O(h²); at 1e-4 the error is ≤ 5e-9 here.
+TRIDIAGONAL_FD = FiniteDifferences(step=1e-4, directions=3, threshold=1e-6)
+
 # --- 05-deposition: particles on kinks and on the periodic wrap, and random ones ---------
 
 DEPOSITION_CASES = (
@@ -166,6 +176,13 @@ FIXTURES: tuple[Fixture, ...] = (
         reference_of("reference_advection", "muscl-minmax-julia"),
         (*ADVECTION_RANDOM, ADVECTION_TIES),
         finite_differences=None,  # the tie case sits on kinks
+    ),
+    Fixture(
+        "julia-thomas",
+        "04-tridiagonal",
+        reference_of("reference_tridiagonal", "thomas"),
+        TRIDIAGONAL_CASES,
+        TRIDIAGONAL_FD,
     ),
     Fixture(
         "julia-cic",

@@ -210,7 +210,7 @@ def test_run_matches_numpy(user_project, tmp_path):
 def test_check_names_the_wrong_variant_and_its_worst_element(user_project):
     r = weanj_cli("check", "10-smooth", cwd=user_project)
     assert r.returncode == 1, r.stdout + r.stderr
-    failures = [line for line in r.stdout.splitlines() if "FAIL " in line]
+    failures = [line for line in r.stdout.splitlines() if line.strip().startswith("FAIL ")]
     assert failures and all("jax-wrong" in line for line in failures), r.stdout
     assert any("numpy (7) / Julia (8)" in line for line in failures), r.stdout
     assert re.search(r"jax-wrong\s+smooth\s+\S+\s+\S+ FAIL", r.stdout), r.stdout  # its fd check

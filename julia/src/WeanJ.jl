@@ -17,6 +17,7 @@ export EXAMPLES, VARIANTS
 export backend_version, enzyme_gradient, include_kernels, kernel_function
 export jacobi_loss, lex_loss, rb_loss
 export muscl_loss, muscl_minmax_loss
+export thomas_loss
 export cic_loss
 # New examples: export their loss functions here.
 
@@ -26,10 +27,10 @@ include("../poisson.jl")
 include("../jacobi.jl")
 include("../gauss_seidel.jl")
 include("../advection.jl")
+include("../tridiagonal.jl")
 include("../deposition.jl")
-# New examples: include("../advection.jl"), include("../tridiagonal.jl"),
-# include("../deposition.jl") and each further julia/<stem>.jl go here, with their rows in
-# EXAMPLES and VARIANTS below and their loss functions in the export list above.
+# New examples: each further julia/<stem>.jl goes here, with its rows in EXAMPLES and
+# VARIANTS below and its loss functions in the export list above.
 
 # --- what the Python registry says, for julia/run.jl and test/runtests.jl ----------------
 
@@ -54,6 +55,12 @@ const EXAMPLES = (
         params = ("T",),
     ),
     (
+        name = "04-tridiagonal",
+        arrays = ("a", "b", "c", "d", "xobs"),
+        wrt = ("a", "b", "c", "d"),
+        params = (),
+    ),
+    (
         name = "05-deposition",
         arrays = ("pos", "q", "rhoobs"),
         wrt = ("pos", "q"),
@@ -76,6 +83,12 @@ const VARIANTS = (
         name = "julia-muscl-minmax",
         family = "muscl-minmax",
         loss = muscl_minmax_loss,
+    ),
+    (
+        example = "04-tridiagonal",
+        name = "julia-thomas",
+        family = "thomas",
+        loss = thomas_loss,
     ),
     (example = "05-deposition", name = "julia-cic", family = "cic", loss = cic_loss),
     # New examples: one row per Julia variant, here.
