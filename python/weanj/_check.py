@@ -111,8 +111,11 @@ class ExampleCheck:
             )
         if self.fd_note:
             out.append(f"  fd: {self.fd_note}")
-        for name, why in self.skipped.items():
-            out.append(f"  skipped {name}: {why}")
+        by_reason: dict[str, list[str]] = {}
+        for name, why in self.skipped.items():  # one line per reason, however many variants
+            by_reason.setdefault(why, []).append(name)
+        for why, names in by_reason.items():
+            out.append(f"  skipped {', '.join(names)}: {why}")
         for name, why in self.recorded_skipped.items():
             out.append(f"  skipped recorded/{name}: {why}")
         if self.diff is not None:
