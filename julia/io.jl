@@ -102,6 +102,22 @@ function read_inputs(path::AbstractString, example::NamedTuple)
 end
 
 """
+    write_checked(parent, name, g)
+
+Write the gradient array `g` as the dataset `name` of `parent` (axes reversed, as h5py
+reads it) with the attribute `sha256`: the digest of its values in numpy's C order,
+little-endian, in their own type, which the Python reader checks (python/weanj/_store.py).
+The column-major order of the reversed array is exactly numpy's C order.
+"""
+function write_checked(parent, name::AbstractString, g::AbstractArray)
+    stored = reverse_axes(g)
+    write(parent, name, stored)
+    digest = bytes2hex(sha256(reinterpret(UInt8, htol.(vec(stored)))))
+    write_attribute(parent[name], "sha256", digest)
+    return nothing
+end
+
+"""
     write_gradient(path, gradients, provenance)
 
 A gradient file in the store's format (python/weanj/_store.py): one gradient array is
@@ -132,11 +148,11 @@ function write_gradient(
     try
         h5open(tmp, "w") do file
             if length(gradients) == 1
-                write(file, "gradient", reverse_axes(last(only(gradients))))
+                write_checked(file, "gradient", last(only(gradients)))
             else
                 group = create_group(file, "gradient")
                 for (name, g) in gradients
-                    write(group, name, reverse_axes(g))
+                    write_checked(group, name, g)
                 end
             end
             for (key, value) in attributes

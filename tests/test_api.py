@@ -226,9 +226,14 @@ def test_write_results_missing_field(project):
 def test_write_results_is_atomic(project):
     path = weanj.write_results("01-jacobi", "jax", "cpu", [_record()], env={})
     before = path.read_bytes()
-    # A value JSON cannot hold fails mid-write: the previous file stays, no temp file.
-    with pytest.raises(TypeError):
+    # A mistyped field is refused before anything is written (one line)...
+    with pytest.raises(weanj.InputError, match="grad_s"):
         weanj.write_results("01-jacobi", "jax", "cpu", [_record(grad_s=object())], env={})
+    assert path.read_bytes() == before
+    # ...and so is an extra field JSON cannot hold: the previous file stays, no temporary
+    # file is left.
+    with pytest.raises(weanj.InputError, match="JSON"):
+        weanj.write_results("01-jacobi", "jax", "cpu", [_record(note=object())], env={})
     assert path.read_bytes() == before
     assert sorted(p.name for p in path.parent.iterdir()) == ["jax-cpu.json"]
 

@@ -7,6 +7,8 @@ belong to benchmarks, not to pass/fail tests.
 from __future__ import annotations
 
 import json
+import subprocess
+import textwrap
 import time
 
 import jax
@@ -16,6 +18,8 @@ import pytest
 from weanj import _bench
 from weanj._cli import main
 from weanj._timing import record_fields
+
+from .helpers import PYTHON, subprocess_env
 
 ENVIRONMENT_FIELDS = (
     "jax",
@@ -247,3 +251,167 @@ def test_default_samples_shrink_to_fit_the_budget():
     assert _bench._samples_within_budget(slow_grad, (1.0,), 64, budget_s=1000.0) == 10
     assert _bench._samples_within_budget(slow_grad, (1.0,), 512, budget_s=1000.0) == 3
     assert len(calls) == 3
+
+
+# --- benchmark files: concurrent runs, unreadable files, wrong types (issue 17) ---------
+
+
+def _record(name, size=4, **changes):
+    r = {
+        "variant": name,
+        "dtype": "float64",
+        "N": size * size,
+        "n": size,
+        "K": 1,
+        "sweep": "n",
+        "forward_s": 1.0,
+        "grad_s": 2.0,
+        "compile_s": 3.0,
+        "peak_mem_bytes": 4,
+    }
+    r.update(changes)
+    return r
+
+
+# A process that writes its variant's records with `_bench.write` as soon as the go file
+# appears, `rounds` times (JAX and the registry stubbed out: only the file is at stake).
+_BENCH_WRITER = textwrap.dedent("""
+    import pathlib, sys, time
+    from weanj import _bench, _registry
+    _bench.environment = lambda device: {"device": device}
+    _registry.find_variant = lambda example, name: None
+    variant, rounds, go = sys.argv[1], int(sys.argv[2]), pathlib.Path(sys.argv[3])
+    record = {"variant": variant, "dtype": "float64", "N": 16, "n": 4, "K": 1, "sweep": "n",
+              "forward_s": 1.0, "grad_s": 2.0, "compile_s": 3.0, "peak_mem_bytes": 4}
+    print("ready", flush=True)
+    while not go.exists():
+        time.sleep(0.001)
+    for i in range(rounds):
+        _bench.write("01-jacobi", "cpu", {"jax": [dict(record, n=4 + i, N=(4 + i) ** 2)]})
+""")
+
+
+def test_concurrent_writers_keep_every_record(project):
+    """Writers, each on its own variant, all at once on one file: with the lock every
+    series survives (without it, nearly every run of this test loses some)."""
+    writers, rounds, go = 6, 8, project / "go"
+    procs = []
+    try:
+        for i in range(writers):
+            procs.append(
+                subprocess.Popen(
+                    [PYTHON, "-c", _BENCH_WRITER, f"v{i:02d}", str(rounds), str(go)],
+                    env=subprocess_env(project),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        for p in procs:
+            assert p.stdout.readline().strip() == "ready", p.stderr.read()
+        go.touch()
+        for p in procs:
+            assert p.wait(timeout=120) == 0, p.stderr.read()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.stdout.close()
+            p.stderr.close()
+    path = project / "results" / "01-jacobi" / "bench" / "jax-cpu.json"
+    records = json.loads(path.read_text())["records"]
+    # Each variant's series at n = 4, 5, 6 is one series per n (its K and dtype fixed,
+    # the size swept): a rerun replaces the variant's series, so the last round remains.
+    assert sorted(r["variant"] for r in records) == [f"v{i:02d}" for i in range(writers)]
+    assert {r["n"] for r in records} == {4 + rounds - 1}
+    folder = path.parent
+    assert sorted(p.name for p in folder.iterdir()) == [".jax-cpu.json.lock", "jax-cpu.json"]
+
+
+@pytest.mark.slow
+def test_concurrent_bench_runs_keep_every_record(project):
+    """The acceptance test of issue 17: 10 pairs of `weanj bench` on different variants,
+    each pair at once (cheap settings); every pair's records are kept."""
+    pairs = [("jax-jacobi", "jax-jacobi-adjoint")] * 10
+    argv = ["--ns", "4", "--K", "1", "--samples", "1", "--memory-Ks"]
+    path = project / "results" / "01-jacobi" / "bench" / "jax-cpu.json"
+    for a, b in pairs:
+        path.unlink(missing_ok=True)
+        procs = [
+            subprocess.Popen(
+                [PYTHON, "-m", "weanj", "bench", "01-jacobi", "--variants", v, *argv],
+                env=subprocess_env(project),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for v in (a, b)
+        ]
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err
+        variants = sorted(r["variant"] for r in json.loads(path.read_text())["records"])
+        assert variants == sorted([a, b])
+
+
+def test_an_unreadable_benchmark_file_is_moved_aside(project, capsys):
+    folder = project / "results" / "01-jacobi" / "bench"
+    folder.mkdir(parents=True)
+    path = folder / "jax-cpu.json"
+    path.write_text('{"environment": {}, "records": [')  # cut short
+    _bench.write("01-jacobi", "cpu", {"jax": [_record("jax-jacobi")]})
+    err = capsys.readouterr().err.strip()
+    (aside,) = [p for p in folder.iterdir() if ".unreadable-" in p.name]
+    assert aside.read_text() == '{"environment": {}, "records": ['  # kept, byte for byte
+    assert len(err.splitlines()) == 1 and str(aside) in err
+    assert [r["variant"] for r in json.loads(path.read_text())["records"]] == ["jax-jacobi"]
+    assert not aside.name.endswith(".json")  # `weanj plot` does not take it for results
+
+
+def test_malformed_records_send_the_file_aside_and_keep_the_good_ones(project, capsys):
+    folder = project / "results" / "01-jacobi" / "bench"
+    folder.mkdir(parents=True)
+    path = folder / "jax-cpu.json"
+    original = json.dumps({"environment": {}, "records": [_record("good"), _record("bad", N="x")]})
+    path.write_text(original)
+    _bench.write("01-jacobi", "cpu", {"jax": [_record("new")]})
+    (aside,) = [p for p in folder.iterdir() if ".unreadable-" in p.name]
+    assert aside.read_text() == original and str(aside) in capsys.readouterr().err
+    assert sorted(r["variant"] for r in json.loads(path.read_text())["records"]) == ["good", "new"]
+
+
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"N": "16"}, "field N must be an integer >= 0, got '16'"),
+        ({"N": True}, "field N must be an integer >= 0, got True"),
+        ({"n": 4.5}, "field n must be an integer >= 0"),
+        ({"K": None}, "field K must be an integer >= 0, got None"),
+        ({"forward_s": "fast"}, "field forward_s must be a finite number of seconds"),
+        ({"grad_s": float("nan")}, "field grad_s must be a finite number of seconds"),
+        ({"compile_s": -1.0}, "field compile_s must be a finite number of seconds"),
+        ({"peak_mem_bytes": 1.5}, "field peak_mem_bytes must be an integer >= 0 or null"),
+        ({"dtype": 64}, "field dtype must be text, got 64"),
+        ({"variant": ""}, "field variant must be text"),
+        ({"extra": object()}, "cannot be written as JSON"),
+        ({"extra": float("inf")}, "cannot be written as JSON"),
+    ],
+    ids=lambda v: str(v)[:24],
+)
+def test_write_results_refuses_wrong_types(project, changes, words):
+    import weanj
+
+    with pytest.raises(weanj.InputError) as excinfo:
+        weanj.write_results("01-jacobi", "jax", "cpu", [_record("a"), _record("b", **changes)])
+    message = str(excinfo.value)
+    assert words in message and "\n" not in message
+    assert not (project / "results" / "01-jacobi" / "bench").exists()
+
+
+def test_write_results_takes_numpy_numbers(project):
+    import weanj
+
+    r = _record("a", N=np.int64(16), n=np.int32(4), forward_s=np.float64(0.5), grad_s=None)
+    path = weanj.write_results("01-jacobi", "jax", "cpu", [r], env={})
+    (stored,) = json.loads(path.read_text())["records"]
+    assert stored["N"] == 16 and stored["forward_s"] == 0.5 and stored["grad_s"] is None

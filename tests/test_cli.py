@@ -11,9 +11,15 @@ import pytest
 import weanj
 from weanj._cli import main
 
-from .helpers import assert_one_line_error, jacobi_loss_and_gradient, run_weanj, write_h5
+from .helpers import (
+    assert_one_line_error,
+    jacobi_loss_and_gradient,
+    run_weanj,
+    sha256_of,
+    write_h5,
+)
 
-EXAMPLES = ("01-jacobi", "02-gauss-seidel")
+EXAMPLES = ("01-jacobi", "02-gauss-seidel", "03-advection", "04-tridiagonal", "05-deposition")
 
 
 def _fails(capsys, argv, *fragments) -> str:
@@ -117,10 +123,11 @@ def test_run_with_own_inputs_and_K(project, capsys, tmp_path):
     assert main(["run", "01-jacobi", "jax-jacobi", "--inputs", str(inputs), "--K", "3"]) == 0
     capsys.readouterr()
     loss, gradient = jacobi_loss_and_gradient(theta, uobs, 3)
-    # Into the store, computed on other inputs than the shared ones: stale unless asked.
-    with pytest.raises(weanj.StaleGradientError):
-        weanj.load_gradient("01-jacobi", "jax-jacobi")
-    stored = weanj.load_gradient("01-jacobi", "jax-jacobi", allow_stale=True)
+    # Computed on other inputs than the shared ones: kept apart from the store, in runs/.
+    assert not (project / "results" / "01-jacobi" / "gradients").exists()
+    (path,) = (project / "results" / "01-jacobi" / "runs").glob("jax-jacobi-*.h5")
+    assert path.name == f"jax-jacobi-inputs-{sha256_of(theta, uobs)[:12]}-K3.h5"
+    stored = weanj.load_gradient("01-jacobi", "jax-jacobi", path=path, allow_stale=True)
     assert stored.params == {"K": 3} and stored.loss == pytest.approx(loss, rel=1e-12)
     assert np.abs(stored.gradient - gradient).max() <= 1e-11 * np.abs(gradient).max()
 

@@ -16,6 +16,8 @@ import pytest
 import weanj
 from weanj._cli import main
 
+from .helpers import assert_one_line_error
+
 EX = "02-gauss-seidel"
 
 
@@ -273,3 +275,72 @@ def test_plot_without_matplotlib_is_one_line(store, capsys, monkeypatch):
     code, out, err = _run(capsys, "--plot")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "pip install 'weanj[plot]'" in err
+
+
+# --- stale means stale; a recorded file must be what it says (issue 17) -----------------
+
+
+def test_all_gradients_stale_is_refused(store, capsys):
+    old = "0" * 64  # as if computed on earlier shared inputs
+    weanj.save_gradient(EX, "jax-lex", _random(20), inputs_sha256=old)
+    weanj.save_gradient(EX, "jax-rb", _random(21), inputs_sha256=old)
+    code, out, err = _run(capsys)
+    assert code == 2 and out == ""
+    line = assert_one_line_error(
+        err, "refusing to compare every gradient", "jax-lex.h5", "jax-rb.h5"
+    )
+    assert f"`weanj run {EX} jax-lex`" in line and f"`weanj run {EX} jax-rb`" in line
+    assert "inputs sha256 000000000000" in line
+
+
+def test_all_gradients_at_another_K_is_refused(store, capsys):
+    K = weanj.load_inputs(EX)["K"]
+    weanj.save_gradient(EX, "jax-lex", _random(22), params={"K": K + 1})
+    code, _, err = _run(capsys)
+    assert code == 2
+    assert_one_line_error(err, f"K={K + 1} vs K={K}", f"`weanj run {EX} jax-lex`")
+
+
+def test_missing_shared_inputs_cannot_judge_staleness(store, capsys):
+    weanj.save_gradient(EX, "jax-lex", _random(23))
+    (store / "shared_inputs" / f"{EX}.h5").unlink()
+    code, _, err = _run(capsys)
+    assert code == 2
+    assert_one_line_error(err, "does not exist", f"weanj inputs regenerate {EX}")
+
+
+def test_recorded_reference_with_a_wrong_family_is_refused(store, capsys):
+    import h5py
+
+    g = _random(24)
+    weanj.save_gradient(EX, "jax-lex", g)
+    path = weanj.gradient_path(EX, "jax-rb", recorded=True)
+    weanj.save_gradient(EX, "jax-rb", 5 * g, path=path)
+    with h5py.File(path, "r+") as f:
+        f.attrs["family"] = "lex"  # would turn a gross disagreement into "info"... or hide it
+    code, out, err = _run(capsys)
+    assert code == 2 and out == ""
+    assert_one_line_error(err, str(path), "registered in family 'rb'", "re-record it")
+
+
+def test_a_flipped_byte_in_a_stored_gradient_is_detected(store, capsys):
+    import h5py
+
+    weanj.save_gradient(EX, "jax-lex", _random(25))
+    path = weanj.save_gradient(EX, "jax-wavefront", _random(25))
+    with h5py.File(path, "r") as f:
+        offset = f["gradient"].id.get_offset()
+    data = bytearray(path.read_bytes())
+    data[offset + 7] ^= 0x80  # the sign of the first element
+    path.write_bytes(bytes(data))
+    code, out, err = _run(capsys)
+    assert code == 2 and out == ""
+    assert_one_line_error(err, str(path), "do not match their recorded sha256")
+
+
+def test_runs_apart_are_not_read(store, capsys):
+    weanj.save_gradient(EX, "jax-lex", _random(26))
+    runs = store / "results" / EX / "runs"
+    weanj.save_gradient(EX, "jax-lex", _random(27), params={"K": 3}, path=runs / "jax-lex-K3.h5")
+    code, out, _ = _run(capsys)
+    assert code == 0 and "only one gradient" in out

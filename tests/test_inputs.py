@@ -206,27 +206,235 @@ def test_generated_inputs_match_their_digest():
 
 
 def test_verify_inputs(project):
-    report = weanj.verify_inputs()
+    report = weanj.verify_inputs(list(EXAMPLES))
     assert [(name, ok) for name, ok, _ in report] == [(name, True) for name in EXAMPLES]
     with h5py.File(_shared(project), "r+") as f:
         f.attrs["K"] = 5  # not covered by the digest, but not what the generator wrote
-    report = dict((name, (ok, msg)) for name, ok, msg in weanj.verify_inputs())
+    report = dict((name, (ok, msg)) for name, ok, msg in weanj.verify_inputs(list(EXAMPLES)))
     assert report["02-gauss-seidel"][0]
     assert not report["01-jacobi"][0] and "K" in report["01-jacobi"][1]
 
 
 def test_cli_verify_and_regenerate(project, capsys):
-    assert main(["inputs", "verify"]) == 0
+    assert main(["inputs", "verify", *EXAMPLES]) == 0
     out, err = capsys.readouterr()
     assert err == "" and out.count(" ok") == len(EXAMPLES)
 
     original = _shared(project).read_bytes()
     _shared(project).write_bytes(b"garbage")
     # In a fresh process, as a user runs it: one line naming the fix, no traceback.
-    result = run_weanj("inputs", "verify", root=project)
+    result = run_weanj("inputs", "verify", *EXAMPLES, root=project)
     assert result.returncode != 0
     assert_one_line_error(result.stderr, "weanj inputs regenerate 01-jacobi")
 
     assert main(["inputs", "regenerate", "01-jacobi"]) == 0
     assert _shared(project).read_bytes() == original
-    assert main(["inputs", "verify"]) == 0
+    assert main(["inputs", "verify", *EXAMPLES]) == 0
+
+
+# --- what an inputs file must not be (issue 17) -----------------------------------------
+
+
+def _user_file(tmp_path, name="mine.h5", attrs=None, **datasets):
+    rng = np.random.default_rng(3)
+    arrays = {"theta": rng.standard_normal((5, 5)), "uobs": rng.standard_normal((5, 5))}
+    arrays.update(datasets)
+    return write_h5(tmp_path / name, attrs=attrs, **arrays)
+
+
+def _external_storage(tmp_path, raw_bytes):
+    """theta stored in a raw file beside the HDF5 file (`raw_bytes` of its 200)."""
+    (tmp_path / "theta.bin").write_bytes(np.ones(25).tobytes()[:raw_bytes])
+    path = tmp_path / "external.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("theta", (5, 5), "f8", external=[(str(tmp_path / "theta.bin"), 0, 200)])
+        f["uobs"] = np.zeros((5, 5))
+    return path
+
+
+def _virtual(tmp_path):
+    source = write_h5(tmp_path / "source.h5", theta=np.ones((5, 5)))
+    layout = h5py.VirtualLayout((5, 5), "f8")
+    layout[:] = h5py.VirtualSource(str(source), "theta", (5, 5))
+    path = tmp_path / "virtual.h5"
+    with h5py.File(path, "w") as f:
+        f.create_virtual_dataset("theta", layout, fillvalue=0.0)
+        f["uobs"] = np.zeros((5, 5))
+    source.unlink()  # the values now live nowhere: h5py would read the fill value
+    return path
+
+
+def _external_link(tmp_path):
+    write_h5(tmp_path / "other.h5", theta=np.ones((5, 5)))
+    path = tmp_path / "linked.h5"
+    with h5py.File(path, "w") as f:
+        f["theta"] = h5py.ExternalLink(str(tmp_path / "other.h5"), "/theta")
+        f["uobs"] = np.zeros((5, 5))
+    return path
+
+
+def _never_written(tmp_path):
+    path = tmp_path / "empty.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("theta", (5, 5), "f8")  # allocated late: no values in the file
+        f["uobs"] = np.zeros((5, 5))
+    return path
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (lambda t: _external_storage(t, 0), "external file(s)"),
+        (lambda t: _external_storage(t, 100), "external file(s)"),
+        (lambda t: _external_storage(t, 200), "external file(s)"),
+        (_virtual, "virtual dataset"),
+        (_external_link, "external link"),
+        (_never_written, "only 0 of its 200 bytes stored"),
+    ],
+    ids=["external-missing", "external-short", "external-whole", "virtual", "link", "unwritten"],
+)
+def test_datasets_not_stored_in_the_file_are_refused(project, tmp_path, capsys, make, words):
+    path = make(tmp_path)
+    with pytest.raises(weanj.InputFileError, match="stored in the file itself") as excinfo:
+        weanj.load_inputs("01-jacobi", path)
+    assert words in str(excinfo.value) and str(path) in str(excinfo.value)
+    assert main(["run", "01-jacobi", "jax-jacobi", "--inputs", str(path)]) == 2
+    assert_one_line_error(capsys.readouterr().err, words)
+    # The same file as the shared inputs: verify and check refuse it, before any variant.
+    _shared(project).write_bytes(path.read_bytes())
+    for argv in (["inputs", "verify", "01-jacobi"], ["check", "01-jacobi"]):
+        assert main(argv) == 2
+        assert_one_line_error(capsys.readouterr().err, words, "weanj inputs regenerate 01-jacobi")
+    assert not (project / "results" / "01-jacobi" / "gradients").exists()
+
+
+_TOO_BIG = 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("abc", "K must be an integer, got 'abc'"),
+        (b"7", "K must be an integer, got '7'"),
+        (np.nan, "K must be an integer, got nan"),
+        (np.inf, "K must be an integer, got inf"),
+        (2.5, "K must be an integer, got 2.5"),
+        (np.array([1, 2]), "K must be an integer, got array([1, 2])"),
+        (np.uint64(2**64 - 1), "K must be at most 2147483647"),
+        (np.int64(_TOO_BIG), "K must be at most 2147483647"),
+        (2**31, "K must be at most 2147483647"),
+        (0, "K must be at least 1"),
+        (np.bool_(True), "K must be an integer, got"),
+    ],
+    ids=[
+        "text",
+        "bytes",
+        "nan",
+        "inf",
+        "fraction",
+        "array",
+        "uint64-max",
+        "int64-max",
+        "int32-max+1",
+        "zero",
+        "bool",
+    ],
+)
+def test_mistyped_parameter_attributes_are_refused(tmp_path, capsys, value, words):
+    path = _user_file(tmp_path, attrs={"K": value})
+    with pytest.raises(weanj.InputFileError, match="attribute K") as excinfo:
+        weanj.load_inputs("01-jacobi", path)
+    assert words in str(excinfo.value)
+    # Before any variant runs, and whatever `--K` says: the file is malformed.
+    assert main(["run", "01-jacobi", "jax-jacobi", "--inputs", str(path), "--K", "2"]) == 2
+    assert_one_line_error(capsys.readouterr().err, str(path), words)
+
+
+def test_integral_float_parameter_is_accepted(tmp_path):
+    assert weanj.load_inputs("01-jacobi", _user_file(tmp_path, attrs={"K": 4.0}))["K"] == 4
+
+
+def test_attribute_names_and_text_must_be_utf8(tmp_path, capsys):
+    path = _user_file(tmp_path, attrs={b"\xff\xfeK": 3})
+    with pytest.raises(weanj.InputFileError, match="name is not UTF-8 text"):
+        weanj.load_inputs("01-jacobi", path)
+    assert main(["run", "01-jacobi", "jax-jacobi", "--inputs", str(path)]) == 2
+    assert_one_line_error(capsys.readouterr().err, "not UTF-8")
+    path = _user_file(tmp_path, "text.h5", attrs={"example": np.bytes_(b"\xff\xfe")})
+    with pytest.raises(weanj.InputFileError, match="attribute example is not UTF-8 text"):
+        weanj.load_inputs("01-jacobi", path)
+
+
+def test_a_group_where_an_array_belongs(tmp_path):
+    path = tmp_path / "group.h5"
+    with h5py.File(path, "w") as f:
+        f.create_group("theta")
+        f["uobs"] = np.zeros((5, 5))
+    with pytest.raises(weanj.InputFileError, match="theta is a group, not a dataset"):
+        weanj.load_inputs("01-jacobi", path)
+
+
+@pytest.mark.parametrize(
+    "attrs, words",
+    [
+        ({"K": "abc"}, "attribute K must be an integer"),
+        ({"K": np.array([20, 20])}, "attribute K must be an integer"),
+        ({"sha256": np.array([1, 2])}, "does not match its recorded sha256"),
+        ({"example": np.array([1, 2])}, "is for example array([1, 2])"),
+        ({b"\xff": 1}, "not UTF-8 text"),
+    ],
+    ids=["K-text", "K-array", "sha256-array", "example-array", "bytes-name"],
+)
+def test_mistyped_shared_inputs_fail_verify_and_check(project, capsys, attrs, words):
+    with h5py.File(_shared(project), "r+") as f:
+        for key, value in attrs.items():
+            f.attrs[key] = value
+    assert main(["inputs", "verify", "01-jacobi"]) == 2
+    assert_one_line_error(capsys.readouterr().err, words, "weanj inputs regenerate 01-jacobi")
+    assert main(["check", "01-jacobi"]) == 2  # one line, before any variant runs
+    assert_one_line_error(capsys.readouterr().err, words)
+
+
+# --- parameters in range -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "K, words",
+    [
+        (str(2**63 - 1), "K must be at most 2147483647 (the kernels' loop counters are int32)"),
+        (str(2**64), "K must be at most 2147483647"),
+        (str(10**30), "K must be at most 2147483647"),
+        (str(2**31), "K must be at most 2147483647"),
+        ("0", "K must be at least 1"),
+        ("-5", "K must be at least 1"),
+    ],
+)
+def test_parameters_out_of_range_are_refused(project, capsys, K, words):
+    assert main(["run", "01-jacobi", "jax-jacobi", "--K", K]) == 2
+    assert_one_line_error(capsys.readouterr().err, words)
+    assert not (project / "results" / "01-jacobi" / "gradients").exists()
+
+
+def test_check_params_uses_each_parameters_own_range():
+    ex = weanj.Example(
+        name="10-range",
+        arrays=("x",),
+        wrt="x",
+        generate=lambda seed: {"x": np.zeros(3)},
+        params=(weanj.Param("S", default=3, minimum=2, maximum=9), weanj.Param("T", default=1)),
+    )
+    from weanj._inputs import check_params
+
+    assert check_params(ex, {"S": 9, "T": np.int32(5)}) == {"S": 9, "T": 5}
+    assert check_params(ex, {}) == {"S": 3, "T": 1}
+    for params, words in [
+        ({"S": 10}, "S must be at most 9, got 10"),
+        ({"S": 1}, "S must be at least 2, got 1"),
+        ({"T": 2**31}, "T must be at most 2147483647"),
+        ({"T": "3"}, "T must be an integer, got '3'"),
+        ({"T": None}, "T must be an integer, got None"),
+        ({"T": np.zeros((100, 100))}, "T must be an integer, got array("),
+    ]:
+        with pytest.raises(weanj.InputError, match="must be") as excinfo:
+            check_params(ex, params)
+        assert words in str(excinfo.value) and "\n" not in str(excinfo.value)

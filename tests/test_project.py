@@ -35,7 +35,7 @@ examples = ["kernels.smooth", "kernels.fit"]
 
 # DESIGN.md's snippet, as written, with a working loss body; then a second correct
 # variant, and one whose gradient is off by 1e-3 relative at x[7].
-SMOOTH = '''\
+SMOOTH = """\
 import jax, jax.numpy as jnp, numpy as np
 import weanj
 
@@ -73,7 +73,7 @@ def wrong_grad(x, y, S):
 
 
 weanj.jax_variant(ex, "jax-wrong", family="smooth", grad=wrong_grad)(smooth_loop)
-'''
+"""
 
 JULIA_SMOOTH = """\
 function smooth_loss(x::Vector{T}, y::Vector{T}, S::Integer) where {T <: AbstractFloat}
@@ -94,7 +94,7 @@ end
 """
 
 # Two gradient arrays of different shapes: L(A, b) = Σ_r (tanh(Σ_c A[r,c] t[c]) + b[r] − z[r])².
-FIT = '''\
+FIT = """\
 import jax.numpy as jnp
 import numpy as np
 import weanj
@@ -128,7 +128,7 @@ def fit_dot(A, b, t, z):
 @weanj.jax_variant(ex, "jax-sum", family="fit")
 def fit_sum(A, b, t, z):
     return jnp.sum((jnp.tanh(jnp.sum(A * t[None, :], axis=1)) + b - z) ** 2)
-'''
+"""
 
 
 def fit_reference(A, b, t, z):
@@ -261,7 +261,9 @@ def test_two_gradient_arrays_of_different_shapes(user_project, tmp_path):
         "b": [6],
     }
     text = weanj_cli("diff", "20-fit", cwd=user_project).stdout
-    assert re.search(r"jax-dot\s+jax-sum\s+A\s", text) and re.search(r"jax-dot\s+jax-sum\s+b\s", text)
+    assert re.search(r"jax-dot\s+jax-sum\s+A\s", text) and re.search(
+        r"jax-dot\s+jax-sum\s+b\s", text
+    )
 
     # bench over the example's own size (`m`), N counting both arrays' entries.
     b = weanj_cli("bench", "20-fit", "--sizes", "4", "8", "--samples", "1", cwd=user_project)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import importlib.metadata
+import os
 import select
 import subprocess
 import textwrap
@@ -314,3 +315,152 @@ def test_killed_writer_leaves_the_previous_file(project):
     assert [s.variant for s in weanj.stored_gradients(EXAMPLE, recorded=False)] == ["jax-jacobi"]
     weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(3.0), loss=3.0)
     assert weanj.load_gradient(EXAMPLE, "jax-jacobi").loss == 3.0
+
+
+# --- what a gradient file must be (issue 17) ------------------------------------------
+
+
+def _edit(path, attrs):
+    with h5py.File(path, "r+") as f:
+        for key, value in attrs.items():
+            if value is None:
+                del f.attrs[key]
+            else:
+                f.attrs[key] = value
+
+
+@pytest.mark.parametrize(
+    "attrs, words",
+    [
+        ({"loss": "abc"}, "attribute loss must be a number, got 'abc'"),
+        ({"loss": np.array([1.0, 2.0])}, "attribute loss must be a number"),
+        ({"K": "abc"}, "attribute K must be an integer, got 'abc'"),
+        ({"K": np.nan}, "attribute K must be an integer, got nan"),
+        ({"K": np.uint64(2**64 - 1)}, "attribute K must be at most 2147483647"),
+        ({"K": np.array([20, 20])}, "attribute K must be an integer"),
+        ({"variant": np.array([1, 2])}, "attribute variant must be text"),
+        ({"family": 3}, "attribute family must be text, got 3"),
+        ({"dtype": "int8"}, "attribute dtype must be float32 or float64"),
+        ({"dtype": "float32"}, "is float64 but the attribute dtype says float32"),
+        ({"inputs_sha256": "abc"}, "inputs_sha256 must be 64 hexadecimal digits"),
+        ({"example": "99-nope"}, "example '99-nope', which this project does not have"),
+        ({"created": None, "backend": 1.5}, "attribute backend must be text"),
+        ({b"\xff\xfe": 1}, "name is not UTF-8 text"),
+        ({"variant": None}, "lacks attribute(s) variant"),
+        ({"family": "rb"}, "says jax-jacobi is of family 'rb', but jax-jacobi is registered"),
+    ],
+    ids=lambda v: str(v)[:30],
+)
+def test_mistyped_gradient_attributes_are_refused(project, attrs, words):
+    path = weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), loss=1.0)
+    _edit(path, attrs)
+    with pytest.raises(weanj.InputFileError) as excinfo:
+        weanj.load_gradient(EXAMPLE, "jax-jacobi")
+    message = str(excinfo.value)
+    assert words in message and str(path) in message and "\n" not in message
+    assert f"`weanj run {EXAMPLE} jax-jacobi`" in message  # what recomputes it
+
+
+def test_a_text_gradient_and_a_mistyped_digest_are_refused(project):
+    path = weanj.gradient_path(EXAMPLE, "jax-jacobi")
+    path.parent.mkdir(parents=True)
+    weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), path=path)
+    with h5py.File(path, "r+") as f:
+        del f["gradient"]
+        f["gradient"] = "not numbers"
+    with pytest.raises(weanj.InputFileError, match="is not a float32/float64 array"):
+        weanj.load_gradient(EXAMPLE, "jax-jacobi")
+    weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), path=path)
+    with h5py.File(path, "r+") as f:
+        f["gradient"].attrs["sha256"] = np.array([1, 2])
+    with pytest.raises(weanj.InputFileError, match="sha256 attribute of gradient is not text"):
+        weanj.load_gradient(EXAMPLE, "jax-jacobi")
+
+
+def test_a_flipped_byte_in_the_values_is_detected(project):
+    path = weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), loss=1.0)
+    with h5py.File(path, "r") as f:
+        offset = f["gradient"].id.get_offset()  # where the raw values start
+    data = bytearray(path.read_bytes())
+    data[offset + 8 * 100 + 3] ^= 0x01  # one bit of element 100
+    path.write_bytes(bytes(data))
+    with pytest.raises(weanj.InputFileError, match="do not match their recorded sha256"):
+        weanj.load_gradient(EXAMPLE, "jax-jacobi")
+
+
+def test_saving_a_registered_variant_under_another_family_is_refused(project):
+    with pytest.raises(weanj.InputError, match="registered in family 'jacobi', not 'rb'"):
+        weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), family="rb")
+
+
+def test_a_gradient_of_another_example_in_the_store_is_refused(project):
+    other = weanj.save_gradient("02-gauss-seidel", "jax-lex", _gradient())
+    folder = project / "results" / EXAMPLE / "gradients"
+    folder.mkdir(parents=True)
+    (folder / "jax-lex.h5").write_bytes(other.read_bytes())
+    with pytest.raises(weanj.InputFileError, match="holds a gradient of 02-gauss-seidel"):
+        weanj.stored_gradients(EXAMPLE)
+
+
+# --- where a gradient may be written ------------------------------------------------
+
+
+def test_save_gradient_refuses_places_that_are_not_gradient_files(project, tmp_path):
+    g = _gradient()
+    shared = project / "shared_inputs" / f"{EXAMPLE}.h5"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    (tmp_path / "file").write_text("a file")
+    cases = {
+        "": "the output path is empty",
+        str(tmp_path): "is a directory",
+        str(tmp_path / "file" / "g.h5"): "is a file, not a directory",
+        str(shared): "(the shared inputs)",
+        str(project / "shared_inputs" / "new.h5"): "(the shared inputs)",
+        str(notes): "not a readable weanj gradient file",
+    }
+    before = {p: p.read_bytes() for p in (shared, notes)}
+    for path, words in cases.items():
+        with pytest.raises(weanj.InputFileError) as excinfo:
+            weanj.save_gradient(EXAMPLE, "jax-jacobi", g, path=path)
+        assert words in str(excinfo.value), path
+    assert {p: p.read_bytes() for p in before} == before
+    assert not (project / "shared_inputs" / "new.h5").exists()
+    # A gradient file is replaced, as before.
+    out = weanj.save_gradient(EXAMPLE, "jax-jacobi", g, loss=1.0, path=tmp_path / "g.h5")
+    weanj.save_gradient(EXAMPLE, "jax-jacobi", g, loss=2.0, path=out)
+    assert weanj.load_gradient(EXAMPLE, "jax-jacobi", path=out).loss == 2.0
+
+
+def test_an_unwritable_place_is_one_error(project, tmp_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("tempfile.mkstemp", refuse)
+    with pytest.raises(weanj.InputFileError, match="Permission denied"):
+        weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), path=tmp_path / "g.h5")
+
+
+# --- temporary files of killed writers -----------------------------------------------
+
+
+def test_stale_temporaries_are_removed_by_the_next_write(project):
+    from weanj._atomic import STALE_AFTER_S
+
+    folder = project / "results" / EXAMPLE / "gradients"
+    folder.mkdir(parents=True)
+    old = time.time() - STALE_AFTER_S - 60
+    names = {
+        ".jax-jacobi.h5.k3j_9x0a.tmp": old,  # a killed Python writer (mkstemp)
+        ".julia-jacobi.h5.31337.tmp": old,  # a killed Julia writer (julia/io.jl)
+        ".jax-rb.h5.abcdefgh.tmp": time.time() - 60,  # a live writer's
+        ".notes.txt.abcdefgh.tmp": old,  # not one of weanj's files
+        "jax-lex.h5.tmp": old,  # not a writer's temporary name
+    }
+    for name, mtime in names.items():
+        (folder / name).write_bytes(b"half written")
+        os.utime(folder / name, (mtime, mtime))
+    weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient())
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [".jax-rb.h5.abcdefgh.tmp", ".notes.txt.abcdefgh.tmp", "jax-lex.h5.tmp", "jax-jacobi.h5"]
+    )

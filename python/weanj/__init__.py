@@ -38,6 +38,7 @@ from ._registry import FDPolicy as FDPolicy  # noqa: E402
 from ._registry import Param as Param  # noqa: E402
 from ._registry import Sizes as Sizes  # noqa: E402
 from ._registry import Variant as Variant  # noqa: E402
+from ._registry import differ_at_kinks as differ_at_kinks  # noqa: E402
 from ._registry import example as example  # noqa: E402
 from ._registry import example_names as example_names  # noqa: E402
 from ._registry import families as families  # noqa: E402

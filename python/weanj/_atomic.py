@@ -2,15 +2,32 @@
 
 A crash mid-write leaves the previous file intact (and at worst a `.tmp` file beside
 it); concurrent writers of one path each land a complete file, the last one wins.
+Temporary files left by killed writers are removed by the next write into the folder,
+once they are older than any live writer could be (`STALE_AFTER_S`). Read-merge-write
+cycles (the benchmark files) are serialised with `locked`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
+
+# A writer's temporary file lives from the start of one write to its rename: weanj writes
+# a finished gradient, inputs or benchmark file (at most a few hundred MB, written in
+# seconds), and every write advances the file's mtime. One untouched for an hour belongs
+# to a writer that was killed; even a write stalled on a slow network disk has long
+# failed by then.
+STALE_AFTER_S = 3600.0
+
+# `.<name>.<8 random characters>.tmp` (tempfile.mkstemp, below) and `.<name>.<pid>.tmp`
+# (julia/io.jl), for the data files weanj writes; nothing else in the folder is touched.
+_TEMPORARY = re.compile(r"\.(?P<name>.+\.(?:h5|json))\.(?:[a-z0-9_]{8}|[0-9]+)\.tmp\Z")
 
 
 def _umask() -> int:
@@ -19,16 +36,39 @@ def _umask() -> int:
     return mask
 
 
+def remove_stale_temporaries(folder: Path, older_than_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove the writers' temporary files in `folder` older than `older_than_s`; returns
+    them. Errors (a file another process removed first, no permission) are ignored."""
+    removed = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _TEMPORARY.match(entry.name):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and now - info.st_mtime > older_than_s:
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path | str) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces `path` in one step."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         yield tmp
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
@@ -36,3 +76,31 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def locked(path: Path | str) -> Iterator[bool]:
+    """Hold an exclusive lock for `path` (on the file `.<name>.lock` beside it) while
+    reading, merging and rewriting it, so that concurrent writers serialise.
+
+    Yields True when locked; False where the platform or file system has no `flock`
+    (the caller then proceeds unlocked, as before). The lock file is left in place:
+    removing it would let a third writer lock a new file while a second holds the old.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield False
+        return
+    with open(path.parent / f".{path.name}.lock", "a+b") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        except OSError:  # e.g. ENOLCK on some network file systems
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -20,6 +20,7 @@ import argparse
 import datetime as _dt
 import functools
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -28,10 +29,18 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import InputError, UnavailableError
+from ._atomic import locked
+from ._errors import InputError, InputFileError, UnavailableError, WeanjError
 from ._inputs import check_params
 from ._registry import Example, Variant, example, variant, variants
-from ._timing import environment, results_path, time_median, write_results
+from ._timing import (
+    check_record,
+    environment,
+    record_fields,
+    results_path,
+    time_median,
+    write_results,
+)
 
 DEFAULT_BUDGET_S = 5.0
 SEED = 1
@@ -88,9 +97,21 @@ def inputs_at(ex: Example, size: int | None) -> dict[str, np.ndarray]:
     return dict(ex.sizes.generate(SEED, size))
 
 
+def _placement(device, multi_device: bool):
+    """Where the inputs go: `device`, or, for a multi-device variant, replicated over the
+    devices it spans (so that they are not committed to one of them)."""
+    if device is None or not multi_device:
+        return device
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    from ._devices import chosen_devices
+
+    return NamedSharding(Mesh(np.array(chosen_devices(), dtype=object), ("d",)), PartitionSpec())
+
+
 def _args(ex: Example, size: int | None, params: dict[str, int], dtype: str, device) -> tuple:
-    """The call arguments at a size, on `device` for JAX functions (numpy arrays
-    otherwise), and N, the number of gradient entries."""
+    """The call arguments at a size, on `device` (a device or a sharding) for JAX
+    functions (numpy arrays otherwise), and N, the number of gradient entries."""
     import jax
 
     arrays = {k: np.asarray(a, dtype=dtype) for k, a in inputs_at(ex, size).items()}
@@ -183,13 +204,16 @@ def sweep_variant(
     """The records of one variant: the sweep over `sizes` at `params`, then (at the middle
     size) the timed sweep `over` a parameter and the compiled-only `memory_over` one."""
     on_jax = hasattr(v.grad, "lower")
-    where = jax_device(device) if on_jax else None
+    where = _placement(jax_device(device), v.multi_device) if on_jax else None
+    from ._devices import device_count
+
     base = {
         "example": ex.name,
         "variant": v.name,
         "family": v.family,
         "backend": v.backend,
         "device": device,
+        "devices": device_count() if v.multi_device else 1,
         "dtype": dtype,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -275,6 +299,7 @@ def bench(
     samples: int | None = None,
     over: tuple[str, Sequence[int]] | None = None,
     memory_over: Any = _DEFAULT,
+    devices: int | None = None,
     say: Callable[[str], None] = _say,
 ) -> dict[str, list[dict[str, Any]]]:
     """Benchmark the variants of an example; nothing is written (see `write`).
@@ -292,6 +317,9 @@ def bench(
     - `device`: `"cpu"` or `"gpu"` (no GPU raises `UnavailableError`).
     - `samples`: timing samples per point (default 10, 3 from size 512, fewer where they
       would take longer than `budget_s`).
+    - `devices`: how many devices the multi-device (sharded) variants span (default: all
+      of `device`'s kind that JAX sees, or `weanj.set_devices`'s choice); the others run
+      on one. Recorded as `devices` in every record.
     - `say`: receives one progress line per measured point.
 
     **Returns:** `{backend: [records]}`, each record with the fields of DESIGN.md (`dtype,
@@ -333,6 +361,28 @@ def bench(
     where = jax_device(device)  # fails before any work when the GPU is missing
     names = list(variant_names) if variant_names else variants(ex.name)
     chosen = [variant(ex.name, name) for name in names]
+    if devices is not None:
+        from ._devices import set_devices
+
+        if devices < 1:
+            raise InputError(f"devices must be at least 1, got {devices}")
+        previous = set_devices(devices, platform=device)  # too many: one line, before work
+        try:
+            return bench(
+                ex.name,
+                names,
+                sizes=sizes,
+                params=params,
+                dtype=dtype,
+                device=device,
+                budget_s=budget_s,
+                samples=samples,
+                over=over,
+                memory_over=memory_over,
+                say=say,
+            )
+        finally:
+            set_devices(*previous)
 
     by_backend: dict[str, list[dict[str, Any]]] = {}
     for v in chosen:
@@ -391,6 +441,48 @@ _VARYING = {
 }
 
 
+def _aside_path(path: Path) -> Path:
+    """Where an unreadable benchmark file is kept: beside it, named so that no reader
+    takes it for a benchmark file (not `*.json`)."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    aside = path.with_name(f"{path.name}.unreadable-{stamp}")
+    k = 1
+    while aside.exists():
+        k += 1
+        aside = path.with_name(f"{path.name}.unreadable-{stamp}-{k}")
+    return aside
+
+
+def _kept_records(example_name: str, path: Path) -> tuple[list[dict[str, Any]], Path | None]:
+    """The records already in `path`, and where the file was moved when it could not be
+    read whole (not JSON, no record list, or records of the wrong form): then the
+    well-formed records are kept and the file itself goes aside, so nothing is lost."""
+    if not path.is_file():
+        return [], None
+    required = record_fields(example_name)
+    try:
+        records = json.loads(path.read_text())["records"]
+        if not isinstance(records, list):
+            raise TypeError("records is not a list")
+    except (OSError, ValueError, KeyError, TypeError):
+        records, whole = [], False
+    else:
+        good = []
+        for i, r in enumerate(records):
+            try:
+                check_record(r, required, f"record {i}")
+                good.append(r)
+            except InputError:
+                pass
+        whole = len(good) == len(records)
+        records = good
+    if whole:
+        return records, None
+    aside = _aside_path(path)
+    os.replace(path, aside)
+    return records, aside
+
+
 def write(
     example_name: str, device: str, by_backend: dict[str, list[dict[str, Any]]]
 ) -> list[Path]:
@@ -398,7 +490,9 @@ def write(
 
     Records of other series already in the file are kept, so that benchmarking one
     variant (or one parameter value) does not erase its siblings; the `environment`
-    block describes this run, each record carries its `date`.
+    block describes this run, each record carries its `date`. The read-merge-write holds
+    a lock (`_atomic.locked`), so concurrent runs keep each other's records. A file that
+    cannot be read whole is moved aside (one line on stderr says where), never replaced.
     """
     from ._registry import find_variant
 
@@ -406,17 +500,25 @@ def write(
     for backend, records in by_backend.items():
         measured = {_series(r) for r in records}
         path = results_path(example_name, backend, device)
-        kept = []
-        if path.is_file():
-            try:
-                kept = json.loads(path.read_text())["records"]
-            except (OSError, ValueError, KeyError, TypeError):
-                _say(f"replacing unreadable benchmark file {path}")
-            kept = [r for r in kept if _series(r) not in measured]
         env = environment(device)
         v = find_variant(example_name, records[0]["variant"])
         env["backend_version"] = v.backend_version() if v is not None else "unknown"
-        paths.append(write_results(example_name, backend, device, kept + records, env=env))
+        try:
+            with locked(path):
+                kept, aside = _kept_records(example_name, path)
+                if aside is not None:
+                    _say(
+                        f"benchmark file {path} could not be read whole; moved it to {aside} "
+                        f"and kept its {len(kept)} readable record(s)"
+                    )
+                kept = [r for r in kept if _series(r) not in measured]
+                paths.append(write_results(example_name, backend, device, kept + records, env=env))
+        except OSError as e:
+            if isinstance(e, WeanjError):
+                raise
+            raise InputFileError(
+                f"cannot update benchmark file {path} ({e.strerror or e})"
+            ) from None
     return paths
 
 
@@ -456,6 +558,7 @@ def command(args: argparse.Namespace) -> int:
         samples=args.samples,
         over=_sweep_option(args.over, "--over"),
         memory_over=memory_over,
+        devices=args.devices,
     )
     if not by_backend:
         raise UnavailableError(f"no variant of {args.example} to benchmark on {args.device}")
@@ -474,6 +577,8 @@ def markdown_table(ex: Example, records: Sequence[dict[str, Any]]) -> str:
 
     size_name = ex.sizes.name if ex.sizes is not None else None
     columns = ([size_name] if size_name else []) + list(ex.param_names)
+    if any(r.get("devices", 1) != 1 for r in records):
+        columns.append("devices")
     lines = [
         "| variant | device | dtype | "
         + "".join(f"{c} | " for c in columns)

@@ -69,10 +69,11 @@ def cmd_inputs(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ._registry import example
-    from ._run import evaluate
+    from ._run import check_out_path, evaluate
 
     ex = example(args.example)
     params = param_options(args, ex.name)
+    check_out_path(args.out)  # a place no gradient may go is refused before the variant runs
     # No progress line before `evaluate`: a mistake it finds must be the only stderr line.
     ev = evaluate(ex.name, args.variant, inputs=args.inputs, params=params, dtype=args.dtype)
     if not ev.finite:
@@ -87,6 +88,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"({ev.seconds:.2f} s)"
     )
     print(f"saved {path}")
+    if args.out is None and ev.apart_note():
+        print(ev.apart_note())
     return 0
 
 

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 
 from ._compare import PairComparison, compare, tolerance
-from ._errors import InputFileError, StaleGradientError, UnavailableError, WeanjError
+from ._errors import StaleGradientError, UnavailableError, WeanjError
 from ._inputs import inputs_path, read_inputs_file
-from ._registry import example, families, find_variant
+from ._registry import example, families, find_variant, kink_difference
 from ._root import results_dir
 from ._store import StoredGradient, stored_gradients
 
-OK, FAIL, INFO, NONFINITE = "ok", "FAIL", "info", "NaN/Inf"
+OK, FAIL, INFO, NONFINITE, KINKS = "ok", "FAIL", "info", "NaN/Inf", "kinks"
 
 
 class NothingToCompareError(WeanjError):
@@ -65,6 +65,10 @@ class Pair:
     families: tuple[str, str]
     array: str
     comparison: PairComparison
+    # A declared pair (`weanj.differ_at_kinks`) that agrees away from the kinks: why, and
+    # the comparison on the entries away from them.
+    kinks: str | None = None
+    away_from_kinks: PairComparison | None = None
 
     @property
     def same_family(self) -> bool:
@@ -76,7 +80,9 @@ class Pair:
             return NONFINITE
         if not self.same_family:
             return INFO
-        return OK if self.comparison.agree else FAIL
+        if self.comparison.agree:
+            return OK
+        return KINKS if self.kinks is not None else FAIL
 
     @property
     def failed(self) -> bool:
@@ -173,6 +179,10 @@ class DiffReport:
                     "tolerance": {"grad": tolerance(c.dtype).grad, "loss": tolerance(c.dtype).loss},
                     "nonfinite": c.nonfinite,
                     "verdict": p.verdict,
+                    "kinks": p.kinks,
+                    "away_from_kinks_max_rel": _finite(p.away_from_kinks.max_rel)
+                    if p.away_from_kinks is not None
+                    else None,
                 }
             )
         return {
@@ -242,6 +252,11 @@ class DiffReport:
                 out.append("  elements beyond the tolerance (count, then the first in C order):")
             for p in shown_pairs:
                 out.append("  " + _differing_line(p, self.sizes.get(p.array, 0)))
+                if p.kinks is not None:
+                    out.append(
+                        f"    differs only at the kinks, as declared ({p.kinks}); away from "
+                        f"them max|Δ|/max|g_ref| = {_num(p.away_from_kinks.max_rel)}"
+                    )
         elif len(self.entries) < 2:
             out.append("  nothing to compare: only one gradient")
         failures = self.failures()
@@ -346,7 +361,45 @@ def diff_gradients(
             report.pairs.extend(_pairs(a, b))
     for fa, fb in itertools.combinations(by_family, 2):
         report.pairs.extend(_pairs(by_family[fa][0], by_family[fb][0]))
+    by_label = {e.label: e.stored for e in entries}
+    for pair in report.pairs:
+        if pair.same_family and not pair.comparison.agree and not pair.comparison.nonfinite:
+            _judge_at_kinks(ex, pair, by_label[pair.reference], by_label[pair.other], report.params)
     return report
+
+
+def kink_mask(ex, params: dict[str, int], array: str) -> np.ndarray:
+    """True away from the example's kinks on its shared inputs (its `FDPolicy.mask`)."""
+    from ._check import fd_masks
+
+    shared = read_inputs_file(ex.name, inputs_path(ex.name), shared=True)
+    return fd_masks(ex, dict(shared["arrays"]), dict(params))[array]
+
+
+def compare_away_from_kinks(ex, a: str, b: str, array: str, g_ref, g, loss_ref, loss, params):
+    """For a declared pair (`weanj.differ_at_kinks`): `(why, comparison away from the
+    kinks)`, or None when the pair is not declared."""
+    why = kink_difference(ex.name, a, b)
+    if why is None:
+        return None
+    keep = kink_mask(ex, params, array)
+    return why, compare(np.asarray(g_ref)[keep], np.asarray(g)[keep], loss_ref, loss)
+
+
+def _judge_at_kinks(ex, pair: Pair, a: StoredGradient, b: StoredGradient, params) -> None:
+    judged = compare_away_from_kinks(
+        ex,
+        a.variant,
+        b.variant,
+        pair.array,
+        a.gradients[pair.array],
+        b.gradients[pair.array],
+        a.loss,
+        b.loss,
+        params,
+    )
+    if judged is not None and judged[1].agree:
+        pair.kinks, pair.away_from_kinks = judged
 
 
 def _pairs(a: Entry, b: Entry) -> list[Pair]:
@@ -403,36 +456,28 @@ def _stale_line(s: StoredGradient, baseline: tuple, shared_params: dict[str, int
 
 
 def check_comparable(example_name: str, stored: list[StoredGradient]) -> tuple:
-    """The common (inputs sha256, params, shape) of `stored`, or `StaleGradientError`.
-
-    When they differ, the gradients computed on the current shared inputs (or, without
-    them, the largest group) are taken as current and every other file is named as stale,
-    with the command that recomputes it.
+    """The (inputs sha256, params, shape) of the current shared inputs, when every
+    gradient of `stored` was computed on them; else `StaleGradientError` naming each
+    file computed on other inputs, parameters or shapes, with the command that
+    recomputes it. Without readable shared inputs nothing can be judged current: their
+    `InputFileError` (with the command that regenerates them) is raised.
     """
-    groups: dict[tuple, list[StoredGradient]] = {}
-    for s in stored:
-        groups.setdefault(_key(s), []).append(s)
-    if len(groups) <= 1:
-        return next(iter(groups), ("", (), ()))
     ex = example(example_name)
-    shared_params: dict[str, int] = {}
-    current = None
-    try:
-        shared = read_inputs_file(ex.name, inputs_path(ex.name), shared=True)
-        shared_params = {k: int(v) for k, v in shared["params"].items()}
-        current = (
-            shared["sha256"],
-            tuple(sorted(shared_params.items())),
-            tuple((name, tuple(shared["arrays"][name].shape)) for name in ex.wrt_names),
-        )
-    except InputFileError:
-        pass  # no current inputs to judge by: the majority is the baseline
-    baseline = current if current in groups else max(groups, key=lambda k: len(groups[k]))
-    stale = [s for key, members in groups.items() if key != baseline for s in members]
+    shared = read_inputs_file(ex.name, inputs_path(ex.name), shared=True)
+    shared_params = {k: int(v) for k, v in shared["params"].items()}
+    current = (
+        shared["sha256"],
+        tuple(sorted(shared_params.items())),
+        tuple((name, tuple(shared["arrays"][name].shape)) for name in ex.wrt_names),
+    )
+    stale = [s for s in stored if _key(s) != current]
+    if not stale:
+        return current
+    every = "every gradient" if len(stale) == len(stored) else "gradients"
     raise StaleGradientError(
-        f"refusing to compare gradients of {ex.name} computed on different inputs "
-        f"(current: {_describe_key(baseline)}): "
-        + "; ".join(_stale_line(s, baseline, shared_params) for s in stale)
+        f"refusing to compare {every} of {ex.name}: computed on other inputs than the "
+        f"current shared inputs ({_describe_key(current)}): "
+        + "; ".join(_stale_line(s, current, shared_params) for s in stale)
     )
 
 

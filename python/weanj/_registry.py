@@ -38,6 +38,8 @@ from ._errors import (
 
 _EXAMPLES: dict[str, Example] = {}
 _VARIANTS: dict[str, dict[str, Variant]] = {}
+# {(example, frozenset({a, b})): why}: same-family pairs documented to differ at kinks.
+_AT_KINKS: dict[tuple[str, frozenset], str] = {}
 _loaded = False
 _loading: str | None = None  # the example module being imported by `_load`
 
@@ -644,6 +646,35 @@ def unregister_example(name: str) -> None:
     """Remove an example and its variants (for tests and notebooks that redefine one)."""
     _EXAMPLES.pop(name, None)
     _VARIANTS.pop(name, None)
+    for key in [k for k in _AT_KINKS if k[0] == name]:
+        del _AT_KINKS[key]
+
+
+def differ_at_kinks(example: Example | str, a: str, b: str, *, why: str) -> None:
+    """Declare that variants `a` and `b` (one family) may differ at the example's kinks.
+
+    A pair of ports that differentiates a kink by different conventions (Julia's `min`
+    and JAX's `jnp.minimum` at a tie) computes the same function but not the same
+    gradient there. Declared, the pair must still agree under the tolerance policy on
+    every entry its example's `FDPolicy.mask` keeps (away from kinks); where it differs
+    only at the kinks, `weanj diff`/`check` and `pytest --weanj` report the verdict
+    `kinks` with the count and places (not a failure) and `why`.
+    """
+    ex = _example_of(example)
+    if ex.fd.mask is None:
+        raise DefinitionError(f"{ex.name}: differ_at_kinks needs an FDPolicy mask (the kinks)")
+    table = _VARIANTS[ex.name]
+    for name in (a, b):
+        if name not in table:
+            raise DefinitionError(f"differ_at_kinks: {name!r} is not a variant of {ex.name}")
+    if table[a].family != table[b].family:
+        raise DefinitionError(f"differ_at_kinks: {a} and {b} are not of one family")
+    _AT_KINKS[(ex.name, frozenset((a, b)))] = why
+
+
+def kink_difference(example_name: str, a: str, b: str) -> str | None:
+    """Why `a` and `b` may differ at the kinks of the example, or None (not declared)."""
+    return _AT_KINKS.get((example_name, frozenset((a, b))))
 
 
 def _caller_module() -> str:
@@ -664,6 +695,8 @@ def _import_example_module(module: str, where: str) -> None:
     except BaseException as e:
         for name in set(_EXAMPLES) - set(before):
             unregister_example(name)
+        for key in [k for k in _AT_KINKS if k[0] in before and k[0] not in _EXAMPLES]:
+            del _AT_KINKS[key]
         for name, table in before.items():
             _VARIANTS[name] = table
         if not isinstance(e, Exception):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
+import numbers
 import os
 import platform
 import statistics
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ._atomic import atomic_path
-from ._errors import InputError
+from ._errors import InputError, InputFileError
 from ._registry import example
 from ._root import results_dir
 
@@ -38,6 +40,51 @@ def record_fields(example_name: str) -> tuple[str, ...]:
     ex = example(example_name)
     size = (ex.sizes.name,) if ex.sizes is not None else ()
     return RECORD_FIELDS + size + ex.param_names
+
+
+# The type of each field of the contract: text, a count, or a measurement (None where
+# not measured). Sizes and parameters (`record_fields` beyond these) are counts.
+_TEXT_FIELDS = ("dtype", "variant")
+_SECONDS_FIELDS = ("forward_s", "grad_s", "compile_s")
+_OPTIONAL_COUNT_FIELDS = ("peak_mem_bytes",)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
+
+
+def check_record(record: Any, required: Sequence[str], label: str) -> None:
+    """An `InputError` (one line, starting with `label`) unless `record` is a dict with
+    every field of `required`, each of its type: `dtype`, `variant` text; times finite
+    non-negative numbers or None; `peak_mem_bytes` a count or None; `N`, the size and the
+    parameters counts."""
+    if not isinstance(record, dict):
+        raise InputError(f"{label} is not a JSON object but {type(record).__name__}")
+    missing = [k for k in required if k not in record]
+    if missing:
+        raise InputError(f"{label} lacks field(s) {', '.join(missing)}")
+    for key in required:
+        value = record[key]
+        if key in _TEXT_FIELDS:
+            ok = isinstance(value, str) and value != ""
+            kind = "text"
+        elif key in _SECONDS_FIELDS:
+            ok = value is None or (
+                isinstance(value, numbers.Real)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and value >= 0
+            )
+            kind = "a finite number of seconds >= 0 or null"
+        elif key in _OPTIONAL_COUNT_FIELDS:
+            ok = value is None or _is_count(value)
+            kind = "an integer >= 0 or null"
+        else:
+            ok = _is_count(value)
+            kind = "an integer >= 0"
+        if not ok:
+            shown = " ".join(repr(value).split())[:40]
+            raise InputError(f"{label}: field {key} must be {kind}, got {shown}")
 
 
 def time_median(
@@ -146,21 +193,29 @@ def write_results(
     """
     required = record_fields(example_name)
     for i, r in enumerate(records):
-        missing = [k for k in required if k not in r]
-        if missing:
-            raise InputError(f"benchmark record {i} lacks field(s) {', '.join(missing)}")
+        check_record(r, required, f"benchmark record {i}")
     path = results_path(example_name, backend, device)
     payload = {
         "environment": env if env is not None else environment(device),
         "records": [dict(r) for r in records],
     }
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(payload, indent=2, default=_json_scalar) + "\n")
+    try:
+        text = json.dumps(payload, indent=2, default=_json_scalar, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"benchmark records cannot be written as JSON ({e})") from None
+    try:
+        with atomic_path(path) as tmp:
+            tmp.write_text(text + "\n")
+    except OSError as e:
+        raise InputFileError(f"cannot write benchmark file {path} ({e.strerror or e})") from None
     return path
 
 
 def _json_scalar(value: Any) -> Any:
-    """numpy/JAX scalars as the Python int or float they hold (so `N` stays an integer)."""
-    if hasattr(value, "item"):
+    """numpy/JAX scalars as the Python int or float they hold (so `N` stays an integer);
+    anything else is not JSON (TypeError)."""
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
         return value.item()
-    return float(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError(f"{type(value).__name__} is not a JSON value")

@@ -69,14 +69,16 @@ def _marks(example: str, names) -> list:
     return marks
 
 
-def variant_cases() -> list:
+def variant_cases(*, slow_if=None) -> list:
     """`pytest.param(example, name)` for every registered variant of every example that
-    has a reference module."""
+    has a reference module; `slow_if(variant)` marks some `slow` (`pytest -m slow`)."""
     cases = []
     for example in weanj.example_names():
         for names in weanj.families(example).values():
             for name in names:
                 marks = _marks(example, [name])
+                if slow_if is not None and slow_if(find_variant(example, name)):
+                    marks.append(pytest.mark.slow)
                 if reference_module(example) is None:
                     marks.append(pytest.mark.skip(reason=f"{example} has no reference module"))
                 cases.append(pytest.param(example, name, id=f"{example}:{name}", marks=marks))
@@ -94,7 +96,9 @@ def matrix_cases(kind: str) -> list:
             marks.append(pytest.mark.skip(reason=case.skip))
         cases.append(pytest.param(case, id=case.id, marks=marks))
     if not cases:
-        cases.append(pytest.param(None, id=f"no-{kind}", marks=pytest.mark.skip(reason=f"no {kind} case")))
+        cases.append(
+            pytest.param(None, id=f"no-{kind}", marks=pytest.mark.skip(reason=f"no {kind} case"))
+        )
     return cases
 
 
@@ -116,7 +120,10 @@ def family_cases(examples=None) -> list:
                 reason = f"no variant of family {family} is available here"
                 cases.append(
                     pytest.param(
-                        example, None, id=f"{example}:{family}", marks=pytest.mark.skip(reason=reason)
+                        example,
+                        None,
+                        id=f"{example}:{family}",
+                        marks=pytest.mark.skip(reason=reason),
                     )
                 )
     return cases

@@ -46,7 +46,5 @@ def loss(algorithm: str, arrays, params) -> float:
 
 def gradient(algorithm: str, arrays, params) -> dict[str, np.ndarray]:
     return {
-        "theta": reference.adjoint_gradient(
-            algorithm, arrays["theta"], arrays["uobs"], params["K"]
-        )
+        "theta": reference.adjoint_gradient(algorithm, arrays["theta"], arrays["uobs"], params["K"])
     }

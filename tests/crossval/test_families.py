@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import weanj
-
 from weanj import _matrix
 
 from . import reference

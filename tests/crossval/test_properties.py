@@ -30,7 +30,9 @@ def test_inputs_not_mutated(example, name):
         assert np.array_equal(arrays[k], a) and arrays[k].dtype == a.dtype, k
 
 
-@pytest.mark.parametrize(("example", "name"), variant_cases())
+# Op by op, shard_map runs every collective and every block as its own dispatch: 15-30 s
+# for a tiny case, so the sharded variants' non-jit runs are `slow` (pytest -m slow).
+@pytest.mark.parametrize(("example", "name"), variant_cases(slow_if=lambda v: v.multi_device))
 def test_jit_and_nonjit_agree(example, name):
     import jax
 
