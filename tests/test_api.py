@@ -285,3 +285,30 @@ def test_results_follow_the_root(project):
         project / "results" / "01-jacobi" / "gradients" / "jax-jacobi.h5"
     )
     assert weanj.inputs_path("02-gauss-seidel") == project / "shared_inputs" / "02-gauss-seidel.h5"
+
+
+# --- the notebook API checks what the command line checks ----------------------------
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (lambda t, o: (t, o, 0), "K must be in [1,"),
+        (lambda t, o: (t, o, 2**31), "K must be in [1,"),
+        (lambda t, o: (t, o, 3.0), "K must be an integer"),
+        (lambda t, o: (t, o[:4, :4], 3), "uobs has shape (4, 4)"),
+        (lambda t, o: (t, o.astype(np.float32), 3), "mix float32 and float64"),
+        (lambda t, o: (t.astype(int), o, 3), "dtype int64"),
+        (lambda t, o: (t, o), "takes 3 arguments (theta, uobs, K), got 2"),
+    ],
+    ids=["K-zero", "K-too-large", "K-float", "shapes", "mixed-dtypes", "int-array", "arity"],
+)
+def test_variant_calls_are_checked_before_they_run(args, words):
+    # .grad(θ, uobs, 0) used to return an all-zero gradient, wrong shapes a raw JAX error.
+    rng = np.random.default_rng(0)
+    theta, uobs = rng.standard_normal((5, 5)), rng.standard_normal((5, 5))
+    v = weanj.variant("01-jacobi", "jax-jacobi")
+    for fn in (v.loss, v.grad, v.grad.lower):
+        with pytest.raises(weanj.InputError) as raised:
+            fn(*args(theta, uobs))
+        assert words in str(raised.value) and "jax-jacobi" in str(raised.value)

@@ -2,10 +2,11 @@
 `pytest --weanj`, run as a user runs them (subprocesses, in a folder outside this
 repository, found by root discovery, not `$WEANJ_ROOT`).
 
-The project holds two modules: `kernels/smooth.py`, DESIGN.md's snippet as written (a 1-D
-kernel) with two correct variants and one whose gradient is deliberately wrong at one
-element, and `kernels/fit.py`, an example with two gradient arrays of different shapes
-(a (m, k) matrix and an (m,) vector). Every number is checked against numpy.
+The project holds three modules: `kernels/snippet.py`, DESIGN.md's snippet exactly as
+written, with a working loss body; `kernels/ring.py`, a 1-D kernel with two correct
+variants and one whose gradient is deliberately wrong at one element; and
+`kernels/fit.py`, an example with two gradient arrays of different shapes (a (m, k)
+matrix and an (m,) vector). Every number is checked against numpy.
 """
 
 from __future__ import annotations
@@ -30,12 +31,11 @@ name = "my-kernels"
 version = "0.0.1"
 
 [tool.weanj]
-examples = ["kernels.smooth", "kernels.fit"]
+examples = ["kernels.snippet", "kernels.ring", "kernels.fit"]
 """
 
-# DESIGN.md's snippet, as written, with a working loss body; then a second correct
-# variant, and one whose gradient is off by 1e-3 relative at x[7].
-SMOOTH = """\
+# DESIGN.md's snippet, exactly as written, with a working loss body (`...` replaced).
+SNIPPET = """\
 import jax, jax.numpy as jnp, numpy as np
 import weanj
 
@@ -44,8 +44,6 @@ ex = weanj.register_example(weanj.Example(
     params=(weanj.Param("S", default=3),),                     # static ints, after the arrays
     generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(40),
                            "y": np.random.default_rng(seed + 1).standard_normal(40)},
-    sizes=weanj.Sizes(generate=lambda seed, n: {"x": np.ones(n), "y": np.zeros(n)},
-                      values=(16, 32)),
 ))
 
 @weanj.jax_variant(ex, "jax-loop", family="smooth")           # registers; jit with params static,
@@ -56,6 +54,29 @@ def smooth_loop(x, y, S):                                      # gradient by jax
 
 weanj.julia_variant(ex, "julia-smooth", family="smooth",
                     file="julia/smooth.jl", loss="smooth_loss")  # path relative to the project
+"""
+
+# A 1-D kernel with sizes to sweep: two correct variants, and one whose gradient is off by
+# 1e-3 relative at x[7].
+RING = """\
+import jax, jax.numpy as jnp, numpy as np
+import weanj
+
+ex = weanj.register_example(weanj.Example(
+    name="12-ring", arrays=("x", "y"), wrt="x", shapes={"x": ("n",), "y": ("n",)},
+    params=(weanj.Param("S", default=3),),
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(40),
+                           "y": np.random.default_rng(seed + 1).standard_normal(40)},
+    sizes=weanj.Sizes(generate=lambda seed, n: {"x": np.ones(n), "y": np.zeros(n)},
+                      values=(16, 32)),
+))
+
+
+@weanj.jax_variant(ex, "jax-loop", family="smooth")
+def smooth_loop(x, y, S):
+    for _ in range(S):
+        x = (jnp.roll(x, 1) + 2 * x + jnp.roll(x, -1)) / 4
+    return jnp.sum((x - y) ** 2)
 
 
 @weanj.jax_variant(ex, "jax-scan", family="smooth")
@@ -141,7 +162,7 @@ def fit_reference(A, b, t, z):
 
 
 def smooth_reference(x, y, S):
-    """Loss and gradient of `10-smooth` in numpy: the smoothing is the symmetric
+    """Loss and gradient of `10-smooth` and `12-ring` in numpy: the smoothing is the symmetric
     circulant M = (S_+ + 2I + S_-)/4, so ∇L = 2 Mᵀᔆ (MˢX − y) = 2 Mˢ (Mˢx − y)."""
 
     def smooth(v):
@@ -172,7 +193,8 @@ def user_project(tmp_path_factory) -> Path:
     (root / "pyproject.toml").write_text(PYPROJECT)
     (root / "kernels").mkdir()
     (root / "kernels" / "__init__.py").write_text("")
-    (root / "kernels" / "smooth.py").write_text(SMOOTH)
+    (root / "kernels" / "snippet.py").write_text(SNIPPET)
+    (root / "kernels" / "ring.py").write_text(RING)
     (root / "kernels" / "fit.py").write_text(FIT)
     (root / "julia").mkdir()
     (root / "julia" / "smooth.jl").write_text(JULIA_SMOOTH)
@@ -184,21 +206,39 @@ def user_project(tmp_path_factory) -> Path:
 def test_inputs_and_list_are_the_projects_own(user_project):
     assert sorted(p.name for p in (user_project / "shared_inputs").iterdir()) == [
         "10-smooth.h5",
+        "12-ring.h5",
         "20-fit.h5",
     ]
     # Commands run from a subfolder find the project too.
     r = weanj_cli("list", cwd=user_project / "kernels")
     assert r.returncode == 0, r.stderr
-    assert "10-smooth" in r.stdout and "20-fit" in r.stdout
+    assert all(name in r.stdout for name in ("10-smooth", "12-ring", "20-fit"))
     assert "jacobi" not in r.stdout and "gauss-seidel" not in r.stdout  # no built-ins
     assert "julia-smooth" in r.stdout and "unavailable" in r.stdout
 
 
+def test_the_design_snippet_as_written_is_checked(user_project):
+    """DESIGN.md's snippet, pasted as written with a working loss body: `weanj check` runs
+    its JAX variant (fd-checked against the numpy gradient's direction derivatives) and
+    skips its Julia variant, saying why."""
+    r = weanj_cli("check", "10-smooth", cwd=user_project)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"jax-loop\s+smooth\s+\S+\s+\S+ ok", r.stdout), r.stdout
+    assert "skipped julia-smooth" in r.stdout and "10-smooth: ok" in r.stdout
+    with h5py.File(user_project / "results/10-smooth/gradients/jax-loop.h5") as f:
+        stored, loss = f["gradient"][()], float(f.attrs["loss"])
+    with h5py.File(user_project / "shared_inputs" / "10-smooth.h5") as f:
+        x, y = f["x"][()], f["y"][()]
+    loss_ref, g_ref = smooth_reference(x, y, 3)
+    assert abs(loss - loss_ref) <= 1e-12 * loss_ref
+    assert np.max(np.abs(stored - g_ref)) <= 1e-11 * np.max(np.abs(g_ref))
+
+
 def test_run_matches_numpy(user_project, tmp_path):
     out = tmp_path / "g.h5"
-    r = weanj_cli("run", "10-smooth", "jax-scan", "--S", "5", "--out", out, cwd=user_project)
+    r = weanj_cli("run", "12-ring", "jax-scan", "--S", "5", "--out", out, cwd=user_project)
     assert r.returncode == 0, r.stderr
-    with h5py.File(user_project / "shared_inputs" / "10-smooth.h5") as f:
+    with h5py.File(user_project / "shared_inputs" / "12-ring.h5") as f:
         x, y = f["x"][()], f["y"][()]
     loss, g = smooth_reference(x, y, 5)
     with h5py.File(out) as f:
@@ -208,15 +248,14 @@ def test_run_matches_numpy(user_project, tmp_path):
 
 
 def test_check_names_the_wrong_variant_and_its_worst_element(user_project):
-    r = weanj_cli("check", "10-smooth", cwd=user_project)
+    r = weanj_cli("check", "12-ring", cwd=user_project)
     assert r.returncode == 1, r.stdout + r.stderr
     failures = [line for line in r.stdout.splitlines() if line.strip().startswith("FAIL ")]
     assert failures and all("jax-wrong" in line for line in failures), r.stdout
     assert any("numpy (7) / Julia (8)" in line for line in failures), r.stdout
     assert re.search(r"jax-wrong\s+smooth\s+\S+\s+\S+ FAIL", r.stdout), r.stdout  # its fd check
-    assert "skipped julia-smooth" in r.stdout
     # The diff of the store says the same, and both correct variants agree.
-    d = weanj_cli("diff", "10-smooth", "--json", cwd=user_project)
+    d = weanj_cli("diff", "12-ring", "--json", cwd=user_project)
     assert d.returncode == 1
     report = json.loads(d.stdout)
     verdicts = {(p["reference"], p["other"]): p["verdict"] for p in report["pairs"]}
@@ -280,15 +319,15 @@ def test_two_gradient_arrays_of_different_shapes(user_project, tmp_path):
 
 
 def test_bench_sweeps_the_sizes_the_example_defines(user_project):
-    r = weanj_cli("bench", "10-smooth", "--sizes", "16", "32", "--samples", "1", cwd=user_project)
+    r = weanj_cli("bench", "12-ring", "--sizes", "16", "32", "--samples", "1", cwd=user_project)
     assert r.returncode == 0, r.stderr
-    records = json.loads((user_project / "results/10-smooth/bench/jax-cpu.json").read_text())[
+    records = json.loads((user_project / "results/12-ring/bench/jax-cpu.json").read_text())[
         "records"
     ]
     assert {(r["variant"], r["n"], r["S"]) for r in records} == {
         (v, n, 3) for v in ("jax-loop", "jax-scan", "jax-wrong") for n in (16, 32)
     }
-    assert weanj_cli("plot", "10-smooth", cwd=user_project).returncode == 0
+    assert weanj_cli("plot", "12-ring", cwd=user_project).returncode == 0
 
 
 def test_pytest_weanj_fails_exactly_the_wrong_variants_items(user_project):
@@ -305,13 +344,14 @@ def test_pytest_weanj_fails_exactly_the_wrong_variants_items(user_project):
     assert r.returncode == 1, r.stdout + r.stderr
     failed = sorted(re.findall(r"^FAILED weanj::(\S+)", r.stdout, re.MULTILINE))
     assert failed == [
-        "10-smooth::smooth::jax-loop~jax-wrong",
-        "10-smooth::smooth::jax-scan~jax-wrong",
-        "10-smooth::smooth::jax-wrong::fd",
+        "12-ring::smooth::jax-loop~jax-wrong",
+        "12-ring::smooth::jax-scan~jax-wrong",
+        "12-ring::smooth::jax-wrong::fd",
     ], r.stdout
     passed = int(re.search(r"(\d+) passed", r.stdout).group(1))
-    # 10-smooth: 1 correct pair, 2 correct fd; 20-fit: 1 pair × 2 arrays, 2 fd.
-    assert passed == 1 + 2 + 2 + 2, r.stdout
+    # 10-smooth: 1 fd (its Julia items skip); 12-ring: 1 correct pair, 2 correct fd;
+    # 20-fit: 1 pair × 2 arrays, 2 fd.
+    assert passed == 1 + 1 + 2 + 2 + 2, r.stdout
     assert "julia-smooth" in r.stdout  # its items skip, saying why
 
 
@@ -363,3 +403,35 @@ def test_weanj_new_then_the_commands_it_prints(tmp_path):
     again = weanj_cli("new", "11-mine", cwd=tmp_path)
     assert again.returncode == 2
     assert_one_line_error(again.stderr, "already exists")
+
+
+def test_pytest_weanj_record_writes_references_then_checks_them(user_project):
+    """`--weanj-record` (pytest-regressions' `--force-regen`): writes the family's
+    reference and fails saying so; the next `pytest --weanj` checks every variant of the
+    family against it."""
+    env = {k: v for k, v in os.environ.items() if k != "WEANJ_ROOT"}
+
+    def pytest_weanj(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "--weanj", "--weanj-example", "20-fit", *extra]
+            + ["-p", "no:cacheprovider", "-rf"],
+            cwd=user_project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+
+    recorded = user_project / "results" / "20-fit" / "recorded" / "jax-dot.h5"
+    assert not recorded.exists()
+    r = pytest_weanj("--weanj-record")
+    assert r.returncode == 1 and f"wrote {recorded}" in r.stdout, r.stdout
+    assert recorded.is_file()
+    r = pytest_weanj()
+    assert r.returncode == 0, r.stdout
+    # 1 pair × 2 arrays, 2 fd, and both variants against recorded/jax-dot.
+    assert re.search(r"\b6 passed\b", r.stdout), r.stdout
+    r = pytest_weanj("-v")
+    for variant in ("jax-dot", "jax-sum"):
+        assert f"20-fit::fit::{variant}~recorded/jax-dot PASSED" in r.stdout, r.stdout

@@ -354,6 +354,40 @@ def test_cic_sharded_agrees_with_jax_scatter(runs, devices):
     )
 
 
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_weanj_run_on_unseen_inputs_matches_reference(name, project):
+    """`weanj run 0X VARIANT --inputs F --out O` on the default (single) device, as a user
+    runs it, against the independent loops (issue 18, acceptance 4)."""
+    import h5py
+
+    from . import reference
+
+    example = "01-jacobi" if "jacobi" in name else "02-gauss-seidel"
+    theta, uobs = _inputs(11, seed=SEED + 1)
+    inputs = project / "unseen.h5"
+    with h5py.File(inputs, "w") as f:
+        f["theta"], f["uobs"] = theta, uobs
+    out = project / "o.h5"
+    env = {**os.environ, "WEANJ_ROOT": str(project)}
+    env.pop("XLA_FLAGS", None)
+    args = ["run", example, name, "--inputs", inputs, "--K", "7", "--out", out]
+    r = subprocess.run(
+        [sys.executable, "-m", "weanj", *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    algorithm = VARIANTS[name][1]
+    loss_ref = reference.loss(algorithm, theta, uobs, 7)
+    g_ref = reference.adjoint_gradient(algorithm, theta, uobs, 7)
+    with h5py.File(out) as f:
+        loss, g = float(f.attrs["loss"]), f["gradient"][()]
+    assert abs(loss - loss_ref) <= 1e-12 * abs(loss_ref)
+    assert np.max(np.abs(g - g_ref)) <= 1e-11 * np.max(np.abs(g_ref))
+
+
 def test_device_selection():
     from weanj import InputError
     from weanj.examples import _sharded
