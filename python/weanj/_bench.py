@@ -17,6 +17,7 @@ a rerun replaces the series it measured and keeps the rest.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import functools
 import json
@@ -330,7 +331,6 @@ def bench(
     evaluation); `peak_mem_bytes` is XLA's scratch memory of the compiled gradient (None
     where not JAX); `N` the number of gradient entries.
     """
-    import jax
 
     ex = example(example_name)
     if dtype not in ("float64", "float32"):
@@ -361,29 +361,35 @@ def bench(
     where = jax_device(device)  # fails before any work when the GPU is missing
     names = list(variant_names) if variant_names else variants(ex.name)
     chosen = [variant(ex.name, name) for name in names]
-    if devices is not None:
-        from ._devices import set_devices
+    if devices is not None and devices < 1:
+        raise InputError(f"devices must be at least 1, got {devices}")
+    from ._devices import using_devices
 
-        if devices < 1:
-            raise InputError(f"devices must be at least 1, got {devices}")
-        previous = set_devices(devices, platform=device)  # too many: one line, before work
-        try:
-            return bench(
-                ex.name,
-                names,
-                sizes=sizes,
-                params=params,
-                dtype=dtype,
-                device=device,
-                budget_s=budget_s,
-                samples=samples,
-                over=over,
-                memory_over=memory_over,
-                say=say,
-            )
-        finally:
-            set_devices(*previous)
+    # Too many devices: one line, before any work.
+    selection = contextlib.nullcontext() if devices is None else using_devices(devices, device)
+    with selection:
+        return _bench_variants(
+            ex,
+            chosen,
+            where,
+            say,
+            sizes=sweep_sizes,
+            params=point,
+            dtype=dtype,
+            device=device,
+            budget_s=budget_s,
+            samples=samples,
+            over=over,
+            memory_over=memory_over,
+        )
 
+
+def _bench_variants(ex: Example, chosen: list[Variant], where, say, **options):
+    """The records of each variant, by backend (see `bench`; `options` are
+    `sweep_variant`'s)."""
+    import jax
+
+    device, dtype, point = options["device"], options["dtype"], options["params"]
     by_backend: dict[str, list[dict[str, Any]]] = {}
     for v in chosen:
         if device != "cpu" and not hasattr(v.grad, "lower"):
@@ -394,19 +400,7 @@ def bench(
         # Inputs are placed on `where` too; this also puts any computation that has no
         # array input of its own there.
         with jax.default_device(where):
-            records = sweep_variant(
-                ex,
-                v,
-                sizes=sweep_sizes,
-                params=point,
-                dtype=dtype,
-                device=device,
-                budget_s=budget_s,
-                samples=samples,
-                over=over,
-                memory_over=memory_over,
-                say=say,
-            )
+            records = sweep_variant(ex, v, say=say, **options)
         by_backend.setdefault(v.backend, []).extend(records)
     return by_backend
 

@@ -9,7 +9,8 @@ optionally of another platform. On a CPU, more devices are simulated with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 from ._errors import InputError, UnavailableError
 
@@ -65,6 +66,16 @@ def set_devices(devices: int | Sequence | None = None, platform: str | None = No
     if selection != previous:
         jax.clear_caches()
     return previous or (None, None)
+
+
+@contextlib.contextmanager
+def using_devices(devices: int | Sequence | None, platform: str | None = None) -> Iterator[None]:
+    """`set_devices(devices, platform)` for the duration of a `with` block."""
+    previous = set_devices(devices, platform)
+    try:
+        yield
+    finally:
+        set_devices(*previous)
 
 
 def device_count() -> int:

@@ -45,9 +45,7 @@ class Evaluation:
     @property
     def gradient(self):
         """The gradient as the variant's `grad` returns it: one array, or a dict of several."""
-        if len(self.gradients) == 1:
-            return next(iter(self.gradients.values()))
-        return dict(self.gradients)
+        return example(self.example).gradient_value(self.gradients)
 
     @property
     def finite(self) -> bool:

@@ -67,9 +67,7 @@ class StoredGradient:
     @property
     def gradient(self):
         """The gradient as a variant's `grad` returns it: one array, or a dict of several."""
-        if len(self.gradients) == 1:
-            return next(iter(self.gradients.values()))
-        return dict(self.gradients)
+        return example(self.example).gradient_value(self.gradients)
 
     @property
     def shapes(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
