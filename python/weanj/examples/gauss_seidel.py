@@ -113,7 +113,7 @@ def rb_loss(theta, uobs, K):
     return _poisson.misfit(rb_solve(theta, K), uobs)
 
 
-# --- kernex: the point update as a kernex kernel (weanj/_kernex.py) -------------------
+# --- kernex: the point update as a kernex kernel (examples/_kernex.py) ------------------
 # lex: kernex.kscan visits windows in row-major order, updating in place, so it runs on
 # the transposed grid, whose row-major order is the Julia loop's j outer, i inner.
 # rb: the masked half-sweep of jax-rb with its stencil from kernex.kmap; kernex's own way
@@ -122,7 +122,7 @@ def rb_loss(theta, uobs, K):
 
 
 def kernex_lex_solve(theta, K):
-    from .. import _kernex
+    from . import _kernex
 
     h2 = _poisson.h2(theta.shape[0])
     theta_t = jnp.pad(theta, 1).T
@@ -148,7 +148,7 @@ def kernex_lex_loss(theta, uobs, K):
 
 
 def kernex_rb_solve(theta, K):
-    from .. import _kernex
+    from . import _kernex
 
     n = theta.shape[0]
     h2, red = _poisson.h2(n), red_mask(n)

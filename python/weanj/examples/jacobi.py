@@ -105,12 +105,12 @@ weanj.jax_variant(
 
 
 # --- kernex: the point update as a kernex kernel over all windows at once (kmap) ----
-# The kernel reads θ from a second channel of the stacked grid (see weanj/_kernex.py);
+# The kernel reads θ from a second channel of the stacked grid (see examples/_kernex.py);
 # kernex is imported at trace time, i.e. only when the variant is used.
 
 
 def kernex_jacobi_solve(theta, K):
-    from .. import _kernex
+    from . import _kernex
 
     h2 = _poisson.h2(theta.shape[0])
     theta_padded = jax.numpy.pad(theta, 1)
