@@ -17,7 +17,7 @@ import numpy as np
 from ._compare import fd_check
 from ._diff import DiffReport, diff_gradients
 from ._errors import InputError
-from ._inputs import inputs_path, read_inputs_file
+from ._inputs import digest, inputs_path, read_inputs_file
 from ._registry import (
     Example,
     example,
@@ -143,8 +143,22 @@ def _progress(message: str, end: str = "\n") -> None:
     print(message, file=sys.stderr, end=end, flush=True)
 
 
+# {(mask function, wrt, inputs digest, parameters): masks}: a mask depends on the inputs only, and
+# may be costly (03-advection traces the T steps to find the kinks), while every variant,
+# every `pytest --weanj` fd case and `weanj diff`'s kink check asks for it again.
+_MASKS: dict[tuple, dict[str, np.ndarray]] = {}
+
+
 def fd_masks(ex: Example, arrays: dict, params: dict) -> dict[str, np.ndarray]:
     """The example's fd mask per wrt array (all True where it declares none)."""
+    # The mask function itself in the key: a redefined example never gets the old masks.
+    key = (ex.fd.mask, ex.wrt_names, digest(ex, arrays), tuple(sorted(params.items())))
+    if key not in _MASKS:
+        _MASKS[key] = _compute_masks(ex, arrays, params)
+    return {name: m.copy() for name, m in _MASKS[key].items()}
+
+
+def _compute_masks(ex: Example, arrays: dict, params: dict) -> dict[str, np.ndarray]:
     given = dict(ex.fd.mask(arrays, params)) if ex.fd.mask is not None else {}
     unknown = set(given) - set(ex.wrt_names)
     if unknown:
