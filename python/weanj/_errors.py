@@ -44,3 +44,15 @@ class ProjectError(WeanjError):
 class DefinitionError(WeanjError, ValueError):
     """An example or variant defined wrongly (a duplicate name, a variant of an unknown
     example, `wrt` naming no array, ...); raised when it is registered."""
+
+
+# The first line of a message stays short; a list that would make it long goes below.
+FIRST_LINE = 200
+
+
+def with_list(head: str, label: str, items) -> str:
+    """`head; label: a, b, c` when that fits on one line of ~200 characters, else the list
+    on the next line (`head` then `  label: a, b, c`)."""
+    listed = ", ".join(str(i) for i in items) or "none"
+    line = f"{head}; {label}: {listed}"
+    return line if len(line) <= FIRST_LINE else f"{head}\n  {label}: {listed}"

@@ -1,16 +1,18 @@
-"""`pytest --weanj`: the cross-validation matrix of the current project, as test items.
+"""`pytest --weanj`: the case table of the current project, as test items.
 
 Registered through the `pytest11` entry point, so installing weanj is enough: in a
-project with `[tool.weanj]`, `pytest --weanj` collects one item per case of
-`weanj._matrix` (same-family pairs per gradient array, finite differences, recorded
-references), with ids such as `02-gauss-seidel::lex::jax-lex~jax-wavefront`, and needs no
-test code of its own. `--weanj-record` (re)writes the recorded reference gradients
-instead, as pytest-regressions' `--force-regen` rewrites its data files: each family's
-first available variant on the shared inputs; those items then fail, saying what they
-wrote, so that the new references are looked at before they are committed.
+project with `[tool.weanj]`, `pytest --weanj` collects one item per case of `_cases`
+(same-family pairs per gradient array, float32 against the family's float64 reference,
+the Taylor and jvp checks, every recorded or other file of the store), with the case ids
+(`02-gauss-seidel::lex::jax-lex~jax-wavefront`), and needs no test code of its own.
+Each item asks the one judge (`_cases.judge_case`) and renders its verdict
+(`_report._text`): failing verdicts fail, `stale` and `skipped` skip saying why, the
+rest pass. `--weanj-record` (re)writes the recorded references instead, as
+pytest-regressions' `--force-regen` rewrites its data files: each family's first
+available variant on the shared inputs; those items then fail, saying what they wrote.
 
-The plugin stays thin (collection and reporting); the checks are weanj's own. Without
-`--weanj` it does nothing and imports nothing heavy.
+The plugin stays thin: collection and reporting. Without `--weanj` it does nothing and
+imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -21,9 +23,7 @@ import pytest
 def pytest_addoption(parser):
     group = parser.getgroup("weanj", "weanj cross-validation")
     group.addoption(
-        "--weanj",
-        action="store_true",
-        help="collect the cross-validation matrix of the current weanj project",
+        "--weanj", action="store_true", help="collect the case table of the current weanj project"
     )
     group.addoption(
         "--weanj-record",
@@ -39,31 +39,55 @@ def pytest_addoption(parser):
 
 
 class WeanjItem(pytest.Item):
-    """One case of the matrix."""
+    """One case of the table."""
 
-    def __init__(self, *, case, **kwargs):
+    def __init__(self, *, plan, case, **kwargs):
         super().__init__(**kwargs)
-        self.case = case
+        self.plan, self.case = plan, case
         if case.skip is not None:
             self.add_marker(pytest.mark.skip(reason=case.skip))
 
     def runtest(self):
-        from . import _matrix
+        from ._cases import Runner, judge_case
+        from ._judge._verdict import Verdict
+        from ._report._text import message
 
-        try:
-            self.summary = _matrix.run_case(self.case)
-        except _matrix.CaseSkipped as e:
-            pytest.skip(str(e))
+        j = judge_case(self.plan, self.case, Runner(self.plan))
+        self.judgement = j
+        if j.failed:
+            raise _Failed(message(j))
+        if j.verdict in (Verdict.SKIPPED, Verdict.STALE):
+            pytest.skip(f"{j.verdict}: {j.reason}")
 
     def repr_failure(self, excinfo, style=None):
-        from . import _errors, _matrix
+        from ._errors import WeanjError
 
-        if isinstance(excinfo.value, (_matrix.CheckFailure, _errors.WeanjError)):
+        if isinstance(excinfo.value, _Failed):
+            return str(excinfo.value)
+        if isinstance(excinfo.value, WeanjError):
             return f"{self.case.id}: {excinfo.value}"
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
         return self.path, 0, f"weanj {self.case.kind}: {self.case.id}"
+
+
+class WeanjErrorItem(pytest.Item):
+    """An example that cannot be judged (its inputs cannot be read): one failing item,
+    so that the other examples' items still run."""
+
+    def __init__(self, *, error, **kwargs):
+        super().__init__(**kwargs)
+        self.error = error
+
+    def runtest(self):
+        raise _Failed(self.error)
+
+    def repr_failure(self, excinfo, style=None):
+        return f"{self.name}: {excinfo.value}"
+
+    def reportinfo(self):
+        return self.path, 0, f"weanj: {self.name}"
 
 
 class WeanjRecordItem(pytest.Item):
@@ -74,10 +98,10 @@ class WeanjRecordItem(pytest.Item):
         self.example = example
 
     def runtest(self):
-        from . import _matrix
+        from ._check import record_references
 
-        written = _matrix.record_references([self.example])
-        raise _RecordedFailure(
+        written = record_references([self.example])
+        raise _Failed(
             "wrote "
             + ", ".join(str(p) for p in written)
             + "; look at them (weanj diff), commit them, and rerun without --weanj-record"
@@ -86,53 +110,81 @@ class WeanjRecordItem(pytest.Item):
         )
 
     def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, _RecordedFailure):
-            return f"{self.name}: {excinfo.value}"
-        return super().repr_failure(excinfo, style)
+        return f"{self.name}: {excinfo.value}"
 
     def reportinfo(self):
         return self.path, 0, f"weanj record: {self.example}"
 
 
-class _RecordedFailure(Exception):
+class _Failed(Exception):
     pass
+
+
+def _project_or_none():
+    """The project `pytest --weanj` works on, or None outside any (a bare folder: weanj's
+    own checkout is never taken by accident)."""
+    from ._project import find_root
+
+    root, how = find_root(checkout=False)
+    if how.startswith("the current folder"):
+        return None
+    return root
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection sees the items
 def pytest_collection_modifyitems(session, config, items):
     if not config.getoption("weanj"):
         return
-    from . import _matrix
+    from ._cases import plan
     from ._errors import WeanjError
     from ._registry import example, example_names
 
+    if _project_or_none() is None:
+        config._weanj_note = (
+            "weanj: not in a weanj project (no $WEANJ_ROOT, no pyproject.toml with [tool.weanj] "
+            "at or above the current folder): nothing collected"
+        )
+        return
     chosen = config.getoption("weanj_example")
     try:
         names = [example(n).name for n in chosen] if chosen else example_names()
-        if config.getoption("weanj_record"):
-            for name in names:
-                items.append(
-                    WeanjRecordItem.from_parent(
-                        session,
-                        name=f"{name}::record",
-                        nodeid=f"weanj::{name}::record",
-                        example=name,
-                    )
-                )
-            return
-        cases = _matrix.cases(names)
     except WeanjError as e:
         raise pytest.UsageError(f"weanj: {e}") from None
-    for case in cases:
-        items.append(
-            WeanjItem.from_parent(session, name=case.id, nodeid=f"weanj::{case.id}", case=case)
-        )
+    if config.getoption("weanj_record"):
+        for name in names:
+            items.append(
+                WeanjRecordItem.from_parent(
+                    session, name=f"{name}::record", nodeid=f"weanj::{name}::record", example=name
+                )
+            )
+        return
+    for name in names:
+        try:
+            p = plan(name, live=True)
+        except WeanjError as e:
+            items.append(
+                WeanjErrorItem.from_parent(
+                    session, name=f"{name}::inputs", nodeid=f"weanj::{name}::inputs", error=str(e)
+                )
+            )
+            continue
+        for case in p.cases:
+            if case.info:
+                continue  # across families: information, not a test
+            items.append(
+                WeanjItem.from_parent(
+                    session, name=case.id, nodeid=f"weanj::{case.id}", plan=p, case=case
+                )
+            )
 
 
 def pytest_report_collectionfinish(config, start_path, items):
-    """The matrix's items are added after collection proper: say how many there are."""
+    """The table's items are added after collection proper: say how many there are."""
     if not config.getoption("weanj"):
         return None
-    ours = [i for i in items if isinstance(i, (WeanjItem, WeanjRecordItem))]
-    examples = sorted({i.case.example if isinstance(i, WeanjItem) else i.example for i in ours})
+    note = getattr(config, "_weanj_note", None)
+    if note:
+        return note
+    ours = [i for i in items if isinstance(i, (WeanjItem, WeanjRecordItem, WeanjErrorItem))]
+    examples = sorted({i.nodeid.split("::")[1] for i in ours})
     return f"weanj: {len(ours)} cross-validation item(s) of {', '.join(examples) or 'no example'}"

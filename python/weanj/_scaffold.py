@@ -13,9 +13,9 @@ import os
 import re
 from pathlib import Path
 
-from ._atomic import atomic_path
 from ._errors import InputError
-from ._root import ROOT_VARIABLE, _user_project
+from ._io._atomic import atomic_path
+from ._project import ROOT_VARIABLE, user_project
 
 PYTHON_TEMPLATE = '''\
 """{name}: S sweeps of a periodic three-point smoothing of x, fitted to y.
@@ -126,7 +126,7 @@ def _target_root() -> Path:
     if env:
         return Path(env).expanduser().resolve()
     cwd = Path.cwd().resolve()
-    return _user_project(cwd) or cwd
+    return user_project(cwd) or cwd
 
 
 def _add_module(pyproject: Path, module: str) -> str:
@@ -148,9 +148,9 @@ def _add_module(pyproject: Path, module: str) -> str:
 
 def scaffold(name: str) -> list[str]:
     """Write the new example's files; **Returns:** the next commands to run."""
-    from ._registry import _check_name
+    from ._model import check_name
 
-    _check_name("example", name)
+    check_name("example", name)
     root = _target_root()
     stem = stem_of(name)
     python_file = root / "examples" / f"{stem}.py"
@@ -179,14 +179,3 @@ def scaffold(name: str) -> list[str]:
         f"weanj inputs regenerate {name}",
         f"weanj check {name}",
     ]
-
-
-def command(args) -> int:
-    """`weanj new NAME`."""
-    commands = scaffold(args.name)
-    stem = stem_of(args.name)
-    print(f"wrote examples/{stem}.py, julia/{stem}.jl and [tool.weanj] in pyproject.toml")
-    print("next:")
-    for line in commands:
-        print(f"  {line}")
-    return 0

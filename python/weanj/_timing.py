@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._atomic import atomic_path
 from ._errors import InputError, InputFileError
+from ._io._atomic import atomic_path
+from ._project import results_dir
 from ._registry import example
-from ._root import results_dir
 
 # The seed notebook's record fields (DESIGN.md makes them the benchmark file contract),
 # less its `n` and `K`: every example's records carry its own size and parameters instead

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import InputError
-from .._registry import Param, Sizes
+from .._model import Param, Sizes
 
 ARRAYS = ("theta", "uobs")
 SHAPES = {"theta": ("n", "n"), "uobs": ("n", "n")}

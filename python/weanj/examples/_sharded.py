@@ -251,37 +251,3 @@ def jacobi_sharded_solve(theta, K):
 def rb_sharded_solve(theta, K):
     """u^K of `jax-rb-sharded`, assembled as the padded (n+2)×(n+2) grid (for tests)."""
     return _sharded_solve(_rb_blocks, theta, K)
-
-
-# --- 05-deposition: particles split over devices (jax-cic-sharded) ---------------------
-# The particles, not the grid, are split: device d deposits its block of particles into
-# a whole (n, n) grid of its own (jax-segment-sum's deposit: its particles in the loop's
-# order), and `psum` adds the P partial grids. The mesh axis is the same 1-D device list.
-#
-# Summation order: a cell's contributions are summed per device in the loop's order, then
-# the devices' partial sums are added in the order of XLA's all-reduce (a tree or a ring,
-# by platform and device count), so ρ is not the loop's bits: Σ over devices of partial
-# sums reassociates the one sum the loop makes. It agrees with jax-scatter (whose order
-# differs again) under the tolerance policy, not bitwise, and it is deterministic for a
-# given device count and platform, but not across them. Padding particles (P not
-# divisible by the device count) carry charge 0 at position 0: they add exact zeros.
-
-
-def cic_sharded_loss(pos, q, rhoobs):
-    """`jax-cic-sharded`: particles split over a 1-D device mesh, each device deposits
-    into its own grid (segment_sum in the loop's order), `psum` adds the grids."""
-    from .deposition import deposit_segment_sum, misfit
-
-    n = rhoobs.shape[0]
-    m = mesh()
-    particles = q.shape[0]
-    padded = -(-particles // m.size) * m.size
-    pos_padded = jnp.pad(pos, ((0, padded - particles), (0, 0)))
-    q_padded = jnp.pad(q, (0, padded - particles))
-
-    def local(pos_block, q_block, obs):
-        rho = lax.psum(deposit_segment_sum(pos_block, q_block, n), AXIS)
-        return misfit(rho, obs)
-
-    loss = jax.shard_map(local, mesh=m, in_specs=(P(AXIS), P(AXIS), P()), out_specs=P())
-    return loss(pos_padded, q_padded, rhoobs)

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec as _P
 
 import weanj
 
@@ -166,6 +167,9 @@ EXAMPLE = weanj.register_example(
             "integral: floor switches cells, a central difference would straddle two "
             "slopes) are not perturbed; q enters linearly: all perturbed",
         ),
+        # A step below FD_STEP moves no kept position across its kink line (the mask
+        # keeps those at least FD_STEP away, and a unit direction moves each by <= h).
+        taylor={"pos": weanj.TaylorPolicy(h0=FD_STEP)},
     )
 )
 
@@ -350,18 +354,47 @@ def sorted_loss(pos, q, rhoobs):
     return misfit(deposit_sorted(pos, q, rhoobs.shape[0]), rhoobs)
 
 
-# --- particles split over devices (jax-cic-sharded) ---------------------------------
-# Each device deposits its block of particles into a whole grid (jax-segment-sum's
-# deposit), psum adds the grids (`_sharded.py`): the devices' partial sums reassociate
-# each cell's sum, so ρ agrees with the loop under the tolerance policy, not bitwise.
+# --- particles split over devices (jax-cic-sharded) -------------------------------------
+# The particles, not the grid, are split: device d deposits its block of particles into
+# a whole (n, n) grid of its own (jax-segment-sum's deposit: its particles in the loop's
+# order), and `psum` adds the P partial grids. The mesh axis is the same 1-D device list.
+#
+# Summation order: a cell's contributions are summed per device in the loop's order, then
+# the devices' partial sums are added in the order of XLA's all-reduce (a tree or a ring,
+# by platform and device count), so ρ is not the loop's bits: Σ over devices of partial
+# sums reassociates the one sum the loop makes. It agrees with jax-scatter (whose order
+# differs again) under the tolerance policy, not bitwise, and it is deterministic for a
+# given device count and platform, but not across them. Padding particles (P not
+# divisible by the device count) carry charge 0 at position 0: they add exact zeros.
+
+
+def cic_sharded_loss(pos, q, rhoobs):
+    """`jax-cic-sharded`: particles split over a 1-D device mesh, each device deposits
+    into its own grid (segment_sum in the loop's order), `psum` adds the grids."""
+    n = rhoobs.shape[0]
+    m = _sharded.mesh()
+    particles = q.shape[0]
+    padded = -(-particles // m.size) * m.size
+    pos_padded = jnp.pad(pos, ((0, padded - particles), (0, 0)))
+    q_padded = jnp.pad(q, (0, padded - particles))
+
+    def local(pos_block, q_block, obs):
+        rho = jax.lax.psum(deposit_segment_sum(pos_block, q_block, n), _sharded.AXIS)
+        return misfit(rho, obs)
+
+    specs = (_P(_sharded.AXIS), _P(_sharded.AXIS), _P())
+    loss = jax.shard_map(local, mesh=m, in_specs=specs, out_specs=_P())
+    return loss(pos_padded, q_padded, rhoobs)
+
 
 weanj.jax_variant(
     EXAMPLE,
     "jax-cic-sharded",
     family="cic",
+    loss=cic_sharded_loss,
     description="particles split over a 1-D device mesh (shard_map), grids added by psum; JAX AD",
     multi_device=True,
-)(_sharded.cic_sharded_loss)
+)
 
 
 # --- Enzyme-JAX: jax-scatter's forward, gradient by Enzyme's MLIR AD -----------------

@@ -13,7 +13,6 @@ its object API (no pyplot, so a notebook's plotting backend is never switched).
 
 from __future__ import annotations
 
-import argparse
 import json
 import numbers
 import sys
@@ -21,10 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._errors import InputFileError, UnavailableError
-from ._registry import Example, example
-from ._root import results_dir
-from ._timing import record_fields
+from .._errors import InputFileError, UnavailableError
+from .._model import Example
+from .._project import results_dir
+from .._registry import example
+from .._timing import record_fields
 
 _LINES = {"cpu": "-", "gpu": "--"}
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -273,10 +273,3 @@ def plot(example_name: str) -> list[Path]:
             f"weanj.Sizes) and no parameter; run e.g. weanj bench {name}{hint}"
         )
     return written
-
-
-def command(args: argparse.Namespace) -> int:
-    """`weanj plot EXAMPLE`."""
-    for path in plot(args.example):
-        print(f"wrote {path}")
-    return 0

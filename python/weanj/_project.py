@@ -2,7 +2,7 @@
 
 The project root (where `shared_inputs/` and `results/` live) is, in this order:
 
-1. `$WEANJ_ROOT` if set;
+1. `$WEANJ_ROOT` if set (it must be an existing folder);
 2. the nearest directory at or above the current one whose `pyproject.toml` has a
    `[tool.weanj]` table (a user project);
 3. the checkout of an editable install of weanj (this repository);
@@ -13,10 +13,13 @@ A project's `[tool.weanj]` table lists the modules that register its examples:
     [tool.weanj]
     examples = ["kernels.smooth", "kernels.stencil"]   # importable from the project root
     builtin = false          # true: weanj's own examples too
-    entry-points = true      # false: ignore installed packages' `weanj.examples` entry points
+    entry-points = false     # true: every installed `weanj.examples` entry point;
+                             # or a list of entry-point names: only those
 
-A root without `[tool.weanj]` (a bare folder, `$WEANJ_ROOT` pointing at a copy of the
-inputs) gets weanj's built-in examples.
+Installed packages' examples join a project only when it asks for them, so an unrelated
+project never stops on a foreign example's missing inputs. A root without `[tool.weanj]`
+(a bare folder, `$WEANJ_ROOT` pointing at a copy of the inputs) gets weanj's built-in
+examples. This module knows nothing of the registry: `_registry` reads the config.
 """
 
 from __future__ import annotations
@@ -62,27 +65,45 @@ def _weanj_table(directory: Path) -> dict | None:
 
 
 def _checkout_root() -> Path | None:
-    # python/weanj/__init__.py -> the repository is two levels above the package.
+    # python/weanj/_project.py -> the repository is two levels above the package.
     candidate = _PACKAGE_DIR.parent.parent
     if (candidate / "pyproject.toml").is_file() and (candidate / "shared_inputs").is_dir():
         return candidate
     return None
 
 
-def _user_project(start: Path) -> Path | None:
+def user_project(start: Path) -> Path | None:
+    """The nearest folder at or above `start` with a `[tool.weanj]` table, or None."""
     for directory in (start, *start.parents):
         if _weanj_table(directory) is not None:
             return directory
     return None
 
 
-def project_root() -> Path:
-    """The project root (see the module docstring for the order of discovery)."""
+def find_root(*, checkout: bool = True) -> tuple[Path, str]:
+    """`(root, how it was found)`; `checkout=False` leaves out the editable checkout
+    (`pytest --weanj` runs a project's matrix, never weanj's own by accident)."""
     env = os.environ.get(ROOT_VARIABLE)
     if env:
-        return Path(env).expanduser().resolve()
+        root = Path(env).expanduser().resolve()
+        if not root.is_dir():
+            raise ProjectError(
+                f"{ROOT_VARIABLE}={env} is not an existing folder; point it at a project "
+                f"root or unset it"
+            )
+        return root, f"${ROOT_VARIABLE}"
     cwd = Path.cwd().resolve()
-    return _user_project(cwd) or _checkout_root() or cwd
+    project = user_project(cwd)
+    if project is not None:
+        return project, "the nearest pyproject.toml with [tool.weanj]"
+    if checkout and _checkout_root() is not None:
+        return _checkout_root(), "the checkout of weanj's editable install"
+    return cwd, "the current folder (no [tool.weanj] found at or above it)"
+
+
+def project_root() -> Path:
+    """The project root (see the module docstring for the order of discovery)."""
+    return find_root()[0]
 
 
 def results_dir(example: str) -> Path:
@@ -97,12 +118,17 @@ class ProjectConfig:
     root: Path
     examples: tuple[str, ...]  # modules that register the project's examples
     builtin: bool  # weanj's built-in examples too
-    entry_points: bool  # installed packages' `weanj.examples` entry points too
+    entry_points: bool | tuple[str, ...]  # installed `weanj.examples`: all, none or these
     pyproject: Path | None  # where it was declared; None: no [tool.weanj] (built-ins)
+    how: str = ""  # how the root was found
 
     @property
     def where(self) -> str:
         return str(self.pyproject) if self.pyproject else str(self.root)
+
+    def describe(self) -> str:
+        """`project /path (found as ...)` for messages that name the project."""
+        return f"project {self.root} ({self.how or 'given'})"
 
 
 _KEYS = {"examples", "builtin", "entry-points"}
@@ -110,10 +136,13 @@ _KEYS = {"examples", "builtin", "entry-points"}
 
 def project_config(root: Path | None = None) -> ProjectConfig:
     """The `[tool.weanj]` table of the project at `root` (default: `project_root()`)."""
-    root = project_root() if root is None else Path(root)
+    how = "given"
+    if root is None:
+        root, how = find_root()
+    root = Path(root)
     table = _weanj_table(root)
     if table is None:
-        return ProjectConfig(root, (), builtin=True, entry_points=True, pyproject=None)
+        return ProjectConfig(root, (), builtin=True, entry_points=False, pyproject=None, how=how)
     pyproject = root / "pyproject.toml"
     unknown = sorted(set(table) - _KEYS)
     if unknown:
@@ -127,16 +156,17 @@ def project_config(root: Path | None = None) -> ProjectConfig:
             f"{pyproject}: [tool.weanj] examples must be a list of module names, "
             f'e.g. examples = ["kernels.smooth"]'
         )
-    flags = {}
-    for key, default in (("builtin", False), ("entry-points", True)):
-        value = table.get(key, default)
-        if not isinstance(value, bool):
-            raise ProjectError(f"{pyproject}: [tool.weanj] {key} must be true or false")
-        flags[key] = value
+    builtin = table.get("builtin", False)
+    if not isinstance(builtin, bool):
+        raise ProjectError(f"{pyproject}: [tool.weanj] builtin must be true or false")
+    entry = table.get("entry-points", False)
+    if isinstance(entry, list) and all(isinstance(e, str) and e for e in entry):
+        entry = tuple(entry)
+    elif not isinstance(entry, bool):
+        raise ProjectError(
+            f"{pyproject}: [tool.weanj] entry-points must be true, false or a list of "
+            'entry-point names, e.g. entry-points = ["heat"]'
+        )
     return ProjectConfig(
-        root,
-        tuple(examples),
-        builtin=flags["builtin"],
-        entry_points=flags["entry-points"],
-        pyproject=pyproject,
+        root, tuple(examples), builtin=builtin, entry_points=entry, pyproject=pyproject, how=how
     )

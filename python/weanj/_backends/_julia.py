@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import InputError, UnavailableError
-from ._registry import Variant, example_names, register_variant
-from ._root import project_root
+from .._errors import InputError, UnavailableError
+from .._model import Functions, Variant
+from .._project import project_root
+from .._registry import example_names, example_of, register_variant
 
 # A weanj-specific setting, checked first: the path of a `julia` executable.
 ENV_VAR = "WEANJ_JULIA"
@@ -53,7 +54,7 @@ SUPPORTED_TEXT = "Julia 1.10 or 1.11"
 # hanging the listing of variants.
 VERSION_TIMEOUT_S = 30
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent
 _INSTALL_HINT = (
     "install Julia 1.10 or 1.11 with juliaup (curl -fsSL https://install.julialang.org | sh, "
     "then `juliaup add 1.11`) or set WEANJ_JULIA=/path/to/julia"
@@ -441,53 +442,24 @@ def julia_kernels() -> dict[tuple[str, str], JuliaKernel]:
     return dict(_KERNELS)
 
 
-def _wrt_names(example: Any) -> tuple[str, ...]:
-    names = getattr(example, "wrt_names", None)
-    if names is None:  # an Example of before `wrt_names`, whose `wrt` is one name
-        wrt = example.wrt
-        names = (wrt,) if isinstance(wrt, str) else wrt
-    return tuple(names)
-
-
 def _arguments(example: Any, kernel: JuliaKernel, args: tuple) -> tuple[dict, list, Any]:
-    """The checked numpy arrays (by name), the parameters as ints, and the common dtype.
+    """The checked numpy arrays (by name), the parameters, and the dtype under test.
 
-    Everything is checked here, before anything crosses into Julia: the number of
-    arguments, the dtypes, the example's own `validate` (shapes), the parameters' range.
+    Everything is checked before anything crosses into Julia, by the example's own
+    checks (`Example.check_call`: number, kinds, dtypes, shapes, parameter ranges; then
+    its `validate`). Index arrays (`weanj.Array(..., index=True)`) cross 1-based.
     """
-    n_arrays, n_params = len(kernel.arrays), len(kernel.params)
-    if len(args) != n_arrays + n_params:
-        raise InputError(
-            f"{kernel.variant} takes the arrays ({', '.join(kernel.arrays)}) then the "
-            f"parameters ({', '.join(kernel.params) or 'none'}): {n_arrays + n_params} "
-            f"arguments, got {len(args)}"
-        )
-    arrays = {}
-    for name, value in zip(kernel.arrays, args[:n_arrays], strict=True):
-        a = np.asarray(value)
-        if a.dtype not in (np.float32, np.float64):
-            raise InputError(
-                f"the Julia variants take float32 or float64 arrays; {name} has dtype {a.dtype}"
-            )
-        arrays[name] = a
-    # One element type for all: the Julia kernels are generic over one `T`.
-    dtypes = {a.dtype for a in arrays.values()}
-    if len(dtypes) > 1:
-        raise InputError(f"{kernel.variant}: the arrays mix float32 and float64; cast them to one")
-    (dtype,) = dtypes
-    arrays = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
+    dtype = example.check_call(kernel.variant, args)
+    n_arrays = len(kernel.arrays)
+    arrays = {
+        name: np.ascontiguousarray(np.asarray(a))
+        for name, a in zip(kernel.arrays, args[:n_arrays], strict=True)
+    }
     example.validate(arrays)
-    params = []
-    for p, value in zip(example.params, args[n_arrays:], strict=True):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise InputError(f"{p.name} must be an integer, got {value!r}")
-        low, high = getattr(p, "minimum", None), getattr(p, "maximum", None)
-        if low is not None and value < low:
-            raise InputError(f"{p.name} must be at least {low}, got {value}")
-        if high is not None and value > high:
-            raise InputError(f"{p.name} must be at most {high}, got {value}")
-        params.append(int(value))
-    return arrays, params, dtype
+    for spec in example.specs:
+        if spec.index:
+            arrays[spec.name] = arrays[spec.name] + 1  # Julia's indices start at 1
+    return arrays, list(args[n_arrays:]), np.dtype(dtype)
 
 
 def _build(example: Any, kernel: JuliaKernel) -> tuple[Callable, Callable]:
@@ -526,7 +498,7 @@ def _build(example: Any, kernel: JuliaKernel) -> tuple[Callable, Callable]:
             return by_name[kernel.wrt[0]]
         return {a: by_name[a] for a in kernel.wrt}
 
-    return loss, grad
+    return Functions(loss, grad)
 
 
 def backend_version() -> str:
@@ -559,6 +531,7 @@ def julia_variant(
     loss: str,
     file: str | os.PathLike | None = None,
     description: str = "",
+    dtypes: tuple[str, ...] = ("float64", "float32"),
 ) -> Variant:
     """Register a variant of `example` whose loss is a Julia function and whose gradient
     is Enzyme.jl's.
@@ -584,6 +557,7 @@ def julia_variant(
 
     **Returns:** the registered `Variant`.
     """
+    example = example_of(example)
     path = None if file is None else _resolve_file(file, name, example.name)
     kernel = JuliaKernel(
         example=example.name,
@@ -591,8 +565,8 @@ def julia_variant(
         loss=loss,
         file=path,
         arrays=tuple(example.arrays),
-        wrt=_wrt_names(example),
-        params=tuple(p.name for p in example.params),
+        wrt=example.wrt_names,
+        params=example.param_names,
     )
 
     def check() -> str | None:
@@ -602,7 +576,7 @@ def julia_variant(
 
     variant = register_variant(
         Variant(
-            example=example.name,
+            example=example,
             name=name,
             family=family,
             backend="julia",
@@ -610,6 +584,7 @@ def julia_variant(
             check=check,
             versions=backend_version,
             description=description or f"{file or 'WeanJ'}: {loss}; gradient by Enzyme.jl",
+            dtypes=dtypes,
         )
     )
     _KERNELS[(example.name, name)] = kernel

@@ -44,7 +44,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._errors import InputFileError, UnavailableError
+from .._errors import InputFileError, UnavailableError
 
 TIMEOUT_VARIABLE = "WEANJ_H5_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 10.0

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ._registry import Example, Precise, Variant, _example_of, register_variant
+from .._model import Example, Functions, Variant
+from .._registry import example_of, register_variant
+from ._jax import Precise, stored_convention
 
 
-def enzyme_functions(example: Example, loss: Callable) -> tuple:
+def enzyme_functions(example: Example, loss: Callable) -> Functions:
     """`(loss, grad)` of a JAX loss, both run through Enzyme-JAX, as `Precise` `jax.jit`s.
 
     **Arguments:**
@@ -23,10 +25,11 @@ def enzyme_functions(example: Example, loss: Callable) -> tuple:
     - `example`: the example whose arrays, `wrt` and parameters `loss` takes.
     - `loss`: `loss(*arrays, *params) -> scalar`, a plain JAX function.
 
-    **Returns:** `(loss, grad)`: the forward compiled through Enzyme's pipeline, and
-    Enzyme's reverse-mode gradient of that same forward with respect to the `wrt` arrays
-    (`Example.gradient_value`'s form). The static parameters are fixed before Enzyme sees
-    the function, since `enzyme_jax_ir` takes arrays only.
+    **Returns:** `Functions(loss, grad)`: the forward compiled through Enzyme's pipeline,
+    and Enzyme's reverse-mode gradient of that same forward with respect to the `wrt`
+    arrays (`Example.gradient_value`'s form). The static parameters are fixed before
+    Enzyme sees the function, since `enzyme_jax_ir` takes arrays only. No `jvp`: the
+    forward-vs-reverse check compares it with a family member's forward mode.
     """
     import jax
     from enzyme_ad.jax import enzyme_jax_ir
@@ -55,39 +58,59 @@ def enzyme_functions(example: Example, loss: Callable) -> tuple:
     def enzyme_grad(*args):
         forward, arrays = through_enzyme(args)
         g = jax.grad(forward, argnums=positions)(*arrays)
-        return example.gradient_value(example.gradients(g))
+        return example.gradient_value(stored_convention(example, example.gradients(g)))
 
-    return (
+    return Functions(
         Precise(jax.jit(enzyme_loss, static_argnums=static_argnums)),
         Precise(jax.jit(enzyme_grad, static_argnums=static_argnums)),
     )
 
 
 def enzyme_variant(
-    example: Example | str, name: str, *, family: str, loss: Callable, description: str = ""
-) -> Variant:
-    """Register a variant whose gradient is Enzyme's (Enzyme-JAX) of the JAX `loss`.
+    example: Example | str,
+    name: str,
+    *,
+    family: str,
+    loss: Callable | None = None,
+    description: str = "",
+    dtypes: tuple[str, ...] = ("float64", "float32"),
+):
+    """Register a variant whose gradient is Enzyme's (Enzyme-JAX) of the JAX `loss`; a
+    decorator when `loss` is not given:
 
         weanj.enzyme_variant(ex, "jax-loop-enzyme", family="smooth", loss=smooth_loop)
 
     A second, independent AD engine of the same family as the Julia reference's
     Enzyme.jl, on the very forward of a JAX variant. Needs `pip install 'weanj[enzyme]'`
-    (CPython 3.11); unavailable, saying so, without it.
+    (CPython 3.11); unavailable, saying so, without it. **Returns:** the registered
+    `Variant` (as a decorator: the function unchanged).
     """
-    ex = _example_of(example)
-    return register_variant(
-        Variant(
-            example=ex.name,
-            name=name,
-            family=family,
-            backend="enzyme",
-            build=lambda: enzyme_functions(ex, loss),
-            requires=("enzyme_ad",),
-            versions=("enzyme-ad", "jax", "jaxlib"),
-            description=description
-            or f"{getattr(loss, '__name__', 'the loss')} through enzyme_jax_ir; gradient by Enzyme",
+    ex = example_of(example)
+
+    def register(fn: Callable) -> Variant:
+        return register_variant(
+            Variant(
+                example=ex,
+                name=name,
+                family=family,
+                backend="enzyme",
+                build=lambda: enzyme_functions(ex, fn),
+                requires=("enzyme_ad",),
+                versions=("enzyme-ad", "jax", "jaxlib"),
+                description=description
+                or f"{getattr(fn, '__name__', 'the loss')} through enzyme_jax_ir; gradient by Enzyme",
+                dtypes=dtypes,
+            )
         )
-    )
+
+    if loss is not None:
+        return register(loss)
+
+    def decorate(fn: Callable) -> Callable:
+        register(fn)
+        return fn
+
+    return decorate
 
 
 def enzyme_passes(grad: Callable, *args) -> list[str]:

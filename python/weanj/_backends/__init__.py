@@ -1,0 +1,1 @@
+"""Backends: how a variant's loss and gradient are built (JAX, Enzyme-JAX, Julia)."""

@@ -1,0 +1,159 @@
+"""JAX variants: a JAX loss, jitted with its parameters static, differentiated by JAX.
+
+`jax_variant` registers a loss function; `jit_functions` turns a loss (and an optional
+hand-written gradient) into the `Functions` of a variant: `loss`, `grad` (reverse mode,
+`jax.grad` over the `wrt` arrays) and `jvp` (forward mode, `jax.jvp`, for the
+forward-vs-reverse check). Every function runs with 64-bit types enabled for its own call
+(`Precise`), so float64 inputs are computed in float64 whatever the session's setting.
+
+Complex arrays: `jax.grad` of a real loss returns the conjugate of the steepest-ascent
+direction `∂L/∂Re z + i·∂L/∂Im z`, which is what weanj stores and compares (and what
+Enzyme.jl returns); `grad` conjugates JAX's answer once, here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from .._model import Example, Functions, Variant
+from .._registry import example_of, register_variant
+
+
+class Precise:
+    """A `jax.jit` function that runs with 64-bit types enabled.
+
+    float64 inputs are computed in float64 whatever the user's `jax_enable_x64` setting,
+    and float32 inputs in float32; the user's own JAX code is left as configured. The
+    jitted function itself is `.jitted`; `.lower(...)` works as on `jax.jit` functions.
+    """
+
+    def __init__(self, jitted: Callable):
+        self.jitted = jitted
+        functools.update_wrapper(self, jitted)
+
+    def __call__(self, *args, **kwargs):
+        import jax
+
+        with jax.enable_x64(True):
+            return self.jitted(*args, **kwargs)
+
+    def lower(self, *args, **kwargs):
+        import jax
+
+        with jax.enable_x64(True):
+            return self.jitted.lower(*args, **kwargs)
+
+
+def stored_convention(example: Example, gradients: dict[str, Any]) -> dict[str, Any]:
+    """JAX's gradients in weanj's convention: complex arrays conjugated (module docstring)."""
+    import jax.numpy as jnp
+
+    return {name: jnp.conj(g) if jnp.iscomplexobj(g) else g for name, g in gradients.items()}
+
+
+def forward_mode(example: Example, loss: Callable) -> Callable:
+    """`jvp(*args, tangents)`: the directional derivative of `loss` along `tangents`
+    (`{wrt name: array}`) by `jax.jvp`. A loss with a `custom_vjp` inside cannot be
+    pushed forward: calling it raises JAX's TypeError, which the judge reports."""
+    import jax
+
+    positions = example.wrt_positions
+
+    def directional(*args):
+        *args, tangents = args
+
+        def along(*values):
+            full = list(args)
+            for i, value in zip(positions, values, strict=True):
+                full[i] = value
+            return loss(*full)
+
+        primals = tuple(args[i] for i in positions)
+        return jax.jvp(along, primals, tuple(tangents[n] for n in example.wrt_names))[1]
+
+    return Precise(jax.jit(directional, static_argnums=example.static_argnums()))
+
+
+def jit_functions(example: Example, loss: Callable, grad: Callable | None = None) -> Functions:
+    """The `Functions` of a JAX loss: `Precise` `jax.jit`s with the parameters static.
+
+    `grad` defaults to `jax.grad` of `loss` with respect to the example's `wrt` arrays;
+    a custom `grad` takes the same arguments and returns what `jax.grad` would (an array
+    for one `wrt`, else a dict or tuple in `wrt` order).
+    """
+    import jax
+
+    raw = jax.grad(loss, argnums=example.wrt_positions) if grad is None else grad
+
+    def gradient(*args):
+        named = stored_convention(example, example.gradients(raw(*args)))
+        return example.gradient_value(named)
+
+    static = example.static_argnums()
+    return Functions(
+        Precise(jax.jit(loss, static_argnums=static)),
+        Precise(jax.jit(gradient, static_argnums=static)),
+        forward_mode(example, loss),
+    )
+
+
+def first_doc_line(fn: Callable) -> str:
+    doc = (getattr(fn, "__doc__", None) or "").strip()
+    return doc.splitlines()[0] if doc else ""
+
+
+def jax_variant(
+    example: Example | str,
+    name: str,
+    *,
+    family: str,
+    loss: Callable | None = None,
+    grad: Callable | None = None,
+    backend: str = "jax",
+    requires: tuple[str, ...] = (),
+    description: str = "",
+    multi_device: bool = False,
+    dtypes: tuple[str, ...] = ("float64", "float32"),
+) -> Any:
+    """Register a JAX loss function as a variant of `example`; a decorator when `loss`
+    is not given:
+
+        @weanj.jax_variant(ex, "jax-loop", family="smooth")
+        def smooth_loop(x, y, S): ...
+
+    The function takes the example's arrays, then its parameters, and returns the scalar
+    loss; weanj `jax.jit`s it with the parameters static and differentiates it with
+    `jax.grad` over the `wrt` arrays, unless `grad` is given. `backend` and `requires`
+    mark variants that need an optional package (`backend="kernex",
+    requires=("kernex",)`); `multi_device` one that spans `weanj.set_devices`'s devices;
+    `dtypes` the dtypes it supports. **Returns:** as a decorator the function
+    unchanged (siblings can reuse it); called with `loss=`, the registered `Variant`.
+    """
+    ex = example_of(example)
+
+    def register(fn: Callable) -> Variant:
+        return register_variant(
+            Variant(
+                example=ex,
+                name=name,
+                family=family,
+                backend=backend,
+                build=functools.partial(jit_functions, ex, fn, grad),
+                requires=tuple(requires),
+                versions=(*requires, "jax", "jaxlib"),
+                description=description or first_doc_line(fn),
+                multi_device=multi_device,
+                dtypes=dtypes,
+            )
+        )
+
+    if loss is not None:
+        return register(loss)
+
+    def decorate(fn: Callable) -> Callable:
+        register(fn)
+        return fn
+
+    return decorate

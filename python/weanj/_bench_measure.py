@@ -1,0 +1,214 @@
+"""Measuring one benchmark point: the inputs at a size (or a dimension), the first call,
+the median forward and gradient times, XLA's scratch memory.
+
+The points themselves come from the case table (`_cases.bench_points`); `_bench` walks
+them and writes the records.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ._errors import InputError, UnavailableError
+from ._io._inputs import from_arrays, read_inputs
+from ._model import Example, Variant
+from ._timing import time_median
+
+SEED = 1
+GPU_HINT = "on a machine with an NVIDIA GPU: pip install -U 'jax[cuda12]'"
+# A point whose inputs alone would need more than this share of the machine's memory is
+# refused before anything is allocated.
+MEMORY_SHARE = 0.5
+
+
+def jax_device(device: str):
+    """The first JAX device of kind `"cpu"` or `"gpu"`; no GPU raises `UnavailableError`."""
+    import jax
+
+    try:
+        found = jax.devices(device)
+    except RuntimeError:  # JAX raises when no backend of that kind is installed
+        found = []
+    if not found:
+        raise UnavailableError(
+            f"no GPU visible to JAX here (jax.devices({device!r}) is empty); {GPU_HINT}"
+        )
+    return found[0]
+
+
+def default_samples(size: int | None) -> int:
+    # The notebook's choice: fewer samples where one call takes long (large n).
+    return 3 if size is not None and size >= 512 else 10
+
+
+def samples_within_budget(grad: Callable, args: tuple, size: int | None, budget_s: float) -> int:
+    """The default number of samples, fewer where they would take longer than the budget
+    (one timed gradient call, compiled already, decides)."""
+    import jax
+
+    t0 = time.perf_counter()
+    jax.block_until_ready(grad(*args))
+    one_call = time.perf_counter() - t0
+    return max(1, min(default_samples(size), int(budget_s / max(one_call, 1e-9))))
+
+
+def _accepts(fn: Callable, name: str) -> bool:
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+
+
+def generator_for(
+    ex: Example, dims: Mapping[str, int]
+) -> Callable[[int | None], Mapping[str, Any]]:
+    """`size -> arrays`: the example's inputs at a size and at the given values of its
+    symbolic dimensions (a generator taking them as keywords), or an `InputError`
+    saying how to make a dimension sweepable."""
+    for name in dims:
+        if ex.sizes is not None and ex.sizes.name == name:
+            continue
+        target = ex.sizes.generate if ex.sizes is not None else ex.generate
+        if not _accepts(target, name):
+            which = "Sizes.generate" if ex.sizes is not None else "generate"
+            raise InputError(
+                f"{ex.name}: {name} is a dimension of its arrays' shapes, but its {which} takes no "
+                f"keyword {name}; give it one (e.g. def generate(seed, ..., {name}=...)) to sweep {name}"
+            )
+
+    def at(size: int | None) -> Mapping[str, Any]:
+        extra = dict(dims)
+        if ex.sizes is not None and ex.sizes.name in extra:
+            size = extra.pop(ex.sizes.name)
+        if size is not None:
+            return ex.sizes.generate(SEED, size, **extra)
+        if extra:
+            return ex.generate(ex.seed, **extra)
+        return dict(read_inputs(ex).arrays)
+
+    return at
+
+
+def _total_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 16 * 2**30
+
+
+def check_reachable(
+    ex: Example, what: str, values: list[int], at: Callable[[int], Mapping[str, Any]]
+) -> None:
+    """Refuse, before allocating anything, values whose inputs would not fit in memory:
+    the inputs' bytes at the two smallest values give the growth exponent."""
+    small = sorted(v for v in values if v is not None)[:1]
+    if not small or max(values) <= 4 * small[0]:
+        return
+    s0 = small[0]
+    b0 = sum(np.asarray(a).nbytes for a in at(s0).values())
+    b1 = sum(np.asarray(a).nbytes for a in at(2 * s0).values())
+    exponent = max(1.0, np.log2(max(b1, 1) / max(b0, 1)))
+    limit = MEMORY_SHARE * _total_memory()
+    for v in values:
+        estimate = b0 * (v / s0) ** exponent
+        if estimate > limit:
+            raise InputError(
+                f"{ex.name}: {what} = {v} would need about {estimate / 2**30:.3g} GiB for its inputs "
+                f"alone (this machine has {_total_memory() / 2**30:.0f} GiB); choose a smaller {what}"
+            )
+
+
+def placement(device, multi_device: bool):
+    """Where the inputs go: `device`, or, for a multi-device variant, replicated over the
+    devices it spans (so that they are not committed to one of them)."""
+    if device is None or not multi_device:
+        return device
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    from ._devices import chosen_devices
+
+    return NamedSharding(Mesh(np.array(chosen_devices(), dtype=object), ("d",)), PartitionSpec())
+
+
+def call_args(
+    ex: Example, arrays: Mapping[str, Any], params: dict, dtype: str, device
+) -> tuple[tuple, int]:
+    """The call arguments on `device` (a device or a sharding; numpy arrays for None),
+    and N, the number of gradient entries."""
+    import jax
+
+    inputs = from_arrays(ex, arrays, params, what=f"{ex.name}'s benchmark inputs")
+    run = inputs.run_arrays(dtype)
+    n_entries = int(sum(np.size(run[name]) for name in ex.wrt_names))
+    if device is not None:
+        # Placed once, before timing, so the clock sees no host-to-device copies; with
+        # 64-bit types on, so float64 stays float64 (variants run that way too).
+        with jax.enable_x64(True):
+            run = {k: jax.device_put(a, device) for k, a in run.items()}
+    return ex.args(run, inputs.params), n_entries
+
+
+def temp_bytes(grad: Callable, args: tuple) -> int | None:
+    """XLA's scratch memory of the compiled gradient (inputs and outputs excluded), in
+    bytes; None for functions that are not JAX-compiled (e.g. Julia through juliacall)."""
+    if not hasattr(grad, "lower"):
+        return None
+    analysis = grad.lower(*args).compile().memory_analysis()
+    return None if analysis is None else int(analysis.temp_size_in_bytes)
+
+
+def measure(
+    v: Variant,
+    args: tuple,
+    n_entries: int,
+    size: int | None,
+    *,
+    budget_s: float,
+    samples: int | None,
+) -> dict[str, Any]:
+    """Time one point: first call (compilation plus one evaluation), median forward and
+    gradient, scratch memory."""
+    import jax
+
+    loss, grad = v.loss, v.grad
+    t0 = time.perf_counter()
+    jax.block_until_ready(grad(*args))
+    compile_s = time.perf_counter() - t0
+    count = samples or samples_within_budget(grad, args, size, budget_s)
+    forward_s = time_median(
+        functools.partial(loss, *args), sync=jax.block_until_ready, samples=count
+    )
+    # the first call above was the gradient's warm-up
+    grad_s = time_median(
+        functools.partial(grad, *args), sync=jax.block_until_ready, samples=count, warmup=0
+    )
+    return {
+        "N": n_entries,
+        "forward_s": forward_s,
+        "grad_s": grad_s,
+        "compile_s": compile_s,
+        "peak_mem_bytes": temp_bytes(grad, args),
+        "samples": count,
+        "timed": True,
+    }
+
+
+def memory_only(v: Variant, args: tuple, n_entries: int) -> dict[str, Any]:
+    """A compiled-only point: scratch memory, no times."""
+    return {
+        "N": n_entries,
+        "forward_s": None,
+        "grad_s": None,
+        "compile_s": None,
+        "peak_mem_bytes": temp_bytes(v.grad, args),
+        "samples": None,
+        "timed": False,
+    }

@@ -1,0 +1,3 @@
+"""The `weanj` command line: the parser (imports nothing heavy) and the commands."""
+
+from ._main import main as main

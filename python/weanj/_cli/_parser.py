@@ -1,0 +1,258 @@
+"""The `weanj` argument parser. It imports nothing of the registry, JAX or the example
+modules, so `--help`, `--version` and `new` start at once: a parameter option
+(`--K 5`, `--nu 0.05`) is collected as text here and checked against the example's
+`Param` by the command that receives it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import math
+import re
+
+from .._errors import InputError
+
+DTYPE_CHOICES = ("float64", "float32")
+_PARAM_WORD = re.compile(r"--([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?\Z")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a wider help layout."""
+
+    def _get_formatter(self):
+        return argparse.HelpFormatter(prog=self.prog, max_help_position=30, width=100)
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (seconds, budgets)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def _example(p: argparse.ArgumentParser) -> None:
+    p.add_argument("example", help="an example of the project (weanj list)")
+
+
+def _timeout(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help=f"give up on {what} after S seconds (verdict timeout; the others go on)",
+    )
+
+
+PARAMS_HELP = "--PARAM V: any parameter of the example (weanj list EXAMPLE shows them), e.g. --K 5"
+
+
+def _run(sub) -> None:
+    p = sub.add_parser(
+        "run", help="loss and gradient of one variant, saved to the store", epilog=PARAMS_HELP
+    )
+    _example(p)
+    p.add_argument("variant", help="one of its variants (weanj list EXAMPLE)")
+    p.add_argument(
+        "--inputs",
+        metavar="FILE",
+        help="an HDF5 file with the example's arrays (default: its shared inputs)",
+    )
+    p.add_argument(
+        "--dtype",
+        choices=DTYPE_CHOICES,
+        default="float64",
+        help="dtype under test (default: float64)",
+    )
+    p.add_argument(
+        "--out", metavar="FILE", help="write the gradient file here (default: the store, or runs/)"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a recorded reference (the old one is kept aside)",
+    )
+    _timeout(p, "the variant")
+
+
+def _check(sub) -> None:
+    p = sub.add_parser(
+        "check", help="run every available variant, check its gradients and judge every pair"
+    )
+    p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
+    p.add_argument(
+        "--dtype",
+        choices=(*DTYPE_CHOICES, "both"),
+        default="both",
+        help="dtypes under test (default: both: float64, then float32 against the float64 references)",
+    )
+    _timeout(p, "a variant")
+
+
+def _diff(sub) -> None:
+    p = sub.add_parser("diff", help="judge the stored gradients of an example pairwise")
+    _example(p)
+    p.add_argument("--json", action="store_true", help="the judgement as JSON on stdout")
+    p.add_argument("--plot", action="store_true", help="pictures of |Δ| in results/EXAMPLE/diff/")
+    p.add_argument(
+        "--plot-recorded",
+        action="store_true",
+        help="with --plot: also every pair with a recorded reference",
+    )
+
+
+def _bench(sub) -> None:
+    p = sub.add_parser(
+        "bench", help="time forward and gradient, compile time and memory", epilog=PARAMS_HELP
+    )
+    _example(p)
+    p.add_argument("--variants", nargs="+", metavar="VARIANT", help="default: all available")
+    p.add_argument(
+        "--sizes",
+        "--ns",
+        nargs="+",
+        type=positive_int,
+        metavar="SIZE",
+        help="problem sizes to sweep (default: the example's)",
+    )
+    p.add_argument(
+        "--over",
+        nargs="+",
+        metavar="NAME V",
+        help="also time against a parameter or a shape's dimension at the middle size, e.g. --over T 10 20 40",
+    )
+    p.add_argument(
+        "--memory-over",
+        nargs="*",
+        metavar="NAME V",
+        help="scratch memory against a parameter or dimension (compiled only), e.g. --memory-over K 10 100 1000 "
+        "(default: the example's; no values: none)",
+    )
+    p.add_argument(
+        "--memory-Ks",
+        nargs="*",
+        type=positive_int,
+        metavar="K",
+        default=None,
+        help="the same as --memory-over K ... (no values: none)",
+    )
+    p.add_argument("--dtype", choices=DTYPE_CHOICES, default="float64", help="default: float64")
+    p.add_argument(
+        "--device", choices=["cpu", "gpu"], default="cpu", help="JAX device kind (default: cpu)"
+    )
+    p.add_argument(
+        "--devices",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="devices the sharded variants span",
+    )
+    p.add_argument(
+        "--budget-s",
+        type=positive_float,
+        default=5.0,
+        help="stop a variant's sweep once its gradient takes longer (seconds; default 5)",
+    )
+    p.add_argument(
+        "--samples",
+        type=positive_int,
+        default=None,
+        help="timing samples per point (default 10, 3 from size 512)",
+    )
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace the earlier records of the variants measured",
+    )
+    _timeout(p, "a variant's point")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = Parser(
+        prog="weanj", description="Cross-validate Julia reference kernels and their JAX ports."
+    )
+    parser.add_argument("--version", action="version", version=f"weanj {__version__}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=Parser
+    )
+
+    p = sub.add_parser("list", help="the project's examples, variants, families, availability")
+    p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
+    p = sub.add_parser("new", help="scaffold a new example in the current project")
+    p.add_argument("name", metavar="NAME", help="the example's name, e.g. 11-mine")
+    p = sub.add_parser("inputs", help="regenerate or verify the shared HDF5 inputs")
+    p.add_argument("action", choices=["regenerate", "verify"])
+    p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
+    _run(sub)
+    _diff(sub)
+    _check(sub)
+    _bench(sub)
+    p = sub.add_parser("plot", help="PNG figures from the stored benchmark results")
+    _example(p)
+    return parser
+
+
+# Commands whose extra `--NAME V` words are the example's parameters.
+TAKES_PARAMS = {"run", "bench"}
+
+
+def _suggestion(parser: argparse.ArgumentParser, unknown: str) -> str:
+    """`; did you mean --K?` for a mistyped option (case, a missing dash, a typo)."""
+    flag = unknown.split("=", 1)[0]
+    options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    by_case = [o for o in options if o.lower() == flag.lower() or o.lower() == "-" + flag.lower()]
+    close = by_case or difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _param_words(words: list[str]) -> dict[str, str] | None:
+    """`{name: text}` from `--NAME V` / `--NAME=V` words, or None if they are not that."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        m = _PARAM_WORD.match(words[i])
+        if m is None:
+            return None
+        name, value = m.group(1), m.group(2)
+        if value is None:
+            if i + 1 >= len(words):
+                raise InputError(f"--{name} needs a value, e.g. --{name} 5")
+            value, i = words[i + 1], i + 2
+        else:
+            i += 1
+        if name in out:
+            raise InputError(f"--{name} is given twice")
+        out[name] = value
+    return out
+
+
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, str]]:
+    """The parsed options and the parameter words (`{name: text}`). An unknown option
+    is reported by the subcommand's parser, with the option it probably meant."""
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = sub.choices[args.command]
+    params = _param_words(extras) if args.command in TAKES_PARAMS else None
+    if extras and params is None:
+        command.error(
+            f"unrecognized arguments: {' '.join(extras)}" + _suggestion(command, extras[0])
+        )
+    return args, params or {}

@@ -1,0 +1,1 @@
+"""The judge: the tolerance policy, comparisons, gradient checks and every verdict."""

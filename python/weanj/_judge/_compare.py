@@ -1,0 +1,238 @@
+"""Comparing gradient arrays: the tolerance policy, the elementwise comparison, ULPs and
+the regions where two arrays part ways.
+
+The policy (docs/DESIGN.md, "Tolerance policy"): variants of one family agree when
+`|ΔL| ≤ loss·|L_ref|` and `|Δg| ≤ grad·max|g_ref|` at every element of every gradient
+array; a pair of mixed dtypes is judged by the coarser one. The elements beyond the
+tolerance are grouped into connected regions (any rank), so a report can say *where*
+two ports differ, not only the first elements in C order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Same-family agreement: `|ΔL| ≤ loss·|L|` and `|Δg| ≤ grad·max|g_ref|` elementwise."""
+
+    loss: float
+    grad: float
+
+
+# Why these numbers: a K-sweep iteration in float64 accumulates O(K·n) roundings of
+# size 1e-16 relative to max|g|; 1e-11 leaves two orders of margin for reordered sums
+# (adjoints, other AD engines) while catching any algorithmic difference (red-black vs
+# lexicographic differ at 1e-3). float32 scales the same argument by its epsilon.
+TOLERANCES = {
+    "float64": Tolerance(loss=1e-12, grad=1e-11),
+    "float32": Tolerance(loss=1e-5, grad=1e-4),
+}
+REAL_OF = {
+    "complex128": "float64",
+    "complex64": "float32",
+    "float64": "float64",
+    "float32": "float32",
+}
+
+
+def tolerance(dtype: Any) -> Tolerance:
+    """The policy for a dtype (complex dtypes: that of their real parts)."""
+    return TOLERANCES[REAL_OF[np.dtype(dtype).name]]
+
+
+def coarser(*dtypes: Any) -> str:
+    """The coarser of the dtypes under test (a float32 in a pair makes it float32)."""
+    reals = {REAL_OF[np.dtype(d).name] for d in dtypes}
+    return "float32" if "float32" in reals else "float64"
+
+
+def ulp_distance(a: Any, b: Any, dtype: Any = np.float64) -> int:
+    """Representable values of `dtype` between `a` and `b` (0 when equal); for complex
+    numbers the larger distance of the real and imaginary parts."""
+    if np.iscomplexobj(a) or np.iscomplexobj(b):
+        real = REAL_OF[np.dtype(dtype).name]
+        return max(
+            ulp_distance(np.real(a), np.real(b), real), ulp_distance(np.imag(a), np.imag(b), real)
+        )
+    dt = np.dtype(REAL_OF[np.dtype(dtype).name])
+    itype = {4: np.int32, 8: np.int64}[dt.itemsize]
+    x = np.array([a, b], dtype=dt).view(itype).astype(object)
+    # Map the sign-magnitude bit patterns onto a monotone integer line.
+    lo = -(1 << (8 * dt.itemsize - 1))
+    x = [v if v >= 0 else lo - v for v in x]
+    return abs(int(x[0]) - int(x[1]))
+
+
+# How many regions a comparison describes (the count of the others is kept), and how
+# many differing elements it lists by index (the count is always exact).
+MAX_REGIONS = 6
+MAX_LISTED = 20
+
+
+@dataclass(frozen=True)
+class Region:
+    """A connected set of elements beyond the tolerance (neighbours along any axis,
+    diagonals included)."""
+
+    count: int
+    lo: tuple[int, ...]  # bounding box, 0-based numpy indices, inclusive
+    hi: tuple[int, ...]
+    worst: tuple[int, ...]  # the element of the largest |Δ| (or the first NaN/Inf)
+    worst_rel: float  # |Δ| there / max|g_ref| (inf for NaN/Inf)
+
+    def to_json(self) -> dict[str, Any]:
+        finite = np.isfinite(self.worst_rel)
+        return {
+            "count": self.count,
+            "numpy": {"lo": list(self.lo), "hi": list(self.hi), "worst": list(self.worst)},
+            "julia": {
+                "lo": [i + 1 for i in self.lo],
+                "hi": [i + 1 for i in self.hi],
+                "worst": [i + 1 for i in self.worst],
+            },
+            "worst_rel": float(self.worst_rel) if finite else None,
+        }
+
+
+def regions(
+    outside: np.ndarray, severity: np.ndarray, limit: int = MAX_REGIONS
+) -> tuple[tuple[Region, ...], int]:
+    """The connected regions of `outside` (booleans), largest first (then worst), at most
+    `limit` of them, and how many there are in all. `severity` ranks elements (the
+    relative |Δ|, inf at NaN/Inf)."""
+    if not outside.any():
+        return (), 0
+    if outside.ndim == 0:
+        return (Region(1, (), (), (), float(severity)),), 1
+    from scipy import ndimage
+
+    structure = ndimage.generate_binary_structure(outside.ndim, outside.ndim)
+    labels, total = ndimage.label(outside, structure=structure)
+    boxes = ndimage.find_objects(labels)
+    counts = np.bincount(labels.ravel())
+    ranked = []
+    for k, box in enumerate(boxes, start=1):
+        part = labels[box] == k
+        sev = np.where(part, severity[box], -1.0)
+        local = np.unravel_index(int(np.argmax(sev)), part.shape)
+        worst = tuple(int(s.start + i) for s, i in zip(box, local, strict=True))
+        lo = tuple(int(s.start) for s in box)
+        hi = tuple(int(s.stop - 1) for s in box)
+        ranked.append(Region(int(counts[k]), lo, hi, worst, float(severity[worst])))
+    ranked.sort(key=lambda r: (-r.count, -min(r.worst_rel, 1e308), r.lo))
+    return tuple(ranked[:limit]), int(total)
+
+
+@dataclass(frozen=True)
+class ArrayComparison:
+    """How one gradient array (and the loss) differs from a reference."""
+
+    max_abs: float  # max |g - g_ref|
+    max_rel: float  # max |g - g_ref| / max |g_ref|
+    worst: tuple[int, ...]  # 0-based numpy index of the worst element
+    ulp: int  # ULP distance at the worst element (-1 where not finite)
+    loss_abs: float | None  # |L - L_ref| when both losses are known
+    loss_rel: float | None  # |L - L_ref| / |L_ref|
+    nonfinite: bool  # NaN/Inf in either gradient or loss
+    agree: bool  # within the tolerance policy of `dtype` (False when nonfinite)
+    dtype: str  # the dtype whose tolerance judged it
+    differing: int = 0  # elements with |Δ| > tolerance·max|g_ref| (or NaN/Inf in either)
+    differing_at: tuple[tuple[int, ...], ...] = ()  # the first MAX_LISTED of them, C order
+    regions: tuple[Region, ...] = ()
+    region_count: int = 0
+    size: int = 0
+    left_out: int = 0  # elements not compared (outside a mask)
+
+    @property
+    def worst_julia(self) -> tuple[int, ...]:
+        """The worst element as Julia's 1-based index (same axis order)."""
+        return tuple(i + 1 for i in self.worst)
+
+
+PairComparison = ArrayComparison  # the name of earlier versions
+
+
+def _relative(abs_: float, ref: float) -> float:
+    if ref != 0:
+        return abs_ / ref
+    return 0.0 if abs_ == 0 else float("inf")
+
+
+def compare(
+    g_ref: Any,
+    g: Any,
+    loss_ref: float | None = None,
+    loss: float | None = None,
+    *,
+    keep: np.ndarray | None = None,
+    dtype: str | None = None,
+) -> ArrayComparison:
+    """Compare the array `g` with `g_ref` (same shape) under the tolerance policy.
+
+    `keep` (booleans shaped like the arrays) restricts the comparison to its True
+    elements (a declared kink pair away from the kinks); `dtype` forces the policy's
+    dtype (default: the coarser of the two arrays').
+    """
+    g_ref, g = np.asarray(g_ref), np.asarray(g)
+    if g_ref.shape != g.shape:
+        raise ValueError(f"gradient shapes differ: {g_ref.shape} vs {g.shape}")
+    judged = dtype or coarser(g_ref.dtype, g.dtype)
+    tol = tolerance(judged)
+    keep = np.ones(g.shape, bool) if keep is None else np.asarray(keep, bool)
+    wide = np.complex128 if np.iscomplexobj(g) or np.iscomplexobj(g_ref) else np.float64
+    finite = np.isfinite(g) & np.isfinite(g_ref)
+    bad = ~finite & keep
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where(finite & keep, np.abs(g.astype(wide) - g_ref.astype(wide)), 0.0).astype(
+            np.float64
+        )
+    kept_ref = np.abs(g_ref[finite & keep])
+    scale = float(np.max(kept_ref)) if kept_ref.size else 0.0
+    nonfinite = bool(bad.any())
+    if nonfinite:
+        worst = tuple(int(i) for i in np.argwhere(bad)[0])
+        max_abs = max_rel = float("nan")
+        ulp = -1
+    else:
+        worst = (
+            tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
+            if diff.size
+            else ()
+        )
+        max_abs = float(diff[worst]) if diff.size else 0.0
+        max_rel = _relative(max_abs, scale)
+        ulp = ulp_distance(g_ref[worst], g[worst], judged) if diff.size else 0
+    outside = bad | (diff > tol.grad * scale)
+    severity = np.where(bad, np.inf, diff / scale if scale > 0 else np.where(diff > 0, np.inf, 0.0))
+    found, total = regions(outside, severity)
+    where = np.argwhere(outside)
+    loss_abs = loss_rel = None
+    loss_ok = True
+    if loss_ref is not None and loss is not None:
+        loss_abs = abs(float(loss) - float(loss_ref))
+        nonfinite = nonfinite or not (np.isfinite(loss) and np.isfinite(loss_ref))
+        loss_rel = _relative(loss_abs, abs(float(loss_ref)))
+        loss_ok = loss_abs <= tol.loss * abs(float(loss_ref))
+    agree = (not nonfinite) and max_rel <= tol.grad and loss_ok
+    return ArrayComparison(
+        max_abs=max_abs,
+        max_rel=max_rel,
+        worst=worst,
+        ulp=ulp,
+        loss_abs=loss_abs,
+        loss_rel=loss_rel,
+        nonfinite=nonfinite,
+        agree=agree,
+        dtype=judged,
+        differing=len(where),
+        differing_at=tuple(tuple(int(i) for i in row) for row in where[:MAX_LISTED]),
+        regions=found,
+        region_count=total,
+        size=int(g.size),
+        left_out=int(g.size - keep.sum()),
+    )

@@ -1,0 +1,22 @@
+"""The typed model: arrays, parameters, examples and variants (no registry, no JAX)."""
+
+from ._example import Example as Example
+from ._example import FDPolicy as FDPolicy
+from ._example import Sizes as Sizes
+from ._example import TaylorPolicy as TaylorPolicy
+from ._example import check_name as check_name
+from ._gradient import Gradient as Gradient
+from ._kinds import COMPLEX_OF as COMPLEX_OF
+from ._kinds import DTYPES as DTYPES
+from ._kinds import Array as Array
+from ._kinds import check_dtype as check_dtype
+from ._kinds import check_finite as check_finite
+from ._kinds import first_nonfinite as first_nonfinite
+from ._kinds import index_text as index_text
+from ._kinds import shown as shown
+from ._params import INT32_MAX as INT32_MAX
+from ._params import Param as Param
+from ._variant import EXTRAS as EXTRAS
+from ._variant import Functions as Functions
+from ._variant import Variant as Variant
+from ._variant import distribution_versions as distribution_versions

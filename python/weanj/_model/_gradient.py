@@ -1,0 +1,87 @@
+"""A gradient with its provenance: what a run computes and what the store holds.
+
+One object for both (an evaluation is a `Gradient` with `source="run"`, a file read from
+the store one with `source="store"` or `"recorded"`), so the judge compares like with
+like whatever the front end read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._example import Example
+from ._kinds import first_nonfinite, index_text
+
+# Where a gradient came from: computed in this process, a file of the store
+# (`gradients/`), a committed reference (`recorded/`), any other file.
+SOURCES = ("run", "store", "recorded", "file")
+
+
+@dataclass
+class Gradient:
+    """A variant's loss and gradient arrays on some inputs, with their provenance."""
+
+    example: Example
+    variant: str
+    family: str
+    dtype: str  # the dtype under test
+    gradients: dict[str, np.ndarray]  # {wrt array name: gradient}, in wrt order
+    loss: float | None
+    params: dict[str, Any]
+    inputs_sha256: str
+    key: str  # the provenance key (docs/DESIGN.md)
+    backend: str = ""
+    backend_version: str = ""
+    created: str = ""
+    path: Path | None = None
+    source: str = "run"
+    format: int = 2
+    seconds: float | None = None  # first loss + gradient call, compilation included
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def recorded(self) -> bool:
+        return self.source == "recorded"
+
+    @property
+    def label(self) -> str:
+        """How reports name it: `jax-lex`, `jax-lex@float32`, `recorded/julia-lex`."""
+        if self.source == "recorded":
+            return f"recorded/{self.path.stem}" if self.path else f"recorded/{self.variant}"
+        stem = self.path.stem if self.source == "file" and self.path else self.variant
+        return stem if self.dtype == "float64" else f"{stem}@{self.dtype}"
+
+    @property
+    def gradient(self) -> Any:
+        """The gradient as a variant's `grad` returns it: one array, or a dict of several."""
+        return self.example.gradient_value(self.gradients)
+
+    @property
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        return {k: tuple(np.shape(g)) for k, g in self.gradients.items()}
+
+    @property
+    def nonfinite_count(self) -> int:
+        return sum(
+            int(np.size(g) - np.count_nonzero(np.isfinite(g))) for g in self.gradients.values()
+        )
+
+    @property
+    def finite(self) -> bool:
+        return self.nonfinite_count == 0 and (self.loss is None or math.isfinite(self.loss))
+
+    def nonfinite_text(self) -> str:
+        """Where the NaN/Inf are: the count and the first, in both index conventions."""
+        for name, g in self.gradients.items():
+            first = first_nonfinite(np.asarray(g))
+            if first is not None:
+                count = int(np.size(g) - np.count_nonzero(np.isfinite(g)))
+                return (
+                    f"{count} NaN/Inf value(s) in the gradient {name}, first at {index_text(first)}"
+                )
+        return f"the loss is {self.loss}"

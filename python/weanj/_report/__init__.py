@@ -1,0 +1,1 @@
+"""Views of the judge's verdicts: text, JSON, figures, HTML and Markdown pages."""

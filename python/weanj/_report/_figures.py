@@ -1,0 +1,200 @@
+"""Pictures of where two gradients differ (`weanj diff --plot`, the report).
+
+For any rank: 1-D, |Δ| against the index; 2-D, a heat map; 3-D and up, one heat map
+per pair of axes, sliced through the worst element. |Δ| is drawn relative to
+max|g_ref| on a log colour scale with the tolerance marked on the colour bar; equal
+elements are left white and NaN/Inf drawn in their own colour; the failing regions'
+bounding boxes are outlined. matplotlib is imported here only, through its object API.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .._errors import UnavailableError
+from .._judge._compare import tolerance
+from .._judge._verdict import ExampleJudgement, Judgement, Verdict
+from .._model import Gradient
+from ._text import index, julia, num
+
+NAN_COLOUR = "magenta"
+
+
+def _need_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UnavailableError("pictures need matplotlib: pip install 'weanj[plot]'") from None
+
+
+def relative_delta(a: Gradient, b: Gradient, array: str) -> tuple[np.ndarray, np.ndarray]:
+    """`(|Δ| / max|g_ref|, non-finite mask)` of one array."""
+    ga, gb = np.asarray(a.gradients[array]), np.asarray(b.gradients[array])
+    bad = ~(np.isfinite(ga) & np.isfinite(gb))
+    wide = np.complex128 if np.iscomplexobj(ga) or np.iscomplexobj(gb) else np.float64
+    with np.errstate(invalid="ignore", over="ignore"):
+        delta = np.abs(np.where(bad, 0, gb.astype(wide) - ga.astype(wide))).astype(np.float64)
+    scale = float(np.max(np.abs(ga[~bad]))) if (~bad).any() else 0.0
+    return (delta / scale if scale > 0 else delta), bad
+
+
+def _heat(
+    ax, fig, values: np.ndarray, bad: np.ndarray, j: Judgement, title: str, axes=(0, 1), boxes=()
+):
+    from matplotlib.colors import LogNorm
+    from matplotlib.patches import Rectangle
+
+    shown = np.ma.masked_where(~(values > 0) | bad, values)
+    n_i, n_j = values.shape
+    tol = tolerance(j.comparison.dtype).grad
+    if shown.count():
+        lo, hi = float(shown.min()), float(shown.max())
+        lo, hi = min(lo, tol / 10), max(hi, tol * 10)
+        image = ax.imshow(
+            shown,
+            norm=LogNorm(vmin=lo, vmax=hi),
+            cmap="viridis",
+            interpolation="nearest",
+            extent=(0.5, n_j + 0.5, n_i + 0.5, 0.5),
+            aspect="auto" if max(n_i, n_j) > 8 * min(n_i, n_j) else "equal",
+        )
+        bar = fig.colorbar(image, ax=ax, label="|Δ| / max|g_ref|")
+        bar.ax.axhline(tol, color="red", linewidth=2)
+        bar.ax.text(
+            1.6,
+            tol,
+            "tolerance",
+            color="red",
+            va="center",
+            fontsize=7,
+            transform=bar.ax.get_yaxis_transform(),
+        )
+    if bad.any():
+        ii, jj = np.nonzero(bad)
+        ax.plot(
+            jj + 1, ii + 1, "s", color=NAN_COLOUR, markersize=3, linestyle="none", label="NaN/Inf"
+        )
+        ax.legend(loc="upper right", fontsize=7)
+    for lo_i, lo_j, hi_i, hi_j in boxes:
+        ax.add_patch(
+            Rectangle(
+                (lo_j + 0.5, lo_i + 0.5),
+                hi_j - lo_j + 1,
+                hi_i - lo_i + 1,
+                fill=False,
+                edgecolor="red",
+                linewidth=1,
+            )
+        )
+    ax.set_xlabel(f"axis {axes[1]} (Julia index)")
+    ax.set_ylabel(f"axis {axes[0]} (Julia index)")
+    ax.set_xlim(0.5, n_j + 0.5)
+    ax.set_ylim(n_i + 0.5, 0.5)
+    ax.set_title(title, fontsize=8)
+
+
+def draw_pair(j: Judgement, a: Gradient, b: Gradient):
+    """A matplotlib `Figure` of one pair and array, or None when nothing differs."""
+    from matplotlib.figure import Figure
+
+    values, bad = relative_delta(a, b, j.array)
+    if not (values > 0).any() and not bad.any():
+        return None
+    c = j.comparison
+    head = (
+        f"{j.array}: {b.label} vs {a.label} ({j.verdict}); max rel {num(c.max_rel)} at numpy "
+        f"{index(c.worst)} / Julia {julia(c.worst)}; {c.differing} beyond tolerance in {c.region_count} region(s)"
+    )
+    if values.ndim <= 1:
+        fig = Figure(figsize=(7, 4))
+        ax = fig.add_subplot()
+        flat, flat_bad = np.atleast_1d(values), np.atleast_1d(bad)
+        x = np.arange(1, flat.size + 1)
+        ax.semilogy(x[flat > 0], flat[flat > 0], "-", linewidth=0.8)
+        if flat_bad.any():
+            top = float(flat.max()) if (flat > 0).any() else 1.0
+            ax.semilogy(
+                x[flat_bad], np.full(flat_bad.sum(), top), "s", color=NAN_COLOUR, label="NaN/Inf"
+            )
+            ax.legend(fontsize=7)
+        ax.axhline(
+            tolerance(c.dtype).grad, color="red", linestyle="--", linewidth=1, label="tolerance"
+        )
+        for r in c.regions:
+            ax.axvspan(r.lo[0] + 0.5, r.hi[0] + 1.5, color="red", alpha=0.12)
+        ax.set_xlabel("index (Julia, 1-based)")
+        ax.set_ylabel("|Δ| / max|g_ref|")
+        ax.set_title(head, fontsize=8)
+        return fig
+    if values.ndim == 2:
+        fig = Figure(figsize=(6.6, 5.4))
+        boxes = [(r.lo[0], r.lo[1], r.hi[0], r.hi[1]) for r in c.regions]
+        _heat(fig.add_subplot(), fig, values, bad, j, head, boxes=boxes)
+        return fig
+    worst = c.worst if c.worst else tuple(s // 2 for s in values.shape)
+    planes = [(p, q) for p in range(values.ndim) for q in range(p + 1, values.ndim)][:3]
+    fig = Figure(figsize=(5.2 * len(planes), 5.0))
+    for k, (p, q) in enumerate(planes):
+        where = tuple(slice(None) if d in (p, q) else worst[d] for d in range(values.ndim))
+        fixed = ", ".join(
+            f"axis {d} = {worst[d] + 1}" for d in range(values.ndim) if d not in (p, q)
+        )
+        boxes = [
+            (r.lo[p], r.lo[q], r.hi[p], r.hi[q])
+            for r in c.regions
+            if all(r.lo[d] <= worst[d] <= r.hi[d] for d in range(values.ndim) if d not in (p, q))
+        ]
+        _heat(
+            fig.add_subplot(1, len(planes), k + 1),
+            fig,
+            values[where],
+            bad[where],
+            j,
+            f"slice through the worst element ({fixed}, Julia)",
+            axes=(p, q),
+            boxes=boxes,
+        )
+    fig.suptitle(head, fontsize=9)
+    return fig
+
+
+def chosen_pairs(ej: ExampleJudgement, *, recorded: bool = False) -> list[Judgement]:
+    """The pairs worth a picture: the failing ones and those differing at kinks; when
+    none, every same-family pair (without recorded references, unless asked)."""
+    pairs = [
+        j for j in ej.of_kind("pair") if j.comparison is not None or j.verdict == Verdict.NONFINITE
+    ]
+    notable = [j for j in pairs if j.failed or j.verdict == Verdict.KINKS]
+    if notable:
+        return notable
+    same = [j for j in pairs if j.verdict == Verdict.OK]
+    if not recorded:
+        same = [j for j in same if not any(s.startswith("recorded/") for s in j.subjects)]
+    return same
+
+
+def plot_pairs(
+    ej: ExampleJudgement, folder: Path, *, recorded: bool = False
+) -> list[tuple[Judgement, Path | None]]:
+    """PNGs of the chosen pairs in `folder` (earlier ones removed first, so a picture of
+    an earlier store never passes for this one's); None where nothing differs."""
+    _need_matplotlib()
+    for old in folder.glob("*.png") if folder.is_dir() else ():
+        old.unlink(missing_ok=True)
+    out = []
+    for j in chosen_pairs(ej, recorded=recorded):
+        a, b = (ej.subjects[label] for label in j.subjects)
+        fig = draw_pair(j, a, b)
+        if fig is None:
+            out.append((j, None))
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"{j.subjects[0]}-vs-{j.subjects[1]}-{j.array}.png".replace("/", "_").replace(
+            "@", "_"
+        )
+        path = folder / name
+        fig.savefig(path, dpi=100)
+        out.append((j, path))
+    return out

@@ -1,0 +1,149 @@
+"""The judge's verdicts as JSON (`weanj diff --json`, the report's data).
+
+The same judgements as the text, field for field; non-finite numbers become `null`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._judge._compare import ArrayComparison, tolerance
+from .._judge._verdict import ExampleJudgement, Judgement, Verdict
+from .._model import Gradient
+from ._text import summary
+
+
+def finite(x: float | None) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+def comparison_json(c: ArrayComparison) -> dict[str, Any]:
+    tol = tolerance(c.dtype)
+    equal = c.max_abs == 0
+    return {
+        "max_abs": finite(c.max_abs),
+        "max_rel": finite(c.max_rel),
+        "worst": None if equal or c.nonfinite and not c.worst else list(c.worst),
+        "worst_julia": None if equal or c.nonfinite and not c.worst else list(c.worst_julia),
+        "ulp": c.ulp if c.ulp >= 0 else None,
+        "differing": c.differing,
+        "differing_at": [list(i) for i in c.differing_at],
+        "regions": [r.to_json() for r in c.regions],
+        "region_count": c.region_count,
+        "size": c.size,
+        "left_out": c.left_out,
+        "loss_abs": finite(c.loss_abs),
+        "loss_rel": finite(c.loss_rel),
+        "dtype": c.dtype,
+        "tolerance": {"grad": tol.grad, "loss": tol.loss},
+        "nonfinite": c.nonfinite,
+    }
+
+
+def judgement_json(j: Judgement) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "case": j.case,
+        "kind": j.kind,
+        "verdict": str(j.verdict),
+        "failed": j.failed,
+        "family": j.family,
+        "subjects": list(j.subjects),
+        "array": j.array,
+        "reason": j.reason,
+        "summary": summary(j),
+    }
+    if j.comparison is not None:
+        out.update(comparison_json(j.comparison))
+    if j.kind == "pair" and len(j.subjects) == 2:
+        out["reference"], out["other"] = j.subjects
+        out["same_family"] = " vs " not in j.family
+        out["kinks"] = j.kinks
+        out["away_from_kinks_max_rel"] = finite(j.away.max_rel) if j.away is not None else None
+    if j.taylor is not None:
+        t = j.taylor
+        out["taylor"] = {
+            "h0": t.h0,
+            "rate_bound": t.policy.rate,
+            "left_out": t.left_out,
+            "directions": [
+                {
+                    "steps": list(d.steps),
+                    "remainders": list(d.remainders),
+                    "rounding": list(d.rounding),
+                    "rates": list(d.rates),
+                }
+                for d in t.directions
+            ],
+        }
+    if j.directional is not None:
+        d = j.directional
+        out["jvp"] = {
+            "by": d.by,
+            "forward": finite(d.forward),
+            "reverse": finite(d.reverse),
+            "error": finite(d.error),
+            "tolerance": d.tolerance,
+        }
+    if j.info:
+        out["info"] = {
+            k: {kk: finite(vv) if isinstance(vv, float) else vv for kk, vv in v.items()}
+            for k, v in j.info.items()
+        }
+    return out
+
+
+def gradient_json(g: Gradient) -> dict[str, Any]:
+    return {
+        "label": g.label,
+        "variant": g.variant,
+        "family": g.family,
+        "source": g.source,
+        "recorded": g.recorded,
+        "path": str(g.path) if g.path else None,
+        "dtype": g.dtype,
+        "key": g.key,
+        "backend": g.backend,
+        "backend_version": g.backend_version,
+        "created": g.created,
+        "loss": finite(g.loss),
+        "seconds": g.seconds,
+        "arrays": {
+            name: {
+                "shape": list(np.shape(a)),
+                "max_abs": finite(float(np.max(np.abs(a))))
+                if np.size(a) and np.all(np.isfinite(a))
+                else None,
+            }
+            for name, a in g.gradients.items()
+        },
+        "nonfinite": not g.finite,
+        "nonfinite_count": g.nonfinite_count,
+    }
+
+
+def example_json(ej: ExampleJudgement) -> dict[str, Any]:
+    inputs = ej.inputs
+    return {
+        "example": ej.name,
+        "params": dict(inputs.params) if inputs else None,
+        "inputs_sha256": inputs.digest if inputs else None,
+        "key": inputs.key("float64") if inputs else None,
+        "dtypes": list(ej.dtypes),
+        "error": ej.error,
+        "gradients": [gradient_json(g) for g in ej.subjects.values()],
+        "errors": dict(ej.errors),
+        "pairs": [judgement_json(j) for j in ej.of_kind("pair") if j.verdict != Verdict.SKIPPED],
+        "checks": [judgement_json(j) for j in ej.judgements if j.kind in ("taylor", "jvp")],
+        "files": [judgement_json(j) for j in ej.of_kind("file")],
+        "skipped": [
+            judgement_json(j)
+            for j in ej.judgements
+            if j.verdict == Verdict.SKIPPED and j.kind != "file"
+        ],
+        "failures": [summary(j) for j in ej.failures] + [f"{k}: {v}" for k, v in ej.errors.items()],
+        "verdict": str(ej.verdict),
+        "ok": ej.ok,
+    }

@@ -1,0 +1,76 @@
+"""Watching a long call: a heartbeat on stderr and a time limit.
+
+A variant's first call compiles it, which can take minutes (an unrolled Python loop
+under `jax.grad`); without a sign of life that looks like a hang. `Watch.run` runs the
+call in a worker thread and, while it lasts longer than `quiet_s`, prints
+`  compiling or running EX V … 30 s` every `every_s`; past `timeout_s` it gives up with
+`TimeoutError` (the verdict `timeout`) and the caller goes on with the next variant.
+
+Python cannot stop a thread: a call that timed out keeps running in the background
+(a daemon thread, ended with the process), and the command says so at the end. Ctrl-C
+reaches the main thread, which is only waiting, so an interrupt is never delayed by a
+compile.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Watch:
+    """How long calls may take and how they show progress (`timeout_s` None: no limit)."""
+
+    timeout_s: float | None = None
+    quiet_s: float = 5.0
+    every_s: float = 15.0
+    say: Callable[[str], None] = _say
+    abandoned: list[str] = field(default_factory=list)  # calls left running after a timeout
+
+    def run(self, fn: Callable[[], T], label: str) -> T:
+        """`fn()`, with a heartbeat and the time limit (module docstring)."""
+        if self.timeout_s is None and self.quiet_s == float("inf"):
+            return fn()
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["value"] = fn()
+            except BaseException as e:  # handed to the caller's thread below
+                box["error"] = e
+
+        worker = threading.Thread(target=target, name=f"weanj {label}", daemon=True)
+        start = time.monotonic()
+        worker.start()
+        beat = self.quiet_s
+        while True:
+            elapsed = time.monotonic() - start
+            wait = beat - elapsed
+            if self.timeout_s is not None:
+                wait = min(wait, self.timeout_s - elapsed)
+            worker.join(max(0.01, min(wait, 1.0)))
+            if not worker.is_alive():
+                break
+            elapsed = time.monotonic() - start
+            if self.timeout_s is not None and elapsed >= self.timeout_s:
+                self.abandoned.append(label)
+                raise TimeoutError(
+                    f"{label} took longer than the time limit of {self.timeout_s:g} s"
+                )
+            if elapsed >= beat:
+                self.say(f"  compiling or running {label} … {elapsed:.0f} s")
+                beat += self.every_s
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
