@@ -1,6 +1,8 @@
 """Benchmark of issue #6: the wavefront lexicographic sweeps and the discrete adjoints.
 
-Prints, from one run (medians of `weanj.time_median`), the numbers of the acceptance
+Prints, from one run of `weanj bench`'s measurement (`weanj._bench.bench`: the
+example's inputs at size n, seed 1; first call; medians of the forward and gradient
+times; XLA's scratch memory of the compiled gradient), the numbers of the acceptance
 points, float64:
 
 1. forward (loss) and gradient times at n, K (default 256, 100) of `jax-lex`,
@@ -14,79 +16,34 @@ points, float64:
 Usage (from the repository root):
 
     python benchmarks/adjoint.py [--n 256] [--K 100] [--samples 10] [--lex-grad-samples 3]
-                                 [--json FILE]
+                                 [--mem-n 128] [--device cpu|gpu] [--quiet]
+                                 [--json FILE] [--save]
 
 `jax-lex`'s gradient takes seconds per call at n = 256, hence its own (small) number of
-samples. Runs on JAX's default device; `--json` also writes the records (the seed
-notebook's fields) to FILE.
+samples (forward and gradient alike: one `bench` call takes one count). The memory
+points at `--mem-n` are compiled only; `bench` also times that size once at K = 10.
+`--json` writes the records to FILE, `--save` merges them into
+`results/<example>/bench/` as `weanj bench` does.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import time
+import sys
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-
-import weanj
+import _common
 
 # (example, variant); the plain ones are the references the ratios are taken against.
-VARIANTS = [
-    ("02-gauss-seidel", "jax-lex"),
-    ("02-gauss-seidel", "jax-wavefront"),
-    ("02-gauss-seidel", "jax-rb"),
-    ("02-gauss-seidel", "jax-rb-adjoint"),
-    ("01-jacobi", "jax-jacobi"),
-    ("01-jacobi", "jax-jacobi-adjoint"),
-]
+VARIANTS = {
+    "02-gauss-seidel": ["jax-lex", "jax-wavefront", "jax-rb", "jax-rb-adjoint"],
+    "01-jacobi": ["jax-jacobi", "jax-jacobi-adjoint"],
+}
 ADJOINTS = {
     "jax-wavefront": "jax-lex",
     "jax-rb-adjoint": "jax-rb",
     "jax-jacobi-adjoint": "jax-jacobi",
 }
-
-
-def inputs(n: int, seed: int = 1):
-    """θ ~ N(0, 1) and observations of the size of a solution, as float64 device arrays."""
-    rng = np.random.default_rng(seed)
-    with jax.enable_x64(True):
-        return (
-            jnp.asarray(rng.standard_normal((n, n))),
-            jnp.asarray(0.01 * rng.standard_normal((n, n))),
-        )
-
-
-def temp_bytes(fn, *args) -> int:
-    """XLA's scratch memory for the compiled function (excludes inputs and outputs)."""
-    return int(fn.lower(*args).compile().memory_analysis().temp_size_in_bytes)
-
-
-def time_variant(example, name, theta, uobs, K, samples, grad_samples):
-    v = weanj.variant(example, name)
-    t0 = time.perf_counter()
-    jax.block_until_ready(v.grad(theta, uobs, K))  # compiles
-    compile_s = time.perf_counter() - t0
-    forward_s = weanj.time_median(
-        lambda: v.loss(theta, uobs, K), sync=jax.block_until_ready, samples=samples
-    )
-    grad_s = weanj.time_median(
-        lambda: v.grad(theta, uobs, K), sync=jax.block_until_ready, samples=grad_samples, warmup=0
-    )
-    n = theta.shape[0]
-    return dict(
-        dtype="Float64",
-        variant=name,
-        N=n * n,
-        n=n,
-        K=K,
-        forward_s=forward_s,
-        grad_s=grad_s,
-        compile_s=compile_s,
-        peak_mem_bytes=temp_bytes(v.grad, theta, uobs, K),
-    )
+MEMORY_K = (10, 1000)
 
 
 def main(argv=None):
@@ -96,73 +53,80 @@ def main(argv=None):
     p.add_argument("--samples", type=int, default=10)
     p.add_argument("--lex-grad-samples", type=int, default=3)
     p.add_argument("--mem-n", type=int, default=128)
-    p.add_argument("--json", default=None, help="also write the records to this file")
+    _common.add_options(p)
     args = p.parse_args(argv)
 
-    print(
-        f"device: {jax.devices()[0].device_kind}, jax {jax.__version__}, "
-        f"float64, n = {args.n}, K = {args.K}"
-    )
-    theta, uobs = inputs(args.n)
-    records = {}
-    for example, name in VARIANTS:
-        grad_samples = args.lex_grad_samples if name == "jax-lex" else args.samples
-        r = time_variant(example, name, theta, uobs, args.K, args.samples, grad_samples)
-        records[name] = r
-        print(
-            f"  {name:<20} forward {1e3 * r['forward_s']:10.3f} ms   "
-            f"gradient {1e3 * r['grad_s']:10.3f} ms   grad/forward "
-            f"{r['grad_s'] / r['forward_s']:6.2f}   compile {r['compile_s']:6.2f} s"
+    run = _common.Session(args)
+    _common.header(f"float64, n = {args.n}, K = {args.K}", run.device)
+    # The memory points are compiled only, at the middle (here: the only) size of a
+    # sweep; at another n than the timings', bench times that size too, once at K = 10.
+    memory_over = ("K", MEMORY_K) if args.mem_n == args.n else None
+    for example, names in VARIANTS.items():
+        for name in names:
+            samples = args.lex_grad_samples if name == "jax-lex" else args.samples
+            run.bench(
+                example,
+                [name],
+                sizes=[args.n],
+                params={"K": args.K},
+                samples=samples,
+                memory_over=memory_over,
+            )
+        if memory_over is None:
+            run.bench(
+                example,
+                names,
+                sizes=[args.mem_n],
+                params={"K": MEMORY_K[0]},
+                samples=1,
+                memory_over=("K", MEMORY_K),
+            )
+    for example in VARIANTS:
+        _common.table(
+            example,
+            [
+                r
+                for r in run.records
+                if r["example"] == example and r["n"] == args.n and r["K"] == args.K
+            ],
         )
+    records = _common.timed(run.records, sweep="n", n=args.n, K=args.K)
 
     lex, wave = records["jax-lex"], records["jax-wavefront"]
     print("acceptance 2:")
-    print(
-        f"  jax-lex gradient / jax-wavefront gradient = "
-        f"{lex['grad_s'] / wave['grad_s']:.1f}   (target >= 10)"
+    _common.acceptance(
+        "jax-lex gradient / jax-wavefront gradient",
+        _common.ratio(lex["grad_s"], wave["grad_s"]),
+        10,
+        at_least=True,
     )
-    print(
-        f"  jax-wavefront forward / jax-lex forward   = "
-        f"{wave['forward_s'] / lex['forward_s']:.3f} (target <= 0.6)"
+    _common.acceptance(
+        "jax-wavefront forward / jax-lex forward",
+        _common.ratio(wave["forward_s"], lex["forward_s"]),
+        0.6,
     )
-    print("acceptance 3 (gradient / forward, target <= 2.5):")
+    print("acceptance 3 (gradient / forward):")
     for name in ADJOINTS:
-        print(f"  {name:<20} {records[name]['grad_s'] / records[name]['forward_s']:.2f}")
+        r = records[name]
+        _common.acceptance(name, _common.ratio(r["grad_s"], r["forward_s"]), 2.5)
 
-    print(f"acceptance 4 (XLA temp bytes of the gradient, n = {args.mem_n}; target <= 1.1):")
-    mt, mu = inputs(args.mem_n)
-    mem_records = []
-    for example, name in VARIANTS:
-        grad = weanj.variant(example, name).grad
-        small, large = temp_bytes(grad, mt, mu, 10), temp_bytes(grad, mt, mu, 1000)
-        tag = "" if name in ADJOINTS else "   (JAX AD, for comparison)"
-        print(
-            f"  {name:<20} K=10 {small:>10d}   K=1000 {large:>10d}   ratio {large / small:.3f}{tag}"
-        )
-        for K, b in ((10, small), (1000, large)):
-            mem_records.append(
-                dict(
-                    dtype="Float64",
-                    variant=name,
-                    N=args.mem_n**2,
-                    n=args.mem_n,
-                    K=K,
-                    forward_s=None,
-                    grad_s=None,
-                    compile_s=None,
-                    peak_mem_bytes=b,
-                )
+    print(f"acceptance 4 (XLA temp bytes of the gradient, n = {args.mem_n}):")
+    temp = _common.memory(run.records, "K", n=args.mem_n)
+    small, large = MEMORY_K
+    for names in VARIANTS.values():
+        for name in names:
+            row = temp[name]
+            tag = "" if name in ADJOINTS else "   (JAX AD, for comparison)"
+            print(
+                f"  {name:<20} K={small} {row[small]:>10d}   K={large} {row[large]:>10d}   "
+                f"ratio {row[large] / row[small]:.3f}{tag}"
             )
-
-    if args.json:
-        payload = {
-            "environment": weanj.environment(jax.devices()[0].platform),
-            "records": list(records.values()) + mem_records,
-        }
-        with open(args.json, "w") as f:
-            json.dump(payload, f, indent=2, default=float)
-            f.write("\n")
+    for name in ADJOINTS:
+        row = temp[name]
+        growth = _common.ratio(row[large], row[small])
+        _common.acceptance(f"{name} K={large} / K={small}", growth, 1.1)
+    run.finish(args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(_common.entry(main))

@@ -1,86 +1,45 @@
 """Benchmark of issue 15: the cloud-in-cell variants of 05-deposition, with a compiled loop
 as the floor.
 
-Prints, from one run (medians of `weanj.time_median`), at P particles on an n×n grid
-(default P = 2²⁰, n = 256: 16 particles per cell), float64, uniform random positions:
+Prints, from one run of `weanj bench`'s measurement (`weanj._bench.bench`: the
+example's inputs at P particles, seed 1, uniform random positions on an n×n grid with
+n = √(P/16), i.e. 16 particles per cell; default P = 2²⁰, n = 256), float64:
 
 1. for every `cic` variant available here: forward (loss) and gradient times, the first
-   gradient call (compilation included), and XLA's temp memory of the compiled loss and
-   gradient;
+   gradient call (compilation included), and XLA's temp memory of the compiled gradient
+   and (beside `bench`, same inputs) of the compiled loss;
 2. the same loss and its hand-written gradient as Numba loops (the compiled floor: what
-   a tuned serial loop costs), if Numba is importable; skipped with a message if not.
-   Numba is not a dependency of weanj: `pip install numba` to get this row;
+   a tuned serial loop costs) on the same inputs, checked against `jax-segment-sum` to
+   1e-12 / 1e-11 before they are timed, if Numba is importable; skipped with a message
+   if not. Numba is not a dependency of weanj: `pip install numba` to get this row;
 3. the acceptance point: gradient / forward of `jax-scatter` and `jax-segment-sum`
    (target ≤ 2.5).
 
 Usage (from the repository root):
 
-    python benchmarks/deposition.py [--P 1048576] [--n 256] [--samples 10] [--json FILE]
+    python benchmarks/deposition.py [--P 1048576] [--samples 10] [--device cpu|gpu]
+                                    [--quiet] [--json FILE] [--save]
 
-Runs on JAX's default device; `--json` also writes the records (the seed notebook's
-fields, with N = P) to FILE.
+`--json` writes the records (each with the loss's `loss_temp_bytes`, and the Numba row)
+to FILE; `--save` merges `bench`'s records into `results/05-deposition/bench/`
+as `weanj bench` does (not the Numba row: it is no variant of the example).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import time
 
-import jax
-import jax.numpy as jnp
+import _common
 import numpy as np
 
 import weanj
-from weanj.examples import deposition as dep
+from weanj import _bench_measure as measure
+from weanj._io._inputs import from_arrays
 
 EXAMPLE = "05-deposition"
 RATIO_TARGETS = ("jax-scatter", "jax-segment-sum")
-
-
-def temp_bytes(fn, *args) -> int:
-    """XLA's scratch memory for the compiled function (excludes inputs and outputs)."""
-    return int(fn.lower(*args).compile().memory_analysis().temp_size_in_bytes)
-
-
-def record(name, P, n, forward_s, grad_s, compile_s, loss_mem, grad_mem):
-    return dict(
-        dtype="Float64",
-        variant=name,
-        N=P,
-        P=P,
-        n=n,
-        K=None,
-        forward_s=forward_s,
-        grad_s=grad_s,
-        compile_s=compile_s,
-        peak_mem_bytes=grad_mem,
-        loss_temp_bytes=loss_mem,
-    )
-
-
-def time_variant(name, arrays, samples):
-    v = weanj.variant(EXAMPLE, name)
-    args = weanj.example(EXAMPLE).args(arrays, {})
-    t0 = time.perf_counter()
-    jax.block_until_ready(v.grad(*args))  # compiles
-    compile_s = time.perf_counter() - t0
-    jax.block_until_ready(v.loss(*args))
-    forward_s = weanj.time_median(
-        lambda: v.loss(*args), sync=jax.block_until_ready, samples=samples
-    )
-    grad_s = weanj.time_median(lambda: v.grad(*args), sync=jax.block_until_ready, samples=samples)
-    P, n = arrays["pos"].shape[0], arrays["rhoobs"].shape[0]
-    return record(
-        name,
-        P,
-        n,
-        forward_s,
-        grad_s,
-        compile_s,
-        temp_bytes(v.loss, *args),
-        temp_bytes(v.grad, *args),
-    )
 
 
 def numba_floor():
@@ -142,7 +101,9 @@ def numba_floor():
     return (loss, grad, numba.__version__), None
 
 
-def time_numba(fns, arrays, samples, reference):
+def time_numba(fns, arrays, samples, reference) -> dict:
+    """The Numba loop's record, in `bench`'s fields; its own timing loop
+    (`weanj.time_median`), since it is no variant `bench` could time."""
     loss, grad, version = fns
     pos, q, rhoobs = arrays["pos"], arrays["q"], arrays["rhoobs"]
     t0 = time.perf_counter()
@@ -154,81 +115,88 @@ def time_numba(fns, arrays, samples, reference):
     assert abs(value - ref_loss) <= 1e-12 * abs(ref_loss), (value, ref_loss)
     for g, name in ((gpos, "pos"), (gq, "q")):
         assert np.max(np.abs(g - ref_grad[name])) <= 1e-11 * np.max(np.abs(ref_grad[name]))
-    forward_s = weanj.time_median(lambda: loss(pos, q, rhoobs), samples=samples)
-    grad_s = weanj.time_median(lambda: grad(pos, q, rhoobs), samples=samples)
     P, n = pos.shape[0], rhoobs.shape[0]
-    return record(f"numba-loop ({version})", P, n, forward_s, grad_s, compile_s, None, None)
+    return {
+        "variant": f"numba-loop ({version})",
+        "device": "cpu",
+        "dtype": "float64",
+        "N": pos.size + q.size,
+        "P": P,
+        "n": n,
+        "forward_s": weanj.time_median(lambda: loss(pos, q, rhoobs), samples=samples),
+        "grad_s": weanj.time_median(lambda: grad(pos, q, rhoobs), samples=samples),
+        "compile_s": compile_s,
+        "peak_mem_bytes": None,
+        "loss_temp_bytes": None,
+        "timed": True,
+    }
+
+
+def loss_temp_bytes(name: str, arrays, device: str) -> int | None:
+    """XLA's scratch memory of the compiled loss on the inputs `bench` measured, placed as
+    `bench` places them (None for a variant that is not JAX-compiled)."""
+    ex, v = weanj.example(EXAMPLE), weanj.variant(EXAMPLE, name)
+    if not hasattr(v.loss, "lower"):
+        return None
+    where = measure.placement(measure.jax_device(device), v.multi_device)
+    args, _ = measure.call_args(ex, arrays, {}, "float64", where)
+    return measure.temp_bytes(v.loss, args)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--P", type=int, default=2**20)
-    p.add_argument("--n", type=int, default=256)
     p.add_argument("--samples", type=int, default=10)
-    p.add_argument("--seed", type=int, default=15)
-    p.add_argument("--json", default=None, help="also write the records to this file")
+    _common.add_options(p)
     args = p.parse_args(argv)
 
-    print(
-        f"device: {jax.devices()[0].device_kind}, jax {jax.__version__}, float64, "
-        f"P = {args.P}, n = {args.n} ({args.P / args.n**2:g} particles per cell)"
+    ex = weanj.example(EXAMPLE)
+    run = _common.Session(args)
+    # bench's own inputs at this size (the example's Sizes, bench's seed)
+    arrays = measure.generator_for(ex, {})(args.P)
+    n = arrays["rhoobs"].shape[0]
+    _common.header(
+        f"05-deposition, float64, P = {args.P}, n = {n} ({args.P / n**2:g} particles per cell)",
+        run.device,
     )
-    arrays = dep.generate(args.seed, args.P, args.n, kinks=False)
-    weanj.example(EXAMPLE).validate(arrays)
-    with jax.enable_x64(True):
-        arrays = {k: jnp.asarray(a) for k, a in arrays.items()}
-    names = [n for n in weanj.families(EXAMPLE)["cic"] if n in weanj.variants(EXAMPLE)]
+    names = [name for name in weanj.families(EXAMPLE)["cic"] if name in weanj.variants(EXAMPLE)]
     for name, why in weanj.unavailable_variants(EXAMPLE).items():
         print(f"  skipped {name}: {why}")
-
-    header = (
-        f"  {'variant':<24} {'forward ms':>11} {'gradient ms':>12} {'grad/fwd':>9} "
-        f"{'1st grad s':>11} {'temp MB loss':>13} {'temp MB grad':>13}"
+    records = _common.timed(
+        run.bench(EXAMPLE, names, sizes=[args.P], samples=args.samples), P=args.P
     )
-    print(header)
-    records = {}
+    # Kept beside bench's records, not in them: a field of its own would make a saved
+    # record another series than `weanj bench`'s (`_bench.write` merges by series).
+    loss_temp = {name: loss_temp_bytes(name, arrays, run.device) for name in records}
 
-    def show(r):
-        mb = [
-            f"{b / 2**20:13.1f}" if b is not None else f"{'—':>13}"
-            for b in (r["loss_temp_bytes"], r["peak_mem_bytes"])
-        ]
-        print(
-            f"  {r['variant']:<24} {1e3 * r['forward_s']:11.2f} {1e3 * r['grad_s']:12.2f} "
-            f"{r['grad_s'] / r['forward_s']:9.2f} {r['compile_s']:11.2f} {mb[0]} {mb[1]}"
-        )
-
-    for name in names:
-        records[name] = time_variant(name, arrays, args.samples)
-        show(records[name])
-
+    extra = []
     fns, why = numba_floor()
     if fns is None:
         print(f"  skipped the compiled loop: {why}")
     else:
-        plain = {k: np.asarray(a) for k, a in arrays.items()}
+        inputs = from_arrays(ex, arrays)
         v = weanj.variant(EXAMPLE, "jax-segment-sum")
-        a = weanj.example(EXAMPLE).args(arrays, {})
-        reference = (float(v.loss(*a)), {k: np.asarray(g) for k, g in v.grad(*a).items()})
-        r = time_numba(fns, plain, args.samples, reference)
-        records[r["variant"]] = r
-        show(r)
+        call = inputs.args("float64")
+        reference = (float(v.loss(*call)), {k: np.asarray(g) for k, g in v.grad(*call).items()})
+        extra.append(time_numba(fns, inputs.run_arrays("float64"), args.samples, reference))
 
-    print("acceptance 4 (gradient / forward, target <= 2.5):")
+    _common.table(EXAMPLE, [*records.values(), *extra])
+    print("XLA temp memory [MiB], compiled loss / gradient:")
+    for name, r in records.items():
+        shown = [
+            "—" if b is None else f"{b / 2**20:.1f}" for b in (loss_temp[name], r["peak_mem_bytes"])
+        ]
+        print(f"  {name:<20} {shown[0]} / {shown[1]}")
+
+    print("acceptance 4 (gradient / forward):")
     for name in RATIO_TARGETS:
         if name in records:
-            ratio = records[name]["grad_s"] / records[name]["forward_s"]
-            print(f"  {name:<20} {ratio:.2f}  {'ok' if ratio <= 2.5 else 'ABOVE TARGET'}")
-
-    if args.json:
-        payload = {
-            "environment": weanj.environment(jax.devices()[0].platform),
-            "records": list(records.values()),
-        }
-        with open(args.json, "w") as f:
-            json.dump(payload, f, indent=2, default=float)
-            f.write("\n")
+            r = records[name]
+            _common.acceptance(name, _common.ratio(r["grad_s"], r["forward_s"]), 2.5)
+    run.finish(
+        args, [{**r, "loss_temp_bytes": loss_temp.get(r["variant"])} for r in run.records] + extra
+    )
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(_common.entry(main))

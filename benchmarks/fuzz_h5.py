@@ -42,19 +42,20 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 FOLDER = REPO / "tests" / "data" / "corrupt"
 
-# What a reader of the file does, as plain h5py: every attribute, object and dataset.
-READ_ALL = """
-import io, sys
-import h5py
-def read_all(source):
+
+def read_all(source) -> None:
+    """What a reader of the file does, as plain h5py: every attribute, object and dataset
+    of `source` (a path or a file object)."""
+    import h5py
+
+    def read(obj) -> None:
+        dict(obj.attrs.items())
+        if isinstance(obj, h5py.Dataset):
+            obj[()]
+
     with h5py.File(source, "r") as f:
-        dict(f.attrs.items())
-        def visit(name, obj):
-            dict(obj.attrs.items())
-            if isinstance(obj, h5py.Dataset):
-                obj[()]
-        f.visititems(visit)
-"""
+        read(f)
+        f.visititems(lambda name, obj: read(obj))  # None: visit every object
 
 
 def make_base(path: Path) -> None:
@@ -114,9 +115,6 @@ def fuzz(base: bytes, skip, timeout: int, jobs: int, say) -> list[dict]:
     """Every mutation, read by a forked child; returns the crashes and hangs found."""
     import h5py  # noqa: F401  (imported once, before forking)
 
-    namespace: dict = {}
-    exec(READ_ALL, namespace)
-    read_all = namespace["read_all"]
     work = list(mutations(base, skip))
     scratch = Path(tempfile.mkdtemp(dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
     running: dict[int, tuple[int, int]] = {}
@@ -169,7 +167,10 @@ def confirm(data: bytes, from_memory: bool, timeout: float) -> tuple[str, str]:
     with tempfile.NamedTemporaryFile(suffix=".h5", delete=False) as f:
         f.write(data)
     source = "io.BytesIO(open(sys.argv[1], 'rb').read())" if from_memory else "sys.argv[1]"
-    code = READ_ALL + f"\nread_all({source})\n"
+    code = (
+        f"import io, sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        f"from fuzz_h5 import read_all\nread_all({source})\n"
+    )
     try:
         rc = subprocess.run(
             [sys.executable, "-c", code, f.name],
@@ -187,13 +188,13 @@ def confirm(data: bytes, from_memory: bool, timeout: float) -> tuple[str, str]:
 
 
 def measure(paths: list[Path], say) -> None:
-    """The cost of weanj's safe opening (`weanj._safeh5`): the probe process's start (once
+    """The cost of weanj's safe opening (`weanj._io._safeh5`): the probe process's start (once
     per weanj process), one probe per file, and parsing from memory against plain h5py."""
     import statistics
 
     import h5py
 
-    from weanj import _safeh5
+    from weanj._io import _safeh5
 
     def median_ms(fn, n=7):
         times = []

@@ -2,22 +2,26 @@
 
 For `jax-jacobi-sharded` and `jax-rb-sharded` (`weanj/examples/_sharded.py`) on 1, 2, 4
 and 8 devices, and for their single-device siblings `jax-jacobi` and `jax-rb`, at n, K
-(default 512, 20), float64, prints XLA's per-device memory of the compiled gradient and
-loss (`.lower(...).compile().memory_analysis()`: temp, i.e. scratch, and argument
-bytes), the acceptance ratio (sharded gradient temp on 8 devices over the single-device
-variant's gradient temp; target ≤ 1/4), whether each sharded loss is bitwise the
-single-device one on random inputs, and forward/gradient times.
+(default 512, 20), float64, prints from `weanj bench`'s measurement
+(`weanj._bench.bench(..., devices=N)`: the example's inputs at n, seed 1) XLA's
+per-device scratch memory of the compiled gradient and the forward/gradient times; beside
+`bench`, on the same inputs, XLA's plan of the compiled gradient's arguments and of the
+loss's scratch (`.lower(...).compile().memory_analysis()`, inputs uncommitted so that
+the argument bytes are each device's share), whether each sharded loss is bitwise the
+single-device one, and the acceptance ratio (sharded gradient temp on 8 devices over
+the single-device variant's gradient temp; target ≤ 1/4).
 
 The devices are simulated CPU devices: the script runs itself in a subprocess with
 `XLA_FLAGS=--xla_force_host_platform_device_count=<max devices>` (the flag must be set
-before JAX starts) and restricts the variants to the first N with
-`weanj.set_devices(N)`, as `weanj bench --devices N` does. Simulated devices share
-the host's cores and memory: the memory figures are what XLA plans per device; the
-times say nothing about real multi-device speed.
+before JAX starts), and `bench(devices=N)` restricts the variants to the first N, as
+`weanj bench --devices N` does. Simulated devices share the host's cores and memory:
+the memory figures are what XLA plans per device; the times say nothing about real
+multi-device speed. Exits 1 if a ratio is above 1/4 or a loss differs.
 
 Usage (from the repository root):
 
     python benchmarks/sharded.py [--n 512] [--K 20] [--devices 1 2 4 8] [--samples 5]
+                                 [--quiet] [--json FILE] [--save]
 """
 
 from __future__ import annotations
@@ -27,62 +31,65 @@ import os
 import subprocess
 import sys
 
+import _common  # imports no JAX: the child starts it, after XLA_FLAGS is set
 
-def child(n: int, K: int, device_counts: list[int], samples: int) -> None:
+PAIRS = [  # (example, single-device variant, its sharded sibling)
+    ("01-jacobi", "jax-jacobi", "jax-jacobi-sharded"),
+    ("02-gauss-seidel", "jax-rb", "jax-rb-sharded"),
+]
+TARGET = 0.25
+
+
+def plan(example: str, name: str, arrays, K: int) -> dict:
+    """The loss's value and XLA's per-device plan of the compiled gradient's arguments
+    and the loss's scratch, for the current device selection. The inputs go in
+    uncommitted (numpy), so that XLA chooses their sharding: `bench` replicates them,
+    which would count every device's copy of the whole θ and uobs as its arguments."""
+    import weanj
+    from weanj import _bench_measure as measure
+
+    ex, v = weanj.example(example), weanj.variant(example, name)
+    args, _ = measure.call_args(ex, arrays, {"K": K}, "float64", None)
+    grad = v.grad.lower(*args).compile().memory_analysis()
+    loss = v.loss.lower(*args).compile().memory_analysis()
+    return {
+        "loss": float(v.loss(*args)),
+        "grad_args_bytes": int(grad.argument_size_in_bytes),
+        "loss_temp_bytes": int(loss.temp_size_in_bytes),
+    }
+
+
+def child(args: argparse.Namespace) -> None:
     import jax
-    import jax.numpy as jnp
-    import numpy as np
 
     import weanj
-    from weanj.examples import _sharded, gauss_seidel, jacobi
+    from weanj import _bench_measure as measure
+    from weanj._devices import using_devices
 
-    print(
-        f"jax {jax.__version__}, {jax.device_count()} {jax.devices()[0].platform} devices"
-        f" (simulated), n = {n}, K = {K}, float64",
-        flush=True,
+    run = _common.Session(args)
+    simulated = " (simulated)" if run.device == "cpu" else ""
+    _common.header(
+        f"{len(jax.devices(run.device))} {run.device} devices{simulated}, n = {args.n}, "
+        f"K = {args.K}, float64",
+        run.device,
     )
-    pairs = [
-        ("jax-jacobi", jacobi.jacobi_loss, "jax-jacobi-sharded", _sharded.jacobi_sharded_loss),
-        ("jax-rb", gauss_seidel.rb_loss, "jax-rb-sharded", _sharded.rb_sharded_loss),
-    ]
-    rng = np.random.default_rng(18)
-    with jax.enable_x64(True):  # as weanj's Precise wrapper runs every variant
-        theta = jnp.asarray(rng.standard_normal((n, n)))
-        uobs = jnp.asarray(0.01 * rng.standard_normal((n, n)))
-
-        def measure(fn):
-            loss = jax.jit(fn, static_argnums=2).lower(theta, uobs, K).compile()
-            grad = jax.jit(jax.grad(fn), static_argnums=2).lower(theta, uobs, K).compile()
-            value = float(loss(theta, uobs))
-            jax.block_until_ready(grad(theta, uobs))
-            loss_s = weanj.time_median(
-                lambda: loss(theta, uobs), sync=jax.block_until_ready, samples=samples
-            )
-            grad_s = weanj.time_median(
-                lambda: grad(theta, uobs), sync=jax.block_until_ready, samples=samples
-            )
-            return dict(
-                loss=value,
-                grad_temp=grad.memory_analysis().temp_size_in_bytes,
-                grad_args=grad.memory_analysis().argument_size_in_bytes,
-                loss_temp=loss.memory_analysis().temp_size_in_bytes,
-                forward_ms=1e3 * loss_s,
-                grad_ms=1e3 * grad_s,
-            )
-
-        rows, ratios = [], []
-        for single_name, single, sharded_name, sharded in pairs:
-            weanj.set_devices(None)
-            ref = measure(single)
-            rows.append((single_name, 1, ref, ""))
-            for count in device_counts:
-                weanj.set_devices(count)
-                r = measure(sharded)
-                bitwise = "yes" if r["loss"].hex() == ref["loss"].hex() else "NO"
-                rows.append((sharded_name, count, r, bitwise))
-                if count == 8:
-                    ratios.append((sharded_name, single_name, r["grad_temp"] / ref["grad_temp"]))
-        weanj.set_devices(None)
+    point = {"sizes": [args.n], "params": {"K": args.K}, "samples": args.samples}
+    rows, ratios, json_records = [], [], []
+    for example, single, sharded in PAIRS:
+        arrays = measure.generator_for(weanj.example(example), {})(args.n)
+        (ref,) = run.bench(example, [single], **point)
+        ref_plan = plan(example, single, arrays, args.K)
+        rows.append((ref, ref_plan, ""))
+        for devices in args.devices:
+            (r,) = run.bench(example, [sharded], devices=devices, **point)
+            with using_devices(devices, run.device):
+                r_plan = plan(example, sharded, arrays, args.K)
+            bitwise = "yes" if r_plan["loss"].hex() == ref_plan["loss"].hex() else "NO"
+            rows.append((r, r_plan, bitwise))
+            if devices == 8:
+                ratios.append((sharded, single, r["peak_mem_bytes"] / ref["peak_mem_bytes"]))
+    for r, p, bitwise in rows:
+        json_records.append({**r, **p, "loss_bitwise_single_device": bitwise or None})
 
     mib = 2.0**20
     print(
@@ -90,22 +97,25 @@ def child(n: int, K: int, device_counts: list[int], samples: int) -> None:
         " | loss bitwise single-device | forward [ms] | gradient [ms] |"
     )
     print("| --- | ---: | ---: | ---: | ---: | :---: | ---: | ---: |")
-    for name, count, r, bitwise in rows:
+    for r, p, bitwise in rows:
         print(
-            f"| `{name}` | {count} | {r['grad_temp'] / mib:.3f} | {r['grad_args'] / mib:.3f}"
-            f" | {r['loss_temp'] / mib:.3f} | {bitwise or '–'} | {r['forward_ms']:.1f}"
-            f" | {r['grad_ms']:.1f} |"
+            f"| `{r['variant']}` | {r['devices']} | {r['peak_mem_bytes'] / mib:.3f}"
+            f" | {p['grad_args_bytes'] / mib:.3f} | {p['loss_temp_bytes'] / mib:.3f}"
+            f" | {bitwise or '–'} | {1e3 * r['forward_s']:.1f} | {1e3 * r['grad_s']:.1f} |"
         )
     print()
-    for sharded_name, single_name, ratio in ratios:
-        verdict = "ok" if ratio <= 0.25 else "ABOVE TARGET"
-        print(
-            f"{sharded_name} gradient temp on 8 devices / {single_name}'s:"
-            f" {ratio:.3f} (target <= 0.25: {verdict})"
+    met = [
+        _common.acceptance(
+            f"{sharded_name} gradient temp on 8 devices / {single_name}'s", ratio, TARGET
         )
+        for sharded_name, single_name, ratio in ratios
+    ]
+    if 8 not in args.devices:
+        print("  (the acceptance point is at 8 devices: --devices ... 8)")
     exact = all(bitwise != "NO" for *_, bitwise in rows)
     print(f"losses bitwise equal to the single-device variants': {'all' if exact else 'NOT ALL'}")
-    if not exact or any(ratio > 0.25 for *_, ratio in ratios):
+    run.finish(args, json_records)
+    if not exact or not all(met):
         sys.exit(1)
 
 
@@ -116,9 +126,10 @@ def main() -> None:
     parser.add_argument("--devices", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    _common.add_options(parser)
     args = parser.parse_args()
     if args.child:
-        child(args.n, args.K, args.devices, args.samples)
+        child(args)
         return
     env = dict(os.environ)
     env["XLA_FLAGS"] = " ".join(
@@ -129,4 +140,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(_common.entry(main))

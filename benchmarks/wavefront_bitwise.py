@@ -7,7 +7,9 @@ Usage (from the repository root; a few minutes on two cores):
 
 Prints one line per case and exits non-zero if any loss differs. Only losses are
 compared here (the gradients agree under the tolerance policy, tests/crossval/): JAX
-AD of `jax-lex` takes seconds to minutes at these sizes.
+AD of `jax-lex` takes seconds to minutes at these sizes. The random inputs are the
+example's own generator (`Sizes.generate`) seeded with `[--seed, n, K]`; the calls take
+their arguments from weanj's `Inputs` (`.args("float64")`), as `weanj check` does.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
+import _common
 
 import weanj
+from weanj._io._inputs import from_arrays
 
 EXAMPLE = "02-gauss-seidel"
 
@@ -30,17 +33,19 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     lex, wave = weanj.variant(EXAMPLE, "jax-lex"), weanj.variant(EXAMPLE, "jax-wavefront")
-    d = weanj.load_inputs(EXAMPLE)
-    cases = [("shared inputs", d["theta"], d["uobs"], d["K"])]
+    ex = weanj.example(EXAMPLE)
+    shared = weanj.read_inputs(EXAMPLE)
+    cases = [("shared inputs", shared.args("float64"))]
     for n in args.ns:
         for K in args.Ks:
-            rng = np.random.default_rng([args.seed, n, K])
-            theta, uobs = rng.standard_normal((n, n)), 0.01 * rng.standard_normal((n, n))
-            cases.append((f"random n={n} K={K}", theta, uobs, K))
+            # A seed sequence per case: the same θ and uobs the script drew before it took
+            # them from the generator (numpy's default_rng accepts the sequence).
+            arrays = ex.sizes.generate([args.seed, n, K], n)
+            cases.append((f"random n={n} K={K}", from_arrays(ex, arrays, {"K": K}).args("float64")))
 
     failures = 0
-    for label, theta, uobs, K in cases:
-        a, b = float(lex.loss(theta, uobs, K)), float(wave.loss(theta, uobs, K))
+    for label, call in cases:
+        a, b = float(lex.loss(*call)), float(wave.loss(*call))
         same = a == b
         failures += not same
         print(
@@ -53,4 +58,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_common.entry(main))

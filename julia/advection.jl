@@ -170,11 +170,14 @@ function advection_misfit(c::Matrix{R}, cobs::Matrix{R}) where {R <: AbstractFlo
 end
 
 """
-    muscl_loss(c0, u, v, cobs, T)
+    advection_loss(limiter, c0, u, v, cobs, T)
 
-`Σ (c^T − cobs)²` after `T` MUSCL steps from `c0`, minmod by its branches (`julia-muscl`).
+`Σ (c^T − cobs)²` after `T` MUSCL steps from `c0` with the slope limiter `limiter`, the
+arguments checked first: the loss of both Julia variants, which differ in their limiter
+only.
 """
-function muscl_loss(
+function advection_loss(
+    limiter,
     c0::Matrix{R},
     u::Matrix{R},
     v::Matrix{R},
@@ -182,7 +185,16 @@ function muscl_loss(
     T::Integer,
 ) where {R <: AbstractFloat}
     check_advection(c0, u, v, cobs, T)
-    return advection_misfit(advect(c0, u, v, T, minmod), cobs)
+    return advection_misfit(advect(c0, u, v, T, limiter), cobs)
+end
+
+"""
+    muscl_loss(c0, u, v, cobs, T)
+
+`Σ (c^T − cobs)²` after `T` MUSCL steps from `c0`, minmod by its branches (`julia-muscl`).
+"""
+function muscl_loss(c0, u, v, cobs, T)
+    return advection_loss(minmod, c0, u, v, cobs, T)
 end
 
 """
@@ -191,13 +203,6 @@ end
 `muscl_loss` with the limiter written `0.5*(sign(a)+sign(b))*min(abs(a),abs(b))`
 (`julia-muscl-minmax`): the same loss, Julia's derivatives at the kinks.
 """
-function muscl_minmax_loss(
-    c0::Matrix{R},
-    u::Matrix{R},
-    v::Matrix{R},
-    cobs::Matrix{R},
-    T::Integer,
-) where {R <: AbstractFloat}
-    check_advection(c0, u, v, cobs, T)
-    return advection_misfit(advect(c0, u, v, T, minmod_minmax), cobs)
+function muscl_minmax_loss(c0, u, v, cobs, T)
+    return advection_loss(minmod_minmax, c0, u, v, cobs, T)
 end

@@ -1,42 +1,44 @@
 # 02-gauss-seidel: K Gauss–Seidel sweeps for the 2-D Poisson problem.
 # Python counterpart: python/weanj/examples/gauss_seidel.py.
 #
-# The point update is Jacobi's (jacobi.jl), applied in place:
+# The point update is Jacobi's (`poisson_update`, poisson.jl), applied in place:
 #
 # - `lex`: a sweep visits `j = 1..n` (outer), `i = 1..n` (inner, fastest) — the
 #   column-major loop — so u[i-1,j] and u[i,j-1] are already new.
 # - `rb`: a sweep updates all red points ((i+j) even, 1-based interior indices), then all
 #   black points; a different algorithm from `lex` (they meet only at the fixed point).
 
+"""
+    in_place_solve(sweep!, θ, K)
+
+`u^K` from `u⁰ = 0`, padded, after `K` calls of `sweep!(u, θ, h2)`, each of which updates
+`u` in place: the iteration `lex` and `rb` share.
+"""
+function in_place_solve(sweep!, θ::Matrix{T}, K::Integer) where {T <: AbstractFloat}
+    h2 = grid_h2(T, size(θ, 1))
+    u = zero_grid(θ)
+    for _ in 1:K
+        sweep!(u, θ, h2)
+    end
+    return u
+end
+
 # --- lex: the loop the JAX side reformulates as nested scans -------------------------
 
 """
     lex_sweep!(u, θ, h2)
 
-One lexicographic sweep, in place: `j` outer, `i` inner (fastest).
+One lexicographic sweep, in place (`j` outer, `i` inner, fastest): `poisson_sweep!`
+writing into the grid it reads, so `u[i-1, j]` and `u[i, j-1]` are already new.
 """
-function lex_sweep!(u, θ, h2)
-    n = size(θ, 1)
-    for j in 2:(n + 1), i in 2:(n + 1)
-        source = h2 * θ[i - 1, j - 1]
-        u[i, j] = (source + u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) / 4
-    end
-    return u
-end
+lex_sweep!(u, θ, h2) = poisson_sweep!(u, u, θ, h2)
 
 """
     lex_solve(θ, K)
 
 `u^K` from `u⁰ = 0` after `K` lexicographic sweeps, padded.
 """
-function lex_solve(θ::Matrix{T}, K::Integer) where {T <: AbstractFloat}
-    h2 = grid_h2(T, size(θ, 1))
-    u = zero_grid(θ)
-    for _ in 1:K
-        lex_sweep!(u, θ, h2)
-    end
-    return u
-end
+lex_solve(θ::Matrix, K::Integer) = in_place_solve(lex_sweep!, θ, K)
 
 """
     lex_loss(θ, uobs, K)
@@ -44,8 +46,7 @@ end
 `Σ (u^K − uobs)²` over the interior after `K` lexicographic sweeps.
 """
 function lex_loss(θ::Matrix{T}, uobs::Matrix{T}, K::Integer) where {T <: AbstractFloat}
-    check_poisson(θ, uobs, K)
-    return misfit(lex_solve(θ, K), uobs)
+    return poisson_loss(lex_solve, θ, uobs, K)
 end
 
 # --- rb: red points, then black points ------------------------------------------------
@@ -63,11 +64,20 @@ function half_sweep!(u, θ, h2, red::Bool)
     n = size(θ, 1)
     for j in 2:(n + 1), i in 2:(n + 1)
         if iseven(i + j) == red
-            source = h2 * θ[i - 1, j - 1]
-            u[i, j] = (source + u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) / 4
+            u[i, j] = poisson_update(u, θ, h2, i, j)
         end
     end
     return u
+end
+
+"""
+    rb_sweep!(u, θ, h2)
+
+One red-black sweep, in place: the red points, then the black points.
+"""
+function rb_sweep!(u, θ, h2)
+    half_sweep!(u, θ, h2, true)
+    return half_sweep!(u, θ, h2, false)
 end
 
 """
@@ -75,15 +85,7 @@ end
 
 `u^K` from `u⁰ = 0` after `K` red-black sweeps, padded.
 """
-function rb_solve(θ::Matrix{T}, K::Integer) where {T <: AbstractFloat}
-    h2 = grid_h2(T, size(θ, 1))
-    u = zero_grid(θ)
-    for _ in 1:K
-        half_sweep!(u, θ, h2, true)
-        half_sweep!(u, θ, h2, false)
-    end
-    return u
-end
+rb_solve(θ::Matrix, K::Integer) = in_place_solve(rb_sweep!, θ, K)
 
 """
     rb_loss(θ, uobs, K)
@@ -91,6 +93,5 @@ end
 `Σ (u^K − uobs)²` over the interior after `K` red-black sweeps.
 """
 function rb_loss(θ::Matrix{T}, uobs::Matrix{T}, K::Integer) where {T <: AbstractFloat}
-    check_poisson(θ, uobs, K)
-    return misfit(rb_solve(θ, K), uobs)
+    return poisson_loss(rb_solve, θ, uobs, K)
 end

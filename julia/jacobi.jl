@@ -10,20 +10,6 @@
 # two buffers swap roles after each iteration.
 
 """
-    jacobi_step!(unew, u, θ, h2)
-
-One Jacobi iteration: the interior of `unew` from `u` (the boundary of `unew` stays zero).
-"""
-function jacobi_step!(unew, u, θ, h2)
-    n = size(θ, 1)
-    for j in 2:(n + 1), i in 2:(n + 1)
-        source = h2 * θ[i - 1, j - 1]
-        unew[i, j] = (source + u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) / 4
-    end
-    return unew
-end
-
-"""
     jacobi_solve(θ, K)
 
 `u^K` from `u⁰ = 0`, padded.
@@ -32,7 +18,7 @@ function jacobi_solve(θ::Matrix{T}, K::Integer) where {T <: AbstractFloat}
     h2 = grid_h2(T, size(θ, 1))
     u, unew = zero_grid(θ), zero_grid(θ)
     for _ in 1:K
-        jacobi_step!(unew, u, θ, h2)
+        poisson_sweep!(unew, u, θ, h2)
         u, unew = unew, u
     end
     return u
@@ -44,6 +30,5 @@ end
 `Σ (u^K − uobs)²` over the interior after `K` Jacobi iterations.
 """
 function jacobi_loss(θ::Matrix{T}, uobs::Matrix{T}, K::Integer) where {T <: AbstractFloat}
-    check_poisson(θ, uobs, K)
-    return misfit(jacobi_solve(θ, K), uobs)
+    return poisson_loss(jacobi_solve, θ, uobs, K)
 end

@@ -30,6 +30,34 @@ grid_h2(::Type{T}, n::Integer) where {T <: AbstractFloat} = T(1 / (n + 1)^2)
 zero_grid(θ::AbstractMatrix{T}) where {T} = zeros(T, size(θ, 1) + 2, size(θ, 2) + 2)
 
 """
+    poisson_update(u, θ, h2, i, j)
+
+The new value of the padded point `(i, j)` from its neighbours in `u`, DESIGN.md's update
+with its additions in its order: `(h2 * θ[i-1, j-1] + u[i-1, j] + u[i+1, j] + u[i, j-1] +
+u[i, j+1]) / 4`. Every Poisson kernel's loop calls it.
+"""
+@inline function poisson_update(u, θ, h2, i, j)
+    source = h2 * θ[i - 1, j - 1]
+    return (source + u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) / 4
+end
+
+"""
+    poisson_sweep!(unew, u, θ, h2)
+
+One pass over the interior in column-major order (`j` outer, `i` inner, fastest), each
+point's `poisson_update` from `u` written into `unew`. Into a second buffer it is a Jacobi
+iteration; in place (`unew === u`) a lexicographic Gauss–Seidel sweep, each point reading
+its already-updated neighbours `u[i-1, j]` and `u[i, j-1]`.
+"""
+function poisson_sweep!(unew, u, θ, h2)
+    n = size(θ, 1)
+    for j in 2:(n + 1), i in 2:(n + 1)
+        unew[i, j] = poisson_update(u, θ, h2, i, j)
+    end
+    return unew
+end
+
+"""
     check_poisson(θ, uobs, K)
 
 Refuse, with a one-line `DimensionMismatch` or `ArgumentError`, what the Poisson examples
@@ -70,4 +98,16 @@ function misfit(u::Matrix{T}, uobs::Matrix{T}) where {T <: AbstractFloat}
         s += Float64(r)^2
     end
     return T(s)
+end
+
+"""
+    poisson_loss(solve, θ, uobs, K)
+
+`Σ (u^K − uobs)²` over the interior, `u^K = solve(θ, K)` (padded), after `check_poisson`:
+the loss every Poisson variant shares, so that a variant is its solver (as `loss_of` in
+python/weanj/examples/_poisson.py).
+"""
+function poisson_loss(solve, θ::Matrix{T}, uobs::Matrix{T}, K::Integer) where {T}
+    check_poisson(θ, uobs, K)
+    return misfit(solve(θ, K), uobs)
 end

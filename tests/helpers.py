@@ -3,8 +3,10 @@ a plain-numpy Jacobi reference that the store and CLI tests check numbers agains
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -24,11 +26,15 @@ def subprocess_env(root: Path | None = None, **extra: str) -> dict[str, str]:
     return env
 
 
-def run_weanj(*args: str, root: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    """`python -m weanj ARGS` in a fresh process whose project root is `root`."""
+def run_python(
+    *argv, env: dict[str, str], cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """`python ARGV` in a fresh process (the arguments as strings), its output captured;
+    a non-zero exit is the caller's to judge."""
     return subprocess.run(
-        [PYTHON, "-m", "weanj", *args],
-        env=subprocess_env(root),
+        [PYTHON, *map(str, argv)],
+        cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -36,14 +42,33 @@ def run_weanj(*args: str, root: Path, timeout: float = 120) -> subprocess.Comple
     )
 
 
+def run_weanj(
+    *args, root: Path, timeout: float = 120, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
+    """`python -m weanj ARGS` in a fresh process whose project root is `root`."""
+    return run_python("-m", "weanj", *args, env=subprocess_env(root), cwd=cwd, timeout=timeout)
+
+
+# The prefix the command line puts before every error, and how long its first line may be.
+PREFIX = "weanj: error: "
+FIRST_LINE = 200 + len(PREFIX)
+
+
 def assert_one_line_error(stderr: str, *fragments: str) -> str:
-    """`stderr` is exactly one line, no traceback, containing every fragment."""
+    """`stderr` is one error message and no traceback: one line, or, where a long path
+    pushes it past the ~200 characters of a first line, that line broken where the
+    message allows, the rest indented below it (`weanj._errors.wrapped`). Every fragment
+    is in the message (read as one line); **returns** that line."""
     lines = stderr.strip().splitlines()
-    assert len(lines) == 1, f"expected one line on stderr, got:\n{stderr}"
+    assert lines, "expected an error on stderr, got nothing"
     assert "Traceback" not in stderr
+    assert len(lines[0]) <= FIRST_LINE, f"first line of {len(lines[0])} characters:\n{stderr}"
+    more = lines[1:]
+    assert all(line.startswith("  ") for line in more), f"expected one message, got:\n{stderr}"
+    message = " ".join([lines[0], *(line.strip() for line in more)])
     for fragment in fragments:
-        assert fragment in lines[0], f"{fragment!r} not in {lines[0]!r}"
-    return lines[0]
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+    return message
 
 
 def write_h5(path: Path, attrs: dict | None = None, **datasets) -> Path:
@@ -62,12 +87,58 @@ def raw_datasets(path: Path) -> dict[str, np.ndarray]:
         return {name: f[name][()] for name in f}
 
 
-def sha256_of(*arrays: np.ndarray) -> str:
-    """The inputs digest as README.md defines it: little-endian float64 bytes, in order."""
+def format1_sha256(*arrays: np.ndarray) -> str:
+    """The format-1 inputs digest (weanj before format 2): the little-endian float64 bytes
+    of the arrays, in order. Format-1 gradient files record it as `inputs_sha256`."""
     h = hashlib.sha256()
     for a in arrays:
         h.update(np.ascontiguousarray(a, dtype="<f8").tobytes())
     return h.hexdigest()
+
+
+# The earlier name of `format1_sha256`, for test modules not yet migrated to format 2.
+sha256_of = format1_sha256
+
+
+def inputs_sha256(arrays: dict[str, np.ndarray] | list[tuple[str, np.ndarray]]) -> str:
+    """The format-2 inputs digest, written out from its definition (DECISIONS.md, docs/DESIGN.md
+    "Inputs files") rather than by calling weanj: "weanj-inputs/2\n", then for each array in
+    the example's order its name, NUL, dtype string (little-endian `.str`), NUL, the shape
+    joined by ",", NUL, and its C-order little-endian bytes."""
+    h = hashlib.sha256(b"weanj-inputs/2\n")
+    for name, a in arrays.items() if isinstance(arrays, dict) else arrays:
+        a = np.asarray(a)
+        little = a.dtype.newbyteorder("<")
+        h.update(name.encode("utf-8") + b"\0")
+        h.update(little.str.encode("ascii") + b"\0")
+        h.update(",".join(str(d) for d in a.shape).encode("ascii") + b"\0")
+        h.update(np.ascontiguousarray(a, dtype=little).tobytes())
+    return h.hexdigest()
+
+
+def provenance_key(inputs_digest: str, params: dict, dtype: str) -> str:
+    """The provenance key, written out from its definition (DECISIONS.md): the sha256 of
+    the lines `weanj-key/2`, `inputs=...`, `dtype=...` and `param:NAME=KIND:VALUE` (sorted
+    by name; a float as the big-endian hex of its IEEE-754 binary64 bits)."""
+    lines = ["weanj-key/2", f"inputs={inputs_digest}", f"dtype={dtype}"]
+    for name in sorted(params):
+        value = params[name]
+        if isinstance(value, (bool, np.bool_)):
+            text = "bool:" + ("true" if value else "false")
+        elif isinstance(value, (int, np.integer)):
+            text = f"int:{int(value)}"
+        else:
+            text = "float:" + struct.pack(">d", float(value)).hex()
+        lines.append(f"param:{name}={text}")
+    return hashlib.sha256("".join(line + "\n" for line in lines).encode("utf-8")).hexdigest()
+
+
+def bench_record(variant: str, n: int, K: int, **fields) -> dict:
+    """One record of a Poisson example's benchmark file: `variant` at size n (N = n²) and
+    K, float64, in the sweep over n; `fields` (device, timings, memory, ...) add to these
+    or replace them."""
+    record = {"variant": variant, "dtype": "float64", "N": n * n, "n": n, "K": K, "sweep": "n"}
+    return record | fields
 
 
 def jacobi_reference(theta: np.ndarray, K: int) -> np.ndarray:
@@ -91,3 +162,128 @@ def jacobi_loss_and_gradient(theta: np.ndarray, uobs: np.ndarray, K: int):
     """
     residual = jacobi_reference(theta, K) - uobs
     return float(np.sum(residual**2)), jacobi_reference(2 * residual, K)
+
+
+# --- an example with every kind of array and parameter --------------------------------
+
+TYPED = "90-typed"
+
+
+def typed_arrays(seed: int) -> dict[str, np.ndarray]:
+    """The arrays of `typed_example`: one of each kind, a 0-d one, an int32 one."""
+    rng = np.random.default_rng(seed)
+    n, m = 6, 4
+    return {
+        "x": rng.standard_normal(n),
+        "z": rng.standard_normal(n) + 1j * rng.standard_normal(n),
+        "idx": rng.integers(0, n, size=m),  # int64, 0-based indices into x
+        "mask": rng.random(n) < 0.5,
+        "s": np.array(0.75),
+        "counts": rng.integers(1, 4, size=m).astype(np.int32),
+    }
+
+
+def typed_example(name: str = TYPED):
+    """An `Example` (not registered) with float, complex, int (index), bool, 0-d and
+    int32 arrays and int, float and bool parameters; its loss is
+
+        L = c · S · nu · Σ_j counts_j · x[idx_j]²  +  s · Σ_i mask_i · |z_i|²,
+
+    with c = 2 if `upwind` else 1, so that `typed_gradient` gives its gradient exactly."""
+    import weanj
+
+    return weanj.Example(
+        name=name,
+        arrays=(
+            weanj.Array("x", shape=("n",)),
+            weanj.Array("z", kind="complex", shape=("n",)),
+            weanj.Array("idx", kind="int", shape=("m",), index=True),
+            weanj.Array("mask", kind="bool", shape=("n",)),
+            weanj.Array("s", shape=()),
+            weanj.Array("counts", kind="int", shape=("m",), dtype="int32"),
+        ),
+        wrt=("x", "z"),
+        generate=typed_arrays,
+        params=(
+            weanj.Param("S", 3, maximum=9),
+            weanj.Param("nu", 0.25, minimum=0.0),
+            weanj.Param("upwind", True),
+        ),
+        seed=5,
+        describe=lambda arrays: {"n": int(arrays["x"].shape[0])},
+    )
+
+
+@contextlib.contextmanager
+def registered_typed(*, variant: bool = False, inputs: bool = False):
+    """`typed_example` registered (after the built-in examples) while the block runs, with
+    its JAX variant `jax-typed` (`typed_loss`) when `variant`, its shared inputs written
+    into the project when `inputs`; then withdrawn, and the inputs read forgotten."""
+    import weanj
+    from weanj import _registry
+    from weanj._io import _inputs
+
+    weanj.example_names()  # the built-in examples first
+    ex = weanj.register_example(typed_example())
+    try:
+        if variant:
+            weanj.jax_variant(ex, "jax-typed", family="typed", loss=typed_loss)
+        if inputs:
+            weanj.write_inputs(TYPED)
+        yield ex
+    finally:
+        _registry.unregister_example(TYPED)
+        _inputs._forget()
+
+
+def typed_loss(x, z, idx, mask, s, counts, S, nu, upwind):
+    import jax.numpy as jnp
+
+    c = 2.0 if upwind else 1.0
+    return c * S * nu * jnp.sum(counts * x[idx] ** 2) + s * jnp.sum(
+        jnp.where(mask, jnp.abs(z) ** 2, 0.0)
+    )
+
+
+def typed_gradient(arrays: dict, S: int, nu: float, upwind: bool) -> dict[str, np.ndarray]:
+    """∂L/∂x, and ∂L/∂Re z + i ∂L/∂Im z (weanj's convention for complex arrays), by hand."""
+    c = 2.0 if upwind else 1.0
+    x, idx, counts = arrays["x"], arrays["idx"], arrays["counts"]
+    gx = np.zeros_like(x)
+    np.add.at(gx, idx, 2 * c * S * nu * counts * x[idx])
+    gz = 2 * arrays["s"] * np.where(arrays["mask"], arrays["z"], 0)
+    return {"x": gx, "z": gz}
+
+
+# --- a graph example: arrays of every kind crossing the Julia bridge -------------------------
+
+
+def graph_fields() -> dict:
+    """The arrays, `wrt` and parameters of the graph examples that cross the Julia bridge
+    (test_julia_bridge against a stand-in juliacall, crossval/test_julia against Julia): x
+    (float), z (complex), edges (int32 0-based indices into z, `index=True`), mask (bool)
+    and w (float, not differentiated); a float, an int and a bool parameter; wrt z, then x."""
+    import weanj
+
+    return {
+        "arrays": (
+            weanj.Array("x", shape=("n",)),
+            weanj.Array("z", "complex", shape=("n",)),
+            weanj.Array("edges", "int", shape=("m", 2), index=True, dtype="int32"),
+            weanj.Array("mask", "bool", shape=("m",)),
+            weanj.Array("w", shape=("n",)),
+        ),
+        "wrt": ("z", "x"),
+        "params": (weanj.Param("scale", 0.5), weanj.Param("steps", 3), weanj.Param("flag", True)),
+    }
+
+
+def graph_gradient(x, z, edges, mask, scale, steps) -> dict[str, np.ndarray]:
+    """∂L/∂z (weanj's stored convention, ∂L/∂Re z + i ∂L/∂Im z) and ∂L/∂x of the graph loss
+    L = scale · Σ_e mask_e |z[a_e] − z[b_e]|² + steps · Σ x² + flag · Σ w, from the 0-based
+    edges (a_e, b_e), in numpy."""
+    d = 2 * scale * mask * (z[edges[:, 0]] - z[edges[:, 1]])
+    gz = np.zeros_like(z)
+    np.add.at(gz, edges[:, 0], d)
+    np.add.at(gz, edges[:, 1], -d)
+    return {"z": gz, "x": 2 * steps * x}

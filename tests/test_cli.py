@@ -12,12 +12,15 @@ import weanj
 from weanj._cli import main
 
 from .helpers import (
+    PYTHON,
     assert_one_line_error,
+    inputs_sha256,
     jacobi_loss_and_gradient,
     run_weanj,
-    sha256_of,
+    subprocess_env,
     write_h5,
 )
+from .listing import assert_error_with_list
 
 EXAMPLES = ("01-jacobi", "02-gauss-seidel", "03-advection", "04-tridiagonal", "05-deposition")
 
@@ -26,6 +29,12 @@ def _fails(capsys, argv, *fragments) -> str:
     """Run the CLI in this process; it must exit 2 with one stderr line holding `fragments`."""
     assert main(argv) == 2
     return assert_one_line_error(capsys.readouterr().err, *fragments)
+
+
+def _fails_with_list(capsys, argv, fragments, heading, names) -> str:
+    """Exit 2, one line holding `fragments` and the list `heading: names`."""
+    assert main(argv) == 2
+    return assert_error_with_list(capsys.readouterr().err, fragments, heading, names)
 
 
 @pytest.mark.parametrize(
@@ -38,7 +47,7 @@ def _fails(capsys, argv, *fragments) -> str:
     ids=["verify", "regenerate", "run"],
 )
 def test_unknown_example_lists_known_ones(project, capsys, argv):
-    _fails(capsys, argv, "03-nope", *EXAMPLES)
+    _fails_with_list(capsys, argv, ["unknown example '03-nope'"], "known examples", EXAMPLES)
     assert sorted(p.name for p in (project / "shared_inputs").iterdir()) == [
         f"{name}.h5" for name in EXAMPLES
     ]
@@ -46,7 +55,9 @@ def test_unknown_example_lists_known_ones(project, capsys, argv):
 
 def test_unknown_variant_lists_known_ones(project, capsys):
     known = weanj.variants("01-jacobi", available_only=False)
-    _fails(capsys, ["run", "01-jacobi", "jax-nope"], "jax-nope", *known)
+    _fails_with_list(
+        capsys, ["run", "01-jacobi", "jax-nope"], ["jax-nope"], "known variants", known
+    )
 
 
 @pytest.mark.parametrize("K", ["0", "-3"])
@@ -103,7 +114,11 @@ def test_run_writes_a_readable_gradient(project, capsys, tmp_path):
     loss, gradient = jacobi_loss_and_gradient(d["theta"], d["uobs"], d["K"])
     stored = weanj.load_gradient("01-jacobi", "jax-jacobi", path=out)
     assert stored.path == out
-    assert (stored.variant, stored.family, stored.example) == ("jax-jacobi", "jacobi", "01-jacobi")
+    assert (stored.variant, stored.family, stored.example.name) == (
+        "jax-jacobi",
+        "jacobi",
+        "01-jacobi",
+    )
     assert stored.params == {"K": d["K"]} and stored.dtype == "float64"
     assert stored.inputs_sha256 == d["sha256"]
     assert stored.loss == pytest.approx(loss, rel=1e-12)
@@ -126,7 +141,8 @@ def test_run_with_own_inputs_and_K(project, capsys, tmp_path):
     # Computed on other inputs than the shared ones: kept apart from the store, in runs/.
     assert not (project / "results" / "01-jacobi" / "gradients").exists()
     (path,) = (project / "results" / "01-jacobi" / "runs").glob("jax-jacobi-*.h5")
-    assert path.name == f"jax-jacobi-inputs-{sha256_of(theta, uobs)[:12]}-K3.h5"
+    digest = inputs_sha256({"theta": theta, "uobs": uobs})
+    assert path.name == f"jax-jacobi-inputs-{digest[:12]}-K3.h5"
     stored = weanj.load_gradient("01-jacobi", "jax-jacobi", path=path, allow_stale=True)
     assert stored.params == {"K": 3} and stored.loss == pytest.approx(loss, rel=1e-12)
     assert np.abs(stored.gradient - gradient).max() <= 1e-11 * np.abs(gradient).max()
@@ -137,3 +153,69 @@ def test_mistakes_in_a_fresh_process_have_no_traceback(project):
     assert result.returncode == 2
     assert_one_line_error(result.stderr, "K must be at least 1")
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("word", ["--k", "--KK", "--K_"])
+def test_a_mistyped_parameter_names_the_one_meant(project, capsys, word):
+    line = _fails(
+        capsys,
+        ["run", "01-jacobi", "jax-jacobi", word, "3"],
+        f"01-jacobi has no parameter {word[2:]}",
+    )
+    assert "did you mean --K?" in line
+
+
+def test_parameters_are_typed_on_the_command_line(project, capsys):
+    # An int parameter takes no 2.5 (nor 3.0: no silent truncation).
+    _fails(
+        capsys, ["run", "01-jacobi", "jax-jacobi", "--K", "2.5"], "--K takes an integer, got '2.5'"
+    )
+    _fails(capsys, ["run", "01-jacobi", "jax-jacobi", "--K", "3.0"], "--K takes an integer")
+    _fails(capsys, ["run", "01-jacobi", "jax-jacobi", "--K"], "--K needs a value")
+    _fails(capsys, ["run", "01-jacobi", "jax-jacobi", "--K", "3", "--K", "4"], "--K is given twice")
+    assert not (project / "results" / "01-jacobi" / "gradients").exists()
+
+
+def test_a_mistyped_option_prints_the_usage_and_the_option_meant(project, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", "--dtpye", "float64"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.startswith("usage: weanj check")
+    assert err.strip().splitlines()[-1].endswith("did you mean --dtype?")
+    with pytest.raises(SystemExit):
+        main(["check", "--dtype", "float16"])
+    assert "invalid choice: 'float16'" in capsys.readouterr().err
+
+
+# `--help`, `--version` and `new` answer before any JAX or example module is imported.
+_LIGHT = """
+import sys
+from weanj._cli import main
+for argv in (["--help"], ["--version"], ["check", "--help"], ["bench", "--help"]):
+    try:
+        main(argv)
+    except SystemExit as e:
+        assert e.code == 0, (argv, e.code)
+assert main(["new", "11-mine"]) == 0
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("jax", "jaxlib", "matplotlib")
+               or m.startswith("weanj.examples"))
+print("heavy:", heavy)
+"""
+
+
+def test_help_version_and_new_import_no_jax(tmp_path):
+    import subprocess
+
+    r = subprocess.run(
+        [PYTHON, "-c", _LIGHT],
+        cwd=tmp_path,
+        env={k: v for k, v in subprocess_env().items() if k != "WEANJ_ROOT"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "weanj 0.2.0" in r.stdout and "usage: weanj bench" in r.stdout
+    assert r.stdout.strip().splitlines()[-1] == "heavy: []"
+    assert (tmp_path / "examples" / "mine.py").is_file()

@@ -1,10 +1,14 @@
 """Issue 17: no crash, no hang, no silent loss.
 
 - The corrupted-inputs battery (`tests/data/corrupt/`, found by `benchmarks/fuzz_h5.py`):
-  single-byte patches of a small inputs file that make plain h5py segfault or hang. Each
-  case is first confirmed against plain h5py in a child process (so the battery cannot go
-  stale unnoticed), then `weanj inputs verify`, `weanj run --inputs` and `weanj check`
-  must each print one line and exit 2 within 20 s.
+  single-byte patches of a small inputs file that make plain h5py segfault or hang. The
+  base file is a format-1 inputs file (what weanj wrote when the battery was found); each
+  case is also applied to the same field of the format-2 file weanj writes now for the
+  same arrays (found by the bytes around the patch). Each file is first confirmed
+  against plain h5py in a child process (so the battery cannot go stale unnoticed), then
+  `weanj inputs verify`, `weanj run --inputs` and `weanj check` must each print one line
+  and exit 2 within 20 s. The same damage in a gradient file of the store is a verdict
+  of `weanj diff`, not a crash.
 - How `_safeh5` probes: once per distinct content, never for files weanj just wrote, the
   parent parsing the very bytes that were probed, the probe process restarted after a
   crash or a hang.
@@ -26,11 +30,12 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import _safeh5
 from weanj._cli import main
+from weanj._io import _inputs, _safeh5
+from weanj._run import apart_note, default_path, differences
 
 from .conftest import REPO
-from .helpers import PYTHON, assert_one_line_error, subprocess_env, write_h5
+from .helpers import PYTHON, assert_one_line_error, inputs_sha256, subprocess_env, write_h5
 
 CORRUPT = REPO / "tests" / "data" / "corrupt"
 BATTERY = json.loads((CORRUPT / "cases.json").read_text())
@@ -61,6 +66,35 @@ def _case_id(case: dict) -> str:
 def _patched(case: dict) -> bytes:
     data = bytearray(BASE)
     data[case["offset"]] = case["value"]
+    return bytes(data)
+
+
+# The bytes on either side of a patch that identify its field (an attribute's name and
+# datatype, a B-tree node, ...) in another file of the same structure.
+_CONTEXT = 12
+
+
+def _format2_base(tmp_path: Path) -> bytes:
+    """The format-2 inputs file of the battery's arrays, as weanj writes it now."""
+    with h5py.File(CORRUPT / BATTERY["base"], "r") as f:
+        arrays = {name: f[name][()] for name in f}
+        K, seed = int(f.attrs["K"]), int(f.attrs["seed"])
+    inputs = _inputs.from_arrays(EX, arrays, {"K": K})
+    return _inputs.write_inputs_file(inputs, tmp_path / "base2.h5", seed=seed).read_bytes()
+
+
+def _patched_format2(case: dict, tmp_path: Path) -> bytes:
+    """The case's patch applied to the same field of the format-2 file."""
+    base2 = _format2_base(tmp_path)
+    at = case["offset"]
+    context = BASE[at - _CONTEXT : at + _CONTEXT]
+    hits = [i for i in range(len(base2)) if base2[i : i + len(context)] == context]
+    assert len(hits) == 1, (
+        f"the field of {_case_id(case)} is not found once in the format-2 file ({len(hits)} "
+        "times): refresh the battery with `python benchmarks/fuzz_h5.py --write-cases`"
+    )
+    data = bytearray(base2)
+    data[hits[0] + _CONTEXT] = case["value"]
     return bytes(data)
 
 
@@ -96,10 +130,11 @@ def test_the_battery_is_the_fuzzed_base():
     assert _pick("crash", 2) and _pick("hang", 2), "refresh: python benchmarks/fuzz_h5.py"
 
 
+@pytest.mark.parametrize("fmt", ["format1", "format2"])
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
-def test_corrupt_file_is_one_line_and_exit_2(project, tmp_path, case):
+def test_corrupt_file_is_one_line_and_exit_2(project, tmp_path, case, fmt):
     corrupt = tmp_path / "corrupt.h5"
-    corrupt.write_bytes(_patched(case))
+    corrupt.write_bytes(_patched(case) if fmt == "format1" else _patched_format2(case, tmp_path))
     raw = _raw_h5py(corrupt, limit=3 if case["kind"] == "hang" else 60)
     expected = "hang" if case["kind"] == "hang" else f"crash ({case['signal']})"
     assert raw == expected, (
@@ -141,6 +176,37 @@ def test_corrupt_file_is_one_line_and_exit_2(project, tmp_path, case):
         assert p.returncode == 2, f"weanj {name}: {err}"
         assert_one_line_error(err, words, "corrupt.h5" if name == "run" else f"{EX}.h5")
     assert not (project / "results" / EX / "gradients").exists()  # no variant ran
+
+
+def test_a_crashing_gradient_file_is_a_verdict_not_a_crash(project):
+    """The battery's crash, on a text attribute's datatype, in a gradient file of the store:
+    `weanj diff` judges the file unreadable and still reads the others."""
+    path = weanj.save_gradient(EX, "jax-jacobi", np.ones((64, 64)), loss=1.0)
+    data = bytearray(path.read_bytes())
+    # The attribute `family`: its name padded to 8 bytes, then a variable-length string
+    # datatype (0x19), whose next byte the battery's crash cases patch.
+    field = b"family\0\0\x19\x01"
+    assert data.count(field) == 1
+    data[data.index(field) + len(field) - 1] = 0x03
+    path.write_bytes(bytes(data))
+    assert _raw_h5py(path, limit=60) == "crash (SIGSEGV)"
+
+    with pytest.raises(weanj.InputFileError, match=r"libhdf5 crashed \(SIGSEGV\)") as excinfo:
+        weanj.load_gradient(EX, "jax-jacobi")
+    assert "\n" not in str(excinfo.value) and f"weanj run {EX} jax-jacobi" in str(excinfo.value)
+    result = subprocess.run(
+        [PYTHON, "-m", "weanj", "diff", EX],
+        env=subprocess_env(project),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_LIMIT_S * 3,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr  # a failing verdict, not an error or a crash
+    assert "Traceback" not in result.stdout + result.stderr
+    [line] = [line for line in result.stdout.splitlines() if "libhdf5 crashed" in line]
+    assert "file jax-jacobi: FAIL" in line and str(path) in line
+    assert "recorded/jax-jacobi" in result.stdout  # the reference was still read
 
 
 def test_a_crash_in_the_probe_is_an_error_here_and_the_next_file_reads(tmp_path):
@@ -202,6 +268,8 @@ def test_files_weanj_wrote_are_not_probed(project, tmp_path, probes):
     weanj.load_inputs(EX)  # byte-identical to what write_inputs just wrote
     weanj.save_gradient(EX, "jax-jacobi", np.ones((64, 64)))
     weanj.load_gradient(EX, "jax-jacobi")
+    weanj.save_gradient(EX, "jax-jacobi", np.ones((64, 64), dtype=np.float32))
+    weanj.load_gradient(EX, "jax-jacobi", dtype="float32")
     assert probes == []
     mine = write_h5(tmp_path / "mine.h5", theta=np.ones((4, 4)), uobs=np.zeros((4, 4)))
     weanj.load_inputs(EX, mine)  # written by someone else: probed
@@ -228,7 +296,9 @@ def test_probe_limit_variable(tmp_path, monkeypatch, probes, capsys):
     weanj.load_inputs(EX, path)
     assert probes == []
     monkeypatch.setenv("WEANJ_H5_TIMEOUT_S", "soon")
-    assert main(["run", EX, "jax-jacobi", "--inputs", str(path)]) == 2
+    # Another file (one already read is not read again in this process: no probe to time).
+    other = write_h5(tmp_path / "y.h5", theta=np.full((4, 4), 2.0), uobs=np.zeros((4, 4)))
+    assert main(["run", EX, "jax-jacobi", "--inputs", str(other)]) == 2
     assert_one_line_error(capsys.readouterr().err, "WEANJ_H5_TIMEOUT_S must be a number")
 
 
@@ -293,13 +363,16 @@ def test_runs_on_other_inputs_are_kept_apart(project, tmp_path, capsys):
     K = weanj.load_inputs(EX)["K"]
     mine = write_h5(tmp_path / "mine.h5", theta=np.ones((4, 4)), uobs=np.zeros((4, 4)))
     copy = shutil.copyfile(project / "shared_inputs" / f"{EX}.h5", tmp_path / "copy.h5")
-    sha = weanj.load_inputs(EX, mine)["sha256"][:12]
+    sha = inputs_sha256([("theta", np.ones((4, 4))), ("uobs", np.zeros((4, 4)))])[:12]
+    assert weanj.load_inputs(EX, mine)["sha256"][:12] == sha
     cases = [
         ([], results / "gradients" / "jax-jacobi.h5"),
         (["--K", str(K)], results / "gradients" / "jax-jacobi.h5"),
         (["--inputs", str(copy)], results / "gradients" / "jax-jacobi.h5"),
         (["--K", "3"], results / "runs" / "jax-jacobi-K3.h5"),
-        (["--dtype", "float32"], results / "runs" / "jax-jacobi-float32.h5"),
+        # float32 on the shared inputs is store material too, in its own folder.
+        (["--dtype", "float32"], results / "gradients" / "float32" / "jax-jacobi.h5"),
+        (["--K", "3", "--dtype", "float32"], results / "runs" / "jax-jacobi-K3-float32.h5"),
         (["--inputs", str(mine)], results / "runs" / f"jax-jacobi-inputs-{sha}.h5"),
         (
             ["--inputs", str(mine), "--K", "3", "--dtype", "float32"],
@@ -310,18 +383,31 @@ def test_runs_on_other_inputs_are_kept_apart(project, tmp_path, capsys):
         assert main(["run", EX, "jax-jacobi", *argv]) == 0
         out, _ = capsys.readouterr()
         assert f"saved {where}" in out, (argv, out)
-    assert sorted(p.name for p in (results / "gradients").iterdir()) == ["jax-jacobi.h5"]
+    assert sorted(p.name for p in (results / "gradients").iterdir()) == ["float32", "jax-jacobi.h5"]
+    assert sorted(p.name for p in (results / "gradients" / "float32").iterdir()) == [
+        "jax-jacobi.h5"
+    ]
     # The store holds the shared-inputs gradient: `weanj diff` has nothing stale to refuse.
     assert main(["diff", EX]) == 0
     capsys.readouterr()
 
 
 def test_evaluation_says_why_it_was_kept_apart(project):
+    shared = weanj.read_inputs(EX)
     ev = weanj.evaluate(EX, "jax-jacobi", params={"K": 3}, dtype="float32")
-    assert ev.differences == ["K3", "float32"] and not ev.on_shared_inputs
-    assert "not saved to the store" in ev.apart_note() and "K3, float32" in ev.apart_note()
-    assert ev.save().parent.name == "runs"
-    shared = weanj.evaluate(EX, "jax-jacobi")
-    assert shared.on_shared_inputs and shared.apart_note() == ""
-    with h5py.File(shared.save(), "r") as f:
+    assert differences(ev, shared) == ["K3", "float32"] and not shared.matches(ev)
+    note = apart_note(ev, shared)
+    assert "not saved to the store" in note and "K3, float32" in note
+    assert (
+        default_path(ev, shared) == project / "results" / EX / "runs" / "jax-jacobi-K3-float32.h5"
+    )
+    # On the shared inputs, in either dtype: the store, and nothing to explain.
+    for dtype in ("float64", "float32"):
+        same = weanj.evaluate(EX, "jax-jacobi", dtype=dtype)
+        assert shared.matches(same) and differences(same, shared) == []
+        assert apart_note(same, shared) == ""
+        assert default_path(same, shared) == weanj.gradient_path(EX, "jax-jacobi", dtype=dtype)
+    same = weanj.evaluate(EX, "jax-jacobi")
+    with h5py.File(weanj.save_gradient(EX, "jax-jacobi", same.gradient, loss=same.loss), "r") as f:
         assert f.attrs["inputs_sha256"] == weanj.load_inputs(EX)["sha256"]
+        assert f.attrs["key"] == shared.key("float64")

@@ -1,7 +1,7 @@
 """The CI workflow for machines with Julia (.github/workflows/julia.yml), which cannot run
 here: it must be a valid GitHub Actions workflow (checked against GitHub's workflow schema
-as vendored by check-jsonschema, offline) and run what the Julia side needs, on the
-Julia versions the bridge supports."""
+as vendored by check-jsonschema, offline), run what the Julia side needs on the Julia
+versions the bridge supports, and grant julia-actions/cache what it needs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from weanj import _julia
+from weanj._backends import _julia_find
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / ".github" / "workflows" / "julia.yml"
@@ -41,7 +41,7 @@ def test_the_workflow_runs_the_julia_side_on_the_supported_versions():
     workflow = yaml.YAML(typ="safe").load(WORKFLOW.read_text())
     (job,) = workflow["jobs"].values()
     assert job["runs-on"].startswith("ubuntu")
-    supported = {f"{major}.{minor}" for major, minor in _julia.SUPPORTED}
+    supported = {f"{major}.{minor}" for major, minor in _julia_find.SUPPORTED_MINORS}
     assert set(job["strategy"]["matrix"]["julia"]) == supported
     uses = {step["uses"].split("@")[0]: step for step in job["steps"] if "uses" in step}
     assert uses["actions/setup-python"]["with"]["python-version"] == "3.11"
@@ -60,3 +60,24 @@ def test_the_workflow_runs_the_julia_side_on_the_supported_versions():
         found = [i for i in range(at, len(commands)) if fragment in commands[i]]
         assert found, f"no step runs {fragment!r} (after step {at})"
         at = found[0]
+
+
+def test_the_workflow_lets_the_cache_prune_its_entries_and_nothing_more():
+    """julia-actions/cache deletes this branch's older cache entries through the GitHub
+    API, which needs `actions: write` (its action.yml: the `token` input, the
+    `delete-old-caches` post step); the checkout needs `contents: read`; nothing else."""
+    yaml = pytest.importorskip("ruamel.yaml", reason="ruamel.yaml comes with check-jsonschema")
+    workflow = yaml.YAML(typ="safe").load(WORKFLOW.read_text())
+    assert workflow["permissions"] == {"contents": "read", "actions": "write"}
+    (job,) = workflow["jobs"].values()
+    assert "permissions" not in job  # the workflow's, not widened per job
+    steps = [step.get("uses", "").split("@")[0] for step in job["steps"]]
+    assert "julia-actions/cache" in steps
+    # The cache comes after setup-julia (it reads the depot path Julia sets) and before
+    # anything that installs Julia packages.
+    at = steps.index("julia-actions/cache")
+    assert steps.index("julia-actions/setup-julia") < at
+    first_julia = next(
+        i for i, step in enumerate(job["steps"]) if "julia --project" in step.get("run", "")
+    )
+    assert at < first_julia

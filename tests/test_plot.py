@@ -10,6 +10,8 @@ import pytest
 from weanj._cli import main
 from weanj._timing import write_results
 
+from .helpers import bench_record
+
 FIGURES = {"time_vs_n", "grad_forward_ratio", "compile_vs_n", "memory_vs_n", "memory_vs_K"}
 
 
@@ -22,19 +24,17 @@ def _png_size(path) -> tuple[int, int]:
 
 def _record(variant, device, n, K, sweep="n", mem=1000):
     timed = sweep == "n"
-    return {
-        "variant": variant,
-        "device": device,
-        "dtype": "float64",
-        "N": n * n,
-        "n": n,
-        "K": K,
-        "sweep": sweep,
-        "forward_s": 1e-3 * n if timed else None,
-        "grad_s": 3e-3 * n if timed else None,
-        "compile_s": 0.5 if timed else None,
-        "peak_mem_bytes": mem * n * n if mem is not None else None,
-    }
+    return bench_record(
+        variant,
+        n,
+        K,
+        device=device,
+        sweep=sweep,
+        forward_s=1e-3 * n if timed else None,
+        grad_s=3e-3 * n if timed else None,
+        compile_s=0.5 if timed else None,
+        peak_mem_bytes=mem * n * n if mem is not None else None,
+    )
 
 
 def test_plot_writes_pngs_from_every_backend_and_device(project, capsys):
@@ -66,13 +66,14 @@ def test_plot_after_a_real_bench(project):
                 "01-jacobi",
                 "--variants",
                 "jax-jacobi",
-                "--ns",
+                "--sizes",
                 "4",
                 "--K",
                 "2",
                 "--samples",
                 "1",
-                "--memory-Ks",
+                "--memory-over",
+                "K",
                 "2",
             ]
         )

@@ -4,18 +4,19 @@ repository, found by root discovery, not `$WEANJ_ROOT`).
 
 The project holds three modules: `kernels/snippet.py`, DESIGN.md's snippet exactly as
 written, with a working loss body; `kernels/ring.py`, a 1-D kernel with two correct
-variants and one whose gradient is deliberately wrong at one element; and
+variants and one whose gradient is deliberately wrong by 1e-3 at one element; and
 `kernels/fit.py`, an example with two gradient arrays of different shapes (a (m, k)
-matrix and an (m,) vector). Every number is checked against numpy.
+matrix and an (m,) vector) and a variant whose gradient of the vector alone is wrong by
+1e-3 at one element. A wrong gradient must fail its Taylor and jvp checks and its pairs,
+naming the array, and nothing else may fail. Every number is checked against numpy.
+One `weanj check` of the whole project is shared by the tests that read its output.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -24,15 +25,8 @@ import numpy as np
 import pytest
 
 from .helpers import assert_one_line_error
-
-PYPROJECT = """\
-[project]
-name = "my-kernels"
-version = "0.0.1"
-
-[tool.weanj]
-examples = ["kernels.snippet", "kernels.ring", "kernels.fit"]
-"""
+from .projects import RING, import_failure, pytest_weanj_in, run_in, weanj_in, write_project
+from .toy_kernels import smooth_reference
 
 # DESIGN.md's snippet, exactly as written, with a working loss body (`...` replaced).
 SNIPPET = """\
@@ -56,46 +50,6 @@ weanj.julia_variant(ex, "julia-smooth", family="smooth",
                     file="julia/smooth.jl", loss="smooth_loss")  # path relative to the project
 """
 
-# A 1-D kernel with sizes to sweep: two correct variants, and one whose gradient is off by
-# 1e-3 relative at x[7].
-RING = """\
-import jax, jax.numpy as jnp, numpy as np
-import weanj
-
-ex = weanj.register_example(weanj.Example(
-    name="12-ring", arrays=("x", "y"), wrt="x", shapes={"x": ("n",), "y": ("n",)},
-    params=(weanj.Param("S", default=3),),
-    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(40),
-                           "y": np.random.default_rng(seed + 1).standard_normal(40)},
-    sizes=weanj.Sizes(generate=lambda seed, n: {"x": np.ones(n), "y": np.zeros(n)},
-                      values=(16, 32)),
-))
-
-
-@weanj.jax_variant(ex, "jax-loop", family="smooth")
-def smooth_loop(x, y, S):
-    for _ in range(S):
-        x = (jnp.roll(x, 1) + 2 * x + jnp.roll(x, -1)) / 4
-    return jnp.sum((x - y) ** 2)
-
-
-@weanj.jax_variant(ex, "jax-scan", family="smooth")
-def smooth_scan(x, y, S):
-    def sweep(x, _):
-        return (jnp.roll(x, 1) + 2 * x + jnp.roll(x, -1)) / 4, None
-
-    xs, _ = jax.lax.scan(sweep, x, None, length=S)
-    return jnp.sum((xs - y) ** 2)
-
-
-def wrong_grad(x, y, S):
-    g = jax.grad(smooth_loop)(x, y, S)
-    return g.at[7].multiply(1.001)
-
-
-weanj.jax_variant(ex, "jax-wrong", family="smooth", grad=wrong_grad)(smooth_loop)
-"""
-
 JULIA_SMOOTH = """\
 function smooth_loss(x::Vector{T}, y::Vector{T}, S::Integer) where {T <: AbstractFloat}
     n = length(x)
@@ -116,7 +70,7 @@ end
 
 # Two gradient arrays of different shapes: L(A, b) = Σ_r (tanh(Σ_c A[r,c] t[c]) + b[r] − z[r])².
 FIT = """\
-import jax.numpy as jnp
+import jax, jax.numpy as jnp
 import numpy as np
 import weanj
 
@@ -149,6 +103,14 @@ def fit_dot(A, b, t, z):
 @weanj.jax_variant(ex, "jax-sum", family="fit")
 def fit_sum(A, b, t, z):
     return jnp.sum((jnp.tanh(jnp.sum(A * t[None, :], axis=1)) + b - z) ** 2)
+
+
+def wrong_b(A, b, t, z):
+    gA, gb = jax.grad(fit_dot, argnums=(0, 1))(A, b, t, z)
+    return gA, gb.at[2].multiply(1.001)
+
+
+weanj.jax_variant(ex, "jax-wrong-b", family="fit", grad=wrong_b)(fit_dot)
 """
 
 
@@ -161,46 +123,57 @@ def fit_reference(A, b, t, z):
     return float(np.sum(r**2)), {"A": gA, "b": gb}
 
 
-def smooth_reference(x, y, S):
-    """Loss and gradient of `10-smooth` and `12-ring` in numpy: the smoothing is the symmetric
-    circulant M = (S_+ + 2I + S_-)/4, so ∇L = 2 Mᵀᔆ (MˢX − y) = 2 Mˢ (Mˢx − y)."""
-
-    def smooth(v):
-        for _ in range(S):
-            v = (np.roll(v, 1) + 2 * v + np.roll(v, -1)) / 4
-        return v
-
-    r = smooth(x) - y
-    return float(np.sum(r**2)), smooth(2 * r)
-
-
-def weanj_cli(*args, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "WEANJ_ROOT"}
-    return subprocess.run(
-        [sys.executable, "-m", "weanj", *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+@pytest.fixture(scope="module")
+def user_project(tmp_path_factory) -> Path:
+    return write_project(
+        tmp_path_factory.mktemp("user-project"),
+        {
+            "kernels/snippet.py": SNIPPET,
+            "kernels/ring.py": RING,
+            "kernels/fit.py": FIT,
+            "julia/smooth.jl": JULIA_SMOOTH,
+        },
+        name="my-kernels",
     )
 
 
 @pytest.fixture(scope="module")
-def user_project(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("user-project")
-    (root / "pyproject.toml").write_text(PYPROJECT)
-    (root / "kernels").mkdir()
-    (root / "kernels" / "__init__.py").write_text("")
-    (root / "kernels" / "snippet.py").write_text(SNIPPET)
-    (root / "kernels" / "ring.py").write_text(RING)
-    (root / "kernels" / "fit.py").write_text(FIT)
-    (root / "julia").mkdir()
-    (root / "julia" / "smooth.jl").write_text(JULIA_SMOOTH)
-    r = weanj_cli("inputs", "regenerate", cwd=root)
-    assert r.returncode == 0, r.stderr
-    return root
+def checked(user_project) -> subprocess.CompletedProcess:
+    """`weanj check` of the whole project, once, as a user runs it."""
+    return weanj_in(user_project, "check")
+
+
+def _block(output: str, example: str) -> str:
+    """One example's part of `weanj check`'s output (from `== EXAMPLE` to its verdict)."""
+    blocks = {b.split()[0]: b for b in output.split("== ")[1:]}
+    return blocks[example]
+
+
+def _rows(block: str) -> dict[tuple[str, str, str], str]:
+    """`{(reference, other, array): verdict}` of a pair table."""
+    out = {}
+    for line in block.split("  pairs (")[-1].splitlines()[2:]:
+        cells = line.split()
+        if len(cells) > 3 and not line.startswith("   "):
+            out[tuple(cells[:3])] = cells[-1]
+    return out
+
+
+def _variant_cells(block: str, label: str) -> list[str]:
+    (row,) = [r for r in block.split("  pairs (")[0].splitlines() if r.split()[:1] == [label]]
+    return row.split()
+
+
+def _stored(root: Path, example: str, variant: str):
+    with h5py.File(root / f"results/{example}/gradients/{variant}.h5") as f:
+        node = f["gradient"]
+        gradient = {k: node[k][()] for k in node} if isinstance(node, h5py.Group) else node[()]
+        return gradient, float(f.attrs["loss"])
+
+
+def _shared(root: Path, example: str) -> dict[str, np.ndarray]:
+    with h5py.File(root / "shared_inputs" / f"{example}.h5") as f:
+        return {k: f[k][()] for k in f}
 
 
 def test_inputs_and_list_are_the_projects_own(user_project):
@@ -210,73 +183,92 @@ def test_inputs_and_list_are_the_projects_own(user_project):
         "20-fit.h5",
     ]
     # Commands run from a subfolder find the project too.
-    r = weanj_cli("list", cwd=user_project / "kernels")
+    r = weanj_in(user_project / "kernels", "list")
     assert r.returncode == 0, r.stderr
     assert all(name in r.stdout for name in ("10-smooth", "12-ring", "20-fit"))
     assert "jacobi" not in r.stdout and "gauss-seidel" not in r.stdout  # no built-ins
     assert "julia-smooth" in r.stdout and "unavailable" in r.stdout
 
 
-def test_the_design_snippet_as_written_is_checked(user_project):
+def test_the_design_snippet_as_written_is_checked(user_project, checked):
     """DESIGN.md's snippet, pasted as written with a working loss body: `weanj check` runs
-    its JAX variant (fd-checked against the numpy gradient's direction derivatives) and
-    skips its Julia variant, saying why."""
-    r = weanj_cli("check", "10-smooth", cwd=user_project)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert re.search(r"jax-loop\s+smooth\s+\S+\s+\S+ ok", r.stdout), r.stdout
-    assert "skipped julia-smooth" in r.stdout and "10-smooth: ok" in r.stdout
-    with h5py.File(user_project / "results/10-smooth/gradients/jax-loop.h5") as f:
-        stored, loss = f["gradient"][()], float(f.attrs["loss"])
-    with h5py.File(user_project / "shared_inputs" / "10-smooth.h5") as f:
-        x, y = f["x"][()], f["y"][()]
-    loss_ref, g_ref = smooth_reference(x, y, 3)
+    its JAX variant (Taylor and jvp checks, float32 against float64, the stored gradient
+    against numpy's) and skips its Julia variant, saying why."""
+    block = _block(checked.stdout, "10-smooth")
+    cells = _variant_cells(block, "jax-loop")
+    assert cells[3] == "ok" and cells[5] == "ok" and cells[7] == "ok", block
+    assert "skipped julia-smooth, julia-smooth@float32: " in block and "10-smooth: ok" in block
+    stored, loss = _stored(user_project, "10-smooth", "jax-loop")
+    d = _shared(user_project, "10-smooth")
+    loss_ref, g_ref = smooth_reference(d["x"], d["y"], 3)
     assert abs(loss - loss_ref) <= 1e-12 * loss_ref
     assert np.max(np.abs(stored - g_ref)) <= 1e-11 * np.max(np.abs(g_ref))
 
 
 def test_run_matches_numpy(user_project, tmp_path):
     out = tmp_path / "g.h5"
-    r = weanj_cli("run", "12-ring", "jax-scan", "--S", "5", "--out", out, cwd=user_project)
+    r = weanj_in(user_project / "kernels", "run", "12-ring", "jax-scan", "--S", "5", "--out", out)
     assert r.returncode == 0, r.stderr
-    with h5py.File(user_project / "shared_inputs" / "12-ring.h5") as f:
-        x, y = f["x"][()], f["y"][()]
-    loss, g = smooth_reference(x, y, 5)
+    d = _shared(user_project, "12-ring")
+    loss, g = smooth_reference(d["x"], d["y"], 5)
     with h5py.File(out) as f:
         assert int(f.attrs["S"]) == 5
         assert abs(f.attrs["loss"] - loss) <= 1e-12 * loss
         np.testing.assert_allclose(f["gradient"][()], g, rtol=0, atol=1e-11 * np.max(np.abs(g)))
 
 
-def test_check_names_the_wrong_variant_and_its_worst_element(user_project):
-    r = weanj_cli("check", "12-ring", cwd=user_project)
-    assert r.returncode == 1, r.stdout + r.stderr
-    failures = [line for line in r.stdout.splitlines() if line.strip().startswith("FAIL ")]
-    assert failures and all("jax-wrong" in line for line in failures), r.stdout
-    assert any("numpy (7) / Julia (8)" in line for line in failures), r.stdout
-    assert re.search(r"jax-wrong\s+smooth\s+\S+\s+\S+ FAIL", r.stdout), r.stdout  # its fd check
-    # The diff of the store says the same, and both correct variants agree.
-    d = weanj_cli("diff", "12-ring", "--json", cwd=user_project)
+def test_check_names_the_wrong_variant_and_its_worst_element(user_project, checked):
+    """jax-wrong's gradient is 1.001 times the true one at x[7]: its Taylor test (the
+    remainders fall like h, not h²) and its forward-vs-reverse check fail, naming x, and
+    so do its pairs, at numpy (7) / Julia (8); its siblings pass everything."""
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    block = _block(checked.stdout, "12-ring")
+    failing = [r.strip() for r in block.splitlines() if r.startswith("  12-ring::")]
+    assert [r.split(": FAIL")[0] for r in failing] == [
+        "12-ring::smooth::jax-wrong::taylor",
+        "12-ring::smooth::jax-wrong::jvp",
+    ], block
+    assert "the gradient of x is not the loss's derivative" in failing[0]
+    assert "forward mode (jax-wrong) gives" in failing[1]
+    for label in ("jax-loop", "jax-scan"):
+        cells = _variant_cells(block, label)
+        assert cells[3] == "ok" and cells[5] == "ok", block
+    cells = _variant_cells(block, "jax-wrong")
+    assert cells[3] == "FAIL" and float(cells[4]) < 1.8 and cells[5] == "FAIL"
+    rows = _rows(block)
+    assert rows[("jax-loop", "jax-scan", "x")] == "ok"
+    assert rows[("jax-loop", "jax-wrong", "x")] == rows[("jax-scan", "jax-wrong", "x")] == "FAIL"
+    assert "1 element(s) in numpy (7:7) / Julia (8:8)" in block
+    assert "12-ring: FAIL (4 failure(s))" in block
+
+    # The diff of the store says the same of the pairs (it runs no gradient checks).
+    d = weanj_in(user_project, "diff", "12-ring", "--json")
     assert d.returncode == 1
     report = json.loads(d.stdout)
     verdicts = {(p["reference"], p["other"]): p["verdict"] for p in report["pairs"]}
-    assert verdicts == {
+    assert {k: v for k, v in verdicts.items() if "@" not in k[1]} == {
         ("jax-loop", "jax-scan"): "ok",
         ("jax-loop", "jax-wrong"): "FAIL",
         ("jax-scan", "jax-wrong"): "FAIL",
     }
+    assert sorted(k for k in verdicts if "@" in k[1]) == [
+        ("jax-loop", f"{v}@float32") for v in ("jax-loop", "jax-scan", "jax-wrong")
+    ]
+    assert report["checks"] == []
     wrong = next(p for p in report["pairs"] if p["other"] == "jax-wrong")
     assert wrong["worst"] == [7] and wrong["differing_at"] == [[7]] and wrong["differing"] == 1
+    inputs = _shared(user_project, "12-ring")
+    _, g = smooth_reference(inputs["x"], inputs["y"], 3)
+    assert wrong["max_rel"] == pytest.approx(1e-3 * abs(g[7]) / np.abs(g).max(), rel=1e-6)
 
 
-def test_two_gradient_arrays_of_different_shapes(user_project, tmp_path):
+def test_two_gradient_arrays_of_different_shapes(user_project, checked, tmp_path):
     # run: a group `gradient` with one dataset per array, against numpy.
     out = tmp_path / "fit.h5"
-    r = weanj_cli("run", "20-fit", "jax-sum", "--out", out, cwd=user_project)
+    r = weanj_in(user_project, "run", "20-fit", "jax-sum", "--out", out)
     assert r.returncode == 0, r.stderr
     assert "‖∂L/∂A‖" in r.stdout and "‖∂L/∂b‖" in r.stdout
-    with h5py.File(user_project / "shared_inputs" / "20-fit.h5") as f:
-        arrays = {k: f[k][()] for k in ("A", "b", "t", "z")}
-    loss, grads = fit_reference(**arrays)
+    loss, grads = fit_reference(**{k: v for k, v in _shared(user_project, "20-fit").items()})
     with h5py.File(out) as f:
         assert isinstance(f["gradient"], h5py.Group) and sorted(f["gradient"]) == ["A", "b"]
         assert abs(f.attrs["loss"] - loss) <= 1e-12 * loss
@@ -285,153 +277,175 @@ def test_two_gradient_arrays_of_different_shapes(user_project, tmp_path):
             assert stored.shape == g.shape
             np.testing.assert_allclose(stored, g, rtol=0, atol=1e-11 * np.max(np.abs(g)))
 
-    # check and diff --json: one row per pair and array, each array named.
-    c = weanj_cli("check", "20-fit", cwd=user_project)
-    assert c.returncode == 0, c.stdout + c.stderr
-    d = weanj_cli("diff", "20-fit", "--json", cwd=user_project)
-    assert d.returncode == 0, d.stderr
+    # check: every array judged on its own. jax-wrong-b's gradient of b is wrong at b[2]:
+    # its checks and pairs of b fail, naming b; those of A pass.
+    block = _block(checked.stdout, "20-fit")
+    failing = sorted(
+        r.strip().split(": FAIL")[0] for r in block.splitlines() if "::jax-wrong-b::" in r
+    )
+    assert failing == ["20-fit::fit::jax-wrong-b::jvp::b", "20-fit::fit::jax-wrong-b::taylor::b"]
+    assert "the gradient of b is not the loss's derivative" in block
+    rows = _rows(block)
+    assert rows[("jax-dot", "jax-sum", "A")] == rows[("jax-dot", "jax-sum", "b")] == "ok"
+    assert rows[("jax-dot", "jax-wrong-b", "b")] == "FAIL"
+    assert rows[("jax-dot", "jax-wrong-b", "A")] == "ok"
+    # b[2] off by 1e-3 of itself is 3.9e-4·max|∂L/∂b|: beyond the float32 tolerance too.
+    assert 1e-3 * abs(grads["b"][2]) / np.abs(grads["b"]).max() > 1e-4
+    assert rows[("jax-dot", "jax-wrong-b@float32", "b")] == "FAIL"
+    assert rows[("jax-dot", "jax-wrong-b@float32", "A")] == "ok"
+    assert "1 element(s) in numpy (2:2) / Julia (3:3)" in block
+    for label in ("jax-dot", "jax-sum"):
+        cells = _variant_cells(block, label)
+        assert cells[3] == "ok" and cells[5] == "ok", block
+
+    # diff --json: one row per pair and array, each array named.
+    d = weanj_in(user_project, "diff", "20-fit", "--json")
+    assert d.returncode == 1, d.stderr
     report = json.loads(d.stdout)
-    assert [(p["reference"], p["other"], p["array"]) for p in report["pairs"]] == [
-        ("jax-dot", "jax-sum", "A"),
-        ("jax-dot", "jax-sum", "b"),
+    same = [(p["reference"], p["other"], p["array"], p["verdict"]) for p in report["pairs"]]
+    assert [p for p in same if "@" not in p[1]] == [
+        ("jax-dot", "jax-sum", "A", "ok"),
+        ("jax-dot", "jax-sum", "b", "ok"),
+        ("jax-dot", "jax-wrong-b", "A", "ok"),
+        ("jax-dot", "jax-wrong-b", "b", "FAIL"),
+        ("jax-sum", "jax-wrong-b", "A", "ok"),
+        ("jax-sum", "jax-wrong-b", "b", "FAIL"),
     ]
     assert {k: v["shape"] for k, v in report["gradients"][0]["arrays"].items()} == {
         "A": [6, 3],
         "b": [6],
     }
-    text = weanj_cli("diff", "20-fit", cwd=user_project).stdout
-    assert re.search(r"jax-dot\s+jax-sum\s+A\s", text) and re.search(
-        r"jax-dot\s+jax-sum\s+b\s", text
+    wrong = next(p for p in report["pairs"] if p["case"] == "20-fit::fit::jax-dot~jax-wrong-b::b")
+    assert wrong["worst"] == [2] and wrong["differing"] == 1
+    assert wrong["max_rel"] == pytest.approx(
+        1e-3 * abs(grads["b"][2]) / np.abs(grads["b"]).max(), rel=1e-6
     )
-
-    # bench over the example's own size (`m`), N counting both arrays' entries.
-    b = weanj_cli("bench", "20-fit", "--sizes", "4", "8", "--samples", "1", cwd=user_project)
-    assert b.returncode == 0, b.stderr
-    records = json.loads((user_project / "results/20-fit/bench/jax-cpu.json").read_text())[
-        "records"
-    ]
-    assert sorted((r["variant"], r["m"], r["N"]) for r in records) == [
-        ("jax-dot", 4, 4 * 3 + 4),
-        ("jax-dot", 8, 8 * 3 + 8),
-        ("jax-sum", 4, 4 * 3 + 4),
-        ("jax-sum", 8, 8 * 3 + 8),
-    ]
 
 
 def test_bench_sweeps_the_sizes_the_example_defines(user_project):
-    r = weanj_cli("bench", "12-ring", "--sizes", "16", "32", "--samples", "1", cwd=user_project)
+    # No --sizes: the example's own `Sizes.values`, (16, 32); --S typed as the Param says.
+    r = weanj_in(user_project, "bench", "12-ring", "--S", "2", "--samples", "1")
     assert r.returncode == 0, r.stderr
     records = json.loads((user_project / "results/12-ring/bench/jax-cpu.json").read_text())[
         "records"
     ]
     assert {(r["variant"], r["n"], r["S"]) for r in records} == {
-        (v, n, 3) for v in ("jax-loop", "jax-scan", "jax-wrong") for n in (16, 32)
+        (v, n, 2) for v in ("jax-loop", "jax-scan", "jax-wrong") for n in (16, 32)
     }
-    assert weanj_cli("plot", "12-ring", cwd=user_project).returncode == 0
+    assert all(isinstance(r["S"], int) for r in records)
 
 
-def test_pytest_weanj_fails_exactly_the_wrong_variants_items(user_project):
-    env = {k: v for k, v in os.environ.items() if k != "WEANJ_ROOT"}
-    r = subprocess.run(
-        [sys.executable, "-m", "pytest", "--weanj", "-p", "no:cacheprovider", "-rfs"],
-        cwd=user_project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+BROKEN = {
+    "import": ("import no_such_module_anywhere\n", "ModuleNotFoundError: No module named"),
+    "duplicate": (
+        textwrap.dedent(
+            """
+            import numpy as np, weanj
+            e = weanj.register_example(weanj.Example(name="91-x", arrays=("a",), wrt="a",
+                                                     generate=lambda s: {"a": np.ones(3)}))
+            weanj.register_example(weanj.Example(name="91-x", arrays=("a",), wrt="a",
+                                                 generate=lambda s: {"a": np.ones(3)}))
+            """
+        ),
+        "example '91-x' is registered twice",
+    ),
+    "unknown example": (
+        textwrap.dedent(
+            """
+            import numpy as np, weanj
+            e = weanj.register_example(weanj.Example(name="92-y", arrays=("a",), wrt="a",
+                                                     generate=lambda s: {"a": np.ones(3)}))
+            weanj.jax_variant("no-such-example", "jax-v", family="f")(lambda a: a)
+            """
+        ),
+        "'no-such-example', which is not registered",
+    ),
+    "exit": ("import sys\nsys.exit(3)\n", "called sys.exit(3) on import"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(BROKEN))
+def test_a_broken_module_is_one_error_naming_it_and_withdrawn(tmp_path, monkeypatch, what):
+    """The registry's loading of one example module, in this process: whatever fails is
+    one `ProjectError` naming the module, and what it registered is taken back."""
+    body, words = BROKEN[what]
+    module = "broken_" + what.replace(" ", "_")
+    assert words in import_failure(tmp_path, monkeypatch, module, body)
+
+
+def test_a_broken_module_stops_every_command_in_one_line(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.weanj]\nexamples = ["broken", "not_there"]\n')
+    (tmp_path / "broken.py").write_text(BROKEN["duplicate"][0])
+    r = weanj_in(tmp_path, "list")
+    assert r.returncode == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, "example module 'broken'", "registered twice")
+    (tmp_path / "pyproject.toml").write_text('[tool.weanj]\nexamples = ["not_there"]\n')
+    r = weanj_in(tmp_path, "check")
+    assert r.returncode == 2 and r.stdout == ""
+    assert_one_line_error(r.stderr, "cannot import example module 'not_there'")
+
+
+def test_weanj_new_then_the_commands_it_prints(tmp_path, monkeypatch, capsys):
+    from weanj._cli import main
+
+    monkeypatch.delenv("WEANJ_ROOT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["new", "11-mine"]) == 0
+    out = capsys.readouterr().out
+    commands = [line.strip() for line in out.splitlines() if line.startswith("  weanj ")]
+    assert commands == ["weanj inputs regenerate 11-mine", "weanj check 11-mine"]
+    assert (tmp_path / "examples" / "mine.py").is_file()
+    assert (tmp_path / "julia" / "mine.jl").is_file()
+    assert 'examples = ["examples.mine"]' in (tmp_path / "pyproject.toml").read_text()
+    # The printed commands, in order, in one fresh process of the new project.
+    run_all = (
+        "import sys\nfrom weanj._cli import main\n"
+        "for command in sys.argv[1:]:\n"
+        "    code = main(command.split()[1:])\n"
+        "    if code:\n        sys.exit(code)\n"
     )
+    done = run_in(tmp_path, "-c", run_all, *commands)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "wrote " in done.stdout and "11-mine: ok" in done.stdout
+    # It refuses to overwrite, and says so in one line.
+    assert main(["new", "11-mine"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "already exists")
+
+
+def test_pytest_weanj_record_then_the_whole_table(user_project):
+    """`--weanj-record` (pytest-regressions' `--force-regen`) writes the family's
+    reference and fails saying so. Then `pytest --weanj` collects the case table: exactly
+    the wrong variants' items fail (and the pairs with the new reference check every
+    variant against it); Julia's items skip, saying why."""
+    recorded = user_project / "results" / "20-fit" / "recorded" / "jax-dot.h5"
+    assert not recorded.exists()
+    r = pytest_weanj_in(user_project, "--weanj-example", "20-fit", "--weanj-record", "-rf")
+    assert r.returncode == 1 and f"wrote {recorded}" in r.stdout, r.stdout
+    assert recorded.is_file()
+
+    r = pytest_weanj_in(user_project, "-v", "-rfs")
     assert r.returncode == 1, r.stdout + r.stderr
     failed = sorted(re.findall(r"^FAILED weanj::(\S+)", r.stdout, re.MULTILINE))
     assert failed == [
         "12-ring::smooth::jax-loop~jax-wrong",
         "12-ring::smooth::jax-scan~jax-wrong",
-        "12-ring::smooth::jax-wrong::fd",
+        "12-ring::smooth::jax-wrong::jvp",
+        "12-ring::smooth::jax-wrong::taylor",
+        "20-fit::fit::jax-dot~jax-wrong-b::b",
+        "20-fit::fit::jax-dot~jax-wrong-b@float32::b",
+        "20-fit::fit::jax-sum~jax-wrong-b::b",
+        "20-fit::fit::jax-wrong-b::jvp::b",
+        "20-fit::fit::jax-wrong-b::taylor::b",
+        "20-fit::fit::jax-wrong-b~recorded/jax-dot::b",
     ], r.stdout
+    for variant in ("jax-dot", "jax-sum", "jax-wrong-b"):
+        assert f"20-fit::fit::{variant}~recorded/jax-dot::A PASSED" in r.stdout
+    assert "20-fit::file::recorded/jax-dot PASSED" in r.stdout
+    assert "the gradient of b is not the loss's derivative" in r.stdout
     passed = int(re.search(r"(\d+) passed", r.stdout).group(1))
-    # 10-smooth: 1 fd (its Julia items skip); 12-ring: 1 correct pair, 2 correct fd;
-    # 20-fit: 1 pair × 2 arrays, 2 fd.
-    assert passed == 1 + 1 + 2 + 2 + 2, r.stdout
-    assert "julia-smooth" in r.stdout  # its items skip, saying why
-
-
-def test_broken_module_is_one_line_naming_it(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.weanj]\nexamples = ["broken"]\n')
-    cases = {
-        "import": "import no_such_module_anywhere\n",
-        "duplicate": textwrap.dedent(
-            """
-            import numpy as np, weanj
-            e = weanj.register_example(weanj.Example(name="x", arrays=("a",), wrt="a",
-                                                     generate=lambda s: {"a": np.ones(3)}))
-            weanj.register_example(weanj.Example(name="x", arrays=("a",), wrt="a",
-                                                 generate=lambda s: {"a": np.ones(3)}))
-            """
-        ),
-        "unknown example": textwrap.dedent(
-            """
-            import weanj
-            weanj.jax_variant("no-such-example", "jax-v", family="f")(lambda a: a)
-            """
-        ),
-    }
-    for what, body in cases.items():
-        (tmp_path / "broken.py").write_text(body)
-        r = weanj_cli("list", cwd=tmp_path)
-        assert r.returncode == 2, (what, r.stdout)
-        assert_one_line_error(r.stderr, "'broken'")
-    missing = tmp_path / "pyproject.toml"
-    missing.write_text('[tool.weanj]\nexamples = ["not_there"]\n')
-    r = weanj_cli("list", cwd=tmp_path)
-    assert r.returncode == 2
-    assert_one_line_error(r.stderr, "cannot import example module 'not_there'")
-
-
-def test_weanj_new_then_the_commands_it_prints(tmp_path):
-    r = weanj_cli("new", "11-mine", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    commands = [line.strip() for line in r.stdout.splitlines() if line.startswith("  weanj ")]
-    assert commands == ["weanj inputs regenerate 11-mine", "weanj check 11-mine"]
-    assert (tmp_path / "examples" / "mine.py").is_file()
-    assert (tmp_path / "julia" / "mine.jl").is_file()
-    assert 'examples = ["examples.mine"]' in (tmp_path / "pyproject.toml").read_text()
-    for command in commands:
-        done = weanj_cli(*command.split()[1:], cwd=tmp_path)
-        assert done.returncode == 0, done.stdout + done.stderr
-    assert "11-mine: ok" in done.stdout
-    # It refuses to overwrite, and says so in one line.
-    again = weanj_cli("new", "11-mine", cwd=tmp_path)
-    assert again.returncode == 2
-    assert_one_line_error(again.stderr, "already exists")
-
-
-def test_pytest_weanj_record_writes_references_then_checks_them(user_project):
-    """`--weanj-record` (pytest-regressions' `--force-regen`): writes the family's
-    reference and fails saying so; the next `pytest --weanj` checks every variant of the
-    family against it."""
-    env = {k: v for k, v in os.environ.items() if k != "WEANJ_ROOT"}
-
-    def pytest_weanj(*extra):
-        return subprocess.run(
-            [sys.executable, "-m", "pytest", "--weanj", "--weanj-example", "20-fit", *extra]
-            + ["-p", "no:cacheprovider", "-rf"],
-            cwd=user_project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-
-    recorded = user_project / "results" / "20-fit" / "recorded" / "jax-dot.h5"
-    assert not recorded.exists()
-    r = pytest_weanj("--weanj-record")
-    assert r.returncode == 1 and f"wrote {recorded}" in r.stdout, r.stdout
-    assert recorded.is_file()
-    r = pytest_weanj()
-    assert r.returncode == 0, r.stdout
-    # 1 pair × 2 arrays, 2 fd, and both variants against recorded/jax-dot.
-    assert re.search(r"\b6 passed\b", r.stdout), r.stdout
-    r = pytest_weanj("-v")
-    for variant in ("jax-dot", "jax-sum"):
-        assert f"20-fit::fit::{variant}~recorded/jax-dot PASSED" in r.stdout, r.stdout
+    # 10-smooth: jax-loop's float32 pair, Taylor and jvp (its Julia items skip);
+    # 12-ring: 1 pair, 3 float32 pairs, Taylor and jvp of the 2 correct variants;
+    # 20-fit (per array A, b): 3 pairs, 3 float32 pairs, 3 pairs with recorded/jax-dot,
+    # Taylor and jvp of 3 variants, less jax-wrong-b's 6 items of b; the recorded file.
+    assert passed == 3 + (1 + 3 + 4) + (2 * 3 + 2 * 3 + 2 * 3 + 2 * 2 * 3 - 6 + 1), r.stdout
+    assert re.search(r"SKIPPED \[4\] .*no Julia found", r.stdout), r.stdout

@@ -1,12 +1,16 @@
-"""The gradient store: provenance, refusals, atomic writes, concurrent and killed writers."""
+"""The gradient store (format 2): provenance and its key, the store's rules, format-1
+files, refusals, atomic writes, concurrent and killed writers."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import importlib.metadata
 import os
+import re
 import select
+import shutil
 import subprocess
 import textwrap
 import time
@@ -16,12 +20,28 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._atomic import atomic_path
+from weanj._io._atomic import atomic_path
+from weanj._io._store import check_target, read_gradient_file, scan_store
 
-from .helpers import PYTHON, raw_datasets, sha256_of, subprocess_env
+from .conftest import REPO
+from .helpers import (
+    PYTHON,
+    TYPED,
+    format1_sha256,
+    inputs_sha256,
+    jacobi_loss_and_gradient,
+    provenance_key,
+    raw_datasets,
+    registered_typed,
+    subprocess_env,
+    typed_gradient,
+)
 
 EXAMPLE = "01-jacobi"
+FORMAT1 = REPO / "tests" / "data" / "format1"
 DESIGN_ATTRS = {
+    "format",
+    "key",
     "loss",
     "variant",
     "family",
@@ -44,7 +64,13 @@ def _gradient(value=None, shape=None, seed=0):
 
 def _shared_sha(project):
     raw = raw_datasets(project / "shared_inputs" / f"{EXAMPLE}.h5")
-    return sha256_of(raw["theta"], raw["uobs"])
+    return inputs_sha256([("theta", raw["theta"]), ("uobs", raw["uobs"])])
+
+
+def _values_sha256(a):
+    """A dataset's `sha256` attribute, from its definition: its little-endian C-order bytes."""
+    a = np.asarray(a)
+    return hashlib.sha256(a.astype(a.dtype.newbyteorder("<"), order="C").tobytes()).hexdigest()
 
 
 def test_save_gradient_provenance(project):
@@ -56,15 +82,20 @@ def test_save_gradient_provenance(project):
     with h5py.File(path, "r") as f:
         assert list(f) == ["gradient"]
         np.testing.assert_array_equal(f["gradient"][()], g)
+        assert f["gradient"].dtype == np.dtype("<f8")
+        assert f["gradient"].attrs["sha256"] == _values_sha256(g)
         attrs = dict(f.attrs)
         with h5py.File(project / "shared_inputs" / f"{EXAMPLE}.h5", "r") as shared:
             K = int(shared.attrs["K"])
     assert set(attrs) == DESIGN_ATTRS
-    assert attrs["loss"] == 0.25
+    assert attrs["format"] == 2 and attrs["loss"] == 0.25
     assert attrs["variant"] == "jax-jacobi" and attrs["family"] == "jacobi"
     assert attrs["example"] == EXAMPLE and attrs["K"] == K
+    assert type(attrs["K"]) is np.int64  # a typed parameter: an integer, not a float
     assert attrs["dtype"] == "float64"
     assert attrs["inputs_sha256"] == _shared_sha(project)
+    key = provenance_key(_shared_sha(project), {"K": K}, "float64")
+    assert attrs["key"] == key == weanj.read_inputs(EXAMPLE).key("float64")
     assert attrs["backend"] == "jax"
     assert importlib.metadata.version("jax") in attrs["backend_version"]
     created = dt.datetime.fromisoformat(attrs["created"])
@@ -72,7 +103,7 @@ def test_save_gradient_provenance(project):
 
     stored = weanj.load_gradient(EXAMPLE, "jax-jacobi")
     np.testing.assert_array_equal(stored.gradient, g)
-    assert (stored.loss, stored.variant, stored.family, stored.example) == (
+    assert (stored.loss, stored.variant, stored.family, stored.example.name) == (
         0.25,
         "jax-jacobi",
         "jacobi",
@@ -80,17 +111,28 @@ def test_save_gradient_provenance(project):
     )
     assert stored.params == {"K": K} and stored.dtype == "float64"
     assert stored.inputs_sha256 == attrs["inputs_sha256"] and stored.path == path
-    assert not stored.recorded
+    assert stored.key == key and stored.format == 2 and stored.source == "store"
+    assert not stored.recorded and stored.label == "jax-jacobi"
 
 
 def test_save_without_loss_and_in_float32(project):
     g = _gradient(seed=1).astype(np.float32)
     path = weanj.save_gradient(EXAMPLE, "jax-jacobi", g)
+    # float32 gradients of the shared inputs have their own folder of the store.
+    assert path == project / "results" / EXAMPLE / "gradients" / "float32" / "jax-jacobi.h5"
+    assert path == weanj.gradient_path(EXAMPLE, "jax-jacobi", dtype="float32")
+    assert not weanj.gradient_path(EXAMPLE, "jax-jacobi").exists()
     with h5py.File(path, "r") as f:
         assert set(f.attrs) == DESIGN_ATTRS - {"loss"}  # unknown loss: absent, not invented
         assert f["gradient"].dtype == np.float32 and f.attrs["dtype"] == "float32"
-    stored = weanj.load_gradient(EXAMPLE, "jax-jacobi")
+        assert f.attrs["key"] == provenance_key(_shared_sha(project), {"K": 20}, "float32")
+        assert f.attrs["key"] != provenance_key(_shared_sha(project), {"K": 20}, "float64")
+    stored = weanj.load_gradient(EXAMPLE, "jax-jacobi", dtype="float32")
     assert stored.loss is None and stored.gradient.dtype == np.float32
+    np.testing.assert_array_equal(stored.gradient, g)
+    assert stored.label == "jax-jacobi@float32"
+    with pytest.raises(weanj.InputFileError, match="does not exist"):
+        weanj.load_gradient(EXAMPLE, "jax-jacobi")  # no float64 file was written
 
 
 def test_explicit_provenance_is_kept(project, tmp_path):
@@ -109,7 +151,11 @@ def test_explicit_provenance_is_kept(project, tmp_path):
     assert out == tmp_path / "elsewhere.h5"
     stored = weanj.load_gradient(EXAMPLE, "jax-jacobi", path=out, allow_stale=True)
     assert stored.params == {"K": 7} and stored.inputs_sha256 == "ab" * 32
-    assert stored.backend_version == "custom 1.0"
+    assert stored.key == provenance_key("ab" * 32, {"K": 7}, "float64")
+    assert stored.backend_version == "custom 1.0" and stored.source == "file"
+    assert not weanj.read_inputs(EXAMPLE).matches(stored)
+    with pytest.raises(weanj.StaleGradientError, match="computed on other inputs"):
+        weanj.load_gradient(EXAMPLE, "jax-jacobi", path=out)
     assert not (project / "results" / EXAMPLE / "gradients").exists()
 
 
@@ -122,10 +168,12 @@ def test_family_is_required_for_unknown_names(project):
     assert path.name == "my-experiment.h5"
 
 
-@pytest.mark.parametrize("name", ["../escape", "a/b", ".hidden", ""])
+@pytest.mark.parametrize("name", ["../escape", "../../x", "a/b", ".hidden", "", "a\nb", "x.h5"])
 def test_variant_names_stay_inside_the_store(project, name):
-    with pytest.raises(weanj.InputError):
+    with pytest.raises(weanj.InputError, match="variant name") as excinfo:
         weanj.save_gradient(EXAMPLE, name, _gradient(), family="jacobi")
+    assert "\n" not in str(excinfo.value)
+    assert sorted(p.name for p in (project / "results" / EXAMPLE).iterdir()) == ["recorded"]
 
 
 def test_stale_gradient_is_refused(project):
@@ -136,7 +184,7 @@ def test_stale_gradient_is_refused(project):
     shared = project / "shared_inputs" / f"{EXAMPLE}.h5"
     with h5py.File(shared, "r+") as f:
         f["theta"][0, 0] += 1.0
-        f.attrs["sha256"] = sha256_of(f["theta"][()], f["uobs"][()])
+        f.attrs["sha256"] = inputs_sha256([("theta", f["theta"][()]), ("uobs", f["uobs"][()])])
     assert _shared_sha(project) != old_sha
     with pytest.raises(weanj.StaleGradientError, match="allow_stale") as excinfo:
         weanj.load_gradient(EXAMPLE, "jax-jacobi")
@@ -182,6 +230,7 @@ def test_missing_corrupt_and_misplaced_gradient_files(project):
     with pytest.raises(weanj.InputFileError, match="lacks attribute"):
         weanj.load_gradient(EXAMPLE, "jax-jacobi")
     other = weanj.save_gradient("02-gauss-seidel", "jax-lex", _gradient())
+    assert other == project / "results" / "02-gauss-seidel" / "gradients" / "jax-lex.h5"
     with pytest.raises(weanj.InputError, match="02-gauss-seidel"):
         weanj.load_gradient(EXAMPLE, "jax-jacobi", path=other)
 
@@ -338,16 +387,27 @@ def _edit(path, attrs):
         ({"K": np.nan}, "attribute K must be an integer, got nan"),
         ({"K": np.uint64(2**64 - 1)}, "attribute K must be at most 2147483647"),
         ({"K": np.array([20, 20])}, "attribute K must be an integer"),
-        ({"variant": np.array([1, 2])}, "attribute variant must be text"),
-        ({"family": 3}, "attribute family must be text, got 3"),
+        ({"K": 20.0}, "attribute K must be an integer, got 20.0"),
+        ({"K": 21}, "its key does not match its attributes (modified or corrupt)"),
+        ({"K": None}, "lacks the parameter attribute(s) K"),
+        ({"variant": np.array([1, 2])}, "attribute variant must be one line of text"),
+        ({"variant": "../../x"}, "attribute variant '../../x' is not a safe name"),
+        ({"family": 3}, "attribute family must be one line of text, got 3"),
+        ({"family": "a\nb"}, "attribute family must be one line of text"),
         ({"dtype": "int8"}, "attribute dtype must be float32 or float64"),
-        ({"dtype": "float32"}, "is float64 but the attribute dtype says float32"),
+        ({"dtype": "float32"}, "theta is float64, but a float32 gradient is float32"),
         ({"inputs_sha256": "abc"}, "inputs_sha256 must be 64 hexadecimal digits"),
+        ({"inputs_sha256": "ab" * 32}, "its key does not match its attributes"),
+        ({"key": "zz"}, "attribute key must be 64 hexadecimal digits, got 'zz'"),
+        ({"key": "0" * 64}, "its key does not match its attributes (modified or corrupt)"),
+        ({"key": None}, "lacks attribute key"),
+        ({"format": 3}, "format 3 is not one this weanj reads (1 or 2)"),
+        ({"format": "2"}, "format '2' is not one this weanj reads"),
         ({"example": "99-nope"}, "example '99-nope', which this project does not have"),
-        ({"created": None, "backend": 1.5}, "attribute backend must be text"),
+        ({"created": None, "backend": 1.5}, "attribute backend must be one line of text"),
         ({b"\xff\xfe": 1}, "name is not UTF-8 text"),
         ({"variant": None}, "lacks attribute(s) variant"),
-        ({"family": "rb"}, "says jax-jacobi is of family 'rb', but jax-jacobi is registered"),
+        ({"family": "rb"}, "says jax-jacobi is of family 'rb', but it is registered in family"),
     ],
     ids=lambda v: str(v)[:30],
 )
@@ -368,7 +428,7 @@ def test_a_text_gradient_and_a_mistyped_digest_are_refused(project):
     with h5py.File(path, "r+") as f:
         del f["gradient"]
         f["gradient"] = "not numbers"
-    with pytest.raises(weanj.InputFileError, match="is not a float32/float64 array"):
+    with pytest.raises(weanj.InputFileError, match=r"theta is \|S11, but a float64 gradient is"):
         weanj.load_gradient(EXAMPLE, "jax-jacobi")
     weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), path=path)
     with h5py.File(path, "r+") as f:
@@ -400,6 +460,11 @@ def test_a_gradient_of_another_example_in_the_store_is_refused(project):
     (folder / "jax-lex.h5").write_bytes(other.read_bytes())
     with pytest.raises(weanj.InputFileError, match="holds a gradient of 02-gauss-seidel"):
         weanj.stored_gradients(EXAMPLE)
+    scan = scan_store(EXAMPLE)  # the judge's view: a problem to report, the rest still read
+    assert [(p.name, "holds a gradient of 02-gauss-seidel" in why) for p, why in scan.problems] == [
+        ("jax-lex.h5", True)
+    ]
+    assert [g.label for g in scan.gradients] == ["recorded/jax-jacobi"]
 
 
 # --- where a gradient may be written ------------------------------------------------
@@ -445,7 +510,7 @@ def test_an_unwritable_place_is_one_error(project, tmp_path, monkeypatch):
 
 
 def test_stale_temporaries_are_removed_by_the_next_write(project):
-    from weanj._atomic import STALE_AFTER_S
+    from weanj._io._atomic import STALE_AFTER_S
 
     folder = project / "results" / EXAMPLE / "gradients"
     folder.mkdir(parents=True)
@@ -464,3 +529,376 @@ def test_stale_temporaries_are_removed_by_the_next_write(project):
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         [".jax-rb.h5.abcdefgh.tmp", ".notes.txt.abcdefgh.tmp", "jax-lex.h5.tmp", "jax-jacobi.h5"]
     )
+
+
+# --- the provenance key -----------------------------------------------------------------
+
+
+def test_the_key_of_the_shared_inputs(project):
+    inputs = weanj.read_inputs(EXAMPLE)
+    digest = _shared_sha(project)
+    assert inputs.digest == digest
+    for dtype in ("float64", "float32"):
+        assert inputs.key(dtype) == provenance_key(digest, {"K": 20}, dtype)
+    assert inputs.key("float64") != inputs.key("float32")
+    other = inputs.with_params({"K": 3})
+    assert other.digest == digest  # the same arrays, another parameter: other inputs
+    assert other.key() == provenance_key(digest, {"K": 3}, "float64") != inputs.key()
+    with pytest.raises(weanj.InputError, match="K must be an integer, got 3.0"):
+        inputs.with_params({"K": 3.0})
+    with pytest.raises(weanj.InputError, match="dtype must be float64 or float32"):
+        inputs.key("float16")
+
+
+def test_matches_decides_same_inputs_by_the_key(project, tmp_path):
+    import dataclasses
+
+    inputs = weanj.read_inputs(EXAMPLE)
+    g64 = read_gradient_file(weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient()))
+    g32 = read_gradient_file(
+        weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(seed=2).astype("f4"))
+    )
+    assert inputs.matches(g64) and inputs.matches(g32)
+    # Another K: saved apart, in runs/, under its key.
+    apart = weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), params={"K": 3})
+    key3 = provenance_key(_shared_sha(project), {"K": 3}, "float64")
+    assert apart == project / "results" / EXAMPLE / "runs" / f"jax-jacobi-key-{key3[:12]}.h5"
+    assert not inputs.matches(read_gradient_file(apart))
+    elsewhere = weanj.save_gradient(
+        EXAMPLE, "jax-jacobi", _gradient(), inputs_sha256="cd" * 32, path=tmp_path / "g.h5"
+    )
+    assert not inputs.matches(read_gradient_file(elsewhere))
+    # The key is of a dtype: a float64 key claimed by a float32 gradient is not a match.
+    assert not inputs.matches(dataclasses.replace(g64, dtype="float32"))
+    assert not inputs.matches(dataclasses.replace(g64, dtype="float16"))
+    assert not inputs.matches(dataclasses.replace(g64, key=key3))
+
+
+# --- format-1 gradient files (written by the weanj before format 2) ---------------------
+
+
+@pytest.mark.parametrize(
+    "name, example, variant",
+    [
+        ("recorded-jax-jacobi.h5", "01-jacobi", "jax-jacobi"),
+        ("recorded-jax-thomas.h5", "04-tridiagonal", "jax-thomas"),
+    ],
+    ids=["one-array", "group"],
+)
+def test_a_format_1_reference_matches_the_shared_inputs_by_its_legacy_digest(
+    project, name, example, variant
+):
+    target = project / "results" / example / "recorded" / f"old-{variant}.h5"
+    shutil.copyfile(FORMAT1 / name, target)
+    with h5py.File(target, "r") as f:
+        assert "format" not in f.attrs and "key" not in f.attrs  # what makes it format 1
+    g = read_gradient_file(target)
+    assert g.format == 1 and g.source == "recorded" and g.label == f"recorded/old-{variant}"
+    shared = weanj.read_inputs(example)
+    raw = raw_datasets(project / "shared_inputs" / f"{example}.h5")
+    legacy = format1_sha256(*(raw[a] for a in shared.example.arrays))
+    assert g.inputs_sha256 == legacy and legacy != shared.digest
+    assert g.key == provenance_key(legacy, dict(shared.params), "float64")
+    assert shared.matches(g)
+    assert weanj.load_gradient(example, variant, path=target).variant == variant  # not stale
+    # The same values as the format-2 reference recorded on these inputs.
+    current = read_gradient_file(project / "results" / example / "recorded" / f"{variant}.h5")
+    assert current.format == 2 and shared.matches(current) and current.key == shared.key()
+    assert set(g.gradients) == set(current.gradients) == set(shared.example.wrt_names)
+    for array, values in current.gradients.items():
+        np.testing.assert_array_equal(g.gradients[array], values)
+    assert g.loss == current.loss
+    # Nothing in the directory listing counts twice or goes unread.
+    labels = sorted(s.label for s in scan_store(example).gradients)
+    assert labels == sorted([f"recorded/{variant}", f"recorded/old-{variant}"])
+
+
+def test_a_format_1_reference_is_checked_against_a_plain_numpy_jacobi(project):
+    g = read_gradient_file(FORMAT1 / "recorded-jax-jacobi.h5")
+    inputs = weanj.read_inputs(EXAMPLE)
+    loss, gradient = jacobi_loss_and_gradient(
+        np.array(inputs.arrays["theta"]), np.array(inputs.arrays["uobs"]), inputs.params["K"]
+    )
+    assert g.loss == pytest.approx(loss, rel=1e-12)
+    np.testing.assert_allclose(g.gradient, gradient, rtol=0, atol=1e-13 * np.abs(gradient).max())
+
+
+def test_a_format_1_file_of_another_parameter_is_stale(project):
+    target = project / "results" / EXAMPLE / "recorded" / "old.h5"
+    shutil.copyfile(FORMAT1 / "recorded-jax-jacobi.h5", target)
+    with h5py.File(target, "r+") as f:
+        f.attrs["K"] = np.int64(21)  # format 1 has no key to disagree: the file reads
+    g = read_gradient_file(target)
+    assert g.params == {"K": 21} and not weanj.read_inputs(EXAMPLE).matches(g)
+    with pytest.raises(weanj.StaleGradientError, match="K=21"):
+        weanj.load_gradient(EXAMPLE, "jax-jacobi", path=target)
+
+
+# --- typed gradient files: several arrays, a complex one, typed parameters ---------------
+
+
+@pytest.fixture
+def typed(project):
+    """`helpers.typed_example` with one JAX variant, its shared inputs in the project."""
+    with registered_typed(variant=True, inputs=True) as ex:
+        yield ex
+
+
+def test_typed_gradient_file(typed, project):
+    inputs = weanj.read_inputs(TYPED)
+    params = {"S": 3, "nu": 0.25, "upwind": True}
+    assert dict(inputs.params) == params
+    expected = typed_gradient(dict(inputs.arrays), **params)
+    ev = weanj.evaluate(TYPED, "jax-typed")
+    assert ev.gradients["z"].dtype == np.complex128 and ev.gradients["x"].dtype == np.float64
+    # ∂L/∂Re z + i ∂L/∂Im z, not the conjugate jax.grad returns.
+    np.testing.assert_allclose(ev.gradients["z"], expected["z"], rtol=1e-14, atol=0)
+    np.testing.assert_allclose(ev.gradients["x"], expected["x"], rtol=1e-14, atol=0)
+    assert ev.key == inputs.key() and inputs.matches(ev)
+
+    path = weanj.save_gradient(TYPED, "jax-typed", ev.gradients, loss=ev.loss)
+    assert path == project / "results" / TYPED / "gradients" / "jax-typed.h5"
+    with h5py.File(path, "r") as f:
+        assert sorted(f["gradient"]) == ["x", "z"]
+        assert f["gradient/x"].dtype == np.dtype("<f8")
+        assert f["gradient/z"].dtype == np.dtype("<c16")
+        for array in ("x", "z"):
+            assert f[f"gradient/{array}"].attrs["sha256"] == _values_sha256(ev.gradients[array])
+        attrs = dict(f.attrs)
+    assert (type(attrs["S"]), type(attrs["nu"]), type(attrs["upwind"])) == (
+        np.int64,
+        np.float64,
+        np.bool_,
+    )
+    raw = raw_datasets(project / "shared_inputs" / f"{TYPED}.h5")
+    digest = inputs_sha256([(a, raw[a]) for a in typed.arrays])
+    assert attrs["inputs_sha256"] == digest
+    assert attrs["key"] == provenance_key(digest, params, "float64")
+
+    stored = weanj.load_gradient(TYPED, "jax-typed")
+    assert stored.params == params
+    assert {k: type(v) for k, v in stored.params.items()} == {"S": int, "nu": float, "upwind": bool}
+    for array in ("x", "z"):
+        np.testing.assert_array_equal(stored.gradients[array], ev.gradients[array])
+    assert stored.gradient.keys() == {"x", "z"}
+
+
+def test_typed_float32_gradient_is_complex64(typed, project):
+    ev = weanj.evaluate(TYPED, "jax-typed", dtype="float32")
+    assert ev.gradients["z"].dtype == np.complex64 and ev.gradients["x"].dtype == np.float32
+    expected = typed_gradient(dict(weanj.read_inputs(TYPED).arrays), 3, 0.25, True)
+    scale = max(np.abs(expected["x"]).max(), np.abs(expected["z"]).max())
+    for array in ("x", "z"):
+        np.testing.assert_allclose(ev.gradients[array], expected[array], rtol=0, atol=1e-6 * scale)
+    path = weanj.save_gradient(TYPED, "jax-typed", ev.gradients)
+    assert path == project / "results" / TYPED / "gradients" / "float32" / "jax-typed.h5"
+    with h5py.File(path, "r") as f:
+        assert f["gradient/z"].dtype == np.dtype("<c8") and f.attrs["dtype"] == "float32"
+    # A complex128 z with a float32 x: one dtype under test, or none.
+    with pytest.raises(weanj.InputError, match="mix float32 and float64"):
+        weanj.save_gradient(
+            TYPED, "jax-typed", {"x": ev.gradients["x"], "z": ev.gradients["z"].astype(complex)}
+        )
+    with pytest.raises(weanj.InputError, match=r"\(z\) has dtype float64; expected a complex"):
+        weanj.save_gradient(TYPED, "jax-typed", {"x": expected["x"], "z": expected["z"].real})
+
+
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (lambda f: f.attrs.__setitem__("nu", np.float64(0.5)), "its key does not match"),
+        (lambda f: f.attrs.__setitem__("S", np.float64(3.0)), "attribute S must be an integer"),
+        (lambda f: f.attrs.__setitem__("upwind", np.int64(1)), "upwind must be true or false"),
+        (lambda f: f.attrs.__setitem__("nu", np.nan), "nu must be a finite number"),
+        (
+            lambda f: _retype(f, "gradient/z", np.float64),
+            "z is float64, but a float64 gradient is complex128",
+        ),
+        (
+            lambda f: _retype(f, "gradient/x", np.complex128),
+            "x is complex128, but a float64 gradient is float64",
+        ),
+        (lambda f: f["gradient"].move("z", "w"), "holds gradient/w, gradient/x"),
+    ],
+    ids=["param", "int-param", "bool-param", "nan-param", "real-z", "complex-x", "names"],
+)
+def test_typed_gradient_files_are_checked_on_reading(typed, edit, words):
+    arrays = dict(weanj.read_inputs(TYPED).arrays)
+    path = weanj.save_gradient(TYPED, "jax-typed", typed_gradient(arrays, 3, 0.25, True))
+    with h5py.File(path, "r+") as f:
+        edit(f)
+    with pytest.raises(weanj.InputFileError) as excinfo:
+        read_gradient_file(path)
+    assert words in str(excinfo.value) and "\n" not in str(excinfo.value)
+
+
+def _retype(f, where, dtype):
+    """Replace a dataset by its values in another dtype, with a matching sha256."""
+    values = f[where][()]
+    values = values.real.astype(dtype) if np.iscomplexobj(values) else values.astype(dtype)
+    del f[where]
+    f[where] = values
+    f[where].attrs["sha256"] = _values_sha256(values)
+
+
+# --- save_gradient refuses what the reader would refuse ------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"params": {"K": -3}}, "K must be at least 1, got -3"),
+        ({"params": {"K": 5.7}}, "K must be an integer, got 5.7"),
+        ({"params": {"K": 5.0}}, "K must be an integer, got 5.0"),
+        ({"params": {"K": 2**31}}, "K must be at most 2147483647"),
+        ({"params": {"Q": 1}}, "01-jacobi has no parameter Q"),
+        ({"inputs_sha256": "zz"}, "inputs_sha256 must be 64 hexadecimal digits, got 'zz'"),
+        ({"inputs_sha256": "AB" * 32}, "inputs_sha256 must be 64 hexadecimal digits"),
+        ({"inputs_sha256": 5}, "inputs_sha256 must be 64 hexadecimal digits, got 5"),
+        ({"backend": 5}, "backend must be one line of text, got 5"),
+        ({"backend_version": "a\nb"}, "backend_version must be one line of text"),
+        ({"family": "jacobi\nx"}, "not 'jacobi\\nx'"),
+        ({"loss": "abc"}, "loss must be a number, got 'abc'"),
+        ({"loss": np.array([1.0, 2.0])}, "loss must be a number"),
+        ({"loss": float("nan")}, "the loss of jax-jacobi is nan; not saved"),
+    ],
+    ids=lambda v: str(v)[:24],
+)
+def test_save_gradient_refuses_what_the_reader_would_refuse(project, kwargs, words):
+    with pytest.raises(weanj.InputError) as excinfo:
+        weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), **kwargs)
+    assert words in str(excinfo.value) and "\n" not in str(excinfo.value)
+    assert sorted(p.name for p in (project / "results" / EXAMPLE).iterdir()) == ["recorded"]
+
+
+def test_a_family_with_a_newline_is_refused_for_a_new_name(project):
+    with pytest.raises(weanj.InputError, match="family must be one line of text"):
+        weanj.save_gradient(EXAMPLE, "my-experiment", _gradient(), family="a\nb")
+
+
+# --- the store's rules (`check_target`) ------------------------------------------------
+
+
+def _results_files(project):
+    return sorted(
+        str(p.relative_to(project)) for p in (project / "results").rglob("*") if p.is_file()
+    )
+
+
+def test_the_store_refuses_files_that_are_not_its_own(project):
+    results = project / "results"
+    store = results / EXAMPLE / "gradients"
+    g, g32 = _gradient(), _gradient(seed=3).astype(np.float32)
+    refused = [
+        (store / "jax-rb.h5", g, {}, "that is the store file of jax-rb (float64)"),
+        (store / "jax-jacobi.h5", g32, {}, "jax-jacobi (float32) to"),
+        (store / "float32" / "jax-jacobi.h5", g, {}, "store file of jax-jacobi (float32)"),
+        (store / "jax-jacobi.h5", g, {"params": {"K": 3}}, "holds only gradients of the shared"),
+        (store / "jax-jacobi.h5", g, {"inputs_sha256": "ab" * 32}, "holds only gradients of the"),
+        (store / "float32" / "jax-jacobi.h5", g32, {"params": {"K": 3}}, "holds only gradients"),
+        (results / "02-gauss-seidel" / "gradients" / "jax-jacobi.h5", g, {}, "writes only"),
+        (results / "02-gauss-seidel" / "runs" / "x.h5", g, {}, "writes only"),
+        (results / EXAMPLE / "x.h5", g, {}, "writes only"),
+        (results / EXAMPLE / "diff" / "x.h5", g, {}, "writes only"),
+        (results / EXAMPLE / "runs" / "x.txt", g, {}, "writes only"),
+        (results / "x.h5", g, {}, "writes only"),
+        (store / "float64" / "jax-jacobi.h5", g, {}, "writes only"),
+        (store / "sub" / "deeper" / "jax-jacobi.h5", g, {}, "writes only"),
+        (results / EXAMPLE / "recorded" / "new.h5", g, {"params": {"K": 3}}, "must be computed on"),
+        (results / EXAMPLE / "recorded" / "jax-jacobi.h5", g, {}, "replaced only with --force"),
+    ]
+    before = _results_files(project)
+    for path, gradient, kwargs, words in refused:
+        with pytest.raises(weanj.InputFileError) as excinfo:
+            weanj.save_gradient(EXAMPLE, "jax-jacobi", gradient, path=path, **kwargs)
+        message = str(excinfo.value)
+        assert words in message and str(path) in message and "\n" not in message, (path, message)
+    assert _results_files(project) == before
+
+
+def test_the_store_takes_what_belongs_there(project):
+    results = project / "results" / EXAMPLE
+    g, g32 = _gradient(), _gradient(seed=3).astype(np.float32)
+    placed = [
+        (results / "gradients" / "jax-jacobi.h5", g, {}, "store"),
+        (results / "gradients" / "float32" / "jax-jacobi.h5", g32, {}, "store"),
+        (results / "runs" / "anything.h5", g, {"params": {"K": 3}}, "file"),
+        (results / "runs" / "other.h5", g32, {"inputs_sha256": "ab" * 32}, "file"),
+        (results / "recorded" / "jax-jacobi-float32.h5", g32, {}, "recorded"),
+        (results / "recorded" / "mine.h5", g, {}, "recorded"),
+    ]
+    for path, gradient, kwargs, source in placed:
+        assert weanj.save_gradient(EXAMPLE, "jax-jacobi", gradient, path=path, **kwargs) == path
+        stored = read_gradient_file(path)
+        assert stored.source == source and stored.gradient.dtype == gradient.dtype, path
+        np.testing.assert_array_equal(stored.gradient, gradient)
+    # check_target itself: the same answer for the same question.
+    shared_key = weanj.read_inputs(EXAMPLE).key("float64")
+    stored = read_gradient_file(results / "gradients" / "jax-jacobi.h5")
+    assert check_target(results / "gradients" / "jax-jacobi.h5", stored, shared_key) == (
+        results / "gradients" / "jax-jacobi.h5"
+    )
+    with pytest.raises(weanj.InputFileError, match="holds only gradients of the shared inputs"):
+        check_target(results / "gradients" / "jax-jacobi.h5", stored, shared_key=None)
+
+
+def test_a_recorded_reference_is_replaced_only_with_force_and_kept_aside(project):
+    target = project / "results" / EXAMPLE / "recorded" / "jax-jacobi.h5"
+    before = target.read_bytes()
+    first, second = _gradient(seed=4), _gradient(seed=5)
+    with pytest.raises(weanj.InputFileError, match="replaced only with --force"):
+        weanj.save_gradient(EXAMPLE, "jax-jacobi", first, path=target)
+    assert target.read_bytes() == before
+    assert weanj.save_gradient(EXAMPLE, "jax-jacobi", first, path=target, force=True) == target
+    aside = sorted(p for p in target.parent.iterdir() if p != target)
+    assert len(aside) == 1
+    assert re.fullmatch(r"jax-jacobi\.h5\.replaced-\d{8}T\d{6}Z?", aside[0].name), aside[0].name
+    assert aside[0].read_bytes() == before  # the old reference, byte for byte
+    recorded = weanj.load_gradient(EXAMPLE, "jax-jacobi", recorded=True)
+    np.testing.assert_array_equal(recorded.gradient, first)
+    assert recorded.source == "recorded"
+    # A second replacement within the same second keeps both older files.
+    weanj.save_gradient(EXAMPLE, "jax-jacobi", second, path=target, force=True)
+    aside = sorted(p for p in target.parent.iterdir() if p != target)
+    assert len(aside) == 2 and len({p.name for p in aside}) == 2
+    assert before in {p.read_bytes() for p in aside}
+    # Kept-aside files are not gradient files of the store: nothing reads them.
+    scan = scan_store(EXAMPLE)
+    assert [g.label for g in scan.gradients] == ["recorded/jax-jacobi"] and scan.problems == []
+    np.testing.assert_array_equal(scan.gradients[0].gradient, second)
+
+
+# --- reading the store: unreadable files are the judge's problems ---------------------
+
+
+def test_scan_store_reports_unreadable_files_and_reads_the_rest(project):
+    good = weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(1.0))
+    weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(2.0).astype(np.float32))
+    weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), params={"K": 3})  # runs/: unread
+    folder = good.parent
+    (folder / "broken.h5").write_bytes(b"not HDF5 at all")
+    (folder / "float32" / "torn.h5").write_bytes(good.read_bytes()[:1000])
+    os.symlink(good, folder / "link.h5")
+    shutil.copyfile(good, folder / "tampered.h5")
+    with h5py.File(folder / "tampered.h5", "r+") as f:
+        f.attrs["key"] = "0" * 64
+
+    scan = scan_store(EXAMPLE)
+    problems = {p.name: why for p, why in scan.problems}
+    assert set(problems) == {"broken.h5", "link.h5", "tampered.h5", "torn.h5"}
+    for name, why in problems.items():
+        assert name in why and "\n" not in why
+    assert "not a regular file" in problems["link.h5"]
+    assert "its key does not match its attributes" in problems["tampered.h5"]
+    assert sorted(g.label for g in scan.gradients) == [
+        "jax-jacobi",
+        "jax-jacobi@float32",
+        "recorded/jax-jacobi",
+    ]
+    # stored_gradients (the notebook's listing) still raises the first problem.
+    with pytest.raises(weanj.InputFileError, match="broken.h5"):
+        weanj.stored_gradients(EXAMPLE)
+    assert scan_store(EXAMPLE, produced=False).problems == []
+    assert [g.label for g in weanj.stored_gradients(EXAMPLE, produced=False)] == [
+        "recorded/jax-jacobi"
+    ]

@@ -7,7 +7,7 @@ generic Enzyme gradient for all of them (and for a user's own kernels). The conv
 (indices, layout, Float64 sums) are in `julia/README.md`.
 
 Loaded as `using WeanJ` (`julia --project=julia`), by `julia/run.jl` (Julia alone, with
-HDF5) and by the juliacall bridge `python/weanj/_julia.py`. Needs Enzyme only.
+HDF5) and by the juliacall bridge `python/weanj/_backends/_julia.py`. Needs Enzyme only.
 """
 module WeanJ
 
@@ -34,37 +34,51 @@ include("../deposition.jl")
 
 # --- what the Python registry says, for julia/run.jl and test/runtests.jl ----------------
 
+# The fields of a row of EXAMPLES that 01-jacobi and 02-gauss-seidel share: they pose the
+# same Poisson problem (poisson.jl).
+const POISSON = (
+    arrays = ("theta", "uobs"),
+    kinds = ("float", "float"),
+    wrt = ("theta",),
+    params = ("K",),
+    param_kinds = ("int",),
+)
+
 """
-The examples that have Julia kernels: their array inputs in call order, the arrays the
-gradient is taken with respect to, and their static integer parameters (passed after
-the arrays), as `python/weanj/examples/<stem>.py` registers them. A test on the Python
-side checks that the two agree.
+The examples that have Julia kernels, as `python/weanj/examples/<stem>.py` registers
+them: their array inputs in call order with each one's kind (`"float"`, `"complex"`,
+`"int"`, `"index"` for an int array of 0-based indices, `index=True`, which the kernels
+receive plus one, and `"bool"`: what io.jl accepts in an inputs file), the arrays the gradient is
+taken with respect to, and their static parameters (passed after the arrays) with each
+one's kind (`"int"`, `"float"`, `"bool"`). A test on the Python side checks that the
+two agree.
 """
 const EXAMPLES = (
-    (name = "01-jacobi", arrays = ("theta", "uobs"), wrt = ("theta",), params = ("K",)),
-    (
-        name = "02-gauss-seidel",
-        arrays = ("theta", "uobs"),
-        wrt = ("theta",),
-        params = ("K",),
-    ),
+    (; name = "01-jacobi", POISSON...),
+    (; name = "02-gauss-seidel", POISSON...),
     (
         name = "03-advection",
         arrays = ("c0", "u", "v", "cobs"),
+        kinds = ("float", "float", "float", "float"),
         wrt = ("c0",),
         params = ("T",),
+        param_kinds = ("int",),
     ),
     (
         name = "04-tridiagonal",
         arrays = ("a", "b", "c", "d", "xobs"),
+        kinds = ("float", "float", "float", "float", "float"),
         wrt = ("a", "b", "c", "d"),
         params = (),
+        param_kinds = (),
     ),
     (
         name = "05-deposition",
         arrays = ("pos", "q", "rhoobs"),
+        kinds = ("float", "float", "float"),
         wrt = ("pos", "q"),
         params = (),
+        param_kinds = (),
     ),
     # New examples: one row each, here.
 )
@@ -97,25 +111,41 @@ const VARIANTS = (
 # --- the gradient, for every kernel ----------------------------------------------------
 
 """
-    enzyme_gradient(loss, wrt, args...) -> Tuple
+    enzyme_gradient(loss, wrt, args...; activity = "bare", runtime_activity = false) -> Tuple
 
 The gradient of the scalar `loss(args...)` with respect to the arguments flagged in
-`wrt` (one `Bool` per argument), by Enzyme in reverse mode: each flagged argument is
-`Duplicated` with a zeroed shadow in which Enzyme accumulates its gradient, every other
-argument (arrays and integer parameters alike) is `Const`. Returns the shadows of the
-flagged arguments, in argument order.
+`wrt` (one `Bool` per argument), by Enzyme in reverse mode: each flagged argument, a
+float or complex array, is `Duplicated` with a zeroed shadow in which Enzyme accumulates
+its gradient; every other argument (arrays of any element type and the parameters
+alike) is `Const`. Returns the shadows of the flagged arguments, in argument order. A
+complex array's shadow is `∂L/∂Re z + i·∂L/∂Im z` (Enzyme treats a complex number as a
+pair of reals), the convention weanj stores: it is returned as it is.
+
+- `activity`: how Enzyme treats `loss` itself. `"bare"` passes it as it is, which
+  Enzyme takes as constant while checking that nothing writes to what it captured
+  (an `EnzymeMutabilityException` otherwise); `"const"` passes `Const(loss)` (captured
+  state without derivatives, unchecked); `"duplicated"` passes
+  `Duplicated(loss, make_zero(loss))`, giving a captured buffer a shadow of its own.
+- `runtime_activity`: `Enzyme.set_runtime_activity(Reverse)` instead of `Reverse`, for
+  code whose activity Enzyme cannot settle statically (an `EnzymeRuntimeActivityError`,
+  "Constant memory is stored (or returned) to a differentiable variable", otherwise).
 """
 function enzyme_gradient(
     loss::F,
     wrt::Tuple{Vararg{Bool}},
-    args::Vararg{Any, N},
+    args::Vararg{Any, N};
+    activity::AbstractString = "bare",
+    runtime_activity::Bool = false,
 ) where {F, N}
     if length(wrt) != N
         throw(ArgumentError("wrt has $(length(wrt)) flags for $N arguments"))
     end
     for (flag, x) in zip(wrt, args)
-        if flag && !(x isa AbstractArray{<:AbstractFloat})
-            throw(ArgumentError("a gradient is taken only with respect to float arrays"))
+        if flag && !(x isa AbstractArray{<:Union{AbstractFloat, Complex{<:AbstractFloat}}})
+            throw(ArgumentError(
+                "a gradient is taken only with respect to float or complex arrays, " *
+                    "not $(typeof(x))",
+            ))
         end
     end
     shadows = map((flag, x) -> flag ? Enzyme.make_zero(x) : nothing, wrt, args)
@@ -125,10 +155,30 @@ function enzyme_gradient(
         args,
         shadows,
     )
-    # `loss::F` makes Julia specialise on the loss, which it does not do for an argument
-    # it only passes on.
-    Enzyme.autodiff(Reverse, loss, Active, annotated...)
+    mode = runtime_activity ? Enzyme.set_runtime_activity(Reverse) : Reverse
+    differentiate(mode, loss, activity, annotated)
     return Tuple(dx for (flag, dx) in zip(wrt, shadows) if flag)
+end
+
+# One `autodiff` call per activity of the loss, each with a concrete annotation, so that
+# each compiles for the loss's own type (`loss::F` makes Julia specialise on it, which it
+# does not do for an argument it only passes on).
+function differentiate(mode, loss::F, activity::AbstractString, annotated::Tuple) where {F}
+    if activity == "bare"
+        Enzyme.autodiff(mode, loss, Active, annotated...)
+    elseif activity == "const"
+        Enzyme.autodiff(mode, Const(loss), Active, annotated...)
+    elseif activity == "duplicated"
+        Enzyme.autodiff(
+            mode,
+            Duplicated(loss, Enzyme.make_zero(loss)),
+            Active,
+            annotated...,
+        )
+    else
+        throw(ArgumentError("activity must be \"bare\", \"const\" or \"duplicated\""))
+    end
+    return nothing
 end
 
 # --- a user's own kernels ----------------------------------------------------------------

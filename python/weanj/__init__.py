@@ -5,6 +5,34 @@ The public API at a glance; each name lives in a private module of one concern
 """
 
 import os as _os
+import signal as _signal
+import sys as _sys
+import threading as _threading
+
+
+def _started_as_program() -> bool:
+    """`python -m weanj ...` (while runpy locates `weanj.__main__`, `sys.argv[0]` is
+    "-m") or the `weanj` console script, as opposed to `import weanj` in a program."""
+    orig = getattr(_sys, "orig_argv", [])
+    if _sys.argv[:1] == ["-m"] and "-m" in orig[:-1]:
+        return orig[orig.index("-m") + 1] == "weanj"
+    main = getattr(_sys.modules.get("__main__"), "__file__", None)
+    name = _os.path.basename(_sys.argv[0]) if _sys.argv else ""
+    return name in ("weanj", "weanj.exe") and main == _sys.argv[0]
+
+
+# A Ctrl-C while the modules below import (numpy, h5py: an interrupt inside an
+# extension's initialisation becomes an ImportError, or an abort) is only noted here, and
+# handed on once they are done: started as the program, to `_cli._main.entry`, which ends
+# with "weanj: interrupted" and 130; imported (a script, pytest's plugin loading), to the
+# handler that was in place, at the end of this import.
+_INTERRUPTED: list[int] = []
+_NOT_SET = object()
+_SIGINT_BEFORE = _NOT_SET
+if _threading.current_thread() is _threading.main_thread():
+    # None: a handler installed outside Python, which could not be put back
+    if _signal.getsignal(_signal.SIGINT) is not None:
+        _SIGINT_BEFORE = _signal.signal(_signal.SIGINT, lambda s, f: _INTERRUPTED.append(s))
 
 # Before JAX initialises a backend: do not grab most of a GPU's memory up front, so that
 # benchmarks measure what a variant uses and several processes can share one device.
@@ -70,6 +98,7 @@ from ._registry import differ_at_kinks as differ_at_kinks  # noqa: E402
 from ._registry import example as example  # noqa: E402
 from ._registry import example_names as example_names  # noqa: E402
 from ._registry import families as families  # noqa: E402
+from ._registry import fuzz_strategy as fuzz_strategy  # noqa: E402
 from ._registry import register_example as register_example  # noqa: E402
 from ._registry import register_variant as register_variant  # noqa: E402
 from ._registry import unavailable_variants as unavailable_variants  # noqa: E402
@@ -85,3 +114,12 @@ StoredGradient = Gradient
 Evaluation = Gradient
 
 __version__ = "0.2.0"
+
+if _SIGINT_BEFORE is not _NOT_SET:  # the usual Ctrl-C again
+    _signal.signal(_signal.SIGINT, _SIGINT_BEFORE)
+    if _INTERRUPTED and not _started_as_program():
+        _INTERRUPTED.clear()
+        if callable(_SIGINT_BEFORE):  # Python's default raises KeyboardInterrupt: here
+            _SIGINT_BEFORE(_signal.SIGINT, None)
+        elif _SIGINT_BEFORE == _signal.SIG_DFL:
+            _signal.raise_signal(_signal.SIGINT)

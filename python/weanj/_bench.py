@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -31,10 +30,18 @@ from typing import Any
 from . import _bench_measure as measure
 from ._cases import BenchPoint, bench_points
 from ._errors import InputError, InputFileError, WeanjError
-from ._io._atomic import locked
+from ._io._atomic import aside_path, locked
 from ._model import Example, Variant, check_dtype
 from ._registry import example, variant, variants
-from ._timing import check_record, environment, record_fields, results_path, write_results
+from ._timing import (
+    check_record,
+    environment,
+    param_kinds,
+    read_records,
+    record_fields,
+    results_path,
+    write_results,
+)
 from ._watch import Watch
 
 DEFAULT_BUDGET_S = 5.0
@@ -67,14 +74,19 @@ def _record(ex: Example, v: Variant, p: BenchPoint, base: dict, values: dict) ->
 
 
 def _point(
-    ex: Example, v: Variant, p: BenchPoint, where, *, budget_s: float, samples: int | None
+    ex: Example, v: Variant, p: BenchPoint, where, *, device, budget_s: float, samples: int | None
 ) -> dict:
-    args, n_entries = measure.call_args(
-        ex, measure.generator_for(ex, dict(p.dims))(p.size), dict(p.params), p.dtype, where
-    )
-    if p.timed:
-        return measure.measure(v, args, n_entries, p.size, budget_s=budget_s, samples=samples)
-    return measure.memory_only(v, args, n_entries)
+    """One point, in the calling thread (the `Watch`'s worker): JAX's default device is a
+    per-thread setting, so it is set here; it also puts any computation that has no array
+    input of its own on the device the inputs are placed on."""
+    import jax
+
+    with jax.default_device(device):
+        arrays = measure.generator_for(ex, dict(p.dims))(p.size)
+        args, n_entries = measure.call_args(ex, arrays, dict(p.params), p.dtype, where)
+        if p.timed:
+            return measure.measure(v, args, n_entries, p.size, budget_s=budget_s, samples=samples)
+        return measure.memory_only(v, args, n_entries)
 
 
 def sweep_variant(
@@ -93,7 +105,8 @@ def sweep_variant(
     from ._devices import device_count
 
     on_jax = hasattr(v.grad, "lower")
-    where = measure.placement(measure.jax_device(device), v.multi_device) if on_jax else None
+    target = measure.jax_device(device)
+    where = measure.placement(target, v.multi_device) if on_jax else None
     base = {
         "example": ex.name,
         "variant": v.name,
@@ -111,7 +124,9 @@ def sweep_variant(
                 break
             try:
                 values = watch.run(
-                    lambda p=p: _point(ex, v, p, where, budget_s=budget_s, samples=samples),
+                    lambda p=p: _point(
+                        ex, v, p, where, device=target, budget_s=budget_s, samples=samples
+                    ),
                     f"{v.name} at {_label(ex, p)}",
                 )
             except TimeoutError as e:
@@ -120,13 +135,16 @@ def sweep_variant(
             records.append(_record(ex, v, p, base, values))
             if p.timed:
                 say(
-                    f"  {v.name:<20} {_label(ex, p):<18} first call {values['compile_s']:8.3f} s  forward "
-                    f"{1e3 * values['forward_s']:10.3f} ms  gradient {1e3 * values['grad_s']:10.3f} ms  "
+                    f"  {v.name:<20} {_label(ex, p):<18} first "
+                    f"call {values['compile_s']:8.3f} s  forward "
+                    f"{1e3 * values['forward_s']:10.3f} ms  "
+                    f"gradient {1e3 * values['grad_s']:10.3f} ms  "
                     f"temp {_mib(values['peak_mem_bytes'])}"
                 )
                 if values["grad_s"] > budget_s and p is not run[-1]:
                     say(
-                        f"  {v.name}: gradient took {values['grad_s']:.2f} s > budget {budget_s:g} s; "
+                        f"  {v.name}: gradient took {values['grad_s']:.2f} "
+                        f"s > budget {budget_s:g} s; "
                         "skipping the rest of this series"
                     )
                     break
@@ -160,8 +178,37 @@ def _sweep_spec(ex: Example, what: str, spec) -> tuple[str, tuple] | None:
         return name, tuple(sorted(set(checked)))
     known = [*ex.param_names, *ex.symbols]
     raise InputError(
-        f"{what}: {ex.name} has no parameter or dimension {name} (it has: {', '.join(known) or 'none'})"
+        f"{what}: {ex.name} has no parameter or dimension "
+        f"{name} (it has: {', '.join(known) or 'none'})"
     )
+
+
+def _sweep_sizes(ex: Example, sizes: Sequence[int] | None) -> list[int | None]:
+    """The sizes of the sweep (the example's by default), refused in one line before any
+    allocation when their inputs would not fit in memory."""
+    if ex.sizes is None:
+        if sizes:
+            raise InputError(f"example {ex.name} declares no sizes to sweep (weanj.Sizes)")
+        return [None]
+    chosen = sorted({int(s) for s in (sizes or ex.sizes.values)})
+    if chosen[0] < 1:
+        raise InputError(f"sizes ({ex.sizes.name}) must be at least 1, got {chosen}")
+    measure.check_reachable(ex, ex.sizes.name, chosen, measure.generator_for(ex, {}))
+    return chosen
+
+
+def _sweeps(ex: Example, over, memory_over) -> tuple:
+    """`over` and `memory_over` checked (`memory_over` default: the first parameter with a
+    `Param.sweep`); a dimension no generator takes is refused before any work."""
+    over = _sweep_spec(ex, "--over", over)
+    if memory_over is DEFAULT:
+        swept = [p for p in ex.params if p.sweep]
+        memory_over = (swept[0].name, swept[0].sweep) if swept else None
+    memory_over = _sweep_spec(ex, "--memory-over", memory_over)
+    for spec in (over, memory_over):
+        if spec is not None and spec[0] not in ex.param_names:
+            measure.generator_for(ex, {spec[0]: spec[1][0]})
+    return over, memory_over
 
 
 def bench(
@@ -204,15 +251,7 @@ def bench(
     dtype = check_dtype(dtype)
     if device not in ("cpu", "gpu"):
         raise InputError(f"device must be cpu or gpu, got {device!r}")
-    if ex.sizes is None:
-        if sizes:
-            raise InputError(f"example {ex.name} declares no sizes to sweep (weanj.Sizes)")
-        sweep_sizes: list[int | None] = [None]
-    else:
-        sweep_sizes = sorted({int(s) for s in (sizes or ex.sizes.values)})
-        if sweep_sizes[0] < 1:
-            raise InputError(f"sizes ({ex.sizes.name}) must be at least 1, got {sweep_sizes}")
-        measure.check_reachable(ex, ex.sizes.name, sweep_sizes, measure.generator_for(ex, {}))
+    sweep_sizes = _sweep_sizes(ex, sizes)
     for what, value in (("samples", samples), ("devices", devices)):
         if value is not None and value < 1:
             raise InputError(f"{what} must be at least 1, got {value}")
@@ -220,12 +259,17 @@ def bench(
         raise InputError(f"the budget must be a finite number of seconds > 0, got {budget_s}")
     given = {k: v for k, v in (params or {}).items() if v is not None}
     point = ex.check_params({p.name: given.get(p.name, p.bench_value) for p in ex.params})
-    over = _sweep_spec(ex, "--over", over)
-    if memory_over is DEFAULT:
-        swept = [p for p in ex.params if p.sweep]
-        memory_over = (swept[0].name, swept[0].sweep) if swept else None
-    memory_over = _sweep_spec(ex, "--memory-over", memory_over)
-    where = measure.jax_device(device)  # fails before any work when the GPU is missing
+    over, memory_over = _sweeps(ex, over, memory_over)
+    for spec in (over, memory_over):  # a dimension's values out of reach: refused before any work
+        if spec is not None and spec[0] not in ex.param_names:
+            middle = sweep_sizes[len(sweep_sizes) // 2]  # where bench_points sweeps it
+            measure.check_reachable(
+                ex,
+                spec[0],
+                list(spec[1]),
+                lambda d, name=spec[0], at=middle: measure.generator_for(ex, {name: d})(at),
+            )
+    measure.jax_device(device)  # fails before any work when the GPU is missing
     chosen = [
         variant(ex.name, name)
         for name in (list(variant_names) if variant_names else variants(ex.name))
@@ -236,8 +280,6 @@ def bench(
     selection = contextlib.nullcontext() if devices is None else using_devices(devices, device)
     watch = Watch(timeout_s=timeout_s, say=say)
     by_backend: dict[str, list[dict[str, Any]]] = {}
-    import jax
-
     with selection:
         for v in chosen:
             if device != "cpu" and not hasattr(v.grad, "lower"):
@@ -254,20 +296,22 @@ def bench(
                 over=over,
                 memory_over=memory_over,
             )
-            # Inputs are placed on `where` too; this also puts any computation that has
-            # no array input of its own there.
-            with jax.default_device(where):
-                records = sweep_variant(
-                    ex,
-                    v,
-                    series,
-                    device=device,
-                    budget_s=budget_s,
-                    samples=samples,
-                    watch=watch,
-                    say=say,
-                )
+            records = sweep_variant(
+                ex,
+                v,
+                series,
+                device=device,
+                budget_s=budget_s,
+                samples=samples,
+                watch=watch,
+                say=say,
+            )
             by_backend.setdefault(v.backend, []).extend(records)
+    if watch.abandoned:
+        say(
+            f"note: {len(watch.abandoned)} call(s) that timed out still run in the background: "
+            + ", ".join(watch.abandoned)
+        )
     return by_backend
 
 
@@ -292,6 +336,7 @@ _VARYING = {
     "compile_s",
     "peak_mem_bytes",
     "samples",
+    "compile_cached",
     "date",
     "size",
     "example",
@@ -301,36 +346,22 @@ _VARYING = {
 }
 
 
-def _aside_path(path: Path) -> Path:
-    """Where an unreadable benchmark file is kept: beside it, named so that no reader
-    takes it for a benchmark file (not `*.json`)."""
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
-    aside = path.with_name(f"{path.name}.unreadable-{stamp}")
-    k = 1
-    while aside.exists():
-        k += 1
-        aside = path.with_name(f"{path.name}.unreadable-{stamp}-{k}")
-    return aside
-
-
 def _kept_records(example_name: str, path: Path) -> tuple[list[dict[str, Any]], Path | None]:
     """The records already in `path`, and where the file was moved when it could not be
     read whole (not JSON, no record list, or records of the wrong form): then the
     well-formed records are kept and the file itself goes aside, so nothing is lost."""
     if not path.is_file():
         return [], None
-    required = record_fields(example_name)
+    required, kinds = record_fields(example_name), param_kinds(example_name)
     try:
-        records = json.loads(path.read_text())["records"]
-        if not isinstance(records, list):
-            raise TypeError("records is not a list")
-    except (OSError, ValueError, KeyError, TypeError):
+        records = read_records(path)
+    except InputFileError:
         records, whole = [], False
     else:
         good = []
         for i, r in enumerate(records):
             try:
-                check_record(r, required, f"record {i}")
+                check_record(r, required, f"record {i}", kinds)
                 good.append(r)
             except InputError:
                 pass
@@ -338,7 +369,7 @@ def _kept_records(example_name: str, path: Path) -> tuple[list[dict[str, Any]], 
         records = good
     if whole:
         return records, None
-    aside = _aside_path(path)
+    aside = aside_path(path, "unreadable")
     os.replace(path, aside)
     return records, aside
 
@@ -371,6 +402,8 @@ def write(
 
     paths = []
     for backend, records in by_backend.items():
+        if not records:  # every point of its variants timed out: nothing to add or replace
+            continue
         measured = {_series(r) for r in records}
         points = {_point_key(r) for r in records}
         path = results_path(example_name, backend, device)

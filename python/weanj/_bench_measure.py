@@ -7,19 +7,20 @@ them and writes the records.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
+import statistics
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from ._errors import InputError, UnavailableError
+from ._errors import InputError, UnavailableError, WeanjError
 from ._io._inputs import from_arrays, read_inputs
 from ._model import Example, Variant
-from ._timing import time_median
 
 SEED = 1
 GPU_HINT = "on a machine with an NVIDIA GPU: pip install -U 'jax[cuda12]'"
@@ -81,7 +82,8 @@ def generator_for(
             which = "Sizes.generate" if ex.sizes is not None else "generate"
             raise InputError(
                 f"{ex.name}: {name} is a dimension of its arrays' shapes, but its {which} takes no "
-                f"keyword {name}; give it one (e.g. def generate(seed, ..., {name}=...)) to sweep {name}"
+                f"keyword {name}; give it one (e.g. def "
+                f"generate(seed, ..., {name}=...)) to sweep {name}"
             )
 
     def at(size: int | None) -> Mapping[str, Any]:
@@ -108,11 +110,18 @@ def check_reachable(
     ex: Example, what: str, values: list[int], at: Callable[[int], Mapping[str, Any]]
 ) -> None:
     """Refuse, before allocating anything, values whose inputs would not fit in memory:
-    the inputs' bytes at the two smallest values give the growth exponent."""
-    small = sorted(v for v in values if v is not None)[:1]
-    if not small or max(values) <= 4 * small[0]:
+    the inputs' bytes at the smallest value and its double give the growth exponent. The
+    example's own default sizes count as values here, so that one huge size alone
+    (`--sizes 99999999`) is measured at a small size first, never allocated."""
+    given = [v for v in values if v is not None]
+    if ex.sizes is not None and what == ex.sizes.name:
+        given += list(ex.sizes.values)
+    elif what in ex.symbols:  # a dimension: its value in the shared inputs, if readable
+        with contextlib.suppress(WeanjError, KeyError):
+            given.append(int(read_inputs(ex).dims[what]))
+    if not given or max(given) <= 4 * min(given):
         return
-    s0 = small[0]
+    s0 = min(given)
     b0 = sum(np.asarray(a).nbytes for a in at(s0).values())
     b1 = sum(np.asarray(a).nbytes for a in at(2 * s0).values())
     exponent = max(1.0, np.log2(max(b1, 1) / max(b0, 1)))
@@ -121,8 +130,10 @@ def check_reachable(
         estimate = b0 * (v / s0) ** exponent
         if estimate > limit:
             raise InputError(
-                f"{ex.name}: {what} = {v} would need about {estimate / 2**30:.3g} GiB for its inputs "
-                f"alone (this machine has {_total_memory() / 2**30:.0f} GiB); choose a smaller {what}"
+                f"{ex.name}: {what} = {v} would need about "
+                f"{estimate / 2**30:.3g} GiB for its inputs "
+                f"alone (this machine has {_total_memory() / 2**30:.0f} "
+                f"GiB); choose a smaller {what}"
             )
 
 
@@ -178,18 +189,20 @@ def measure(
     gradient, scratch memory."""
     import jax
 
+    from . import _cache
+
     loss, grad = v.loss, v.grad
+    hits = _cache.clock().hits
     t0 = time.perf_counter()
     jax.block_until_ready(grad(*args))
     compile_s = time.perf_counter() - t0
+    # Honest compile times: a first call served by the persistent cache says so.
+    cached = _cache.clock().hits > hits
     count = samples or samples_within_budget(grad, args, size, budget_s)
-    forward_s = time_median(
-        functools.partial(loss, *args), sync=jax.block_until_ready, samples=count
+    forward, gradient = interleaved(
+        functools.partial(loss, *args), functools.partial(grad, *args), count
     )
-    # the first call above was the gradient's warm-up
-    grad_s = time_median(
-        functools.partial(grad, *args), sync=jax.block_until_ready, samples=count, warmup=0
-    )
+    forward_s, grad_s = statistics.median(forward), statistics.median(gradient)
     return {
         "N": n_entries,
         "forward_s": forward_s,
@@ -197,8 +210,31 @@ def measure(
         "compile_s": compile_s,
         "peak_mem_bytes": temp_bytes(grad, args),
         "samples": count,
+        # fastest and slowest sample: the spread the plots show (a noisy machine's medians
+        # alone look as certain as a quiet one's)
+        "spread": {
+            "forward_s": [min(forward), max(forward)],
+            "grad_s": [min(gradient), max(gradient)],
+        },
         "timed": True,
+        "compile_cached": cached,
     }
+
+
+def interleaved(forward: Callable, gradient: Callable, samples: int) -> tuple[list, list]:
+    """Wall times of `samples` forward and gradient calls, alternating (after one forward
+    warm-up; the first gradient call was its own), so that the gradient/forward ratio of
+    one point sees the same load on a shared machine."""
+    import jax
+
+    jax.block_until_ready(forward())
+    times: tuple[list, list] = ([], [])
+    for _ in range(samples):
+        for fn, out in ((forward, times[0]), (gradient, times[1])):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn())
+            out.append(time.perf_counter() - t0)
+    return times
 
 
 def memory_only(v: Variant, args: tuple, n_entries: int) -> dict[str, Any]:

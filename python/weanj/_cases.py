@@ -24,22 +24,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ._errors import WeanjError
 from ._io._inputs import Inputs, read_inputs
 from ._io._store import PRODUCED, place_of, scan_store
+from ._judge import _checks as checks
 from ._judge import _verdict as judge
-from ._judge._compare import TOLERANCES
-from ._judge._gradcheck import DirectionalResult, fd_check, inner, jvp_direction, kink_masks, taylor
 from ._model import DTYPES, Example, Gradient
 from ._registry import example as example_named
 from ._registry import families, find_variant, kink_difference
 from ._run import evaluate
 from ._watch import Watch
-
-# forward vs reverse: the variant's own jvp to rounding; a sibling's at the family tolerance
-OWN_JVP_TOLERANCE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -140,7 +134,7 @@ def _add_subjects(p: Plan, stored: dict[str, Gradient]) -> None:
             for dtype in p.dtypes:
                 label = name if dtype == "float64" else f"{name}@{dtype}"
                 if p.live:
-                    skip = v.unavailable_reason()
+                    skip = v.unavailable_reason() or v.excluded(p.inputs.arrays, p.inputs.params)
                     if skip is None and dtype not in v.dtypes:
                         skip = f"{name} supports {', '.join(v.dtypes)} only"
                     p.subjects[label] = Subject(label, family, dtype, variant=name, skip=skip)
@@ -151,7 +145,10 @@ def _add_subjects(p: Plan, stored: dict[str, Gradient]) -> None:
     for label, g in sorted(stored.items()):
         if g.source == "file" and find_variant(ex, g.path.stem) is not None:
             case_id = f"{ex.name}::file::{label}"
-            reason = f"{g.path} holds a gradient of {g.variant}, not of {g.path.stem} (whose store file it is)"
+            reason = (
+                f"{g.path} holds a gradient of {g.variant}, "
+                f"not of {g.path.stem} (whose store file it is)"
+            )
             p.files[case_id] = judge.Judgement(case_id, "file", judge.Verdict.FAIL, reason=reason)
             continue
         if _file_case(p, label, g):
@@ -286,7 +283,9 @@ class Runner:
 
 
 def forget_evaluations() -> None:
+    # the forward-mode derivatives too: they are evaluations of the same variants
     _EVALUATIONS.clear()
+    checks.forget()
 
 
 # --- judging one case ---------------------------------------------------------------------
@@ -307,9 +306,10 @@ def judge_case(p: Plan, case: Case, runner: Runner) -> judge.Judgement:
         )
     if case.kind == "pair":
         return _judge_pair(p, case, *gradients)
+    what = {"family": case.family, "subjects": case.subjects}
     if case.kind == "taylor":
-        return _judge_taylor(p, case, gradients[0])
-    return _judge_jvp(p, case, gradients[0], runner)
+        return checks.taylor_judgement(case.id, p.inputs, gradients[0], case.array, **what)
+    return checks.jvp_judgement(case.id, p.inputs, gradients[0], case.array, **what)
 
 
 def _judge_pair(p: Plan, case: Case, a: Gradient, b: Gradient) -> judge.Judgement:
@@ -318,109 +318,11 @@ def _judge_pair(p: Plan, case: Case, a: Gradient, b: Gradient) -> judge.Judgemen
         why = kink_difference(p.example.name, a.variant, b.variant)
     keep = None
     if why is not None:
-        keep = _masks(p)[case.array]
+        keep = checks.masks(p.inputs)[case.array]
     j = judge.judge_pair(case.id, a, b, case.array, kinks=why, keep=keep)
     if case.info and j.verdict == judge.Verdict.OK:
         j.verdict = judge.Verdict.INFO
     return j
-
-
-def _masks(p: Plan) -> dict[str, np.ndarray]:
-    arrays = p.inputs.run_arrays("float64")
-    return kink_masks(p.example, arrays, dict(p.inputs.params), p.inputs.digest)
-
-
-def _loss_of(p: Plan, variant_name: str, array: str) -> Callable[[np.ndarray], float]:
-    ex = p.example
-    v = find_variant(ex, variant_name)
-    arrays = p.inputs.run_arrays("float64")
-
-    def loss(x: np.ndarray) -> float:
-        return float(np.asarray(v.loss(*ex.args({**arrays, array: x}, p.inputs.params))))
-
-    return loss
-
-
-def _judge_taylor(p: Plan, case: Case, g: Gradient) -> judge.Judgement:
-    ex, array = p.example, case.array
-    mask = _masks(p)[array]
-    loss = _loss_of(p, g.variant, array)
-    x = p.inputs.run_arrays("float64")[array]
-    result = taylor(
-        loss,
-        x,
-        g.gradients[array],
-        ex.taylor_for(array),
-        array=array,
-        mask=None if mask.all() else mask,
-    )
-    j = judge.judge_taylor(case.id, result, family=case.family, subjects=case.subjects)
-    if result.directions:
-        error = fd_check(
-            loss,
-            x,
-            g.gradients[array],
-            n=ex.fd.directions,
-            h=ex.fd.step,
-            mask=None if mask.all() else mask,
-        )
-        j.info["fd"] = {"error": error, "step": ex.fd.step, "threshold": ex.fd.threshold}
-    if result.left_out:
-        j.info["masked"] = {"left_out": result.left_out, "size": result.size, "why": ex.fd.why}
-    return j
-
-
-_DIRECTIONAL: dict[tuple, Any] = {}
-
-
-def _forward(p: Plan, variant_name: str, array: str, dx: np.ndarray) -> float:
-    """`jvp(L)(x; dx)` by one variant (cached per inputs: siblings share it)."""
-    key = (p.example.name, variant_name, p.inputs.key("float64"), array)
-    if key not in _DIRECTIONAL:
-        v = find_variant(p.example, variant_name)
-        try:
-            if v.unavailable_reason() is not None or v.jvp is None:
-                raise TypeError("no forward mode")
-            tangents = {
-                n: (dx if n == array else np.zeros_like(p.inputs.run_arrays("float64")[n]))
-                for n in p.example.wrt_names
-            }
-            _DIRECTIONAL[key] = float(np.asarray(v.jvp(*p.inputs.args("float64"), tangents)))
-        except Exception as e:  # custom_vjp, Julia, an Enzyme forward: not pushed forward
-            _DIRECTIONAL[key] = e
-    found = _DIRECTIONAL[key]
-    if isinstance(found, Exception):
-        raise found
-    return found
-
-
-def _judge_jvp(p: Plan, case: Case, g: Gradient, runner: Runner) -> judge.Judgement:
-    ex, array = p.example, case.array
-    mask = _masks(p)[array]
-    x = p.inputs.run_arrays("float64")[array]
-    dx = jvp_direction(ex, array, x, None if mask.all() else mask)
-    reverse = inner(g.gradients[array], dx)
-    scale = float(np.sum(np.abs(g.gradients[array]) * np.abs(dx)))
-    order = [g.variant] + [n for n in families(ex)[g.family] if n != g.variant]
-    why = {}
-    for name in order:
-        try:
-            forward = _forward(p, name, array, dx)
-        except Exception as e:
-            why[name] = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
-            continue
-        tol = OWN_JVP_TOLERANCE if name == g.variant else TOLERANCES["float64"].grad
-        result = DirectionalResult(array, name, forward, reverse, scale, tol)
-        return judge.judge_directional(case.id, result, family=case.family, subjects=case.subjects)
-    own = why.get(g.variant, "no forward mode")
-    return judge.skipped(
-        case.id,
-        "jvp",
-        f"neither {g.variant} ({own}) nor a member of family {g.family} can be pushed forward by jax.jvp",
-        family=case.family,
-        subjects=case.subjects,
-        array=array,
-    )
 
 
 def judge_plan(p: Plan, runner: Runner) -> judge.ExampleJudgement:

@@ -63,6 +63,12 @@ def check_examples(
 ) -> list[ExampleJudgement]:
     """Evaluate, save and judge every available variant of each example."""
     chosen = [example_named(n) for n in (names or example_names())]  # unknown names: at once
+    if not chosen:  # nothing checked is not a pass
+        from ._registry import project
+
+        raise WeanjError(
+            f"no examples to check in {project().describe()}: its example modules register none"
+        )
     plans, results = [], []
     for ex in chosen:
         try:

@@ -37,6 +37,11 @@ class UnavailableError(WeanjError):
     """A variant whose backend (kernex, Enzyme-JAX, Julia, a GPU) is not available here."""
 
 
+class ExcludedError(UnavailableError):
+    """A variant declared not to apply to these inputs (`excludes=`), saying why: a known
+    upstream bug, a size its algorithm does not handle. Judged `skipped`, never a pass."""
+
+
 class ProjectError(WeanjError):
     """A project's `[tool.weanj]` table or one of its example modules is broken."""
 
@@ -48,6 +53,20 @@ class DefinitionError(WeanjError, ValueError):
 
 # The first line of a message stays short; a list that would make it long goes below.
 FIRST_LINE = 200
+
+
+def wrapped(message: str) -> str:
+    """`message` with a first line of at most ~200 characters: a longer one is broken at
+    its last "; " that fits (else its last ": ", else its last space), the rest going to
+    the next line, indented (a long path can push any sentence past the width)."""
+    first, sep, rest = message.partition("\n")
+    if len(first) <= FIRST_LINE:
+        return message
+    for mark in ("; ", ": ", " "):
+        cut = first.rfind(mark, 0, FIRST_LINE)
+        if cut > 0:
+            return f"{first[:cut + len(mark.rstrip())]}\n  {first[cut + len(mark) :]}{sep}{rest}"
+    return message
 
 
 def with_list(head: str, label: str, items) -> str:

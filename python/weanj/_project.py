@@ -47,6 +47,8 @@ def _read_toml(path: Path) -> dict:
         raise ProjectError(f"cannot read {path} ({e.strerror or e})") from None
     except tomllib.TOMLDecodeError as e:
         raise ProjectError(f"{path} is not valid TOML ({e})") from None
+    except UnicodeDecodeError:
+        raise ProjectError(f"{path} is not valid TOML (not UTF-8 text)") from None
 
 
 def _weanj_table(directory: Path) -> dict | None:

@@ -19,23 +19,28 @@ from __future__ import annotations
 
 import pytest
 
+# The plugin's options: (flag, argparse keywords); all but --weanj only with --weanj.
+OPTIONS = (
+    (
+        "--weanj",
+        dict(action="store_true", help="collect the case table of the current weanj project"),
+    ),
+    ("--weanj-record", dict(action="store_true", help="rewrite the recorded reference gradients")),
+    (
+        "--weanj-fuzz",
+        dict(type=int, default=0, metavar="N", help="also fuzz every pair on N draws"),
+    ),
+    (
+        "--weanj-example",
+        dict(action="append", metavar="EXAMPLE", help="only this example (repeatable)"),
+    ),
+)
+
 
 def pytest_addoption(parser):
-    group = parser.getgroup("weanj", "weanj cross-validation")
-    group.addoption(
-        "--weanj", action="store_true", help="collect the case table of the current weanj project"
-    )
-    group.addoption(
-        "--weanj-record",
-        action="store_true",
-        help="with --weanj: rewrite the recorded reference gradients (results/*/recorded/)",
-    )
-    group.addoption(
-        "--weanj-example",
-        action="append",
-        metavar="EXAMPLE",
-        help="with --weanj: only this example (repeatable)",
-    )
+    group = parser.getgroup("weanj", "weanj cross-validation (pytest --weanj)")
+    for flag, keywords in OPTIONS:
+        group.addoption(flag, **keywords)
 
 
 class WeanjItem(pytest.Item):
@@ -70,6 +75,34 @@ class WeanjItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, 0, f"weanj {self.case.kind}: {self.case.id}"
+
+
+class WeanjFuzzItem(WeanjItem):
+    """`--weanj-fuzz N`: `weanj fuzz`'s search on one same-family pair, N draws; it fails
+    with the shrunk case, its regions and the commands that reproduce it."""
+
+    def __init__(self, *, example, pair, draws, skip=None, **kwargs):
+        pytest.Item.__init__(self, **kwargs)  # no case of the table behind it
+        self.example, self.pair, self.draws = example, pair, draws
+        if skip is not None:
+            self.add_marker(pytest.mark.skip(reason=skip))
+
+    def runtest(self):
+        from ._fuzz import pytest_run
+
+        failure = pytest_run(self.example, *self.pair, self.draws)
+        if failure is not None:
+            raise _Failed(failure)
+
+    def repr_failure(self, excinfo, style=None):
+        from ._errors import WeanjError
+
+        if isinstance(excinfo.value, (_Failed, WeanjError)):
+            return f"{self.name}: {excinfo.value}"
+        return pytest.Item.repr_failure(self, excinfo, style)
+
+    def reportinfo(self):
+        return self.path, 0, f"weanj fuzz: {self.name}"
 
 
 class WeanjErrorItem(pytest.Item):
@@ -135,6 +168,9 @@ def _project_or_none():
 def pytest_collection_modifyitems(session, config, items):
     if not config.getoption("weanj"):
         return
+    from ._cli._main import _heavy_imports
+
+    _heavy_imports()  # h5py and JAX with Ctrl-C held back: an interrupt there can abort
     from ._cases import plan
     from ._errors import WeanjError
     from ._registry import example, example_names
@@ -145,6 +181,9 @@ def pytest_collection_modifyitems(session, config, items):
             "at or above the current folder): nothing collected"
         )
         return
+    from . import _cache
+
+    _cache.enable()  # compiled kernels are reused across runs (and xdist workers)
     chosen = config.getoption("weanj_example")
     try:
         names = [example(n).name for n in chosen] if chosen else example_names()
@@ -176,6 +215,21 @@ def pytest_collection_modifyitems(session, config, items):
                     session, name=case.id, nodeid=f"weanj::{case.id}", plan=p, case=case
                 )
             )
+    if config.getoption("weanj_fuzz"):
+        from ._fuzz import pytest_cases
+
+        for case_id, name, a, b, why in pytest_cases(names):
+            items.append(
+                WeanjFuzzItem.from_parent(
+                    session,
+                    name=case_id,
+                    nodeid=f"weanj::{case_id}",
+                    example=name,
+                    pair=(a, b),
+                    draws=config.getoption("weanj_fuzz"),
+                    skip=why,
+                )
+            )
 
 
 def pytest_report_collectionfinish(config, start_path, items):
@@ -188,3 +242,33 @@ def pytest_report_collectionfinish(config, start_path, items):
     ours = [i for i in items if isinstance(i, (WeanjItem, WeanjRecordItem, WeanjErrorItem))]
     examples = sorted({i.nodeid.split("::")[1] for i in ours})
     return f"weanj: {len(ours)} cross-validation item(s) of {', '.join(examples) or 'no example'}"
+
+
+def pytest_sessionstart(session):
+    """With `--weanj`, a Ctrl-C is noted as well as raised: a KeyboardInterrupt raised
+    inside a library's callback (XLA's garbage-collection hook) is swallowed, and the run
+    would go on to exit 0 or 1; `pytest_sessionfinish` then makes it "interrupted"."""
+    import signal
+    import threading
+
+    config = session.config
+    if not config.getoption("weanj") or threading.current_thread() is not threading.main_thread():
+        return
+
+    def on_sigint(signum, frame):
+        config._weanj_interrupted = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import signal
+    import threading
+
+    if getattr(session.config, "_weanj_interrupted", False):
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+    if session.config.getoption("weanj") and threading.current_thread() is threading.main_thread():
+        # The judging is over and its outcome decided: a Ctrl-C now, while the summary is
+        # printed and the interpreter ends, would only turn it into a death by SIGINT.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -17,6 +17,8 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from ._errors import (
     DefinitionError,
@@ -25,6 +27,7 @@ from ._errors import (
     UnknownNameError,
     WeanjError,
     with_list,
+    wrapped,
 )
 from ._model import Example, Variant
 
@@ -32,6 +35,8 @@ _EXAMPLES: dict[str, Example] = {}
 _VARIANTS: dict[str, dict[str, Variant]] = {}
 # {(example, frozenset({a, b})): why}: same-family pairs documented to differ at kinks.
 _AT_KINKS: dict[tuple[str, frozenset], str] = {}
+# {example name: [fn(draw) -> arrays]}: edge-case sources of `weanj fuzz` (`fuzz_strategy`).
+_STRATEGIES: dict[str, list] = {}
 _state = {"loaded": False, "loading": None, "config": None}
 
 
@@ -83,6 +88,7 @@ def unregister_example(name: str) -> None:
     """Remove an example and its variants (for tests and notebooks that redefine one)."""
     _EXAMPLES.pop(name, None)
     _VARIANTS.pop(name, None)
+    _STRATEGIES.pop(name, None)
     for key in [k for k in _AT_KINKS if k[0] == name]:
         del _AT_KINKS[key]
 
@@ -106,6 +112,33 @@ def differ_at_kinks(example: Example | str, a: str, b: str, *, why: str) -> None
     if table[a].family != table[b].family:
         raise DefinitionError(f"differ_at_kinks: {a} and {b} are not of one family")
     _AT_KINKS[(ex.name, frozenset((a, b)))] = why
+
+
+def fuzz_strategy(example: Any, fn: Callable | None = None):
+    """Register `fn(draw) -> {name: value}`, a source of edge-case inputs for `weanj fuzz`.
+
+    `draw` is Hypothesis's (`draw(strategy) -> value`); `fn` returns every array of the
+    example, and may add parameter values (the others are drawn as usual). Inputs the
+    example's `validate` refuses are discarded. Usable as a decorator,
+    `@weanj.fuzz_strategy(ex)`; `example` is an `Example` or its name.
+    """
+    name = example if isinstance(example, str) else getattr(example, "name", None)
+    if not isinstance(name, str):
+        raise DefinitionError(f"fuzz_strategy needs an Example or its name, got {example!r}")
+
+    def register(f: Callable) -> Callable:
+        if not callable(f):
+            raise DefinitionError(f"fuzz_strategy({name!r}, fn): fn must be callable, got {f!r}")
+        registered = _STRATEGIES.setdefault(name, [])
+        if f not in registered:
+            registered.append(f)
+        return f
+
+    return register if fn is None else register(fn)
+
+
+def strategies_of(example_name: str) -> list[Callable]:
+    return list(_STRATEGIES.get(example_name, ()))
 
 
 def kink_difference(example_name: str, a: str, b: str) -> str | None:
@@ -272,7 +305,9 @@ def example(name: str | Example) -> Example:
     try:
         return _EXAMPLES[name]
     except (KeyError, TypeError):
-        config = _state["config"]
+        from ._project import project_config
+
+        config = project_config()  # as it is now: the folder a user would look in
         head = f"unknown example {name!r} in {config.describe()}"
         raise UnknownNameError(with_list(head, "known examples", sorted(_EXAMPLES))) from None
 
@@ -317,7 +352,7 @@ def variant(example_name: str | Example, name: str) -> Variant:
     v = registered_variant(example_name, name)
     reason = v.unavailable_reason()
     if reason is not None:
-        raise UnavailableError(f"variant {name!r} is unavailable here: {reason}")
+        raise UnavailableError(wrapped(f"variant {name!r} is unavailable here: {reason}"))
     return v
 
 
@@ -327,3 +362,25 @@ def families(example_name: str | Example) -> dict[str, list[str]]:
     for name, v in _table(example_name).items():
         out.setdefault(v.family, []).append(name)
     return out
+
+
+def same_family_pair(
+    example_name: str | Example, a: str, b: str, what: str
+) -> tuple[Variant, Variant]:
+    """Two available variants of one family (what `bisect` and `fuzz --pairs` compare), or
+    an `InputError` naming `what` asked: the same variant twice, or two families (other
+    algorithms, expected to differ)."""
+    from ._errors import InputError
+
+    if a == b:
+        raise InputError(
+            f"{what} needs two different variants, got {a} twice (a variant is not compared "
+            "with itself)"
+        )
+    va, vb = variant(example_name, a), variant(example_name, b)
+    if va.family != vb.family:
+        raise InputError(
+            f"{what} {a} {b}: {a} ({va.family}) and {b} ({vb.family}) are of different families "
+            f"(other algorithms, expected to differ); {what} compares members of one family"
+        )
+    return va, vb

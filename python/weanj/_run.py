@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import WeanjError
+from ._errors import ExcludedError, WeanjError
 from ._io._inputs import Inputs, read_inputs
 from ._io._store import gradient_arrays, gradient_path, runs_path
 from ._model import Example, Gradient, Variant, check_dtype
@@ -48,26 +48,17 @@ def evaluate(
         inputs = read_inputs(ex, inputs)
     if params:
         inputs = inputs.with_params(params)
+    why = v.excluded(inputs.arrays, inputs.params)
+    if why is not None:
+        raise ExcludedError(f"{v.name} does not apply to these inputs: {why}")
     args = inputs.args(dtype)
     t0 = time.perf_counter()
     loss = float(np.asarray(v.loss(*args)))
     gradients, _ = gradient_arrays(ex, v.name, v.grad(*args), dtype)
     seconds = time.perf_counter() - t0
-    return Gradient(
-        example=ex,
-        variant=v.name,
-        family=v.family,
-        dtype=dtype,
-        gradients=gradients,
-        loss=loss,
-        params=dict(inputs.params),
-        inputs_sha256=inputs.digest,
-        key=inputs.key(dtype),
-        backend=v.backend,
-        backend_version=v.backend_version(),
-        source="run",
-        seconds=seconds,
-    )
+    what = (ex, v.name, v.family, dtype, gradients, loss, dict(inputs.params))
+    provenance = dict(backend=v.backend, backend_version=v.backend_version(), seconds=seconds)
+    return Gradient(*what, inputs.digest, inputs.key(dtype), source="run", **provenance)
 
 
 def shared_inputs_or_none(example: Example) -> Inputs | None:

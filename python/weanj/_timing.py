@@ -53,38 +53,113 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 0
 
 
-def check_record(record: Any, required: Sequence[str], label: str) -> None:
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_spread(value: Any) -> bool:
+    """`{"forward_s": [fastest, slowest], ...}`, as `_bench_measure.measure` writes it."""
+    return isinstance(value, dict) and all(
+        isinstance(k, str)
+        and isinstance(v, list)
+        and len(v) == 2
+        and all(_is_number(x) and x >= 0 for x in v)
+        for k, v in value.items()
+    )
+
+
+# What each kind of field holds, and how a message names it.
+_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    # one line of at most 200 characters: a name, a date (a megabyte of "variant" would
+    # make the plots' legends take minutes, a newline would inject lines into reports)
+    "text": (lambda v: isinstance(v, str) and 0 < len(v) <= 200 and "\n" not in v, "text"),
+    "seconds": (
+        lambda v: v is None or (_is_number(v) and v >= 0),
+        "a finite number of seconds >= 0 or null",
+    ),
+    "count?": (lambda v: v is None or _is_count(v), "an integer >= 0 or null"),
+    "count": (_is_count, "an integer >= 0"),
+    "int": (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool), "an integer"),
+    "float": (_is_number, "a finite number"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "spread": (_is_spread, "an object of [fastest, slowest] seconds"),
+}
+# Fields weanj writes beyond the contract: checked when present, so that a reader can use them.
+_EXTRA_FIELDS = {
+    "sweep": "text",
+    "size_name": "text",
+    "family": "text",
+    "backend": "text",
+    "device": "text",
+    "example": "text",
+    "date": "text",
+    "size": "count?",
+    "samples": "count?",
+    "devices": "count",
+    "timed": "bool",
+    "compile_cached": "bool",
+    "spread": "spread",
+}
+
+
+def param_kinds(example_name: str) -> dict[str, str]:
+    """The kind of each parameter's field in a record: int (a count where it cannot be
+    negative), float or bool."""
+    return {
+        p.name: ("count" if p.kind == "int" and p.minimum >= 0 else p.kind)
+        for p in example(example_name).params
+    }
+
+
+def check_record(
+    record: Any, required: Sequence[str], label: str, kinds: dict[str, str] | None = None
+) -> None:
     """An `InputError` (one line, starting with `label`) unless `record` is a dict with
     every field of `required`, each of its type: `dtype`, `variant` text; times finite
-    non-negative numbers or None; `peak_mem_bytes` a count or None; `N`, the size and the
-    parameters counts."""
+    non-negative numbers or None; `peak_mem_bytes` a count or None; `N` and the size
+    counts; the parameters of their `kinds` (`param_kinds`; default: counts); and the
+    other fields weanj writes (`sweep`, `spread`, ...) of theirs where present."""
     if not isinstance(record, dict):
         raise InputError(f"{label} is not a JSON object but {type(record).__name__}")
     missing = [k for k in required if k not in record]
     if missing:
         raise InputError(f"{label} lacks field(s) {', '.join(missing)}")
-    for key in required:
+    fields = {key: (kinds or {}).get(key, "count") for key in required}
+    fields.update({k: "text" for k in _TEXT_FIELDS})
+    fields.update({k: "seconds" for k in _SECONDS_FIELDS})
+    fields.update({k: "count?" for k in _OPTIONAL_COUNT_FIELDS})
+    fields.update({k: v for k, v in _EXTRA_FIELDS.items() if k in record and k not in required})
+    for key, kind_name in fields.items():
+        if key not in record:
+            continue
         value = record[key]
-        if key in _TEXT_FIELDS:
-            ok = isinstance(value, str) and value != ""
-            kind = "text"
-        elif key in _SECONDS_FIELDS:
-            ok = value is None or (
-                isinstance(value, numbers.Real)
-                and not isinstance(value, bool)
-                and math.isfinite(value)
-                and value >= 0
-            )
-            kind = "a finite number of seconds >= 0 or null"
-        elif key in _OPTIONAL_COUNT_FIELDS:
-            ok = value is None or _is_count(value)
-            kind = "an integer >= 0 or null"
-        else:
-            ok = _is_count(value)
-            kind = "an integer >= 0"
-        if not ok:
+        ok, kind = _KINDS[kind_name]
+        if not ok(value):
             shown = " ".join(repr(value).split())[:40]
             raise InputError(f"{label}: field {key} must be {kind}, got {shown}")
+
+
+# A benchmark file holds a few hundred bytes per record: one far larger is not one.
+MAX_RESULTS_BYTES = 64 * 2**20
+
+
+def read_records(path: Path) -> list:
+    """The `records` list of a benchmark file, or an `InputFileError` saying why not: not
+    a regular file (a pipe or a device is never opened for a blocking read), larger than
+    `MAX_RESULTS_BYTES`, not JSON (nested too deeply included), or no record list."""
+    from ._io._safeh5 import read_bytes
+
+    data = read_bytes(Path(path), "benchmark file", limit=MAX_RESULTS_BYTES)
+    try:
+        records = json.loads(data)["records"]
+    except RecursionError:
+        raise InputFileError(f"benchmark file {path} is nested too deeply to be records") from None
+    except (ValueError, KeyError, TypeError) as e:  # UnicodeDecodeError is a ValueError
+        first = (str(e).splitlines() or [type(e).__name__])[0][:60]
+        raise InputFileError(f"benchmark file {path} is not weanj's JSON ({first})") from None
+    if not isinstance(records, list):
+        raise InputFileError(f"benchmark file {path}: records is not a list")
+    return records
 
 
 def time_median(
@@ -102,6 +177,21 @@ def time_median(
         raise InputError(
             f"time_median needs samples >= 1 and warmup >= 0, got {samples} and {warmup}"
         )
+    return statistics.median(time_samples(fn, sync, samples, warmup))
+
+
+def time_samples(
+    fn: Callable[[], Any],
+    sync: Callable[[Any], Any] | None = None,
+    samples: int = 10,
+    warmup: int = 1,
+) -> list[float]:
+    """The wall times of `samples` calls of `fn()` after `warmup` calls (`time_median`'s
+    samples, kept so that benchmark records can show their spread)."""
+    if samples < 1 or warmup < 0:
+        raise InputError(
+            f"time_samples needs samples >= 1 and warmup >= 0, got {samples} and {warmup}"
+        )
     sync = sync or (lambda r: r)
     for _ in range(warmup):
         sync(fn())
@@ -110,7 +200,7 @@ def time_median(
         t0 = time.perf_counter()
         sync(fn())
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return times
 
 
 def _cpu_model() -> str:
@@ -191,9 +281,9 @@ def write_results(
 
     **Returns:** the path written (atomically; the previous file is replaced).
     """
-    required = record_fields(example_name)
+    required, kinds = record_fields(example_name), param_kinds(example_name)
     for i, r in enumerate(records):
-        check_record(r, required, f"benchmark record {i}")
+        check_record(r, required, f"benchmark record {i}", kinds)
     path = results_path(example_name, backend, device)
     payload = {
         "environment": env if env is not None else environment(device),

@@ -24,6 +24,11 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+class CalledExit(RuntimeError):
+    """`sys.exit` or `os._exit` called by a watched call (a variant): its error, never
+    the end of the command with that call's exit code."""
+
+
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -72,5 +77,8 @@ class Watch:
                 self.say(f"  compiling or running {label} … {elapsed:.0f} s")
                 beat += self.every_s
         if "error" in box:
-            raise box["error"]
+            error = box["error"]
+            if isinstance(error, SystemExit):
+                raise CalledExit(f"{label} called sys.exit({error.code!r})") from error
+            raise error
         return box["value"]

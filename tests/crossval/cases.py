@@ -1,12 +1,14 @@
-"""The cross-validation cases, read from the registry, and cached evaluations.
+"""The cross-validation cases, read from the registry and from weanj's case table.
 
 Every test is parametrised from the registry, so a variant added to an example module is
-cross-validated without touching these tests: the matrix of `pytest --weanj` (same-family
-pairs per gradient array, finite differences, recorded references) comes from
-`weanj._matrix` itself, and each example's independent reference (`reference_<stem>.py`,
-plain Python loops of DESIGN.md's mathematics) checks every variant on small inputs.
-Variants whose backend is missing here appear as skipped tests that say why.
-Evaluations are cached per process: each compiled function is built once and reused.
+cross-validated without touching these tests: the same-family pairs per gradient array,
+the float32 pairs, the Taylor and jvp checks and the recorded references come from
+`weanj._cases.plan` itself (the table `pytest --weanj` and `weanj check` iterate) and are
+answered by its one judge (`judge_case`), and each example's independent reference
+(`reference_<stem>.py`, plain Python loops of DESIGN.md's mathematics) checks every
+variant on small inputs. Variants whose backend is missing here appear as skipped tests
+that say why. Evaluations are cached per process (`_cases.Runner`): each compiled
+function is built once and shared by every test that needs it.
 
 A reference module offers `ALGORITHMS` ({family: algorithm}), `small_inputs(seed)`,
 `random_inputs(rng)`, `loss(algorithm, arrays, params)`, `gradient(algorithm, arrays,
@@ -18,13 +20,17 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 import weanj
-from weanj import _matrix
+from weanj import _cases
+from weanj._judge._verdict import Judgement, Verdict
 from weanj._registry import find_variant  # the registry entry, available or not
+from weanj._report._text import message
 
 # The independent reference of each built-in example (tests/crossval/reference_<...>.py).
 REFERENCES = {
@@ -56,15 +62,16 @@ def reference_module(example: str):
         raise
 
 
-def _marks(example: str, names) -> list:
-    """Backend markers, and a skip saying why where a variant cannot run here."""
+def _marks(example: str, names, *, skips: bool = True) -> list:
+    """Backend markers, and (with `skips`) a skip saying why where a variant cannot run
+    here."""
     marks = []
     unavailable = weanj.unavailable_variants(example)
     for name in names:
         backend = find_variant(example, name).backend
         if backend in _BACKEND_MARKS:
             marks.append(_BACKEND_MARKS[backend])
-        if name in unavailable:
+        if skips and name in unavailable:
             marks.append(pytest.mark.skip(reason=f"{example} {name}: {unavailable[name]}"))
     return marks
 
@@ -85,21 +92,76 @@ def variant_cases(*, slow_if=None) -> list:
     return cases
 
 
-def matrix_cases(kind: str) -> list:
-    """The `pytest --weanj` matrix's cases of one kind ("pair", "fd", "recorded")."""
+# --- the case table ---------------------------------------------------------------------
+
+
+@functools.cache
+def plan_of(example: str) -> _cases.Plan:
+    """The case table of an example on the committed shared inputs, as `pytest --weanj`
+    builds it (live variants, float64 and float32, Taylor and jvp), once per process."""
+    return _cases.plan(example)
+
+
+def table_cases(
+    select: Callable[[_cases.Plan, _cases.Case], bool],
+    what: str,
+    *,
+    slow_if: Callable[[_cases.Plan, _cases.Case], bool] | None = None,
+) -> list:
+    """`pytest.param(example, case_id)` for every case of every example's table that
+    `select(plan, case)` keeps, marked by the backends of its variants (and `slow` where
+    `slow_if(plan, case)`), skipped where the table says it cannot run here."""
     cases = []
-    for case in _matrix.cases():
-        if case.kind != kind:
-            continue
-        marks = _marks(case.example, [n for n in case.variants if find_variant(case.example, n)])
-        if case.skip is not None:
-            marks.append(pytest.mark.skip(reason=case.skip))
-        cases.append(pytest.param(case, id=case.id, marks=marks))
+    for example in weanj.example_names():
+        p = plan_of(example)
+        for case in p.cases:
+            if not select(p, case):
+                continue
+            names = [p.subjects[s].variant for s in case.subjects if s in p.subjects]
+            marks = _marks(example, [n for n in names if n is not None], skips=False)
+            if slow_if is not None and slow_if(p, case):
+                marks.append(pytest.mark.slow)
+            if case.skip is not None:
+                marks.append(pytest.mark.skip(reason=f"{case.id}: {case.skip}"))
+            cases.append(pytest.param(example, case.id, id=case.id, marks=marks))
     if not cases:
         cases.append(
-            pytest.param(None, id=f"no-{kind}", marks=pytest.mark.skip(reason=f"no {kind} case"))
+            pytest.param(None, None, id=f"no-{what}", marks=pytest.mark.skip(reason=f"no {what}"))
         )
     return cases
+
+
+def subjects_of(p: _cases.Plan, case: _cases.Case) -> list[_cases.Subject]:
+    return [p.subjects[label] for label in case.subjects]
+
+
+def is_variant(s: _cases.Subject, dtype: str = "float64") -> bool:
+    """A registered variant evaluated live at `dtype` (not a file)."""
+    return s.variant is not None and s.gradient is None and s.dtype == dtype
+
+
+def is_recorded(s: _cases.Subject) -> bool:
+    return s.gradient is not None and s.gradient.source == "recorded"
+
+
+def judge(example: str, case_id: str) -> Judgement:
+    """The judge's answer to one case of the table (evaluations shared per process)."""
+    p = plan_of(example)
+    return _cases.judge_case(p, p.case(case_id), _cases.Runner(p))
+
+
+def subject(example: str, label: str) -> weanj.Gradient:
+    """What a case judged: a live evaluation (cached) or a file as read."""
+    p = plan_of(example)
+    return _cases.Runner(p).subject(label)
+
+
+def assert_judged(j: Judgement, *verdicts: Verdict) -> None:
+    """A judgement that cannot be made here (skipped, stale) skips saying why; otherwise
+    its verdict is one of `verdicts`, or the test fails with the judge's whole message."""
+    if j.verdict in (Verdict.SKIPPED, Verdict.STALE):
+        pytest.skip(f"{j.case}: {j.verdict}: {j.reason}")
+    assert not j.failed and j.verdict in verdicts, message(j)
 
 
 def family_cases(examples=None) -> list:
@@ -169,18 +231,6 @@ def reference_on_small(example: str, algorithm: str):
     return module.loss(algorithm, arrays, params), module.gradient(algorithm, arrays, params)
 
 
-@functools.cache
-def shared_inputs(example: str) -> dict:
-    """The committed shared inputs (read-only)."""
-    return weanj.load_inputs(example)
-
-
-def on_shared(example: str, name: str):
-    """(loss, gradients) of a variant on the shared inputs at their parameters."""
-    ev = _matrix.shared_evaluation(example, name)
-    return ev.loss, ev.gradients
-
-
 def assert_within_policy(loss_ref, g_ref, loss, g, dtype="float64", what=""):
     """`|ΔL| ≤ tol.loss·|L_ref|` and, per gradient array, `|Δg| ≤ tol.grad·max|g_ref|`
     elementwise; `g_ref` and `g` are arrays or dicts of arrays."""
@@ -207,3 +257,53 @@ def assert_within_policy(loss_ref, g_ref, loss, g, dtype="float64", what=""):
             f"{label}: max|Δg|/max|g_ref| = {dg / scale if scale else float('inf'):.2e} > "
             f"{tol.grad:g} ({dtype}) at 0-based {tuple(int(i) for i in worst)}"
         )
+
+
+# --- the optional backends' Poisson variants (kernex, Enzyme-JAX) --------------------------
+
+
+def optional_backend(marker: str, module: str, reason: str) -> list:
+    """`pytestmark` of the tests of one optional backend: its marker, and a skip saying
+    `reason` where the module `module` is not installed."""
+    return [
+        getattr(pytest.mark, marker),
+        pytest.mark.skipif(importlib.util.find_spec(module) is None, reason=reason),
+    ]
+
+
+def assert_agrees_with_family_and_reference(
+    name: str, sibling: str, algorithm: str, evaluate, theta, uobs, K: int, where: str = ""
+) -> None:
+    """`evaluate(variant) -> (loss, gradient)` in float64 on (theta, uobs, K): the Poisson
+    variant `name` within the float64 policy of its family's JAX variant `sibling`, and of
+    the plain-loop reference of `algorithm` (reference.py)."""
+    from . import reference
+
+    loss, grad = evaluate(name)
+    sibling_loss, sibling_grad = evaluate(sibling)
+    assert_within_policy(
+        float(sibling_loss), sibling_grad, float(loss), grad, what=f"{name} vs {sibling}{where}"
+    )
+    assert_within_policy(
+        reference.loss(algorithm, theta, uobs, K),
+        reference.adjoint_gradient(algorithm, theta, uobs, K),
+        float(loss),
+        grad,
+        what=f"{name} vs the loop reference{where}",
+    )
+
+
+def assert_float32_within_float64_policy(name: str, sibling: str, evaluated, sibling_float64):
+    """A variant's float32 (loss, gradient), both float32, within the float32 policy of its
+    family's JAX variant's float64 answer."""
+    loss, grad = evaluated
+    assert loss.dtype == np.float32 and grad.dtype == np.float32
+    sibling_loss, sibling_grad = sibling_float64
+    assert_within_policy(
+        float(sibling_loss),
+        sibling_grad,
+        float(loss),
+        grad,
+        "float32",
+        what=f"{name} float32 vs {sibling} float64",
+    )

@@ -3,7 +3,8 @@ shared inputs and where the two limiter forms' gradients part, bitwise propertie
 rematerialisation, tiny grids, and `weanj run` on inputs never seen.
 
 The registry-driven tests (every variant against `reference_advection` on small inputs,
-float32, jit/non-jit, inputs unmutated, same-family pairs, fd_check) cover the rest.
+float32, jit/non-jit, inputs unmutated; the case table's same-family pairs, float32 pairs,
+Taylor and jvp checks on the shared inputs) cover the rest.
 """
 
 from __future__ import annotations

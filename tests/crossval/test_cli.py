@@ -10,12 +10,9 @@ A user's mistake gives one line on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 import secrets
 import subprocess
-import sys
 
 import h5py
 import numpy as np
@@ -23,28 +20,13 @@ import pytest
 
 import weanj
 
+from ..helpers import inputs_sha256, provenance_key, run_weanj, write_h5
 from .cases import family_cases, reference_of
 
 
 def weanj_cli(*args, cwd) -> subprocess.CompletedProcess:
-    env = {**os.environ, "WEANJ_ROOT": str(cwd)}
-    return subprocess.run(
-        [sys.executable, "-m", "weanj", *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def write_arrays(path, **arrays):
-    """A bare HDF5 file with just the datasets, as a user would write one."""
-    with h5py.File(path, "w") as f:
-        for name, a in arrays.items():
-            f.create_dataset(name, data=a)
-    return path
+    """`python -m weanj ARGS` in the project `cwd`, as its root."""
+    return run_weanj(*args, root=cwd, cwd=cwd, timeout=300)
 
 
 @pytest.mark.parametrize(("example", "name"), family_cases())
@@ -52,7 +34,7 @@ def test_run_on_unseen_inputs_matches_reference(example, name, project):
     module, algorithm = reference_of(example, name)
     seed = secrets.randbits(32)  # unseen by construction; reported on failure
     arrays, params = module.random_inputs(np.random.default_rng(seed))
-    inputs = write_arrays(project / "unseen.h5", **arrays)
+    inputs = write_h5(project / "unseen.h5", **arrays)
     out = project / "out" / "o.h5"
     flags = [x for k, v in params.items() for x in (f"--{k}", v)]
 
@@ -78,8 +60,13 @@ def test_run_on_unseen_inputs_matches_reference(example, name, project):
         rel = float(np.max(np.abs(g - g_ref[k]))) / float(np.max(np.abs(g_ref[k])))
         assert rel <= 1e-11, f"seed {seed}: {k}: max|Δg|/max|g| = {rel:.2e}"
 
-    digest = hashlib.sha256(b"".join(arrays[a].astype("<f8").tobytes() for a in ex.arrays))
-    assert attrs["inputs_sha256"] == digest.hexdigest()
+    # Provenance from the definitions (DECISIONS.md), not by asking weanj: the format-2
+    # inputs digest of the file's arrays (stored float64), and the key of that digest,
+    # the parameters and the dtype.
+    digest = inputs_sha256([(a, np.asarray(arrays[a], np.float64)) for a in ex.arrays])
+    assert attrs["inputs_sha256"] == digest
+    assert attrs["key"] == provenance_key(digest, params, "float64")
+    assert int(attrs["format"]) == 2
     assert (attrs["variant"], attrs["example"]) == (name, example)
     assert {k: int(attrs[k]) for k in params} == params
     assert attrs["dtype"] == "float64"
@@ -96,29 +83,35 @@ def _mistakes():
     return [
         pytest.param(
             ["run", example, "no-such-variant"],
+            ["unknown variant 'no-such-variant'", example],
             weanj.variants(example, available_only=False),
             id="unknown-variant",
         ),
-        pytest.param(["run", example, name, "--K", "0"], ["K", "at least 1"], id="K-below-1"),
+        pytest.param(["run", example, name, "--K", "0"], ["K", "at least 1"], None, id="K-below-1"),
         pytest.param(
             ["run", example, name, "--inputs", "{mismatched}"],
             ["(5, 5)", "(4, 4)"],
+            None,
             id="mismatched-shapes",
         ),
     ]
 
 
-@pytest.mark.parametrize(("args", "mentions"), _mistakes())
-def test_mistake_is_one_line_and_exit_2(args, mentions, project):
-    mismatched = write_arrays(
-        project / "mismatched.h5", theta=np.zeros((5, 5)), uobs=np.zeros((4, 4))
-    )
+@pytest.mark.parametrize(("args", "mentions", "known"), _mistakes())
+def test_mistake_is_one_line_and_exit_2(args, mentions, known, project):
+    # One line saying what is wrong (at most ~200 characters); a list of the known names
+    # that would make it longer goes on one line below it (`weanj._errors.with_list`).
+    mismatched = write_h5(project / "mismatched.h5", theta=np.zeros((5, 5)), uobs=np.zeros((4, 4)))
     args = [a.replace("{mismatched}", str(mismatched)) for a in args]
     r = weanj_cli(*args, cwd=project)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr + r.stdout
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    for word in mentions:  # the line says what is wrong (and lists the known names)
+    assert len(lines) == 1 or (known is not None and len(lines) == 2), r.stderr
+    assert len(lines[0]) <= 200 + len("weanj: error: "), lines[0]
+    for word in mentions:  # the first line says what is wrong
         assert word in lines[0], lines[0]
+    if known is not None:  # and the message lists every known name
+        listed = f"known variants: {', '.join(known)}"
+        assert listed in lines[0] if len(lines) == 1 else lines[1].strip() == listed, r.stderr
     assert not (project / "results" / "02-gauss-seidel" / "gradients").exists()

@@ -7,23 +7,24 @@ once per dtype and the results are shared by the tests.
 from __future__ import annotations
 
 import functools
-import importlib.util
 
 import numpy as np
 import pytest
 
 import weanj
+from weanj._backends._enzyme import enzyme_passes
 
-from . import reference
-from .cases import assert_within_policy
+from .cases import (
+    assert_agrees_with_family_and_reference,
+    assert_float32_within_float64_policy,
+    optional_backend,
+)
 
-pytestmark = [
-    pytest.mark.enzyme,
-    pytest.mark.skipif(
-        importlib.util.find_spec("enzyme_ad") is None,
-        reason="needs the optional package enzyme-ad (pip install 'weanj[enzyme]', CPython 3.11)",
-    ),
-]
+pytestmark = optional_backend(
+    "enzyme",
+    "enzyme_ad",
+    "needs the optional package enzyme-ad (pip install 'weanj[enzyme]', CPython 3.11)",
+)
 
 # (example, Enzyme variant, the JAX variant whose forward it differentiates, algorithm)
 ENZYME = [
@@ -53,32 +54,15 @@ def evaluate(example: str, name: str, dtype: str = "float64"):
 def test_agrees_with_family_and_reference(example, name, sibling, algorithm):
     loss, grad = evaluate(example, name)
     assert loss.dtype == np.float64 and grad.dtype == np.float64
-    sibling_loss, sibling_grad = evaluate(example, sibling)
-    assert_within_policy(
-        float(sibling_loss), sibling_grad, float(loss), grad, what=f"{name} vs {sibling}"
-    )
-    theta, uobs = inputs()
-    assert_within_policy(
-        reference.loss(algorithm, theta, uobs, K),
-        reference.adjoint_gradient(algorithm, theta, uobs, K),
-        float(loss),
-        grad,
-        what=f"{name} vs the loop reference",
+    assert_agrees_with_family_and_reference(
+        name, sibling, algorithm, lambda v: evaluate(example, v), *inputs(), K
     )
 
 
 @pytest.mark.parametrize("example, name, sibling, algorithm", ENZYME, ids=IDS)
 def test_float32_within_policy(example, name, sibling, algorithm):
-    loss, grad = evaluate(example, name, "float32")
-    assert loss.dtype == np.float32 and grad.dtype == np.float32
-    sibling_loss, sibling_grad = evaluate(example, sibling)
-    assert_within_policy(
-        float(sibling_loss),
-        sibling_grad,
-        float(loss),
-        grad,
-        "float32",
-        what=f"{name} float32 vs {sibling} float64",
+    assert_float32_within_float64_policy(
+        name, sibling, evaluate(example, name, "float32"), evaluate(example, sibling)
     )
 
 
@@ -87,8 +71,6 @@ def test_gradient_is_computed_by_enzyme(example, name, sibling, algorithm):
     # jax.grad of an enzyme_jax_ir function must not fall back to JAX's own AD: the
     # gradient's program is one Enzyme call whose pipeline runs Enzyme's reverse mode,
     # and the forward is an Enzyme call without any differentiation pass.
-    from weanj._enzyme import enzyme_passes
-
     v = weanj.variant(example, name)
     theta, uobs = inputs()
     evaluate(example, name)  # reuse the compiled functions' traces

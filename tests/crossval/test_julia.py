@@ -1,7 +1,9 @@
-"""The Julia variants where Julia runs: the bridge's index and dtype conventions, a user's
-own Julia file with several gradient arrays, the kernels' own checks, and the Julia side
-on its own (`julia/run.jl`) writing files that the store reads and refusing bad inputs
-files in one line.
+"""The Julia variants where Julia runs: the bridge's index and dtype conventions, arrays
+of every kind (complex gradients in the stored convention, int indices, bools), a user's
+own Julia file with several gradient arrays, a callable with a buffer of its own (the
+loss's activity), the kernels' own checks, and the Julia side on its own
+(`julia/run.jl`) writing format-2 files where the store's rules say, which the store
+reads, and refusing bad inputs files in one line.
 
 The pairwise comparisons of every variant with its family (Julia's included) live in the
 registry-driven tests beside this file, and WeanJ's own tests in julia/test/runtests.jl
@@ -22,7 +24,11 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import _julia, _registry
+from weanj import _registry
+from weanj._backends import _julia, _julia_find
+from weanj._io._h5 import provenance_key
+
+from ..helpers import graph_fields, graph_gradient
 
 REPO = Path(__file__).resolve().parent.parent.parent
 REASON = _julia.unavailable_reason()
@@ -93,9 +99,9 @@ def test_inputs_are_not_modified():
 def test_bad_inputs_are_refused_before_julia():
     theta, uobs = asymmetric_inputs()
     v = weanj.variant("02-gauss-seidel", "julia-lex")
-    with pytest.raises(weanj.InputError, match="float32 or float64"):
+    with pytest.raises(weanj.InputError, match="expected float64 or float32"):
         v.loss(theta.astype(int), uobs, 2)
-    with pytest.raises(weanj.InputError, match="square"):
+    with pytest.raises(weanj.InputError, match=r"expected \(n, n\)"):
         v.loss(theta[:, :5], uobs[:, :5], 2)
 
 
@@ -114,16 +120,8 @@ def test_backend_version_names_julia_and_enzyme():
     assert version.startswith("Julia 1.") and "Enzyme 0." in version
 
 
-SMOOTH_JL = """
-# A user's kernel: loops over two vectors and a parameter.
-function smooth_loss(x, y, S)
-    s = 0.0
-    for i in eachindex(x, y)
-        s += (S * x[i] - y[i])^2
-    end
-    return s
-end
-"""
+# A user's kernel: loops over two vectors and a parameter (WeanJ's tests include it too).
+SMOOTH_JL = (REPO / "julia" / "test" / "smooth_kernel.jl").read_text()
 
 
 @pytest.fixture
@@ -161,6 +159,100 @@ def test_a_users_julia_file_with_two_gradient_arrays(smooth_example):
     np.testing.assert_allclose(g["y"], -2 * r, rtol=1e-14)
 
 
+GRAPH_JL = """
+# A user's kernel over arrays of every kind: edges are 1-based indices into z (the bridge
+# adds one), mask is Bool, scale a Float64, steps an Int, flag a Bool.
+function graph_loss(x, z, edges, mask, w, scale, steps, flag)
+    s = 0.0
+    for e in axes(edges, 1)
+        if mask[e]
+            s += scale * abs2(z[edges[e, 1]] - z[edges[e, 2]])
+        end
+    end
+    for i in eachindex(x, w)
+        s += steps * x[i]^2 + (flag ? w[i] : zero(w[i]))
+    end
+    return s
+end
+
+# A callable with a scratch buffer of its own, which holds values the loss depends on.
+struct Scratch
+    buffer::Vector{Float64}
+end
+function (s::Scratch)(x, y)
+    s.buffer .= 2 .* x .- y
+    return sum(abs2, s.buffer)
+end
+const scratch_loss = Scratch(zeros(7))
+"""
+
+
+@pytest.fixture
+def graph_file(tmp_path):
+    (tmp_path / "julia").mkdir()
+    path = tmp_path / "julia" / "graph.jl"
+    path.write_text(GRAPH_JL)
+    made = []
+
+    def register(example):
+        made.append(example.name)
+        return weanj.register_example(example)
+
+    yield path, register
+    for name in made:
+        _registry.unregister_example(name)
+        for key in [k for k in _julia._KERNELS if k[0] == name]:
+            _julia._KERNELS.pop(key)
+
+
+def test_every_kind_crosses_and_complex_gradients_are_the_stored_convention(graph_file):
+    """Int32 indices arrive 1-based, bools as Bool, the parameters as Float64, Int and
+    Bool; the gradient of the complex array is ∂L/∂Re z + i·∂L/∂Im z (not its conjugate),
+    computed here from the 0-based indices in numpy."""
+    path, register = graph_file
+    ex = register(weanj.Example(name="90-julia-graph", **graph_fields(), generate=lambda seed: {}))
+    v = weanj.julia_variant(ex, "julia-graph", family="graph", loss="graph_loss", file=path)
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal(4), rng.standard_normal(4)
+    z = rng.standard_normal(4) + 1j * rng.standard_normal(4)
+    edges = np.array([[0, 1], [1, 3], [3, 0], [2, 3]], dtype=np.int32)
+    mask = np.array([True, False, True, True])
+    g = v.grad(x, z, edges, mask, w, 0.5, 3, True)
+    expected = graph_gradient(x, z, edges, mask, 0.5, 3)
+    assert list(g) == ["z", "x"] and g["z"].dtype == np.complex128
+    np.testing.assert_allclose(g["z"], expected["z"], rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(g["x"], expected["x"], rtol=1e-14)
+    a, b = z[edges[:, 0]], z[edges[:, 1]]
+    loss = 0.5 * np.sum(mask * np.abs(a - b) ** 2) + 3 * np.sum(x**2) + np.sum(w)
+    assert float(v.loss(x, z, edges, mask, w, 0.5, 3, True)) == pytest.approx(loss, rel=1e-14)
+
+
+def test_a_callable_with_its_own_buffer_needs_function_duplicated(graph_file):
+    """Passed bare, Enzyme refuses a callable that writes to its own memory
+    (EnzymeMutabilityException): one line naming the option; with
+    function='duplicated' the buffer gets a shadow and the gradient is right."""
+    path, register = graph_file
+    ex = register(
+        weanj.Example(
+            name="90-julia-scratch",
+            arrays=("x", "y"),
+            wrt=("x", "y"),
+            generate=lambda seed: {},
+        )
+    )
+    bare = weanj.julia_variant(ex, "julia-bare", family="s", loss="scratch_loss", file=path)
+    dup = weanj.julia_variant(
+        ex, "julia-dup", family="s", loss="scratch_loss", file=path, function="duplicated"
+    )
+    rng = np.random.default_rng(6)
+    x, y = rng.standard_normal(7), rng.standard_normal(7)
+    with pytest.raises(weanj.DefinitionError, match="function='duplicated'"):
+        bare.grad(x, y)
+    g = dup.grad(x, y)
+    np.testing.assert_allclose(g["x"], 4 * (2 * x - y), rtol=1e-14)
+    np.testing.assert_allclose(g["y"], -2 * (2 * x - y), rtol=1e-14)
+
+
 # --- julia/run.jl: the Julia side on its own -------------------------------------------------
 
 
@@ -185,7 +277,7 @@ def _julia_project_reason(julia: Path) -> str | None:
 
 @pytest.fixture(scope="module")
 def julia_alone() -> Path:
-    julia, _ = _julia.find_julia()
+    julia, _ = _julia_find.find_julia()
     reason = _julia_project_reason(julia)
     if reason is not None:
         pytest.skip(reason)
@@ -217,20 +309,62 @@ def assert_one_line_error(done: subprocess.CompletedProcess, *fragments: str) ->
 
 
 @pytest.mark.slow
-def test_run_jl_writes_files_the_store_reads(julia_alone, project):
-    """`julia --project=. julia/run.jl 02-gauss-seidel` writes julia-lex and julia-rb in
-    the store's format, on the shared inputs, agreeing with JAX."""
-    done = run_jl(julia_alone, "02-gauss-seidel", root=project)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_run_jl_writes_files_the_store_reads(julia_alone, project, dtype):
+    """`julia --project=. julia/run.jl 02-gauss-seidel [--dtype float32]` writes julia-lex
+    and julia-rb as format-2 files of the shared inputs (gradients/, or gradients/float32/),
+    with the key Python computes, agreeing with JAX."""
+    done = run_jl(julia_alone, "02-gauss-seidel", "--dtype", dtype, root=project)
     assert done.returncode == 0, done.stderr
-    shared = weanj.load_inputs("02-gauss-seidel")
+    shared = weanj.read_inputs("02-gauss-seidel")
+    folder = project / "results" / "02-gauss-seidel" / "gradients"
     for name, jax in (("julia-lex", "jax-lex"), ("julia-rb", "jax-rb")):
-        stored = weanj.load_gradient("02-gauss-seidel", name)  # refuses other inputs
-        assert (stored.backend, stored.family, stored.dtype) == ("julia", name[6:], "float64")
-        assert stored.params == {"K": shared["K"]}
-        assert stored.inputs_sha256 == shared["sha256"]
+        path = folder / (f"{name}.h5" if dtype == "float64" else f"float32/{name}.h5")
+        assert path.is_file(), done.stdout
+        stored = weanj.load_gradient("02-gauss-seidel", name, dtype=dtype)  # refuses others
+        assert (stored.backend, stored.family, stored.dtype) == ("julia", name[6:], dtype)
+        assert stored.format == 2 and stored.key == shared.key(dtype)
+        assert stored.params == {"K": shared.params["K"]}
         assert stored.backend_version.startswith("Julia 1.")
-        loss_x, g_x = evaluate("02-gauss-seidel", jax, shared["theta"], shared["uobs"], shared["K"])
-        assert within_policy(g_x, stored.gradient, loss_x, stored.loss, "float64")
+        args = shared.args(dtype)
+        loss_x, g_x = evaluate("02-gauss-seidel", jax, *args)
+        assert within_policy(g_x, stored.gradient, loss_x, stored.loss, dtype)
+
+
+@pytest.mark.slow
+def test_run_jl_puts_other_parameters_in_runs(julia_alone, project):
+    """Another K is not the shared inputs' run: results/<ex>/runs/<variant>-K5.h5, with
+    its own key, and nothing in the store."""
+    done = run_jl(julia_alone, "02-gauss-seidel", "--K", "5", root=project)
+    assert done.returncode == 0, done.stderr
+    assert "not saved to the store" in done.stdout
+    shared = weanj.read_inputs("02-gauss-seidel")
+    for name in ("julia-lex", "julia-rb"):
+        path = project / "results" / "02-gauss-seidel" / "runs" / f"{name}-K5.h5"
+        stored = weanj.load_gradient("02-gauss-seidel", name, path=path, allow_stale=True)
+        assert stored.params == {"K": 5} and not shared.matches(stored)
+        assert stored.key == provenance_key(shared.digest, {"K": 5}, "float64")
+    assert not (project / "results" / "02-gauss-seidel" / "gradients").exists()
+
+
+@pytest.mark.slow
+def test_run_jl_replaces_a_recorded_reference_only_with_force(julia_alone, project):
+    recorded = project / "results" / "02-gauss-seidel" / "recorded" / "julia-lex.h5"
+    out = ("--variant", "julia-lex", "--out", str(recorded))
+    assert not recorded.exists()
+    first = run_jl(julia_alone, "02-gauss-seidel", *out, root=project)
+    assert first.returncode == 0, first.stderr
+    before = recorded.read_bytes()
+    again = run_jl(julia_alone, "02-gauss-seidel", *out, root=project)
+    assert_one_line_error(again, str(recorded), "replaced only with --force")
+    assert recorded.read_bytes() == before
+    forced = run_jl(julia_alone, "02-gauss-seidel", *out, "--force", root=project)
+    assert forced.returncode == 0, forced.stderr
+    kept = list(recorded.parent.glob("julia-lex.h5.replaced-*"))
+    assert len(kept) == 1 and kept[0].read_bytes() == before
+    assert weanj.load_gradient("02-gauss-seidel", "julia-lex", recorded=True).format == 2
+    several = run_jl(julia_alone, "02-gauss-seidel", "--out", str(recorded), root=project)
+    assert_one_line_error(several, "--out names one file; choose one variant with --variant")
 
 
 @pytest.mark.slow
@@ -253,7 +387,10 @@ def _damage(path: Path, how: str) -> str:
             data = f["theta"][()]
             data[1, 2] = np.nan
             f["theta"][...] = data
-            return "NaN/Inf values in theta"
+            return "theta: has NaN/Inf values"
+        if how == "format-1":
+            del f.attrs["format"]
+            return "was written by an earlier weanj (format 1, not 2); rewrite it with"
         if how == "no-dataset":
             del f["uobs"]
             return "lacks the dataset uobs"
@@ -271,7 +408,17 @@ def _damage(path: Path, how: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "how", ["garbage", "truncated", "nan", "no-dataset", "tampered", "other-example", "bad-K"]
+    "how",
+    [
+        "garbage",
+        "truncated",
+        "nan",
+        "no-dataset",
+        "tampered",
+        "other-example",
+        "bad-K",
+        "format-1",
+    ],
 )
 def test_run_jl_refuses_a_bad_inputs_file_in_one_line(julia_alone, project, how):
     path = project / "shared_inputs" / "02-gauss-seidel.h5"

@@ -8,23 +8,21 @@ one process checks that weanj builds them per shape.
 from __future__ import annotations
 
 import functools
-import importlib.util
 
 import numpy as np
 import pytest
 
 import weanj
 
-from . import reference
-from .cases import assert_within_policy
+from .cases import (
+    assert_agrees_with_family_and_reference,
+    assert_float32_within_float64_policy,
+    optional_backend,
+)
 
-pytestmark = [
-    pytest.mark.kernex,
-    pytest.mark.skipif(
-        importlib.util.find_spec("kernex") is None,
-        reason="needs the optional package kernex (pip install 'weanj[kernex]')",
-    ),
-]
+pytestmark = optional_backend(
+    "kernex", "kernex", "needs the optional package kernex (pip install 'weanj[kernex]')"
+)
 
 # (example, kernex variant, the family's JAX variant, the reference algorithm)
 KERNEX = [
@@ -53,22 +51,14 @@ def evaluate(example: str, name: str, n: int, K: int, dtype: str = "float64"):
 @pytest.mark.parametrize("n, K", SIZES, ids=[f"n{n}-K{K}" for n, K in SIZES])
 @pytest.mark.parametrize("example, name, sibling, algorithm", KERNEX, ids=IDS)
 def test_agrees_with_family_and_reference(example, name, sibling, algorithm, n, K):
-    loss, grad = evaluate(example, name, n, K)
-    sibling_loss, sibling_grad = evaluate(example, sibling, n, K)
-    assert_within_policy(
-        float(sibling_loss),
-        sibling_grad,
-        float(loss),
-        grad,
-        what=f"{name} vs {sibling}, n={n}, K={K}",
-    )
-    theta, uobs = inputs(n)
-    assert_within_policy(
-        reference.loss(algorithm, theta, uobs, K),
-        reference.adjoint_gradient(algorithm, theta, uobs, K),
-        float(loss),
-        grad,
-        what=f"{name} vs the loop reference, n={n}, K={K}",
+    assert_agrees_with_family_and_reference(
+        name,
+        sibling,
+        algorithm,
+        lambda v: evaluate(example, v, n, K),
+        *inputs(n),
+        K,
+        where=f", n={n}, K={K}",
     )
 
 
@@ -90,14 +80,6 @@ def test_float32_within_policy(example, name, sibling, algorithm):
     # Against the float64 sibling: the float32 result must be within float32's policy of
     # the float64 answer.
     n, K = SIZES[0]
-    loss, grad = evaluate(example, name, n, K, "float32")
-    sibling_loss, sibling_grad = evaluate(example, sibling, n, K)
-    assert loss.dtype == np.float32 and grad.dtype == np.float32
-    assert_within_policy(
-        float(sibling_loss),
-        sibling_grad,
-        float(loss),
-        grad,
-        "float32",
-        what=f"{name} float32 vs {sibling} float64",
+    assert_float32_within_float64_policy(
+        name, sibling, evaluate(example, name, n, K, "float32"), evaluate(example, sibling, n, K)
     )

@@ -131,12 +131,15 @@ def _worker(devices: int, out: str) -> None:
         from weanj.examples import deposition
 
         pos, q, rhoobs = _particles()
-        for name, fn in (("cic", _sharded.cic_sharded_loss), ("scatter", deposition.scatter_loss)):
+        for name, fn in (
+            ("cic", deposition.cic_sharded_loss),
+            ("scatter", deposition.scatter_loss),
+        ):
             results[f"{name}/loss"] = np.asarray(jax.jit(fn)(pos, q, rhoobs))
             grads = jax.jit(jax.grad(fn, argnums=(0, 1)))(pos, q, rhoobs)
             results[f"{name}/pos"], results[f"{name}/q"] = (np.asarray(g) for g in grads)
         results["cic/hlo"] = np.array(
-            jax.jit(_sharded.cic_sharded_loss).lower(pos, q, rhoobs).compile().as_text()
+            jax.jit(deposition.cic_sharded_loss).lower(pos, q, rhoobs).compile().as_text()
         )
     np.savez(out, **results)
 

@@ -38,7 +38,8 @@ def test_notebook_workflow(project):
         stored = weanj.load_gradient(EXAMPLE, name)
         assert np.array_equal(stored.gradient, g)
         assert stored.inputs_sha256 == d["sha256"] and stored.params == {"K": K}
-        assert (stored.variant, stored.family, stored.example) == (name, v.family, EXAMPLE)
+        assert (stored.variant, stored.family, stored.example.name) == (name, v.family, EXAMPLE)
+        assert stored.example is v.example  # the Example object itself
 
         n = theta.shape[0]
         record = dict(

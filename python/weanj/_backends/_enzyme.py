@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._model import Example, Functions, Variant
-from .._registry import example_of, register_variant
-from ._jax import Precise, stored_convention
+from .._model import Example, Functions
+from ._jax import Precise, jax_variant, stored_convention
 
 
 def enzyme_functions(example: Example, loss: Callable) -> Functions:
@@ -74,6 +73,7 @@ def enzyme_variant(
     loss: Callable | None = None,
     description: str = "",
     dtypes: tuple[str, ...] = ("float64", "float32"),
+    excludes: Callable | None = None,
 ):
     """Register a variant whose gradient is Enzyme's (Enzyme-JAX) of the JAX `loss`; a
     decorator when `loss` is not given:
@@ -85,32 +85,22 @@ def enzyme_variant(
     (CPython 3.11); unavailable, saying so, without it. **Returns:** the registered
     `Variant` (as a decorator: the function unchanged).
     """
-    ex = example_of(example)
 
-    def register(fn: Callable) -> Variant:
-        return register_variant(
-            Variant(
-                example=ex,
-                name=name,
-                family=family,
-                backend="enzyme",
-                build=lambda: enzyme_functions(ex, fn),
-                requires=("enzyme_ad",),
-                versions=("enzyme-ad", "jax", "jaxlib"),
-                description=description
-                or f"{getattr(fn, '__name__', 'the loss')} through enzyme_jax_ir; gradient by Enzyme",
-                dtypes=dtypes,
-            )
-        )
+    def described(fn: Callable) -> str:
+        return description or f"{getattr(fn, '__name__', 'the loss')} through enzyme_jax_ir; Enzyme"
 
-    if loss is not None:
-        return register(loss)
-
-    def decorate(fn: Callable) -> Callable:
-        register(fn)
-        return fn
-
-    return decorate
+    return jax_variant(
+        example,
+        name,
+        family=family,
+        loss=loss,
+        backend="enzyme",
+        requires=("enzyme_ad",),
+        description=described,
+        dtypes=dtypes,
+        excludes=excludes,
+        functions=lambda ex, fn, grad: enzyme_functions(ex, fn),
+    )
 
 
 def enzyme_passes(grad: Callable, *args) -> list[str]:

@@ -113,9 +113,11 @@ def jax_variant(
     grad: Callable | None = None,
     backend: str = "jax",
     requires: tuple[str, ...] = (),
-    description: str = "",
+    description: str | Callable[[Callable], str] = "",
     multi_device: bool = False,
     dtypes: tuple[str, ...] = ("float64", "float32"),
+    excludes: Callable | None = None,
+    functions: Callable = jit_functions,
 ) -> Any:
     """Register a JAX loss function as a variant of `example`; a decorator when `loss`
     is not given:
@@ -128,27 +130,38 @@ def jax_variant(
     `jax.grad` over the `wrt` arrays, unless `grad` is given. `backend` and `requires`
     mark variants that need an optional package (`backend="kernex",
     requires=("kernex",)`); `multi_device` one that spans `weanj.set_devices`'s devices;
-    `dtypes` the dtypes it supports. **Returns:** as a decorator the function
-    unchanged (siblings can reuse it); called with `loss=`, the registered `Variant`.
+    `dtypes` the dtypes it supports; `excludes(arrays, params) -> reason or None` the
+    inputs it is known not to handle (skipped there, with the reason); `description`
+    defaults to the first line of the function's docstring; `functions(example, loss,
+    grad) -> Functions` builds it (Enzyme-JAX's variants differ only there).
+    **Returns:** as a decorator the function unchanged (siblings can reuse it); called
+    with `loss=`, the registered `Variant`.
     """
     ex = example_of(example)
 
     def register(fn: Callable) -> Variant:
+        described = description(fn) if callable(description) else description
+        fields = dict(backend=backend, requires=tuple(requires), dtypes=dtypes, excludes=excludes)
         return register_variant(
             Variant(
-                example=ex,
-                name=name,
-                family=family,
-                backend=backend,
-                build=functools.partial(jit_functions, ex, fn, grad),
-                requires=tuple(requires),
+                ex,
+                name,
+                family,
+                build=functools.partial(functions, ex, fn, grad),
                 versions=(*requires, "jax", "jaxlib"),
-                description=description or first_doc_line(fn),
                 multi_device=multi_device,
-                dtypes=dtypes,
+                description=described or first_doc_line(fn),
+                **fields,
             )
         )
 
+    return register_or_decorate(register, loss)
+
+
+def register_or_decorate(register: Callable[[Callable], Variant], loss: Callable | None) -> Any:
+    """The constructors' one calling convention: with `loss`, register it and return the
+    `Variant`; without, a decorator that registers the function and returns it as it is
+    (so that siblings can reuse it)."""
     if loss is not None:
         return register(loss)
 

@@ -24,7 +24,9 @@ def param_values(ex, words: dict[str, str]) -> dict[str, Any]:
     out = {}
     for name, text in words.items():
         if name not in ex.param_names:
-            close = difflib.get_close_matches(name, ex.param_names, n=1, cutoff=0.5)
+            # the case first (`--k` for `--K`: difflib sees no likeness in one letter)
+            close = [p for p in ex.param_names if p.lower() == name.lower()]
+            close = close or difflib.get_close_matches(name, ex.param_names, n=1, cutoff=0.5)
             hint = f"; did you mean --{close[0]}?" if close else ""
             head = f"{ex.name} has no parameter {name}{hint}"
             raise InputError(with_list(head, "its parameters", [f"--{p}" for p in ex.param_names]))
@@ -82,6 +84,7 @@ def cmd_inputs(args: argparse.Namespace, words: dict) -> int:
 
 
 def cmd_run(args: argparse.Namespace, words: dict) -> int:
+    from .. import _cache
     from .._io._inputs import read_inputs
     from .._io._store import check_target, write_gradient
     from .._model import Gradient
@@ -92,10 +95,12 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
     ex = example(args.example)
     v = variant(ex, args.variant)
     params = param_values(ex, words)
+    _cache.enable()
     inputs = read_inputs(ex, args.inputs)
+    # The shared inputs with their own parameters (before --K etc.): what the store holds.
+    shared = inputs if inputs.shared else shared_inputs_or_none(ex)
     if params:
         inputs = inputs.with_params(params)
-    shared = inputs if inputs.shared else shared_inputs_or_none(ex)
     shared_key = shared.key(args.dtype) if shared is not None else None
     if args.out is not None:  # a place no gradient may go is refused before the variant runs
         planned = Gradient(
@@ -111,9 +116,13 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
         )
         check_target(args.out, planned, shared_key, force=args.force)
     # No progress line before the run: a mistake it finds must be the only stderr line.
-    g = Watch(timeout_s=args.timeout).run(
-        lambda: evaluate(ex, v, inputs=inputs, dtype=args.dtype), f"{ex.name} {v.name}"
-    )
+    try:
+        g = Watch(timeout_s=args.timeout).run(
+            lambda: evaluate(ex, v, inputs=inputs, dtype=args.dtype), f"{ex.name} {v.name}"
+        )
+    except TimeoutError as e:  # the verdict timeout (a failure, exit 1), not a bad input
+        print(f"weanj: timeout: {e}; nothing was saved", file=sys.stderr)
+        return 1
     if not g.finite:
         raise InputError(
             f"{v.name} produced NaN/Inf on these inputs ({g.nonfinite_text()}); nothing was saved"
@@ -123,7 +132,8 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
     shown = "".join(f"{k}={val} " for k, val in g.params.items())
     norms = "  ".join(f"‖∂L/∂{n}‖ = {float(np.linalg.norm(a)):.6e}" for n, a in g.gradients.items())
     print(
-        f"{ex.name} {g.variant} {shown}{g.dtype}: loss = {g.loss:.15e}  {norms}  ({g.seconds:.2f} s)"
+        f"{ex.name} {g.variant} {shown}{g.dtype}: loss "
+        f"= {g.loss:.15e}  {norms}  ({g.seconds:.2f} s)"
     )
     print(f"saved {path}")
     if args.out is None and apart_note(g, shared):
@@ -164,27 +174,38 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
 
 
 def cmd_check(args: argparse.Namespace, words: dict) -> int:
+    from .. import _cache
     from .._check import check_examples
     from .._report._text import example_lines, overall_line
 
+    _cache.enable()
+    clock = _cache.clock()
     t0 = time.perf_counter()
     dtypes = ("float64", "float32") if args.dtype == "both" else (args.dtype,)
     if args.dtype == "float32":
         dtypes = ("float64", "float32")  # float32 is judged against the float64 references
     results = check_examples(args.examples or None, dtypes=dtypes, timeout_s=args.timeout)
+    from .._report._verdicts_file import write_check_verdicts
+
+    write_check_verdicts(results)  # what `weanj report` shows of the gradient checks
     for ej in results:
         print("\n".join(example_lines(ej, mode="check")))
     print(overall_line(results, time.perf_counter() - t0, dtypes))
-    if any(ej.error is not None for ej in results):
+    print(clock.summary())
+    errors = [ej.error for ej in results if ej.error is not None]
+    for error in errors:  # an error is also one line on stderr (docs/DESIGN.md, "Command line")
+        print(f"weanj: error: {error}", file=sys.stderr)
+    if errors:
         return 2
     return 0 if all(ej.ok for ej in results) else 1
 
 
 def cmd_bench(args: argparse.Namespace, words: dict) -> int:
-    from .. import _bench
+    from .. import _bench, _cache
     from .._registry import example
 
     ex = example(args.example)
+    _cache.enable()
     params = param_values(ex, words)
     memory_over: Any = _bench.DEFAULT
     if args.memory_Ks is not None:  # the Poisson examples' spelling of --memory-over K ...
@@ -207,6 +228,13 @@ def cmd_bench(args: argparse.Namespace, words: dict) -> int:
     )
     if not by_backend:
         raise WeanjError(f"no variant of {ex.name} to benchmark on {args.device}")
+    if not any(by_backend.values()):  # each variant's first point timed out (said above)
+        print(
+            f"weanj: timeout: no point of {ex.name} was measured within the time limit; "
+            "nothing was written",
+            file=sys.stderr,
+        )
+        return 1
     paths = _bench.write(ex.name, args.device, by_backend, replace=args.replace)
     print(_bench.markdown_table(ex, [r for rs in by_backend.values() for r in rs]))
     for path in paths:
@@ -222,7 +250,37 @@ def cmd_plot(args: argparse.Namespace, words: dict) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace, words: dict) -> int:
+    from .._report._page import command
+
+    return command(args.examples or None, out=args.out, fmt=args.format)
+
+
+def cmd_bisect(args: argparse.Namespace, words: dict) -> int:
+    from .. import _cache
+    from .._bisect import command
+    from .._registry import example
+
+    ex = example(args.example)
+    _cache.enable()
+    return command(
+        ex, args.a, args.b, over=args.over, params=param_values(ex, words), timeout_s=args.timeout
+    )
+
+
+def cmd_fuzz(args: argparse.Namespace, words: dict) -> int:
+    from .. import _cache
+    from .._fuzz import command
+
+    _cache.enable()
+    pairs = [tuple(p) for p in args.pairs] if args.pairs else None
+    return command(args.example, pairs=pairs, max_examples=args.max_examples, seconds=args.seconds)
+
+
 COMMANDS = {
+    "report": cmd_report,
+    "bisect": cmd_bisect,
+    "fuzz": cmd_fuzz,
     "list": cmd_list,
     "new": cmd_new,
     "inputs": cmd_inputs,

@@ -99,7 +99,8 @@ def _check(sub) -> None:
         "--dtype",
         choices=(*DTYPE_CHOICES, "both"),
         default="both",
-        help="dtypes under test (default: both: float64, then float32 against the float64 references)",
+        help="dtypes under test (default: both: float64, "
+        "then float32 against the float64 references)",
     )
     _timeout(p, "a variant")
 
@@ -134,13 +135,15 @@ def _bench(sub) -> None:
         "--over",
         nargs="+",
         metavar="NAME V",
-        help="also time against a parameter or a shape's dimension at the middle size, e.g. --over T 10 20 40",
+        help="also time against a parameter or a shape's "
+        "dimension at the middle size, e.g. --over T 10 20 40",
     )
     p.add_argument(
         "--memory-over",
         nargs="*",
         metavar="NAME V",
-        help="scratch memory against a parameter or dimension (compiled only), e.g. --memory-over K 10 100 1000 "
+        help="scratch memory against a parameter or dimension "
+        "(compiled only), e.g. --memory-over K 10 100 1000 "
         "(default: the example's; no values: none)",
     )
     p.add_argument(
@@ -206,11 +209,66 @@ def build_parser() -> argparse.ArgumentParser:
     _bench(sub)
     p = sub.add_parser("plot", help="PNG figures from the stored benchmark results")
     _example(p)
+    _report(sub)
+    _bisect(sub)
+    _fuzz(sub)
     return parser
 
 
+def _report(sub) -> None:
+    p = sub.add_parser(
+        "report", help="one self-contained page of every verdict and benchmark (runs nothing)"
+    )
+    p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
+    p.add_argument(
+        "--out", metavar="FILE", help="where to write it (default: results/report.html or .md)"
+    )
+    p.add_argument(
+        "--format", choices=["html", "md"], default=None, help="default: from --out, else html"
+    )
+
+
+def _bisect(sub) -> None:
+    p = sub.add_parser(
+        "bisect",
+        help="the smallest iteration count and problem size at which two variants part ways",
+        epilog=PARAMS_HELP,
+    )
+    _example(p)
+    p.add_argument("a", metavar="A", help="a variant (the reference)")
+    p.add_argument("b", metavar="B", help="another variant of its family")
+    p.add_argument(
+        "--over", metavar="PARAM", help="the iteration parameter (default: the first int parameter)"
+    )
+    _timeout(p, "one evaluation")
+
+
+def _fuzz(sub) -> None:
+    p = sub.add_parser(
+        "fuzz", help="differential testing of same-family pairs on drawn inputs, with shrinking"
+    )
+    _example(p)
+    p.add_argument(
+        "--pairs",
+        nargs=2,
+        action="append",
+        metavar=("A", "B"),
+        help="only these pairs (repeatable)",
+    )
+    p.add_argument(
+        "--max-examples", type=positive_int, default=None, metavar="N", help="draws (default 100)"
+    )
+    p.add_argument(
+        "--seconds",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="stop after S seconds (default 60)",
+    )
+
+
 # Commands whose extra `--NAME V` words are the example's parameters.
-TAKES_PARAMS = {"run", "bench"}
+TAKES_PARAMS = {"run", "bench", "bisect"}
 
 
 def _suggestion(parser: argparse.ArgumentParser, unknown: str) -> str:

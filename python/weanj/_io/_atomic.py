@@ -104,3 +104,17 @@ def locked(path: Path | str) -> Iterator[bool]:
             yield True
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def aside_path(path: Path, why: str) -> Path:
+    """A free name beside `path` for keeping it aside (`grad.h5.replaced-<UTC stamp>`):
+    no reader takes it for a file of its kind (it no longer ends in `.h5`/`.json`)."""
+    import datetime as _dt
+
+    path = Path(path)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    aside, k = path.with_name(f"{path.name}.{why}-{stamp}"), 1
+    while aside.exists():
+        k += 1
+        aside = path.with_name(f"{path.name}.{why}-{stamp}-{k}")
+    return aside

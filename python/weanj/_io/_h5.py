@@ -94,3 +94,11 @@ def read_array(node: Any, where: str, hint: str = "") -> np.ndarray:
     if not isinstance(node, h5py.Dataset):
         raise InputFileError(f"{where} is a group, not a dataset{hint}")
     return np.asarray(node[()])
+
+
+def array_sha256(a: np.ndarray) -> str:
+    """Digest of an array's values: little-endian, its own dtype, C order."""
+    a = np.asarray(a)
+    return hashlib.sha256(
+        np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).tobytes()
+    ).hexdigest()

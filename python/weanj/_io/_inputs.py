@@ -17,6 +17,7 @@ regeneration (no timestamps, fixed attribute order, written atomically). Format-
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,7 +33,7 @@ from .._project import project_root
 from .._registry import example as example_named
 from ._atomic import atomic_path
 from ._h5 import provenance_key, read_array, read_attributes, write_array, write_attributes
-from ._safeh5 import open_h5, trust_file
+from ._safeh5 import parsed, trust_file
 
 FORMAT = 2
 # Bump when the generating code changes what it writes; recorded in every inputs file.
@@ -55,7 +56,7 @@ def digest(ex: Example, arrays: Mapping[str, np.ndarray]) -> str:
     h = hashlib.sha256(_DIGEST_HEADER)
     for name in ex.arrays:
         a = np.asarray(arrays[name])
-        a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+        a = np.asarray(a, dtype=a.dtype.newbyteorder("<"), order="C")  # 0-d stays 0-d
         shape = ",".join(str(d) for d in a.shape)
         h.update(f"{name}\0{a.dtype.str}\0{shape}\0".encode())
         h.update(a.tobytes())
@@ -116,11 +117,12 @@ class Inputs:
         return gradient.dtype in DTYPES and gradient.key in self.keys(gradient.dtype)
 
     def with_params(self, params: Mapping[str, Any]) -> Inputs:
-        """The same arrays with some parameters changed (checked)."""
+        """The same arrays with some parameters changed (checked). Changed parameters make
+        other inputs than the shared ones (`shared` False): their runs never go to the store."""
         given = {k: v for k, v in params.items() if v is not None}
-        return replace(
-            self, params=MappingProxyType(self.example.check_params({**self.params, **given}))
-        )
+        checked = self.example.check_params({**self.params, **given})
+        same = checked == dict(self.params)
+        return replace(self, params=MappingProxyType(checked), shared=self.shared and same)
 
     def run_arrays(self, dtype: str) -> dict[str, np.ndarray]:
         return self.example.for_run(self.arrays, check_dtype(dtype))
@@ -222,7 +224,8 @@ def read_inputs(example: Example | str, path: Path | str | None = None) -> Input
     before it is parsed (`_safeh5`).
     """
     ex = example_named(example)
-    shared = path is None or Path(path).resolve() == inputs_path(ex).resolve()
+    # realpath, not Path.resolve: a symbolic link loop is then an error line, not a RuntimeError
+    shared = path is None or os.path.realpath(path) == os.path.realpath(inputs_path(ex))
     path = inputs_path(ex) if path is None else Path(path)
     try:
         st = path.stat()
@@ -241,20 +244,12 @@ def read_inputs(example: Example | str, path: Path | str | None = None) -> Input
 def _read_file(ex: Example, path: Path, hint: str) -> tuple[dict, dict]:
     where = f"inputs file {path}"
     lookups = (*ex.arrays, *ex.param_names, "example", "sha256", "format")
-    try:
-        with open_h5(path, "inputs file", hint, lookups) as f:
-            missing = [a for a in ex.arrays if a not in f]
-            if missing:
-                raise InputFileError(f"{where} lacks dataset(s) {', '.join(missing)}{hint}")
-            arrays = {name: read_array(f[name], f"{where}: {name}", hint) for name in ex.arrays}
-            attrs = read_attributes(f.attrs, where, hint)
-    except InputFileError:
-        raise
-    # h5py reports damaged metadata as any of these (RuntimeError for a corrupt attribute
-    # heap, for instance); all of them mean the file is unusable, not that weanj is broken.
-    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InputFileError(f"cannot read {where} ({first}){hint}") from None
+    with parsed(path, "inputs file", hint, lookups) as f:
+        missing = [a for a in ex.arrays if a not in f]
+        if missing:
+            raise InputFileError(f"{where} lacks dataset(s) {', '.join(missing)}{hint}")
+        arrays = {name: read_array(f[name], f"{where}: {name}", hint) for name in ex.arrays}
+        attrs = read_attributes(f.attrs, where, hint)
     return arrays, attrs
 
 
@@ -263,13 +258,18 @@ def _read(ex: Example, path: Path, shared: bool) -> Inputs:
     where = f"inputs file {path}"
     arrays, attrs = _read_file(ex, path, hint)
     named = attrs.get("example", ex.name)
-    if named != ex.name:
+    if not isinstance(named, str) or named != ex.name:  # an array attribute: not a name
         raise InputFileError(f"{where} is for example {shown(named)}, not {ex.name}{hint}")
-    if shared and attrs.get("format") != FORMAT:
+    fmt = attrs.get("format", 1)
+    current = type(fmt) is int and fmt == FORMAT  # an array or a bool is no format number
+    if shared and not current:
         raise InputFileError(
             f"{where} was written by an earlier weanj (format {shown(attrs.get('format', 1))}, "
             f"not {FORMAT}); rewrite it with {regenerate_hint(ex.name)}"
         )
+    lacking = [k for k in ("example", *ex.param_names) if k not in attrs]
+    if shared and lacking:  # the writer writes them all: a file without one is not its own
+        raise InputFileError(f"{where} lacks attribute(s) {', '.join(lacking)}{hint}")
     try:
         stored = ex.check_arrays(arrays, str(path))
     except InputError as e:
@@ -284,8 +284,8 @@ def _read(ex: Example, path: Path, shared: bool) -> Inputs:
                 )
     sha = digest(ex, stored)
     recorded = attrs.get("sha256")
-    checked = shared or (attrs.get("format") == FORMAT and recorded is not None)
-    if checked and recorded != sha:
+    checked = shared or (current and recorded is not None)
+    if checked and (not isinstance(recorded, str) or recorded != sha):
         raise InputFileError(
             f"{where} does not match its recorded sha256 (modified or corrupt){hint}"
         )

@@ -24,7 +24,10 @@ memory is holding the file's bytes (twice, briefly: here and in the probe).
 
 `WEANJ_H5_TIMEOUT_S` sets the time limit per file (default 10 s); `0` turns the probe off
 (files are then parsed in this process unprotected, for platforms that cannot start a
-child Python).
+child Python). `WEANJ_MAX_FILE_BYTES` (default 4 GiB) bounds what one file may make weanj
+read: its size on disk (only regular files are read), and, checked by the probe before it
+reads them, the declared size of all its datasets together, so that a small compressed
+file declaring gigabytes is refused, not decompressed.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import io
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -47,6 +51,8 @@ from pathlib import Path
 from .._errors import InputFileError, UnavailableError
 
 TIMEOUT_VARIABLE = "WEANJ_H5_TIMEOUT_S"
+MAX_BYTES_VARIABLE = "WEANJ_MAX_FILE_BYTES"
+DEFAULT_MAX_BYTES = 4 * 2**30
 DEFAULT_TIMEOUT_S = 10.0
 # Importing h5py in a fresh interpreter takes ~0.25 s on an idle machine; allow for a
 # heavily loaded one before calling the probe process broken.
@@ -61,12 +67,22 @@ import io, json, sys
 class ObjectError(Exception):
     pass
 
+class TooLarge(Exception):
+    pass
+
+def size_text(n):
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("kiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
 def first_line(e):
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
 
-def probe(data, lookups, h5py):
+def probe(data, lookups, h5py, max_bytes):
     problems = []
+    budget = [max_bytes, max_bytes]  # bytes of dataset values still allowed, and the bound
     with h5py.File(io.BytesIO(data), "r") as f:
         root = f["/"]
         seen = {hash(root.id)}
@@ -80,10 +96,7 @@ def probe(data, lookups, h5py):
                 path = f"{where}/{name}"
                 link = group.get(name, getlink=True)
                 if isinstance(link, h5py.ExternalLink):
-                    problems.append(
-                        f"{path} is an external link to {link.filename}:{link.path} "
-                        "(its values live in another file)"
-                    )
+                    problems.append(f"{path} is an external link to {link.filename}:{link.path}")
                     continue
                 obj = group.get(name)
                 if obj is None:  # a soft link to nothing: the reader finds nothing either
@@ -97,9 +110,11 @@ def probe(data, lookups, h5py):
                     if isinstance(obj, h5py.Group):
                         stack.append((path, obj))
                     elif isinstance(obj, h5py.Dataset):
-                        problem = read_dataset(obj, path, len(data))
+                        problem = read_dataset(obj, path, budget)
                         if problem:
                             problems.append(problem)
+                except TooLarge:
+                    raise
                 except Exception as e:
                     raise ObjectError(f"{path}: {first_line(e)}") from None
     return problems
@@ -111,7 +126,7 @@ def read_attributes(obj, path, lookups):
     for name in list(attrs.keys()):
         attrs[name]
 
-def read_dataset(ds, path, file_size):
+def read_dataset(ds, path, budget):
     if ds.is_virtual:
         return f"dataset {path} is a virtual dataset (its values live in other files)"
     if ds.external:
@@ -123,12 +138,17 @@ def read_dataset(ds, path, file_size):
     filters = ds.id.get_create_plist().get_nfilters()
     stored = ds.id.get_storage_size()
     if not filters and stored < nbytes:
-        return (
-            f"dataset {path} has only {stored} of its {nbytes} bytes stored in the file "
-            "(the rest would read as fill values)"
+        return (  # the rest would read as fill values
+            f"dataset {path} has only {stored} of its {nbytes} bytes stored in the file"
         )
-    if filters and nbytes > 2**28 + 1024 * file_size:
-        return f"dataset {path} claims {nbytes} bytes, far more than its compressed data"
+    # The values' size as declared, before they are read: a small compressed file can
+    # declare gigabytes. The bound is on all datasets together, whatever the file's size.
+    budget[0] -= nbytes
+    if budget[0] < 0:
+        raise TooLarge(
+            f"{path} declares {size_text(nbytes)}, past the {size_text(budget[1])} weanj reads "
+            "from one file ($WEANJ_MAX_FILE_BYTES)"
+        )
     ds[()]
     return None
 
@@ -144,7 +164,7 @@ def main():
         request = json.loads(header)
         data = stdin.read(request["size"])
         try:
-            reply = {"problems": probe(data, request["lookups"], h5py)}
+            reply = {"problems": probe(data, request["lookups"], h5py, request["max_bytes"])}
         except Exception as e:
             reply = {"error": first_line(e)}
         stdout.write(json.dumps(reply) + "\n")
@@ -170,14 +190,22 @@ class Outcome:
 _OK = Outcome("ok")
 
 
+def _setting(variable: str, default, kind):
+    """`$variable` as a `kind` (int or float), `default` when unset, None when unreadable."""
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        return None
+
+
 def timeout_s() -> float:
     """The probe's time limit per file (`$WEANJ_H5_TIMEOUT_S`, default 10 s; 0: no probe)."""
-    raw = os.environ.get(TIMEOUT_VARIABLE, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
+    value = _setting(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT_S, float)
+    raw = os.environ.get(TIMEOUT_VARIABLE, "")
+    if value is None:
         value = -1.0
     if not value >= 0 or value == float("inf"):
         raise UnavailableError(
@@ -271,7 +299,8 @@ class _Prober:
                 self._stop()
                 self._proc = self._start()
             proc = self._proc
-            header = json.dumps({"size": len(data), "lookups": list(lookups)}).encode()
+            request = {"size": len(data), "lookups": list(lookups), "max_bytes": max_file_bytes()}
+            header = json.dumps(request).encode()
             for attempt in (1, 2):
                 try:
                     proc.stdin.write(header + b"\n")
@@ -313,7 +342,7 @@ class _Prober:
 _PROBER = _Prober()
 atexit.register(_PROBER.close)
 
-_memo: dict[tuple[str, tuple[str, ...]], Outcome] = {}
+_memo: dict[tuple[str, tuple[str, ...], int], Outcome] = {}
 _trusted: set[str] = set()
 _memo_lock = threading.Lock()
 
@@ -337,7 +366,7 @@ def probe(data: bytes, lookups: Iterable[str] = ()) -> Outcome:
     """Parse `data` in the probe process (memoised by its sha256)."""
     limit = timeout_s()
     sha = digest(data)
-    key = (sha, tuple(lookups))
+    key = (sha, tuple(lookups), max_file_bytes())
     with _memo_lock:
         if sha in _trusted:
             return _OK
@@ -351,18 +380,61 @@ def probe(data: bytes, lookups: Iterable[str] = ()) -> Outcome:
     return outcome
 
 
-def read_bytes(path: Path, what: str, hint: str = "") -> bytes:
-    """The bytes of a file, or an `InputFileError` (missing, a directory, unreadable)."""
+def max_file_bytes() -> int:
+    """The most bytes weanj reads from one file, on disk or decompressed
+    (`$WEANJ_MAX_FILE_BYTES`, default 4 GiB)."""
+    value = _setting(MAX_BYTES_VARIABLE, DEFAULT_MAX_BYTES, int) or 0
+    raw = os.environ.get(MAX_BYTES_VARIABLE, "")
+    if value < 1:
+        raise UnavailableError(f"{MAX_BYTES_VARIABLE} must be a number of bytes >= 1, got {raw!r}")
+    return value
+
+
+def size_text(n: int) -> str:
+    """`4 GiB`, `12.5 MiB`, `300 bytes` (the probe has its own copy)."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("kiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def _too_large(what: str, path: Path, size: int, limit: int, hint: str) -> InputFileError:
+    return InputFileError(
+        f"{what} {path} is {size_text(size)}, past the {size_text(limit)} weanj reads from one "
+        f"file (${MAX_BYTES_VARIABLE}){hint}"
+    )
+
+
+def read_bytes(path: Path, what: str, hint: str = "", limit: int | None = None) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (default `max_file_bytes()`),
+    or an `InputFileError` (missing, a directory, a device or pipe, too large, unreadable).
+    Opened without blocking and checked on the open file, so that a pipe or device put in
+    its place after the checks never blocks or floods the reader."""
+    limit = max_file_bytes() if limit is None else limit
     if not path.exists():
+        if path.is_symlink():
+            raise InputFileError(f"{what} {path} is a symbolic link to nothing (or a loop){hint}")
         raise InputFileError(f"{what} {path} does not exist{hint}")
     if path.is_dir():
         raise InputFileError(f"{what} {path} is a directory, not a file{hint}")
     if not path.is_file():  # a device or a pipe (/dev/zero would never end)
         raise InputFileError(f"{what} {path} is not a regular file{hint}")
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise InputFileError(f"{what} {path} is not a regular file{hint}")
+            if info.st_size > limit:
+                raise _too_large(what, path, info.st_size, limit, hint)
+            data = f.read(limit + 1)
     except OSError as e:
+        if isinstance(e, InputFileError):
+            raise
         raise InputFileError(f"cannot read {what} {path} ({e.strerror or e}){hint}") from None
+    if len(data) > limit:  # it grew while read
+        raise _too_large(what, path, len(data), limit, hint)
+    return data
 
 
 def explain(outcome: Outcome, path: Path, what: str, hint: str = "") -> str:
@@ -382,10 +454,7 @@ def explain(outcome: Outcome, path: Path, what: str, hint: str = "") -> str:
     # Datasets whose values are not in the file: h5py would read zeros, or another file.
     first = outcome.detail[0]
     more = f" (and {len(outcome.detail) - 1} more)" if len(outcome.detail) > 1 else ""
-    return (
-        f"{what} {path}: {first}{more}; weanj reads only values stored in the file itself "
-        f"(write the arrays into it){hint}"
-    )
+    return f"{what} {path}: {first}{more}; weanj reads only values stored in the file itself{hint}"
 
 
 def check(data: bytes, path: Path, what: str, hint: str = "", lookups: Iterable[str] = ()) -> None:
@@ -409,6 +478,23 @@ def open_h5(
     check(data, path, what, hint, lookups)
     with h5py.File(io.BytesIO(data), "r") as f:
         yield f
+
+
+@contextlib.contextmanager
+def parsed(
+    path: Path | str, what: str, hint: str = "", lookups: Iterable[str] = ()
+) -> Iterator[object]:
+    """`open_h5`, with every error h5py raises for damaged metadata (OSError, KeyError,
+    ValueError, TypeError, RuntimeError for a corrupt attribute heap...) turned into one
+    `InputFileError` line: the file is unusable, weanj is not broken."""
+    try:
+        with open_h5(path, what, hint, lookups) as f:
+            yield f
+    except InputFileError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputFileError(f"cannot read {what} {path} ({first}){hint}") from None
 
 
 def _reset() -> None:

@@ -21,10 +21,7 @@ recorded reference is never replaced without `force` (the old file is kept aside
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,69 +29,37 @@ import h5py
 import numpy as np
 
 from .._errors import InputError, InputFileError, WeanjError
-from .._model import COMPLEX_OF, Example, Gradient, check_dtype, check_name, shown
-from .._project import project_root, results_dir
+from .._model import Example, Gradient, check_dtype, check_name, shown
+from .._project import project_root
 from .._registry import example as example_named
-from .._registry import example_names, find_variant
-from ._atomic import atomic_path
-from ._h5 import provenance_key, read_array, read_attributes, write_array, write_attributes
-from ._safeh5 import open_h5, trust_file
-
-PRODUCED, RECORDED, RUNS = "gradients", "recorded", "runs"
-FORMAT = 2
-
-
-def gradient_path(
-    example: Example | str, variant: str, *, recorded: bool = False, dtype: str = "float64"
-) -> Path:
-    """Where the store keeps a variant's gradient (`recorded=True`: committed references)."""
-    ex = example_named(example)
-    check_name("variant", variant)
-    if recorded:
-        return results_dir(ex.name) / RECORDED / f"{variant}.h5"
-    folder = results_dir(ex.name) / PRODUCED
-    if check_dtype(dtype) != "float64":
-        folder = folder / dtype
-    return folder / f"{variant}.h5"
-
-
-def array_sha256(a: np.ndarray) -> str:
-    """Digest of an array's values: little-endian, its own dtype, C order."""
-    a = np.asarray(a)
-    return hashlib.sha256(
-        np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).tobytes()
-    ).hexdigest()
+from .._registry import find_variant
+from ._atomic import aside_path, atomic_path
+from ._gradient_files import (  # noqa: F401 (the store's reading side, re-exported)
+    _SHA256,
+    FORMAT,
+    StoreScan,
+    expected_dtype,
+    load_gradient,
+    read_gradient_file,
+    scan_store,
+    stored_gradients,
+)
+from ._h5 import array_sha256, provenance_key, write_array, write_attributes
+from ._places import (  # noqa: F401 (where files live, re-exported)
+    PRODUCED,
+    RECORDED,
+    RUNS,
+    Place,
+    fix_hint,
+    gradient_path,
+    place_of,
+    runs_path,
+)
+from ._safeh5 import trust_file
 
 
 def _utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-# --- where a file may go ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where a path lies in a project's results: `kind` is "gradients", "recorded",
-    "runs" or "other" (anything else under results/)."""
-
-    example: str
-    kind: str
-    dtype: str = "float64"
-
-
-def place_of(path: Path) -> Place | None:
-    """The store place of `path`, or None outside `results/`."""
-    results = (project_root() / "results").resolve()
-    try:
-        parts = path.resolve().relative_to(results).parts
-    except ValueError:
-        return None
-    if len(parts) == 3 and parts[1] in (PRODUCED, RECORDED, RUNS):
-        return Place(parts[0], parts[1])
-    if len(parts) == 4 and parts[1] == PRODUCED and parts[2] == "float32":
-        return Place(parts[0], PRODUCED, "float32")
-    return Place(parts[0] if len(parts) > 1 else "", "other")
 
 
 def check_target(
@@ -121,7 +86,7 @@ def check_target(
         above = above.parent
     if not above.is_dir():
         raise InputFileError(f"cannot write {target}: {above} is a file, not a directory")
-    if target.resolve().parent == (project_root() / "shared_inputs").resolve():
+    if Path(os.path.realpath(target)).parent == (project_root() / "shared_inputs").resolve():
         raise InputFileError(
             f"refusing to write a gradient into {target.parent} (the shared inputs)"
         )
@@ -175,17 +140,9 @@ def _check_outside(target: Path) -> None:
 def _keep_aside(target: Path) -> Path | None:
     if not target.exists():
         return None
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
-    aside = target.with_name(f"{target.name}.replaced-{stamp}")
-    k = 1
-    while aside.exists():
-        k += 1
-        aside = target.with_name(f"{target.name}.replaced-{stamp}-{k}")
+    aside = aside_path(target, "replaced")
     os.replace(target, aside)
     return aside
-
-
-# --- writing ------------------------------------------------------------------------
 
 
 def _attributes(g: Gradient) -> dict[str, Any]:
@@ -234,11 +191,6 @@ def write_gradient(g: Gradient, target: Path, *, force: bool = False) -> Path:
             f"cannot write gradient file {target} ({e.strerror or e}); choose a writable place"
         ) from None
     return target
-
-
-def expected_dtype(ex: Example, array: str, dtype: str) -> str:
-    """The dtype of a gradient array of a run in `dtype` (complex arrays: complex)."""
-    return COMPLEX_OF[dtype] if ex.array(array).kind == "complex" else dtype
 
 
 def gradient_arrays(
@@ -309,13 +261,12 @@ def save_gradient(
     from ._inputs import read_inputs
 
     ex = example_named(example)
-    check_name("variant", variant)
+    try:  # a notebook's argument: an InputError, like every other refusal here
+        check_name("variant", variant)
+    except WeanjError as e:
+        raise InputError(str(e)) from None
     arrays, dtype = gradient_arrays(ex, variant, gradient)
-    if not allow_nonfinite:
-        for name, g in arrays.items():
-            if not np.all(np.isfinite(g)):
-                label = f" ({name})" if len(arrays) > 1 else ""
-                raise InputError(f"gradient of {variant}{label} contains NaN/Inf; not saved")
+    loss = _checked_loss(variant, arrays, loss, allow_nonfinite)
     shared = None
     if inputs_sha256 is None or path is None:
         try:
@@ -335,6 +286,52 @@ def save_gradient(
     if not isinstance(inputs_sha256, str) or not _SHA256.match(inputs_sha256):
         raise InputError(f"inputs_sha256 must be 64 hexadecimal digits, got {shown(inputs_sha256)}")
     checked = ex.check_params(dict(params or {}))
+    family, backend, backend_version = _provenance(ex, variant, family, backend, backend_version)
+    g = Gradient(
+        example=ex,
+        variant=variant,
+        family=family,
+        dtype=dtype,
+        gradients=arrays,
+        loss=loss,
+        params=checked,
+        inputs_sha256=inputs_sha256,
+        key=provenance_key(inputs_sha256, checked, dtype),
+        backend=backend,
+        backend_version=backend_version,
+    )
+    shared_key = shared.key(dtype) if shared is not None else None
+    if path is None:
+        path = gradient_path(ex, variant, dtype=dtype) if g.key == shared_key else runs_path(g)
+    target = check_target(path, g, shared_key, force=force)
+    return write_gradient(g, target, force=force)
+
+
+def _checked_loss(variant: str, arrays: dict, loss: Any, allow_nonfinite: bool) -> float | None:
+    """The loss as a float (the reader refuses one that is not a number); NaN/Inf in it or
+    in the arrays refused unless `allow_nonfinite`."""
+    if loss is not None:
+        if isinstance(loss, (str, bytes, bool)) or np.ndim(loss) != 0:
+            raise InputError(f"loss must be a number, got {shown(loss)}")
+        try:
+            loss = float(loss)
+        except (TypeError, ValueError):
+            raise InputError(f"loss must be a number, got {shown(loss)}") from None
+    if not allow_nonfinite:
+        for name, g in arrays.items():
+            if not np.all(np.isfinite(g)):
+                label = f" ({name})" if len(arrays) > 1 else ""
+                raise InputError(f"gradient of {variant}{label} contains NaN/Inf; not saved")
+        if loss is not None and not np.isfinite(loss):
+            raise InputError(f"the loss of {variant} is {loss}; not saved")
+    return loss
+
+
+def _provenance(
+    ex: Example, variant: str, family, backend, backend_version
+) -> tuple[str, str, str]:
+    """`(family, backend, backend_version)`, checked against the registry: a registered
+    variant's family is its own; names the registry does not know need `family=`."""
     registered = find_variant(ex.name, variant)
     if family is None:
         if registered is None:
@@ -359,294 +356,4 @@ def save_gradient(
         backend = registered.backend if registered is not None else variant.split("-")[0]
     if backend_version is None:
         backend_version = registered.backend_version() if registered is not None else ""
-    g = Gradient(
-        example=ex,
-        variant=variant,
-        family=family,
-        dtype=dtype,
-        gradients=arrays,
-        loss=None if loss is None else float(loss),
-        params=checked,
-        inputs_sha256=inputs_sha256,
-        key=provenance_key(inputs_sha256, checked, dtype),
-        backend=backend,
-        backend_version=backend_version,
-    )
-    shared_key = shared.key(dtype) if shared is not None else None
-    if path is None:
-        path = gradient_path(ex, variant, dtype=dtype) if g.key == shared_key else runs_path(g)
-    target = check_target(path, g, shared_key, force=force)
-    return write_gradient(g, target, force=force)
-
-
-def runs_path(g: Gradient, differences: list[str] | None = None) -> Path:
-    """`results/<example>/runs/<variant>-<what differs>.h5` for a run off the store."""
-    parts = differences if differences else [f"key-{g.key[:12]}"]
-    return results_dir(g.example.name) / RUNS / ("-".join([g.variant, *parts]) + ".h5")
-
-
-# --- reading ------------------------------------------------------------------------
-
-_REQUIRED = ("variant", "family", "example", "dtype", "inputs_sha256")
-_OPTIONAL_TEXT = ("backend", "backend_version", "created", "key")
-_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
-
-
-def fix_hint(path: Path) -> str:
-    """What recomputes a gradient file, from where it lies in the store."""
-    place = place_of(path)
-    if place is not None and place.kind == PRODUCED:
-        flag = "" if place.dtype == "float64" else f" --dtype {place.dtype}"
-        return f"; recompute it with `weanj run {place.example} {path.stem}{flag}` or delete it"
-    if place is not None and place.kind == RECORDED:
-        return "; re-record it (README: Recording a reference gradient) or delete it"
-    return "; write it again or delete it"
-
-
-def _read_datasets(f: h5py.File, where: str, hint: str) -> dict[str, tuple[np.ndarray, Any]]:
-    """`{name: (values, recorded sha256 or None)}`; name "" for the single dataset."""
-    if "gradient" not in f:
-        raise InputFileError(f"{where} has no `gradient` dataset or group{hint}")
-    node = f["gradient"]
-    items = [("", node)] if isinstance(node, h5py.Dataset) else list(node.items())
-    out = {}
-    for name, ds in items:
-        label = f"gradient/{name}".rstrip("/")
-        values = read_array(ds, f"{where}: {label}", hint)
-        sha = read_attributes(ds.attrs, f"{where}: {label}", hint).get("sha256")
-        if sha is not None and not isinstance(sha, str):
-            raise InputFileError(f"{where}: the sha256 attribute of {label} is not text{hint}")
-        out[name] = (values, sha)
-    return out
-
-
-def _typed_attributes(attrs: dict[str, Any], where: str, hint: str) -> None:
-    """Each provenance attribute of the type the format says, or an `InputFileError`."""
-    missing = [k for k in _REQUIRED if k not in attrs]
-    if missing:
-        raise InputFileError(f"{where} lacks attribute(s) {', '.join(missing)}{hint}")
-    for key in (*_REQUIRED, *_OPTIONAL_TEXT):
-        if key in attrs and (not isinstance(attrs[key], str) or "\n" in attrs[key]):
-            raise InputFileError(
-                f"{where}: attribute {key} must be one line of text, got {shown(attrs[key])}{hint}"
-            )
-    if attrs["dtype"] not in ("float32", "float64"):
-        raise InputFileError(
-            f"{where}: attribute dtype must be float32 or float64, got {shown(attrs['dtype'])}{hint}"
-        )
-    for key in ("inputs_sha256", "key"):
-        if key in attrs and not _SHA256.match(attrs[key]):
-            raise InputFileError(
-                f"{where}: attribute {key} must be 64 hexadecimal digits, got {shown(attrs[key])}{hint}"
-            )
-    fmt = attrs.get("format", 1)
-    if fmt not in (1, FORMAT) or isinstance(fmt, bool):
-        raise InputFileError(
-            f"{where}: format {shown(fmt)} is not one this weanj reads (1 or {FORMAT}){hint}"
-        )
-    if fmt == FORMAT and "key" not in attrs:
-        raise InputFileError(f"{where} lacks attribute key{hint}")
-    loss = attrs.get("loss")
-    if loss is not None and (isinstance(loss, bool) or not isinstance(loss, (int, float))):
-        raise InputFileError(f"{where}: attribute loss must be a number, got {shown(loss)}{hint}")
-    try:
-        check_name("variant", attrs["variant"])
-    except WeanjError:
-        raise InputFileError(
-            f"{where}: attribute variant {shown(attrs['variant'])} is not a safe name{hint}"
-        ) from None
-
-
-def read_gradient_file(path: Path | str, *, source: str | None = None) -> Gradient:
-    """Read one gradient file; a missing, corrupt, mistyped or tampered file raises
-    `InputFileError` (one line naming the file and what recomputes it)."""
-    path = Path(path)
-    hint = fix_hint(path)
-    where = f"gradient file {path}"
-    try:
-        with open_h5(path, "gradient file", hint, ("gradient", "sha256", *_REQUIRED)) as f:
-            datasets = _read_datasets(f, where, hint)
-            attrs = read_attributes(f.attrs, where, hint)
-    except InputFileError:
-        raise
-    # RuntimeError: how h5py reports some damaged metadata (e.g. a corrupt attribute heap).
-    except (OSError, KeyError, ValueError, TypeError, RuntimeError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InputFileError(f"cannot read {where} ({first}){hint}") from None
-    _typed_attributes(attrs, where, hint)
-    if attrs["example"] not in example_names():
-        raise InputFileError(
-            f"{where} is a gradient of example {shown(attrs['example'])}, which this project "
-            f"does not have{hint}"
-        )
-    ex = example_named(attrs["example"])
-    gradients = _gradient_datasets(ex, datasets, attrs["dtype"], where, hint)
-    try:
-        params = ex.check_params({p: attrs[p] for p in ex.param_names if p in attrs})
-    except InputError as e:
-        raise InputFileError(f"{where}: attribute {e}{hint}") from None
-    missing = [p for p in ex.param_names if p not in attrs]
-    if missing:
-        raise InputFileError(f"{where} lacks the parameter attribute(s) {', '.join(missing)}{hint}")
-    key = provenance_key(attrs["inputs_sha256"], params, attrs["dtype"])
-    fmt = attrs.get("format", 1)
-    if fmt == FORMAT and attrs["key"] != key:
-        raise InputFileError(
-            f"{where}: its key does not match its attributes (modified or corrupt){hint}"
-        )
-    registered = find_variant(ex.name, attrs["variant"])
-    if registered is not None and registered.family != attrs["family"]:
-        raise InputFileError(
-            f"{where} says {attrs['variant']} is of family {attrs['family']!r}, but it is "
-            f"registered in family {registered.family!r}{hint}"
-        )
-    known = set(_REQUIRED) | {"loss", "format", *_OPTIONAL_TEXT} | set(ex.param_names)
-    place = place_of(path)
-    if source is None:
-        source = "file"
-        if place is not None and place.kind == RECORDED:
-            source = "recorded"
-        elif (
-            place is not None
-            and place.kind == PRODUCED
-            and registered is not None
-            and path.stem == attrs["variant"]
-        ):
-            source = "store"
-    return Gradient(
-        example=ex,
-        variant=attrs["variant"],
-        family=attrs["family"],
-        dtype=attrs["dtype"],
-        gradients=gradients,
-        loss=float(attrs["loss"]) if "loss" in attrs else None,
-        params=params,
-        inputs_sha256=attrs["inputs_sha256"],
-        key=key,
-        backend=attrs.get("backend", ""),
-        backend_version=attrs.get("backend_version", ""),
-        created=attrs.get("created", ""),
-        path=path,
-        source=source,
-        format=fmt,
-        extra={k: v for k, v in attrs.items() if k not in known},
-    )
-
-
-def _gradient_datasets(ex: Example, datasets: dict, dtype: str, where: str, hint: str) -> dict:
-    names = ex.wrt_names
-    if set(datasets) == {""}:
-        if len(names) != 1:
-            raise InputFileError(
-                f"{where} holds one array; {ex.name} has the gradient arrays "
-                f"{', '.join(names)} (a group `gradient`){hint}"
-            )
-        datasets = {names[0]: datasets[""]}
-    elif set(datasets) != set(names):
-        raise InputFileError(
-            f"{where} holds gradient/{', gradient/'.join(sorted(datasets))}; {ex.name} has "
-            f"the gradient arrays {', '.join(names)}{hint}"
-        )
-    out = {}
-    for name in names:
-        values, sha = datasets[name]
-        expected = expected_dtype(ex, name, dtype)
-        if values.dtype.name != expected:
-            raise InputFileError(
-                f"{where}: {name} is {values.dtype}, but a {dtype} gradient is {expected}{hint}"
-            )
-        if sha is not None and sha != array_sha256(values):
-            raise InputFileError(
-                f"{where}: the values of {name} do not match their recorded sha256 (modified or corrupt){hint}"
-            )
-        out[name] = values
-    return out
-
-
-@dataclass
-class StoreScan:
-    """Every gradient file of an example in the store, read; and the ones that could not
-    be read, with why (the judge reports them, the others are still compared)."""
-
-    gradients: list[Gradient]
-    problems: list[tuple[Path, str]]
-
-
-def scan_store(
-    example: Example | str, *, produced: bool = True, recorded: bool = True
-) -> StoreScan:
-    """Read `gradients/`, `gradients/float32/` and `recorded/` (never `runs/`)."""
-    ex = example_named(example)
-    folders = []
-    if produced:
-        folders += [results_dir(ex.name) / PRODUCED, results_dir(ex.name) / PRODUCED / "float32"]
-    if recorded:
-        folders.append(results_dir(ex.name) / RECORDED)
-    scan = StoreScan([], [])
-    for folder in folders:
-        if not folder.is_dir():
-            continue
-        for p in sorted(folder.glob("*.h5")):
-            if p.is_symlink() or not p.is_file():
-                scan.problems.append(
-                    (p, f"{p} is not a regular file; weanj reads only regular files")
-                )
-                continue
-            try:
-                g = read_gradient_file(p)
-            except InputFileError as e:
-                scan.problems.append((p, str(e)))
-                continue
-            if g.example.name != ex.name:
-                scan.problems.append(
-                    (p, f"gradient file {p} holds a gradient of {g.example.name}, not of {ex.name}")
-                )
-                continue
-            scan.gradients.append(g)
-    return scan
-
-
-def stored_gradients(
-    example: Example | str, *, produced: bool = True, recorded: bool = True
-) -> list[Gradient]:
-    """Every readable gradient file of an example in the store (unchecked for staleness);
-    an unreadable one raises its `InputFileError`."""
-    scan = scan_store(example, produced=produced, recorded=recorded)
-    if scan.problems:
-        raise InputFileError(scan.problems[0][1])
-    return scan.gradients
-
-
-def load_gradient(
-    example: Example | str,
-    variant: str,
-    *,
-    recorded: bool = False,
-    allow_stale: bool = False,
-    path: Path | str | None = None,
-    dtype: str = "float64",
-) -> Gradient:
-    """A stored gradient; refuses one computed on other inputs unless `allow_stale`."""
-    from .._errors import StaleGradientError
-    from ._inputs import read_inputs
-
-    ex = example_named(example)
-    g = read_gradient_file(
-        path if path is not None else gradient_path(ex, variant, recorded=recorded, dtype=dtype)
-    )
-    if g.example.name != ex.name:
-        raise InputError(f"{g.path} holds a gradient of {g.example.name}, not {ex.name}")
-    if not allow_stale:
-        current = read_inputs(ex)
-        if not current.matches(g):
-            raise StaleGradientError(
-                f"{g.path} was computed on other inputs ({_key_text(g)}; current "
-                f"{current.describe(g.dtype)}); recompute it with `weanj run {ex.name} {g.variant}` "
-                "or pass allow_stale=True"
-            )
-    return g
-
-
-def _key_text(g: Gradient) -> str:
-    parts = [f"inputs sha256 {g.inputs_sha256[:12]}…"] + [f"{k}={v}" for k, v in g.params.items()]
-    return ", ".join([*parts, g.dtype])
+    return family, backend, backend_version

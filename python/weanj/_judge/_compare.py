@@ -83,7 +83,15 @@ class Region:
     lo: tuple[int, ...]  # bounding box, 0-based numpy indices, inclusive
     hi: tuple[int, ...]
     worst: tuple[int, ...]  # the element of the largest |Δ| (or the first NaN/Inf)
-    worst_rel: float  # |Δ| there / max|g_ref| (inf for NaN/Inf)
+    worst_rel: float  # |Δ| there / max|g_ref| (inf for NaN/Inf, or where max|g_ref| = 0)
+    worst_abs: float | None = None  # |Δ| there (NaN for NaN/Inf; None: not given)
+
+    @property
+    def nonfinite(self) -> bool:
+        """Whether the worst element is a NaN/Inf (not merely a difference from zero)."""
+        if self.worst_abs is not None:
+            return not np.isfinite(self.worst_abs)
+        return not np.isfinite(self.worst_rel)
 
     def to_json(self) -> dict[str, Any]:
         finite = np.isfinite(self.worst_rel)
@@ -96,19 +104,30 @@ class Region:
                 "worst": [i + 1 for i in self.worst],
             },
             "worst_rel": float(self.worst_rel) if finite else None,
+            "worst_abs": (
+                None if self.nonfinite or self.worst_abs is None else float(self.worst_abs)
+            ),
+            "nonfinite": bool(self.nonfinite),
         }
 
 
 def regions(
-    outside: np.ndarray, severity: np.ndarray, limit: int = MAX_REGIONS
+    outside: np.ndarray,
+    severity: np.ndarray,
+    limit: int = MAX_REGIONS,
+    delta: np.ndarray | None = None,
 ) -> tuple[tuple[Region, ...], int]:
     """The connected regions of `outside` (booleans), largest first (then worst), at most
     `limit` of them, and how many there are in all. `severity` ranks elements (the
-    relative |Δ|, inf at NaN/Inf)."""
+    relative |Δ|, inf at NaN/Inf); `delta`, where given, is |Δ| (NaN at NaN/Inf)."""
     if not outside.any():
         return (), 0
+
+    def at(worst: tuple[int, ...]) -> float | None:
+        return None if delta is None else float(delta[worst])
+
     if outside.ndim == 0:
-        return (Region(1, (), (), (), float(severity)),), 1
+        return (Region(1, (), (), (), float(severity), at(())),), 1
     from scipy import ndimage
 
     structure = ndimage.generate_binary_structure(outside.ndim, outside.ndim)
@@ -123,7 +142,7 @@ def regions(
         worst = tuple(int(s.start + i) for s, i in zip(box, local, strict=True))
         lo = tuple(int(s.start) for s in box)
         hi = tuple(int(s.stop - 1) for s in box)
-        ranked.append(Region(int(counts[k]), lo, hi, worst, float(severity[worst])))
+        ranked.append(Region(int(counts[k]), lo, hi, worst, float(severity[worst]), at(worst)))
     ranked.sort(key=lambda r: (-r.count, -min(r.worst_rel, 1e308), r.lo))
     return tuple(ranked[:limit]), int(total)
 
@@ -209,7 +228,7 @@ def compare(
         ulp = ulp_distance(g_ref[worst], g[worst], judged) if diff.size else 0
     outside = bad | (diff > tol.grad * scale)
     severity = np.where(bad, np.inf, diff / scale if scale > 0 else np.where(diff > 0, np.inf, 0.0))
-    found, total = regions(outside, severity)
+    found, total = regions(outside, severity, delta=np.where(bad, np.nan, diff))
     where = np.argwhere(outside)
     loss_abs = loss_rel = None
     loss_ok = True

@@ -215,7 +215,10 @@ def stale_reason(g: Gradient, inputs: Inputs) -> str:
     if not differs:
         differs.append("its key differs")
     if g.source == "recorded":
-        fix = "re-record it on the current inputs (README: Recording a reference gradient) or delete it"
+        fix = (
+            "re-record it on the current inputs (README: "
+            "Recording a reference gradient) or delete it"
+        )
     elif g.source == "store":
         flag = "" if g.dtype == "float64" else f" --dtype {g.dtype}"
         fix = f"recompute it with `weanj run {g.example.name} {g.variant}{flag}`"

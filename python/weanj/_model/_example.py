@@ -88,9 +88,9 @@ class TaylorPolicy:
 
     Along `directions` seeded random unit directions dx (inside the kink mask), the
     remainder `|L(x + h dx) − L(x) − h⟨g, dx⟩|` is computed for h = h0/2^k, halving
-    until it reaches rounding level or `max_steps`. A correct gradient's remainder falls
-    as h² (rate 2), a wrong one's as h: the gradient passes when the rates at the
-    smallest steps above rounding level are at least `rate`.
+    until it stays at rounding level for three steps, or `max_steps`. A correct
+    gradient's remainder falls as h² (rate 2), a wrong one's as h: the gradient passes
+    when the rates at the smallest steps above rounding level are at least `rate`.
 
     - `h0`: the first step; None: 1e-2·‖x‖₂ (the array's magnitude). Give a smaller one
       where the loss has kinks closer than that along a direction.

@@ -156,7 +156,7 @@ class Array:
         elif self.kind == "complex":
             a = a.astype(np.complex128, copy=False)
         check_finite(a, f"{what}: {self.name}")
-        return np.ascontiguousarray(a)
+        return np.asarray(a, order="C")  # not ascontiguousarray: it makes a 0-d array 1-d
 
     def for_run(self, stored: np.ndarray, dtype: str) -> np.ndarray:
         """A stored array as a variant receives it in a run in `dtype`."""

@@ -97,6 +97,9 @@ class Variant:
     - `description`: one line for reports.
     - `multi_device`: the variant spans the devices of `weanj.set_devices`.
     - `dtypes`: the dtypes under test it supports (default both float64 and float32).
+    - `excludes`: `(arrays, params) -> reason or None`: inputs on which the variant is
+      known not to work (a known upstream bug at some sizes, say); there its cases are
+      skipped with the reason, never judged.
     """
 
     example: Example
@@ -110,6 +113,7 @@ class Variant:
     description: str = ""
     multi_device: bool = False
     dtypes: tuple[str, ...] = DTYPES
+    excludes: Callable[[Any, Any], str | None] | None = None
     _built: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -139,6 +143,13 @@ class Variant:
                 )
                 return f"needs the Python package {module!r} ({hint})"
         return self.check() if self.check is not None else None
+
+    def excluded(self, arrays: Any, params: Any) -> str | None:
+        """Why this variant does not apply to these inputs (its `excludes`), or None."""
+        if self.excludes is None:
+            return None
+        why = self.excludes(arrays, params)
+        return None if why is None else str(why)
 
     def functions(self) -> Functions:
         """The checked `Functions`, built on first use."""

@@ -1,51 +1,52 @@
-"""PNG figures of the stored benchmark results (`weanj plot EXAMPLE`).
+"""PNG figures of the stored benchmark results (`weanj plot EXAMPLE`, `weanj report`).
 
-Reads every `results/<example>/bench/<backend>-<device>.json` and draws, into
-`results/<example>/plots/`: forward and gradient time against the example's size (e.g.
-`time_vs_n.png`), the gradient/forward time ratio, the first-call (compile) time, XLA
-scratch memory against the size, and, for each parameter a sweep went over, memory (and
-time, where timed) against it (e.g. `memory_vs_K.png`). One colour per variant, one line
-style per device (solid, filled markers: CPU; dashed, hollow: GPU), one marker per
-parameter value, so that series at different K differ at a glance; times in SI prefixes
-of seconds, memory in MiB as in the tables. matplotlib is imported here only, through
-its object API (no pyplot, so a notebook's plotting backend is never switched).
+Reads every `results/<example>/bench/<backend>-<device>.json` and draws: forward and
+gradient time against the example's size (e.g. `time_vs_n.png`), the gradient/forward
+time ratio, the first-call (compile) time, XLA scratch memory against the size, and, for
+each parameter a sweep went over, memory (and time, where timed) against it (e.g.
+`memory_vs_K.png`).
+
+How a reader tells series apart: one hue per variant family (blues for one, oranges for
+the next, ...), within it one shade and one marker per variant, so that lex and rb
+variants never look alike; one line style per device (solid, filled markers: CPU;
+dashed, hollow: GPU). Series at other fixed parameters or dtypes get figures of their
+own (`time_vs_n_K40.png`), never extra legend entries: the legend has one entry per
+variant and one per device. Times are medians, with bars from the fastest to the slowest
+sample where the records keep them (`spread`), and the sample counts in the title; the
+units are those of `weanj bench`'s table (ms, s for the first call, MiB). matplotlib is
+imported here only, through its object API (no pyplot, so a notebook's plotting backend
+is never switched).
 """
 
 from __future__ import annotations
 
-import json
 import numbers
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._errors import InputFileError, UnavailableError
+from .._errors import InputError, InputFileError, UnavailableError
+from .._io._atomic import atomic_path
 from .._model import Example
 from .._project import results_dir
-from .._registry import example
-from .._timing import record_fields
+from .._registry import example, find_variant
+from .._timing import check_record, param_kinds, read_records, record_fields
 
 _LINES = {"cpu": "-", "gpu": "--"}
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">")
+# One sequential colour map per family: its shades tell the family's variants apart.
+_HUES = ("Blues", "Oranges", "Greens", "Purples", "Reds", "Greys", "YlOrBr", "PuRd", "BuGn")
 MIB = 2**20
-_NUMBERS = ("N", "forward_s", "grad_s", "compile_s", "peak_mem_bytes")
 
 
-def _bad_field(r: Any, required: tuple[str, ...]) -> str | None:
-    """Why a record cannot be drawn, or None."""
-    if not isinstance(r, dict):
-        return "a record is not an object"
-    missing = [k for k in required if k not in r]
-    if missing:
-        return f"a record lacks {', '.join(missing)}"
-    for key in _NUMBERS:
-        value = r[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
-            return f"a record's {key} is {value!r}, not a number"
-    for key in ("variant", "dtype"):
-        if not isinstance(r[key], str):
-            return f"a record's {key} is {r[key]!r}, not a string"
+def _bad_field(r: Any, required: tuple[str, ...], kinds: dict[str, str]) -> str | None:
+    """Why a record cannot be drawn, or None: the writer's own check (`check_record`)."""
+    try:
+        check_record(r, required, "a record", kinds)
+    except InputError as e:
+        return str(e)
     return None
 
 
@@ -53,29 +54,27 @@ def load_results(example_name: str) -> list[dict[str, Any]]:
     """All benchmark records of an example, from every backend's and device's file.
 
     Records lacking `device` or `backend` take them from their file's name. A record that
-    lacks a field or has one of the wrong type is skipped with a warning on stderr; an
-    unreadable file, or none usable, is one error line.
+    lacks a field or has one of the wrong type, and a file that is no records file (not
+    JSON, nested too deeply, too large, a pipe or a device), are skipped with a warning on
+    stderr; none usable is one error line.
     """
     ex = example(example_name)
     folder = results_dir(ex.name) / "bench"
     files = sorted(folder.glob("*.json"))
     if not files:
         raise InputFileError(f"no benchmark results under {folder}; run: weanj bench {ex.name}")
-    required = record_fields(ex.name)
+    required, kinds = record_fields(ex.name), param_kinds(ex.name)
     records, problems = [], []
     for path in files:
         backend, _, device = path.stem.rpartition("-")
-        try:
-            stored = json.loads(path.read_text())["records"]
-            if not isinstance(stored, list):
-                raise TypeError("records is not a list")
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise InputFileError(
-                f"unreadable benchmark file {path} ({e}); rerun: weanj bench {ex.name}"
-            ) from None
+        try:  # only regular files, of a bounded size, of bounded nesting
+            stored = read_records(path)
+        except InputFileError as e:  # skipped with a warning: the other files still plot
+            problems.append(f"{e} (skipped)")
+            continue
         skipped, why = 0, None
         for r in stored:
-            reason = _bad_field(r, required)
+            reason = _bad_field(r, required, kinds)
             if reason is not None:
                 skipped, why = skipped + 1, why or reason
                 continue
@@ -83,91 +82,199 @@ def load_results(example_name: str) -> list[dict[str, Any]]:
         if skipped:
             problems.append(f"{path}: skipped {skipped} record(s) ({why})")
     if not records:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        first = problems[0].removesuffix(" (skipped)") if problems else "none"
         raise InputFileError(
-            f"no usable benchmark records of {ex.name}: {'; '.join(problems)}; "
-            f"rerun: weanj bench {ex.name}"
+            f"no usable benchmark records of {ex.name}: {first}{more}; rerun: weanj bench {ex.name}"
         )
     for line in problems:
         print(f"weanj: warning: {line}", file=sys.stderr)
     return records
 
 
-def _label(r: dict[str, Any], varying: tuple[str, ...]) -> str:
-    """The series name: variant and device, plus whatever else varies between series."""
-    return " · ".join([r["variant"], r["device"]] + [f"{k}={r.get(k)}" for k in varying])
+# --- styles --------------------------------------------------------------------------------
+
+
+def family_of(ex: Example, r: dict[str, Any]) -> str:
+    v = find_variant(ex, r["variant"])
+    return v.family if v is not None else str(r.get("family") or r["variant"])
+
+
+def styles(ex: Example, records: list[dict[str, Any]]) -> dict[str, tuple[Any, str]]:
+    """`{variant: (colour, marker)}`: a hue per family (in the registry's order), a shade
+    and a marker per member."""
+    from matplotlib import colormaps
+
+    from .._registry import families
+
+    order = {name: i for i, name in enumerate(n for ns in families(ex).values() for n in ns)}
+    members: dict[str, list[str]] = {}
+    for variant in sorted({r["variant"] for r in records}, key=lambda v: (order.get(v, 1e9), v)):
+        fam = family_of(ex, {"variant": variant, "family": _family_field(records, variant)})
+        members.setdefault(fam, []).append(variant)
+    out = {}
+    for f, (_, names) in enumerate(members.items()):
+        cmap = colormaps[_HUES[f % len(_HUES)]]
+        for i, variant in enumerate(names):
+            shade = 0.9 - 0.45 * i / max(len(names) - 1, 1)  # darkest first, never white
+            out[variant] = (cmap(shade), _MARKERS[i % len(_MARKERS)])
+    return out
+
+
+def _family_field(records, variant) -> str | None:
+    return next((r.get("family") for r in records if r["variant"] == variant), None)
 
 
 def _timed(r: dict[str, Any]) -> bool:
     return bool(r.get("timed", r.get("forward_s") is not None))
 
 
-def _draw(ax, records, x: str, y: Callable[[dict], float | None], colours, keys, unit: str):
-    """One line per series (`keys`) on log-log axes at the measured x values; False when
-    there was nothing to draw. Series that differ in anything but variant and device get
-    different markers."""
+def _spread(r: dict[str, Any], field: str) -> tuple[float, float] | None:
+    """(fastest, slowest) sample of a timed field, when the record keeps them."""
+    found = (r.get("spread") or {}).get(field)
+    if isinstance(found, (list, tuple)) and len(found) == 2:
+        lo, hi = found
+        if isinstance(lo, numbers.Real) and isinstance(hi, numbers.Real) and 0 < lo <= hi:
+            return float(lo), float(hi)
+    return None
+
+
+def _series_label(r: dict[str, Any]) -> str:
+    devices = r.get("devices", 1)
+    return r["variant"] + (
+        f" ({devices} devices)" if isinstance(devices, int) and devices > 1 else ""
+    )
+
+
+# --- drawing -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """What a panel draws: a record field (or a function of the record), its scale to the
+    table's unit, and the spread field, if any."""
+
+    what: str
+    unit: str
+    value: Callable[[dict], float | None]
+    spread: str | None = None
+    scale: float = 1.0
+
+
+def _draw(ax, records, x: str, q: Quantity, style) -> bool:
+    """One line per variant and device on log-log axes at the measured x values, with
+    the samples' spread as bars; False when there was nothing to draw."""
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
-    series: dict[tuple, list[tuple[float, float]]] = {}
+    series: dict[tuple, list[tuple[float, float, tuple[float, float] | None]]] = {}
     for r in records:
-        value = y(r)
+        value = q.value(r)
         if value is not None and value > 0 and isinstance(r.get(x), numbers.Real):
-            series.setdefault(tuple(r.get(k) for k in keys), []).append((r[x], value))
-    varying = tuple(
-        k for i, k in enumerate(keys[2:], start=2) if len({key[i] for key in series}) > 1
-    )
-    markers: dict[tuple, str] = {}
-    drawn, xs_all = False, set()
-    for key, points in sorted(series.items(), key=lambda kv: [str(p) for p in kv[0]]):
-        r = dict(zip(keys, key, strict=True))
-        rest = tuple(r[k] for k in varying)
-        marker = markers.setdefault(rest, _MARKERS[len(markers) % len(_MARKERS)])
-        colour = colours[r["variant"]]
-        xs, ys = zip(*sorted(points), strict=True)
+            spread = _spread(r, q.spread) if q.spread else None
+            key = (_series_label(r), r["variant"], r["device"])
+            series.setdefault(key, []).append((r[x], value, spread))
+    xs_all, ys_all = set(), []
+    for (label, variant, device), points in sorted(series.items()):
+        colour, marker = style[variant]
+        points.sort(key=lambda p: p[0])
+        xs = [p[0] for p in points]
+        ys = [p[1] * q.scale for p in points]
         xs_all.update(xs)
-        # Hollow markers off the CPU, so coinciding CPU and GPU points both stay visible.
-        ax.plot(
-            xs,
-            ys,
-            _LINES.get(r["device"], ":"),
+        ys_all.extend(ys)
+        spreads = [p[2] for p in points]
+        kwargs = dict(
+            linestyle=_LINES.get(device, ":"),
             marker=marker,
             color=colour,
-            markerfacecolor=colour if r["device"] == "cpu" else "none",
-            label=_label(r, varying),
+            markerfacecolor=colour if device == "cpu" else "none",
+            label=label,
         )
-        drawn = True
-    if drawn:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.xaxis.set_major_locator(FixedLocator(sorted(xs_all)))
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.yaxis.set_major_formatter(_log_formatter(unit))
-        ax.yaxis.set_minor_formatter(_log_formatter(unit))
-        ax.grid(True, which="both", alpha=0.3)
-    return drawn
+        if any(s is not None for s in spreads):
+            low = [y - (s[0] * q.scale if s else y) for y, s in zip(ys, spreads, strict=True)]
+            high = [(s[1] * q.scale if s else y) - y for y, s in zip(ys, spreads, strict=True)]
+            ax.errorbar(xs, ys, yerr=[low, high], capsize=3, elinewidth=1, **kwargs)
+            ys_all.extend(y - lo for y, lo in zip(ys, low, strict=True))
+            ys_all.extend(y + hi for y, hi in zip(ys, high, strict=True))
+        else:
+            ax.plot(xs, ys, **kwargs)
+    if not series:
+        return False
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(sorted(xs_all)))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_locator(NullLocator())
+    if len(xs_all) == 1:  # one size: a decade around it, not matplotlib's 0.96–1.04
+        (only,) = xs_all
+        ax.set_xlim(only / 3, only * 3)
+    lo, hi = min(ys_all), max(ys_all)
+    if hi / lo < 10:  # less than a decade: widen to one, so the ticks carry numbers
+        middle = (lo * hi) ** 0.5
+        ax.set_ylim(middle / 4, middle * 4)
+    ax.yaxis.set_major_formatter(_plain())
+    ax.yaxis.set_minor_formatter(_plain())
+    ax.set_ylabel(f"{q.what} [{q.unit}]" if q.unit else q.what)
+    ax.grid(True, which="both", alpha=0.3)
+    return True
 
 
-def _log_formatter(unit: str):
-    """Log-axis tick labels: SI prefixes of seconds ("20 ms"), MiB as such ("1.5 MiB"),
-    plain numbers without a unit; thinned as matplotlib's own log labels are."""
-    from matplotlib.ticker import EngFormatter, LogFormatter
+def _plain():
+    """Log-axis tick labels as plain numbers ("0.2", "5", "40"; the unit is in the axis
+    label, as in the tables), thinned as matplotlib's own log labels are."""
+    from matplotlib.ticker import LogFormatter
 
-    eng = EngFormatter(unit=unit)
-
-    class UnitLogFormatter(LogFormatter):
+    class PlainLogFormatter(LogFormatter):
         def _num_to_string(self, x, vmin, vmax):
-            if unit == "MiB":
-                return f"{x:.3g} MiB"
-            return eng(x) if unit else f"{x:g}"
+            return f"{x:.3g}"
 
-    return UnitLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5))
+    return PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5))
 
 
 def _figure(ncols: int = 1, sharey: bool = False):
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(2.4 + 6 * ncols, 4.8), layout="constrained")  # room for the legend
+    fig = Figure(figsize=(2.6 + 5.6 * ncols, 4.6), layout="constrained")  # room for the legend
     return fig, list(fig.subplots(1, ncols, sharey=sharey, squeeze=False)[0])
+
+
+def _legend(fig, records, style) -> None:
+    """One legend beside the axes: one entry per variant (its colour and marker), and
+    one per device when there are several (its line style)."""
+    from matplotlib.lines import Line2D
+
+    drawn = set()
+    for ax in fig.axes:
+        drawn.update(ax.get_legend_handles_labels()[1])
+    handles, labels = [], []
+    order = list(style)  # families in the registry's order, each one's members together
+    for r in sorted(records, key=lambda r: (order.index(r["variant"]), _series_label(r))):
+        label = _series_label(r)
+        if label in drawn and label not in labels:
+            colour, marker = style[r["variant"]]
+            handles.append(Line2D([], [], color=colour, marker=marker, linestyle="-"))
+            labels.append(label)
+    devices = sorted({r["device"] for r in records})
+    if len(devices) > 1:
+        for device in devices:
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color="black",
+                    linestyle=_LINES.get(device, ":"),
+                    marker="o",
+                    markerfacecolor="black" if device == "cpu" else "none",
+                )
+            )
+            labels.append(device.upper())
+    if handles:
+        fig.legend(
+            handles,
+            labels,
+            loc="outside right center",
+            fontsize="small",
+            ncols=1 if len(handles) <= 16 else 2,
+        )
 
 
 def _ratio(r: dict[str, Any]) -> float | None:
@@ -180,96 +287,138 @@ def _memory(r: dict[str, Any]) -> float | None:
     return None if r.get("peak_mem_bytes") is None else r["peak_mem_bytes"] / MIB
 
 
-def _at(ex: Example, records, names) -> str:
-    """`K = 100` when one value, else `K as labelled`, for each name."""
-    parts = []
-    for name in names:
-        values = sorted({str(r.get(name)) for r in records})
-        parts.append(f"{name} = {values[0]}" if len(values) == 1 else f"{name} as labelled")
-    return ", ".join(parts)
+FORWARD = Quantity(
+    "median forward (loss) time", "ms", lambda r: r.get("forward_s"), "forward_s", 1e3
+)
+GRADIENT = Quantity("median gradient time", "ms", lambda r: r.get("grad_s"), "grad_s", 1e3)
+RATIO = Quantity("gradient time / forward time", "", _ratio)
+COMPILE = Quantity("first gradient call (compile + run)", "s", lambda r: r.get("compile_s"))
+MEMORY = Quantity("XLA scratch memory of the gradient", "MiB", _memory)
 
 
-def plot(example_name: str) -> list[Path]:
-    """Write the benchmark figures of an example; **Returns:** the PNG paths written."""
+def _samples_note(records) -> str:
+    counts = sorted({r["samples"] for r in records if isinstance(r.get("samples"), int)})
+    if not counts:
+        return "medians"
+    shown = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    bars = (
+        "; bars: fastest to slowest sample"
+        if any(_spread(r, "grad_s") for r in records)
+        else "; no spread recorded (rerun weanj bench to keep it)"
+    )
+    return f"medians of {shown} samples per point{bars}"
+
+
+def _groups(records, fixed: tuple[str, ...]) -> list[tuple[str, str, list[dict]]]:
+    """The records split by dtype and fixed parameters: `(stem suffix, title part,
+    records)`; the suffix is empty when there is one group."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["dtype"], *(r.get(k) for k in fixed)), []).append(r)
+    varying = [i for i in range(len(fixed) + 1) if len({key[i] for key in groups}) > 1]
+    out = []
+    for key, members in sorted(groups.items(), key=lambda kv: [str(p) for p in kv[0]]):
+        names = ("dtype", *fixed)
+        title = ", ".join(
+            [f"{n} = {v}" for n, v in zip(names[1:], key[1:], strict=True)] + [key[0]]
+        )
+        suffix = "".join(f"_{names[i]}{key[i]}" if i else f"_{key[0]}" for i in varying)
+        out.append((suffix, title, members))
+    return out
+
+
+@dataclass
+class BenchFigure:
+    """One figure: its file stem (which quantity against which variable, at which fixed
+    parameters) and its title."""
+
+    stem: str
+    title: str
+    figure: Any
+
+
+def _sweep_figures(
+    ex: Example, x: str, subset: list[dict], axis: str, fixed: tuple[str, ...], style
+) -> list[BenchFigure]:
+    out = []
+    size = ex.sizes.name if ex.sizes is not None else "size"
+    for suffix, at, members in _groups(subset, fixed):
+        timed = [r for r in members if _timed(r)]
+
+        def add(fig, stem, title, records, at=at, suffix=suffix):
+            _legend(fig, records, style)
+            fig.suptitle(f"{ex.name}: {title} ({at})\n{_samples_note(records)}", fontsize=10)
+            out.append(BenchFigure(stem + suffix, f"{ex.name}: {title} ({at})", fig))
+
+        if timed:
+            fig, (fwd, grd) = _figure(2, sharey=True)
+            drawn = [_draw(ax, timed, x, q, style) for ax, q in ((fwd, FORWARD), (grd, GRADIENT))]
+            for ax, what in ((fwd, "forward (loss)"), (grd, "gradient")):
+                ax.set(title=f"{what} time", xlabel=axis)
+            if any(drawn):
+                add(fig, f"time_vs_{x}", f"forward and gradient time against {x}", timed)
+            fig, (ax,) = _figure()
+            if _draw(ax, timed, x, RATIO, style):
+                ax.set(xlabel=axis)
+                stem = f"grad_forward_ratio{'' if x == size else '_vs_' + x}"
+                add(fig, stem, f"gradient cost in forward evaluations against {x}", timed)
+            fig, (ax,) = _figure()
+            if _draw(ax, timed, x, COMPILE, style):
+                ax.set(xlabel=axis)
+                add(
+                    fig, f"compile_vs_{x}", f"compile time (first gradient call) against {x}", timed
+                )
+        fig, (ax,) = _figure()
+        if _draw(ax, members, x, MEMORY, style):
+            ax.set(xlabel=axis)
+            add(fig, f"memory_vs_{x}", f"gradient scratch memory against {x}", members)
+    return out
+
+
+def figures(example_name: str, records: list[dict[str, Any]] | None = None) -> list[BenchFigure]:
+    """The benchmark figures of an example (matplotlib `Figure`s, not yet written)."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise UnavailableError("weanj plot needs matplotlib: pip install 'weanj[plot]'") from None
     ex = example(example_name)
-    name = ex.name
-    records = load_results(name)
+    records = load_results(ex.name) if records is None else records
+    style = styles(ex, records)
     size = ex.sizes.name if ex.sizes is not None else "size"
     size_axis = f"{size}: {ex.sizes.help}" if ex.sizes is not None and ex.sizes.help else size
-    variants = sorted({r["variant"] for r in records})
-    from matplotlib import colormaps
-
-    palette = colormaps["tab10"].colors
-    colours = {v: palette[i % len(palette)] for i, v in enumerate(variants)}
-    out = results_dir(name) / "plots"
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.png"):
-        old.unlink(missing_ok=True)  # figures of series no longer stored must not linger
-    written = []
-
-    def save(fig, stem, title):
-        fig.suptitle(title)
-        # One legend beside the axes, never over the data, for the series of all panels.
-        series = {}
-        for ax in fig.axes:
-            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-                series.setdefault(label, handle)
-        fig.legend(series.values(), series.keys(), loc="outside right center", fontsize="small")
-        path = out / f"{stem}.png"
-        fig.savefig(path, dpi=110)
-        written.append(path)
-
-    def sweep_figures(x: str, subset: list[dict], axis: str, fixed: tuple[str, ...]):
-        keys = ("variant", "device", "dtype", *fixed)
-        at = _at(ex, subset, fixed)
-        timed = [r for r in subset if _timed(r)]
-        if timed:
-            fig, (fwd, grd) = _figure(2, sharey=True)
-            drawn = False
-            for ax, field, what in (
-                (fwd, "forward_s", "forward (loss)"),
-                (grd, "grad_s", "gradient"),
-            ):
-                if _draw(ax, timed, x, lambda r, f=field: r.get(f), colours, keys, "s"):
-                    ax.set(title=f"{what} time", xlabel=axis, ylabel="median wall time")
-                    drawn = True
-            if drawn:
-                save(fig, f"time_vs_{x}", f"{name}: median time against {x} ({at})")
-            fig, (ax,) = _figure()
-            if _draw(ax, timed, x, _ratio, colours, keys, ""):
-                ax.set(xlabel=axis, ylabel="gradient time / forward time")
-                save(
-                    fig,
-                    f"grad_forward_ratio{'' if x == size else '_vs_' + x}",
-                    f"{name}: gradient cost in forward evaluations ({at})",
-                )
-            fig, (ax,) = _figure()
-            if _draw(ax, timed, x, lambda r: r.get("compile_s"), colours, keys, "s"):
-                ax.set(xlabel=axis, ylabel="wall time of the first gradient call")
-                save(fig, f"compile_vs_{x}", f"{name}: compile time (first gradient call, {at})")
-        fig, (ax,) = _figure()
-        if _draw(ax, subset, x, _memory, colours, keys, "MiB"):
-            ax.set(xlabel=axis, ylabel="XLA scratch memory of the compiled gradient")
-            save(fig, f"memory_vs_{x}", f"{name}: gradient memory against {x} ({at})")
-
+    out = []
     by_size = [r for r in records if r.get("sweep", size) == size]
     if by_size:
-        sweep_figures(size, by_size, size_axis, tuple(ex.param_names))
+        out += _sweep_figures(ex, size, by_size, size_axis, tuple(ex.param_names), style)
     for p in ex.params:
         over = [r for r in records if r.get("sweep") == p.name]
         if over:
             others = tuple(k for k in ex.param_names if k != p.name)
-            sweep_figures(
-                p.name, over, f"{p.name}: {p.help}" if p.help else p.name, (size, *others)
-            )
-    if not written:
+            axis = f"{p.name}: {p.help}" if p.help else p.name
+            out += _sweep_figures(ex, p.name, over, axis, (size, *others), style)
+    return out
+
+
+def plot(example_name: str) -> list[Path]:
+    """Write the benchmark figures of an example; **Returns:** the PNG paths written."""
+    ex = example(example_name)
+    name = ex.name
+    drawn = figures(name)
+    if not drawn:
         hint = f" --over {ex.params[0].name} V1 V2 ..." if ex.params else ""
         raise InputFileError(
             f"nothing to plot for {name}: its records sweep no size (the example declares no "
             f"weanj.Sizes) and no parameter; run e.g. weanj bench {name}{hint}"
         )
+    out = results_dir(name) / "plots"
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for f in drawn:  # each replaces its file in one step: a failure leaves the old figures
+        path = out / f"{f.stem}.png"
+        with atomic_path(path) as tmp:
+            f.figure.savefig(tmp, dpi=110, format="png")
+        written.append(path)
+    for old in out.glob("*.png"):  # only now: figures of series no longer stored must not linger
+        if old not in written:
+            old.unlink(missing_ok=True)
     return written

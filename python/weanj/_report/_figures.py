@@ -1,7 +1,8 @@
 """Pictures of where two gradients differ (`weanj diff --plot`, the report).
 
 For any rank: 1-D, |Δ| against the index; 2-D, a heat map; 3-D and up, one heat map
-per pair of axes, sliced through the worst element. |Δ| is drawn relative to
+per pair of axes sliced through the worst element, above the max projection onto the
+same axes (so that regions away from the worst element show too). |Δ| is drawn relative to
 max|g_ref| on a log colour scale with the tolerance marked on the colour bar; equal
 elements are left white and NaN/Inf drawn in their own colour; the failing regions'
 bounding boxes are outlined. matplotlib is imported here only, through its object API.
@@ -95,6 +96,13 @@ def _heat(
     ax.set_title(title, fontsize=8)
 
 
+def _wrapped(text: str, width: int) -> str:
+    """A title broken into lines that fit above the panel (each given line wrapped)."""
+    import textwrap
+
+    return "\n".join(part for line in text.splitlines() for part in textwrap.wrap(line, width))
+
+
 def draw_pair(j: Judgement, a: Gradient, b: Gradient):
     """A matplotlib `Figure` of one pair and array, or None when nothing differs."""
     from matplotlib.figure import Figure
@@ -105,8 +113,14 @@ def draw_pair(j: Judgement, a: Gradient, b: Gradient):
     c = j.comparison
     head = (
         f"{j.array}: {b.label} vs {a.label} ({j.verdict}); max rel {num(c.max_rel)} at numpy "
-        f"{index(c.worst)} / Julia {julia(c.worst)}; {c.differing} beyond tolerance in {c.region_count} region(s)"
+        f"{index(c.worst)} / Julia {julia(c.worst)}; {c.differing} "
+        f"beyond tolerance in {c.region_count} region(s)"
     )
+    if j.verdict == Verdict.KINKS and j.away is not None:
+        head += (
+            f"\nonly at the kinks, as declared ({j.kinks}); away from them {num(j.away.max_rel)}"
+        )
+    head = _wrapped(head, 80 if values.ndim == 2 else 110)
     if values.ndim <= 1:
         fig = Figure(figsize=(7, 4))
         ax = fig.add_subplot()
@@ -122,8 +136,9 @@ def draw_pair(j: Judgement, a: Gradient, b: Gradient):
         ax.axhline(
             tolerance(c.dtype).grad, color="red", linestyle="--", linewidth=1, label="tolerance"
         )
-        for r in c.regions:
-            ax.axvspan(r.lo[0] + 0.5, r.hi[0] + 1.5, color="red", alpha=0.12)
+        for r in c.regions:  # a 0-d array's one region has no index: element 1
+            lo, hi = (r.lo[0], r.hi[0]) if r.lo else (0, 0)
+            ax.axvspan(lo + 0.5, hi + 1.5, color="red", alpha=0.12)
         ax.set_xlabel("index (Julia, 1-based)")
         ax.set_ylabel("|Δ| / max|g_ref|")
         ax.set_title(head, fontsize=8)
@@ -133,21 +148,38 @@ def draw_pair(j: Judgement, a: Gradient, b: Gradient):
         boxes = [(r.lo[0], r.lo[1], r.hi[0], r.hi[1]) for r in c.regions]
         _heat(fig.add_subplot(), fig, values, bad, j, head, boxes=boxes)
         return fig
+    return _slices_and_projections(values, bad, j, head)
+
+
+def planes_of(ndim: int) -> list[tuple[int, int]]:
+    """The pairs of axes drawn for an array of rank >= 3: every pair for 3-D; for higher
+    ranks consecutive pairs, so that each axis appears in some panel."""
+    if ndim == 3:
+        return [(0, 1), (0, 2), (1, 2)]
+    return [(d, d + 1) for d in range(ndim - 1)]
+
+
+def _slices_and_projections(values: np.ndarray, bad: np.ndarray, j: Judgement, head: str):
+    """Rank >= 3: a row of slices through the worst element (the regions that cross the
+    slice outlined), and a row of max projections over the other axes (every region
+    outlined), so that a region away from the worst element is seen too."""
+    from matplotlib.figure import Figure
+
+    c = j.comparison
     worst = c.worst if c.worst else tuple(s // 2 for s in values.shape)
-    planes = [(p, q) for p in range(values.ndim) for q in range(p + 1, values.ndim)][:3]
-    fig = Figure(figsize=(5.2 * len(planes), 5.0))
+    planes = planes_of(values.ndim)
+    fig = Figure(figsize=(5.2 * len(planes), 9.6), layout="constrained")  # bars beside panels
     for k, (p, q) in enumerate(planes):
+        others = [d for d in range(values.ndim) if d not in (p, q)]
         where = tuple(slice(None) if d in (p, q) else worst[d] for d in range(values.ndim))
-        fixed = ", ".join(
-            f"axis {d} = {worst[d] + 1}" for d in range(values.ndim) if d not in (p, q)
-        )
+        fixed = ", ".join(f"axis {d} = {worst[d] + 1}" for d in others)
         boxes = [
             (r.lo[p], r.lo[q], r.hi[p], r.hi[q])
             for r in c.regions
-            if all(r.lo[d] <= worst[d] <= r.hi[d] for d in range(values.ndim) if d not in (p, q))
+            if all(r.lo[d] <= worst[d] <= r.hi[d] for d in others)
         ]
         _heat(
-            fig.add_subplot(1, len(planes), k + 1),
+            fig.add_subplot(2, len(planes), k + 1),
             fig,
             values[where],
             bad[where],
@@ -155,6 +187,16 @@ def draw_pair(j: Judgement, a: Gradient, b: Gradient):
             f"slice through the worst element ({fixed}, Julia)",
             axes=(p, q),
             boxes=boxes,
+        )
+        _heat(
+            fig.add_subplot(2, len(planes), len(planes) + k + 1),
+            fig,
+            np.max(values, axis=tuple(others)),
+            np.any(bad, axis=tuple(others)),
+            j,
+            f"max over axes {', '.join(str(d) for d in others)} (all regions)",
+            axes=(p, q),
+            boxes=[(r.lo[p], r.lo[q], r.hi[p], r.hi[q]) for r in c.regions],
         )
     fig.suptitle(head, fontsize=9)
     return fig

@@ -42,7 +42,12 @@ def region_lines(c: ArrayComparison, indent: str = "    ") -> list[str]:
     """One line per region beyond the tolerance (largest first), and how many more."""
     out = []
     for r in c.regions[:MAX_REGION_LINES]:
-        worst = "NaN/Inf" if not math.isfinite(r.worst_rel) else f"{r.worst_rel:.2e}·max|g_ref|"
+        if r.nonfinite:
+            worst = "NaN/Inf"
+        elif not math.isfinite(r.worst_rel):  # the reference is zero throughout
+            worst = f"|Δ| {num(r.worst_abs)} (max|g_ref| = 0)"
+        else:
+            worst = f"{r.worst_rel:.2e}·max|g_ref|"
         out.append(
             f"{indent}{r.count} element(s) in {box(r.lo, r.hi)}, worst {worst} at numpy "
             f"{index(r.worst)} / Julia {julia(r.worst)}"
@@ -59,7 +64,8 @@ def comparison_text(c: ArrayComparison) -> str:
         text = "bitwise equal"
     else:
         text = (
-            f"max|Δ|/max|g_ref| = {num(c.max_rel)} (tolerance {tol.grad:g}) at numpy {index(c.worst)} / "
+            f"max|Δ|/max|g_ref| = {num(c.max_rel)} (tolerance "
+            f"{tol.grad:g}) at numpy {index(c.worst)} / "
             f"Julia {julia(c.worst)}, {c.ulp if c.ulp >= 0 else '—'} ULP"
         )
     if c.differing:
@@ -91,7 +97,10 @@ def summary(j: Judgement) -> str:
     if j.kind == "pair" and j.comparison is not None:
         body = comparison_text(j.comparison)
         if j.verdict == Verdict.KINKS:
-            body += f"; differs only at the kinks, as declared ({j.kinks}); away from them {num(j.away.max_rel)}"
+            body += (
+                "; differs only at the kinks, as declared "
+                f"({j.kinks}); away from them {num(j.away.max_rel)}"
+            )
         if j.reason:
             body = f"{j.reason}; {body}"
     elif j.kind == "taylor":
@@ -125,7 +134,8 @@ def details(j: Judgement) -> list[str]:
             else ""
         )
         out.append(
-            f"    central differences (h = {fd['step']:g}): relative error {num(fd['error'], 1)}{flag}"
+            f"    central differences (h = {fd['step']:g}): "
+            f"relative error {num(fd['error'], 1)}{flag}"
         )
     return out
 
@@ -178,7 +188,8 @@ def _f32_error(js: list[Judgement]) -> str:
 def variant_rows(ej: ExampleJudgement) -> list[str]:
     """The table of variants: loss, Taylor (smallest rate), jvp, float32 error, time."""
     out = [
-        f"  {'variant':<24} {'family':<13} {'loss':<22} {'taylor':<10} {'jvp':<10} {'float32':<12} time"
+        f"  {'variant':<24} {'family':<13} {'loss':<22} "
+        f"{'taylor':<10} {'jvp':<10} {'float32':<12} time"
     ]
     for label, g in ej.subjects.items():
         if g.source != "run" or g.dtype != "float64":
@@ -188,7 +199,8 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
         time_s = f"{g.seconds:.1f} s" if g.seconds is not None else ""
         out.append(
             f"  {label:<24} {g.family:<13} {loss:<22} {_cell(checks['taylor'], _min_rate):<10} "
-            f"{_cell(checks['jvp'], _jvp_error):<10} {_cell(checks['float32'], _f32_error):<12} {time_s}"
+            f"{_cell(checks['jvp'], _jvp_error):<10} "
+            f"{_cell(checks['float32'], _f32_error):<12} {time_s}"
         )
     for label, error in ej.errors.items():
         verdict = "timeout" if label in ej.timed_out else "ERROR"
@@ -200,7 +212,10 @@ def pair_row(j: Judgement) -> str:
     c = j.comparison
     ref, other = j.subjects
     if c is None:
-        return f"  {ref:<24} {other:<26} {j.array or '':<8} {'':>9} {'':>9} {'':>12} {'':>12} {'':>5} {'':>9}  {j.verdict}"
+        return (
+            f"  {ref:<24} {other:<26} {j.array or '':<8} {'':>9} "
+            f"{'':>9} {'':>12} {'':>12} {'':>5} {'':>9}  {j.verdict}"
+        )
     numpy_i, julia_i = ("—", "—") if c.max_abs == 0 else (index(c.worst), julia(c.worst))
     ulp = "—" if c.ulp < 0 else (str(c.ulp) if c.ulp < 100000 else ">1e5")
     return (
@@ -228,8 +243,10 @@ def pair_lines(ej: ExampleJudgement, *, everything: bool) -> list[str]:
     if not pairs:
         return []
     out = [
-        "  pairs (rel = max|Δ| / max|g_ref|, ref = left; worst element as 0-based numpy / 1-based Julia index):",
-        f"  {'ref':<24} {'other':<26} {'array':<8} {'max|Δ|':>9} {'rel':>9} {'numpy':>12} {'Julia':>12} "
+        "  pairs (rel = max|Δ| / max|g_ref|, ref = left; worst "
+        "element as 0-based numpy / 1-based Julia index):",
+        f"  {'ref':<24} {'other':<26} {'array':<8} "
+        f"{'max|Δ|':>9} {'rel':>9} {'numpy':>12} {'Julia':>12} "
         f"{'ULP':>5} {'|ΔL|/|L|':>9}  verdict",
     ]
     out.extend(pair_row(j) for j in pairs)
@@ -243,12 +260,14 @@ def pair_lines(ej: ExampleJudgement, *, everything: bool) -> list[str]:
         for j in differing:
             c = j.comparison
             out.append(
-                f"   {j.subjects[0]} vs {j.subjects[1]} ({j.array}): {c.differing} of {c.size} element(s)"
+                f"   {j.subjects[0]} vs {j.subjects[1]} "
+                f"({j.array}): {c.differing} of {c.size} element(s)"
             )
             out.extend(region_lines(c))
             if j.verdict == Verdict.KINKS:
                 out.append(
-                    f"    only at the kinks, as declared ({j.kinks}); away from them {num(j.away.max_rel)}"
+                    f"    only at the kinks, as declared ({j.kinks}); "
+                    f"away from them {num(j.away.max_rel)}"
                 )
     return out
 
@@ -265,7 +284,8 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
         for label, g in ej.subjects.items():
             loss = "loss ?" if g.loss is None else f"loss {g.loss:.15e}"
             out.append(
-                f"  {label:<26} {g.family:<13} {g.dtype:<8} {loss}  {g.backend_version or g.backend}"
+                f"  {label:<26} {g.family:<13} {g.dtype:<8} "
+                f"{loss}  {g.backend_version or g.backend}"
             )
     skips: dict[str, list[str]] = {}
     for label, why in ej.skipped.items():  # one line per reason, however many variants
@@ -285,7 +305,8 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     masked = next((j.info["masked"] for j in ej.of_kind("taylor") if "masked" in j.info), None)
     if masked:
         out.append(
-            f"  kink mask: {masked['left_out']} of {masked['size']} entries left out ({masked['why']})"
+            f"  kink mask: {masked['left_out']} of "
+            f"{masked['size']} entries left out ({masked['why']})"
         )
     out.extend(pair_lines(ej, everything=mode != "check"))
     files = ej.of_kind("file")

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import InputError
-from .._model import Param, Sizes
+from .._model import Example, Param, Sizes
 
 ARRAYS = ("theta", "uobs")
 SHAPES = {"theta": ("n", "n"), "uobs": ("n", "n")}
@@ -66,6 +66,17 @@ def h2(n: int) -> float:
     return 1.0 / (n + 1) ** 2
 
 
+def iterate(step, theta, K):
+    """u^K: K applications of `step(u, theta, h2)` from u⁰ = 0, in a `lax.scan`."""
+    import jax
+
+    scale = h2(theta.shape[0])
+    u, _ = jax.lax.scan(
+        lambda u, _: (step(u, theta, scale), None), zero_grid(theta), None, length=K
+    )
+    return u
+
+
 def zero_grid(theta):
     """u⁰ = 0, padded: (n+2)×(n+2) in θ's dtype."""
 
@@ -77,3 +88,34 @@ def misfit(u, uobs):
     """Σ (u[i,j] − uobs[i,j])² over the interior of the padded grid `u`."""
 
     return jnp.sum((u[1:-1, 1:-1] - uobs) ** 2)
+
+
+def example(name: str, stem: str, seed: int, title: str) -> Example:
+    """A Poisson example: the arrays, parameters, inputs and sizes 01 and 02 share."""
+    return Example(
+        name=name,
+        stem=stem,
+        title=title,
+        seed=seed,
+        arrays=ARRAYS,
+        shapes=SHAPES,
+        wrt=WRT,
+        params=PARAMS,
+        generate=generate,
+        validate=validate,
+        describe=describe,
+        sizes=SIZES,
+    )
+
+
+def loss_of(solve, description: str):
+    """`(theta, uobs, K) -> Σ (u^K − uobs)²` for a solver `solve(theta, K) -> u^K` (padded):
+    the loss every Poisson variant shares, so that a variant is its solver; `description`
+    becomes its docstring (the variant's description)."""
+
+    def loss(theta, uobs, K):
+        return misfit(solve(theta, K), uobs)
+
+    loss.__name__ = f"{getattr(solve, '__name__', 'solve')}_loss"
+    loss.__doc__ = description
+    return loss

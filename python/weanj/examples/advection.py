@@ -87,79 +87,20 @@ import numpy as np
 
 import weanj
 
-LAMBDA = 0.25  # dt/dx: with |u|, |v| <= 1, λ(|u| + |v|) <= 0.5 (CFL)
-N_SHARED = 64
-ARRAYS = ("c0", "u", "v", "cobs")
+from ._advection_inputs import (  # noqa: F401 (random_velocities: used by the tests)
+    ARRAYS,
+    LAMBDA,
+    N_SHARED,
+    describe,
+    generate,
+    random_velocities,
+    validate,
+)
+
 FD_STEP = 1e-5
 
 
-# --- the shared inputs ------------------------------------------------------------------
-
-
-def random_velocities(rng: np.random.Generator, n: int, speed: float = 0.9):
-    """Face velocities with max(|u|, |v|) = `speed`: the discrete curl of a random
-    streamfunction ψ (divergence-free) plus a quarter of the gradient of a random
-    potential φ.
-
-    Rough (white-noise ψ, φ), so that the first step breaks every tie of `c0` for good;
-    slightly compressible, so that constant patches do not stay constant up to rounding
-    (a divergence-free flow keeps them, and with them kinks at every step, at distances
-    of 1e-17 that no finite difference can avoid). The compressible part concentrates c
-    a little (on the shared inputs max|c| grows from 1.6 to 3.0 in 20 steps).
-    """
-    psi = rng.uniform(-1.0, 1.0, (n, n))
-    phi = rng.uniform(-1.0, 1.0, (n, n))
-    u = (psi - np.roll(psi, 1, 1)) + 0.25 * (np.roll(phi, -1, 0) - phi)
-    v = (np.roll(psi, 1, 0) - psi) + 0.25 * (np.roll(phi, -1, 1) - phi)
-    scale = speed / max(np.max(np.abs(u)), np.max(np.abs(v)), np.finfo(float).tiny)
-    return u * scale, v * scale
-
-
-def generate(seed: int, n: int = N_SHARED) -> dict[str, np.ndarray]:
-    """Random `c0` and `cobs` in [−1, 1), random velocities, and, for n >= 16, minmod
-    ties at the first step: four blocks of (n/4)×(n/4) cells holding two planes of
-    exactly representable values (multiples of 1/16, so that every difference inside is
-    exact and consecutive differences are exactly equal: `a == b != 0`, both axes, both
-    signs) and two constant patches (`a == b == 0`, and `a*b == 0` at their edges)."""
-    rng = np.random.default_rng(seed)
-    c0 = rng.uniform(-1.0, 1.0, (n, n))
-    u, v = random_velocities(rng, n)
-    cobs = rng.uniform(-1.0, 1.0, (n, n))
-    q = n // 8
-    if q >= 2:
-        i = np.arange(2 * q)[:, None]
-        j = np.arange(2 * q)[None, :]
-        c0[q : 3 * q, q : 3 * q] = 0.0625 * i - 0.125 * j + 0.5
-        c0[5 * q : 7 * q, q : 3 * q] = -0.125 * i + 0.0625 * j + 0.25
-        c0[q : 3 * q, 5 * q : 7 * q] = 0.5
-        c0[5 * q : 7 * q, 5 * q : 7 * q] = -0.25
-    return {"c0": c0, "u": u, "v": v, "cobs": cobs}
-
-
-def validate(arrays: Mapping[str, np.ndarray]) -> None:
-    c0 = arrays["c0"]
-    if c0.ndim != 2 or c0.shape[0] != c0.shape[1] or c0.shape[0] < 1:
-        raise weanj.InputError(
-            f"c0 must be a square (n, n) array with n >= 1, got shape {c0.shape}"
-        )
-    for name in ARRAYS[1:]:
-        if arrays[name].shape != c0.shape:
-            raise weanj.InputError(
-                f"{name} has shape {arrays[name].shape}, c0 has {c0.shape}; all four arrays "
-                "must be (n, n)"
-            )
-    for name in ("u", "v"):
-        worst = float(np.max(np.abs(arrays[name])))
-        if worst > 1.0:
-            raise weanj.InputError(
-                f"|{name}| must be <= 1 everywhere (CFL with λ = {LAMBDA}), got "
-                f"max|{name}| = {worst:.17g}"
-            )
-
-
-def describe(arrays: Mapping[str, np.ndarray]) -> dict:
-    return {"n": int(arrays["c0"].shape[0])}
-
+# --- the shared inputs (`_advection_inputs.py`): ties at the first step ------------------
 
 # --- the mathematics, pointwise -----------------------------------------------------------
 # Written once on scalars-or-arrays, so that every JAX variant (rolled arrays, kernex
@@ -326,13 +267,9 @@ EXAMPLE = weanj.register_example(
 )
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-muscl",
-    family="muscl",
-    description="vectorised (jnp.roll, jnp.where branches) in a lax.scan over T; JAX AD",
-)
+@weanj.jax_variant(EXAMPLE, "jax-muscl", family="muscl")
 def muscl_loss(c0, u, v, cobs, T):
+    """vectorised (jnp.roll, jnp.where branches) in a lax.scan over T; JAX AD"""
     return misfit(advect(c0, u, v, T), cobs)
 
 
@@ -393,15 +330,9 @@ def kernex_step(c, u, v):
     return kernex_update(c, F, G)
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "kernex-muscl",
-    family="muscl",
-    backend="kernex",
-    requires=("kernex",),
-    description="slopes, fluxes and update as kernex.kmap stencils in a lax.scan; JAX AD",
-)
+@weanj.jax_variant(EXAMPLE, "kernex-muscl", family="muscl", backend="kernex", requires=("kernex",))
 def kernex_muscl_loss(c0, u, v, cobs, T):
+    """slopes, fluxes and update as kernex.kmap stencils in a lax.scan; JAX AD"""
     c, _ = jax.lax.scan(lambda c, _: (kernex_step(c, u, v), None), c0, None, length=T)
     return misfit(c, cobs)
 
@@ -410,13 +341,7 @@ def kernex_muscl_loss(c0, u, v, cobs, T):
 # A second AD engine on the very same program; Enzyme differentiates the `select`s of
 # jnp.where as JAX does, into the branch taken.
 
-weanj.enzyme_variant(
-    EXAMPLE,
-    "jax-muscl-enzyme",
-    family="muscl",
-    loss=muscl_loss,
-    description="jax-muscl's forward through enzyme_jax_ir; gradient by Enzyme",
-)
+weanj.enzyme_variant(EXAMPLE, "jax-muscl-enzyme", family="muscl", loss=muscl_loss)
 
 
 # --- muscl with rematerialisation (jax-muscl-checkpoint) --------------------------------
@@ -454,13 +379,9 @@ def advect_nested(c, u, v, T: int, levels: int):
     return c
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-muscl-checkpoint",
-    family="muscl",
-    description="jax-muscl's steps in nested jax.checkpoint'ed blocks; O(log T) states",
-)
+@weanj.jax_variant(EXAMPLE, "jax-muscl-checkpoint", family="muscl")
 def muscl_checkpoint_loss(c0, u, v, cobs, T):
+    """jax-muscl's steps in nested jax.checkpoint'ed blocks; O(log T) states"""
     return misfit(advect_nested(c0, u, v, T, remat_levels(T)), cobs)
 
 
@@ -469,32 +390,18 @@ def muscl_checkpoint_loss(c0, u, v, cobs, T):
 # the branches (the module docstring's table): `weanj diff` shows where.
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-muscl-minmax",
-    family="muscl-minmax",
-    description="jax-muscl with minmod = 0.5*(sign a + sign b)*minimum(|a|, |b|); JAX AD",
-)
+@weanj.jax_variant(EXAMPLE, "jax-muscl-minmax", family="muscl-minmax")
 def muscl_minmax_loss(c0, u, v, cobs, T):
+    """jax-muscl with minmod = 0.5*(sign a + sign b)*minimum(|a|, |b|); JAX AD"""
     return misfit(advect(c0, u, v, T, minmod_minmax), cobs)
 
 
 # --- Julia: the loops of julia/advection.jl, gradients by Enzyme.jl (through juliacall) --
 
-weanj.julia_variant(
-    EXAMPLE,
-    "julia-muscl",
-    family="muscl",
-    loss="muscl_loss",
-    description="julia/advection.jl: in-place loops, if/else minmod; gradient by Enzyme.jl",
-)
-weanj.julia_variant(
-    EXAMPLE,
-    "julia-muscl-minmax",
-    family="muscl-minmax",
-    loss="muscl_minmax_loss",
-    description="julia/advection.jl: minmod by sign and min; gradient by Enzyme.jl",
-)
+# julia-muscl: in-place loops, if/else minmod; gradient by Enzyme.jl
+weanj.julia_variant(EXAMPLE, "julia-muscl", family="muscl", loss="muscl_loss")
+# julia-muscl-minmax: minmod by sign and min; gradient by Enzyme.jl
+weanj.julia_variant(EXAMPLE, "julia-muscl-minmax", family="muscl-minmax", loss="muscl_minmax_loss")
 
 # The two ports of the minmax limiter: the same loss, but at a tie JAX's `minimum` splits
 # the derivative ½/½ and Julia's `min` (under Enzyme) gives it to its second argument

@@ -19,22 +19,8 @@ import weanj
 
 from . import _adjoint, _poisson, _sharded, _wavefront
 
-EXAMPLE = weanj.register_example(
-    weanj.Example(
-        name="02-gauss-seidel",
-        stem="gauss_seidel",
-        title="Gauss–Seidel sweeps (lexicographic and red-black), 2-D Poisson",
-        arrays=_poisson.ARRAYS,
-        shapes=_poisson.SHAPES,
-        wrt=_poisson.WRT,
-        params=_poisson.PARAMS,
-        seed=2,
-        generate=_poisson.generate,
-        validate=_poisson.validate,
-        describe=_poisson.describe,
-        sizes=_poisson.SIZES,
-    )
-)
+TITLE = "Gauss–Seidel sweeps (lexicographic and red-black), 2-D Poisson"
+EXAMPLE = weanj.register_example(_poisson.example("02-gauss-seidel", "gauss_seidel", 2, TITLE))
 
 
 # --- lex: the seed notebook's nested scans ------------------------------------------
@@ -60,20 +46,12 @@ def lex_sweep(u, theta, h2):
 
 
 def lex_solve(theta, K):
-    h2 = _poisson.h2(theta.shape[0])
-    u, _ = jax.lax.scan(
-        lambda u, _: (lex_sweep(u, theta, h2), None), _poisson.zero_grid(theta), None, length=K
-    )
-    return u
+    return _poisson.iterate(lex_sweep, theta, K)
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-lex",
-    family="lex",
-    description="seed notebook: nested lax.scan, one step per point; gradient by JAX AD",
-)
+@weanj.jax_variant(EXAMPLE, "jax-lex", family="lex")
 def lex_loss(theta, uobs, K):
+    """seed notebook: nested lax.scan, one step per point; gradient by JAX AD"""
     return _poisson.misfit(lex_solve(theta, K), uobs)
 
 
@@ -103,13 +81,9 @@ def rb_solve(theta, K):
     return u
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-rb",
-    family="rb",
-    description="seed notebook: masked vectorised red/black half-sweeps; gradient by JAX AD",
-)
+@weanj.jax_variant(EXAMPLE, "jax-rb", family="rb")
 def rb_loss(theta, uobs, K):
+    """seed notebook: masked vectorised red/black half-sweeps; gradient by JAX AD"""
     return _poisson.misfit(rb_solve(theta, K), uobs)
 
 
@@ -135,15 +109,9 @@ def kernex_lex_solve(theta, K):
     return u_t.T
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "kernex-lex",
-    family="lex",
-    backend="kernex",
-    requires=("kernex",),
-    description="kernex.kscan over (u, θ) windows of the transposed grid; gradient by JAX AD",
-)
+@weanj.jax_variant(EXAMPLE, "kernex-lex", family="lex", backend="kernex", requires=("kernex",))
 def kernex_lex_loss(theta, uobs, K):
+    """kernex.kscan over (u, θ) windows of the transposed grid; gradient by JAX AD"""
     return _poisson.misfit(kernex_lex_solve(theta, K), uobs)
 
 
@@ -165,34 +133,16 @@ def kernex_rb_solve(theta, K):
     return u
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "kernex-rb",
-    family="rb",
-    backend="kernex",
-    requires=("kernex",),
-    description="masked red/black half-sweeps, stencil by kernex.kmap; gradient by JAX AD",
-)
+@weanj.jax_variant(EXAMPLE, "kernex-rb", family="rb", backend="kernex", requires=("kernex",))
 def kernex_rb_loss(theta, uobs, K):
+    """masked red/black half-sweeps, stencil by kernex.kmap; gradient by JAX AD"""
     return _poisson.misfit(kernex_rb_solve(theta, K), uobs)
 
 
 # --- Enzyme-JAX: the forwards of jax-lex and jax-rb, gradients by Enzyme's MLIR AD ----
 
-weanj.enzyme_variant(
-    EXAMPLE,
-    "jax-lex-enzyme",
-    family="lex",
-    loss=lex_loss,
-    description="jax-lex's forward through enzyme_jax_ir; gradient by Enzyme",
-)
-weanj.enzyme_variant(
-    EXAMPLE,
-    "jax-rb-enzyme",
-    family="rb",
-    loss=rb_loss,
-    description="jax-rb's forward through enzyme_jax_ir; gradient by Enzyme",
-)
+weanj.enzyme_variant(EXAMPLE, "jax-lex-enzyme", family="lex", loss=lex_loss)
+weanj.enzyme_variant(EXAMPLE, "jax-rb-enzyme", family="rb", loss=rb_loss)
 
 
 # --- lex by hyperplanes, with a discrete adjoint (jax-wavefront) ---------------------
@@ -213,13 +163,9 @@ def lex_transpose_solve(source, K):
 wavefront_adjoint_solve = _adjoint.with_adjoint(wavefront_solve, lex_transpose_solve)
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-wavefront",
-    family="lex",
-    description="lex by hyperplanes t = i+j+2k, bitwise jax-lex; discrete adjoint (custom_vjp)",
-)
+@weanj.jax_variant(EXAMPLE, "jax-wavefront", family="lex")
 def wavefront_loss(theta, uobs, K):
+    """lex by hyperplanes t = i+j+2k, bitwise jax-lex; discrete adjoint (custom_vjp)"""
     return _poisson.misfit(wavefront_adjoint_solve(theta, K), uobs)
 
 
@@ -238,16 +184,10 @@ def rb_transpose_solve(source, K):
 
 
 rb_adjoint_solve = _adjoint.with_adjoint(rb_solve, rb_transpose_solve)
-
-
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-rb-adjoint",
-    family="rb",
-    description="jax-rb's sweeps; discrete adjoint (custom_vjp): black, then red",
+rb_adjoint_loss = _poisson.loss_of(
+    rb_adjoint_solve, "jax-rb's sweeps; discrete adjoint (custom_vjp): black, then red"
 )
-def rb_adjoint_loss(theta, uobs, K):
-    return _poisson.misfit(rb_adjoint_solve(theta, K), uobs)
+weanj.jax_variant(EXAMPLE, "jax-rb-adjoint", family="rb", loss=rb_adjoint_loss)
 
 
 # --- rb split over devices (jax-rb-sharded) ------------------------------------------
@@ -255,28 +195,13 @@ def rb_adjoint_loss(theta, uobs, K):
 # ppermute before every half-sweep (`_sharded.py`): bitwise jax-rb's loss.
 
 weanj.jax_variant(
-    EXAMPLE,
-    "jax-rb-sharded",
-    family="rb",
-    description="rows split over a 1-D device mesh (shard_map), halos by ppermute every "
-    "half-sweep; loss bitwise jax-rb; gradient by JAX AD",
-    multi_device=True,
-)(_sharded.rb_sharded_loss)
+    EXAMPLE, "jax-rb-sharded", family="rb", multi_device=True, loss=_sharded.rb_sharded_loss
+)
 
 
 # --- Julia: the loops of julia/gauss_seidel.jl, gradients by Enzyme.jl (juliacall) ----
 
-weanj.julia_variant(
-    EXAMPLE,
-    "julia-lex",
-    family="lex",
-    loss="lex_loss",
-    description="julia/gauss_seidel.jl: in-place loop, j outer, i inner; Enzyme.jl",
-)
-weanj.julia_variant(
-    EXAMPLE,
-    "julia-rb",
-    family="rb",
-    loss="rb_loss",
-    description="julia/gauss_seidel.jl: in-place red, then black points; Enzyme.jl",
-)
+# julia-lex: in-place loop, j outer, i inner; Enzyme.jl
+weanj.julia_variant(EXAMPLE, "julia-lex", family="lex", loss="lex_loss")
+# julia-rb: in-place red, then black points; Enzyme.jl
+weanj.julia_variant(EXAMPLE, "julia-rb", family="rb", loss="rb_loss")

@@ -16,22 +16,8 @@ import weanj
 
 from . import _adjoint, _poisson, _sharded
 
-EXAMPLE = weanj.register_example(
-    weanj.Example(
-        name="01-jacobi",
-        stem="jacobi",
-        title="Jacobi iteration, 2-D Poisson, zero Dirichlet boundary",
-        arrays=_poisson.ARRAYS,
-        shapes=_poisson.SHAPES,
-        wrt=_poisson.WRT,
-        params=_poisson.PARAMS,
-        seed=1,
-        generate=_poisson.generate,
-        validate=_poisson.validate,
-        describe=_poisson.describe,
-        sizes=_poisson.SIZES,
-    )
-)
+TITLE = "Jacobi iteration, 2-D Poisson, zero Dirichlet boundary"
+EXAMPLE = weanj.register_example(_poisson.example("01-jacobi", "jacobi", 1, TITLE))
 
 
 def jacobi_step(u, theta, h2):
@@ -42,21 +28,12 @@ def jacobi_step(u, theta, h2):
 
 def jacobi_solve(theta, K):
     """u^K from u⁰ = 0."""
-
-    h2 = _poisson.h2(theta.shape[0])
-    u, _ = jax.lax.scan(
-        lambda u, _: (jacobi_step(u, theta, h2), None), _poisson.zero_grid(theta), None, length=K
-    )
-    return u
+    return _poisson.iterate(jacobi_step, theta, K)
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-jacobi",
-    family="jacobi",
-    description="vectorised stencil in a lax.scan over K; gradient by JAX AD",
-)
+@weanj.jax_variant(EXAMPLE, "jax-jacobi", family="jacobi")
 def jacobi_loss(theta, uobs, K):
+    """vectorised stencil in a lax.scan over K; gradient by JAX AD"""
     return _poisson.misfit(jacobi_solve(theta, K), uobs)
 
 
@@ -77,17 +54,11 @@ def jacobi_transpose_solve(source, K):
     return z
 
 
-jacobi_adjoint_solve = _adjoint.with_adjoint(jacobi_solve, jacobi_transpose_solve)
-
-
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-jacobi-adjoint",
-    family="jacobi",
-    description="jax-jacobi's iterations; discrete adjoint (custom_vjp), no stored states",
+jacobi_adjoint_loss = _poisson.loss_of(
+    _adjoint.with_adjoint(jacobi_solve, jacobi_transpose_solve),
+    "jax-jacobi's iterations; discrete adjoint (custom_vjp), no stored states",
 )
-def jacobi_adjoint_loss(theta, uobs, K):
-    return _poisson.misfit(jacobi_adjoint_solve(theta, K), uobs)
+weanj.jax_variant(EXAMPLE, "jax-jacobi-adjoint", family="jacobi", loss=jacobi_adjoint_loss)
 
 
 # --- jacobi split over devices (jax-jacobi-sharded) ----------------------------------
@@ -98,10 +69,9 @@ weanj.jax_variant(
     EXAMPLE,
     "jax-jacobi-sharded",
     family="jacobi",
-    description="rows split over a 1-D device mesh (shard_map), halos by ppermute; "
-    "loss bitwise jax-jacobi; gradient by JAX AD",
     multi_device=True,
-)(_sharded.jacobi_sharded_loss)
+    loss=_sharded.jacobi_sharded_loss,
+)
 
 
 # --- kernex: the point update as a kernex kernel over all windows at once (kmap) ----
@@ -124,34 +94,19 @@ def kernex_jacobi_solve(theta, K):
 
 
 @weanj.jax_variant(
-    EXAMPLE,
-    "kernex-jacobi",
-    family="jacobi",
-    backend="kernex",
-    requires=("kernex",),
-    description="kernex.kmap over (u, θ) windows in a lax.scan over K; gradient by JAX AD",
+    EXAMPLE, "kernex-jacobi", family="jacobi", backend="kernex", requires=("kernex",)
 )
 def kernex_jacobi_loss(theta, uobs, K):
+    """kernex.kmap over (u, θ) windows in a lax.scan over K; gradient by JAX AD"""
     return _poisson.misfit(kernex_jacobi_solve(theta, K), uobs)
 
 
 # --- Enzyme-JAX: jax-jacobi's forward, gradient by Enzyme's MLIR AD ------------------
 
-weanj.enzyme_variant(
-    EXAMPLE,
-    "jax-jacobi-enzyme",
-    family="jacobi",
-    loss=jacobi_loss,
-    description="jax-jacobi's forward through enzyme_jax_ir; gradient by Enzyme",
-)
+weanj.enzyme_variant(EXAMPLE, "jax-jacobi-enzyme", family="jacobi", loss=jacobi_loss)
 
 
 # --- Julia: the loops of julia/jacobi.jl, gradient by Enzyme.jl (through juliacall) ---
 
-weanj.julia_variant(
-    EXAMPLE,
-    "julia-jacobi",
-    family="jacobi",
-    loss="jacobi_loss",
-    description="julia/jacobi.jl: in-place loops, two buffers; gradient by Enzyme.jl",
-)
+# julia-jacobi: in-place loops, two buffers; gradient by Enzyme.jl
+weanj.julia_variant(EXAMPLE, "julia-jacobi", family="jacobi", loss="jacobi_loss")

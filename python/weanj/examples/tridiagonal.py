@@ -283,13 +283,9 @@ def thomas_solve(a, b, c, d):
     return back_substitute(*eliminate(a, b, c, d))
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-thomas",
-    family="thomas",
-    description="the recurrence as lax.scans over k, all m systems per step; JAX AD",
-)
+@weanj.jax_variant(EXAMPLE, "jax-thomas", family="thomas")
 def thomas_loss(a, b, c, d, xobs):
+    """the recurrence as lax.scans over k, all m systems per step; JAX AD"""
     return misfit(thomas_solve(a, b, c, d), xobs)
 
 
@@ -342,13 +338,9 @@ def _adjoint_backward(residuals, xbar):
 thomas_adjoint_solve.defvjp(_adjoint_forward, _adjoint_backward)
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-thomas-adjoint",
-    family="thomas",
-    description="jax-thomas's scans; discrete adjoint (custom_vjp): λ = A⁻ᵀx̄ from cp and w",
-)
+@weanj.jax_variant(EXAMPLE, "jax-thomas-adjoint", family="thomas")
 def thomas_adjoint_loss(a, b, c, d, xobs):
+    """jax-thomas's scans; discrete adjoint (custom_vjp): λ = A⁻ᵀx̄ from cp and w"""
     return misfit(thomas_adjoint_solve(a, b, c, d), xobs)
 
 
@@ -411,13 +403,9 @@ def pcr_solve(a, b, c, d):
     return d[:, pad : pad + n] / b[:, pad : pad + n]
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-pcr",
-    family="thomas",
-    description="parallel cyclic reduction: ⌈log₂ n⌉ vectorised levels, no loop over k; JAX AD",
-)
+@weanj.jax_variant(EXAMPLE, "jax-pcr", family="thomas")
 def pcr_loss(a, b, c, d, xobs):
+    """parallel cyclic reduction: ⌈log₂ n⌉ vectorised levels, no loop over k; JAX AD"""
     return misfit(pcr_solve(a, b, c, d), xobs)
 
 
@@ -440,33 +428,35 @@ def lax_tridiagonal_solve(a, b, c, d):
     return jax.lax.linalg.tridiagonal_solve(a, b, c, d[:, :, None])[:, :, 0]
 
 
-@weanj.jax_variant(
-    EXAMPLE,
-    "jax-lax-tridiagonal",
-    family="thomas",
-    description="jax.lax.linalg.tridiagonal_solve (LAPACK gtsv on CPU); its own derivative",
-)
+@weanj.jax_variant(EXAMPLE, "jax-lax-tridiagonal", family="thomas")
 def lax_tridiagonal_loss(a, b, c, d, xobs):
+    """jax.lax.linalg.tridiagonal_solve (LAPACK gtsv on CPU); its own derivative"""
     return misfit(lax_tridiagonal_solve(a, b, c, d), xobs)
 
 
 # --- Enzyme-JAX: jax-thomas's forward, gradient by Enzyme's MLIR AD ------------------
+# `weanj fuzz 04-tridiagonal` found that enzyme-ad 0.0.16 returns a wrong gradient of this
+# very forward for systems of size n = 4 and n = 12 (a, b, c off by up to 9e-2·max|g|
+# at n = 4, by O(1) at n = 12; central differences side with jax-thomas), every other n
+# from 1 to 40, 64 and 128 being right. An upstream miscompilation, not a port error:
+# declared, so that those sizes are skipped with the reason, never judged as agreeing.
+
+ENZYME_BAD_SIZES = (4, 12)
+
+
+def enzyme_known_bad(arrays, params):
+    n = np.shape(arrays["a"])[1]
+    if n in ENZYME_BAD_SIZES:
+        return f"enzyme-ad 0.0.16 returns a wrong gradient of jax-thomas's forward at n = {n}"
+    return None
+
 
 weanj.enzyme_variant(
-    EXAMPLE,
-    "jax-thomas-enzyme",
-    family="thomas",
-    loss=thomas_loss,
-    description="jax-thomas's forward through enzyme_jax_ir; gradient by Enzyme",
+    EXAMPLE, "jax-thomas-enzyme", family="thomas", loss=thomas_loss, excludes=enzyme_known_bad
 )
 
 
 # --- Julia: the loops of julia/tridiagonal.jl, gradients by Enzyme.jl (juliacall) ----
 
-weanj.julia_variant(
-    EXAMPLE,
-    "julia-thomas",
-    family="thomas",
-    loss="thomas_loss",
-    description="julia/tridiagonal.jl: in-place loops, DESIGN's order; Enzyme.jl, 4 arrays",
-)
+# julia-thomas: in-place loops, DESIGN's order; Enzyme.jl, 4 arrays
+weanj.julia_variant(EXAMPLE, "julia-thomas", family="thomas", loss="thomas_loss")

@@ -1,0 +1,269 @@
+"""Finding a supported Julia, without starting one.
+
+weanj's Julia variants need Julia 1.10.3 or later within 1.10, or 1.11 (`SUPPORTED`):
+the same bounds as the `julia` compat entries of python/weanj/juliapkg.json,
+julia/Project.toml and Project.toml (`COMPAT`, in Pkg's syntax; a test checks all
+three, and that they lie inside the bounds of the juliacall installed). 1.10.3 is
+PythonCall's own minimum (juliacall's juliapkg.json asks for `^1.10.3`); 1.12 is left
+out: juliapkg cannot resolve juliacall's environment on it with a Python whose OpenSSL
+is older than 3.5, and Enzyme.jl supports it only recently.
+
+Looking runs `julia --version` only (once per executable and process), never Julia
+itself, and never downloads anything. Every reason for not finding one is one line
+saying what to do. Starting Julia is `_julia`'s business.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._errors import UnavailableError
+
+# A weanj-specific setting, checked first: the path of a `julia` executable.
+ENV_VAR = "WEANJ_JULIA"
+
+# The supported versions, [MINIMUM, BELOW) compared on (major, minor, patch) as Pkg
+# compares them (a pre-release counts as its release: 1.11.0-rc1 is a 1.11).
+MINIMUM = (1, 10, 3)
+BELOW = (1, 12, 0)
+# The same range in Pkg's compat syntax: a hyphen range whose upper bound `1.11` means
+# every 1.11.x ("~1.10" would be [1.10.0, 1.11.0) and let 1.10.0-1.10.2 in).
+COMPAT = "1.10.3 - 1.11"
+# The minor versions CI runs (.github/workflows/julia.yml's matrix).
+SUPPORTED_MINORS = ((1, 10), (1, 11))
+SUPPORTED_TEXT = "Julia 1.11, or 1.10 from 1.10.3 on"
+
+# `julia --version` answers at once; the limit only keeps a broken executable from
+# hanging the listing of variants.
+VERSION_TIMEOUT_S = 30
+
+INSTALL_HINT = (
+    "install Julia 1.11 with juliaup (curl -fsSL https://install.julialang.org | sh, "
+    "then `juliaup add 1.11`) or set WEANJ_JULIA=/path/to/julia"
+)
+FIX_VERSION = "run `juliaup add 1.11` (or set WEANJ_JULIA=/path/to/julia-1.11/bin/julia)"
+
+_VERSION_OUTPUT = re.compile(r"julia version (\d+\.\d+\.\d+\S*)")
+_VERSION_FOLDER = re.compile(r"julia-(\d+\.\d+\.\d+(?:-[^+]+)?)(?:\+|$)")
+
+
+def _executable(path: str | Path) -> bool:
+    return Path(path).is_file() and os.access(path, os.X_OK)
+
+
+def version_key(text: str) -> tuple[int, int, int, int, str] | None:
+    """A sortable key of a version as Julia and juliaup write it (`1.11.5`,
+    `1.12.0-rc1`): numbers compare as numbers, a pre-release sorts before its release."""
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)(?:-(\S+))?", text)
+    if m is None:
+        return None
+    major, minor, patch, pre = m.groups()
+    return int(major), int(minor), int(patch), 0 if pre else 1, pre or ""
+
+
+def version_text(key: tuple) -> str:
+    return ".".join(str(k) for k in key[:3]) + (f"-{key[4]}" if key[4] else "")
+
+
+def supported(key: tuple) -> bool:
+    """Whether a version key is in [MINIMUM, BELOW) (on major, minor, patch)."""
+    return MINIMUM <= tuple(key[:3]) < BELOW
+
+
+def why_unsupported(key: tuple) -> str:
+    """What is wrong with an unsupported version, for the one-line reasons."""
+    if tuple(key[:2]) == MINIMUM[:2]:
+        return "older than 1.10.3, which PythonCall, juliacall's Julia side, requires"
+    return "not a supported version"
+
+
+@functools.lru_cache(maxsize=64)
+def _probe_version(path: str, mtime_ns: int, size: int) -> tuple[tuple | None, str | None]:
+    """`(version key, None)` from `path --version`, or `(None, what went wrong)`."""
+    try:
+        done = subprocess.run(
+            [path, "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"`{path} --version` did not answer within {VERSION_TIMEOUT_S} s"
+    except OSError as e:
+        return None, f"cannot run {path} ({e.strerror or e})"
+    m = _VERSION_OUTPUT.search(done.stdout)
+    if done.returncode != 0 or m is None:
+        return None, (
+            f"{path} is not a working Julia (`--version` exited with status {done.returncode})"
+        )
+    return version_key(m.group(1)), None
+
+
+def julia_version(path: str | Path) -> tuple[tuple | None, str | None]:
+    """The version of the Julia at `path` (`julia --version`, cached per file)."""
+    st = os.stat(path)
+    return _probe_version(str(path), st.st_mtime_ns, st.st_size)
+
+
+def _juliaup_versions() -> list[Path]:
+    """The supported Julia executables juliaup installed (`julia-1.11.5+0.x64.linux.gnu`),
+    newest first by version number, not by name (1.9.4 is older than 1.11.5, and 1.10.9
+    than 1.10.10)."""
+    name = "julia.exe" if os.name == "nt" else "julia"
+    depot = Path(os.environ.get("JULIAUP_DEPOT_PATH") or Path.home() / ".julia")
+    found = []
+    for folder in (depot / "juliaup").glob("julia-*"):
+        m = _VERSION_FOLDER.match(folder.name)
+        key = version_key(m.group(1)) if m else None
+        if key is not None and supported(key):
+            found.append((key, folder / "bin" / name))
+    # Releases first (newest first), then pre-releases: an installed 1.11.0-rc1 is used
+    # only where no supported release is.
+    found.sort(key=lambda item: (item[0][3], item[0]), reverse=True)
+    return [path for _, path in found]
+
+
+@dataclass(frozen=True)
+class JuliaFound:
+    """The outcome of looking for Julia: the executable and its version, or why not."""
+
+    path: Path | None
+    version: str | None = None
+    why: str | None = None
+
+
+def _explicit(var: str, value: str) -> JuliaFound:
+    """The Julia an explicit setting names, used as it is or refused (never replaced by
+    another: the user asked for this one)."""
+    path = shutil.which(value) if os.sep not in value else value
+    if path is None or not _executable(path):
+        return JuliaFound(None, why=f"{var}={value} is not an executable file; {INSTALL_HINT}")
+    if var == "PYTHON_JULIACALL_EXE" and not os.environ.get("PYTHON_JULIACALL_PROJECT"):
+        return JuliaFound(
+            None,
+            why="PYTHON_JULIACALL_EXE is set without PYTHON_JULIACALL_PROJECT (juliacall "
+            "needs both); set both, or set WEANJ_JULIA instead",
+        )
+    key, problem = julia_version(path)
+    if problem is not None:
+        return JuliaFound(None, why=f"{var}={value}: {problem}; {INSTALL_HINT}")
+    if not supported(key):
+        return JuliaFound(
+            None,
+            why=f"{var}={value} is Julia {version_text(key)} ({why_unsupported(key)}); weanj's "
+            f"Julia variants need {SUPPORTED_TEXT}: run `juliaup add 1.11` and set {var} to "
+            "that Julia, or unset it",
+        )
+    return JuliaFound(Path(path), version_text(key))
+
+
+def locate_julia() -> JuliaFound:
+    """The Julia weanj uses, or why there is none.
+
+    An explicit setting is used as it is or refused: `$WEANJ_JULIA`, juliacall's
+    `$PYTHON_JULIACALL_EXE` (with its `$PYTHON_JULIACALL_PROJECT`), juliapkg's
+    `$PYTHON_JULIAPKG_EXE`, in this order. Otherwise the first supported one of `julia` on
+    PATH, juliaup's launcher and the versions juliaup installed (newest first): a
+    launcher whose default is 1.12 is passed over for an installed 1.11. Runs only
+    `julia --version`.
+    """
+    for var in (ENV_VAR, "PYTHON_JULIACALL_EXE", "PYTHON_JULIAPKG_EXE"):
+        value = os.environ.get(var)
+        if value:
+            return _explicit(var, value)
+
+    home = Path.home()
+    launcher = home / ".juliaup" / "bin" / ("julia.exe" if os.name == "nt" else "julia")
+    candidates = [shutil.which("julia"), launcher, *_juliaup_versions()]
+    seen, passed_over = set(), []
+    for candidate in candidates:
+        if candidate is None or not _executable(candidate):
+            continue
+        real = Path(candidate).resolve()
+        if real in seen:
+            continue
+        seen.add(real)
+        key, problem = julia_version(candidate)
+        if problem is not None:
+            passed_over.append(problem)
+        elif not supported(key):
+            passed_over.append(f"Julia {version_text(key)} at {candidate} ({why_unsupported(key)})")
+        else:
+            return JuliaFound(Path(candidate), version_text(key))
+    if not passed_over:
+        return JuliaFound(
+            None, why=f"no Julia found (no `julia` on PATH, no juliaup install); {INSTALL_HINT}"
+        )
+    return JuliaFound(
+        None,
+        why=f"no usable Julia: {'; '.join(passed_over)}; weanj's Julia variants need "
+        f"{SUPPORTED_TEXT}: {FIX_VERSION}",
+    )
+
+
+def find_julia() -> tuple[Path | None, str | None]:
+    """`(executable, None)` when a supported Julia is found here, else `(None, why not)`."""
+    found = locate_julia()
+    return found.path, found.why
+
+
+# --- telling juliapkg and juliacall which Julia ------------------------------------------
+
+
+def _threads_requested() -> bool:
+    """Whether Julia will start with more than one thread (juliacall's own default: 1,
+    or `$JULIA_NUM_THREADS`)."""
+    value = os.environ.get("PYTHON_JULIACALL_THREADS") or os.environ.get("JULIA_NUM_THREADS")
+    return value is not None and value.strip() != "1"
+
+
+def point_juliapkg_at(julia: Path) -> None:
+    """Make juliapkg use `julia` and nothing else.
+
+    juliapkg reads `$PYTHON_JULIAPKG_EXE` once, when it is imported; if something
+    imported it before, setting the variable is not enough and its recorded override is
+    changed too (forcing a new resolve with this Julia). A juliapkg whose state cannot be
+    changed this way is refused rather than left free to download a Julia.
+    """
+    os.environ["PYTHON_JULIAPKG_EXE"] = str(julia)
+    if "juliapkg" not in sys.modules:
+        return
+    try:
+        state = importlib.import_module("juliapkg.state").STATE
+    except Exception:
+        state = None
+    if not isinstance(state, dict) or "override_executable" not in state:
+        raise UnavailableError(
+            "juliapkg was imported before weanj started Julia, and this juliapkg's choice "
+            f"of Julia cannot be changed from here; set PYTHON_JULIAPKG_EXE={julia} before "
+            "Python starts"
+        )
+    if state["override_executable"] != str(julia):
+        state["override_executable"] = str(julia)
+        state["resolved"] = False
+
+
+def configure_juliacall(julia: Path) -> None:
+    """The settings juliacall reads on import; the user's own settings win."""
+    if not os.environ.get("PYTHON_JULIACALL_EXE"):
+        # juliapkg uses the Julia found here (which honoured this very setting, after
+        # WEANJ_JULIA) and never looks for one to download.
+        point_juliapkg_at(julia)
+    # The kernels are serial loops: one Julia thread unless the user asks for more.
+    if "JULIA_NUM_THREADS" not in os.environ:
+        os.environ.setdefault("PYTHON_JULIACALL_THREADS", "1")
+    # With more than one Julia thread, Julia must handle signals (its GC stops threads
+    # with deliberate segfaults): PythonCall's advice. This installs Julia's handlers for
+    # the whole process, so Ctrl-C no longer raises KeyboardInterrupt anywhere; with one
+    # thread juliacall's default (Julia leaves signals to Python) is kept.
+    if _threads_requested():
+        os.environ.setdefault("PYTHON_JULIACALL_HANDLE_SIGNALS", "yes")

@@ -1,0 +1,353 @@
+"""The report as one self-contained HTML file.
+
+Nothing leaves the file: pictures are PNG `data:` URIs, the style sheet is inline, there
+is no script, and a Content-Security-Policy (`default-src 'none'; img-src data:;
+style-src 'unsafe-inline'`) tells the browser to load nothing else, so a page mailed or
+attached to a pull request shows the same everywhere, offline. Every element worth a
+link has an `id`: an example (`#02-gauss-seidel`), a pair or check (its pytest id,
+`#02-gauss-seidel::lex::jax-lex~kernex-lex`), a variant (`#EX::variant::V`).
+
+Order: the overall verdict, the first table (per example: its verdict and who fails, in
+which array, with links), each example's table of variants; then per example the
+evidence (pictures of the failing pairs, or of the most interesting agreeing pair and
+of the family references; the pairs, checks and files tables); the benchmark plots;
+the provenance.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._judge._verdict import Judgement, Verdict
+from ._html_bench import _dl, benchmarks, provenance
+from ._html_parts import CSP, STYLE, badge, cell, e, img, link, table, verdict_class
+from ._page_model import ExamplePage, anchor, overall, same_family_pairs
+from ._text import index, julia, num, region_lines, summary
+
+# --- the top -------------------------------------------------------------------------------
+
+
+def summary_table(pages: list[ExamplePage]) -> str:
+    """The first table: per example its verdict and who fails, in which array."""
+    rows = []
+    for p in pages:
+        if p.failures:
+            items = "".join(
+                f"<li><code>{e(f.subject)}</code>"
+                + (f" · array <code>{e(f.array)}</code>" if f.array else "")
+                + f": {e(f.what)}"
+                + (" → " + ", ".join(link(t, a) for t, a in f.links) if f.links else "")
+                + "</li>"
+                for f in p.failures
+            )
+            what = f'<ul class="tight">{items}</ul>'
+        else:
+            what = "every judged pair, check and file agrees" if p.verdict == "ok" else ""
+        missing = "<br>".join(e(m) for m in p.missing) or "—"
+        rows.append(
+            f'<tr><td>{link(p.name, p.name)}</td><td class="{verdict_class(p.verdict)}">'
+            f'{e(p.verdict)}</td><td>{what}</td><td class="note">{missing}</td></tr>'
+        )
+    return table(
+        ["example", "verdict", "what fails (variant · array → evidence)", "missing"],
+        rows,
+        "summary",
+    )
+
+
+def variant_table(p: ExamplePage) -> str:
+    rows = []
+    for r in p.rows:
+        loss = num(r.loss, 15) if r.loss is not None else "—"
+        time_s = f"{r.seconds:.1f} s" if r.seconds is not None else "—"
+        # A skip reason's first clause (the whole is listed below the table, and a title)
+        short = r.note.split(";")[0].split(" (")[0] if r.verdict == "skipped" else r.note
+        note = e(short[:120] + ("…" if len(short) > 120 else ""))
+        rows.append(
+            f'<tr id="{e(r.anchor)}"><td><code>{e(r.variant)}</code></td><td>{e(r.family)}</td>'
+            f'<td class="{verdict_class(r.verdict)}">{e(r.verdict)}</td><td class="n">{loss}</td>'
+            + cell(r.taylor)
+            + cell(r.jvp)
+            + cell(r.float32)
+            + cell(r.pairs)
+            + f'<td class="n">{time_s}</td><td class="note" title="{e(r.note)}">{note}</td></tr>'
+        )
+    head = [
+        "variant",
+        "family",
+        "verdict",
+        "loss",
+        "Taylor (min rate)",
+        "jvp (rel. error)",
+        "float32 (max rel.)",
+        "same-family pairs",
+        "time (first call)",
+        "note",
+    ]
+    return table(head, rows, "variants")
+
+
+def example_top(p: ExamplePage) -> str:
+    ex = p.example
+    out = [
+        f'<section class="example" id="{e(p.name)}">',
+        f"<h3>{e(p.name)}{': ' + e(ex.title) if ex.title else ''} — {badge(p.verdict)}</h3>",
+    ]
+    if p.error is not None:
+        out.append(f'<p class="fail">not judged: {e(p.error)}</p></section>')
+        return "".join(out)
+    out.append(
+        f'<p class="note">{e(p.ej.inputs.describe())}; dtypes judged from the store: '
+        f"{e(', '.join(sorted({g.dtype for g in p.ej.subjects.values()})) or 'none')}; "
+        f"{e(p.check.note)}. Evidence: {link('pairs and pictures', anchor(p.name, 'pairs'))}, "
+        f"{link('benchmarks', anchor(p.name, 'bench'))}, "
+        f"{link('provenance', anchor(p.name, 'provenance'))}.</p>"
+    )
+    out.append(variant_table(p))
+    if p.skipped:
+        items = "".join(
+            f"<li>{e(', '.join(labels))}: {e(why)}</li>" for why, labels in p.skipped.items()
+        )
+        out.append(f'<p>Skipped, and why:</p><ul class="tight note">{items}</ul>')
+    out.append("</section>")
+    return "".join(out)
+
+
+# --- evidence ------------------------------------------------------------------------------
+
+
+def _numbers(j: Judgement, a, b) -> str:
+    """A one-element array as numbers, not a picture."""
+    ga = np.asarray(a.gradients[j.array]).reshape(-1)[0].item()  # Python numbers: plain repr
+    gb = np.asarray(b.gradients[j.array]).reshape(-1)[0].item()
+    delta = abs(complex(gb) - complex(ga))
+    rel = delta / abs(ga) if ga != 0 else float("nan")
+    return table(
+        [e(a.label), e(b.label), "|Δ|", "|Δ| / |g_ref|"],
+        [
+            f'<tr><td class="n">{ga!r}</td><td class="n">{gb!r}</td><td class="n">{num(delta)}'
+            f'</td><td class="n">{num(rel)}</td></tr>'
+        ],
+    )
+
+
+def pair_picture(p: ExamplePage, j: Judgement, have_matplotlib: bool) -> str:
+    from ._figures import draw_pair
+
+    a, b = (p.ej.subjects[label] for label in j.subjects)
+    out = [
+        f'<div class="pic" id="{e(j.case)}"><h4>{e(j.subjects[1])} vs {e(j.subjects[0])} · '
+        f"array <code>{e(j.array)}</code> — {badge(str(j.verdict))}</h4>",
+        f"<p><code>{e(j.case)}</code>: {e(summary(j).split(': ', 2)[-1])}</p>",
+    ]
+    if j.comparison is not None and j.comparison.differing:
+        lines = [line.strip() for line in region_lines(j.comparison, "")]
+        out.append(f'<ul class="tight">{"".join(f"<li>{e(x)}</li>" for x in lines)}</ul>')
+    if j.verdict == Verdict.KINKS:
+        out.append(f"<p>differs only at the kinks, as declared: {e(j.kinks)}</p>")
+    if np.size(a.gradients[j.array]) == 1:
+        out.append(_numbers(j, a, b))
+    elif not have_matplotlib:
+        out.append("<p class=\"note\">no picture: pip install 'weanj[plot]' for matplotlib</p>")
+    else:
+        try:
+            fig = draw_pair(j, a, b)
+        except Exception as err:  # one picture must not cost the page
+            fig, why = None, f"no picture ({type(err).__name__}: {err})"
+        else:
+            why = "bitwise equal: nothing to draw"
+        out.append(
+            img(fig, f"where {j.subjects[1]} differs from {j.subjects[0]} in {j.array}")
+            if fig is not None
+            else f'<p class="note">{e(why)}</p>'
+        )
+    out.append("</div>")
+    return "".join(out)
+
+
+def taylor_picture(j: dict[str, Any]) -> str:
+    """The remainders of a failing Taylor test against the step, with slope 2 for scale."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    for k, d in enumerate(j["taylor"]["directions"]):
+        steps, rem = np.asarray(d["steps"]), np.asarray(d["remainders"])
+        if steps.size == 0:
+            continue
+        good = rem > 0
+        ax.loglog(steps[good], rem[good], "o-", markersize=3, label=f"direction {k + 1}")
+        ax.loglog(steps, d["rounding"], ":", color="grey", linewidth=1)
+        if good.any():
+            h0, r0 = steps[good][0], rem[good][0]
+            ax.loglog(
+                steps,
+                r0 * (steps / h0) ** 2,
+                "--",
+                color="black",
+                linewidth=0.8,
+                label="slope 2 (a correct gradient)" if k == 0 else None,
+            )
+    ax.set(xlabel="step h", ylabel="|L(x+h·dx) − L(x) − h⟨g, dx⟩|")
+    ax.set_title(
+        f"{j['subjects'][0]} · {j['array']}: Taylor remainders (dotted: rounding level)", fontsize=9
+    )
+    ax.legend(fontsize=7)
+    return img(fig, f"Taylor remainders of {j['subjects'][0]} in {j['array']}")
+
+
+def pair_row(j: Judgement, drawn: set[str]) -> str:
+    c = j.comparison
+    ident = "" if j.case in drawn else f' id="{e(j.case)}"'
+    ref, other = (e(s) for s in j.subjects)
+    name = link(f"{other}", j.case) if j.case in drawn else other
+    if c is None:
+        cells = '<td colspan="6" class="note">' + e(j.reason) + "</td>"
+    else:
+        equal = c.max_abs == 0
+        cells = (
+            f'<td class="n">{num(c.max_abs)}</td><td class="n">{num(c.max_rel)}</td>'
+            f'<td class="n">{"—" if equal else e(index(c.worst)) + " / " + e(julia(c.worst))}</td>'
+            f'<td class="n">{"—" if c.ulp < 0 else c.ulp}</td><td class="n">{num(c.loss_rel)}</td>'
+            f'<td class="n">{c.differing} in {c.region_count}</td>'
+        )
+    return (
+        f"<tr{ident}><td><code>{ref}</code></td><td><code>{name}</code></td>"
+        f"<td><code>{e(j.array)}</code></td>{cells}"
+        f'<td class="{verdict_class(str(j.verdict))}">{e(j.verdict)}</td></tr>'
+    )
+
+
+def evidence(p: ExamplePage, have_matplotlib: bool) -> str:
+    out = [
+        f'<section id="{e(anchor(p.name, "pairs"))}">'
+        f"<h3>{link(p.name, p.name)}: pairs and pictures</h3>"
+    ]
+    if p.error is not None:
+        out.append(f'<p class="note">not judged: {e(p.error)}</p></section>')
+        return "".join(out)
+    drawn = {j.case for j in p.pictures}
+    if p.pictures:
+        kind = (
+            "failing and kink pairs"
+            if any(j.failed or j.verdict == Verdict.KINKS for j in p.pictures)
+            else "no pair fails: the agreeing pair of the largest error, and the family references"
+        )
+        out.append(
+            f'<p class="note">Pictures: {e(kind)}; |Δ| relative to max|g_ref|, red: the '
+            "tolerance and the regions beyond it.</p>"
+        )
+        out.extend(pair_picture(p, j, have_matplotlib) for j in p.pictures)
+    if p.left_out_pictures:
+        out.append(
+            f'<p class="note">{p.left_out_pictures} more failing pair(s) without a picture: '
+            "see the table.</p>"
+        )
+    for j in p.checks:
+        if j["failed"] and j.get("taylor") and have_matplotlib:
+            out.append(f'<div class="pic">{taylor_picture(j)}</div>')
+    out.extend(tables(p, drawn))
+    out.append("</section>")
+    return "".join(out)
+
+
+def tables(p: ExamplePage, drawn: set[str]) -> list[str]:
+    """The tables of an example's evidence: pairs (same family, float32, across
+    families), gradient checks, and the files that are not current."""
+    out = []
+    head = [
+        "reference",
+        "other",
+        "array",
+        "max|Δ|",
+        "max|Δ|/max|g_ref|",
+        "worst (numpy / Julia)",
+        "ULP",
+        "|ΔL|/|L|",
+        "beyond tol. (elements in regions)",
+        "verdict",
+    ]
+    pairs = [j for j in p.ej.of_kind("pair") if j.verdict != Verdict.SKIPPED]
+    same = same_family_pairs(p.ej)
+    groups = (
+        ("same-family pairs (float64)", same),
+        (
+            "float32 against the family's float64 reference",
+            [j for j in pairs if j.subjects[1].endswith("@float32")],
+        ),
+        (
+            "family references across families (information, never a failure)",
+            [j for j in pairs if "::info::" in j.case],
+        ),
+    )
+    for title, js in groups:
+        if js:
+            out.append(
+                f"<h4>{e(title)}</h4>" + table(head, [pair_row(j, drawn) for j in js], "pairs")
+            )
+    if p.checks:
+        rows = [
+            f'<tr id="{e(j["case"])}"><td><code>{e(j["subjects"][0])}</code></td><td>{e(j["kind"])}'
+            f'</td><td><code>{e(j["array"])}</code></td><td class="{verdict_class(j["verdict"])}">'
+            f"{e(j['verdict'])}</td><td>{e(j['summary'].split(': ', 2)[-1])}</td></tr>"
+            for j in p.checks
+        ]
+        out.append(
+            f"<h4>gradient checks ({e(p.check.note)})</h4>"
+            + table(["variant", "check", "array", "verdict", "numbers"], rows, "checks")
+        )
+    files = p.ej.of_kind("file")
+    if files:
+        out.append("<h4>files of the store and recorded/</h4>")
+        fine = [j for j in files if j.verdict == Verdict.OK]
+        rows = [
+            f'<tr id="{e(j.case)}"><td><code>{e(j.case.split("::file::", 1)[1])}</code></td>'
+            f'<td class="{verdict_class(str(j.verdict))}">{e(j.verdict)}</td>'
+            f'<td class="note">{e(j.reason)}</td></tr>'
+            for j in files
+            if j.verdict != Verdict.OK
+        ]
+        if rows:
+            out.append(table(["file", "verdict", "why"], rows))
+        if fine:
+            names = ", ".join(f"<code>{e(j.case.split('::file::', 1)[1])}</code>" for j in fine)
+            out.append(f'<p class="note">{len(fine)} file(s) read, current and finite: {names}</p>')
+    return out
+
+
+def render(pages: list[ExamplePage], env: dict[str, str]) -> str:
+    try:
+        import matplotlib  # noqa: F401
+
+        have_matplotlib = True
+    except ImportError:
+        have_matplotlib = False
+    verdict, sentence = overall(pages)
+    nav = "".join(f'<a href="#{e(p.name)}">{e(p.name)}</a>' for p in pages)
+    body = [
+        "<header><h1>weanj report</h1>",
+        f'<p id="overall" class="overall {verdict_class(verdict)}">overall: {e(verdict)}</p>',
+        f"<p>{e(sentence)}. Written {e(env.get('date'))} from the store, the recorded references, "
+        "the last <code>weanj check</code> and the benchmark files; nothing was run.</p>",
+        f"<nav>{nav}</nav></header>",
+        '<h2 id="verdicts">Verdicts</h2>',
+        summary_table(pages),
+        *(example_top(p) for p in pages),
+        '<h2 id="evidence">Pairs and pictures</h2>',
+        *(evidence(p, have_matplotlib) for p in pages),
+        '<h2 id="benchmarks">Benchmarks</h2>',
+        *(benchmarks(p, have_matplotlib) for p in pages),
+        '<h2 id="provenance">Provenance</h2>',
+        *(provenance(p) for p in pages),
+        "<h3>this page</h3>" + _dl(env),
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>weanj report: {e(verdict)}</title><style>{STYLE}</style></head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )

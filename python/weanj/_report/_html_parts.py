@@ -1,0 +1,86 @@
+"""The HTML report's building blocks: escaping, links, tables, verdict colours, and
+matplotlib figures as PNG `data:` URIs (the page loads nothing from anywhere else)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any
+
+from ._page_model import Cell
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+DPI = 80
+
+_CLASS = {
+    "ok": "ok",
+    "FAIL": "fail",
+    "NaN/Inf": "fail",
+    "timeout": "fail",
+    "kinks": "kinks",
+    "differs": "kinks",
+    "info": "info",
+    "skipped": "skip",
+    "stale": "stale",
+    "missing": "stale",
+    "unreadable": "stale",
+    "not judged": "stale",
+    "incomplete": "stale",
+}
+
+STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:84em;
+padding:0 1em;color:#1b1b1b;line-height:1.4}
+h1{margin-bottom:.2em}h2{border-bottom:2px solid #ccc;margin-top:2em}
+h3{margin-top:1.6em}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.25em .5em;vertical-align:top;text-align:left}
+th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}
+code{font-size:.95em;white-space:nowrap}td.n{white-space:nowrap}.ok{background:#dff3df}.fail{background:#f9d6d5;font-weight:bold}
+.kinks{background:#fbeec8}.info{background:#e1ecf7}.skip{background:#eee;color:#555}
+.stale{background:#fff6cc}.overall{font-size:1.3em;padding:.4em .7em;display:inline-block}
+.note{color:#555}.pic{margin:1em 0 2em}.pic img{max-width:100%;border:1px solid #ddd}
+nav a{margin-right:1em}ul.tight{margin:.3em 0}section.example{margin-bottom:1em}
+"""
+
+
+def e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def verdict_class(verdict: str) -> str:
+    return _CLASS.get(verdict, "")
+
+
+def badge(verdict: str) -> str:
+    return f'<span class="{verdict_class(verdict)}">{e(verdict)}</span>'
+
+
+def link(text: str, target: str) -> str:
+    return f'<a href="#{e(target)}">{e(text)}</a>'
+
+
+def png_uri(fig) -> str:
+    """A matplotlib figure as a PNG `data:` URI."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def img(fig, alt: str) -> str:
+    return f'<img alt="{e(alt)}" src="{png_uri(fig)}">'
+
+
+def cell(c: Cell, css: str = "") -> str:
+    body = e(c.text)
+    if c.links:
+        body += " " + ", ".join(link(text, target) for text, target in c.links)
+    classes = " ".join(x for x in (verdict_class(c.verdict), css) if x)
+    title = f' title="{e(c.title)}"' if c.title else ""
+    return f'<td class="{classes}"{title}>{body}</td>'
+
+
+def table(head: list[str], rows: list[str], css: str = "") -> str:
+    heads = "".join(f"<th>{h}</th>" for h in head)
+    body = "".join(rows)
+    return f'<table class="{css}"><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table>'

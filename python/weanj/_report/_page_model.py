@@ -1,0 +1,139 @@
+"""The report's data: what `_page` gathers per example and `_html` and `_md` render.
+
+`ExamplePage` holds one example's judgement of the store, its last check's verdicts,
+its table of variants, the failures for the first table, the pairs to draw and its
+benchmark records; `anchor` names the element ids the pages link to.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._judge._verdict import ExampleJudgement, Judgement, Verdict
+from .._model import Example
+from ._verdicts_file import CheckVerdicts
+
+
+@dataclass
+class Cell:
+    """One table cell: its text, the verdict that colours it, links to sections
+    (`(text, anchor)`) and a longer explanation."""
+
+    text: str = "—"
+    verdict: str = ""
+    links: list[tuple[str, str]] = field(default_factory=list)
+    title: str = ""
+
+
+@dataclass
+class VariantRow:
+    variant: str
+    family: str
+    anchor: str
+    verdict: str  # ok, FAIL, skipped, missing, stale
+    loss: float | None = None
+    taylor: Cell = field(default_factory=Cell)
+    jvp: Cell = field(default_factory=Cell)
+    float32: Cell = field(default_factory=Cell)
+    pairs: Cell = field(default_factory=Cell)
+    seconds: float | None = None
+    note: str = ""
+
+
+@dataclass
+class Failure:
+    """One line of the first table: who fails, in which array, and where the evidence is."""
+
+    subject: str
+    array: str | None
+    what: str
+    links: list[tuple[str, str]]
+
+
+@dataclass
+class ExamplePage:
+    example: Example
+    ej: ExampleJudgement | None
+    check: CheckVerdicts
+    error: str | None = None
+    rows: list[VariantRow] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    skipped: dict[str, list[str]] = field(default_factory=dict)  # reason: labels
+    pictures: list[Judgement] = field(default_factory=list)
+    suspects: set[str] = field(default_factory=set)  # labels failing against most of a family
+    left_out_pictures: int = 0
+    bench: list[dict[str, Any]] | None = None
+    bench_environments: dict[str, dict] = field(default_factory=dict)  # file name: environment
+
+    @property
+    def name(self) -> str:
+        return self.example.name
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        return self.check.data.get("checks", []) if self.check.current else []
+
+    @property
+    def verdict(self) -> str:
+        if self.failures:
+            return "FAIL"
+        if self.error is not None or self.ej is None or not self.ej.subjects:
+            return "not judged"
+        return "ok"
+
+
+def anchor(*parts: str) -> str:
+    """An element id: the parts joined as case ids are (`EX::FAMILY::A~B`), so that a
+    pair's anchor is its pytest id; whitespace, which no id may hold, becomes `_`."""
+    return "::".join("_".join(p.split()) for p in parts)
+
+
+def variant_anchor(example_name: str, variant: str) -> str:
+    return anchor(example_name, "variant", variant)
+
+
+def same_family_pairs(ej: ExampleJudgement) -> list[Judgement]:
+    """The float64 same-family pairs (float32 pairs are the float32 column's)."""
+    return [
+        j
+        for j in ej.of_kind("pair")
+        if j.verdict not in (Verdict.SKIPPED, Verdict.INFO)
+        and len(j.subjects) == 2
+        and not j.subjects[1].endswith("@float32")
+        and "::info::" not in j.case
+    ]
+
+
+def suspects(failing: list[Judgement]) -> dict[str, list[Judgement]]:
+    """`{label: its failing pairs}` for the labels that fail most often (per family):
+    with one wrong variant of three, it fails against both others, they only against it."""
+    out: dict[str, list[Judgement]] = {}
+    by_family: dict[str, list[Judgement]] = {}
+    for j in failing:
+        by_family.setdefault(j.family, []).append(j)
+    for js in by_family.values():
+        counts = Counter(s for j in js for s in j.subjects)
+        top = max(counts.values())
+        for label, count in counts.items():
+            if count == top:
+                out[label] = [j for j in js if label in j.subjects]
+    return out
+
+
+def overall(pages: list[ExamplePage]) -> tuple[str, str]:
+    """The overall verdict and the sentence after it."""
+    failed = [p.name for p in pages if p.verdict == "FAIL"]
+    unjudged = [p.name for p in pages if p.verdict == "not judged"]
+    verdict = "FAIL" if failed else ("ok" if not unjudged else "incomplete")
+    parts = [f"{len(pages)} example(s)"]
+    if failed:
+        parts.append(f"failing: {', '.join(failed)}")
+    if unjudged:
+        parts.append(f"not judged: {', '.join(unjudged)}")
+    no_checks = [p.name for p in pages if p.error is None and not p.check.current]
+    if no_checks:
+        parts.append(f"no current gradient checks for {', '.join(no_checks)} (weanj check)")
+    return verdict, "; ".join(parts)

@@ -1,0 +1,142 @@
+"""A user's own project, run as a user runs it: a folder outside this repository holding a
+`pyproject.toml` with `[tool.weanj]` and the example modules beside it, and `python -m weanj
+...` or `pytest --weanj` in a fresh process in that folder, which finds the project from the
+current folder (root discovery), never from `$WEANJ_ROOT`. Also: one example module loaded
+in this process as the registry loads a project's (`import_failure`), and `12-ring`, an
+example module two projects hold."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .helpers import run_python
+
+TOY_KERNELS = Path(__file__).with_name("toy_kernels.py")
+
+
+def user_env(**extra: str) -> dict[str, str]:
+    """This process's environment without `$WEANJ_ROOT`, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k != "WEANJ_ROOT"}
+    env.update(extra)
+    return env
+
+
+def run_in(
+    root: Path, *argv, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """`python ARGV` in a fresh process in the folder `root` (by default `user_env()`)."""
+    return run_python(*argv, cwd=root, env=env or user_env(), timeout=timeout)
+
+
+def weanj_in(root: Path, *args, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`python -m weanj ARGS` in the folder `root`."""
+    return run_in(root, "-m", "weanj", *args, timeout=timeout)
+
+
+def pytest_weanj_in(
+    root: Path, *args, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    """`python -m pytest --weanj ARGS` in the folder `root`, without pytest's cache."""
+    return run_in(
+        root, "-m", "pytest", "--weanj", *args, "-p", "no:cacheprovider", env=env, timeout=timeout
+    )
+
+
+def pyproject(*modules: str, name: str | None = None) -> str:
+    """A `pyproject.toml` whose `[tool.weanj]` lists the example modules (after a `[project]`
+    table when the project has a `name`)."""
+    listed = ", ".join(f'"{m}"' for m in modules)
+    head = f'[project]\nname = "{name}"\nversion = "0.0.1"\n\n' if name else ""
+    return f"{head}[tool.weanj]\nexamples = [{listed}]\n"
+
+
+def write_project(
+    root: Path, files: dict[str, str], *, name: str | None = None, regenerate: bool = True
+) -> Path:
+    """A user project in `root`: `files` ({path relative to root: text}; folders made as
+    needed, a package folder given its empty `__init__.py`), a `pyproject.toml` listing
+    each `.py` file but a `conftest.py` as an example module (`kernels/ring.py`:
+    `kernels.ring`), in order, and beside them `toy_kernels.py`, a helper module they may
+    import; then, unless told not to, `weanj inputs regenerate`, which must succeed."""
+    shutil.copyfile(TOY_KERNELS, root / "toy_kernels.py")
+    modules = []
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if path.suffix == ".py" and path.name != "conftest.py":
+            parts = Path(relative).with_suffix("").parts
+            modules.append(".".join(parts))
+            if len(parts) > 1:
+                (path.parent / "__init__.py").touch()
+    (root / "pyproject.toml").write_text(pyproject(*modules, name=name))
+    if regenerate:
+        r = weanj_in(root, "inputs", "regenerate")
+        assert r.returncode == 0, r.stderr
+    return root
+
+
+def reproduce(root: Path, commands: list[str]) -> subprocess.CompletedProcess:
+    """Run the three commands that `weanj bisect` and `weanj fuzz` print to reproduce a
+    case, in `root`: the two `weanj run`s, which must succeed, then the judge of their
+    files (`python -m weanj._bisect judge ...`), whose result is returned."""
+    assert len(commands) == 3, commands
+    for line in commands[:2]:
+        r = weanj_in(root, *shlex.split(line)[1:])
+        assert r.returncode == 0, r.stderr
+    return run_in(root, *shlex.split(commands[2])[1:])
+
+
+def import_failure(folder: Path, monkeypatch, module: str, body: str) -> str:
+    """The error of loading the example module `module` (written with `body` in `folder`)
+    as the registry loads one, in this process: it must be one `ProjectError` of one line
+    naming the module, with what the module registered taken back and the module
+    forgotten. Returns the message."""
+    import weanj
+    from weanj import _registry
+
+    (folder / f"{module}.py").write_text(body)
+    monkeypatch.syspath_prepend(str(folder))
+    before = weanj.example_names()
+    with pytest.raises(weanj.ProjectError) as info:
+        _registry._import_example_module(module, "[tool.weanj] of a test")
+    message = str(info.value)
+    assert "\n" not in message and f"example module {module!r}" in message, message
+    assert weanj.example_names() == before and module not in sys.modules
+    return message
+
+
+# --- 12-ring, a project's example -----------------------------------------------------------
+
+# `12-ring`: a 1-D kernel with sizes to sweep, two correct variants, and one (`jax-wrong`)
+# whose gradient is off by 1e-3 relative at x[7].
+RING = """\
+import jax, numpy as np
+import weanj
+from toy_kernels import smooth_loop, smooth_scan
+
+ex = weanj.register_example(weanj.Example(
+    name="12-ring", arrays=("x", "y"), wrt="x", shapes={"x": ("n",), "y": ("n",)},
+    params=(weanj.Param("S", default=3),),
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(40),
+                           "y": np.random.default_rng(seed + 1).standard_normal(40)},
+    sizes=weanj.Sizes(generate=lambda seed, n: {"x": np.ones(n), "y": np.zeros(n)},
+                      values=(16, 32)),
+))
+weanj.jax_variant(ex, "jax-loop", family="smooth", loss=smooth_loop)
+weanj.jax_variant(ex, "jax-scan", family="smooth", loss=smooth_scan)
+
+
+def wrong_grad(x, y, S):
+    return jax.grad(smooth_loop)(x, y, S).at[7].multiply(1.001)
+
+
+weanj.jax_variant(ex, "jax-wrong", family="smooth", grad=wrong_grad)(smooth_loop)
+"""
