@@ -21,7 +21,7 @@ from weanj import _bench, _bench_measure
 from weanj._cli import main
 from weanj._timing import record_fields
 
-from .helpers import PYTHON, subprocess_env
+from .helpers import PYTHON, assert_one_line_error, subprocess_env
 
 ENVIRONMENT_FIELDS = (
     "jax",
@@ -51,7 +51,8 @@ def _bench_jacobi(variant: str, **options) -> dict:
 
 def _one_line_error(capsys) -> str:
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("weanj: error:"), err
+    assert err.startswith("weanj: error:"), err
+    assert_one_line_error(err)
     return err
 
 
@@ -345,7 +346,8 @@ def _bench_refused(project, capsys, *argv) -> str:
 @pytest.mark.parametrize("argv, words", _cases(REFUSED_BY_WEANJ))
 def test_bad_arguments_are_one_line_and_exit_2(project, capsys, argv, words):
     err = _bench_refused(project, capsys, "--sizes", "4", *argv).strip()
-    assert len(err.splitlines()) == 1 and err.startswith("weanj: error:"), err
+    assert err.startswith("weanj: error:"), err
+    assert_one_line_error(err)
     assert words in err
 
 
@@ -542,7 +544,7 @@ def test_an_unreadable_benchmark_file_is_moved_aside(project, capsys):
     err = capsys.readouterr().err.strip()
     (aside,) = [p for p in folder.iterdir() if ".unreadable-" in p.name]
     assert aside.read_text() == '{"environment": {}, "records": ['  # kept, byte for byte
-    assert len(err.splitlines()) == 1 and str(aside) in err
+    assert_one_line_error(err, str(aside))
     assert [r["variant"] for r in json.loads(path.read_text())["records"]] == ["jax-jacobi"]
     assert not aside.name.endswith(".json")  # `weanj plot` does not take it for results
 

@@ -1235,7 +1235,7 @@ def _julia_function(stem: str, name: str) -> str:
 
 def test_the_poisson_loop_and_update_are_designs():
     """poisson.jl's sweep is the column-major loop over the padded grid, and its point
-    update DESIGN.md's: h2*θ first, then the neighbours in the order i-1, i+1, j-1, j+1;
+    update docs/DESIGN.md's: h2*θ first, then the neighbours in the order i-1, i+1, j-1, j+1;
     the loss checks its arguments before it solves."""
     update = _julia_function("poisson", "poisson_update")
     assert "source = h2 * θ[i - 1, j - 1]" in update and f"return {UPDATE}" in update
@@ -1248,7 +1248,7 @@ def test_the_poisson_loop_and_update_are_designs():
 
 @pytest.mark.parametrize("stem, kernels", [("jacobi", 1), ("gauss_seidel", 2)])
 def test_kernels_are_designs_loops(stem, kernels):
-    """Each kernel sweeps with DESIGN.md's loop and update (poisson.jl's `poisson_sweep!`
+    """Each kernel sweeps with docs/DESIGN.md's loop and update (poisson.jl's `poisson_sweep!`
     into a second buffer for jacobi and in place for lex, the same loop and update over
     one colour for rb), and each loss is `poisson_loss` of its solver."""
     text = (JULIA_DIR / f"{stem}.jl").read_text()

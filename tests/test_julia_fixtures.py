@@ -646,7 +646,7 @@ def test_committed_rules_are_what_python_decides():
     )
 
 
-# Each element of a decoded rules array as DESIGN.md's little-endian bytes, packed by
+# Each element of a decoded rules array as docs/DESIGN.md's little-endian bytes, packed by
 # `struct` (not by numpy): the digest is recomputed from its definition.
 _PACKING = {
     "<f8": "<d",
@@ -675,7 +675,7 @@ def digest_from_definition(arrays: list[dict]) -> str:
 
 
 def test_the_rules_digests_follow_the_definition():
-    """The digests julia/provenance.jl must reproduce are DESIGN.md's: name, NUL, dtype,
+    """The digests julia/provenance.jl must reproduce are docs/DESIGN.md's: name, NUL, dtype,
     NUL, shape, NUL, C-order little-endian bytes, per array in order, after the header."""
     content = json.loads(RULES_PATH.read_text(encoding="utf-8"))
     assert [c["name"] for c in content["digests"]] == list(DIGEST_CASES)
@@ -703,7 +703,7 @@ def _bits(x: float) -> str:
 
 
 def test_the_rules_keys_follow_the_definition():
-    """The keys julia/provenance.jl must reproduce: the lines of DESIGN.md's key text,
+    """The keys julia/provenance.jl must reproduce: the lines of docs/DESIGN.md's key text,
     sorted by parameter name, each a typed value; floats by their IEEE bits."""
     content = json.loads(RULES_PATH.read_text(encoding="utf-8"))
     assert [c["name"] for c in content["keys"]] == list(KEY_CASES)

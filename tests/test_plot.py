@@ -10,7 +10,7 @@ import pytest
 from weanj._cli import main
 from weanj._timing import write_results
 
-from .helpers import bench_record
+from .helpers import assert_one_line_error, bench_record
 
 FIGURES = {"time_vs_n", "grad_forward_ratio", "compile_vs_n", "memory_vs_n", "memory_vs_K"}
 
@@ -87,7 +87,7 @@ def test_plot_after_a_real_bench(project):
 def test_no_results_is_one_line_and_exit_2(project, capsys):
     assert main(["plot", "01-jacobi"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "weanj bench 01-jacobi" in err
+    assert_one_line_error(err, "weanj bench 01-jacobi")
 
 
 @pytest.mark.parametrize(
@@ -99,7 +99,7 @@ def test_corrupt_results_file_is_one_line_and_exit_2(project, capsys, text):
     (bench / "jax-cpu.json").write_text(text)
     assert main(["plot", "01-jacobi"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "jax-cpu.json" in err
+    assert_one_line_error(err, "jax-cpu.json")
 
 
 def test_missing_matplotlib_is_one_line_and_exit_2(project, capsys, monkeypatch):
@@ -107,4 +107,4 @@ def test_missing_matplotlib_is_one_line_and_exit_2(project, capsys, monkeypatch)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     assert main(["plot", "01-jacobi"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "pip install 'weanj[plot]'" in err
+    assert_one_line_error(err, "pip install 'weanj[plot]'")

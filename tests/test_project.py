@@ -2,7 +2,7 @@
 `pytest --weanj`, run as a user runs them (subprocesses, in a folder outside this
 repository, found by root discovery, not `$WEANJ_ROOT`).
 
-The project holds three modules: `kernels/snippet.py`, DESIGN.md's snippet exactly as
+The project holds three modules: `kernels/snippet.py`, docs/DESIGN.md's snippet exactly as
 written, with a working loss body; `kernels/ring.py`, a 1-D kernel with two correct
 variants and one whose gradient is deliberately wrong by 1e-3 at one element; and
 `kernels/fit.py`, an example with two gradient arrays of different shapes (a (m, k)
@@ -28,7 +28,7 @@ from .helpers import assert_one_line_error
 from .projects import RING, import_failure, pytest_weanj_in, run_in, weanj_in, write_project
 from .toy_kernels import smooth_reference
 
-# DESIGN.md's snippet, exactly as written, with a working loss body (`...` replaced).
+# docs/DESIGN.md's snippet, exactly as written, with a working loss body (`...` replaced).
 SNIPPET = """\
 import jax, jax.numpy as jnp, numpy as np
 import weanj
@@ -191,7 +191,7 @@ def test_inputs_and_list_are_the_projects_own(user_project):
 
 
 def test_the_design_snippet_as_written_is_checked(user_project, checked):
-    """DESIGN.md's snippet, pasted as written with a working loss body: `weanj check` runs
+    """docs/DESIGN.md's snippet, pasted as written with a working loss body: `weanj check` runs
     its JAX variant (Taylor and jvp checks, float32 against float64, the stored gradient
     against numpy's) and skips its Julia variant, saying why."""
     block = _block(checked.stdout, "10-smooth")

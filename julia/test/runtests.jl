@@ -33,7 +33,7 @@ const ELTYPES = Dict(
     "|b1" => Bool,
 )
 
-# weanj's tolerance policy (python/weanj/_judge/_compare.py, DESIGN.md): relative to |L| for the
+# weanj's tolerance policy (python/weanj/_judge/_compare.py, docs/DESIGN.md): relative to |L| for the
 # loss and to max|g_ref| elementwise for the gradient.
 const TOLERANCE = Dict(
     Float64 => (loss = 1.0e-12, gradient = 1.0e-11),

@@ -29,7 +29,7 @@ from typing import Any
 
 from . import _bench_measure as measure
 from ._cases import BenchPoint, bench_points
-from ._errors import InputError, InputFileError, WeanjError
+from ._errors import InputError, InputFileError, WeanjError, wrapped
 from ._io._atomic import aside_path, locked
 from ._model import Example, Variant, check_dtype
 from ._registry import example, variant, variants
@@ -49,7 +49,7 @@ DEFAULT = object()  # "the example's own default" for `memory_over`
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(wrapped(message), file=sys.stderr, flush=True)
 
 
 def _mib(nbytes: int | None) -> str:

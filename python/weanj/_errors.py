@@ -65,8 +65,14 @@ def wrapped(message: str) -> str:
     for mark in ("; ", ": ", " "):
         cut = first.rfind(mark, 0, FIRST_LINE)
         if cut > 0:
-            return f"{first[:cut + len(mark.rstrip())]}\n  {first[cut + len(mark) :]}{sep}{rest}"
+            return f"{first[: cut + len(mark.rstrip())]}\n  {first[cut + len(mark) :]}{sep}{rest}"
     return message
+
+
+def error_text(message: str) -> str:
+    """What the command line prints for an error: `weanj: error: ` and the message,
+    `wrapped`. Every command's error goes through here."""
+    return f"weanj: error: {wrapped(message)}"
 
 
 def with_list(head: str, label: str, items) -> str:

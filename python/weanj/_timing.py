@@ -20,7 +20,7 @@ from ._io._atomic import atomic_path
 from ._project import results_dir
 from ._registry import example
 
-# The seed notebook's record fields (DESIGN.md makes them the benchmark file contract),
+# The seed notebook's record fields (docs/DESIGN.md makes them the benchmark file contract),
 # less its `n` and `K`: every example's records carry its own size and parameters instead
 # (`record_fields`), which for the Poisson examples are exactly `n` and `K`.
 RECORD_FIELDS = (

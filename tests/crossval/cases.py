@@ -5,7 +5,7 @@ cross-validated without touching these tests: the same-family pairs per gradient
 the float32 pairs, the Taylor and jvp checks and the recorded references come from
 `weanj._cases.plan` itself (the table `pytest --weanj` and `weanj check` iterate) and are
 answered by its one judge (`judge_case`), and each example's independent reference
-(`reference_<stem>.py`, plain Python loops of DESIGN.md's mathematics) checks every
+(`reference_<stem>.py`, plain Python loops of docs/DESIGN.md's mathematics) checks every
 variant on small inputs. Variants whose backend is missing here appear as skipped tests
 that say why. Evaluations are cached per process (`_cases.Runner`): each compiled
 function is built once and shared by every test that needs it.

@@ -1,6 +1,6 @@
 """An independent reference for the Poisson examples: plain Python loops over numpy arrays.
 
-Written straight from the mathematics in DESIGN.md, sharing no code with weanj: the
+Written straight from the mathematics in docs/DESIGN.md, sharing no code with weanj: the
 padded (n+2)×(n+2) grid, `h2 = 1/(n+1)^2`, `u⁰ = 0`, the point update
 
     u[i,j] ← (h2*θ[i,j] + u[i-1,j] + u[i+1,j] + u[i,j-1] + u[i,j+1]) / 4
@@ -52,7 +52,7 @@ def sweep_order(algorithm: str, n: int) -> list[tuple[int, int]]:
 
 
 def _point(u, theta, hh: float, i: int, j: int) -> float:
-    # Exactly DESIGN.md's order of additions, in IEEE float64 Python arithmetic.
+    # Exactly docs/DESIGN.md's order of additions, in IEEE float64 Python arithmetic.
     return (hh * theta[i - 1][j - 1] + u[i - 1][j] + u[i + 1][j] + u[i][j - 1] + u[i][j + 1]) / 4
 
 

@@ -1,6 +1,6 @@
 """An independent reference for 03-advection: plain Python loops over lists of floats.
 
-Written straight from DESIGN.md's mathematics, sharing no code with weanj: a periodic
+Written straight from docs/DESIGN.md's mathematics, sharing no code with weanj: a periodic
 n×n grid (0-based indices mod n), λ = 0.25, one step
 
     minmod(a, b) = 0 if a*b <= 0;  else a if |a| <= |b|;  else b
@@ -15,7 +15,7 @@ operation), and the loss `Σ (c^T − cobs)²`, summed exactly (`math.fsum`).
 The gradient is the discrete adjoint of these loops, derived by hand (`gradient`): the
 steps run backwards over the stored trajectory, each minmod passing its cotangent on by
 its partial derivatives at the point where it was evaluated. Those partials are where
-the conventions differ (`minmod_partials`): `"branch"` follows the branch taken (DESIGN.md;
+the conventions differ (`minmod_partials`): `"branch"` follows the branch taken (docs/DESIGN.md;
 jax-muscl, julia-muscl); `"jax-minmax"` is what JAX's rules give for
 `0.5*(sign(a)+sign(b))*minimum(abs(a), abs(b))` (jax-muscl-minmax); `"julia-minmax"` is
 what Julia's `min`/`abs`/`sign` give under Enzyme as read from their sources (see

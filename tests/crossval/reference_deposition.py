@@ -1,6 +1,6 @@
 """An independent reference for 05-deposition: plain Python loops over Python floats.
 
-Written straight from DESIGN.md (05-deposition), sharing no code with weanj: for each
+Written straight from docs/DESIGN.md (05-deposition), sharing no code with weanj: for each
 particle p in order, `gx = pos[p,0]*n − 0.5`, `i0 = floor(gx)`, `fx = gx − i0` (likewise
 along axis 1), all indices mod n, then the four corners in the order (i0,j0), (i1,j0),
 (i0,j1), (i1,j1), added into ρ from ρ = 0. Python floats are IEEE doubles and Python
@@ -36,7 +36,7 @@ def particle(x: float, y: float, n: int):
 
 
 def corner_weights(fx: float, fy: float) -> tuple[float, float, float, float]:
-    """The bilinear weights, parenthesised as in DESIGN.md (q multiplies them last)."""
+    """The bilinear weights, parenthesised as in docs/DESIGN.md (q multiplies them last)."""
     return ((1 - fx) * (1 - fy), fx * (1 - fy), (1 - fx) * fy, fx * fy)
 
 

@@ -1,6 +1,6 @@
-"""An independent reference for 04-tridiagonal: plain Python loops, DESIGN.md's order.
+"""An independent reference for 04-tridiagonal: plain Python loops, docs/DESIGN.md's order.
 
-Written from DESIGN.md alone, sharing no code with weanj. Per row of the (m, n) arrays
+Written from docs/DESIGN.md alone, sharing no code with weanj. Per row of the (m, n) arrays
 (0-based k), in exactly this order, in IEEE float64 Python arithmetic:
 
     cp[0] = c[0]/b[0];  dp[0] = d[0]/b[0]

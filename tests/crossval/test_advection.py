@@ -166,7 +166,7 @@ def test_reference_conventions_at_ties_are_the_jax_variants():
 
 
 def test_shared_inputs_have_minmod_ties_at_the_first_step():
-    # Counted from the inputs alone (DESIGN.md: ramps of exactly representable values and
+    # Counted from the inputs alone (docs/DESIGN.md: ramps of exactly representable values and
     # constant patches), for the README's numbers.
     c0 = shared_arrays()["c0"]
     assert c0.shape == (64, 64)

@@ -2,7 +2,7 @@
 
 On a fresh random inputs file (each example's reference module draws it: sizes,
 parameters and scales), `weanj run EXAMPLE VARIANT --inputs F --<param> … --out O`
-writes the loss and gradient(s) of DESIGN.md's mathematics: checked against the
+writes the loss and gradient(s) of docs/DESIGN.md's mathematics: checked against the
 example's independent reference to 1e-12 (loss) and 1e-11·max|g| per gradient array,
 for one variant per family (the others are tied to it by the pair and reference tests).
 A user's mistake gives one line on stderr and exit code 2, never a traceback.

@@ -68,7 +68,7 @@ def grid_of(deposit, pos, q, n):
 
 
 def assert_per_array(name, loss, grads, loss_ref, grads_ref, *, rel_loss, rel_grad, rows=None):
-    """DESIGN.md's policy, per array: |ΔL| ≤ rel_loss·|L|, |Δg| ≤ rel_grad·max|g_ref|."""
+    """docs/DESIGN.md's policy, per array: |ΔL| ≤ rel_loss·|L|, |Δg| ≤ rel_grad·max|g_ref|."""
     assert abs(loss - loss_ref) <= rel_loss * abs(loss_ref), f"{name}: loss {loss} vs {loss_ref}"
     for array, g_ref in grads_ref.items():
         g = np.asarray(grads[array], dtype=np.float64)
@@ -150,7 +150,7 @@ def test_reference_is_smooth_across_the_periodic_wrap():
 
 # --- Bitwise grids ---------------------------------------------------------------------
 
-# On a CPU: which variants' ρ is the loop's to the last bit (DESIGN.md's order).
+# On a CPU: which variants' ρ is the loop's to the last bit (docs/DESIGN.md's order).
 BITWISE_LOOP = {"jax-segment-sum": True, "jax-sorted": True, "jax-scatter": False}
 DEPOSITS = {
     "jax-segment-sum": dep.deposit_segment_sum,

@@ -58,7 +58,7 @@ def evaluate(example: str, name: str, *args) -> tuple[float, np.ndarray]:
 
 
 def within_policy(g_ref, g, loss_ref, loss, dtype) -> bool:
-    """DESIGN.md's tolerance policy for one pair of the same family."""
+    """docs/DESIGN.md's tolerance policy for one pair of the same family."""
     tol = weanj.tolerance(dtype)
     g_ref, g = np.asarray(g_ref, np.float64), np.asarray(g, np.float64)
     if g.shape != g_ref.shape:

@@ -63,7 +63,7 @@ def test_agrees_with_family_and_reference(example, name, sibling, algorithm, n, 
 
 
 def test_lex_loss_bitwise_equal_to_jax_lex():
-    # kernex-lex's kernel performs DESIGN.md's additions in DESIGN.md's order and its kscan
+    # kernex-lex's kernel performs docs/DESIGN.md's additions in its order and its kscan
     # visits the points in the Julia loop's order, as jax-lex's scans do: the same bits.
     # (kernex-jacobi and kernex-rb are not bitwise equal to jax-jacobi and jax-rb: XLA's
     # CPU code for kernex's gathered windows contracts h2*θ + u[i-1,j] into a fused

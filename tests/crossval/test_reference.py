@@ -2,7 +2,7 @@
 
 First the reference checks itself by two independent means (its hand-derived adjoint
 against central differences of its own loops; its iterates against a dense solve), so
-that agreement of a variant with it means agreement with the mathematics of DESIGN.md.
+that agreement of a variant with it means agreement with the mathematics of docs/DESIGN.md.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ import pytest
 import weanj
 from weanj._registry import find_variant
 
+from ..helpers import assert_one_line_error
 from . import reference_tridiagonal as reference
 
 EXAMPLE = "04-tridiagonal"
@@ -259,5 +260,4 @@ def test_run_rejects_non_dominant_inputs_in_one_line(project):
     inputs = write_arrays(project / "bad.h5", arrays)
     r = weanj_cli("run", EXAMPLE, "jax-thomas", "--inputs", inputs, cwd=project)
     assert r.returncode == 2, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "row 1, index 4" in lines[0], r.stderr
+    assert_one_line_error(r.stderr, "row 1, index 4")

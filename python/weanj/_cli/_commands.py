@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, WeanjError, with_list
+from .._errors import InputError, WeanjError, error_text, with_list, wrapped
 
 
 def _say(message: str) -> None:
@@ -78,7 +78,8 @@ def cmd_inputs(args: argparse.Namespace, words: dict) -> int:
         return 0
     failed = 0
     for _name, ok, message in verify_inputs(names):
-        print(("ok    " if ok else "FAIL  ") + message, file=sys.stdout if ok else sys.stderr)
+        line = ("ok    " if ok else "FAIL  ") + wrapped(message)
+        print(line, file=sys.stdout if ok else sys.stderr)
         failed += not ok
     return 2 if failed else 0
 
@@ -194,7 +195,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
     print(clock.summary())
     errors = [ej.error for ej in results if ej.error is not None]
     for error in errors:  # an error is also one line on stderr (docs/DESIGN.md, "Command line")
-        print(f"weanj: error: {error}", file=sys.stderr)
+        print(error_text(error), file=sys.stderr)
     if errors:
         return 2
     return 0 if all(ej.ok for ej in results) else 1

@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 
-from .._errors import WeanjError, wrapped
+from .._errors import WeanjError, error_text
 
 # Commands that never need JAX (they start at once and import none of it).
 LIGHT = {"new"}
@@ -71,11 +71,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return int(COMMANDS[args.command](args, words) or 0)
     except WeanjError as e:
-        print(f"weanj: error: {wrapped(str(e))}", file=sys.stderr)
+        print(error_text(str(e)), file=sys.stderr)
         return e.exit_code
     except OSError as e:  # a file system refusal at the edge: one line, not a traceback
         where = f" ({e.filename})" if e.filename else ""
-        print(f"weanj: error: {e.strerror or e}{where}", file=sys.stderr)
+        print(error_text(f"{e.strerror or e}{where}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("weanj: interrupted", file=sys.stderr)

@@ -112,8 +112,10 @@ def _check_shape(data: dict) -> None:
         return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
 
     shapes = {
-        "gradients": lambda v: isinstance(v, list)
-        and all(isinstance(g, dict) and isinstance(g.get("label"), str) for g in v),
+        "gradients": lambda v: (
+            isinstance(v, list)
+            and all(isinstance(g, dict) and isinstance(g.get("label"), str) for g in v)
+        ),
         **dict.fromkeys(("checks", "skipped", "pairs", "files"), judgements),
         "errors": texts,
         "skipped_subjects": texts,

@@ -29,7 +29,7 @@ def point_update(x, h2):
     - `h2`: `1/(n+1)^2`.
 
     **Returns:** `(h2*θ[i,j] + u[i-1,j] + u[i+1,j] + u[i,j-1] + u[i,j+1]) / 4`, the additions
-    in DESIGN.md's order. (Whether XLA then contracts `h2*θ + u[i-1,j]` into a fused
+    in docs/DESIGN.md's order. (Whether XLA then contracts `h2*θ + u[i-1,j]` into a fused
     multiply-add is its choice: on CPU it does for these gathered windows and for jax-lex's
     scans, not for jax-jacobi's slices; see README, "kernex".)
     """

@@ -141,7 +141,7 @@ def _with_halo(block, parts: int):
 
 
 def _point_update(u, theta, h2):
-    """The point update of DESIGN.md on every point of the block, as jax-jacobi writes it."""
+    """The point update of docs/DESIGN.md on every point of the block, as jax-jacobi writes it."""
     return (h2 * theta + u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) / 4
 
 

@@ -4,7 +4,7 @@ A periodic n×n grid, 0-based indices taken mod n, `i` along axis 0, `j` along a
 `c0` is the initial field (the gradient is taken with respect to it), `u[i,j]` the
 velocity through the face between cells (i,j) and (i+1,j), `v[i,j]` through the face
 between (i,j) and (i,j+1), |u|, |v| <= 1, λ = dt/dx = 0.25. One step maps c to c'
-(DESIGN.md, in exactly this order and parenthesisation):
+(docs/DESIGN.md, in exactly this order and parenthesisation):
 
     minmod(a, b) = 0 if a*b <= 0;  else a if |a| <= |b|;  else b
     sx[i,j] = minmod(c[i+1,j] − c[i,j], c[i,j] − c[i−1,j]);  sy likewise along j
@@ -104,11 +104,11 @@ FD_STEP = 1e-5
 
 # --- the mathematics, pointwise -----------------------------------------------------------
 # Written once on scalars-or-arrays, so that every JAX variant (rolled arrays, kernex
-# windows) performs exactly DESIGN.md's operations in DESIGN.md's order.
+# windows) performs exactly docs/DESIGN.md's operations in docs/DESIGN.md's order.
 
 
 def minmod(a, b):
-    """DESIGN.md's branches: 0 where a*b <= 0, else a where |a| <= |b|, else b.
+    """docs/DESIGN.md's branches: 0 where a*b <= 0, else a where |a| <= |b|, else b.
 
     `jnp.where` passes the cotangent to the branch it took, so the derivative is that of
     the branch taken: at a tie `a == b` that of `a`; where `a*b <= 0` zero."""
@@ -273,7 +273,7 @@ def muscl_loss(c0, u, v, cobs, T):
     return misfit(advect(c0, u, v, T), cobs)
 
 
-# --- kernex: DESIGN.md's three stencils as kernex kernels (kernex-muscl) ----------------
+# --- kernex: docs/DESIGN.md's three stencils as kernex kernels (kernex-muscl) ----------------
 # kmap applies a kernel to every window of an array; the windows here are taken from
 # periodically padded arrays ('valid' windows), one kernel per formula: the slope of a
 # cell from its two neighbours, the flux through a face from the two cells beside it,
@@ -405,7 +405,7 @@ weanj.julia_variant(EXAMPLE, "julia-muscl-minmax", family="muscl-minmax", loss="
 
 # The two ports of the minmax limiter: the same loss, but at a tie JAX's `minimum` splits
 # the derivative ½/½ and Julia's `min` (under Enzyme) gives it to its second argument
-# (module docstring): one family by DESIGN.md, so their pair must agree away from the
+# (module docstring): one family by docs/DESIGN.md, so their pair must agree away from the
 # kinks and is reported, not failed, where they differ at them.
 weanj.differ_at_kinks(
     EXAMPLE,

@@ -1,7 +1,7 @@
 """05-deposition: cloud-in-cell charge deposition, a scatter-add with floor.
 
 Particles `pos` (P, 2) in the periodic unit square [0, 1)², charges `q` (P,), an observed
-grid `rhoobs` (n, n). For each particle p in order p = 0..P−1 (DESIGN.md):
+grid `rhoobs` (n, n). For each particle p in order p = 0..P−1 (docs/DESIGN.md):
 
     gx = pos[p,0]*n − 0.5;  i0 = floor(gx);  fx = gx − i0;  i1 = i0 + 1   (likewise gy, j0, fy, j1)
     all indices mod n, then in this order, from ρ = 0:
