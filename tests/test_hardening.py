@@ -54,9 +54,15 @@ def _pick(kind: str, count: int) -> list[dict]:
     return list(chosen.values())
 
 
-# A few cases keep the test quick (a hang costs the probe's limit per command); the
-# fuzz script finds all of them (cases.json lists every one found).
-CASES = _pick("crash", 2) + _pick("hang", 2)
+# A few cases keep the test quick (a hang costs the probe's limit per command): one crash
+# and one hang by default, a second of each kind (another field) with `-m slow`; the fuzz
+# script finds all of them (cases.json lists every one found).
+_CRASHES, _HANGS = _pick("crash", 2), _pick("hang", 2)
+CASES = [
+    _CRASHES[0],
+    _HANGS[0],
+    *(pytest.param(c, marks=pytest.mark.slow) for c in (_CRASHES[1], _HANGS[1])),
+]
 
 
 def _case_id(case: dict) -> str:

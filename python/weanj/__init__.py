@@ -115,9 +115,11 @@ Evaluation = Gradient
 
 __version__ = "0.2.0"
 
-if _SIGINT_BEFORE is not _NOT_SET:  # the usual Ctrl-C again
+# Started as the program, the noting handler stays until `entry` installs its own (an
+# interrupt while `weanj._cli` imports is noted too); imported, the usual Ctrl-C again.
+if _SIGINT_BEFORE is not _NOT_SET and not _started_as_program():
     _signal.signal(_signal.SIGINT, _SIGINT_BEFORE)
-    if _INTERRUPTED and not _started_as_program():
+    if _INTERRUPTED:
         _INTERRUPTED.clear()
         if callable(_SIGINT_BEFORE):  # Python's default raises KeyboardInterrupt: here
             _SIGINT_BEFORE(_signal.SIGINT, None)

@@ -12,44 +12,27 @@ forward and gradient times and XLA's scratch memory of the compiled gradient
 budget. Sizes whose inputs would not fit in memory are refused before anything is
 allocated.
 
-Records go to `results/<example>/bench/<backend>-<device>.json`, one file per backend. A
-rerun keeps the earlier records and replaces only the points it measured again
-(`--replace`: every earlier record of the series it measured).
+Records go to `results/<example>/bench/<backend>-<device>.json`, one file per backend,
+merged by `_bench_files.write` (re-exported here as `write`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import os
-import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from . import _bench_measure as measure
+from ._bench_files import _say, write  # noqa: F401  (`_bench.write`: the CLI, benchmarks/)
 from ._cases import BenchPoint, bench_points
-from ._errors import InputError, InputFileError, WeanjError, wrapped
-from ._io._atomic import aside_path, locked
+from ._errors import InputError
 from ._model import Example, Variant, check_dtype
 from ._registry import example, variant, variants
-from ._timing import (
-    check_record,
-    environment,
-    param_kinds,
-    read_records,
-    record_fields,
-    results_path,
-    write_results,
-)
 from ._watch import Watch
 
 DEFAULT_BUDGET_S = 5.0
 DEFAULT = object()  # "the example's own default" for `memory_over`
-
-
-def _say(message: str) -> None:
-    print(wrapped(message), file=sys.stderr, flush=True)
 
 
 def _mib(nbytes: int | None) -> str:
@@ -211,6 +194,42 @@ def _sweeps(ex: Example, over, memory_over) -> tuple:
     return over, memory_over
 
 
+def _checked(
+    ex: Example,
+    device: str,
+    sizes: Sequence[int] | None,
+    params: dict[str, Any] | None,
+    samples: int | None,
+    devices: int | None,
+    budget_s: float,
+    over: Any,
+    memory_over: Any,
+) -> tuple[list[int], dict[str, Any], Any, Any]:
+    """`bench`'s options checked before any work: (sizes, the size sweep's parameters,
+    over, memory_over); a dimension's values out of reach are refused here too."""
+    if device not in ("cpu", "gpu"):
+        raise InputError(f"device must be cpu or gpu, got {device!r}")
+    sweep_sizes = _sweep_sizes(ex, sizes)
+    for what, value in (("samples", samples), ("devices", devices)):
+        if value is not None and value < 1:
+            raise InputError(f"{what} must be at least 1, got {value}")
+    if not (budget_s > 0 and budget_s != float("inf")):
+        raise InputError(f"the budget must be a finite number of seconds > 0, got {budget_s}")
+    given = {k: v for k, v in (params or {}).items() if v is not None}
+    point = ex.check_params({p.name: given.get(p.name, p.bench_value) for p in ex.params})
+    over, memory_over = _sweeps(ex, over, memory_over)
+    for spec in (over, memory_over):  # a dimension's values out of reach: refused before any work
+        if spec is not None and spec[0] not in ex.param_names:
+            middle = sweep_sizes[len(sweep_sizes) // 2]  # where bench_points sweeps it
+            measure.check_reachable(
+                ex,
+                spec[0],
+                list(spec[1]),
+                lambda d, name=spec[0], at=middle: measure.generator_for(ex, {name: d})(at),
+            )
+    return sweep_sizes, point, over, memory_over
+
+
 def bench(
     example_name: str,
     variant_names: Sequence[str] | None = None,
@@ -249,26 +268,9 @@ def bench(
     """
     ex = example(example_name)
     dtype = check_dtype(dtype)
-    if device not in ("cpu", "gpu"):
-        raise InputError(f"device must be cpu or gpu, got {device!r}")
-    sweep_sizes = _sweep_sizes(ex, sizes)
-    for what, value in (("samples", samples), ("devices", devices)):
-        if value is not None and value < 1:
-            raise InputError(f"{what} must be at least 1, got {value}")
-    if not (budget_s > 0 and budget_s != float("inf")):
-        raise InputError(f"the budget must be a finite number of seconds > 0, got {budget_s}")
-    given = {k: v for k, v in (params or {}).items() if v is not None}
-    point = ex.check_params({p.name: given.get(p.name, p.bench_value) for p in ex.params})
-    over, memory_over = _sweeps(ex, over, memory_over)
-    for spec in (over, memory_over):  # a dimension's values out of reach: refused before any work
-        if spec is not None and spec[0] not in ex.param_names:
-            middle = sweep_sizes[len(sweep_sizes) // 2]  # where bench_points sweeps it
-            measure.check_reachable(
-                ex,
-                spec[0],
-                list(spec[1]),
-                lambda d, name=spec[0], at=middle: measure.generator_for(ex, {name: d})(at),
-            )
+    sweep_sizes, point, over, memory_over = _checked(
+        ex, device, sizes, params, samples, devices, budget_s, over, memory_over
+    )
     measure.jax_device(device)  # fails before any work when the GPU is missing
     chosen = [
         variant(ex.name, name)
@@ -313,123 +315,6 @@ def bench(
             + ", ".join(watch.abandoned)
         )
     return by_backend
-
-
-def _series(record: dict[str, Any]) -> tuple:
-    """What a rerun replaces: a variant's sweep (over the size, or over one parameter,
-    timed or compiled only) at one dtype with everything else fixed."""
-    fixed = tuple(
-        sorted(
-            (k, v)
-            for k, v in record.items()
-            if k not in _VARYING and k != record.get("sweep") and isinstance(v, (int, float, str))
-        )
-    )
-    return record.get("variant"), record.get("dtype"), record.get("sweep"), fixed
-
-
-# Fields that differ between the points of one series (or say nothing about the series).
-_VARYING = {
-    "N",
-    "forward_s",
-    "grad_s",
-    "compile_s",
-    "peak_mem_bytes",
-    "samples",
-    "compile_cached",
-    "date",
-    "size",
-    "example",
-    "family",
-    "backend",
-    "device",
-}
-
-
-def _kept_records(example_name: str, path: Path) -> tuple[list[dict[str, Any]], Path | None]:
-    """The records already in `path`, and where the file was moved when it could not be
-    read whole (not JSON, no record list, or records of the wrong form): then the
-    well-formed records are kept and the file itself goes aside, so nothing is lost."""
-    if not path.is_file():
-        return [], None
-    required, kinds = record_fields(example_name), param_kinds(example_name)
-    try:
-        records = read_records(path)
-    except InputFileError:
-        records, whole = [], False
-    else:
-        good = []
-        for i, r in enumerate(records):
-            try:
-                check_record(r, required, f"record {i}", kinds)
-                good.append(r)
-            except InputError:
-                pass
-        whole = len(good) == len(records)
-        records = good
-    if whole:
-        return records, None
-    aside = aside_path(path, "unreadable")
-    os.replace(path, aside)
-    return records, aside
-
-
-def _point_key(record: dict[str, Any]) -> tuple:
-    """A record's point: its series and the value it varies (the size or the parameter)."""
-    sweep = record.get("sweep")
-    value = record.get(sweep) if sweep in record else record.get("size")
-    return (*_series(record), repr(value))
-
-
-def write(
-    example_name: str,
-    device: str,
-    by_backend: dict[str, list[dict[str, Any]]],
-    *,
-    replace: bool = False,
-) -> list[Path]:
-    """Write each backend's records to `results/<example>/bench/<backend>-<device>.json`.
-
-    Earlier records are kept, so that benchmarking one variant, one size or one
-    parameter value erases nothing else: a new record replaces only an earlier one of
-    the very same point (`replace=True`: every earlier record of a series it measured,
-    as `weanj bench --replace` asks). The `environment`
-    block describes this run, each record carries its `date`. The read-merge-write holds
-    a lock (`_atomic.locked`), so concurrent runs keep each other's records. A file that
-    cannot be read whole is moved aside (one line on stderr says where), never replaced.
-    """
-    from ._registry import find_variant
-
-    paths = []
-    for backend, records in by_backend.items():
-        if not records:  # every point of its variants timed out: nothing to add or replace
-            continue
-        measured = {_series(r) for r in records}
-        points = {_point_key(r) for r in records}
-        path = results_path(example_name, backend, device)
-        env = environment(device)
-        v = find_variant(example_name, records[0]["variant"])
-        env["backend_version"] = v.backend_version() if v is not None else "unknown"
-        try:
-            with locked(path):
-                kept, aside = _kept_records(example_name, path)
-                if aside is not None:
-                    _say(
-                        f"benchmark file {path} could not be read whole; moved it to {aside} "
-                        f"and kept its {len(kept)} readable record(s)"
-                    )
-                if replace:
-                    kept = [r for r in kept if _series(r) not in measured]
-                else:
-                    kept = [r for r in kept if _point_key(r) not in points]
-                paths.append(write_results(example_name, backend, device, kept + records, env=env))
-        except OSError as e:
-            if isinstance(e, WeanjError):
-                raise
-            raise InputFileError(
-                f"cannot update benchmark file {path} ({e.strerror or e})"
-            ) from None
-    return paths
 
 
 def sweep_option(values: list[str] | None, option: str) -> tuple[str, list[str]] | None:

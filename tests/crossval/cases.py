@@ -205,12 +205,22 @@ def reference_of(example: str, name: str):
 
 
 def run_variant(example: str, name: str, arrays: dict, params: dict):
-    """(loss, {wrt name: gradient}) of a variant."""
+    """(loss, {wrt name: gradient}) of a variant, asserting that neither call changed its
+    inputs: in-place kernels (Julia through juliacall, custom calls, a zero-copy numpy
+    buffer) could write into the caller's arrays, which must stay bit for bit as given.
+    Every crossval run of a variant checks it (the reference tests on small float64
+    inputs, jit and non-jit, float32)."""
     ex = weanj.example(example)
     v = weanj.variant(example, name)
+    before = {k: np.array(a, copy=True) for k, a in arrays.items()}
     args = ex.args(arrays, params)
     loss = float(np.asarray(v.loss(*args)))
-    return loss, {k: np.asarray(g) for k, g in ex.gradients(v.grad(*args)).items()}
+    gradients = {k: np.asarray(g) for k, g in ex.gradients(v.grad(*args)).items()}
+    for k, a in before.items():
+        assert np.array_equal(arrays[k], a) and np.asarray(arrays[k]).dtype == a.dtype, (
+            f"{name} changed its input {k}"
+        )
+    return loss, gradients
 
 
 def _cast(arrays: dict, dtype: str) -> dict:

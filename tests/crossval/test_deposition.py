@@ -32,9 +32,10 @@ EXAMPLE = "05-deposition"
 SHARED = Path(__file__).resolve().parents[2] / "shared_inputs" / f"{EXAMPLE}.h5"
 
 
-def cic_variants(*, slow_backends=()):
+def cic_variants(*, slow_backends=(), fast=None):
     """Every registered `cic` variant, skipped with the reason where it cannot run here;
-    marked `slow` where its backend is in `slow_backends` (Enzyme-JAX compiles for ~10 s)."""
+    marked `slow` where its backend is in `slow_backends` (Enzyme-JAX compiles for ~10 s)
+    or, given `fast`, where it is not one of those."""
     unavailable = weanj.unavailable_variants(EXAMPLE)
     cases = []
     for name in weanj.families(EXAMPLE)["cic"]:
@@ -42,7 +43,7 @@ def cic_variants(*, slow_backends=()):
         backend = find_variant(EXAMPLE, name).backend
         if backend in ("julia", "enzyme"):
             marks.append(getattr(pytest.mark, backend))
-        if backend in slow_backends:
+        if backend in slow_backends or (fast is not None and name not in fast):
             marks.append(pytest.mark.slow)
         if name in unavailable:
             marks.append(pytest.mark.skip(reason=f"{name}: {unavailable[name]}"))
@@ -380,7 +381,7 @@ def test_weanj_run_rejects_positions_outside_the_square_in_one_line(tmp_path):
 # --- weanj run on inputs never seen (issue 15, acceptance 1) ------------------------------
 
 
-@pytest.mark.parametrize("name", cic_variants(slow_backends=("enzyme",)))
+@pytest.mark.parametrize("name", cic_variants(slow_backends=("enzyme",), fast=("jax-scatter",)))
 def test_weanj_run_on_unseen_inputs(name, tmp_path):
     rng = np.random.default_rng([15, sum(map(ord, name))])
     arrays, _ = ref.random_inputs(rng)

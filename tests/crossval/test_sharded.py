@@ -8,12 +8,13 @@ rows that leak into the domain or a reduction reassociated across devices would 
 show as a difference in the last bits.
 
 Several devices need `XLA_FLAGS=--xla_force_host_platform_device_count=N` before JAX
-starts, so those cases run in subprocesses (this file run as a script, `--worker N`),
-4 and 8 devices at once, each compiling every program once and writing its results to
-an .npz that the tests below read. n = 30 is not divisible by 4 or 8 (padding rows);
-n = 32 is; the reference-loop sizes n = 7 (4 devices) and n = 5 (8 devices: three
-devices hold only padding) are small enough for `reference.py`'s Python loops.
-In this process JAX sees one CPU device: the variants run on a mesh of one.
+starts, so those cases run in subprocesses (this file run as a script, `--worker N`):
+4 devices by default, 8 as well with `-m slow` (at once), each compiling every program
+once and writing its results to an .npz that the tests below read. n = 30 is not
+divisible by 4 or 8 (padding rows); n = 32 is; the reference-loop sizes n = 7 (4
+devices) and n = 5 (8 devices: three devices hold only padding) are small enough for
+`reference.py`'s Python loops. In this process JAX sees one CPU device: the variants
+run on a mesh of one.
 """
 
 from __future__ import annotations
@@ -148,9 +149,16 @@ def _worker(devices: int, out: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """{devices: results of `_worker(devices)`}; the subprocesses run concurrently."""
+def runs(request, tmp_path_factory):
+    """{devices: results of `_worker(devices)`} for the device counts the selected tests
+    ask for (8 devices only with `-m slow`); the subprocesses run concurrently."""
     import weanj
+
+    wanted = {
+        item.callspec.params["devices"]
+        for item in request.session.items
+        if item.module is request.module and "runs" in item.fixturenames
+    }
 
     tmp = tmp_path_factory.mktemp("sharded")
     env = dict(os.environ)  # the subprocesses import the weanj this process imported
@@ -158,7 +166,7 @@ def runs(tmp_path_factory):
         [str(Path(weanj.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
     )
     procs = {}
-    for devices in DEVICE_COUNTS:
+    for devices in sorted(wanted & set(DEVICE_COUNTS)):
         env_n = dict(env, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
         out = tmp / f"devices-{devices}.npz"
         procs[devices] = (
@@ -186,8 +194,20 @@ def runs(tmp_path_factory):
     return results
 
 
+# A second worker process (another ~20 s of compiling) for 8 devices: with `-m slow`.
+def _devices(count: int):
+    return pytest.param(count, marks=pytest.mark.slow) if count == 8 else count
+
+
+DEVICES = [_devices(d) for d in DEVICE_COUNTS]
 CASES = [
-    pytest.param(devices, name, n, id=f"{devices}dev-{name}-n{n}")
+    pytest.param(
+        devices,
+        name,
+        n,
+        id=f"{devices}dev-{name}-n{n}",
+        marks=[pytest.mark.slow] if devices == 8 else [],
+    )
     for devices in DEVICE_COUNTS
     for name in VARIANTS
     for n in SIZES
@@ -201,7 +221,7 @@ def test_loss_bitwise_single_device_sibling(runs, devices, name, n):
     assert loss.hex() == ref.hex(), f"{name} {loss!r} vs {VARIANTS[name][0]} {ref!r}"
 
 
-@pytest.mark.parametrize("devices", DEVICE_COUNTS)
+@pytest.mark.parametrize("devices", DEVICES)
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_grid_bitwise_single_device_sibling(runs, devices, name):
     # The loss could agree by luck of cancellation; the grid u^K cannot.
@@ -225,7 +245,7 @@ def test_gradient_within_policy(runs, devices, name, n):
     )
 
 
-@pytest.mark.parametrize("devices", DEVICE_COUNTS)
+@pytest.mark.parametrize("devices", DEVICES)
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_several_devices_match_reference_loops(runs, devices, name):
     from . import reference
@@ -295,8 +315,9 @@ def _collectives_in(hlo: str) -> list[list[str]]:
 @pytest.mark.parametrize("program", ["loss", "grad"])
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("name", list(VARIANTS))
-def test_loops_exchange_halos_not_grids(runs, name, n, program):
-    hlo = str(runs[8][f"{name}/{n}/{program}_hlo"])
+@pytest.mark.parametrize("devices", DEVICES)
+def test_loops_exchange_halos_not_grids(runs, devices, name, n, program):
+    hlo = str(runs[devices][f"{name}/{n}/{program}_hlo"])
     loops = _collectives_in(hlo)
     # The loss: the forward iteration; the gradient: forward and transposed iterations.
     assert len(loops) == (1 if program == "loss" else 2), f"while loops: {len(loops)}"
@@ -309,7 +330,7 @@ def test_loops_exchange_halos_not_grids(runs, name, n, program):
         assert len(re.findall(r"\sall-gather(?:-start)?\(", hlo)) == 2
 
 
-@pytest.mark.parametrize("devices", DEVICE_COUNTS)
+@pytest.mark.parametrize("devices", DEVICES)
 def test_set_devices_retraces(runs, devices):
     assert list(runs[devices]["set_devices/device_counts"]) == [devices, 2, devices]
 
@@ -340,7 +361,7 @@ def test_mesh_of_one_bitwise_and_matches_reference_loops(name):
     )
 
 
-@pytest.mark.parametrize("devices", DEVICE_COUNTS)
+@pytest.mark.parametrize("devices", DEVICES)
 def test_cic_sharded_agrees_with_jax_scatter(runs, devices):
     """Particles split over the devices, grids combined by psum: within the tolerance
     policy of jax-scatter (another summation order, so not bitwise), pos and q."""

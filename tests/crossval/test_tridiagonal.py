@@ -233,9 +233,9 @@ def write_arrays(path, arrays):
     return path
 
 
-# A subprocess each (seconds): the two scan variants run by default, the others with the
-# slow tests (tests/crossval/test_cli.py runs one variant per family on every run).
-@pytest.mark.parametrize("name", thomas_variants(fast=("jax-thomas", "jax-thomas-adjoint")))
+# A subprocess each (seconds): jax-thomas runs by default, the others with the slow tests
+# (tests/crossval/test_cli.py runs one variant per family on every run).
+@pytest.mark.parametrize("name", thomas_variants(fast=("jax-thomas",)))
 def test_run_on_unseen_inputs_matches_reference_per_array(name, project):
     seed = secrets.randbits(32)  # unseen by construction; reported on failure
     arrays, _ = reference.random_inputs(np.random.default_rng(seed))

@@ -258,8 +258,6 @@ def save_gradient(
     parameter out of range, a malformed digest, a name that is not a safe file name)
     is refused here, in one line.
     """
-    from ._inputs import read_inputs
-
     ex = example_named(example)
     try:  # a notebook's argument: an InputError, like every other refusal here
         check_name("variant", variant)
@@ -267,22 +265,7 @@ def save_gradient(
         raise InputError(str(e)) from None
     arrays, dtype = gradient_arrays(ex, variant, gradient)
     loss = _checked_loss(variant, arrays, loss, allow_nonfinite)
-    shared = None
-    if inputs_sha256 is None or path is None:
-        try:
-            shared = read_inputs(ex)
-        except InputFileError:
-            if inputs_sha256 is None:
-                raise
-    if inputs_sha256 is None:
-        inputs_sha256 = shared.digest
-        for name, g in arrays.items():
-            if g.shape != shared.arrays[name].shape:
-                raise InputError(
-                    f"gradient of {variant} has shape {g.shape}; the shared inputs' {name} has "
-                    f"{shared.arrays[name].shape}"
-                )
-        params = {**shared.params, **(params or {})}
+    shared, inputs_sha256, params = _computed_on(ex, variant, arrays, params, inputs_sha256, path)
     if not isinstance(inputs_sha256, str) or not _SHA256.match(inputs_sha256):
         raise InputError(f"inputs_sha256 must be 64 hexadecimal digits, got {shown(inputs_sha256)}")
     checked = ex.check_params(dict(params or {}))
@@ -305,6 +288,38 @@ def save_gradient(
         path = gradient_path(ex, variant, dtype=dtype) if g.key == shared_key else runs_path(g)
     target = check_target(path, g, shared_key, force=force)
     return write_gradient(g, target, force=force)
+
+
+def _computed_on(
+    ex: Example,
+    variant: str,
+    arrays: dict[str, Any],
+    params: dict[str, Any] | None,
+    inputs_sha256: str | None,
+    path: Path | str | None,
+) -> tuple[Any, Any, dict[str, Any] | None]:
+    """(the shared inputs or None, the inputs' digest, the parameters) of a gradient to be
+    saved: by default the shared inputs', whose shapes the gradient must then have. The
+    shared inputs are read where the digest or the path is left to them."""
+    from ._inputs import read_inputs
+
+    shared = None
+    if inputs_sha256 is None or path is None:
+        try:
+            shared = read_inputs(ex)
+        except InputFileError:
+            if inputs_sha256 is None:
+                raise
+    if inputs_sha256 is None:
+        inputs_sha256 = shared.digest
+        for name, g in arrays.items():
+            if g.shape != shared.arrays[name].shape:
+                raise InputError(
+                    f"gradient of {variant} has shape {g.shape}; the shared inputs' {name} has "
+                    f"{shared.arrays[name].shape}"
+                )
+        params = {**shared.params, **(params or {})}
+    return shared, inputs_sha256, params
 
 
 def _checked_loss(variant: str, arrays: dict, loss: Any, allow_nonfinite: bool) -> float | None:
