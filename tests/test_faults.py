@@ -53,6 +53,7 @@ from weanj._io._h5 import array_sha256
 from weanj._watch import Watch
 
 from .helpers import assert_one_line_error, provenance_key, write_h5
+from .projects import import_failure
 
 EX = "01-jacobi"
 
@@ -472,14 +473,7 @@ EXITS = {
 def test_a_module_that_exits_at_import_is_an_error_naming_it(tmp_path, monkeypatch, what):
     body, words = EXITS[what]
     module = "exits_" + what.replace("-", "_")
-    (tmp_path / f"{module}.py").write_text(body)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    before = weanj.example_names()
-    with pytest.raises(weanj.ProjectError) as info:
-        _registry._import_example_module(module, "[tool.weanj] of a test")
-    message = str(info.value)
-    assert f"example module {module!r}" in message and words in message and "\n" not in message
-    assert weanj.example_names() == before and module not in sys.modules
+    assert words in import_failure(tmp_path, monkeypatch, module, body)
     assert os._exit.__module__ in ("posix", "nt")  # the real os._exit is back
 
 

@@ -10,11 +10,10 @@ read-merge-write holds a lock, and a file that cannot be read whole goes aside.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from ._errors import InputError, InputFileError, WeanjError, wrapped
+from ._errors import InputError, InputFileError, WeanjError, say, wrapped
 from ._io._atomic import aside_path, locked
 from ._timing import (
     check_record,
@@ -28,7 +27,8 @@ from ._timing import (
 
 
 def _say(message: str) -> None:
-    print(wrapped(message), file=sys.stderr, flush=True)
+    """`weanj bench`'s notes: `say`, wrapped as an error's first line is."""
+    say(wrapped(message))
 
 
 def _series(record: dict[str, Any]) -> tuple:

@@ -13,12 +13,11 @@ printed, and the command exits with 2 (docs/DESIGN.md, "Command line").
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 
 from ._cases import Runner, Subject, SubjectFailed, judge_plan, plan
-from ._errors import WeanjError
+from ._errors import WeanjError, say
 from ._io._store import gradient_path, write_gradient
 from ._judge._verdict import ExampleJudgement
 from ._model import DTYPES, Gradient
@@ -27,14 +26,10 @@ from ._registry import example_names
 from ._watch import Watch
 
 
-def _say(message: str, end: str = "\n") -> None:
-    print(message, file=sys.stderr, end=end, flush=True)
-
-
 class _Progress:
     """`[3/29] 01-jacobi jax-jacobi … 1.2 s` on stderr, one line per evaluation."""
 
-    def __init__(self, total: int, say: Callable = _say):
+    def __init__(self, total: int, say: Callable = say):
         self.done, self.total, self.say = 0, total, say
 
     def __call__(self, s: Subject, result: Gradient | SubjectFailed, seconds: float) -> None:
@@ -58,7 +53,7 @@ def check_examples(
     *,
     dtypes: tuple[str, ...] = DTYPES,
     timeout_s: float | None = None,
-    say: Callable = _say,
+    say: Callable = say,
     save: bool = True,
 ) -> list[ExampleJudgement]:
     """Evaluate, save and judge every available variant of each example."""

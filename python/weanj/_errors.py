@@ -7,6 +7,8 @@ stderr and exits with `exit_code`; a traceback means a bug in weanj, not in the 
 
 from __future__ import annotations
 
+import sys
+
 
 class WeanjError(Exception):
     """An error caused by the user's input or environment, reported in one line."""
@@ -67,6 +69,11 @@ def wrapped(message: str) -> str:
         if cut > 0:
             return f"{first[: cut + len(mark.rstrip())]}\n  {first[cut + len(mark) :]}{sep}{rest}"
     return message
+
+
+def say(message: str, end: str = "\n") -> None:
+    """A line of progress or a note, on stderr and at once (stdout holds the result)."""
+    print(message, file=sys.stderr, end=end, flush=True)
 
 
 def error_text(message: str) -> str:

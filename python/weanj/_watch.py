@@ -14,12 +14,13 @@ compile.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from ._errors import say
 
 T = TypeVar("T")
 
@@ -29,10 +30,6 @@ class CalledExit(RuntimeError):
     the end of the command with that call's exit code."""
 
 
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 @dataclass
 class Watch:
     """How long calls may take and how they show progress (`timeout_s` None: no limit)."""
@@ -40,7 +37,7 @@ class Watch:
     timeout_s: float | None = None
     quiet_s: float = 5.0
     every_s: float = 15.0
-    say: Callable[[str], None] = _say
+    say: Callable[[str], None] = say
     abandoned: list[str] = field(default_factory=list)  # calls left running after a timeout
 
     def run(self, fn: Callable[[], T], label: str) -> T:

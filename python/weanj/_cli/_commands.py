@@ -12,11 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, WeanjError, error_text, with_list, wrapped
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+from .._errors import InputError, WeanjError, error_text, say, with_list, wrapped
 
 
 def param_values(ex, words: dict[str, str]) -> dict[str, Any]:
@@ -170,7 +166,7 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
         print("\n".join(example_lines(ej, mode="diff")))
         for j, path in plots:
             where = f"wrote {path}" if path else "bitwise equal: no picture"
-            _say(f"  plot {j.subjects[0]} vs {j.subjects[1]} ({j.array}): {where}")
+            say(f"  plot {j.subjects[0]} vs {j.subjects[1]} ({j.array}): {where}")
     return 0 if ej.ok else 1
 
 
