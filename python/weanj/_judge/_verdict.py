@@ -53,6 +53,15 @@ class Verdict(str, enum.Enum):
         return self.value
 
 
+# From the worst down: which verdict a cell of several judgements shows.
+SEVERITY = ("FAIL", "NaN/Inf", "timeout", "kinks", "skipped", "ok")
+
+
+def is_failing(verdict: str) -> bool:
+    """Whether a verdict, as files and report rows hold it (text), is a failure."""
+    return any(verdict == v.value and v.failing for v in Verdict)
+
+
 @dataclass
 class Judgement:
     """The answer to one case of the case table."""

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from .._errors import InputError, InputFileError, WeanjError
-from .._judge._verdict import ExampleJudgement, Judgement, Verdict
+from .._judge._verdict import SEVERITY, ExampleJudgement, Judgement, Verdict, is_failing
 from ._page_model import (
     Cell,
     ExamplePage,
@@ -109,7 +109,7 @@ def _rows(page: ExamplePage) -> None:
                 row.verdict = "missing"
                 row.note = f"no gradient file: run `weanj check {ex.name}`"
             cells = (row.taylor, row.jvp, row.float32, row.pairs)
-            if any(c.verdict in ("FAIL", "NaN/Inf", "timeout") for c in cells):
+            if any(is_failing(c.verdict) for c in cells):
                 row.verdict = "FAIL"
             page.rows.append(row)
     for reason, labels in _check_skips(page).items():
@@ -135,7 +135,7 @@ def _check_skips(page: ExamplePage) -> dict[str, list[str]]:
 
 
 def _worst(verdicts: list[str]) -> str:
-    for v in ("FAIL", "NaN/Inf", "timeout", "kinks", "skipped", "ok"):
+    for v in SEVERITY:
         if v in verdicts:
             return v
     return verdicts[0] if verdicts else ""
