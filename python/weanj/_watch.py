@@ -14,6 +14,7 @@ compile.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +24,18 @@ from typing import Any, TypeVar
 from ._errors import say
 
 T = TypeVar("T")
+
+# The `time.monotonic()` by which the watched call must end (None: no limit), as seen
+# from inside the call: a backend that waits on a child process (the Julia worker) waits
+# no longer than this, then stops the child itself, since Python cannot stop a thread.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "weanj_deadline", default=None
+)
+
+
+def deadline() -> float | None:
+    """The `time.monotonic()` by which the current watched call must end, or None."""
+    return _DEADLINE.get()
 
 
 class CalledExit(RuntimeError):
@@ -45,15 +58,17 @@ class Watch:
         if self.timeout_s is None and self.quiet_s == float("inf"):
             return fn()
         box: dict[str, Any] = {}
+        start = time.monotonic()
+        limit = None if self.timeout_s is None else start + self.timeout_s
 
         def target() -> None:
+            _DEADLINE.set(limit)  # this thread's context: the call sees its own deadline
             try:
                 box["value"] = fn()
             except BaseException as e:  # handed to the caller's thread below
                 box["error"] = e
 
         worker = threading.Thread(target=target, name=f"weanj {label}", daemon=True)
-        start = time.monotonic()
         worker.start()
         beat = self.quiet_s
         while True:

@@ -130,7 +130,7 @@ def entry() -> None:
         with contextlib.suppress(Exception):
             stream.flush()
     with contextlib.suppress(Exception):
-        from .._io._safeh5 import _PROBER
+        from .._resources import close_all
 
-        _PROBER.close()
+        close_all()
     real_exit(code)

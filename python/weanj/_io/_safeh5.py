@@ -32,7 +32,6 @@ file declaring gigabytes is refused, not decompressed.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
 import io
@@ -49,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._errors import InputFileError, UnavailableError
+from .._resources import on_exit
 from ._h5probe import size_text
 
 TIMEOUT_VARIABLE = "WEANJ_H5_TIMEOUT_S"
@@ -230,7 +230,7 @@ class _Prober:
 
 
 _PROBER = _Prober()
-atexit.register(_PROBER.close)
+on_exit(_PROBER.close)
 
 _memo: dict[tuple[str, tuple[str, ...], int], Outcome] = {}
 _trusted: set[str] = set()
