@@ -44,6 +44,14 @@ class ExcludedError(UnavailableError):
     upstream bug, a size its algorithm does not handle. Judged `skipped`, never a pass."""
 
 
+class VariantError(WeanjError):
+    """A variant at fault (verdict `error`, `NaN/Inf` or `timeout`) where one result was
+    asked for (`weanj run`, `weanj.evaluate`): one line saying what, with the command that
+    reproduces it. Exit code 1, like the verdict."""
+
+    exit_code = 1
+
+
 class ProjectError(WeanjError):
     """A project's `[tool.weanj]` table or one of its example modules is broken."""
 

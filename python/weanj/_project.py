@@ -1,25 +1,25 @@
-"""Where a project lives and what it declares.
+"""Where a project lives and what it declares (docs/DESIGN.md, "The project").
 
-The project root (where `shared_inputs/` and `results/` live) is, in this order:
+The project is where you are. Its root (where `shared_inputs/` and `results/` live) is:
 
-1. `$WEANJ_ROOT` if set (it must be an existing folder);
-2. the nearest directory at or above the current one whose `pyproject.toml` has a
-   `[tool.weanj]` table (a user project);
-3. the checkout of an editable install of weanj (this repository);
-4. the current directory.
+1. `$WEANJ_ROOT` if set (an existing folder; without a `[tool.weanj]` table it holds
+   weanj's built-in examples: a copy of their inputs, say);
+2. else the nearest folder at or above the current one whose `pyproject.toml` has a
+   `[tool.weanj]` table (weanj's own checkout is such a folder).
 
-A project's `[tool.weanj]` table lists the modules that register its examples:
+Nothing else: a command run elsewhere names no other folder to act on, but says in one
+line what to add (`ProjectError`, exit 2), and names the `pyproject.toml` without the
+table where one lies on the way up. The table:
 
     [tool.weanj]
     examples = ["kernels.smooth", "kernels.stencil"]   # importable from the project root
+    pythonpath = ["src"]     # folders put on sys.path first (pytest's `pythonpath`)
     builtin = false          # true: weanj's own examples too
     entry-points = false     # true: every installed `weanj.examples` entry point;
                              # or a list of entry-point names: only those
 
-Installed packages' examples join a project only when it asks for them, so an unrelated
-project never stops on a foreign example's missing inputs. A root without `[tool.weanj]`
-(a bare folder, `$WEANJ_ROOT` pointing at a copy of the inputs) gets weanj's built-in
-examples. This module knows nothing of the registry: `_registry` reads the config.
+This module knows nothing of the registry (which loads what the table lists) or of
+where files go (`_places`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,19 @@ from pathlib import Path
 
 from ._errors import ProjectError
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
 ROOT_VARIABLE = "WEANJ_ROOT"
+# weanj's own examples (`builtin = true`, a `$WEANJ_ROOT` without [tool.weanj]).
+BUILTIN = (
+    "weanj.examples.jacobi",
+    "weanj.examples.gauss_seidel",
+    "weanj.examples.advection",
+    "weanj.examples.tridiagonal",
+    "weanj.examples.deposition",
+)
+WHAT_TO_ADD = (
+    'add a [tool.weanj] table with examples = ["your.module"] to it (or run `weanj new NAME` '
+    "there), or set WEANJ_ROOT to a weanj project"
+)
 
 
 def _read_toml(path: Path) -> dict:
@@ -66,14 +77,6 @@ def _weanj_table(directory: Path) -> dict | None:
     return table if isinstance(table, dict) else None
 
 
-def _checkout_root() -> Path | None:
-    # python/weanj/_project.py -> the repository is two levels above the package.
-    candidate = _PACKAGE_DIR.parent.parent
-    if (candidate / "pyproject.toml").is_file() and (candidate / "shared_inputs").is_dir():
-        return candidate
-    return None
-
-
 def user_project(start: Path) -> Path | None:
     """The nearest folder at or above `start` with a `[tool.weanj]` table, or None."""
     for directory in (start, *start.parents):
@@ -82,9 +85,8 @@ def user_project(start: Path) -> Path | None:
     return None
 
 
-def find_root(*, checkout: bool = True) -> tuple[Path, str]:
-    """`(root, how it was found)`; `checkout=False` leaves out the editable checkout
-    (`pytest --weanj` runs a project's matrix, never weanj's own by accident)."""
+def find_root() -> tuple[Path, str]:
+    """`(root, how it was found)`, or a `ProjectError` saying what to add (module docstring)."""
     env = os.environ.get(ROOT_VARIABLE)
     if env:
         root = Path(env).expanduser().resolve()
@@ -98,19 +100,21 @@ def find_root(*, checkout: bool = True) -> tuple[Path, str]:
     project = user_project(cwd)
     if project is not None:
         return project, "the nearest pyproject.toml with [tool.weanj]"
-    if checkout and _checkout_root() is not None:
-        return _checkout_root(), "the checkout of weanj's editable install"
-    return cwd, "the current folder (no [tool.weanj] found at or above it)"
+    bare = next(
+        (d / "pyproject.toml" for d in (cwd, *cwd.parents) if (d / "pyproject.toml").is_file()),
+        None,
+    )
+    if bare is not None:
+        raise ProjectError(f"not in a weanj project: {bare} has no [tool.weanj] table; {WHAT_TO_ADD}")
+    raise ProjectError(
+        f"not in a weanj project: no pyproject.toml with [tool.weanj] at or above {cwd}; "
+        f"{WHAT_TO_ADD}"
+    )
 
 
 def project_root() -> Path:
     """The project root (see the module docstring for the order of discovery)."""
     return find_root()[0]
-
-
-def results_dir(example: str) -> Path:
-    """`results/<example>/` under the project root."""
-    return project_root() / "results" / example
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,8 @@ class ProjectConfig:
     entry_points: bool | tuple[str, ...]  # installed `weanj.examples`: all, none or these
     pyproject: Path | None  # where it was declared; None: no [tool.weanj] (built-ins)
     how: str = ""  # how the root was found
+    pythonpath: tuple[Path, ...] = ()  # folders put on sys.path before the modules import
+    table: dict | None = None  # the table as read (part of what an evaluation depends on)
 
     @property
     def where(self) -> str:
@@ -133,11 +139,17 @@ class ProjectConfig:
         return f"project {self.root} ({self.how or 'given'})"
 
 
-_KEYS = {"examples", "builtin", "entry-points"}
+_KEYS = {"examples", "builtin", "entry-points", "pythonpath"}
+
+
+def _strings(pyproject: Path, key: str, value, example: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(m, str) and m for m in value):
+        raise ProjectError(f"{pyproject}: [tool.weanj] {key} must be a list of {example}")
+    return tuple(value)
 
 
 def project_config(root: Path | None = None) -> ProjectConfig:
-    """The `[tool.weanj]` table of the project at `root` (default: `project_root()`)."""
+    """The `[tool.weanj]` table of the project at `root` (default: `find_root()`)."""
     how = "given"
     if root is None:
         root, how = find_root()
@@ -152,12 +164,21 @@ def project_config(root: Path | None = None) -> ProjectConfig:
             f"{pyproject}: unknown key(s) {', '.join(unknown)} in [tool.weanj] "
             f"(known: {', '.join(sorted(_KEYS))})"
         )
-    examples = table.get("examples", [])
-    if not isinstance(examples, list) or not all(isinstance(m, str) and m for m in examples):
-        raise ProjectError(
-            f"{pyproject}: [tool.weanj] examples must be a list of module names, "
-            f'e.g. examples = ["kernels.smooth"]'
-        )
+    examples = _strings(
+        pyproject, "examples", table.get("examples", []), 'module names, e.g. examples = ["kernels.smooth"]'
+    )
+    folders = _strings(
+        pyproject, "pythonpath", table.get("pythonpath", []), 'folders, e.g. pythonpath = ["src"]'
+    )
+    pythonpath = []
+    for folder in folders:
+        path = (root / folder).resolve()
+        if not path.is_dir():
+            raise ProjectError(
+                f"{pyproject}: [tool.weanj] pythonpath names {folder}, which is not a folder "
+                f"of {root}"
+            )
+        pythonpath.append(path)
     builtin = table.get("builtin", False)
     if not isinstance(builtin, bool):
         raise ProjectError(f"{pyproject}: [tool.weanj] builtin must be true or false")
@@ -170,5 +191,12 @@ def project_config(root: Path | None = None) -> ProjectConfig:
             'entry-point names, e.g. entry-points = ["heat"]'
         )
     return ProjectConfig(
-        root, tuple(examples), builtin=builtin, entry_points=entry, pyproject=pyproject, how=how
+        root,
+        examples,
+        builtin=builtin,
+        entry_points=entry,
+        pyproject=pyproject,
+        how=how,
+        pythonpath=tuple(pythonpath),
+        table=table,
     )

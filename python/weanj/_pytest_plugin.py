@@ -1,17 +1,17 @@
 """`pytest --weanj`: the case table of the current project, as test items.
 
 Registered through the `pytest11` entry point, so installing weanj is enough: in a
-project with `[tool.weanj]`, `pytest --weanj` collects one item per case of `_cases`
-(same-family pairs per gradient array, float32 against the family's float64 reference,
-the Taylor and jvp checks, every recorded or other file of the store), with the case ids
-(`02-gauss-seidel::lex::jax-lex~jax-wavefront`), and needs no test code of its own.
-Each item asks the one judge (`_cases.judge_case`) and renders its verdict
-(`_report._text`): failing verdicts fail, `stale` and `skipped` skip saying why, the
-rest pass. `--weanj-record` (re)writes the recorded references instead, as
-pytest-regressions' `--force-regen` rewrites its data files: each family's first
-available variant on the shared inputs; those items then fail, saying what they wrote.
+project with `[tool.weanj]`, `pytest --weanj` collects one item per case of the case
+table (`_pipeline._cases`: each variant's run, same-family pairs per gradient array,
+float32 against the family's float64 reference, the Taylor and jvp checks, every
+recorded or other file of the store), with the case ids
+(`02-gauss-seidel::lex::jax-lex~jax-wavefront`), and needs no test code of its own. Each
+item asks the one judge, as `weanj check` does, and renders its verdict: failing
+verdicts fail, `stale`, `skipped` and `unavailable` skip saying why, the rest pass.
+`--weanj-record` (re)writes the recorded references instead (pytest-regressions'
+`--force-regen`); `--weanj-fuzz N` adds a fuzz search of each same-family pair.
 
-The plugin stays thin: collection and reporting. Without `--weanj` it does nothing and
+The plugin is thin: collection and reporting. Without `--weanj` it does nothing and
 imports nothing heavy.
 """
 
@@ -35,6 +35,7 @@ OPTIONS = (
         dict(action="append", metavar="EXAMPLE", help="only this example (repeatable)"),
     ),
 )
+_SESSION = pytest.StashKey[object]()
 
 
 def pytest_addoption(parser):
@@ -43,25 +44,30 @@ def pytest_addoption(parser):
         group.addoption(flag, **keywords)
 
 
+class _Failed(Exception):
+    pass
+
+
 class WeanjItem(pytest.Item):
     """One case of the table."""
 
     def __init__(self, *, plan, case, **kwargs):
         super().__init__(**kwargs)
         self.plan, self.case = plan, case
-        if case.skip is not None:
-            self.add_marker(pytest.mark.skip(reason=case.skip))
+        skip = plan.skip_of(case)
+        if skip is not None:
+            self.add_marker(pytest.mark.skip(reason=f"{skip.verdict}: {skip.what}"))
 
     def runtest(self):
-        from ._cases import Runner, judge_case
         from ._judge._verdict import Verdict
+        from ._pipeline._cases import judge_case
         from ._report._text import message
 
-        j = judge_case(self.plan, self.case, Runner(self.plan))
+        j = judge_case(self.plan, self.case, self.config.stash[_SESSION])
         self.judgement = j
         if j.failed:
             raise _Failed(message(j))
-        if j.verdict in (Verdict.SKIPPED, Verdict.STALE):
+        if j.verdict in (Verdict.SKIPPED, Verdict.STALE, Verdict.UNAVAILABLE):
             pytest.skip(f"{j.verdict}: {j.reason}")
 
     def repr_failure(self, excinfo, style=None):
@@ -70,27 +76,25 @@ class WeanjItem(pytest.Item):
         if isinstance(excinfo.value, _Failed):
             return str(excinfo.value)
         if isinstance(excinfo.value, WeanjError):
-            return f"{self.case.id}: {excinfo.value}"
+            return f"{self.name}: {excinfo.value}"
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
         return self.path, 0, f"weanj {self.case.kind}: {self.case.id}"
 
 
-class WeanjFuzzItem(WeanjItem):
+class WeanjFuzzItem(pytest.Item):
     """`--weanj-fuzz N`: `weanj fuzz`'s search on one same-family pair, N draws; it fails
     with the shrunk case, its regions and the commands that reproduce it."""
 
-    def __init__(self, *, example, pair, draws, skip=None, **kwargs):
-        pytest.Item.__init__(self, **kwargs)  # no case of the table behind it
-        self.example, self.pair, self.draws = example, pair, draws
-        if skip is not None:
-            self.add_marker(pytest.mark.skip(reason=skip))
+    def __init__(self, *, catalog, pair, draws, **kwargs):
+        super().__init__(**kwargs)
+        self.catalog, self.pair, self.draws = catalog, pair, draws
 
     def runtest(self):
-        from ._fuzz import pytest_run
+        from ._commands.fuzz import pytest_fuzz
 
-        failure = pytest_run(self.example, *self.pair, self.draws)
+        failure = pytest_fuzz(self.catalog, *self.pair, self.draws)
         if failure is not None:
             raise _Failed(failure)
 
@@ -99,7 +103,7 @@ class WeanjFuzzItem(WeanjItem):
 
         if isinstance(excinfo.value, (_Failed, WeanjError)):
             return f"{self.name}: {excinfo.value}"
-        return pytest.Item.repr_failure(self, excinfo, style)
+        return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
         return self.path, 0, f"weanj fuzz: {self.name}"
@@ -117,7 +121,7 @@ class WeanjErrorItem(pytest.Item):
         raise _Failed(self.error)
 
     def repr_failure(self, excinfo, style=None):
-        return f"{self.name}: {excinfo.value}"
+        return f"{self.name}: not judged: {excinfo.value}"
 
     def reportinfo(self):
         return self.path, 0, f"weanj: {self.name}"
@@ -126,149 +130,102 @@ class WeanjErrorItem(pytest.Item):
 class WeanjRecordItem(pytest.Item):
     """`--weanj-record`: write the references of one example, then fail saying so."""
 
-    def __init__(self, *, example, **kwargs):
+    def __init__(self, *, catalog, **kwargs):
         super().__init__(**kwargs)
-        self.example = example
+        self.catalog = catalog
 
     def runtest(self):
-        from ._check import record_references
+        from ._commands.record import record_references
 
-        written = record_references([self.example])
+        written = record_references(self.catalog)
         raise _Failed(
             "wrote "
             + ", ".join(str(p) for p in written)
             + "; look at them (weanj diff), commit them, and rerun without --weanj-record"
             if written
-            else f"no variant of {self.example} is available here; nothing recorded"
+            else f"no variant of {self.catalog.name} is available here; nothing recorded"
         )
 
     def repr_failure(self, excinfo, style=None):
         return f"{self.name}: {excinfo.value}"
 
     def reportinfo(self):
-        return self.path, 0, f"weanj record: {self.example}"
+        return self.path, 0, f"weanj record: {self.catalog.name}"
 
 
-class _Failed(Exception):
-    pass
-
-
-def _project_or_none():
-    """The project `pytest --weanj` works on, or None outside any (a bare folder: weanj's
-    own checkout is never taken by accident)."""
-    from ._project import find_root
-
-    root, how = find_root(checkout=False)
-    if how.startswith("the current folder"):
-        return None
-    return root
+def _item(cls, session, name: str, **kwargs):
+    return cls.from_parent(session, name=name, nodeid=f"weanj::{name}", **kwargs)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselection sees the items
 def pytest_collection_modifyitems(session, config, items):
     if not config.getoption("weanj"):
         return
-    from ._cli._main import _heavy_imports
+    from ._errors import WeanjError, error_text
+    from ._interrupts import heavy_imports
 
-    _heavy_imports()  # h5py and JAX with Ctrl-C held back: an interrupt there can abort
-    from ._cases import plan
-    from ._errors import WeanjError
-    from ._registry import example, example_names
+    heavy_imports()  # h5py and JAX with Ctrl-C held back: an interrupt there can abort
+    from ._io import _jax_cache
+    from ._pipeline._cases import read_plan
+    from ._pipeline._session import Session
+    from ._places import places
+    from ._registry import catalogs
 
-    if _project_or_none() is None:
-        config._weanj_note = (
-            "weanj: not in a weanj project (no $WEANJ_ROOT, no pyproject.toml with [tool.weanj] "
-            "at or above the current folder): nothing collected"
-        )
-        return
-    from . import _cache
-
-    _cache.enable()  # compiled kernels are reused across runs (and xdist workers)
-    chosen = config.getoption("weanj_example")
     try:
-        names = [example(n).name for n in chosen] if chosen else example_names()
+        here = places()  # the project is where you are: or one line saying what to add
+        cats = catalogs(config.getoption("weanj_example"))
     except WeanjError as e:
-        raise pytest.UsageError(f"weanj: {e}") from None
+        pytest.exit(error_text(str(e)), returncode=2)
+    _jax_cache.enable()  # compiled kernels are reused across runs (and xdist workers)
+    config.stash[_SESSION] = Session(shown_path=here.shown)
     if config.getoption("weanj_record"):
-        for name in names:
-            items.append(
-                WeanjRecordItem.from_parent(
-                    session, name=f"{name}::record", nodeid=f"weanj::{name}::record", example=name
-                )
-            )
+        for cat in cats:
+            items.append(_item(WeanjRecordItem, session, f"{cat.name}::record", catalog=cat))
         return
-    for name in names:
+    draws = config.getoption("weanj_fuzz")
+    for cat in cats:
         try:
-            p = plan(name, live=True)
+            plan = read_plan(cat, here, live=True)
         except WeanjError as e:
-            items.append(
-                WeanjErrorItem.from_parent(
-                    session, name=f"{name}::inputs", nodeid=f"weanj::{name}::inputs", error=str(e)
-                )
-            )
+            items.append(_item(WeanjErrorItem, session, f"{cat.name}::inputs", error=str(e)))
             continue
-        for case in p.cases:
-            if case.info:
-                continue  # across families: information, not a test
-            items.append(
-                WeanjItem.from_parent(
-                    session, name=case.id, nodeid=f"weanj::{case.id}", plan=p, case=case
-                )
-            )
-    if config.getoption("weanj_fuzz"):
-        from ._fuzz import pytest_cases
+        for case in plan.cases:
+            if not case.info:  # across families: information, not a test
+                items.append(_item(WeanjItem, session, case.id, plan=plan, case=case))
+        if draws:
+            from ._commands.fuzz import fuzz_cases
 
-        for case_id, name, a, b, why in pytest_cases(names):
-            items.append(
-                WeanjFuzzItem.from_parent(
-                    session,
-                    name=case_id,
-                    nodeid=f"weanj::{case_id}",
-                    example=name,
-                    pair=(a, b),
-                    draws=config.getoption("weanj_fuzz"),
-                    skip=why,
-                )
-            )
+            for case_id, a, b in fuzz_cases(cat, plan.inputs):
+                items.append(_item(WeanjFuzzItem, session, case_id, catalog=cat, pair=(a, b), draws=draws))
 
 
 def pytest_report_collectionfinish(config, start_path, items):
     """The table's items are added after collection proper: say how many there are."""
     if not config.getoption("weanj"):
         return None
-    note = getattr(config, "_weanj_note", None)
-    if note:
-        return note
-    ours = [i for i in items if isinstance(i, (WeanjItem, WeanjRecordItem, WeanjErrorItem))]
+    ours = [i for i in items if i.nodeid.startswith("weanj::")]
     examples = sorted({i.nodeid.split("::")[1] for i in ours})
     return f"weanj: {len(ours)} cross-validation item(s) of {', '.join(examples) or 'no example'}"
 
 
 def pytest_sessionstart(session):
-    """With `--weanj`, a Ctrl-C is noted as well as raised: a KeyboardInterrupt raised
-    inside a library's callback (XLA's garbage-collection hook) is swallowed, and the run
-    would go on to exit 0 or 1; `pytest_sessionfinish` then makes it "interrupted"."""
-    import signal
-    import threading
+    """With `--weanj`, a Ctrl-C is noted as well as raised (`_interrupts`):
+    `pytest_sessionfinish` then makes the run "interrupted" even where a callback
+    swallowed the exception."""
+    if session.config.getoption("weanj"):
+        from ._interrupts import install_for_session
 
-    config = session.config
-    if not config.getoption("weanj") or threading.current_thread() is not threading.main_thread():
-        return
-
-    def on_sigint(signum, frame):
-        config._weanj_interrupted = True
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, on_sigint)
+        install_for_session()
 
 
 def pytest_sessionfinish(session, exitstatus):
-    import signal
-    import threading
+    if not session.config.getoption("weanj"):
+        return
+    from ._interrupts import INTERRUPTED, ignore_from_now
 
-    if getattr(session.config, "_weanj_interrupted", False):
+    if INTERRUPTED:
         session.exitstatus = pytest.ExitCode.INTERRUPTED
-    if session.config.getoption("weanj") and threading.current_thread() is threading.main_thread():
-        # The judging is over and its outcome decided: a Ctrl-C now, while the summary is
-        # printed and the interpreter ends, would only turn it into a death by SIGINT.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    found = session.config.stash.get(_SESSION, None)
+    if found is not None:
+        found.close()
+    ignore_from_now()

@@ -1,35 +1,40 @@
-"""The tables of examples and variants, filled by the project's example modules.
+"""The tables of examples and variants, filled by the project's example modules, and the
+front door's lookups.
 
-Examples and variants are data: the tests, the command line, `weanj check`, the
-benchmarks and the pytest plugin all iterate these tables, so adding a variant is one
-decorated function beside its siblings. Which examples exist depends on the project
-(`_project.project_config`): the modules listed in its `[tool.weanj]` table, weanj's
-built-ins where asked for, and the installed packages' `weanj.examples` entry points it
-names. They are imported on the first lookup, so `import weanj` stays light.
+Examples and variants are data: adding a variant is one decorated function beside its
+siblings. Which examples exist depends on the project (`_project.project_config`): the
+modules listed in its `[tool.weanj]` table (after its `pythonpath`), weanj's built-ins
+where asked for, and the installed packages' `weanj.examples` entry points it names. They
+are imported on the first lookup, so `import weanj` stays light.
+
+The front ends (command line, pytest plugin, Python API) turn names into objects here,
+once: `catalogs(names)` gives each example with its variants, kink declarations and fuzz
+strategies (`Catalog`), and nothing below them looks a name up again.
 """
 
 from __future__ import annotations
 
-import contextlib
+import difflib
 import importlib
 import importlib.metadata
-import os
-import signal
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from ._errors import (
     DefinitionError,
+    InputError,
     ProjectError,
     UnavailableError,
     UnknownNameError,
     WeanjError,
+    say,
     with_list,
     wrapped,
 )
-from ._model import Example, Variant
+from ._interrupts import CalledExit, guarded_import
+from ._model import Catalog, Example, Variant
+from ._project import BUILTIN, ProjectConfig, project_config
 
 _EXAMPLES: dict[str, Example] = {}
 _VARIANTS: dict[str, dict[str, Variant]] = {}
@@ -37,11 +42,12 @@ _VARIANTS: dict[str, dict[str, Variant]] = {}
 _AT_KINKS: dict[tuple[str, frozenset], str] = {}
 # {example name: [fn(draw) -> arrays]}: edge-case sources of `weanj fuzz` (`fuzz_strategy`).
 _STRATEGIES: dict[str, list] = {}
-_state = {"loaded": False, "loading": None, "config": None}
+_state: dict[str, Any] = {"loaded": False, "loading": None, "config": None}
 
 
 def example_of(example: Example | str) -> Example:
-    """The registered `Example` an argument names (an `Example` or its name)."""
+    """The registered `Example` an argument names (an `Example` or its name), for the
+    variant constructors while an example module imports."""
     if isinstance(example, Example):
         return example
     if isinstance(example, str) and example in _EXAMPLES:
@@ -137,15 +143,6 @@ def fuzz_strategy(example: Any, fn: Callable | None = None):
     return register if fn is None else register(fn)
 
 
-def strategies_of(example_name: str) -> list[Callable]:
-    return list(_STRATEGIES.get(example_name, ()))
-
-
-def kink_difference(example_name: str, a: str, b: str) -> str | None:
-    """Why `a` and `b` may differ at the kinks of the example, or None (not declared)."""
-    return _AT_KINKS.get((example_name, frozenset((a, b))))
-
-
 def _caller_module() -> str:
     frame = sys._getframe(2)
     while frame is not None and frame.f_globals.get("__name__", "").startswith("weanj._"):
@@ -156,43 +153,23 @@ def _caller_module() -> str:
 # --- loading a project's example modules ------------------------------------------------
 
 
-class _Exit(BaseException):
-    """`os._exit` called by a module while it is imported."""
-
-
-@contextlib.contextmanager
-def _guarded_import():
-    """While an example module imports: `os._exit` raises instead of ending the process,
-    and a real Ctrl-C is told apart from a module raising `KeyboardInterrupt` itself."""
-    interrupted = threading.Event()
-    real_exit = os._exit
-
-    def refuse_exit(code=0):
-        raise _Exit(code)
-
-    def on_sigint(signum, frame):
-        interrupted.set()
-        raise KeyboardInterrupt
-
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, on_sigint) if main else None
-    os._exit = refuse_exit
-    try:
-        yield interrupted
-    finally:
-        os._exit = real_exit
-        if main:
-            signal.signal(signal.SIGINT, previous)
+def _x64() -> bool | None:
+    """JAX's `jax_enable_x64` now, or None where JAX is not imported."""
+    jax = sys.modules.get("jax")
+    return None if jax is None else bool(jax.config.jax_enable_x64)
 
 
 def _import_example_module(module: str, where: str) -> None:
     """Import one module that registers examples; any failure (an exception, `sys.exit`,
-    `os._exit`) is one line naming it, and whatever it registered is taken back."""
+    `os._exit`) is one line naming it, and whatever it registered is taken back. A module
+    that changes `jax_enable_x64` while importing is named in a warning, and the setting is
+    put back: weanj's runs choose their precision themselves."""
     before = {name: dict(table) for name, table in _VARIANTS.items()}
     kinks_before = dict(_AT_KINKS)
+    x64 = _x64()
     _state["loading"] = module
     try:
-        with _guarded_import() as interrupted:
+        with guarded_import() as interrupted:
             try:
                 importlib.import_module(module)
             except KeyboardInterrupt:
@@ -212,41 +189,51 @@ def _import_example_module(module: str, where: str) -> None:
         raise _load_error(module, where, e) from None
     finally:
         _state["loading"] = None
+    after = _x64()
+    if after is not None and after != bool(x64):
+        sys.modules["jax"].config.update("jax_enable_x64", bool(x64))
+        say(
+            wrapped(
+                f"weanj: warning: example module {module!r} turned jax_enable_x64 "
+                f"{'on' if after else 'off'} while importing; weanj set it back (float64 runs "
+                "enable 64-bit types themselves; a float32 run that returns float64 is "
+                "reported as that variant's error)"
+            )
+        )
 
 
 def _load_error(module: str, where: str, e: BaseException) -> BaseException:
     """The one-line error for a module that failed to import (or the interrupt itself)."""
     if isinstance(e, (KeyboardInterrupt, ProjectError)):
         return e
-    if isinstance(e, (SystemExit, _Exit)):
-        how = "called os._exit" if isinstance(e, _Exit) else "called sys.exit"
-        code = e.args[0] if e.args else 0
+    if isinstance(e, (SystemExit, CalledExit)):
+        how = str(e) if isinstance(e, CalledExit) else f"called sys.exit({e.code!r})"
         return ProjectError(
-            f"example module {module!r} ({where}) {how}({code!r}) on import; an example "
-            "module must only register examples"
+            f"example module {module!r} ({where}) {how} on import; an example module must "
+            "only register examples"
         )
     if not isinstance(e, Exception):
         return e
     if isinstance(e, ModuleNotFoundError) and e.name and module.startswith(e.name):
         return ProjectError(
             f"cannot import example module {module!r} listed in {where}: no module "
-            f"named {e.name!r} (is it importable from the project root?)"
+            f"named {e.name!r} (is it importable from the project root, or from a folder of "
+            "[tool.weanj] pythonpath?)"
         )
     first = (str(e).strip().splitlines() or [""])[0][:160]
     what = first if isinstance(e, WeanjError) else f"{type(e).__name__}: {first}"
     return ProjectError(f"example module {module!r} ({where}): {what}")
 
 
-def _modules_to_load(config) -> list[tuple[str, str]]:
+def _modules_to_load(config: ProjectConfig) -> list[tuple[str, str]]:
     modules: list[tuple[str, str]] = []
     if config.builtin:
-        from .examples import BUILTIN
-
         modules += [(m, "weanj's built-in examples") for m in BUILTIN]
     if config.pyproject is not None:
-        root = str(config.root)
-        if root not in sys.path:
-            sys.path.insert(0, root)  # the project's modules import from its root
+        # the project's modules import from its root, after its pythonpath folders
+        for folder in (*config.pythonpath[::-1], config.root):
+            if str(folder) not in sys.path:
+                sys.path.insert(0, str(folder))
         modules += [(m, f"[tool.weanj] of {config.pyproject}") for m in config.examples]
     if config.entry_points:
         wanted = None if config.entry_points is True else set(config.entry_points)
@@ -272,8 +259,6 @@ def _load() -> None:
     """Import the project's example modules once per process (module docstring)."""
     if _state["loaded"]:
         return
-    from ._project import project_config
-
     config = project_config()
     _state["config"] = config
     seen = set()
@@ -284,10 +269,21 @@ def _load() -> None:
     _state["loaded"] = True
 
 
-def project() -> object:
+def project() -> ProjectConfig:
     """The `ProjectConfig` the registry was loaded from."""
     _load()
     return _state["config"]
+
+
+# --- the front door: names to objects ----------------------------------------------------
+
+
+def _suggest(name: Any, known) -> str:
+    if not isinstance(name, str):
+        return ""
+    close = [k for k in known if k.lower() == name.lower()]
+    close = close or difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def example_names() -> list[str]:
@@ -305,41 +301,40 @@ def example(name: str | Example) -> Example:
     try:
         return _EXAMPLES[name]
     except (KeyError, TypeError):
-        from ._project import project_config
-
         config = project_config()  # as it is now: the folder a user would look in
-        head = f"unknown example {name!r} in {config.describe()}"
+        head = f"unknown example {name!r} in {config.describe()}{_suggest(name, _EXAMPLES)}"
         raise UnknownNameError(with_list(head, "known examples", sorted(_EXAMPLES))) from None
 
 
-def _table(example_name: str | Example) -> dict[str, Variant]:
-    return _VARIANTS[example(example_name).name]
+def catalog(name: str | Example) -> Catalog:
+    """An example with its variants, kink declarations and fuzz strategies."""
+    ex = example(name)
+    kinks = {pair: why for (owner, pair), why in _AT_KINKS.items() if owner == ex.name}
+    return Catalog(
+        ex,
+        tuple(_VARIANTS[ex.name].values()),
+        kinks,
+        tuple(_STRATEGIES.get(ex.name, ())),
+    )
 
 
-def variants(example_name: str | Example, *, available_only: bool = True) -> list[str]:
-    """Names of the variants of an example that can run here (all with `available_only=False`)."""
-    table = _table(example_name)
-    return [n for n, v in table.items() if not available_only or v.unavailable_reason() is None]
-
-
-def unavailable_variants(example_name: str | Example) -> dict[str, str]:
-    """`{variant name: reason}` for the variants of an example that cannot run here."""
-    reasons = {n: v.unavailable_reason() for n, v in _table(example_name).items()}
-    return {n: reason for n, reason in reasons.items() if reason is not None}
-
-
-def find_variant(example_name: str | Example, name: str) -> Variant | None:
-    """The registered variant or None, whether or not it is available here."""
-    return _table(example_name).get(name)
+def catalogs(names: list[str] | tuple[str, ...] | str | None = None) -> list[Catalog]:
+    """The catalogs of the examples named (default: every example of the project), in the
+    order given; an unknown name is one error listing the known ones, before any work."""
+    if isinstance(names, str):
+        names = [names]
+    chosen = list(names) if names else example_names()
+    return [catalog(n) for n in dict.fromkeys(chosen)]
 
 
 def registered_variant(example_name: str | Example, name: str) -> Variant:
     """The registered variant (available or not); unknown names list the known ones."""
-    table = _table(example_name)
+    ex = example(example_name)
+    table = _VARIANTS[ex.name]
     try:
         return table[name]
     except (KeyError, TypeError):
-        head = f"unknown variant {name!r} of {example(example_name).name}"
+        head = f"unknown variant {name!r} of {ex.name}{_suggest(name, table)}"
         raise UnknownNameError(with_list(head, "known variants", table)) from None
 
 
@@ -356,28 +351,45 @@ def variant(example_name: str | Example, name: str) -> Variant:
     return v
 
 
+def find_variant(example_name: str | Example, name: str) -> Variant | None:
+    """The registered variant or None, whether or not it is available here."""
+    return _VARIANTS[example(example_name).name].get(name)
+
+
+def variants(example_name: str | Example, *, available_only: bool = True) -> list[str]:
+    """Names of the variants of an example that can run here (all with `available_only=False`)."""
+    table = _VARIANTS[example(example_name).name]
+    return [n for n, v in table.items() if not available_only or v.unavailable_reason() is None]
+
+
+def unavailable_variants(example_name: str | Example) -> dict[str, str]:
+    """`{variant name: reason}` for the variants of an example that cannot run here."""
+    return catalog(example_name).unavailable()
+
+
 def families(example_name: str | Example) -> dict[str, list[str]]:
     """`{family: [variant names]}` over all registered variants of an example."""
-    out: dict[str, list[str]] = {}
-    for name, v in _table(example_name).items():
-        out.setdefault(v.family, []).append(name)
-    return out
+    return {f: [v.name for v in vs] for f, vs in catalog(example_name).families().items()}
 
 
-def same_family_pair(
-    example_name: str | Example, a: str, b: str, what: str
-) -> tuple[Variant, Variant]:
+def chosen_variants(cat: Catalog, names: list[str] | None) -> list[Variant]:
+    """The registered variants named (default: all), each name checked (with a
+    suggestion for a typo)."""
+    if not names:
+        return list(cat.variants)
+    return [registered_variant(cat.example, n) for n in dict.fromkeys(names)]
+
+
+def same_family_pair(cat: Catalog, a: str, b: str, what: str) -> tuple[Variant, Variant]:
     """Two available variants of one family (what `bisect` and `fuzz --pairs` compare), or
     an `InputError` naming `what` asked: the same variant twice, or two families (other
     algorithms, expected to differ)."""
-    from ._errors import InputError
-
     if a == b:
         raise InputError(
             f"{what} needs two different variants, got {a} twice (a variant is not compared "
             "with itself)"
         )
-    va, vb = variant(example_name, a), variant(example_name, b)
+    va, vb = variant(cat.example, a), variant(cat.example, b)
     if va.family != vb.family:
         raise InputError(
             f"{what} {a} {b}: {a} ({va.family}) and {b} ({vb.family}) are of different families "

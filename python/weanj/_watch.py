@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ._errors import say
+from ._interrupts import CalledExit
 
 T = TypeVar("T")
 
@@ -36,11 +37,6 @@ _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 def deadline() -> float | None:
     """The `time.monotonic()` by which the current watched call must end, or None."""
     return _DEADLINE.get()
-
-
-class CalledExit(RuntimeError):
-    """`sys.exit` or `os._exit` called by a watched call (a variant): its error, never
-    the end of the command with that call's exit code."""
 
 
 @dataclass

@@ -18,10 +18,23 @@ _PARAM_WORD = re.compile(r"--([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?\Z")
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with a wider help layout."""
+    """argparse with a wider help layout, no abbreviations (`--t` never means `--timeout`)
+    and errors in one line."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def _get_formatter(self):
         return argparse.HelpFormatter(prog=self.prog, max_help_position=30, width=100)
+
+    def error(self, message: str):
+        """One line on stderr, exit 2 (argparse's own prints the usage first)."""
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+class UsageError(InputError):
+    """A command line that does not parse."""
 
 
 def positive_float(text: str) -> float:
@@ -102,6 +115,7 @@ def _check(sub) -> None:
         help="dtypes under test (default: both: float64, "
         "then float32 against the float64 references)",
     )
+    p.add_argument("--variants", nargs="+", metavar="VARIANT", help="only these variants")
     _timeout(p, "a variant")
 
 
@@ -186,7 +200,7 @@ def _bench(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
+    from .._environment import __version__
 
     parser = Parser(
         prog="weanj", description="Cross-validate Julia reference kernels and their JAX ports."
@@ -238,7 +252,14 @@ def _bisect(sub) -> None:
     p.add_argument("a", metavar="A", help="a variant (the reference)")
     p.add_argument("b", metavar="B", help="another variant of its family")
     p.add_argument(
-        "--over", metavar="PARAM", help="the iteration parameter (default: the first int parameter)"
+        "--over",
+        metavar="PARAM",
+        help="an int parameter or the size to search (default: the first int parameter)",
+    )
+    p.add_argument(
+        "--inputs",
+        metavar="FILE",
+        help="judge A and B on this inputs file alone (a case bisect or fuzz wrote)",
     )
     _timeout(p, "one evaluation")
 
@@ -265,18 +286,26 @@ def _fuzz(sub) -> None:
         metavar="S",
         help="stop after S seconds (default 60)",
     )
+    _timeout(p, "one evaluation")
 
 
 # Commands whose extra `--NAME V` words are the example's parameters.
 TAKES_PARAMS = {"run", "bench", "bisect"}
 
 
-def _suggestion(parser: argparse.ArgumentParser, unknown: str) -> str:
-    """`; did you mean --K?` for a mistyped option (case, a missing dash, a typo)."""
-    flag = unknown.split("=", 1)[0]
-    options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
-    by_case = [o for o in options if o.lower() == flag.lower() or o.lower() == "-" + flag.lower()]
-    close = by_case or difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
+def options_of(parser: argparse.ArgumentParser) -> list[str]:
+    """The long options a (sub)command takes."""
+    return [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+
+
+def suggestion(flag: str, options: list[str]) -> str:
+    """`; did you mean --K?` for a mistyped option: the case, a missing dash, a prefix of
+    one option (never taken as that option), a typo."""
+    flag = flag.split("=", 1)[0]
+    by_case = [o for o in options if o.lower() in (flag.lower(), "-" + flag.lower())]
+    prefixed = [o for o in options if len(flag) > 2 and o.lower().startswith(flag.lower())]
+    close = by_case or (prefixed if len(prefixed) == 1 else [])
+    close = close or difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
     return f"; did you mean {close[0]}?" if close else ""
 
 
@@ -311,6 +340,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, str]]:
     params = _param_words(extras) if args.command in TAKES_PARAMS else None
     if extras and params is None:
         command.error(
-            f"unrecognized arguments: {' '.join(extras)}" + _suggestion(command, extras[0])
+            f"unrecognized arguments: {' '.join(extras)}"
+            + suggestion(extras[0], options_of(command))
         )
+    args.options = options_of(command)
     return args, params or {}

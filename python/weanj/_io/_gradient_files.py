@@ -17,12 +17,9 @@ import h5py
 import numpy as np
 
 from .._errors import InputError, InputFileError, WeanjError
-from .._model import COMPLEX_OF, Example, Gradient, check_name, shown
-from .._project import results_dir
-from .._registry import example as example_named
-from .._registry import example_names, find_variant
-from ._h5 import array_sha256, provenance_key, read_array, read_attributes
-from ._places import PRODUCED, RECORDED, fix_hint, gradient_path, place_of
+from .._model import COMPLEX_OF, Example, Gradient, check_name, provenance_key, shown
+from .._places import PRODUCED, RECORDED, Places
+from ._h5 import array_sha256, read_array, read_attributes
 from ._safeh5 import parsed
 
 FORMAT = 2
@@ -30,6 +27,7 @@ FORMAT = 2
 _REQUIRED = ("variant", "family", "example", "dtype", "inputs_sha256")
 
 _OPTIONAL_TEXT = ("backend", "backend_version", "created", "key")
+_OPTIONAL_NUMBERS = ("loss", "noise_loss")
 
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 
@@ -39,8 +37,19 @@ def expected_dtype(ex: Example, array: str, dtype: str) -> str:
     return COMPLEX_OF[dtype] if ex.array(array).kind == "complex" else dtype
 
 
-def _read_datasets(f: h5py.File, where: str, hint: str) -> dict[str, tuple[np.ndarray, Any]]:
-    """`{name: (values, recorded sha256 or None)}`; name "" for the single dataset."""
+def fix_hint(path: Path, places: Places) -> str:
+    """What recomputes a gradient file, from where it lies in the store."""
+    place = places.place_of(path)
+    if place is not None and place.kind == PRODUCED:
+        flag = "" if place.dtype == "float64" else f" --dtype {place.dtype}"
+        return f"; recompute it with `weanj run {place.example} {path.stem}{flag}` or delete it"
+    if place is not None and place.kind == RECORDED:
+        return "; re-record it (`pytest --weanj --weanj-record`) or delete it"
+    return "; write it again or delete it"
+
+
+def _read_datasets(f: h5py.File, where: str, hint: str) -> dict[str, tuple[np.ndarray, Any, Any]]:
+    """`{name: (values, recorded sha256 or None, noise or None)}`; "" for the single dataset."""
     if "gradient" not in f:
         raise InputFileError(f"{where} has no `gradient` dataset or group{hint}")
     node = f["gradient"]
@@ -49,11 +58,18 @@ def _read_datasets(f: h5py.File, where: str, hint: str) -> dict[str, tuple[np.nd
     for name, ds in items:
         label = f"gradient/{name}".rstrip("/")
         values = read_array(ds, f"{where}: {label}", hint)
-        sha = read_attributes(ds.attrs, f"{where}: {label}", hint).get("sha256")
+        attrs = read_attributes(ds.attrs, f"{where}: {label}", hint)
+        sha, noise = attrs.get("sha256"), attrs.get("noise")
         if sha is not None and not isinstance(sha, str):
             raise InputFileError(f"{where}: the sha256 attribute of {label} is not text{hint}")
-        out[name] = (values, sha)
+        if noise is not None and not _number(noise):
+            raise InputFileError(f"{where}: the noise attribute of {label} is not a number{hint}")
+        out[name] = (values, sha, noise)
     return out
+
+
+def _number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float))
 
 
 def _typed_attributes(attrs: dict[str, Any], where: str, hint: str) -> None:
@@ -84,9 +100,11 @@ def _typed_attributes(attrs: dict[str, Any], where: str, hint: str) -> None:
         )
     if fmt == FORMAT and "key" not in attrs:
         raise InputFileError(f"{where} lacks attribute key{hint}")
-    loss = attrs.get("loss")
-    if loss is not None and (isinstance(loss, bool) or not isinstance(loss, (int, float))):
-        raise InputFileError(f"{where}: attribute loss must be a number, got {shown(loss)}{hint}")
+    for key in _OPTIONAL_NUMBERS:
+        if key in attrs and not _number(attrs[key]):
+            raise InputFileError(
+                f"{where}: attribute {key} must be a number, got {shown(attrs[key])}{hint}"
+            )
     try:
         check_name("variant", attrs["variant"])
     except WeanjError:
@@ -95,24 +113,32 @@ def _typed_attributes(attrs: dict[str, Any], where: str, hint: str) -> None:
         ) from None
 
 
-def read_gradient_file(path: Path | str, *, source: str | None = None) -> Gradient:
-    """Read one gradient file; a missing, corrupt, mistyped or tampered file raises
+def read_gradient_file(
+    path: Path | str, ex: Example, places: Places, *, source: str | None = None
+) -> Gradient:
+    """Read one gradient file of example `ex`; a missing, corrupt, mistyped or tampered
+    file, or one of another example or lying in the store of another dtype, raises
     `InputFileError` (one line naming the file and what recomputes it)."""
     path = Path(path)
-    hint = fix_hint(path)
+    hint = fix_hint(path, places)
     where = f"gradient file {path}"
     with parsed(path, "gradient file", hint, ("gradient", "sha256", *_REQUIRED)) as f:
         datasets = _read_datasets(f, where, hint)
         attrs = read_attributes(f.attrs, where, hint)
     _typed_attributes(attrs, where, hint)
-    if attrs["example"] not in example_names():
+    if attrs["example"] != ex.name:
         raise InputFileError(
-            f"{where} is a gradient of example {shown(attrs['example'])}, which this project "
-            f"does not have{hint}"
+            f"{where} holds a gradient of {shown(attrs['example'])}, not of {ex.name}{hint}"
         )
-    ex = example_named(attrs["example"])
+    place = places.place_of(path)
+    if place is not None and place.kind == PRODUCED and place.dtype != attrs["dtype"]:
+        raise InputFileError(
+            f"{where} holds a {attrs['dtype']} gradient but lies in the {place.dtype} store "
+            f"(results/{place.example}/{PRODUCED}/{'' if place.dtype == 'float64' else place.dtype + '/'})"
+            f"{hint}"
+        )
     gradients = _gradient_datasets(ex, datasets, attrs["dtype"], where, hint)
-    unsigned = [f"gradient/{n}".rstrip("/") for n, (_, sha) in datasets.items() if sha is None]
+    unsigned = [f"gradient/{n}".rstrip("/") for n, (_, sha, _) in datasets.items() if sha is None]
     if attrs.get("format", 1) == FORMAT and unsigned:  # the writer signs every dataset
         raise InputFileError(f"{where}: {', '.join(unsigned)} lacks its sha256 attribute{hint}")
     try:
@@ -128,25 +154,16 @@ def read_gradient_file(path: Path | str, *, source: str | None = None) -> Gradie
         raise InputFileError(
             f"{where}: its key does not match its attributes (modified or corrupt){hint}"
         )
-    registered = find_variant(ex.name, attrs["variant"])
-    if registered is not None and registered.family != attrs["family"]:
-        raise InputFileError(
-            f"{where} says {attrs['variant']} is of family {attrs['family']!r}, but it is "
-            f"registered in family {registered.family!r}{hint}"
-        )
-    known = set(_REQUIRED) | {"loss", "format", *_OPTIONAL_TEXT} | set(ex.param_names)
-    place = place_of(path)
+    known = set(_REQUIRED) | {"format", *_OPTIONAL_NUMBERS, *_OPTIONAL_TEXT} | set(ex.param_names)
     if source is None:
         source = "file"
         if place is not None and place.kind == RECORDED:
             source = "recorded"
-        elif (
-            place is not None
-            and place.kind == PRODUCED
-            and registered is not None
-            and path.stem == attrs["variant"]
-        ):
+        elif place is not None and place.kind == PRODUCED and path.stem == attrs["variant"]:
             source = "store"
+    noise = {name: float(n) for name, (_, _, n) in _named(ex, datasets).items() if n is not None}
+    if "noise_loss" in attrs:
+        noise["loss"] = float(attrs["noise_loss"])
     return Gradient(
         example=ex,
         variant=attrs["variant"],
@@ -164,7 +181,15 @@ def read_gradient_file(path: Path | str, *, source: str | None = None) -> Gradie
         source=source,
         format=fmt,
         extra={k: v for k, v in attrs.items() if k not in known},
+        noise=noise,
     )
+
+
+def _named(ex: Example, datasets: dict) -> dict:
+    """The datasets by wrt name (the single dataset "" is the one wrt array's)."""
+    if set(datasets) == {""} and len(ex.wrt_names) == 1:
+        return {ex.wrt_names[0]: datasets[""]}
+    return datasets
 
 
 def _gradient_datasets(ex: Example, datasets: dict, dtype: str, where: str, hint: str) -> dict:
@@ -183,7 +208,7 @@ def _gradient_datasets(ex: Example, datasets: dict, dtype: str, where: str, hint
         )
     out = {}
     for name in names:
-        values, sha = datasets[name]
+        values, sha, _ = datasets[name]
         expected = expected_dtype(ex, name, dtype)
         if values.dtype.name != expected:
             raise InputFileError(
@@ -208,15 +233,14 @@ class StoreScan:
 
 
 def scan_store(
-    example: Example | str, *, produced: bool = True, recorded: bool = True
+    ex: Example, places: Places, *, produced: bool = True, recorded: bool = True
 ) -> StoreScan:
     """Read `gradients/`, `gradients/float32/` and `recorded/` (never `runs/`)."""
-    ex = example_named(example)
     folders = []
     if produced:
-        folders += [results_dir(ex.name) / PRODUCED, results_dir(ex.name) / PRODUCED / "float32"]
+        folders += [places.gradients(ex.name), places.gradients(ex.name, "float32")]
     if recorded:
-        folders.append(results_dir(ex.name) / RECORDED)
+        folders.append(places.recorded_dir(ex.name))
     scan = StoreScan([], [])
     for folder in folders:
         if not folder.is_dir():
@@ -228,60 +252,7 @@ def scan_store(
                 )
                 continue
             try:
-                g = read_gradient_file(p)
+                scan.gradients.append(read_gradient_file(p, ex, places))
             except InputFileError as e:
                 scan.problems.append((p, str(e)))
-                continue
-            if g.example.name != ex.name:
-                scan.problems.append(
-                    (p, f"gradient file {p} holds a gradient of {g.example.name}, not of {ex.name}")
-                )
-                continue
-            scan.gradients.append(g)
     return scan
-
-
-def stored_gradients(
-    example: Example | str, *, produced: bool = True, recorded: bool = True
-) -> list[Gradient]:
-    """Every readable gradient file of an example in the store (unchecked for staleness);
-    an unreadable one raises its `InputFileError`."""
-    scan = scan_store(example, produced=produced, recorded=recorded)
-    if scan.problems:
-        raise InputFileError(scan.problems[0][1])
-    return scan.gradients
-
-
-def load_gradient(
-    example: Example | str,
-    variant: str,
-    *,
-    recorded: bool = False,
-    allow_stale: bool = False,
-    path: Path | str | None = None,
-    dtype: str = "float64",
-) -> Gradient:
-    """A stored gradient; refuses one computed on other inputs unless `allow_stale`."""
-    from .._errors import StaleGradientError
-    from ._inputs import read_inputs
-
-    ex = example_named(example)
-    g = read_gradient_file(
-        path if path is not None else gradient_path(ex, variant, recorded=recorded, dtype=dtype)
-    )
-    if g.example.name != ex.name:
-        raise InputError(f"{g.path} holds a gradient of {g.example.name}, not {ex.name}")
-    if not allow_stale:
-        current = read_inputs(ex)
-        if not current.matches(g):
-            raise StaleGradientError(  # the details below: the first line stays short
-                f"{g.path.name} was computed on other inputs; recompute it with `weanj run "
-                f"{ex.name} {g.variant}` or pass allow_stale=True\n  stored: {_key_text(g)}; "
-                f"current: {current.describe(g.dtype)}\n  file: {g.path}"
-            )
-    return g
-
-
-def _key_text(g: Gradient) -> str:
-    parts = [f"inputs sha256 {g.inputs_sha256[:12]}…"] + [f"{k}={v}" for k, v in g.params.items()]
-    return ", ".join([*parts, g.dtype])

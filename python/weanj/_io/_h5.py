@@ -1,18 +1,14 @@
-"""HDF5 attributes as typed Python values, both ways, and the provenance key.
+"""HDF5 attributes and datasets as typed Python values, both ways.
 
 Reading: text comes back as `str` whether stored fixed-length, variable-length or as
 bytes; numpy scalars as Python scalars; booleans as `bool`. Writing: parameters keep
 their type (int64, float64, bool), so a float parameter 0.05 is never read back as an
 int and an int parameter 5 never as 5.0.
-
-The provenance key (docs/DESIGN.md, "The provenance key") is defined here once; the
-Julia writer (`julia/io.jl`) computes the same text.
 """
 
 from __future__ import annotations
 
 import hashlib
-import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,23 +17,6 @@ import numpy as np
 
 from .._errors import InputFileError
 from .._model import shown
-
-KEY_HEADER = "weanj-key/2"
-
-
-def _param_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return f"bool:{'true' if value else 'false'}"
-    if isinstance(value, int):
-        return f"int:{value}"
-    return f"float:{struct.pack('>d', float(value)).hex()}"
-
-
-def provenance_key(inputs_sha256: str, params: Mapping[str, Any], dtype: str) -> str:
-    """The key deciding "the same inputs": digest, typed parameters and dtype under test."""
-    lines = [KEY_HEADER, f"inputs={inputs_sha256}", f"dtype={dtype}"]
-    lines += [f"param:{name}={_param_text(params[name])}" for name in sorted(params)]
-    return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
 
 
 def read_attributes(attrs: Any, what: str, hint: str = "") -> dict[str, Any]:

@@ -2,10 +2,18 @@
 the regions where two arrays part ways.
 
 The policy (docs/DESIGN.md, "Tolerance policy"): variants of one family agree when
-`|ΔL| ≤ loss·|L_ref|` and `|Δg| ≤ grad·max|g_ref|` at every element of every gradient
-array; a pair of mixed dtypes is judged by the coarser one. The elements beyond the
-tolerance are grouped into connected regions (any rank), so a report can say *where*
-two ports differ, not only the first elements in C order.
+`|ΔL| ≤ max(loss·|L_ref|, F_L)` and `|Δg| ≤ max(grad·max|g_ref|, F_g)` at every element
+of every gradient array; a pair of mixed dtypes is judged by the coarser one. The floors
+`F` come from the computation itself, not from a constant: `NOISE_MULTIPLE` times its
+rounding noise, measured by moving every float input by one unit in the last place
+(`Gradient.noise`: how far the loss moved, and the median of how far each gradient entry
+moved). A loss that cancels to ~1e-15 out of terms of order 1 moves by about as much, so
+0.0 against -1.8e-15 agrees, while a difference of 1e-9 on the same loss still fails; a
+reference gradient that is all zeros is judged in absolute terms the same way. Where a
+loss does not cancel, its noise is a few ulps of it and the floor stays below the relative
+tolerance, which then decides as before. The elements beyond the tolerance are grouped
+into connected regions (any rank), so a report can say *where* two ports differ, not only
+the first elements in C order.
 """
 
 from __future__ import annotations
@@ -43,6 +51,26 @@ REAL_OF = {
 def tolerance(dtype: Any) -> Tolerance:
     """The policy for a dtype (complex dtypes: that of their real parts)."""
     return TOLERANCES[REAL_OF[np.dtype(dtype).name]]
+
+
+def eps(dtype: Any) -> float:
+    """The machine epsilon of a dtype under test (complex: of its real parts)."""
+    return float(np.finfo(REAL_OF[np.dtype(dtype).name]).eps)
+
+
+# A difference within this many times a run's own rounding noise is rounding: the same
+# two orders of margin as the relative tolerances leave over the roundings they expect.
+NOISE_MULTIPLE = 100.0
+
+
+def floor_of(a: Any, b: Any, key: str) -> float:
+    """The floor of `key` ("loss" or a gradient array) for a pair: `NOISE_MULTIPLE` times the
+    larger rounding noise of the runs of the pair's finer dtype (a float32 run against its
+    float64 reference is held to the float32 tolerance, never to its own noise); 0 where
+    the noise is unknown (a file written before it was measured)."""
+    finest = min((g.dtype for g in (a, b)), key=lambda d: eps(d))
+    noise = [float(g.noise.get(key, 0.0)) for g in (a, b) if g.dtype == finest and g.noise]
+    return NOISE_MULTIPLE * max(noise, default=0.0)
 
 
 def coarser(*dtypes: Any) -> str:
@@ -152,7 +180,7 @@ class ArrayComparison:
     """How one gradient array (and the loss) differs from a reference."""
 
     max_abs: float  # max |g - g_ref|
-    max_rel: float  # max |g - g_ref| / max |g_ref|
+    max_rel: float | None  # max |g - g_ref| / max|g_ref| (None: the reference is 0, |Δ| not)
     worst: tuple[int, ...]  # 0-based numpy index of the worst element
     ulp: int  # ULP distance at the worst element (-1 where not finite)
     loss_abs: float | None  # |L - L_ref| when both losses are known
@@ -166,6 +194,20 @@ class ArrayComparison:
     region_count: int = 0
     size: int = 0
     left_out: int = 0  # elements not compared (outside a mask)
+    reference_max: float = 0.0  # max |g_ref| over the compared elements
+    grad_floor: float = 0.0  # F_g: the gradient's noise floor (absolute)
+    loss_floor: float = 0.0  # F_L: the loss's noise floor (absolute)
+
+    @property
+    def reference_zero(self) -> bool:
+        """The reference is all zeros (judged in absolute terms, against the noise floor)."""
+        return self.reference_max == 0 and not self.nonfinite
+
+    @property
+    def floored(self) -> bool:
+        """The noise floor, not the relative tolerance, bounds the gradient's |Δ|."""
+        return self.grad_floor > tolerance(self.dtype).grad * self.reference_max
+
 
     @property
     def worst_julia(self) -> tuple[int, ...]:
@@ -176,10 +218,10 @@ class ArrayComparison:
 PairComparison = ArrayComparison  # the name of earlier versions
 
 
-def _relative(abs_: float, ref: float) -> float:
+def _relative(abs_: float, ref: float) -> float | None:
     if ref != 0:
         return abs_ / ref
-    return 0.0 if abs_ == 0 else float("inf")
+    return 0.0 if abs_ == 0 else None
 
 
 def compare(
@@ -190,12 +232,15 @@ def compare(
     *,
     keep: np.ndarray | None = None,
     dtype: str | None = None,
+    loss_floor: float = 0.0,
+    grad_floor: float = 0.0,
 ) -> ArrayComparison:
     """Compare the array `g` with `g_ref` (same shape) under the tolerance policy.
 
     `keep` (booleans shaped like the arrays) restricts the comparison to its True
     elements (a declared kink pair away from the kinks); `dtype` forces the policy's
-    dtype (default: the coarser of the two arrays').
+    dtype (default: the coarser of the two arrays'); `loss_floor` and `grad_floor` are the
+    absolute noise floors (`floor_of`; 0: none).
     """
     g_ref, g = np.asarray(g_ref), np.asarray(g)
     if g_ref.shape != g.shape:
@@ -211,11 +256,12 @@ def compare(
             np.float64
         )
     kept_ref = np.abs(g_ref[finite & keep])
-    scale = float(np.max(kept_ref)) if kept_ref.size else 0.0
+    reference_max = float(np.max(kept_ref)) if kept_ref.size else 0.0
+    bound = max(tol.grad * reference_max, float(grad_floor))  # the largest |Δ| that agrees
     nonfinite = bool(bad.any())
     if nonfinite:
         worst = tuple(int(i) for i in np.argwhere(bad)[0])
-        max_abs = max_rel = float("nan")
+        max_abs, max_rel = float("nan"), float("nan")
         ulp = -1
     else:
         worst = (
@@ -224,10 +270,12 @@ def compare(
             else ()
         )
         max_abs = float(diff[worst]) if diff.size else 0.0
-        max_rel = _relative(max_abs, scale)
+        max_rel = _relative(max_abs, reference_max)
         ulp = ulp_distance(g_ref[worst], g[worst], judged) if diff.size else 0
-    outside = bad | (diff > tol.grad * scale)
-    severity = np.where(bad, np.inf, diff / scale if scale > 0 else np.where(diff > 0, np.inf, 0.0))
+    outside = bad | (diff > bound)
+    severity = np.where(
+        bad, np.inf, diff / reference_max if reference_max > 0 else np.where(diff > 0, np.inf, 0.0)
+    )
     found, total = regions(outside, severity, delta=np.where(bad, np.nan, diff))
     where = np.argwhere(outside)
     loss_abs = loss_rel = None
@@ -236,8 +284,9 @@ def compare(
         loss_abs = abs(float(loss) - float(loss_ref))
         nonfinite = nonfinite or not (np.isfinite(loss) and np.isfinite(loss_ref))
         loss_rel = _relative(loss_abs, abs(float(loss_ref)))
-        loss_ok = loss_abs <= tol.loss * abs(float(loss_ref))
-    agree = (not nonfinite) and max_rel <= tol.grad and loss_ok
+        loss_ok = loss_abs <= max(tol.loss * abs(float(loss_ref)), float(loss_floor))
+    grad_ok = not nonfinite and max_abs <= bound
+    agree = (not nonfinite) and grad_ok and loss_ok
     return ArrayComparison(
         max_abs=max_abs,
         max_rel=max_rel,
@@ -254,4 +303,7 @@ def compare(
         region_count=total,
         size=int(g.size),
         left_out=int(g.size - keep.sum()),
+        reference_max=reference_max,
+        grad_floor=float(grad_floor),
+        loss_floor=float(loss_floor),
     )

@@ -1,78 +1,115 @@
-"""The one judge: every verdict weanj gives is decided here.
+"""The one judge: every verdict weanj gives is decided here, from numbers, running nothing.
 
-A `Judgement` is data: the case it answers, its verdict, and the numbers behind it
-(an `ArrayComparison`, a `TaylorResult`, a `DirectionalResult`, a reason). `weanj
-check`, `weanj diff`, `weanj report` and `pytest --weanj` only render judgements
-(`_report`); none of them decides anything itself.
+A `CaseJudgement` is data: the case it answers (one row of the case table), its
+verdict, and the numbers behind it (an `ArrayComparison`, a `TaylorResult`, a
+`DirectionalResult`, a reason). `weanj check`, `weanj diff`, `weanj report`, `weanj
+bisect`, `weanj fuzz` and `pytest --weanj` only render judgements (`_report`).
 
-Verdicts (docs/DESIGN.md, "The judge"):
+Verdicts (docs/DESIGN.md, "The judge"), from the worst down (`RANKING`):
 
-- `ok`: within the tolerance policy / the check passed;
-- `FAIL`: outside it, a check that failed, a file that cannot be read, a run that raised;
-- `info`: two different families (different algorithms), compared for information;
-- `kinks`: a pair declared with `weanj.differ_at_kinks` that agrees away from the kinks;
+- `FAIL`: outside the tolerance policy, a gradient check that failed, a bad file;
+- `error`: the variant itself is at fault (it raised; it returned outputs of the wrong
+  shape, kind, number or dtype, or a loss that is not a scalar);
 - `NaN/Inf`: a NaN or Inf in a loss or gradient;
-- `stale`: a file computed on other inputs, parameters or dtype (reported with the command
-  that recomputes it, never compared);
 - `timeout`: a run that exceeded its time limit;
-- `skipped`: what cannot be judged here, with the reason.
+- `stale`: a file computed on other inputs (with the command that recomputes it);
+- `kinks`: a pair declared with `weanj.differ_at_kinks` that agrees away from the kinks;
+- `unavailable`: a variant that cannot run here (its backend is missing);
+- `skipped`: what is not judged, with the reason (a variant declared not to apply, a
+  check no member can do, a pair not compared because one side is at fault);
+- `info`: two families (different algorithms), compared for information;
+- `ok`: within the tolerance policy / the check passed.
 
-FAIL, NaN/Inf and timeout are failures; the others are not.
+FAIL, error, NaN/Inf and timeout are failures (`Verdict.failing`); ok and kinks are
+agreement (`Verdict.agreeing`). No other list of verdicts exists anywhere.
 """
 
 from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .._io._inputs import Inputs
-from .._model import Gradient
-from ._compare import ArrayComparison, compare
-from ._gradcheck import DirectionalResult, TaylorResult
+from .._model import Gradient, Inputs
+from ._compare import ArrayComparison, compare, floor_of
+from ._contract import Fault
+from ._taylor import DirectionalResult, TaylorResult
 
 
 class Verdict(str, enum.Enum):
     OK = "ok"
     FAIL = "FAIL"
-    INFO = "info"
-    KINKS = "kinks"
+    ERROR = "error"
     NONFINITE = "NaN/Inf"
-    STALE = "stale"
     TIMEOUT = "timeout"
+    STALE = "stale"
+    KINKS = "kinks"
+    UNAVAILABLE = "unavailable"
     SKIPPED = "skipped"
-
-    @property
-    def failing(self) -> bool:
-        return self in (Verdict.FAIL, Verdict.NONFINITE, Verdict.TIMEOUT)
+    INFO = "info"
 
     def __str__(self) -> str:
         return self.value
 
+    @property
+    def failing(self) -> bool:
+        """A failure: the command exits 1 and pytest fails the item."""
+        return self in _FAILING
 
-# From the worst down: which verdict a cell of several judgements shows.
-SEVERITY = ("FAIL", "NaN/Inf", "timeout", "kinks", "skipped", "ok")
+    @property
+    def agreeing(self) -> bool:
+        """Two ports agree (what bisect and fuzz search the end of)."""
+        return self in (Verdict.OK, Verdict.KINKS)
+
+    @property
+    def rank(self) -> int:
+        """0 for the worst (`RANKING`)."""
+        return RANKING.index(self)
+
+    @classmethod
+    def parse(cls, text: str) -> Verdict:
+        """The verdict a file or a report row spells (a `ValueError` for anything else)."""
+        return cls(text)
+
+    @staticmethod
+    def worst(verdicts: Iterable[Verdict]) -> Verdict | None:
+        """The worst of some verdicts (what a cell of several judgements shows)."""
+        return min(verdicts, key=lambda v: v.rank, default=None)
 
 
-def is_failing(verdict: str) -> bool:
-    """Whether a verdict, as files and report rows hold it (text), is a failure."""
-    return any(verdict == v.value and v.failing for v in Verdict)
+_FAILING = frozenset({Verdict.FAIL, Verdict.ERROR, Verdict.NONFINITE, Verdict.TIMEOUT})
+RANKING = (
+    Verdict.FAIL,
+    Verdict.ERROR,
+    Verdict.NONFINITE,
+    Verdict.TIMEOUT,
+    Verdict.STALE,
+    Verdict.KINKS,
+    Verdict.UNAVAILABLE,
+    Verdict.SKIPPED,
+    Verdict.INFO,
+    Verdict.OK,
+)
+KINDS = ("run", "pair", "taylor", "jvp", "file")
 
 
 @dataclass
-class Judgement:
+class CaseJudgement:
     """The answer to one case of the case table."""
 
     case: str  # the case id (also the pytest --weanj item id)
-    kind: str  # "pair", "taylor", "jvp", "file"
+    kind: str  # "run", "pair", "taylor", "jvp", "file"
     verdict: Verdict
     family: str = ""
     subjects: tuple[str, ...] = ()  # labels: (reference, other) for pairs
     array: str | None = None
-    reason: str = ""  # why: the skip, the error, what is stale and how to fix it
+    reason: str = ""  # why: the skip, the fault, what is stale and how to fix it
+    command: str = ""  # the command that reproduces a fault
+    blocked_by: str | None = None  # not compared: this subject is at fault
     comparison: ArrayComparison | None = None
     away: ArrayComparison | None = None  # a declared kink pair, away from the kinks
     kinks: str | None = None  # why the pair may differ at the kinks
@@ -85,16 +122,45 @@ class Judgement:
         return self.verdict.failing
 
 
-def skipped(case: str, kind: str, reason: str, **what: Any) -> Judgement:
-    return Judgement(case, kind, Verdict.SKIPPED, reason=reason, **what)
+def skipped(case: str, kind: str, reason: str, **what: Any) -> CaseJudgement:
+    return CaseJudgement(case, kind, Verdict.SKIPPED, reason=reason, **what)
 
 
-def not_evaluated(
-    case: str, kind: str, label: str, error: str, *, timed_out: bool, **what: Any
-) -> Judgement:
-    """A case whose subject could not be computed (it raised, or ran out of time)."""
-    verdict = Verdict.TIMEOUT if timed_out else Verdict.FAIL
-    return Judgement(case, kind, verdict, reason=f"{label}: {error}", **what)
+def not_compared(case: str, kind: str, fault: CaseJudgement, **what: Any) -> CaseJudgement:
+    """A case one of whose subjects is at fault: skipped, naming it (the fault itself is
+    that subject's `run` judgement, listed once)."""
+    label = fault.subjects[0]
+    reason = f"not compared: {label} is {_state(fault.verdict)}"
+    return CaseJudgement(case, kind, Verdict.SKIPPED, reason=reason, blocked_by=label, **what)
+
+
+def _state(verdict: Verdict) -> str:
+    return {
+        Verdict.ERROR: "in error",
+        Verdict.NONFINITE: "NaN/Inf",
+        Verdict.TIMEOUT: "out of time",
+        Verdict.UNAVAILABLE: "unavailable here",
+    }.get(verdict, str(verdict))
+
+
+# --- a run ------------------------------------------------------------------------------
+
+
+def judge_run(
+    case: str, label: str, outcome: Gradient | Fault, *, family: str = "", wider: Any = None
+) -> CaseJudgement:
+    """A variant's evaluation at one dtype: `ok`, or its fault's verdict with the line
+    saying what and the command that reproduces it. `wider`: the same variant's float64
+    outcome, for a float32 run (a float32-only NaN/Inf is named a float32 overflow)."""
+    what = {"family": family, "subjects": (label,)}
+    if isinstance(outcome, Fault):
+        reason = outcome.what
+        if outcome.verdict == Verdict.NONFINITE and isinstance(wider, Gradient) and wider.finite:
+            reason = f"float32 overflow: {reason}"
+        return CaseJudgement(
+            case, "run", Verdict(outcome.verdict), reason=reason, command=outcome.command, **what
+        )
+    return CaseJudgement(case, "run", Verdict.OK, **what)
 
 
 # --- pairs -----------------------------------------------------------------------------
@@ -108,72 +174,58 @@ def judge_pair(
     *,
     kinks: str | None = None,
     keep: np.ndarray | None = None,
-) -> Judgement:
-    """`b` against the reference `a`, on one gradient array. Different families give
-    `info`; a declared kink pair (`kinks`, with the mask `keep` of entries away from the
-    kinks) that agrees away from them gives `kinks`."""
+    info: bool = False,
+) -> CaseJudgement:
+    """`b` against the reference `a`, on one gradient array. `info`: two families, for
+    information; a declared kink pair (`kinks`, with the mask `keep` of entries away from
+    the kinks) that agrees away from them gives `kinks`. The floors of the tolerance come
+    from the runs' rounding noise (`Gradient.noise`, `_compare.floor_of`)."""
     what = {"family": a.family, "subjects": (a.label, b.label), "array": array}
-    if a.family != b.family:
+    if info or a.family != b.family:
         what["family"] = f"{a.family} vs {b.family}"
     ga, gb = np.asarray(a.gradients[array]), np.asarray(b.gradients[array])
     if ga.shape != gb.shape:
         reason = f"{array} has shape {gb.shape} in {b.label} but {ga.shape} in {a.label}"
-        return Judgement(case, "pair", Verdict.FAIL, reason=reason, **what)
-    c = compare(ga, gb, a.loss, b.loss)
+        return CaseJudgement(case, "pair", Verdict.FAIL, reason=reason, **what)
+    floors = {"loss_floor": floor_of(a, b, "loss"), "grad_floor": floor_of(a, b, array)}
+    c = compare(ga, gb, a.loss, b.loss, **floors)
     if c.nonfinite:
-        return Judgement(
-            case, "pair", Verdict.NONFINITE, reason=_nonfinite_reason(a, b), comparison=c, **what
-        )
-    if a.family != b.family:
-        return Judgement(case, "pair", Verdict.INFO, comparison=c, **what)
+        return CaseJudgement(case, "pair", Verdict.NONFINITE, reason=_nonfinite(a, b), comparison=c, **what)
+    if info or a.family != b.family:
+        return CaseJudgement(case, "pair", Verdict.INFO, comparison=c, **what)
     if c.agree:
-        return Judgement(case, "pair", Verdict.OK, comparison=c, **what)
+        return CaseJudgement(case, "pair", Verdict.OK, comparison=c, **what)
     if kinks is not None and keep is not None:
-        away = compare(ga, gb, a.loss, b.loss, keep=keep)
+        away = compare(ga, gb, a.loss, b.loss, keep=keep, **floors)
         if away.agree:
-            return Judgement(
+            return CaseJudgement(
                 case, "pair", Verdict.KINKS, comparison=c, away=away, kinks=kinks, **what
             )
-    return Judgement(case, "pair", Verdict.FAIL, comparison=c, kinks=kinks, **what)
+    return CaseJudgement(case, "pair", Verdict.FAIL, comparison=c, kinks=kinks, **what)
 
 
-def _nonfinite_reason(a: Gradient, b: Gradient) -> str:
+def _nonfinite(a: Gradient, b: Gradient) -> str:
     for g, other in ((b, a), (a, b)):
         if not g.finite:
             overflow = g.dtype == "float32" and other.dtype == "float64" and other.finite
-            head = "float32 overflow: " if overflow else ""
-            return f"{head}{g.label}: {g.nonfinite_text()}"
+            return f"{'float32 overflow: ' if overflow else ''}{g.label}: {g.nonfinite_text()}"
     return "NaN/Inf in the comparison"
 
 
 # --- gradient checks -------------------------------------------------------------------------
 
 
-def judge_taylor(case: str, result: TaylorResult, **what: Any) -> Judgement:
-    """ok when, along every direction, the rates at the smallest resolved steps are at
-    least the policy's (about 2), or when every remainder is at rounding level (the loss
-    is linear along the direction); FAIL with the rates otherwise."""
+def judge_taylor(case: str, result: TaylorResult, **what: Any) -> CaseJudgement:
+    """ok when the result passes (`TaylorResult.passes`); FAIL with the rates otherwise."""
     what.setdefault("array", result.array)
     if not result.directions:
-        return skipped(
-            case,
-            "taylor",
-            f"the kink mask leaves no entry of {result.array} to perturb",
-            taylor=result,
-            **what,
-        )
+        why = f"the kink mask leaves no entry of {result.array} to perturb"
+        return skipped(case, "taylor", why, taylor=result, **what)
     if any(d.nonfinite for d in result.directions):
-        return Judgement(
-            case,
-            "taylor",
-            Verdict.NONFINITE,
-            reason="a loss along a direction is NaN/Inf",
-            taylor=result,
-            **what,
-        )
+        reason = "a loss along a direction is NaN/Inf"
+        return CaseJudgement(case, "taylor", Verdict.NONFINITE, reason=reason, taylor=result, **what)
     bound = result.policy.rate
     failing = [rates for rates in result.asymptotic if rates and min(rates) < bound]
-    verdict = Verdict.FAIL if failing else Verdict.OK
     reason = ""
     if failing:
         reason = (
@@ -186,28 +238,23 @@ def judge_taylor(case: str, result: TaylorResult, **what: Any) -> Judgement:
             "every remainder is at rounding level (the loss is linear along the directions at "
             f"this step); a relative gradient error above {result.sensitivity:.0e} would have shown"
         )
-    return Judgement(case, "taylor", verdict, reason=reason, taylor=result, **what)
+    verdict = Verdict.OK if result.passes else Verdict.FAIL
+    return CaseJudgement(case, "taylor", verdict, reason=reason, taylor=result, **what)
 
 
-def judge_directional(case: str, result: DirectionalResult, **what: Any) -> Judgement:
+def judge_directional(case: str, result: DirectionalResult, **what: Any) -> CaseJudgement:
     """ok when `|jvp − ⟨g, dx⟩| ≤ tolerance·Σ|g_i dx_i|`."""
     what.setdefault("array", result.array)
     if not (math.isfinite(result.forward) and math.isfinite(result.reverse)):
-        return Judgement(
-            case,
-            "jvp",
-            Verdict.NONFINITE,
-            reason="NaN/Inf in jvp or ⟨g, dx⟩",
-            directional=result,
-            **what,
-        )
-    if result.error <= result.tolerance:
-        return Judgement(case, "jvp", Verdict.OK, directional=result, **what)
+        reason = "NaN/Inf in jvp or ⟨g, dx⟩"
+        return CaseJudgement(case, "jvp", Verdict.NONFINITE, reason=reason, directional=result, **what)
+    if result.passes:
+        return CaseJudgement(case, "jvp", Verdict.OK, directional=result, **what)
     reason = (
         f"forward mode ({result.by}) gives {result.forward:.15g}, ⟨g, dx⟩ {result.reverse:.15g}: "
         f"{result.error:.1e} relative, above {result.tolerance:g}"
     )
-    return Judgement(case, "jvp", Verdict.FAIL, reason=reason, directional=result, **what)
+    return CaseJudgement(case, "jvp", Verdict.FAIL, reason=reason, directional=result, **what)
 
 
 # --- files ---------------------------------------------------------------------------------
@@ -224,10 +271,7 @@ def stale_reason(g: Gradient, inputs: Inputs) -> str:
     if not differs:
         differs.append("its key differs")
     if g.source == "recorded":
-        fix = (
-            "re-record it on the current inputs (README: "
-            "Recording a reference gradient) or delete it"
-        )
+        fix = "re-record it on the current inputs (`pytest --weanj --weanj-record`) or delete it"
     elif g.source == "store":
         flag = "" if g.dtype == "float64" else f" --dtype {g.dtype}"
         fix = f"recompute it with `weanj run {g.example.name} {g.variant}{flag}`"
@@ -236,24 +280,31 @@ def stale_reason(g: Gradient, inputs: Inputs) -> str:
     return f"{'; '.join(differs)}: {fix}"
 
 
-def judge_file(case: str, g: Gradient, inputs: Inputs) -> Judgement:
+def judge_file(case: str, g: Gradient, inputs: Inputs, *, family: str | None = None) -> CaseJudgement:
     """A stored or recorded file: `stale` when computed on other inputs, FAIL when its
-    arrays do not have the inputs' shapes, `NaN/Inf` when it holds any, else ok."""
+    arrays do not have the inputs' shapes or it claims another family than its variant's
+    (`family`: the registered one), `NaN/Inf` when it holds any, else ok."""
     what = {"family": g.family, "subjects": (g.label,)}
+    if family is not None and g.family != family:
+        reason = (
+            f"{g.path} says {g.variant} is of family {g.family!r}, but it is registered in "
+            f"family {family!r}"
+        )
+        return CaseJudgement(case, "file", Verdict.FAIL, reason=reason, **what)
     if not inputs.matches(g):
-        return Judgement(case, "file", Verdict.STALE, reason=stale_reason(g, inputs), **what)
+        return CaseJudgement(case, "file", Verdict.STALE, reason=stale_reason(g, inputs), **what)
     for name, shape in inputs.wrt_shapes.items():
         if g.shapes[name] != shape:
             reason = f"{name} has shape {g.shapes[name]}, but the inputs' {name} has {shape}"
-            return Judgement(case, "file", Verdict.FAIL, reason=reason, **what)
+            return CaseJudgement(case, "file", Verdict.FAIL, reason=reason, **what)
     if not g.finite:
-        return Judgement(case, "file", Verdict.NONFINITE, reason=g.nonfinite_text(), **what)
-    return Judgement(case, "file", Verdict.OK, **what)
+        return CaseJudgement(case, "file", Verdict.NONFINITE, reason=g.nonfinite_text(), **what)
+    return CaseJudgement(case, "file", Verdict.OK, **what)
 
 
-def unreadable(case: str, message: str) -> Judgement:
+def unreadable(case: str, message: str) -> CaseJudgement:
     """A file of the store that cannot be read: FAIL, with the reader's one line."""
-    return Judgement(case, "file", Verdict.FAIL, reason=message)
+    return CaseJudgement(case, "file", Verdict.FAIL, reason=message)
 
 
 # --- an example's judgement ------------------------------------------------------------------
@@ -265,43 +316,57 @@ class ExampleJudgement:
 
     example: Any  # the Example
     inputs: Inputs | None
-    judgements: list[Judgement] = field(default_factory=list)
+    judgements: list[CaseJudgement] = field(default_factory=list)
     subjects: dict[str, Gradient] = field(default_factory=dict)  # label: what was judged
-    errors: dict[str, str] = field(default_factory=dict)  # label: why it could not be computed
-    skipped: dict[str, str] = field(default_factory=dict)  # label: why it cannot run here
-    timed_out: set[str] = field(default_factory=set)
+    skipped: dict[str, str] = field(default_factory=dict)  # label: why it does not run here
+    unavailable: dict[str, str] = field(default_factory=dict)  # label: why it cannot run here
     dtypes: tuple[str, ...] = ("float64",)
     error: str | None = None  # the example could not be judged at all (its inputs)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    reuse: dict[str, str] = field(default_factory=dict)  # label: "reused"/"recomputed: why"
+
+    def __repr__(self) -> str:
+        return f"ExampleJudgement({self.name!r}, {self.state})"
 
     @property
     def name(self) -> str:
         return self.example.name
 
     @property
-    def failures(self) -> list[Judgement]:
+    def judged(self) -> bool:
+        return self.error is None
+
+    @property
+    def failures(self) -> list[CaseJudgement]:
         return [j for j in self.judgements if j.failed]
 
     @property
-    def ok(self) -> bool:
-        return self.error is None and not self.failures and not self.errors
+    def faults(self) -> dict[str, CaseJudgement]:
+        """`{label: its run judgement}` for the subjects at fault (error, NaN/Inf, timeout)."""
+        return {j.subjects[0]: j for j in self.judgements if j.kind == "run" and j.failed}
 
     @property
-    def verdict(self) -> Verdict:
-        if self.error is not None or self.errors:
-            return (
-                Verdict.TIMEOUT
-                if self.timed_out and len(self.timed_out) == len(self.errors)
-                else Verdict.FAIL
-            )
-        failing = [j.verdict for j in self.failures]
-        if not failing:
-            return Verdict.OK
-        return Verdict.FAIL if Verdict.FAIL in failing else failing[0]
+    def ok(self) -> bool:
+        return self.error is None and not self.failures
 
-    def of_kind(self, kind: str) -> list[Judgement]:
+    @property
+    def verdict(self) -> Verdict | None:
+        """The worst failing verdict, ok, or None when the example was not judged."""
+        if self.error is not None:
+            return None
+        return Verdict.worst(j.verdict for j in self.failures) or Verdict.OK
+
+    @property
+    def state(self) -> str:
+        """`ok`, the worst failing verdict, or `not judged`."""
+        return "not judged" if self.verdict is None else str(self.verdict)
+
+    def of_kind(self, kind: str) -> list[CaseJudgement]:
         return [j for j in self.judgements if j.kind == kind]
 
-    def by_case(self) -> dict[str, Judgement]:
+    def by_case(self) -> dict[str, CaseJudgement]:
         return {j.case: j for j in self.judgements}
+
+    def run_of(self, label: str) -> CaseJudgement | None:
+        return next((j for j in self.of_kind("run") if j.subjects == (label,)), None)

@@ -1,11 +1,16 @@
-"""The typed model: arrays, parameters, examples and variants (no registry, no JAX)."""
+"""The typed model: arrays, parameters, examples, variants, inputs and gradients (no
+registry, no JAX, no files)."""
 
+from ._catalog import Catalog as Catalog
 from ._example import Example as Example
 from ._example import FDPolicy as FDPolicy
 from ._example import Sizes as Sizes
 from ._example import TaylorPolicy as TaylorPolicy
 from ._example import check_name as check_name
 from ._gradient import Gradient as Gradient
+from ._inputs import Inputs as Inputs
+from ._inputs import from_arrays as from_arrays
+from ._inputs import provenance_key as provenance_key
 from ._kinds import COMPLEX_OF as COMPLEX_OF
 from ._kinds import DTYPES as DTYPES
 from ._kinds import Array as Array
@@ -19,4 +24,3 @@ from ._params import Param as Param
 from ._variant import EXTRAS as EXTRAS
 from ._variant import Functions as Functions
 from ._variant import Variant as Variant
-from ._variant import distribution_versions as distribution_versions

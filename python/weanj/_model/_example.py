@@ -160,6 +160,14 @@ class Example:
     module: str = field(default="", compare=False)  # set when registered
     specs: tuple[Array, ...] = field(default=(), init=False, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        params = ", ".join(f"{p.name}={p.default!r}" for p in self.params)
+        return (
+            f"Example({self.name!r}, arrays={self.arrays!r}, wrt={self.wrt!r}"
+            + (f", params=({params})" if params else "")
+            + ")"
+        )
+
     def __post_init__(self):
         check_name("example", self.name)
         object.__setattr__(self, "specs", _array_specs(self))
@@ -340,6 +348,18 @@ class Example:
         except InputError as e:
             raise InputError(f"{variant}: {e}") from None
         return dtypes.pop() if dtypes else DTYPES[0]
+
+    def check_values(self, variant: str, arrays: tuple) -> None:
+        """The example's `validate` on a direct call's arrays (`Variant.loss(...)` in a
+        notebook), as one `InputError` line; skipped inside a trace (no values to read)."""
+        try:
+            values = {a.name: np.asarray(x) for a, x in zip(self.specs, arrays, strict=True)}
+        except Exception:  # a tracer (the call is being traced by jit, grad, vmap): no values
+            return
+        try:
+            self.validate(values)
+        except InputError as e:
+            raise InputError(f"{variant}: {e}") from None
 
     def check_arrays(self, arrays: Mapping[str, Any], what: str) -> dict[str, np.ndarray]:
         """The arrays as an inputs file stores them (each of its declared kind, finite),

@@ -16,15 +16,23 @@ import numpy as np
 
 from ._example import Example
 from ._kinds import first_nonfinite, index_text
+from ._variant import Variant
 
 # Where a gradient came from: computed in this process, a file of the store
 # (`gradients/`), a committed reference (`recorded/`), any other file.
 SOURCES = ("run", "store", "recorded", "file")
 
 
-@dataclass
+@dataclass(repr=False)
 class Gradient:
-    """A variant's loss and gradient arrays on some inputs, with their provenance."""
+    """A variant's loss and gradient arrays on some inputs, with their provenance.
+
+    `variant` is the variant's name (as run, or as a file records it); `of` the
+    registered `Variant` itself (None for a file of a name this project does not
+    register). `noise` holds how far the loss and each gradient array moved when every
+    float input was perturbed by one unit in the last place (the rounding level of the
+    computation, which the judge's floors scale with; docs/DESIGN.md, "Tolerance policy").
+    """
 
     example: Example
     variant: str
@@ -43,6 +51,15 @@ class Gradient:
     format: int = 2
     seconds: float | None = None  # first loss + gradient call, compilation included
     extra: dict[str, Any] = field(default_factory=dict)
+    of: Variant | None = None
+    noise: dict[str, float] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        loss = "None" if self.loss is None else f"{self.loss:.6g}"
+        return (
+            f"Gradient({self.label!r}, example={self.example.name!r}, dtype={self.dtype!r}, "
+            f"loss={loss}, source={self.source!r})"
+        )
 
     @property
     def recorded(self) -> bool:

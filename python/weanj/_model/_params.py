@@ -22,6 +22,16 @@ from ._kinds import shown
 # to int32's maximum; no int parameter may exceed it.
 INT32_MAX = 2**31 - 1
 PARAM_KINDS = ("int", "float", "bool")
+# The command line's own options (`weanj run ... --timeout 30`): a parameter of that name
+# could never be set as `--NAME`, so none may have one (a test holds this list against
+# the parser's options).
+RESERVED_NAMES = frozenset(
+    {
+        "dtype", "out", "inputs", "force", "timeout", "json", "plot", "variants", "sizes",
+        "ns", "over", "device", "devices", "samples", "replace", "format", "pairs",
+        "seconds", "fresh", "help", "version",
+    }
+)
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 
@@ -67,6 +77,11 @@ class Param:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise DefinitionError(f"parameter name {self.name!r} must be a Python identifier")
+        if self.name in RESERVED_NAMES:
+            raise DefinitionError(
+                f"parameter name {self.name!r} is one of weanj's own command-line options "
+                f"(--{self.name}); choose another name"
+            )
         kind = self.kind if self.kind is not None else _kind_of(self.default)
         if kind not in PARAM_KINDS:
             raise DefinitionError(

@@ -9,13 +9,13 @@ check their arguments first (`Checked`, through `Example.check_call`).
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .._errors import DefinitionError, UnavailableError
+from .._environment import distribution_versions
+from .._errors import DefinitionError, InputError, UnavailableError
 from ._example import Example, check_name
 from ._kinds import DTYPES
 
@@ -33,19 +33,54 @@ class Functions(NamedTuple):
 
 
 class Checked:
-    """A variant's `loss`, `grad` or `jvp`: the arguments are checked
-    (`Example.check_call`), then the built function runs. Everything else (`.jitted`,
-    `.lower`, ...) is the built function's; `.lower` checks the arguments too."""
+    """A variant's `loss`, `grad` or `jvp`, called directly (a notebook, a test): its
+    arguments are bound (parameters, and arrays, by keyword as well as by position),
+    checked (`Example.check_call`) and validated (the example's `validate`, on concrete
+    values), each refusal one `InputError` line; then the built function runs. Everything
+    else (`.lower`, `.jitted`, ...) is the built function's; `.lower` binds and checks the
+    arguments too. weanj's own runs call `.fn`, the built function, on inputs they checked."""
 
     def __init__(self, example: Example, variant: str, fn: Callable, *, tangents: bool = False):
         self.example, self.variant, self.fn, self.tangents = example, variant, fn, tangents
         functools.update_wrapper(self, fn)
 
-    def _check(self, args: tuple) -> None:
-        self.example.check_call(self.variant, args[:-1] if self.tangents else args)
+    def __repr__(self) -> str:
+        return f"<{getattr(self.fn, '__name__', 'function')} of variant {self.variant!r}>"
 
-    def __call__(self, *args):
-        self._check(args)
+    def _bind(self, args: tuple, kwargs: dict) -> tuple:
+        if not kwargs:
+            return args
+        names = self.example.arrays + self.example.param_names + (
+            ("tangents",) if self.tangents else ()
+        )
+        if len(args) > len(names):
+            raise InputError(
+                f"{self.variant} takes {len(names)} arguments ({', '.join(names)}), "
+                f"got {len(args)} and {len(kwargs)} by keyword"
+            )
+        bound = dict(zip(names, args, strict=False))
+        for name, value in kwargs.items():
+            if name not in names:
+                raise InputError(
+                    f"{self.variant} has no argument {name!r} (its arguments: {', '.join(names)})"
+                )
+            if name in bound:
+                raise InputError(f"{self.variant}: {name} is given twice (by position and by keyword)")
+            bound[name] = value
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise InputError(f"{self.variant}: missing argument(s) {', '.join(missing)}")
+        return tuple(bound[n] for n in names)
+
+    def _check(self, args: tuple, *, validate: bool) -> None:
+        arrays = args[:-1] if self.tangents else args
+        self.example.check_call(self.variant, arrays)
+        if validate:
+            self.example.check_values(self.variant, arrays[: len(self.example.arrays)])
+
+    def __call__(self, *args, **kwargs):
+        args = self._bind(args, kwargs)
+        self._check(args, validate=True)
         return self.fn(*args)
 
     def __getattr__(self, name):
@@ -53,31 +88,12 @@ class Checked:
         if name != "lower":
             return attr
 
-        def lower(*args):
-            self._check(args)
+        def lower(*args, **kwargs):
+            args = self._bind(args, kwargs)
+            self._check(args, validate=False)
             return attr(*args)
 
         return lower
-
-
-def distribution_versions(modules: tuple[str, ...]) -> str:
-    """`"kernex 0.2.1, jax 0.10.2, ..."` for importable modules (or distribution names)."""
-    parts = []
-    mapping = None
-    for module in modules:
-        try:
-            parts.append(f"{module} {importlib.metadata.version(module)}")
-            continue
-        except importlib.metadata.PackageNotFoundError:
-            pass
-        if mapping is None:
-            mapping = importlib.metadata.packages_distributions()
-        dist = (mapping.get(module) or [module])[0]
-        try:
-            parts.append(f"{dist} {importlib.metadata.version(dist)}")
-        except importlib.metadata.PackageNotFoundError:
-            parts.append(f"{dist} (not installed)")
-    return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -115,6 +131,9 @@ class Variant:
     dtypes: tuple[str, ...] = DTYPES
     excludes: Callable[[Any, Any], str | None] | None = None
     _built: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        return f"Variant({self.name!r}, example={self.example.name!r}, family={self.family!r})"
 
     def __post_init__(self):
         check_name("variant", self.name)
@@ -184,6 +203,13 @@ class Variant:
         along `tangents` (`{wrt name: array}`), or None where the loss cannot be pushed
         forward (a Julia loss)."""
         return self.functions().jvp
+
+    @property
+    def built(self) -> Functions:
+        """The built functions themselves, unchecked: what weanj's own runs call, on
+        inputs they read and checked once (`functions()` checks every call)."""
+        fns = self.functions()
+        return Functions(*(None if f is None else f.fn for f in fns))
 
     def backend_version(self) -> str:
         if callable(self.versions):

@@ -21,18 +21,12 @@ is never switched).
 from __future__ import annotations
 
 import numbers
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from .._errors import InputError, InputFileError, UnavailableError
-from .._io._atomic import atomic_path
-from .._model import Example
-from .._project import results_dir
-from .._registry import example, find_variant
-from .._timing import check_record, param_kinds, read_records, record_fields
+from .._errors import UnavailableError
+from .._model import Catalog, Example
 
 _LINES = {"cpu": "-", "gpu": "--"}
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">")
@@ -41,76 +35,23 @@ _HUES = ("Blues", "Oranges", "Greens", "Purples", "Reds", "Greys", "YlOrBr", "Pu
 MIB = 2**20
 
 
-def _bad_field(r: Any, required: tuple[str, ...], kinds: dict[str, str]) -> str | None:
-    """Why a record cannot be drawn, or None: the writer's own check (`check_record`)."""
-    try:
-        check_record(r, required, "a record", kinds)
-    except InputError as e:
-        return str(e)
-    return None
-
-
-def load_results(example_name: str) -> list[dict[str, Any]]:
-    """All benchmark records of an example, from every backend's and device's file.
-
-    Records lacking `device` or `backend` take them from their file's name. A record that
-    lacks a field or has one of the wrong type, and a file that is no records file (not
-    JSON, nested too deeply, too large, a pipe or a device), are skipped with a warning on
-    stderr; none usable is one error line.
-    """
-    ex = example(example_name)
-    folder = results_dir(ex.name) / "bench"
-    files = sorted(folder.glob("*.json"))
-    if not files:
-        raise InputFileError(f"no benchmark results under {folder}; run: weanj bench {ex.name}")
-    required, kinds = record_fields(ex.name), param_kinds(ex.name)
-    records, problems = [], []
-    for path in files:
-        backend, _, device = path.stem.rpartition("-")
-        try:  # only regular files, of a bounded size, of bounded nesting
-            stored = read_records(path)
-        except InputFileError as e:  # skipped with a warning: the other files still plot
-            problems.append(f"{e} (skipped)")
-            continue
-        skipped, why = 0, None
-        for r in stored:
-            reason = _bad_field(r, required, kinds)
-            if reason is not None:
-                skipped, why = skipped + 1, why or reason
-                continue
-            records.append({"backend": backend, "device": device, **r})
-        if skipped:
-            problems.append(f"{path}: skipped {skipped} record(s) ({why})")
-    if not records:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        first = problems[0].removesuffix(" (skipped)") if problems else "none"
-        raise InputFileError(
-            f"no usable benchmark records of {ex.name}: {first}{more}; rerun: weanj bench {ex.name}"
-        )
-    for line in problems:
-        print(f"weanj: warning: {line}", file=sys.stderr)
-    return records
-
-
 # --- styles --------------------------------------------------------------------------------
 
 
-def family_of(ex: Example, r: dict[str, Any]) -> str:
-    v = find_variant(ex, r["variant"])
+def family_of(cat: Catalog, r: dict[str, Any]) -> str:
+    v = cat.find(r["variant"])
     return v.family if v is not None else str(r.get("family") or r["variant"])
 
 
-def styles(ex: Example, records: list[dict[str, Any]]) -> dict[str, tuple[Any, str]]:
+def styles(cat: Catalog, records: list[dict[str, Any]]) -> dict[str, tuple[Any, str]]:
     """`{variant: (colour, marker)}`: a hue per family (in the registry's order), a shade
     and a marker per member."""
     from matplotlib import colormaps
 
-    from .._registry import families
-
-    order = {name: i for i, name in enumerate(n for ns in families(ex).values() for n in ns)}
+    order = {v.name: i for i, v in enumerate(cat.variants)}
     members: dict[str, list[str]] = {}
     for variant in sorted({r["variant"] for r in records}, key=lambda v: (order.get(v, 1e9), v)):
-        fam = family_of(ex, {"variant": variant, "family": _family_field(records, variant)})
+        fam = family_of(cat, {"variant": variant, "family": _family_field(records, variant)})
         members.setdefault(fam, []).append(variant)
     out = {}
     for f, (_, names) in enumerate(members.items()):
@@ -375,15 +316,14 @@ def _sweep_figures(
     return out
 
 
-def figures(example_name: str, records: list[dict[str, Any]] | None = None) -> list[BenchFigure]:
+def figures(cat: Catalog, records: list[dict[str, Any]]) -> list[BenchFigure]:
     """The benchmark figures of an example (matplotlib `Figure`s, not yet written)."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         raise UnavailableError("weanj plot needs matplotlib: pip install 'weanj[plot]'") from None
-    ex = example(example_name)
-    records = load_results(ex.name) if records is None else records
-    style = styles(ex, records)
+    ex = cat.example
+    style = styles(cat, records)
     size = ex.sizes.name if ex.sizes is not None else "size"
     size_axis = f"{size}: {ex.sizes.help}" if ex.sizes is not None and ex.sizes.help else size
     out = []
@@ -397,28 +337,3 @@ def figures(example_name: str, records: list[dict[str, Any]] | None = None) -> l
             axis = f"{p.name}: {p.help}" if p.help else p.name
             out += _sweep_figures(ex, p.name, over, axis, (size, *others), style)
     return out
-
-
-def plot(example_name: str) -> list[Path]:
-    """Write the benchmark figures of an example; **Returns:** the PNG paths written."""
-    ex = example(example_name)
-    name = ex.name
-    drawn = figures(name)
-    if not drawn:
-        hint = f" --over {ex.params[0].name} V1 V2 ..." if ex.params else ""
-        raise InputFileError(
-            f"nothing to plot for {name}: its records sweep no size (the example declares no "
-            f"weanj.Sizes) and no parameter; run e.g. weanj bench {name}{hint}"
-        )
-    out = results_dir(name) / "plots"
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for f in drawn:  # each replaces its file in one step: a failure leaves the old figures
-        path = out / f"{f.stem}.png"
-        with atomic_path(path) as tmp:
-            f.figure.savefig(tmp, dpi=110, format="png")
-        written.append(path)
-    for old in out.glob("*.png"):  # only now: figures of series no longer stored must not linger
-        if old not in written:
-            old.unlink(missing_ok=True)
-    return written

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._errors import UnavailableError
 from .._judge._compare import tolerance
-from .._judge._verdict import ExampleJudgement, Judgement, Verdict
+from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
 from ._text import index, julia, num
 
@@ -42,7 +42,7 @@ def relative_delta(a: Gradient, b: Gradient, array: str) -> tuple[np.ndarray, np
 
 
 def _heat(
-    ax, fig, values: np.ndarray, bad: np.ndarray, j: Judgement, title: str, axes=(0, 1), boxes=()
+    ax, fig, values: np.ndarray, bad: np.ndarray, j: CaseJudgement, title: str, axes=(0, 1), boxes=()
 ):
     from matplotlib.colors import LogNorm
     from matplotlib.patches import Rectangle
@@ -103,7 +103,7 @@ def _wrapped(text: str, width: int) -> str:
     return "\n".join(part for line in text.splitlines() for part in textwrap.wrap(line, width))
 
 
-def draw_pair(j: Judgement, a: Gradient, b: Gradient):
+def draw_pair(j: CaseJudgement, a: Gradient, b: Gradient):
     """A matplotlib `Figure` of one pair and array, or None when nothing differs."""
     from matplotlib.figure import Figure
 
@@ -159,7 +159,7 @@ def planes_of(ndim: int) -> list[tuple[int, int]]:
     return [(d, d + 1) for d in range(ndim - 1)]
 
 
-def _slices_and_projections(values: np.ndarray, bad: np.ndarray, j: Judgement, head: str):
+def _slices_and_projections(values: np.ndarray, bad: np.ndarray, j: CaseJudgement, head: str):
     """Rank >= 3: a row of slices through the worst element (the regions that cross the
     slice outlined), and a row of max projections over the other axes (every region
     outlined), so that a region away from the worst element is seen too."""
@@ -202,7 +202,7 @@ def _slices_and_projections(values: np.ndarray, bad: np.ndarray, j: Judgement, h
     return fig
 
 
-def chosen_pairs(ej: ExampleJudgement, *, recorded: bool = False) -> list[Judgement]:
+def chosen_pairs(ej: ExampleJudgement, *, recorded: bool = False) -> list[CaseJudgement]:
     """The pairs worth a picture: the failing ones and those differing at kinks; when
     none, every same-family pair (without recorded references, unless asked)."""
     pairs = [
@@ -219,7 +219,7 @@ def chosen_pairs(ej: ExampleJudgement, *, recorded: bool = False) -> list[Judgem
 
 def plot_pairs(
     ej: ExampleJudgement, folder: Path, *, recorded: bool = False
-) -> list[tuple[Judgement, Path | None]]:
+) -> list[tuple[CaseJudgement, Path | None]]:
     """PNGs of the chosen pairs in `folder` (earlier ones removed first, so a picture of
     an earlier store never passes for this one's); None where nothing differs."""
     _need_matplotlib()

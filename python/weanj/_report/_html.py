@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .._judge._verdict import Judgement, Verdict
+from .._judge._verdict import CaseJudgement, Verdict
 from ._html_bench import _dl, benchmarks, provenance
 from ._html_parts import CSP, STYLE, badge, cell, e, img, link, table, verdict_class
 from ._page_model import ExamplePage, anchor, overall, same_family_pairs
@@ -118,7 +118,7 @@ def example_top(p: ExamplePage) -> str:
 # --- evidence ------------------------------------------------------------------------------
 
 
-def _numbers(j: Judgement, a, b) -> str:
+def _numbers(j: CaseJudgement, a, b) -> str:
     """A one-element array as numbers, not a picture."""
     ga = np.asarray(a.gradients[j.array]).reshape(-1)[0].item()  # Python numbers: plain repr
     gb = np.asarray(b.gradients[j.array]).reshape(-1)[0].item()
@@ -133,7 +133,7 @@ def _numbers(j: Judgement, a, b) -> str:
     )
 
 
-def pair_picture(p: ExamplePage, j: Judgement, have_matplotlib: bool) -> str:
+def pair_picture(p: ExamplePage, j: CaseJudgement, have_matplotlib: bool) -> str:
     from ._figures import draw_pair
 
     a, b = (p.ej.subjects[label] for label in j.subjects)
@@ -198,7 +198,7 @@ def taylor_picture(j: dict[str, Any]) -> str:
     return img(fig, f"Taylor remainders of {j['subjects'][0]} in {j['array']}")
 
 
-def pair_row(j: Judgement, drawn: set[str]) -> str:
+def pair_row(j: CaseJudgement, drawn: set[str]) -> str:
     c = j.comparison
     ident = "" if j.case in drawn else f' id="{e(j.case)}"'
     ref, other = (e(s) for s in j.subjects)

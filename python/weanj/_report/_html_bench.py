@@ -67,7 +67,7 @@ def benchmarks(p: ExamplePage, have_matplotlib: bool) -> str:
         out.append(f'<p class="note">{e(note)}</p></section>')
         return "".join(out)
     if have_matplotlib:
-        for f in figures(p.name, p.bench):
+        for f in figures(p.catalog, p.bench):
             out.append(
                 f'<div class="pic" id="{e(anchor(p.name, "bench", f.stem))}">'
                 f"{img(f.figure, f.title)}</div>"

@@ -8,21 +8,15 @@ import html
 import io
 from typing import Any
 
-from ._page_model import Cell
+from .._judge._verdict import Verdict
+from ._cells import Cell
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 DPI = 80
 
-_CLASS = {
-    "ok": "ok",
-    "FAIL": "fail",
-    "NaN/Inf": "fail",
-    "timeout": "fail",
-    "kinks": "kinks",
+# States a page shows beside the verdicts themselves.
+_STATES = {
     "differs": "kinks",
-    "info": "info",
-    "skipped": "skip",
-    "stale": "stale",
     "missing": "stale",
     "unreadable": "stale",
     "not judged": "stale",
@@ -49,7 +43,21 @@ def e(text: Any) -> str:
 
 
 def verdict_class(verdict: str) -> str:
-    return _CLASS.get(verdict, "")
+    """The colour of a verdict (from `Verdict` itself) or of a page's other states."""
+    if verdict in _STATES:
+        return _STATES[verdict]
+    try:
+        v = Verdict.parse(str(verdict))
+    except ValueError:
+        return ""
+    if v.failing:
+        return "fail"
+    return {
+        Verdict.OK: "ok",
+        Verdict.KINKS: "kinks",
+        Verdict.INFO: "info",
+        Verdict.STALE: "stale",
+    }.get(v, "skip")
 
 
 def badge(verdict: str) -> str:

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from .._judge._compare import ArrayComparison, tolerance
-from .._judge._verdict import ExampleJudgement, Judgement, Verdict
+from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
-from ._text import summary
+from ._text import summary, ulp_text
 
 
 def finite(x: float | None) -> float | None:
@@ -29,6 +29,11 @@ def comparison_json(c: ArrayComparison) -> dict[str, Any]:
         "worst": None if equal or c.nonfinite and not c.worst else list(c.worst),
         "worst_julia": None if equal or c.nonfinite and not c.worst else list(c.worst_julia),
         "ulp": c.ulp if c.ulp >= 0 else None,
+        "ulp_text": ulp_text(c.ulp),
+        "reference_zero": c.reference_zero,
+        "reference_max": finite(c.reference_max),
+        "grad_floor": finite(c.grad_floor),
+        "loss_floor": finite(c.loss_floor),
         "differing": c.differing,
         "differing_at": [list(i) for i in c.differing_at],
         "regions": [r.to_json() for r in c.regions],
@@ -43,7 +48,7 @@ def comparison_json(c: ArrayComparison) -> dict[str, Any]:
     }
 
 
-def judgement_json(j: Judgement) -> dict[str, Any]:
+def judgement_json(j: CaseJudgement) -> dict[str, Any]:
     out: dict[str, Any] = {
         "case": j.case,
         "kind": j.kind,
@@ -55,6 +60,10 @@ def judgement_json(j: Judgement) -> dict[str, Any]:
         "reason": j.reason,
         "summary": summary(j),
     }
+    if j.command:
+        out["command"] = j.command
+    if j.blocked_by:
+        out["blocked_by"] = j.blocked_by
     if j.comparison is not None:
         out.update(comparison_json(j.comparison))
     if j.kind == "pair" and len(j.subjects) == 2:
@@ -121,10 +130,13 @@ def gradient_json(g: Gradient) -> dict[str, Any]:
         },
         "nonfinite": not g.finite,
         "nonfinite_count": g.nonfinite_count,
+        "noise": {k: finite(v) for k, v in g.noise.items()},
     }
 
 
 def example_json(ej: ExampleJudgement) -> dict[str, Any]:
+    """One example's judgement, every case with its numbers (`weanj diff --json`, the
+    check file the report reads, the notebook's data)."""
     inputs = ej.inputs
     return {
         "example": ej.name,
@@ -134,7 +146,13 @@ def example_json(ej: ExampleJudgement) -> dict[str, Any]:
         "dtypes": list(ej.dtypes),
         "error": ej.error,
         "gradients": [gradient_json(g) for g in ej.subjects.values()],
-        "errors": dict(ej.errors),
+        "runs": [judgement_json(j) for j in ej.of_kind("run")],
+        "faults": {
+            label: {"verdict": str(j.verdict), "reason": j.reason, "command": j.command}
+            for label, j in ej.faults.items()
+        },
+        "unavailable": dict(ej.unavailable),
+        "skipped_subjects": dict(ej.skipped),
         "pairs": [judgement_json(j) for j in ej.of_kind("pair") if j.verdict != Verdict.SKIPPED],
         "checks": [judgement_json(j) for j in ej.judgements if j.kind in ("taylor", "jvp")],
         "files": [judgement_json(j) for j in ej.of_kind("file")],
@@ -143,7 +161,8 @@ def example_json(ej: ExampleJudgement) -> dict[str, Any]:
             for j in ej.judgements
             if j.verdict == Verdict.SKIPPED and j.kind != "file"
         ],
-        "failures": [summary(j) for j in ej.failures] + [f"{k}: {v}" for k, v in ej.errors.items()],
-        "verdict": str(ej.verdict),
+        "failures": [summary(j) for j in ej.failures],
+        "verdict": ej.state,
         "ok": ej.ok,
+        "reuse": dict(ej.reuse),
     }

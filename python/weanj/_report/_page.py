@@ -1,11 +1,11 @@
 """`weanj report`: one page of every verdict and benchmark, written from what is stored.
 
-It runs nothing. Per example it reads the store through the judge (`_check.diff_store`:
-pairs, float32 pairs, files), the gradient checks the last `weanj check` left
-(`_verdicts_file`, shown while their inputs key is the current one) and the benchmark
-records (`_bench_plots.load_results`); what is missing is said, with the command that
-computes it. This module gathers those into `ExamplePage`s, one per example; `_html`
-and `_md` only render them.
+It runs nothing. Per example, the report command (`_commands.report`) hands over the
+store judged by the one judge (what `weanj diff` says: pairs, float32 pairs, files), the
+gradient checks and faults the last `weanj check` left (`_verdicts_file`, shown while
+their inputs key is the current one) and the benchmark records; what is missing is said,
+with the command that computes it. This module gathers those into `ExamplePage`s, one
+per example; `_html` and `_md` only render them.
 
 Which variant is wrong: in a family, a pair that fails names two variants. The one that
 fails against most of its family (or fails its own gradient check) is the *suspect*, and
@@ -14,12 +14,11 @@ the page's first table names it with the array and links to the pair's section.
 
 from __future__ import annotations
 
-import datetime as _dt
-import sys
-from pathlib import Path
+from typing import Any
 
-from .._errors import InputError, InputFileError, WeanjError
-from .._judge._verdict import SEVERITY, ExampleJudgement, Judgement, Verdict, is_failing
+from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+from .._model import Catalog
+from ._cells import family_cell, float32_cell
 from ._page_model import (
     Cell,
     ExamplePage,
@@ -32,9 +31,9 @@ from ._page_model import (
     variant_anchor,
 )
 from ._text import num
-from ._verdicts_file import read_check_verdicts
+from ._verdicts_file import CheckVerdicts
 
-__all__ = ["Cell", "ExamplePage", "Failure", "VariantRow", "anchor", "command", "gather"]
+__all__ = ["Cell", "ExamplePage", "Failure", "VariantRow", "anchor", "gather"]
 
 # At most this many pair pictures per example (failing pairs beyond it are in the table).
 MAX_PICTURES = 12
@@ -43,28 +42,28 @@ MAX_PICTURES = 12
 # --- gathering ---------------------------------------------------------------------------
 
 
-def gather(example_name: str) -> ExamplePage:
-    """Everything the page says about one example."""
-    from .._check import diff_store
-    from .._registry import example
-
-    ex = example(example_name)
-    try:
-        ej = diff_store(ex.name)
-    except WeanjError as e:
-        page = ExamplePage(ex, None, read_check_verdicts(ex.name, None), error=str(e))
-        page.failures.append(Failure(ex.name, None, f"not judged: {e}", []))
-        _bench(page)
+def gather(
+    cat: Catalog,
+    ej: ExampleJudgement,
+    check: CheckVerdicts,
+    bench: tuple[list[dict[str, Any]] | None, list[str], dict[str, dict]] = (None, [], {}),
+) -> ExamplePage:
+    """Everything the page says about one example: `ej`, the store judged (or why it was
+    not); `check`, the last check's verdicts; `bench`, the benchmark records, the problems
+    met reading them and each file's environment."""
+    page = ExamplePage(cat.example, ej if ej.error is None else None, check, error=ej.error)
+    page.catalog = cat
+    page.bench, problems, page.bench_environments = bench
+    page.missing.extend(problems)
+    if ej.error is not None:
+        page.failures.append(Failure(cat.name, None, f"not judged: {ej.error}", []))
         return page
-    key = ej.inputs.key("float64") if ej.inputs is not None else None
-    page = ExamplePage(ex, ej, read_check_verdicts(ex.name, key))
     if page.check.state != "current":
         page.missing.append(page.check.note)
-    page.suspects = set(suspects([j for j in ej.of_kind("pair") if j.failed]))
+    page.suspects = set(suspects([j for j in same_family_pairs(ej) if j.failed]))
     _rows(page)
     _failures(page)
     page.pictures, page.left_out_pictures = _pictures(ej)
-    _bench(page)
     return page
 
 
@@ -75,31 +74,31 @@ def _check_gradients(page: ExamplePage) -> dict[str, dict]:
 
 
 def _rows(page: ExamplePage) -> None:
-    from .._registry import families, unavailable_variants
-
-    ej, ex = page.ej, page.example
+    ej, cat = page.ej, page.catalog
     checked = _check_gradients(page)
-    check_skips = page.check.data.get("skipped_subjects", {}) if page.check.current else {}
-    errors = page.check.data.get("errors", {}) if page.check.current else {}
-    unavailable = unavailable_variants(ex.name)
+    current = page.check.current
+    check_skips = page.check.data.get("skipped_subjects", {}) if current else {}
+    faults = page.check.data.get("faults", {}) if current else {}
+    unavailable = cat.unavailable()
     stale = {
         j.subjects[0]: j.reason
         for j in ej.of_kind("file")
         if j.verdict == Verdict.STALE and j.subjects
     }
-    for family, members in families(ex).items():
-        for name in members:
-            row = VariantRow(name, family, variant_anchor(ex.name, name), "ok")
+    for family, members in cat.families().items():
+        for v in members:
+            name = v.name
+            row = VariantRow(name, family, variant_anchor(cat.name, name), "ok")
             g = ej.subjects.get(name)
             row.loss = g.loss if g is not None else (checked.get(name) or {}).get("loss")
             row.seconds = (checked.get(name) or {}).get("seconds")
             row.taylor = _check_cell(page, name, "taylor")
             row.jvp = _check_cell(page, name, "jvp")
-            row.float32 = _float32_cell(page, name, check_skips)
-            row.pairs = _pairs_cell(page, name)
+            row.float32 = _float32_cell(page, name, faults, check_skips)
+            row.pairs = family_cell(ej, name, page.suspects)
             why = check_skips.get(name) or unavailable.get(name)
-            if name in errors:
-                row.verdict, row.note = "FAIL", errors[name]
+            if name in faults:
+                row.verdict, row.note = faults[name]["verdict"], faults[name]["reason"]
             elif g is None and why:
                 row.verdict, row.note = "skipped", why
                 page.skipped.setdefault(why, []).append(name)
@@ -107,9 +106,9 @@ def _rows(page: ExamplePage) -> None:
                 row.verdict, row.note = "stale", stale[name]
             elif g is None:
                 row.verdict = "missing"
-                row.note = f"no gradient file: run `weanj check {ex.name}`"
+                row.note = f"no gradient file: run `weanj check {cat.name}`"
             cells = (row.taylor, row.jvp, row.float32, row.pairs)
-            if any(is_failing(c.verdict) for c in cells):
+            if any(_failing(c.verdict) for c in cells) and not _failing(row.verdict):
                 row.verdict = "FAIL"
             page.rows.append(row)
     for reason, labels in _check_skips(page).items():
@@ -117,9 +116,15 @@ def _rows(page: ExamplePage) -> None:
     if any(r.verdict == "missing" for r in page.rows):
         page.missing.append(
             f"gradient files of {', '.join(r.variant for r in page.rows if r.verdict == 'missing')}"
-            ": "
-            f"run `weanj check {ex.name}`"
+            f": run `weanj check {cat.name}`"
         )
+
+
+def _failing(verdict: str) -> bool:
+    try:
+        return Verdict.parse(verdict).failing
+    except ValueError:
+        return False
 
 
 def _check_skips(page: ExamplePage) -> dict[str, list[str]]:
@@ -135,10 +140,15 @@ def _check_skips(page: ExamplePage) -> dict[str, list[str]]:
 
 
 def _worst(verdicts: list[str]) -> str:
-    for v in SEVERITY:
-        if v in verdicts:
-            return v
-    return verdicts[0] if verdicts else ""
+    """The worst of some verdicts as files spell them (`Verdict`'s ranking)."""
+    known = []
+    for v in verdicts:
+        try:
+            known.append(Verdict.parse(v))
+        except ValueError:
+            continue
+    worst = Verdict.worst(known)
+    return str(worst) if worst is not None else (verdicts[0] if verdicts else "")
 
 
 def _check_cell(page: ExamplePage, name: str, kind: str) -> Cell:
@@ -166,51 +176,15 @@ def _check_cell(page: ExamplePage, name: str, kind: str) -> Cell:
     return Cell(f"{verdict} {shown}".strip(), verdict, links, "\n".join(j["summary"] for j in mine))
 
 
-def _float32_cell(page: ExamplePage, name: str, check_skips: dict[str, str]) -> Cell:
+def _float32_cell(page: ExamplePage, name: str, faults: dict, check_skips: dict[str, str]) -> Cell:
     label = f"{name}@float32"
-    mine = [j for j in page.ej.of_kind("pair") if len(j.subjects) == 2 and j.subjects[1] == label]
-    if not mine:
-        why = check_skips.get(label)
-        if why:
-            return Cell("skipped", "skipped", [], why)
-        return Cell("—", "", [], f"no float32 gradient of {name} in the store")
-    verdict = _worst([str(j.verdict) for j in mine])
-    rels = [j.comparison.max_rel for j in mine if j.comparison is not None]
-    links = [(j.array, j.case) for j in mine if str(j.verdict) == verdict and j.failed]
-    text = f"{verdict} {num(max(rels), 1) if rels else ''}".strip()
-    return Cell(text, verdict, links, "\n".join(_summary(j) for j in mine))
-
-
-def _summary(j: Judgement) -> str:
-    from ._text import summary
-
-    return summary(j)
-
-
-def _pairs_cell(page: ExamplePage, name: str) -> Cell:
-    mine = [j for j in same_family_pairs(page.ej) if name in j.subjects]
-    if not mine:
-        return Cell("—", "", [], "no other member of its family in the store")
-    failing = [j for j in mine if j.failed]
-    if failing:
-        links = [
-            (f"{next(s for s in j.subjects if s != name)} ({j.array})", j.case) for j in failing
-        ]
-        why = "\n".join(_summary(j) for j in failing)
-        if name in page.suspects:
-            verdict = _worst([str(j.verdict) for j in failing])
-            return Cell(f"FAIL vs {len(failing)} of {len(mine)}", verdict, links, why)
-        # It fails only against the family's suspects: the suspects are the news.
-        return Cell(f"ok ×{len(mine) - len(failing)}; FAIL vs", "differs", links, why)
-    kinks = [j for j in mine if j.verdict == Verdict.KINKS]
-    if kinks:
-        return Cell(
-            f"kinks ({len(kinks)}), ok {len(mine) - len(kinks)}",
-            "kinks",
-            [(j.array, j.case) for j in kinks],
-            "\n".join(_summary(j) for j in kinks),
-        )
-    return Cell(f"ok ×{len(mine)}", "ok", [], "agrees with every member of its family in the store")
+    if label in faults:
+        f = faults[label]
+        return Cell(f["verdict"], f["verdict"], [("variant", variant_anchor(page.name, name))], f["reason"])
+    c = float32_cell(page.ej, name)
+    if c.text == "—" and label in check_skips:
+        return Cell("skipped", "skipped", [], check_skips[label])
+    return c
 
 
 def _failures(page: ExamplePage) -> None:
@@ -218,7 +192,7 @@ def _failures(page: ExamplePage) -> None:
     pairs = [j for j in ej.of_kind("pair") if j.failed]
     named = set()
     for label, js in suspects(pairs).items():
-        by_array: dict[str | None, list[Judgement]] = {}
+        by_array: dict[str | None, list[CaseJudgement]] = {}
         for j in js:
             by_array.setdefault(j.array, []).append(j)
         for array, group in by_array.items():
@@ -247,13 +221,18 @@ def _failures(page: ExamplePage) -> None:
                 Failure(j["subjects"][0], j["array"], what, [(j["kind"], j["case"])])
             )
     if page.check.current:
-        for label, message in page.check.data.get("errors", {}).items():
+        faults = page.check.data.get("faults", {})
+        for label, f in faults.items():
+            base, _, dtype = label.partition("@")
+            if dtype and base in faults and faults[base]["verdict"] == f["verdict"]:
+                continue  # one row per variant: its float64 row says it
+            again = f" (reproduce: `{f['command']}`)" if f.get("command") else ""
             page.failures.append(
                 Failure(
                     label,
                     None,
-                    f"error: {message}",
-                    [("variant", variant_anchor(page.name, label.split("@")[0]))],
+                    f"{f['verdict']}: {f['reason']}{again}",
+                    [("variant", variant_anchor(page.name, base))],
                 )
             )
     for j in ej.of_kind("file"):
@@ -264,7 +243,7 @@ def _failures(page: ExamplePage) -> None:
             )
 
 
-def _pictures(ej: ExampleJudgement) -> tuple[list[Judgement], int]:
+def _pictures(ej: ExampleJudgement) -> tuple[list[CaseJudgement], int]:
     """The pairs drawn: failing and kink pairs (float64 ones first, then worst first); when
     none, the agreeing same-family pair of the largest error and every pair of family
     references (`info`)."""
@@ -281,87 +260,3 @@ def _pictures(ej: ExampleJudgement) -> tuple[list[Judgement], int]:
         chosen.append(max(agreeing, key=lambda j: j.comparison.max_rel))
     chosen += [j for j in pairs if j.verdict == Verdict.INFO]
     return chosen[:MAX_PICTURES], max(0, len(chosen) - MAX_PICTURES)
-
-
-def _bench(page: ExamplePage) -> None:
-    import json
-
-    from .._io._safeh5 import read_bytes
-    from .._project import results_dir
-    from .._timing import MAX_RESULTS_BYTES
-    from ._bench_plots import load_results
-
-    if not any((results_dir(page.name) / "bench").glob("*.json")):
-        page.missing.append(f"no benchmark results: run `weanj bench {page.name}`")
-        return
-    try:
-        page.bench = load_results(page.name)
-    except InputFileError as e:
-        page.missing.append(f"benchmark results unusable: {e}")
-        return
-    for path in sorted((results_dir(page.name) / "bench").glob("*.json")):
-        try:  # a regular file of bounded size and nesting (load_results skipped the others)
-            env = json.loads(read_bytes(path, "benchmark file", limit=MAX_RESULTS_BYTES))
-            env = env.get("environment")
-        except (OSError, ValueError, AttributeError, RecursionError):
-            env = None
-        if isinstance(env, dict):
-            page.bench_environments[path.name] = env
-
-
-# --- the command ----------------------------------------------------------------------------
-
-
-def report_environment() -> dict[str, str]:
-    """Where and when the page was written (no JAX: the report runs nothing)."""
-    import importlib.metadata
-    import platform
-
-    try:
-        version = importlib.metadata.version("weanj")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    return {
-        "weanj": version,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
-def command(examples: list[str] | None, out: str | None, fmt: str | None) -> int:
-    """`weanj report [EXAMPLE...] [--out FILE] [--format html|md]`; `--out -` writes to
-    standard output. Returns 0 once the page is written, whatever its verdicts (`weanj
-    check` is the command whose exit status judges)."""
-    from .._io._atomic import atomic_path
-    from .._project import project_root
-    from .._registry import example, example_names
-
-    names = [example(n).name for n in examples] if examples else example_names()
-    if fmt is None:
-        fmt = "md" if out is not None and out.lower().endswith(".md") else "html"
-    if fmt not in ("html", "md"):
-        raise InputError(f"--format must be html or md, not {fmt!r}")
-    pages = [gather(name) for name in names]
-    if fmt == "html":
-        from ._html import render
-    else:
-        from ._md import render
-    text = render(pages, report_environment())
-    if out == "-":
-        sys.stdout.write(text)
-        return 0
-    path = Path(out) if out is not None else project_root() / "results" / f"report.{fmt}"
-    if path.is_dir():
-        raise InputError(
-            f"--out {path} is a folder; give a file name, e.g. {path / ('report.' + fmt)}"
-        )
-    try:
-        with atomic_path(path) as tmp:
-            tmp.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise InputFileError(f"cannot write {path} ({e.strerror or e})") from None
-    verdict, sentence = overall(pages)
-    size = path.stat().st_size
-    print(f"wrote {path} ({size / 1024:.0f} KiB): {verdict} — {sentence}")
-    return 0

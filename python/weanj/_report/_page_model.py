@@ -7,24 +7,13 @@ benchmark records; `anchor` names the element ids the pages link to.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._judge._verdict import ExampleJudgement, Judgement, Verdict
+from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Example
+from ._cells import Cell, same_family_pairs, suspects  # noqa: F401 (the page's cells)
 from ._verdicts_file import CheckVerdicts
-
-
-@dataclass
-class Cell:
-    """One table cell: its text, the verdict that colours it, links to sections
-    (`(text, anchor)`) and a longer explanation."""
-
-    text: str = "—"
-    verdict: str = ""
-    links: list[tuple[str, str]] = field(default_factory=list)
-    title: str = ""
 
 
 @dataclass
@@ -62,11 +51,12 @@ class ExamplePage:
     failures: list[Failure] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason: labels
-    pictures: list[Judgement] = field(default_factory=list)
+    pictures: list[CaseJudgement] = field(default_factory=list)
     suspects: set[str] = field(default_factory=set)  # labels failing against most of a family
     left_out_pictures: int = 0
     bench: list[dict[str, Any]] | None = None
     bench_environments: dict[str, dict] = field(default_factory=dict)  # file name: environment
+    catalog: Any = None  # the example with its variants
 
     @property
     def name(self) -> str:
@@ -93,34 +83,6 @@ def anchor(*parts: str) -> str:
 
 def variant_anchor(example_name: str, variant: str) -> str:
     return anchor(example_name, "variant", variant)
-
-
-def same_family_pairs(ej: ExampleJudgement) -> list[Judgement]:
-    """The float64 same-family pairs (float32 pairs are the float32 column's)."""
-    return [
-        j
-        for j in ej.of_kind("pair")
-        if j.verdict not in (Verdict.SKIPPED, Verdict.INFO)
-        and len(j.subjects) == 2
-        and not j.subjects[1].endswith("@float32")
-        and "::info::" not in j.case
-    ]
-
-
-def suspects(failing: list[Judgement]) -> dict[str, list[Judgement]]:
-    """`{label: its failing pairs}` for the labels that fail most often (per family):
-    with one wrong variant of three, it fails against both others, they only against it."""
-    out: dict[str, list[Judgement]] = {}
-    by_family: dict[str, list[Judgement]] = {}
-    for j in failing:
-        by_family.setdefault(j.family, []).append(j)
-    for js in by_family.values():
-        counts = Counter(s for j in js for s in j.subjects)
-        top = max(counts.values())
-        for label, count in counts.items():
-            if count == top:
-                out[label] = [j for j in js if label in j.subjects]
-    return out
 
 
 def overall(pages: list[ExamplePage]) -> tuple[str, str]:

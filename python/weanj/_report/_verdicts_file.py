@@ -11,16 +11,17 @@ otherwise it says the file is stale and which command refreshes it.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._environment import now
 from .._io._atomic import atomic_path
+from .._io._safeh5 import read_bytes
 from .._judge._verdict import ExampleJudgement
-from .._project import results_dir
+from .._places import Places
 from ._json import example_json
 
 FORMAT = 1
@@ -31,13 +32,9 @@ MAX_CHECK_BYTES = 256 * 2**20  # far above any example's judgement
 CURRENT, STALE, MISSING, UNREADABLE = "current", "stale", "missing", "unreadable"
 
 
-def check_path(example_name: str) -> Path:
-    return results_dir(example_name) / NAME
-
-
 def _environment() -> dict[str, Any]:
     """Versions, device and date of this check (JAX is loaded already: check ran it)."""
-    from .._timing import environment
+    from .._environment import environment
 
     try:
         import jax
@@ -51,22 +48,22 @@ def check_json(ej: ExampleJudgement, env: dict[str, Any]) -> dict[str, Any]:
     """What `check.json` holds for one example."""
     return {
         "weanj_check": FORMAT,
-        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": now(),
         "environment": env,
         **example_json(ej),
-        "skipped_subjects": dict(ej.skipped),
-        "timed_out": sorted(ej.timed_out),
         "seconds": ej.seconds,
     }
 
 
-def write_check_verdicts(results: list[ExampleJudgement]) -> list[Path]:
+def write_check_verdicts(results: list[ExampleJudgement], places: Places) -> list[Path]:
     """Write `results/<example>/check.json` for each judged example (atomically: a
     report never reads half a file); **Returns:** the paths written."""
     env = _environment()
     written = []
     for ej in results:
-        path = check_path(ej.name)
+        if ej.error is not None:
+            continue  # not judged: the last judged check stays, the report says it is stale
+        path = places.check_file(ej.name)
         text = json.dumps(check_json(ej, env), indent=1, allow_nan=False)
         try:
             with atomic_path(path) as tmp:
@@ -116,8 +113,10 @@ def _check_shape(data: dict) -> None:
             isinstance(v, list)
             and all(isinstance(g, dict) and isinstance(g.get("label"), str) for g in v)
         ),
-        **dict.fromkeys(("checks", "skipped", "pairs", "files"), judgements),
-        "errors": texts,
+        **dict.fromkeys(("runs", "checks", "skipped", "pairs", "files"), judgements),
+        "faults": lambda v: isinstance(v, dict)
+        and all(isinstance(f, dict) and texts(f) for f in v.values()),
+        "unavailable": texts,
         "skipped_subjects": texts,
         "environment": lambda v: isinstance(v, dict),
         "timestamp": lambda v: isinstance(v, str),
@@ -127,16 +126,16 @@ def _check_shape(data: dict) -> None:
         raise ValueError(f"its {', '.join(bad)} are not what `weanj check` writes")
 
 
-def read_check_verdicts(example_name: str, current_key: str | None) -> CheckVerdicts:
+def read_check_verdicts(
+    example_name: str, current_key: str | None, places: Places
+) -> CheckVerdicts:
     """The check file of an example, judged current when its inputs key is `current_key`
     (the key of the shared inputs at float64, `Inputs.key("float64")`)."""
-    path = check_path(example_name)
+    path = places.check_file(example_name)
     refresh = f"`weanj check {example_name}`"
     if not path.is_file():
         return CheckVerdicts(path, MISSING, note=f"no gradient checks recorded: run {refresh}")
     try:  # a regular file of bounded size (a pipe never blocks), of bounded nesting
-        from .._io._safeh5 import read_bytes
-
         data = json.loads(read_bytes(path, "check file", limit=MAX_CHECK_BYTES).decode("utf-8"))
         if not isinstance(data, dict) or data.get("weanj_check") != FORMAT:
             raise ValueError(f"not a weanj check file of format {FORMAT}")

@@ -1,8 +1,9 @@
-"""Measuring one benchmark point: the inputs at a size (or a dimension), the first call,
-the median forward and gradient times, XLA's scratch memory.
+"""Measuring: `time_median` (the seed notebook's timer) and one benchmark point of
+`weanj bench`: the inputs at a size (or a dimension), the first call, the median forward
+and gradient times, XLA's scratch memory.
 
-The points themselves come from the case table (`_cases.bench_points`); `_bench` walks
-them and writes the records.
+What a point's first call returns is held to the variant contract (`_judge._contract`):
+a variant at fault is that variant's `error`, in `weanj bench` as everywhere.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import InputError, UnavailableError, WeanjError
-from ._io._inputs import from_arrays, read_inputs
-from ._model import Example, Variant
+from .._errors import InputError, UnavailableError
+from .._io import _jax_cache
+from .._judge._contract import checked_gradients, checked_loss
+from .._model import Example, Inputs, Variant, from_arrays
 
 SEED = 1
 GPU_HINT = "on a machine with an NVIDIA GPU: pip install -U 'jax[cuda12]'"
@@ -69,7 +71,7 @@ def _accepts(fn: Callable, name: str) -> bool:
 
 
 def generator_for(
-    ex: Example, dims: Mapping[str, int]
+    ex: Example, dims: Mapping[str, int], shared: Inputs | None = None
 ) -> Callable[[int | None], Mapping[str, Any]]:
     """`size -> arrays`: the example's inputs at a size and at the given values of its
     symbolic dimensions (a generator taking them as keywords), or an `InputError`
@@ -94,7 +96,9 @@ def generator_for(
             return ex.sizes.generate(SEED, size, **extra)
         if extra:
             return ex.generate(ex.seed, **extra)
-        return dict(read_inputs(ex).arrays)
+        if shared is None:
+            raise InputError(f"{ex.name} declares no Sizes and its shared inputs cannot be read")
+        return dict(shared.arrays)
 
     return at
 
@@ -107,7 +111,11 @@ def _total_memory() -> int:
 
 
 def check_reachable(
-    ex: Example, what: str, values: list[int], at: Callable[[int], Mapping[str, Any]]
+    ex: Example,
+    what: str,
+    values: list[int],
+    at: Callable[[int], Mapping[str, Any]],
+    shared: Inputs | None = None,
 ) -> None:
     """Refuse, before allocating anything, values whose inputs would not fit in memory:
     the inputs' bytes at the smallest value and its double give the growth exponent. The
@@ -116,9 +124,9 @@ def check_reachable(
     given = [v for v in values if v is not None]
     if ex.sizes is not None and what == ex.sizes.name:
         given += list(ex.sizes.values)
-    elif what in ex.symbols:  # a dimension: its value in the shared inputs, if readable
-        with contextlib.suppress(WeanjError, KeyError):
-            given.append(int(read_inputs(ex).dims[what]))
+    elif what in ex.symbols and shared is not None:  # a dimension: its shared value
+        with contextlib.suppress(KeyError):
+            given.append(int(shared.dims[what]))
     if not given or max(given) <= 4 * min(given):
         return
     s0 = min(given)
@@ -144,7 +152,7 @@ def placement(device, multi_device: bool):
         return device
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    from ._devices import chosen_devices
+    from .._devices import chosen_devices
 
     return NamedSharding(Mesh(np.array(chosen_devices(), dtype=object), ("d",)), PartitionSpec())
 
@@ -186,18 +194,18 @@ def measure(
     samples: int | None,
 ) -> dict[str, Any]:
     """Time one point: first call (compilation plus one evaluation), median forward and
-    gradient, scratch memory."""
+    gradient, scratch memory. What the first calls return is held to the variant contract
+    (a `Breach` is that variant's error)."""
     import jax
 
-    from . import _cache
-
-    loss, grad = v.loss, v.grad
-    hits = _cache.clock().hits
+    loss, grad = v.built.loss, v.built.grad
+    hits = _jax_cache.clock().hits
     t0 = time.perf_counter()
-    jax.block_until_ready(grad(*args))
+    first = jax.block_until_ready(grad(*args))
     compile_s = time.perf_counter() - t0
     # Honest compile times: a first call served by the persistent cache says so.
-    cached = _cache.clock().hits > hits
+    cached = _jax_cache.clock().hits > hits
+    _hold_to_contract(v, args, first, loss(*args))
     count = samples or samples_within_budget(grad, args, size, budget_s)
     forward, gradient = interleaved(
         functools.partial(loss, *args), functools.partial(grad, *args), count
@@ -219,6 +227,24 @@ def measure(
         "timed": True,
         "compile_cached": cached,
     }
+
+
+def _hold_to_contract(v: Variant, args: tuple, gradient: Any, loss: Any) -> None:
+    """The variant contract on a point's first results (a `Breach` when broken)."""
+    ex = v.example
+    dtype = _dtype_of(ex, args)
+    checked_loss(loss, dtype)
+    shapes = {name: tuple(np.shape(args[ex.arrays.index(name)])) for name in ex.wrt_names}
+    checked_gradients(ex, gradient, dtype, shapes)
+
+
+def _dtype_of(ex: Example, args: tuple) -> str:
+    for spec, a in zip(ex.specs, args, strict=False):
+        if spec.kind == "float":
+            return np.dtype(a.dtype).name
+        if spec.kind == "complex":
+            return "float64" if np.dtype(a.dtype).name == "complex128" else "float32"
+    return "float64"
 
 
 def interleaved(forward: Callable, gradient: Callable, samples: int) -> tuple[list, list]:
@@ -244,7 +270,51 @@ def memory_only(v: Variant, args: tuple, n_entries: int) -> dict[str, Any]:
         "forward_s": None,
         "grad_s": None,
         "compile_s": None,
-        "peak_mem_bytes": temp_bytes(v.grad, args),
+        "peak_mem_bytes": temp_bytes(v.built.grad, args),
         "samples": None,
         "timed": False,
     }
+
+
+# --- the seed notebook's timer -----------------------------------------------------------
+
+
+def time_median(
+    fn: Callable[[], Any],
+    sync: Callable[[Any], Any] | None = None,
+    samples: int = 10,
+    warmup: int = 1,
+) -> float:
+    """Median wall time of `fn()` in seconds over `samples` calls after `warmup` calls.
+
+    `sync` is applied to each result before the clock stops (e.g. `jax.block_until_ready`),
+    since JAX dispatches asynchronously. Medians, because shared machines are noisy.
+    """
+    if samples < 1 or warmup < 0:
+        raise InputError(
+            f"time_median needs samples >= 1 and warmup >= 0, got {samples} and {warmup}"
+        )
+    return statistics.median(time_samples(fn, sync, samples, warmup))
+
+
+def time_samples(
+    fn: Callable[[], Any],
+    sync: Callable[[Any], Any] | None = None,
+    samples: int = 10,
+    warmup: int = 1,
+) -> list[float]:
+    """The wall times of `samples` calls of `fn()` after `warmup` calls (`time_median`'s
+    samples, kept so that benchmark records can show their spread)."""
+    if samples < 1 or warmup < 0:
+        raise InputError(
+            f"time_samples needs samples >= 1 and warmup >= 0, got {samples} and {warmup}"
+        )
+    sync = sync or (lambda r: r)
+    for _ in range(warmup):
+        sync(fn())
+    times = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        sync(fn())
+        times.append(time.perf_counter() - t0)
+    return times

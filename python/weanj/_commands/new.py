@@ -13,9 +13,9 @@ import os
 import re
 from pathlib import Path
 
-from ._errors import InputError
-from ._io._atomic import atomic_path
-from ._project import ROOT_VARIABLE, user_project
+from .._errors import InputError
+from .._io._atomic import atomic_path
+from .._project import ROOT_VARIABLE, user_project
 
 PYTHON_TEMPLATE = '''\
 """{name}: S sweeps of a periodic three-point smoothing of x, fitted to y.
@@ -148,7 +148,7 @@ def _add_module(pyproject: Path, module: str) -> str:
 
 def scaffold(name: str) -> list[str]:
     """Write the new example's files; **Returns:** the next commands to run."""
-    from ._model import check_name
+    from .._model import check_name
 
     check_name("example", name)
     root = _target_root()

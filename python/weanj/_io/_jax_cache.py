@@ -47,9 +47,9 @@ def cache_dir(root: Path | None = None) -> Path | None:
     if setting:
         return Path(setting).expanduser() / versions
     if root is None:
-        from ._project import project_root
+        from .._places import places
 
-        root = project_root()
+        return places().cache / versions
     return Path(root) / ".weanj-cache" / versions
 
 
@@ -138,7 +138,7 @@ def _add_to_ledger(folder: Path, programs: int, seconds: float) -> None:
     """Add to the ledger under its lock, atomically; a failure leaves it as it was."""
     import json
 
-    from ._io._atomic import atomic_path, locked
+    from ._atomic import atomic_path, locked
 
     path = Path(folder) / LEDGER
     try:

@@ -1,35 +1,109 @@
 """Benchmark sweeps: time, compile time and memory of each variant against a size and
 against any parameter or symbolic dimension.
 
-The seed notebook's sweep, for any example and variant of the registry. The points come
-from the case table (`_cases.bench_points`): for each variant, the sizes (inputs from the
-example's seeded `Sizes.generate`, e.g. the grid size n), then, at the middle size, a
-timed sweep `over` a parameter or a dimension (`--over T 10 20 40`) and a compiled-only
-one of scratch memory (`--memory-over`, by default the example's `Param.sweep`). Each
-point records the first gradient call (compilation plus one evaluation), the median
-forward and gradient times and XLA's scratch memory of the compiled gradient
-(`_bench_measure`); a variant's size sweep stops once its gradient takes longer than the
-budget. Sizes whose inputs would not fit in memory are refused before anything is
-allocated.
+The seed notebook's sweep, for any example and variant of the registry. Which variants
+run here comes from the case table (`_pipeline._cases`: unavailable or excluded ones are
+skipped saying why); the points of each: the sizes (inputs from the example's seeded
+`Sizes.generate`, e.g. the grid size n), then, at the middle size, a timed sweep `over` a
+parameter or a dimension (`--over T 10 20 40`) and a compiled-only one of scratch memory
+(`--memory-over`, by default the example's `Param.sweep`). Each point records the first
+gradient call (compilation plus one evaluation), the median forward and gradient times
+and XLA's scratch memory of the compiled gradient (`_pipeline._measure`); a variant's size
+sweep stops once its gradient takes longer than the budget. Sizes whose inputs would not
+fit in memory are refused before anything is allocated. A variant at fault (it raises,
+or returns what the variant contract refuses) is that variant's `error`, said in one line;
+its series is not measured, the others are, and the command exits 1.
 
 Records go to `results/<example>/bench/<backend>-<device>.json`, one file per backend,
-merged by `_bench_files.write` (re-exported here as `write`).
+merged by `_io._bench.merge`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import _bench_measure as measure
-from ._bench_files import _say, write  # noqa: F401  (`_bench.write`: the CLI, benchmarks/)
-from ._cases import BenchPoint, bench_points
-from ._errors import InputError
-from ._model import Example, Variant, check_dtype
-from ._registry import example, variant, variants
-from ._watch import Watch
+from dataclasses import dataclass, field
+
+from .._environment import environment, now
+from .._errors import InputError, WeanjError, say, wrapped
+from .._io import _bench, _inputs, _jax_cache
+from .._judge._contract import Breach
+from .._model import Catalog, Example, Inputs, Variant, check_dtype
+from .._pipeline import _measure as measure
+from .._pipeline._cases import build_plan
+from .._pipeline._evaluate import first_line
+from .._places import places
+from .._registry import catalog, chosen_variants
+from .._watch import Watch
+
+
+def _say(message: str) -> None:
+    """`weanj bench`'s notes: on stderr, wrapped as an error's first line is."""
+    say(wrapped(message))
+
+
+@dataclass(frozen=True)
+class BenchPoint:
+    """One benchmark measurement: a variant at a dtype, a size, parameters and values of
+    symbolic dimensions; `timed` False for scratch memory only (compiled, never run)."""
+
+    variant: str
+    dtype: str
+    sweep: str  # the size's name, or the parameter or dimension swept
+    size: int | None
+    params: tuple[tuple[str, Any], ...]
+    dims: tuple[tuple[str, int], ...] = ()
+    timed: bool = True
+
+
+def bench_points(
+    ex: Example,
+    variant: str,
+    *,
+    sizes: list[int | None],
+    params: dict[str, Any],
+    dtype: str,
+    over: tuple[str, tuple] | None = None,
+    memory_over: tuple[str, tuple] | None = None,
+) -> list[list[BenchPoint]]:
+    """The series of one variant: over the sizes, then (at the middle size) `over` a
+    parameter or a dimension (timed) and `memory_over` one (compiled only)."""
+    size_name = ex.sizes.name if ex.sizes is not None else "size"
+    point = tuple(params.items())
+    series = [[BenchPoint(variant, dtype, size_name, s, point) for s in sizes]]
+    middle = sizes[len(sizes) // 2]
+    for spec, timed in ((over, True), (memory_over, False)):
+        if spec is None:
+            continue
+        name, values = spec
+        run = []
+        for value in values:
+            if name in ex.param_names:
+                changed = tuple({**params, name: value}.items())
+                run.append(BenchPoint(variant, dtype, name, middle, changed, timed=timed))
+            else:
+                dims = ((name, int(value)),)
+                run.append(BenchPoint(variant, dtype, name, middle, point, dims, timed=timed))
+        series.append(run)
+    return series
+
+
+@dataclass
+class Benched:
+    """What `weanj bench` measured: the records per backend, the variants at fault
+    (`{variant: one line}`) and those it skipped (`{variant: why}`)."""
+
+    example: Example
+    by_backend: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    paths: list = field(default_factory=list)
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return [r for rs in self.by_backend.values() for r in rs]
 
 DEFAULT_BUDGET_S = 5.0
 DEFAULT = object()  # "the example's own default" for `memory_over`
@@ -57,7 +131,15 @@ def _record(ex: Example, v: Variant, p: BenchPoint, base: dict, values: dict) ->
 
 
 def _point(
-    ex: Example, v: Variant, p: BenchPoint, where, *, device, budget_s: float, samples: int | None
+    ex: Example,
+    v: Variant,
+    p: BenchPoint,
+    where,
+    *,
+    device,
+    budget_s: float,
+    samples: int | None,
+    shared: Inputs | None,
 ) -> dict:
     """One point, in the calling thread (the `Watch`'s worker): JAX's default device is a
     per-thread setting, so it is set here; it also puts any computation that has no array
@@ -65,7 +147,7 @@ def _point(
     import jax
 
     with jax.default_device(device):
-        arrays = measure.generator_for(ex, dict(p.dims))(p.size)
+        arrays = measure.generator_for(ex, dict(p.dims), shared)(p.size)
         args, n_entries = measure.call_args(ex, arrays, dict(p.params), p.dtype, where)
         if p.timed:
             return measure.measure(v, args, n_entries, p.size, budget_s=budget_s, samples=samples)
@@ -82,12 +164,14 @@ def sweep_variant(
     samples: int | None,
     watch: Watch,
     say: Callable[[str], None] = _say,
+    shared: Inputs | None = None,
 ) -> list[dict[str, Any]]:
     """The records of one variant's series (stopping a series once its gradient is slower
-    than the budget; a point that times out ends its series too)."""
-    from ._devices import device_count
+    than the budget; a point that times out ends its series too). A variant at fault
+    raises `Breach` (its error, one line)."""
+    from .._devices import device_count
 
-    on_jax = hasattr(v.grad, "lower")
+    on_jax = hasattr(v.built.grad, "lower")
     target = measure.jax_device(device)
     where = measure.placement(target, v.multi_device) if on_jax else None
     base = {
@@ -98,7 +182,7 @@ def sweep_variant(
         "device": device,
         "devices": device_count() if v.multi_device else 1,
         "dtype": series[0][0].dtype if series and series[0] else "float64",
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": now(),
     }
     records = []
     for run in series:
@@ -108,13 +192,24 @@ def sweep_variant(
             try:
                 values = watch.run(
                     lambda p=p: _point(
-                        ex, v, p, where, device=target, budget_s=budget_s, samples=samples
+                        ex,
+                        v,
+                        p,
+                        where,
+                        device=target,
+                        budget_s=budget_s,
+                        samples=samples,
+                        shared=shared,
                     ),
                     f"{v.name} at {_label(ex, p)}",
                 )
             except TimeoutError as e:
                 say(f"  {v.name}: {e}; skipping the rest of this series")
                 break
+            except (WeanjError, Breach):
+                raise
+            except Exception as e:  # the variant's own exception: its error
+                raise Breach(first_line(e)) from None
             records.append(_record(ex, v, p, base, values))
             if p.timed:
                 say(
@@ -166,7 +261,7 @@ def _sweep_spec(ex: Example, what: str, spec) -> tuple[str, tuple] | None:
     )
 
 
-def _sweep_sizes(ex: Example, sizes: Sequence[int] | None) -> list[int | None]:
+def _sweep_sizes(ex: Example, sizes: Sequence[int] | None, shared: Inputs | None) -> list[int | None]:
     """The sizes of the sweep (the example's by default), refused in one line before any
     allocation when their inputs would not fit in memory."""
     if ex.sizes is None:
@@ -176,11 +271,11 @@ def _sweep_sizes(ex: Example, sizes: Sequence[int] | None) -> list[int | None]:
     chosen = sorted({int(s) for s in (sizes or ex.sizes.values)})
     if chosen[0] < 1:
         raise InputError(f"sizes ({ex.sizes.name}) must be at least 1, got {chosen}")
-    measure.check_reachable(ex, ex.sizes.name, chosen, measure.generator_for(ex, {}))
+    measure.check_reachable(ex, ex.sizes.name, chosen, measure.generator_for(ex, {}, shared), shared)
     return chosen
 
 
-def _sweeps(ex: Example, over, memory_over) -> tuple:
+def _sweeps(ex: Example, over, memory_over, shared: Inputs | None) -> tuple:
     """`over` and `memory_over` checked (`memory_over` default: the first parameter with a
     `Param.sweep`); a dimension no generator takes is refused before any work."""
     over = _sweep_spec(ex, "--over", over)
@@ -190,7 +285,7 @@ def _sweeps(ex: Example, over, memory_over) -> tuple:
     memory_over = _sweep_spec(ex, "--memory-over", memory_over)
     for spec in (over, memory_over):
         if spec is not None and spec[0] not in ex.param_names:
-            measure.generator_for(ex, {spec[0]: spec[1][0]})
+            measure.generator_for(ex, {spec[0]: spec[1][0]}, shared)
     return over, memory_over
 
 
@@ -204,12 +299,13 @@ def _checked(
     budget_s: float,
     over: Any,
     memory_over: Any,
+    shared: Inputs | None,
 ) -> tuple[list[int], dict[str, Any], Any, Any]:
     """`bench`'s options checked before any work: (sizes, the size sweep's parameters,
     over, memory_over); a dimension's values out of reach are refused here too."""
     if device not in ("cpu", "gpu"):
         raise InputError(f"device must be cpu or gpu, got {device!r}")
-    sweep_sizes = _sweep_sizes(ex, sizes)
+    sweep_sizes = _sweep_sizes(ex, sizes, shared)
     for what, value in (("samples", samples), ("devices", devices)):
         if value is not None and value < 1:
             raise InputError(f"{what} must be at least 1, got {value}")
@@ -217,7 +313,7 @@ def _checked(
         raise InputError(f"the budget must be a finite number of seconds > 0, got {budget_s}")
     given = {k: v for k, v in (params or {}).items() if v is not None}
     point = ex.check_params({p.name: given.get(p.name, p.bench_value) for p in ex.params})
-    over, memory_over = _sweeps(ex, over, memory_over)
+    over, memory_over = _sweeps(ex, over, memory_over, shared)
     for spec in (over, memory_over):  # a dimension's values out of reach: refused before any work
         if spec is not None and spec[0] not in ex.param_names:
             middle = sweep_sizes[len(sweep_sizes) // 2]  # where bench_points sweeps it
@@ -225,14 +321,15 @@ def _checked(
                 ex,
                 spec[0],
                 list(spec[1]),
-                lambda d, name=spec[0], at=middle: measure.generator_for(ex, {name: d})(at),
+                lambda d, name=spec[0], at=middle: measure.generator_for(ex, {name: d}, shared)(at),
+                shared,
             )
     return sweep_sizes, point, over, memory_over
 
 
 def bench(
-    example_name: str,
-    variant_names: Sequence[str] | None = None,
+    example: str,
+    variants: Sequence[str] | None = None,
     *,
     sizes: Sequence[int] | None = None,
     params: dict[str, Any] | None = None,
@@ -243,14 +340,16 @@ def bench(
     over: tuple[str, Sequence] | None = None,
     memory_over: Any = DEFAULT,
     devices: int | None = None,
-    timeout_s: float | None = None,
+    timeout: float | None = None,
+    write: bool = True,
+    replace: bool = False,
     say: Callable[[str], None] = _say,
-) -> dict[str, list[dict[str, Any]]]:
-    """Benchmark the variants of an example; nothing is written (see `write`).
+) -> Benched:
+    """Benchmark the variants of an example and merge the records into its files.
 
     **Arguments:**
 
-    - `variant_names`: default all variants available here.
+    - `variants`: default all variants available here.
     - `sizes`: problem sizes (the example's `Sizes`, default its `values`), in increasing
       order until the gradient exceeds `budget_s`; an example without `Sizes` is measured
       at its shared inputs.
@@ -262,59 +361,92 @@ def bench(
       parameter with a `Param.sweep`; None: none.
     - `device`: `"cpu"` or `"gpu"`; `devices`: how many devices sharded variants span.
     - `samples`: timing samples per point (default 10, 3 from size 512, fewer within the
-      budget); `timeout_s`: a time limit per point.
+      budget); `timeout`: a time limit per point.
+    - `write`: merge the records into `results/<example>/bench/` (`replace`: replacing
+      every earlier record of a series measured).
 
-    **Returns:** `{backend: [records]}` with the fields of docs/DESIGN.md.
+    **Returns:** a `Benched`: the records per backend, the variants at fault and skipped.
     """
-    ex = example(example_name)
+    cat = catalog(example)
+    ex = cat.example
+    here = places()
+    _jax_cache.enable()
     dtype = check_dtype(dtype)
+    try:
+        shared = _inputs.read_inputs(ex, here)
+    except WeanjError:
+        if ex.sizes is None:
+            raise
+        shared = None  # sizes come from the generator; only a dimension sweep needs them
     sweep_sizes, point, over, memory_over = _checked(
-        ex, device, sizes, params, samples, devices, budget_s, over, memory_over
+        ex, device, sizes, params, samples, devices, budget_s, over, memory_over, shared
     )
     measure.jax_device(device)  # fails before any work when the GPU is missing
-    chosen = [
-        variant(ex.name, name)
-        for name in (list(variant_names) if variant_names else variants(ex.name))
-    ]
-    from ._devices import using_devices
+    chosen = chosen_variants(cat, list(variants) if variants else None)
+    result = Benched(ex)
+    if shared is not None:  # the case table says which variants run here, and why not
+        table = build_plan(cat, shared, live=True, dtypes=(dtype,), checks=False)
+        for s in table.subjects.values():
+            if s.skip is not None and s.variant in chosen:
+                result.skipped[s.variant.name] = s.skip.what
+    else:
+        result.skipped = {n: why for n, why in cat.unavailable().items()}
+    from .._devices import using_devices
 
     # Too many devices: one line, before any work.
     selection = contextlib.nullcontext() if devices is None else using_devices(devices, device)
-    watch = Watch(timeout_s=timeout_s, say=say)
-    by_backend: dict[str, list[dict[str, Any]]] = {}
+    watch = Watch(timeout_s=timeout, say=say)
     with selection:
         for v in chosen:
-            if device != "cpu" and not hasattr(v.grad, "lower"):
+            if v.name in result.skipped:
+                say(f"{v.name}: skipped: {result.skipped[v.name]}")
+                continue
+            if device != "cpu" and not hasattr(v.built.grad, "lower"):
+                result.skipped[v.name] = f"not a JAX function (it runs on the CPU), not on {device}"
                 say(f"{v.name}: skipped on {device} (not a JAX function; it runs on the CPU)")
                 continue
             shown = ", ".join(f"{k}={val}" for k, val in point.items())
             say(f"{ex.name} {v.name} on {device} ({dtype}{', ' + shown if shown else ''}):")
             series = bench_points(
-                ex,
-                v.name,
-                sizes=sweep_sizes,
-                params=point,
-                dtype=dtype,
-                over=over,
-                memory_over=memory_over,
+                ex, v.name, sizes=sweep_sizes, params=point, dtype=dtype, over=over, memory_over=memory_over
             )
-            records = sweep_variant(
-                ex,
-                v,
-                series,
-                device=device,
-                budget_s=budget_s,
-                samples=samples,
-                watch=watch,
-                say=say,
-            )
-            by_backend.setdefault(v.backend, []).extend(records)
+            try:
+                records = sweep_variant(
+                    ex,
+                    v,
+                    series,
+                    device=device,
+                    budget_s=budget_s,
+                    samples=samples,
+                    watch=watch,
+                    say=say,
+                    shared=shared,
+                )
+            except Breach as e:
+                result.errors[v.name] = f"{v.name} {e}"
+                say(f"{v.name}: error: {v.name} {e} (reproduce: `weanj run {ex.name} {v.name}`)")
+                continue
+            result.by_backend.setdefault(v.backend, []).extend(records)
     if watch.abandoned:
         say(
             f"note: {len(watch.abandoned)} call(s) that timed out still run in the background: "
             + ", ".join(watch.abandoned)
         )
-    return by_backend
+    if write and any(result.by_backend.values()):
+        versions = {
+            backend: next(v.backend_version() for v in chosen if v.backend == backend)
+            for backend in result.by_backend
+        }
+        result.paths = _bench.merge(
+            ex,
+            device,
+            result.by_backend,
+            here,
+            env=environment(device),
+            backend_versions=versions,
+            replace=replace,
+        )
+    return result
 
 
 def sweep_option(values: list[str] | None, option: str) -> tuple[str, list[str]] | None:

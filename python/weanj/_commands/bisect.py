@@ -1,0 +1,352 @@
+"""`weanj bisect EX A B [--over PARAM|SIZE]`: when, and on how small an input, two ports
+part ways.
+
+A pair "agrees" exactly when the one judge says `ok` (or `kinks`, for a pair declared with
+`weanj.differ_at_kinks`) on every gradient array, as `weanj check` judges it
+(`_pipeline._cases.judge_pair_on`, with the same case ids); a variant at fault on some
+input parts ways there.
+
+1. Along an iteration parameter (an int `Param`: K, T, S; `--over`, default the first):
+   A and B are evaluated at its minimum, then at doubled values, until they disagree (or
+   the search reaches the value given with `--PARAM V`, else 8× the inputs' value);
+   bisection between the last value that agrees and the first that does not gives the
+   smallest value at which they part. Divergence is assumed to persist once started,
+   which bisection needs; every value reported was evaluated.
+2. At that value, the smallest problem size of the example's `Sizes` generator at which
+   they disagree (`--over SIZE` searches sizes only). Sizes are not assumed monotone (a
+   port can be wrong at odd sizes only): every size from 1 to 8, then each power of two
+   and its odd neighbours up to the largest benchmark size; once a size fails, every size
+   between the largest agreeing one and it is tried, so the answer is the smallest
+   failing size, and "agree at every size tried" lists the sizes tried.
+3. The minimal case is written as an inputs file, `results/EX/cases/`, with the commands
+   that reproduce it (`weanj bisect EX A B --inputs CASE` judges the pair on it alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._errors import InputError, WeanjError
+from .._io import _inputs, _jax_cache
+from .._model import Catalog, Example, Inputs, Param, Variant, from_arrays
+from .._pipeline._cases import PairOutcome, judge_pair_on
+from .._pipeline._evaluate import reproduce_command
+from .._pipeline._session import Session
+from .._places import Places, places
+from .._registry import catalog, same_family_pair
+from .._report._text import message
+
+# Without `--PARAM V`, doubling goes up to this many times the inputs' value.
+REACH = 8
+# Sizes tried one by one before doubling: where odd sizes and n = 1 live.
+SMALL_SIZES = tuple(range(1, 9))
+
+
+@dataclass
+class Bisected:
+    """What `weanj bisect` found: the lines it printed, the first disagreeing value of the
+    parameter, the minimal case (inputs, file, the outcome there) and how to reproduce it."""
+
+    lines: list[str] = field(default_factory=list)
+    first: int | None = None
+    outcome: PairOutcome | None = None
+    case: Path | None = None
+    reproduce: list[str] = field(default_factory=list)
+
+    @property
+    def agree(self) -> bool:
+        return self.outcome is None or self.outcome.agree
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.agree else 1
+
+
+def outcome_lines(outcome: PairOutcome, indent: str = "  ") -> list[str]:
+    """The judgements of an outcome with their regions, as `weanj check` prints them."""
+    out = []
+    for j in outcome.judgements:
+        if j.verdict.agreeing and not j.failed:
+            continue
+        out.extend(f"{indent}{line}" for line in message(j).splitlines())
+    return out or [f"{indent}{j.case}: {j.verdict}" for j in outcome.judgements]
+
+
+# --- the searches ------------------------------------------------------------------------------
+
+
+def smallest_value(disagree: Callable[[int], bool], lo: int, hi: int) -> int | None:
+    """The smallest v in [lo, hi] with `disagree(v)`, by doubling from `lo` then bisection
+    (divergence assumed to persist once started); None if none of the tried values."""
+    if disagree(lo):
+        return lo
+    good = lo
+    while True:
+        step = min(max(2 * good, good + 1), hi)
+        if step <= good:
+            return None
+        if disagree(step):
+            bad = step
+            break
+        good = step
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if disagree(mid):
+            bad = mid
+        else:
+            good = mid
+    return bad
+
+
+def size_candidates(largest: int) -> list[int]:
+    """1 … 8, then each power of two from 16 with its odd neighbours (15, 16, 17, 31, 32,
+    33, ...) up to `largest` (the largest benchmark size), and `largest` itself."""
+    top = max(largest, SMALL_SIZES[-1])
+    out = [s for s in SMALL_SIZES if s <= top]
+    s = SMALL_SIZES[-1] * 2
+    while s - 1 <= top:
+        out.extend(v for v in (s - 1, s, s + 1) if v <= top)
+        s *= 2
+    out.append(top)
+    return sorted(set(out))
+
+
+def sized_inputs(ex: Example, size: int, params: dict[str, Any], seed: int) -> Inputs | str:
+    """The inputs of the example's `Sizes` generator at `size`, or why there are none."""
+    try:
+        arrays = ex.sizes.generate(seed, size)
+        return from_arrays(ex, arrays, params, what=f"{ex.sizes.name} = {size}")
+    except InputError as e:
+        return f"refused ({e})"
+    except Exception as e:  # a generator that does not make this size
+        return f"not generated ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]})"
+
+
+def _ranges(sizes: list[int]) -> str:
+    """`1…8, 15…17, 31…33` for the sizes tried."""
+    out, run = [], []
+    for s in sorted(sizes):
+        if run and s == run[-1] + 1:
+            run.append(s)
+            continue
+        if run:
+            out.append(str(run[0]) if len(run) == 1 else f"{run[0]}…{run[-1]}")
+        run = [s]
+    if run:
+        out.append(str(run[0]) if len(run) == 1 else f"{run[0]}…{run[-1]}")
+    return ", ".join(out)
+
+
+def smallest_size(
+    ex: Example,
+    check: Callable[[Inputs], PairOutcome],
+    params: dict[str, Any],
+    seed: int,
+    say: Callable[[str], None],
+) -> tuple[PairOutcome | None, list[int]]:
+    """The outcome at the smallest size of `ex.sizes` at which the pair disagrees (None:
+    none), and the sizes tried (module docstring, step 2)."""
+    name = ex.sizes.name
+    tried: dict[int, PairOutcome | str] = {}
+
+    def at(size: int) -> PairOutcome | str:
+        if size not in tried:
+            made = sized_inputs(ex, size, params, seed)
+            tried[size] = made if isinstance(made, str) else check(made)
+            shown = tried[size] if isinstance(tried[size], str) else tried[size].word()
+            say(f"  {name} = {size}: {shown}")
+        return tried[size]
+
+    good, bad = 0, None
+    for size in size_candidates(max(ex.sizes.values)):
+        o = at(size)
+        if isinstance(o, str):
+            continue
+        if not o.agree:
+            bad = size
+            break
+        good = size
+    if bad is None:
+        return None, [s for s, o in tried.items() if not isinstance(o, str)]
+    for size in range(good + 1, bad):  # every size between: the smallest failing one
+        o = at(size)
+        if not isinstance(o, str) and not o.agree:
+            bad = size
+            break
+    return tried[bad], [s for s, o in tried.items() if not isinstance(o, str)]
+
+
+# --- the command -------------------------------------------------------------------------------
+
+
+def _over(ex: Example, over: str | None) -> Param | str | None:
+    """The int parameter searched (default: the first), the size name, or None."""
+    ints = [p for p in ex.params if p.kind == "int"]
+    if over is None:
+        return ints[0] if ints else (ex.sizes.name if ex.sizes is not None else None)
+    if ex.sizes is not None and over == ex.sizes.name:
+        return over
+    if over not in ex.param_names:
+        known = [p.name for p in ints] + ([ex.sizes.name] if ex.sizes is not None else [])
+        close = [k for k in known if k.lower() == over.lower()]
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise InputError(
+            f"bisect --over {over}: {ex.name} has no int parameter or size {over}{hint} "
+            f"(it has: {', '.join(known) or 'none'})"
+        )
+    p = ex.param(over)
+    if p.kind != "int":
+        raise InputError(
+            f"bisect --over needs an int parameter (an iteration count) or the size; {over} is "
+            f"{p.kind}" + (f"; int parameters of {ex.name}: {', '.join(q.name for q in ints)}" if ints else "")
+        )
+    return p
+
+
+def _variants(cat: Catalog, a: str, b: str) -> tuple[Variant, Variant]:
+    va, vb = same_family_pair(cat, a, b, "bisect")
+    for v in (va, vb):
+        if "float64" not in v.dtypes:
+            raise InputError(f"{v.name} does not run in float64, which bisect compares")
+    return va, vb
+
+
+def write_case(ex: Example, inputs: Inputs, stem: str, here: Places, *, seed: int) -> Path:
+    """Write `inputs` as `results/EX/cases/<stem>.h5` (an inputs file `weanj run
+    --inputs` reads, with the parameters as attributes)."""
+    return _inputs.write_inputs_file(inputs, here.case_file(ex.name, stem), seed=seed)
+
+
+def reproduce_lines(ex: Example, va: Variant, vb: Variant, case: Path, here: Places) -> list[str]:
+    """The commands that recompute A and B on a case file and judge them."""
+    inputs = _inputs.read_inputs(ex, here, case)
+    lines = [reproduce_command(v, inputs, "float64", here.shown) for v in (va, vb)]
+    lines.append(f"weanj bisect {ex.name} {va.name} {vb.name} --inputs {here.shown(case)}")
+    return lines
+
+
+def bisect(
+    example: str,
+    a: str,
+    b: str,
+    *,
+    over: str | None = None,
+    params: dict[str, Any] | None = None,
+    inputs: str | Path | None = None,
+    timeout: float | None = None,
+    say: Callable[[str], None] = print,
+) -> Bisected:
+    """Where A and B part ways (module docstring); `inputs`: judge them on that inputs file
+    alone. **Returns** a `Bisected` (`exit_code` 1 when they part ways)."""
+    cat = catalog(example)
+    ex = cat.example
+    va, vb = _variants(cat, a, b)
+    here = places()
+    _jax_cache.enable()
+    result = Bisected()
+
+    def tell(line: str) -> None:
+        result.lines.append(line)
+        say(line)
+
+    with Session(timeout_s=timeout, shown_path=here.shown) as session:
+
+        def check(on: Inputs) -> PairOutcome:
+            o = judge_pair_on(session, cat, va, vb, on)
+            if o.timed_out:
+                raise WeanjError(
+                    f"a variant ran out of time on {on.sizes_text()}; cannot tell; raise --timeout"
+                )
+            return o
+
+        if inputs is not None:
+            on = _inputs.read_inputs(ex, here, inputs)
+            if params:
+                on = on.with_params(params)
+            result.outcome = check(on)
+            tell(f"{a} vs {b} ({va.family}) on {here.shown(Path(inputs))} ({on.sizes_text()}): {result.outcome.word()}")
+            tell("\n".join(outcome_lines(result.outcome)))
+            return result
+        return _search(cat, va, vb, _over(ex, over), dict(params or {}), check, here, tell, result)
+
+
+def _search(cat, va, vb, p, params, check, here, tell, result: Bisected) -> Bisected:
+    ex = cat.example
+    base = _inputs.read_inputs(ex, here)
+    given = dict(params)
+    if params:  # `--PARAM V`; for the parameter bisected, the top of the search
+        base = base.with_params(params)
+    tell(f"bisect {ex.name}: {va.name} vs {vb.name} ({va.family}) on the shared inputs ({base.sizes_text()})")
+    at_first = None
+    if isinstance(p, Param):
+        hi = (
+            int(base.params[p.name])
+            if p.name in given
+            else min(p.maximum, REACH * max(int(base.params[p.name]), 1))
+        )
+        lo = min(int(p.minimum), hi)
+        seen: dict[int, Any] = {}
+
+        def disagree(value: int) -> bool:
+            seen[value] = check(base.with_params({p.name: value}))
+            tell(f"  {p.name} = {value}: {seen[value].word()}")
+            return not seen[value].agree
+
+        result.first = smallest_value(disagree, lo, hi)
+        if result.first is not None:
+            at_first = seen[result.first]
+            since = f" ({p.name} = {result.first - 1} agrees)" if result.first > lo else " (the smallest value)"
+            tell(f"first disagreement at {p.name} = {result.first}{since}:")
+            tell("\n".join(outcome_lines(at_first)))
+        else:
+            tell(f"{va.name} and {vb.name} agree at every {p.name} tried, {lo} … {hi}")
+            if int(base.params[p.name]) in seen:
+                return result  # the shared value was among those tried
+    if at_first is None and not isinstance(p, str):  # no parameter, or the shared value not tried
+        at_first = check(base)
+        tell(f"on the shared inputs ({base.sizes_text()}): {at_first.word()}")
+        if at_first.agree:
+            return result
+        tell("\n".join(outcome_lines(at_first)))
+        if isinstance(p, Param):
+            result.first = int(base.params[p.name])
+    return _minimal_case(cat, va, vb, p, result, at_first, base, check, here, tell)
+
+
+def _minimal_case(cat, va, vb, p, result: Bisected, at_first, base, check, here, tell) -> Bisected:
+    """Step 2 and 3: the smallest size at the value found, the case file and the commands."""
+    ex = cat.example
+    params = dict((at_first.inputs if at_first is not None else base).params)
+    minimal = at_first
+    stem = f"bisect-{va.name}-{vb.name}" + (f"-{p.name}{result.first}" if isinstance(p, Param) else "")
+    if ex.sizes is None:
+        tell(f"{ex.name} declares no Sizes: the minimal case is the shared inputs")
+    else:
+        where = f" at {p.name} = {result.first}" if isinstance(p, Param) else ""
+        tell(f"smallest {ex.sizes.name}{where} (Sizes generator, seed {ex.seed}):")
+        found, tried = smallest_size(ex, check, params, ex.seed, tell)
+        if found is None:
+            tell(
+                f"  {va.name} and {vb.name} agree at every {ex.sizes.name} tried "
+                f"({ex.sizes.name} = {_ranges(tried)})"
+                + ("; the minimal case is the shared inputs" if minimal is not None else "")
+            )
+            if minimal is None:
+                result.outcome = PairOutcome(base)
+                return result
+        else:
+            minimal = found
+            size = found.inputs.dims.get(ex.sizes.name)
+            stem += f"-{ex.sizes.name}{size}" if size is not None else ""
+            tell(f"smallest case: {found.inputs.sizes_text()}")
+            tell("\n".join(outcome_lines(found)))
+    result.outcome = minimal
+    result.case = write_case(ex, minimal.inputs, stem, here, seed=ex.seed)
+    tell(f"minimal case written to {here.shown(result.case)} ({minimal.inputs.sizes_text()})")
+    result.reproduce = reproduce_lines(ex, va, vb, result.case, here)
+    tell("reproduce it (from the project root):")
+    tell("\n".join(f"  {line}" for line in result.reproduce))
+    return result

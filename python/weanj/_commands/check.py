@@ -1,0 +1,143 @@
+"""`weanj check` and `weanj.check()`: run every available variant of each example on its
+shared inputs (float64 and, by default, float32), save each gradient to the store, run
+the gradient checks (Taylor, jvp) and judge every case of the case table, together with
+the recorded references and the other files of the store.
+
+An example whose inputs cannot be read is not judged (the others are): the command then
+exits 2, having printed the others' verdicts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from .._errors import InputError, WeanjError, say
+from .._io import _jax_cache, _store
+from .._judge._contract import Fault
+from .._model import DTYPES, Catalog, Gradient
+from .._pipeline._cases import Plan, judge_plan, not_judged, read_plan
+from .._pipeline._session import Session
+from .._places import Places, places
+from .._registry import catalogs
+from .._report._judgement import Judgement
+from .._report._verdicts_file import write_check_verdicts
+
+DTYPE_CHOICES = ("both", "float64", "float32")
+
+
+def dtypes_of(dtype: str) -> tuple[str, ...]:
+    """`--dtype`: float32 is always judged against the float64 references, so it brings
+    float64 along; float64 alone leaves float32 out."""
+    if dtype not in DTYPE_CHOICES:
+        raise InputError(f"dtype must be one of {', '.join(DTYPE_CHOICES)}, got {dtype!r}")
+    return ("float64",) if dtype == "float64" else DTYPES
+
+
+def restricted(cats: list[Catalog], variants: Sequence[str] | None) -> list[Catalog]:
+    """The catalogs with only the variants named (each name must exist in one of them)."""
+    if not variants:
+        return cats
+    wanted = set(variants)
+    known = {v.name for c in cats for v in c.variants}
+    unknown = sorted(wanted - known)
+    if unknown:
+        from .._errors import UnknownNameError, with_list
+
+        raise UnknownNameError(with_list(f"unknown variant(s) {', '.join(unknown)}", "known variants", sorted(known)))
+    return [replace(c, variants=tuple(v for v in c.variants if v.name in wanted)) for c in cats]
+
+
+class _Progress:
+    """`[3/29] 01-jacobi jax-jacobi: 1.2 s, ok` on stderr, one line per evaluation."""
+
+    def __init__(self, total: int, say: Callable[[str], None]):
+        self.done, self.total, self.say = 0, total, say
+        self.example = ""
+
+    def __call__(self, label: str, found: Gradient | Fault, seconds: float) -> None:
+        self.done += 1
+        status = "ok" if isinstance(found, Gradient) else found.verdict
+        self.say(f"[{self.done}/{self.total}] {self.example} {label}: {seconds:.1f} s, {status}")
+
+
+def check(
+    examples: Sequence[str] | str | None = None,
+    *,
+    variants: Sequence[str] | None = None,
+    dtype: str = "both",
+    timeout: float | None = None,
+    say: Callable[[str], None] = say,
+    save: bool = True,
+) -> Judgement:
+    """Run, check and judge every available variant of each example (default: all).
+
+    **Arguments:**
+
+    - `examples`: names of the project's examples (default: every one).
+    - `variants`: only these variants (default: all).
+    - `dtype`: `"both"` (float64, then float32 against the float64 references),
+      `"float64"` or `"float32"`.
+    - `timeout`: seconds a variant's call may take (verdict `timeout`).
+    - `say`: where progress goes (stderr by default).
+    - `save`: write each gradient to the store and the verdicts to
+      `results/<example>/check.json` (what `weanj diff` and `weanj report` read).
+
+    **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
+    `judgement["EX"]` per example, and in a notebook the report's first tables.
+    """
+    cats = restricted(catalogs(examples), variants)
+    if not cats:  # nothing checked is not a pass
+        from .._registry import project
+
+        raise WeanjError(
+            f"no examples to check in {project().describe()}: its example modules register none"
+        )
+    here = places()
+    _jax_cache.enable()
+    clock = _jax_cache.clock()
+    t0 = time.perf_counter()
+    dtypes = dtypes_of(dtype)
+    judgement = Judgement("check", dtypes=dtypes)
+    plans: dict[str, Plan | WeanjError] = {}
+    for cat in cats:
+        try:
+            plans[cat.name] = read_plan(cat, here, live=True, dtypes=dtypes)
+        except WeanjError as e:
+            plans[cat.name] = e
+    total = sum(
+        1
+        for p in plans.values()
+        if isinstance(p, Plan)
+        for s in p.subjects.values()
+        if s.live and s.skip is None
+    )
+    progress = _Progress(total, say)
+    with Session(timeout_s=timeout, say=say, on_evaluated=progress, shown_path=here.shown) as session:
+        for cat in cats:
+            p = plans[cat.name]
+            if not isinstance(p, Plan):
+                judgement.examples[cat.name] = not_judged(cat, p, dtypes)
+                continue
+            started = time.perf_counter()
+            progress.example = cat.name
+            ej = judge_plan(p, session)
+            ej.seconds = time.perf_counter() - started
+            if save:
+                _save(ej, here)
+            judgement.examples[cat.name] = ej
+    if save:
+        write_check_verdicts(list(judgement), here)
+    judgement.seconds = time.perf_counter() - t0
+    judgement.notes.append(clock.summary())
+    return judgement
+
+
+def _save(ej, here: Places) -> None:
+    """Each live run goes to its store file (NaN/Inf and faults are not saved: the
+    verdicts say what happened)."""
+    for g in ej.subjects.values():
+        if g.source == "run":
+            target = here.gradient(ej.name, g.variant, g.dtype)
+            _store.write_gradient(g, target, here)

@@ -1,0 +1,41 @@
+"""`weanj plot EXAMPLE`: the benchmark figures as PNG files in `results/<example>/plots/`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .._errors import InputFileError, say
+from .._io._atomic import atomic_path
+from .._io._bench import load_results
+from .._places import places
+from .._registry import catalog
+from .._report._bench_plots import figures
+
+
+def plot(example: str) -> list[Path]:
+    """Write the benchmark figures of an example; **Returns:** the PNG paths written."""
+    cat = catalog(example)
+    ex = cat.example
+    here = places()
+    records, problems = load_results(ex, here)
+    for line in problems:
+        say(f"weanj: warning: {line}")
+    drawn = figures(cat, records)
+    if not drawn:
+        hint = f" --over {ex.params[0].name} V1 V2 ..." if ex.params else ""
+        raise InputFileError(
+            f"nothing to plot for {ex.name}: its records sweep no size (the example declares no "
+            f"weanj.Sizes) and no parameter; run e.g. weanj bench {ex.name}{hint}"
+        )
+    out = here.plots(ex.name)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for f in drawn:  # each replaces its file in one step: a failure leaves the old figures
+        path = out / f"{f.stem}.png"
+        with atomic_path(path) as tmp:
+            f.figure.savefig(tmp, dpi=110, format="png")
+        written.append(path)
+    for old in out.glob("*.png"):  # only now: figures of series no longer stored must not linger
+        if old not in written:
+            old.unlink(missing_ok=True)
+    return written

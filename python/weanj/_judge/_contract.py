@@ -1,0 +1,116 @@
+"""What a variant must return, and what it means when it does not (docs/DESIGN.md, "A
+variant's fault").
+
+A variant's `loss` returns one real number of the dtype under test; its `grad` returns one
+array per `wrt` array (the array itself for one, a dict or a tuple in `wrt` order for
+several), each shaped like its input and of the dtype under test (complex arrays: its
+complex counterpart). Anything else is the variant's fault, verdict `error`, named in one
+line: never a gradient failure, a precision failure or a traceback. A NaN or Inf in what it
+returns is the fault `NaN/Inf`. This module states the rules; the execution layer
+(`_pipeline`) applies them to what a run returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._errors import InputError
+from .._model import COMPLEX_OF, Example
+
+# A fault's verdict, as `Verdict` spells it (`Verdict(fault.verdict)`).
+ERROR, NONFINITE, TIMEOUT, UNAVAILABLE, SKIPPED = (
+    "error",
+    "NaN/Inf",
+    "timeout",
+    "unavailable",
+    "skipped",
+)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Why a subject has no gradient to compare: its verdict, one line saying what, and
+    the command that reproduces it."""
+
+    verdict: str
+    what: str
+    command: str = ""
+
+    @property
+    def line(self) -> str:
+        again = f" (reproduce: `{self.command}`)" if self.command else ""
+        return f"{self.what}{again}"
+
+
+class Breach(Exception):
+    """What a run returned breaks the contract; the message is the one line."""
+
+
+def _dtype_breach(found: np.dtype, expected: str, dtype: str, what: str) -> Breach:
+    wider = np.dtype(found).itemsize > np.dtype(expected).itemsize
+    why = (
+        "something turned on float64 or promoted" if wider else "something casts to float32 inside"
+    )
+    return Breach(f"returned {found} for {dtype} inputs ({what}): {why}")
+
+
+def checked_loss(loss: Any, dtype: str) -> float:
+    """The loss as a float, or a `Breach`: a scalar real number of the dtype under test."""
+    try:
+        value = np.asarray(loss)
+    except Exception as e:  # an object numpy cannot convert
+        raise Breach(f"returned a loss of type {type(loss).__name__}, not a number ({e})") from None
+    if value.dtype.kind not in "fiuc" or value.dtype == object:
+        raise Breach(f"returned a loss of type {type(loss).__name__}, not a number")
+    if value.ndim != 0:
+        raise Breach(f"returned a loss of shape {value.shape}, not a scalar")
+    if value.dtype.kind == "c":
+        raise Breach(f"returned a complex loss ({value.dtype}); a loss is a real number")
+    if value.dtype.kind in "iu":
+        raise Breach(f"returned an integer loss ({value.dtype}); expected {dtype}")
+    if value.dtype.name != dtype:
+        raise _dtype_breach(value.dtype, dtype, dtype, "the loss")
+    return float(value)
+
+
+def checked_gradients(
+    ex: Example, gradient: Any, dtype: str, shapes: Mapping[str, tuple[int, ...]]
+) -> dict[str, np.ndarray]:
+    """`{wrt name: array}` from what a `grad` returned, or a `Breach`: the arrays of the
+    `wrt` names, each of its input's shape and of the dtype its kind implies."""
+    try:
+        named = ex.gradients(gradient)
+    except InputError as e:
+        raise Breach(f"returned a gradient of the wrong form: {str(e).split(': ', 1)[-1]}") from None
+    out = {}
+    for name, g in named.items():
+        try:
+            a = np.asarray(g)
+        except Exception:
+            raise Breach(
+                f"returned a gradient of {name} of type {type(g).__name__}, not an array"
+            ) from None
+        kind = ex.array(name).kind
+        expected = COMPLEX_OF[dtype] if kind == "complex" else dtype
+        if a.dtype.kind not in "fc":
+            raise Breach(f"returned a gradient of {name} of dtype {a.dtype}; expected {expected}")
+        if tuple(a.shape) != tuple(shapes[name]):
+            raise Breach(
+                f"returned a gradient of {name} of shape {tuple(a.shape)}; its input has shape "
+                f"{tuple(shapes[name])}"
+            )
+        if kind == "float" and a.dtype.kind == "c":
+            raise Breach(f"returned a complex gradient of {name}, a real array ({a.dtype})")
+        if a.dtype.name != expected:
+            if kind == "complex" and a.dtype.kind == "f":
+                raise Breach(
+                    f"returned a real gradient of {name} ({a.dtype}), a complex array: expected "
+                    f"{expected}"
+                )
+            raise _dtype_breach(a.dtype, expected, dtype, f"the gradient of {name}")
+        out[name] = a
+    return out

@@ -1,0 +1,205 @@
+"""The numbers of the gradient checks that hold for any kernel (docs/DESIGN.md,
+"Gradient checks"), and the rules that read them; running the losses is the execution
+layer's (`_pipeline._gradchecks`).
+
+- **Taylor remainder test**: along a direction dx, the remainder
+  `r(h) = |L(x + h dx) − L(x) − h⟨g, dx⟩|` falls as h² when g is the gradient and as h
+  when it is not, whatever the kernel; the step halves until r stays at rounding level.
+  The observed rates are `log2(r(h)/r(h/2))` (dolfin-adjoint / pyadjoint's `taylor_test`).
+- **Forward vs reverse**: `jvp(L)(x; dx)` against `⟨g, dx⟩`, exact up to rounding and
+  independent of any step.
+
+`⟨g, dx⟩` is the real inner product `Re Σ conj(g)·dx`, so complex arrays (with g in
+weanj's convention `∂L/∂Re z + i·∂L/∂Im z`) are checked like pairs of real arrays. Every
+check keeps its directions inside the example's kink mask.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._errors import InputError
+from .._model import Example, TaylorPolicy
+
+EPS = float(np.finfo(np.float64).eps)
+# Rounding level of a remainder: a few hundred roundings of the loss's own size. Rates
+# are taken only between remainders this far above it (`RESOLVED` times), so that
+# rounding noise (about 1% of a remainder there) cannot move a rate by more than 0.02.
+ROUNDING = 64 * EPS
+RESOLVED = 100.0
+AT_ROUNDING = 3  # consecutive steps at rounding level that end a direction's halving
+
+
+def inner(g: np.ndarray, dx: np.ndarray) -> float:
+    """`Re Σ conj(g)·dx`: the real inner product (complex arrays as pairs of reals)."""
+    return float(np.real(np.vdot(np.asarray(g), np.asarray(dx))))
+
+
+def random_direction(
+    rng: np.random.Generator, x: np.ndarray, mask: np.ndarray | None = None
+) -> np.ndarray:
+    """A standard normal direction shaped like `x` (complex for complex `x`), zero
+    outside `mask`, of unit 2-norm."""
+    shape = np.shape(x)
+    v = rng.standard_normal(shape)
+    if np.iscomplexobj(x):
+        v = v + 1j * rng.standard_normal(shape)
+    if mask is not None:
+        v = v * mask
+    norm = float(np.sqrt(np.sum(np.abs(v) ** 2)))
+    return v / norm if norm > 0 else v
+
+
+# --- kink masks ------------------------------------------------------------------------
+
+
+def checked_masks(
+    ex: Example, given: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """The kink mask of every wrt array (True: may be perturbed; all True where the
+    example's mask function names none), from what that function returned, or an
+    `InputError` saying what is wrong with it."""
+    unknown = set(given) - set(ex.wrt_names)
+    if unknown:
+        raise InputError(f"{ex.name}: the kink mask names arrays {sorted(unknown)} outside wrt")
+    masks = {}
+    for name in ex.wrt_names:
+        m = np.asarray(given.get(name, np.ones(np.shape(arrays[name]), bool)), bool)
+        if m.shape != np.shape(arrays[name]):
+            raise InputError(
+                f"{ex.name}: the kink mask of {name} has shape "
+                f"{m.shape}, not {np.shape(arrays[name])}"
+            )
+        masks[name] = m
+    return masks
+
+
+# --- the Taylor remainder test -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaylorDirection:
+    """One direction's sequence: steps, remainders and their rounding levels."""
+
+    steps: tuple[float, ...]
+    remainders: tuple[float, ...]
+    rounding: tuple[float, ...]
+    nonfinite: bool = False
+    slope: float = 0.0  # ⟨g, dx⟩
+
+    @property
+    def sensitivity(self) -> float:
+        """The smallest relative error of ⟨g, dx⟩ this direction resolves: an error ε
+        adds h·ε·|⟨g, dx⟩| to the remainder, seen once it stands above rounding level
+        at the first step."""
+        if not self.steps or self.slope == 0:
+            return math.inf
+        return RESOLVED * self.rounding[0] / (self.steps[0] * abs(self.slope))
+
+    @property
+    def rates(self) -> tuple[float, ...]:
+        """`log2(r_k / r_{k+1})` over consecutive steps whose remainders are resolved."""
+        out = []
+        for k in range(len(self.remainders) - 1):
+            a, b = self.remainders[k], self.remainders[k + 1]
+            if a > RESOLVED * self.rounding[k] and b > RESOLVED * self.rounding[k + 1]:
+                out.append(math.log2(a / b))
+        return tuple(out)
+
+    @property
+    def resolved(self) -> bool:
+        return any(
+            r > RESOLVED * rho for r, rho in zip(self.remainders, self.rounding, strict=True)
+        )
+
+
+@dataclass(frozen=True)
+class TaylorResult:
+    """The Taylor test of one gradient array: every direction, and what it left out."""
+
+    array: str
+    policy: TaylorPolicy
+    h0: float
+    directions: tuple[TaylorDirection, ...]
+    left_out: int
+    size: int
+
+    @property
+    def sensitivity(self) -> float:
+        """The smallest relative gradient error along the directions the test resolves."""
+        return min((d.sensitivity for d in self.directions), default=math.inf)
+
+    @property
+    def asymptotic(self) -> tuple[tuple[float, ...], ...]:
+        """Per direction, the rates at its three smallest resolved steps."""
+        return tuple(d.rates[-3:] for d in self.directions)
+
+    @property
+    def rates(self) -> tuple[tuple[float, ...], ...]:
+        """Per direction, every rate between resolved remainders (`asymptotic`: the last)."""
+        return tuple(d.rates for d in self.directions)
+
+    @property
+    def passes(self) -> bool:
+        """The rule (docs/DESIGN.md, "The Taylor remainder test"): along every direction,
+        the rates at the smallest resolved steps are at least the policy's (about 2), or
+        every remainder is at rounding level (the loss is linear along the direction). A
+        direction with a NaN/Inf, or a test with no direction, does not pass."""
+        if not self.directions or any(d.nonfinite for d in self.directions):
+            return False
+        return not any(rates and min(rates) < self.policy.rate for rates in self.asymptotic)
+
+    def __repr__(self) -> str:
+        shown = "; ".join("/".join(f"{r:.2f}" for r in rates) or "—" for rates in self.asymptotic)
+        what = f" of {self.array}" if self.array else ""
+        return f"<Taylor test{what}: rates {shown or '—'} (bound {self.policy.rate:g}): {'passes' if self.passes else 'fails'}>"
+
+
+# --- forward vs reverse --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DirectionalResult:
+    """`jvp(L)(x; dx)` by `by` against the variant's `⟨g, dx⟩`."""
+
+    array: str
+    by: str  # the variant whose forward mode was used
+    forward: float
+    reverse: float
+    scale: float  # Σ |g_i|·|dx_i|: the size of the terms of ⟨g, dx⟩
+    tolerance: float
+
+    @property
+    def passes(self) -> bool:
+        return self.error <= self.tolerance
+
+    def __repr__(self) -> str:
+        return (
+            f"<jvp check{' of ' + self.array if self.array else ''}: forward {self.forward:.15g}, "
+            f"⟨g, dx⟩ {self.reverse:.15g}, error {self.error:.1e} (tolerance {self.tolerance:g}): "
+            f"{'passes' if self.passes else 'fails'}>"
+        )
+
+    @property
+    def error(self) -> float:
+        """`|jvp − ⟨g, dx⟩| / Σ|g_i||dx_i|` (NaN/Inf where either is not finite)."""
+        if not (math.isfinite(self.forward) and math.isfinite(self.reverse)):
+            return math.inf
+        diff = abs(self.forward - self.reverse)
+        return diff / self.scale if self.scale > 0 else (0.0 if diff == 0 else math.inf)
+
+
+def jvp_direction(
+    ex: Example, array: str, x: np.ndarray, mask: np.ndarray | None, seed: int = 1
+) -> np.ndarray:
+    """The direction of the forward-vs-reverse check of `array`: seeded by the array's
+    position, so that every variant of a family is checked along the same one."""
+    rng = np.random.default_rng([seed, ex.wrt_names.index(array)])
+    return random_direction(rng, x, mask)
+
+

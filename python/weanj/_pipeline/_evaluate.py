@@ -1,0 +1,168 @@
+"""Evaluating a variant: its loss and gradient on some inputs, under the time limit,
+held to the contract of what a variant returns (`_judge._contract`).
+
+`evaluate` never raises for what the variant does: it returns the `Gradient` (with its
+provenance, the seconds the first calls took and the rounding level of the computation)
+or the variant's `Fault`, with one line saying what and the command that reproduces it.
+Only weanj's own mistakes raise.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from .._errors import ExcludedError, UnavailableError, WeanjError
+from .._judge._contract import (
+    ERROR,
+    NONFINITE,
+    SKIPPED,
+    TIMEOUT,
+    UNAVAILABLE,
+    Breach,
+    Fault,
+    checked_gradients,
+    checked_loss,
+)
+from .._model import Gradient, Inputs, Variant
+from .._watch import Watch
+
+# The perturbation that measures a run's rounding level, and its seed.
+_NOISE_SEED = 20261202
+
+
+def label_of(variant: Variant | str, dtype: str) -> str:
+    """How every view names a run: `jax-lex`, `jax-lex@float32`."""
+    name = variant if isinstance(variant, str) else variant.name
+    return name if dtype == "float64" else f"{name}@{dtype}"
+
+
+def _word(value: Any) -> str:
+    """A parameter value as the command line spells it."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def reproduce_command(variant: Variant, inputs: Inputs, dtype: str, shown_path=str) -> str:
+    """The `weanj run` that recomputes this evaluation (the shared inputs, or the inputs
+    file it was read from, with the parameters that differ)."""
+    words = ["weanj", "run", variant.example.name, variant.name]
+    if dtype != "float64":
+        words += ["--dtype", dtype]
+    if not inputs.shared:
+        if inputs.path is not None:
+            words += ["--inputs", shown_path(inputs.path)]
+        stored = dict(inputs.attrs)
+        for name, value in inputs.params.items():
+            if stored.get(name) != value or inputs.path is None:
+                words += [f"--{name}", _word(value)]
+    return " ".join(words)
+
+
+def first_line(e: BaseException) -> str:
+    """An exception as one line: weanj's own message, else its type and first line."""
+    text = (str(e).strip().splitlines() or [""])[0][:300]
+    if isinstance(e, WeanjError):
+        return text or type(e).__name__
+    return f"raised {type(e).__name__}" + (f": {text}" if text else "")
+
+
+def _perturbed(inputs: Inputs, dtype: str) -> tuple:
+    """The arguments with every float (and complex) input moved by about one unit in the
+    last place, signs seeded: what measures the computation's rounding level."""
+    rng = np.random.default_rng(_NOISE_SEED)
+    eps = float(np.finfo(dtype).eps)
+    arrays = inputs.run_arrays(dtype)
+    moved = {}
+    for spec in inputs.example.specs:
+        a = arrays[spec.name]
+        if spec.kind in ("float", "complex"):
+            signs = rng.choice(np.array([-1.0, 1.0]), size=np.shape(a))
+            a = (a * (1 + eps * signs)).astype(a.dtype)
+        moved[spec.name] = a
+    return inputs.example.args(moved, inputs.params)
+
+
+def _noise(fns, args, loss: float, gradients: dict, ex, dtype: str, watch, label) -> dict:
+    """`{"loss": |L̃ − L|, array: median |g̃ − g|}` on the perturbed inputs ({} if that run
+    fails or is not finite: the floors are then unknown, and zero). The median, not the
+    maximum: at a kink a one-ulp move may change the branch, and with it a few entries by
+    far more than rounding."""
+    shapes = {k: np.shape(v) for k, v in gradients.items()}
+    try:
+        loss_t = checked_loss(watch.run(lambda: fns.loss(*args), label), dtype)
+        grads_t = checked_gradients(ex, watch.run(lambda: fns.grad(*args), label), dtype, shapes)
+    except Exception:  # the measurement is a refinement; the run itself stood
+        return {}
+    out = {"loss": abs(loss_t - loss)}
+    for name, g in gradients.items():
+        wide = np.complex128 if np.iscomplexobj(g) else np.float64
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.abs(grads_t[name].astype(wide) - g.astype(wide))
+        out[name] = float(np.median(d)) if d.size else 0.0
+    if not all(np.isfinite(v) for v in out.values()):
+        return {}
+    return out
+
+
+def evaluate(
+    variant: Variant, inputs: Inputs, dtype: str, watch: Watch, *, shown_path=str
+) -> Gradient | Fault:
+    """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault."""
+    ex = variant.example
+    label = label_of(variant, dtype)
+    command = reproduce_command(variant, inputs, dtype, shown_path)
+
+    def fault(verdict: str, what: str) -> Fault:
+        return Fault(verdict, what, command if verdict in (ERROR, NONFINITE, TIMEOUT) else "")
+
+    why = variant.unavailable_reason()
+    if why is not None:
+        return fault(UNAVAILABLE, why)
+    if dtype not in variant.dtypes:
+        return fault(SKIPPED, f"{variant.name} supports {', '.join(variant.dtypes)} only")
+    excluded = variant.excluded(inputs.arrays, inputs.params)
+    if excluded is not None:
+        return fault(SKIPPED, f"{variant.name} does not apply to these inputs: {excluded}")
+    args = inputs.args(dtype)
+    where = f"{ex.name} {label}"
+    try:
+        fns = variant.built  # builds on first use: an optional backend may refuse here
+        t0 = time.perf_counter()
+        loss = checked_loss(watch.run(lambda: fns.loss(*args), where), dtype)
+        raw_grad = watch.run(lambda: fns.grad(*args), where)
+        seconds = time.perf_counter() - t0
+        gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
+    except TimeoutError as e:
+        return fault(TIMEOUT, str(e))
+    except ExcludedError as e:
+        return fault(SKIPPED, first_line(e))
+    except UnavailableError as e:
+        return fault(UNAVAILABLE, first_line(e))
+    except Breach as e:
+        return fault(ERROR, f"{variant.name} {e}")
+    except Exception as e:  # the variant's own exception: its error, never the command's end
+        return fault(ERROR, f"{variant.name} {first_line(e)}")
+    g = Gradient(
+        ex,
+        variant.name,
+        variant.family,
+        dtype,
+        gradients,
+        loss,
+        dict(inputs.params),
+        inputs.digest,
+        inputs.key(dtype),
+        backend=variant.backend,
+        backend_version=variant.backend_version(),
+        source="run",
+        seconds=seconds,
+        of=variant,
+    )
+    if not g.finite:
+        return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
+    g.noise = _noise(fns, _perturbed(inputs, dtype), loss, gradients, ex, dtype, watch, where)
+    return g

@@ -1,0 +1,154 @@
+"""A session: one command's run of variants.
+
+Everything weanj computes by calling a user's code goes through a `Session`: the
+evaluations (loss and gradient, `_evaluate`), the losses along the Taylor test's
+directions, the forward-mode derivatives of the jvp check, and the example's kink masks.
+Each runs under the session's `Watch` (a heartbeat on stderr and the time limit), and
+each is computed once per session and kept by it (not by a module): a command, a notebook
+call or a pytest session makes its own, and nothing outlives it.
+
+The judge (`_judge`) then decides from these numbers alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .._errors import say
+from .._judge._contract import Fault
+from .._judge._taylor import checked_masks
+from .._model import Example, Gradient, Inputs, Variant
+from .._watch import Watch
+from ._evaluate import evaluate, label_of
+
+
+class Session:
+    """One run of variants (module docstring).
+
+    **Arguments:**
+
+    - `timeout_s`: the time limit of each call (None: none), verdict `timeout`.
+    - `say`: where progress lines go (stderr by default).
+    - `on_evaluated`: `(label, Gradient | Fault, seconds)`, called after each evaluation.
+    - `shown_path`: how a path is written in a reproducing command.
+    - `records`: where evaluations are kept between runs and reused (`_records`), or None.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout_s: float | None = None,
+        say: Callable[[str], None] = say,
+        on_evaluated: Callable[[str, Any, float], None] | None = None,
+        shown_path: Callable[[Any], str] = str,
+        records: Any = None,
+    ):
+        self.watch = Watch(timeout_s=timeout_s, say=say)
+        self.say = say
+        self.on_evaluated = on_evaluated
+        self.shown_path = shown_path
+        self.records = records
+        self._outcomes: dict[tuple, Gradient | Fault] = {}
+        self._masks: dict[tuple, dict[str, np.ndarray]] = {}
+        self._forward: dict[tuple, float | Exception] = {}
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Say which timed-out calls still run in the background (Python cannot stop them)."""
+        if self.watch.abandoned:
+            self.say(
+                f"note: {len(self.watch.abandoned)} call(s) that timed out still run in the "
+                "background: " + ", ".join(self.watch.abandoned)
+            )
+            self.watch.abandoned.clear()
+
+    # --- evaluations -------------------------------------------------------------------------
+
+    def outcome(self, variant: Variant, inputs: Inputs, dtype: str) -> Gradient | Fault:
+        """The variant's evaluation on `inputs` in `dtype` (once per session), or its fault."""
+        key = (id(variant), inputs.key(dtype))
+        if key not in self._outcomes:
+            t0 = time.perf_counter()
+            found = self.records.recall(variant, inputs, dtype) if self.records else None
+            if found is None:
+                found = evaluate(variant, inputs, dtype, self.watch, shown_path=self.shown_path)
+                if self.records is not None:
+                    self.records.keep(variant, inputs, dtype, found)
+            self._outcomes[key] = found
+            if self.on_evaluated is not None:
+                self.on_evaluated(label_of(variant, dtype), found, time.perf_counter() - t0)
+        return self._outcomes[key]
+
+    def forget(self) -> None:
+        """Forget every evaluation (a notebook that redefined a variant)."""
+        self._outcomes.clear()
+        self._masks.clear()
+        self._forward.clear()
+
+    # --- what the gradient checks compute ------------------------------------------------
+
+    def masks(self, example: Example, inputs: Inputs) -> dict[str, np.ndarray]:
+        """The example's kink mask of every wrt array on these inputs (True: may be
+        perturbed), computed once: a mask may be costly (03-advection traces its T steps)."""
+        key = (id(example), inputs.key("float64"))
+        if key not in self._masks:
+            arrays = inputs.run_arrays("float64")
+            given: Mapping[str, Any] = {}
+            if example.fd.mask is not None:
+                given = dict(
+                    self.watch.run(
+                        lambda: example.fd.mask(arrays, dict(inputs.params)),
+                        f"{example.name} kink mask",
+                    )
+                )
+            self._masks[key] = checked_masks(example, given, arrays)
+        return {name: m.copy() for name, m in self._masks[key].items()}
+
+    def loss_along(self, variant: Variant, inputs: Inputs, array: str) -> Callable[[np.ndarray], float]:
+        """`x -> L(..., array=x, ...)` in float64, each call under the watch."""
+        ex = variant.example
+        arrays = inputs.run_arrays("float64")
+        fns = variant.built
+        where = f"{ex.name} {variant.name} (Taylor test of {array})"
+
+        def loss(x: np.ndarray) -> float:
+            args = ex.args({**arrays, array: x}, inputs.params)
+            return float(np.asarray(self.watch.run(lambda: fns.loss(*args), where)))
+
+        return loss
+
+    def forward(self, variant: Variant, inputs: Inputs, array: str, dx: np.ndarray) -> float:
+        """`jvp(L)(x; dx)` by one variant (once per session, inputs and array: every member
+        of a family is checked along the same direction); raises where it has no forward
+        mode (a custom_vjp, a Julia loss, Enzyme's forward)."""
+        key = (id(variant), inputs.key("float64"), array)
+        if key not in self._forward:
+            try:
+                if variant.unavailable_reason() is not None or variant.built.jvp is None:
+                    raise TypeError("no forward mode")
+                run = inputs.run_arrays("float64")
+                tangents = {
+                    n: (dx if n == array else np.zeros_like(run[n]))
+                    for n in variant.example.wrt_names
+                }
+                jvp = variant.built.jvp
+                args = (*inputs.args("float64"), tangents)
+                where = f"{variant.example.name} {variant.name} (jvp of {array})"
+                self._forward[key] = float(np.asarray(self.watch.run(lambda: jvp(*args), where)))
+            except TimeoutError:
+                raise
+            except Exception as e:
+                self._forward[key] = e
+        found = self._forward[key]
+        if isinstance(found, Exception):
+            raise found
+        return found

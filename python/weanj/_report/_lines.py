@@ -1,0 +1,174 @@
+"""One judgement as text: its summary line, its details and the numbers in them, in one
+form for every view (`num`, `ulp_text`, both index conventions). The terminal, the
+pytest messages, the JSON summaries and the pages all say a case this way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from .._judge._compare import ArrayComparison, tolerance
+from .._judge._verdict import CaseJudgement, Verdict
+
+MAX_REGION_LINES = 6
+
+
+def num(x: float | None, digits: int = 2) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.{digits}e}" if math.isfinite(x) else "NaN/Inf"
+
+
+def ulp_text(ulp: int | None) -> str:
+    """ULPs in one form in every view: `12 ULP`, `1.5e15 ULP`, `—` where not finite."""
+    if ulp is None or ulp < 0:
+        return "—"
+    if ulp < 100_000:
+        return f"{ulp} ULP"
+    return f"{ulp:.1e}".replace("e+", "e") + " ULP"
+
+
+def index(idx: Iterable[int]) -> str:
+    return "(" + ", ".join(str(i) for i in idx) + ")"
+
+
+def julia(idx: Iterable[int]) -> str:
+    return index(i + 1 for i in idx)
+
+
+def box(lo, hi) -> str:
+    """`(3:7, 0:0)` numpy / `(4:8, 1:1)` Julia: a bounding box in both conventions."""
+    if not lo:
+        return "the scalar"
+    numpy_box = "(" + ", ".join(f"{a}:{b}" for a, b in zip(lo, hi, strict=True)) + ")"
+    julia_box = "(" + ", ".join(f"{a + 1}:{b + 1}" for a, b in zip(lo, hi, strict=True)) + ")"
+    return f"numpy {numpy_box} / Julia {julia_box}"
+
+
+def region_lines(c: ArrayComparison, indent: str = "    ") -> list[str]:
+    """One line per region beyond the tolerance (largest first), and how many more."""
+    out = []
+    for r in c.regions[:MAX_REGION_LINES]:
+        if r.nonfinite:
+            worst = "NaN/Inf"
+        elif not math.isfinite(r.worst_rel):  # the scale is zero: in absolute terms
+            worst = f"|Δ| {num(r.worst_abs)} (the reference is zero there)"
+        else:
+            worst = f"{r.worst_rel:.2e}·max|g_ref|"
+        out.append(
+            f"{indent}{r.count} element(s) in {box(r.lo, r.hi)}, worst {worst} at numpy "
+            f"{index(r.worst)} / Julia {julia(r.worst)}"
+        )
+    shown = min(len(c.regions), MAX_REGION_LINES)
+    if c.region_count > shown:
+        out.append(f"{indent}… and {c.region_count - shown} more region(s)")
+    return out
+
+
+def relative_text(c: ArrayComparison) -> str:
+    """`max|Δ|/max|g_ref| = 1.2e-13`, or, against a reference of zeros, the absolute max|Δ|;
+    with the noise floor where it, not the relative tolerance, bounds |Δ|."""
+    floor = f", noise floor {num(c.grad_floor)}" if c.floored else ""
+    if c.reference_zero:
+        return f"reference is all zeros; max|Δ| = {num(c.max_abs)}{floor}"
+    return f"max|Δ|/max|g_ref| = {num(c.max_rel)}{floor}"
+
+
+def comparison_text(c: ArrayComparison) -> str:
+    tol = tolerance(c.dtype)
+    if c.max_abs == 0:
+        text = "bitwise equal"
+    else:
+        text = (
+            f"{relative_text(c)} (tolerance {tol.grad:g}) at numpy {index(c.worst)} / "
+            f"Julia {julia(c.worst)}, {ulp_text(c.ulp)}"
+        )
+    if c.differing:
+        text += (
+            f"; {c.differing} of {c.size} element(s) beyond tolerance in {c.region_count} region(s)"
+        )
+    if c.loss_abs is not None:
+        if c.loss_rel is None:  # the reference loss is 0: in absolute terms
+            text += f"; |ΔL| = {num(c.loss_abs)} (the reference loss is 0; noise floor {num(c.loss_floor)})"
+        else:
+            beyond = c.loss_rel > tol.loss and c.loss_floor > 0
+            floor = f", noise floor {num(c.loss_floor)}" if beyond else ""
+            text += f"; |ΔL|/|L| = {num(c.loss_rel)} (tolerance {tol.loss:g}{floor})"
+    return text
+
+
+def taylor_text(j: CaseJudgement) -> str:
+    t = j.taylor
+    if t is None or not t.directions:
+        return j.reason
+    rates = ["/".join(f"{r:.2f}" for r in rates) or "—" for rates in t.asymptotic]
+    text = (
+        f"rates at the smallest steps {'; '.join(rates)} (h0 {t.h0:.1e}, bound {t.policy.rate:g}; "
+        f"resolves relative errors from {t.sensitivity:.0e})"
+    )
+    if j.reason:
+        text += f": {j.reason}"
+    return text
+
+
+def fault_text(j: CaseJudgement) -> str:
+    """A run's fault: what, and the command that reproduces it."""
+    again = f" (reproduce: `{j.command}`)" if j.command else ""
+    return f"{j.reason}{again}"
+
+
+def summary(j: CaseJudgement) -> str:
+    """One line: the case, the verdict and why (the pytest message's first line)."""
+    head = f"{j.case}: {j.verdict}"
+    if j.kind == "run":
+        body = fault_text(j) if j.verdict != Verdict.OK else ""
+    elif j.kind == "pair" and j.comparison is not None:
+        body = comparison_text(j.comparison)
+        if j.verdict == Verdict.KINKS:
+            body += (
+                "; differs only at the kinks, as declared "
+                f"({j.kinks}); away from them {num(j.away.max_rel)}"
+            )
+        if j.reason:
+            body = f"{j.reason}; {body}"
+    elif j.kind == "taylor":
+        body = taylor_text(j)
+    elif j.kind == "jvp" and j.directional is not None:
+        d = j.directional
+        body = (
+            j.reason
+            or f"jvp by {d.by} agrees with ⟨g, dx⟩ to {num(d.error, 1)} (tolerance {d.tolerance:g})"
+        )
+    else:
+        body = j.reason
+    return f"{head}: {body}" if body else head
+
+
+def details(j: CaseJudgement) -> list[str]:
+    """The lines below a summary: regions of a failing pair, masks, central differences."""
+    out = []
+    if j.kind == "pair" and j.comparison is not None and j.comparison.differing:
+        out.extend(region_lines(j.comparison))
+    if "masked" in j.info:
+        m = j.info["masked"]
+        out.append(
+            f"    {m['left_out']} of {m['size']} entries left out by the kink mask ({m['why']})"
+        )
+    if "fd" in j.info:
+        fd = j.info["fd"]
+        flag = (
+            " (above the example's threshold; information only)"
+            if fd["error"] > fd["threshold"]
+            else ""
+        )
+        out.append(
+            f"    central differences (h = {fd['step']:g}): "
+            f"relative error {num(fd['error'], 1)}{flag}"
+        )
+    return out
+
+
+def message(j: CaseJudgement) -> str:
+    """The whole text of one judgement (pytest's failure message)."""
+    return "\n".join([summary(j), *details(j)])

@@ -1,0 +1,105 @@
+"""A `Judgement` in a notebook: the report's first tables and the pictures of what fails,
+as one self-contained HTML fragment (inline style, images as PNG `data:` URIs, no script).
+"""
+
+from __future__ import annotations
+
+from .._judge._verdict import ExampleJudgement, Verdict
+from ._cells import accused, check_cell, family_cell, float32_cell
+from ._lines import num
+from ._html_parts import STYLE, badge, cell, e, img, table, verdict_class
+from ._text import fault_rows, fault_text, summary
+
+
+def _summary_rows(judgement) -> list[str]:
+    rows = []
+    for ej in judgement:
+        what = []
+        for who, j in fault_rows(ej):
+            what.append(f"<li><code>{e(who)}</code>: {e(j.verdict)}: {e(fault_text(j))}</li>")
+        for j in ej.failures:
+            if j.kind != "run":
+                where = f" · array <code>{e(j.array)}</code>" if j.array else ""
+                what.append(f"<li><code>{e(j.case)}</code>{where}: {e(summary(j).split(': ', 2)[-1])}</li>")
+        body = f'<ul style="margin:.2em 0">{"".join(what)}</ul>' if what else ""
+        if ej.error is not None:
+            body = e(ej.error)
+        rows.append(
+            f"<tr><td><code>{e(ej.name)}</code></td>"
+            f'<td class="{verdict_class(ej.state)}">{e(ej.state)}</td><td>{body or "—"}</td></tr>'
+        )
+    return rows
+
+
+def _variant_rows(ej: ExampleJudgement) -> list[str]:
+    suspects = accused(ej)
+    rows = []
+    for run in ej.of_kind("run"):
+        label = run.subjects[0]
+        if "@" in label:
+            continue
+        g = ej.subjects.get(label)
+        if run.verdict != Verdict.OK:
+            rows.append(
+                f"<tr><td><code>{e(label)}</code></td><td>{e(run.family)}</td>"
+                f'<td class="{verdict_class(str(run.verdict))}" colspan="6">'
+                f"{e(run.verdict)}: {e(fault_text(run) or run.reason)}</td></tr>"
+            )
+            continue
+        loss = num(g.loss, 15) if g is not None and g.loss is not None else "—"
+        rows.append(
+            f"<tr><td><code>{e(label)}</code></td><td>{e(run.family)}</td><td>{loss}</td>"
+            + cell(check_cell([j for j in ej.of_kind("taylor") if j.subjects == (label,)], "taylor"))
+            + cell(check_cell([j for j in ej.of_kind("jvp") if j.subjects == (label,)], "jvp"))
+            + cell(float32_cell(ej, label))
+            + cell(family_cell(ej, label, suspects))
+            + "</tr>"
+        )
+    return rows
+
+
+def _pictures(ej: ExampleJudgement, limit: int) -> list[str]:
+    failing = [
+        j for j in ej.of_kind("pair") if j.failed and j.comparison is not None and j.comparison.differing
+    ]
+    if not failing:
+        return []
+    try:
+        from ._figures import draw_pair
+    except ImportError:
+        return []
+    out = []
+    for j in failing[:limit]:
+        a, b = (ej.subjects.get(label) for label in j.subjects)
+        if a is None or b is None:
+            continue
+        try:
+            fig = draw_pair(j, a, b)
+        except Exception:  # matplotlib missing: the tables say it all
+            return out
+        if fig is not None:
+            out.append(f"<p><code>{e(j.case)}</code></p>{img(fig, j.case)}")
+    return out
+
+
+def judgement_html(judgement, *, max_pictures: int = 6) -> str:
+    head = f"<p><b>weanj {e(judgement.command)}</b>: {badge(judgement.verdict)}</p>"
+    parts = [f"<div><style>{STYLE}</style>", head]
+    parts.append(table(["example", "verdict", "what fails"], _summary_rows(judgement)))
+    left = max_pictures
+    for ej in judgement:
+        if ej.error is not None:
+            continue
+        if judgement.command == "check":
+            parts.append(f"<p><b>{e(ej.name)}</b> — {badge(ej.state)}</p>")
+            parts.append(
+                table(
+                    ["variant", "family", "loss", "Taylor", "jvp", "float32", "family agreement"],
+                    _variant_rows(ej),
+                )
+            )
+        pictures = _pictures(ej, left)
+        left -= len(pictures)
+        parts.extend(pictures)
+    parts.append("</div>")
+    return "".join(parts)
