@@ -31,7 +31,7 @@ def pytest_configure(config):
     import os
     import tempfile
 
-    from weanj import _cache
+    from weanj._io import _jax_cache as _cache
 
     if "WEANJ_COMPILATION_CACHE" not in os.environ:
         folder = tempfile.mkdtemp(prefix="weanj-test-cache-")

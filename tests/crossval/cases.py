@@ -3,11 +3,11 @@
 Every test is parametrised from the registry, so a variant added to an example module is
 cross-validated without touching these tests: the same-family pairs per gradient array,
 the float32 pairs, the Taylor and jvp checks and the recorded references come from
-`weanj._cases.plan` itself (the table `pytest --weanj` and `weanj check` iterate) and are
-answered by its one judge (`judge_case`), and each example's independent reference
+`weanj._pipeline._cases` itself (the table `pytest --weanj` and `weanj check` iterate) and
+are answered by its one judge (`judge_case`), and each example's independent reference
 (`reference_<stem>.py`, plain Python loops of docs/DESIGN.md's mathematics) checks every
 variant on small inputs. Variants whose backend is missing here appear as skipped tests
-that say why. Evaluations are cached per process (`_cases.Runner`): each compiled
+that say why. Evaluations are kept by one session per process (`SESSION`): each compiled
 function is built once and shared by every test that needs it.
 
 A reference module offers `ALGORITHMS` ({family: algorithm}), `small_inputs(seed)`,
@@ -27,10 +27,16 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import _cases
-from weanj._judge._verdict import Judgement, Verdict
-from weanj._registry import find_variant  # the registry entry, available or not
+from weanj._judge._contract import Fault
+from weanj._judge._verdict import CaseJudgement, Verdict
+from weanj._pipeline import _cases
+from weanj._pipeline._session import Session
+from weanj._places import places
+from weanj._registry import catalog, find_variant  # the registry entry, available or not
 from weanj._report._text import message
+
+# One session per test process: every evaluation is computed once and shared.
+SESSION = Session()
 
 # The independent reference of each built-in example (tests/crossval/reference_<...>.py).
 REFERENCES = {
@@ -99,7 +105,7 @@ def variant_cases(*, slow_if=None) -> list:
 def plan_of(example: str) -> _cases.Plan:
     """The case table of an example on the committed shared inputs, as `pytest --weanj`
     builds it (live variants, float64 and float32, Taylor and jvp), once per process."""
-    return _cases.plan(example)
+    return _cases.read_plan(catalog(example), places(), live=True)
 
 
 def table_cases(
@@ -118,11 +124,12 @@ def table_cases(
             if not select(p, case):
                 continue
             names = [p.subjects[s].variant for s in case.subjects if s in p.subjects]
-            marks = _marks(example, [n for n in names if n is not None], skips=False)
+            marks = _marks(example, [v.name for v in names if v is not None], skips=False)
             if slow_if is not None and slow_if(p, case):
                 marks.append(pytest.mark.slow)
-            if case.skip is not None:
-                marks.append(pytest.mark.skip(reason=f"{case.id}: {case.skip}"))
+            skip = p.skip_of(case)
+            if skip is not None:
+                marks.append(pytest.mark.skip(reason=f"{case.id}: {skip.verdict}: {skip.what}"))
             cases.append(pytest.param(example, case.id, id=case.id, marks=marks))
     if not cases:
         cases.append(
@@ -144,22 +151,25 @@ def is_recorded(s: _cases.Subject) -> bool:
     return s.gradient is not None and s.gradient.source == "recorded"
 
 
-def judge(example: str, case_id: str) -> Judgement:
+def judge(example: str, case_id: str) -> CaseJudgement:
     """The judge's answer to one case of the table (evaluations shared per process)."""
     p = plan_of(example)
-    return _cases.judge_case(p, p.case(case_id), _cases.Runner(p))
+    return _cases.judge_case(p, p.case(case_id), SESSION)
 
 
 def subject(example: str, label: str) -> weanj.Gradient:
-    """What a case judged: a live evaluation (cached) or a file as read."""
-    p = plan_of(example)
-    return _cases.Runner(p).subject(label)
+    """What a case judged: a live evaluation (kept by the session) or a file as read; a
+    subject at fault fails the test with its one line."""
+    found = _cases.subject_outcome(plan_of(example), label, SESSION)
+    assert not isinstance(found, Fault), f"{label}: {found.verdict}: {found.line}"
+    return found
 
 
-def assert_judged(j: Judgement, *verdicts: Verdict) -> None:
-    """A judgement that cannot be made here (skipped, stale) skips saying why; otherwise
-    its verdict is one of `verdicts`, or the test fails with the judge's whole message."""
-    if j.verdict in (Verdict.SKIPPED, Verdict.STALE):
+def assert_judged(j: CaseJudgement, *verdicts: Verdict) -> None:
+    """A judgement that cannot be made here (skipped, stale, unavailable) skips saying why;
+    otherwise its verdict is one of `verdicts`, or the test fails with the judge's whole
+    message."""
+    if j.verdict in (Verdict.SKIPPED, Verdict.STALE, Verdict.UNAVAILABLE):
         pytest.skip(f"{j.case}: {j.verdict}: {j.reason}")
     assert not j.failed and j.verdict in verdicts, message(j)
 

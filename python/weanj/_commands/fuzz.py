@@ -14,7 +14,7 @@ draws are not random:
 Then Hypothesis draws: a seed, a size (1 … 8, the declared sizes, or the shared size
 through the example's own `generate`) and every parameter over its declared range,
 shrinking towards the default (an int whose range is left open, up to int32's maximum, is
-drawn up to 4× its default, or default + 64); or the arrays of one of the example's own
+drawn up to 4× its default, or default + 8); or the arrays of one of the example's own
 strategies (`weanj.fuzz_strategy`: ties, zeros, particles on cell boundaries). A draw on
 which some pair disagrees is a failure; Hypothesis shrinks it, and the smallest failing
 draw is written to `results/EX/cases/` with the commands that reproduce it. The pairs
@@ -53,7 +53,7 @@ SECONDS = 60.0
 SMALL_SIZES = (1, 2, 3, 4, 5, 6, 7, 8)
 SHOWN_ELEMENTS = 24  # a case this small is printed in full
 GENERATOR = "generator"
-OPEN_REACH = 4  # an open int range is drawn up to this many times its default (or +64)
+OPEN_REACH = 4  # an open int range is drawn up to this many times its default (or +8)
 
 # --- the pairs ---------------------------------------------------------------------------------
 
@@ -79,10 +79,10 @@ def chosen_pairs(cat: Catalog, pairs: Sequence[tuple[str, str]]) -> list[tuple[V
 
 def int_bounds(p: Param) -> tuple[int, int]:
     """The range an int parameter is drawn from: its declared range, an open top (int32's
-    maximum) cut to `OPEN_REACH` × the default (or default + 64)."""
+    maximum) cut to `OPEN_REACH` × the default (or default + 8)."""
     lo, hi = int(p.minimum), int(p.maximum)
     if hi == INT32_MAX:
-        hi = max(lo, min(hi, max(OPEN_REACH * int(p.default), int(p.default) + 64)))
+        hi = max(lo, min(hi, max(OPEN_REACH * int(p.default), int(p.default) + 8)))
     return lo, hi
 
 
@@ -208,18 +208,28 @@ class Draw:
         return {pair: o for pair, o in self.outcomes.items() if not o.agree}
 
 
-def judge_draw(session: Session, cat: Catalog, pairs, case: Case) -> Draw:
-    """Every pair judged on the case (each variant evaluated once: the session keeps it)."""
-    return Draw(
+class _OutOfTime(BaseException):
+    """Past `--seconds`: ends the Hypothesis run at once (see the module docstring)."""
+
+
+def judge_draw(session: Session, cat: Catalog, pairs, case: Case, stop_at: float | None) -> Draw:
+    """Every pair judged on the case (each variant evaluated once: the session keeps it),
+    each call limited to the time left (a draw that runs out of it ends the search: a slow
+    variant is no wrong one)."""
+    if stop_at is not None:
+        left = stop_at - time.monotonic()
+        if left <= 0:
+            raise _OutOfTime
+        session.watch.timeout_s = left if session.timeout_s is None else min(left, session.timeout_s)
+    draw = Draw(
         case, {(a.name, b.name): judge_pair_on(session, cat, a, b, case.inputs) for a, b in pairs}
     )
+    if any(o.timed_out for o in draw.outcomes.values()):
+        raise _OutOfTime
+    return draw
 
 
 # --- the search ----------------------------------------------------------------------------------
-
-
-class _OutOfTime(BaseException):
-    """Past `--seconds`: ends the Hypothesis run at once (see the module docstring)."""
 
 
 class Disagreement(Exception):
@@ -277,7 +287,7 @@ def search(session, cat: Catalog, pairs, here: Places, *, max_examples: int, sto
         if key not in judged:
             if stop_at is not None and time.monotonic() > stop_at:
                 raise _OutOfTime
-            judged[key] = judge_draw(session, cat, pairs, case)
+            judged[key] = judge_draw(session, cat, pairs, case, stop_at)
             found.draws += 1
         draw = judged[key]
         if draw.failing:
@@ -376,10 +386,11 @@ def run_fuzz(
     for how, case in _seed_cases(ex, shared):
         if not remaining or result.draws >= max_examples:
             break
-        if stop_at is not None and time.monotonic() > stop_at:
+        try:
+            draw = judge_draw(session, cat, remaining, case, stop_at)
+        except _OutOfTime:
             result.out_of_time = True
             break
-        draw = judge_draw(session, cat, remaining, case)
         result.draws += 1
         if draw.failing:
             say(f"  {how}: {', '.join(f'{a}~{b}' for a, b in draw.failing)} disagree")

@@ -48,6 +48,7 @@ class Session:
         records: Any = None,
     ):
         self.watch = Watch(timeout_s=timeout_s, say=say)
+        self.timeout_s = timeout_s  # the limit asked for (a search may lower the watch's)
         self.say = say
         self.on_evaluated = on_evaluated
         self.shown_path = shown_path
