@@ -167,9 +167,10 @@ def pytest_collection_modifyitems(session, config, items):
     heavy_imports()  # h5py and JAX with Ctrl-C held back: an interrupt there can abort
     from ._io import _jax_cache
     from ._pipeline._cases import read_plan
+    from ._pipeline._records import Records
     from ._pipeline._session import Session
     from ._places import places
-    from ._registry import catalogs
+    from ._registry import catalogs, project
 
     try:
         here = places()  # the project is where you are: or one line saying what to add
@@ -177,7 +178,7 @@ def pytest_collection_modifyitems(session, config, items):
     except WeanjError as e:
         pytest.exit(error_text(str(e)), returncode=2)
     _jax_cache.enable()  # compiled kernels are reused across runs (and xdist workers)
-    config.stash[_SESSION] = Session(shown_path=here.shown)
+    config.stash[_SESSION] = Session(shown_path=here.shown, records=Records(here, project()))
     if config.getoption("weanj_record"):
         for cat in cats:
             items.append(_item(WeanjRecordItem, session, f"{cat.name}::record", catalog=cat))
@@ -227,5 +228,7 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.INTERRUPTED
     found = session.config.stash.get(_SESSION, None)
     if found is not None:
+        if found.records is not None:
+            found.records.flush()
         found.close()
     ignore_from_now()

@@ -139,7 +139,11 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
     from .._commands.check import check
 
     judgement = check(
-        args.examples or None, variants=args.variants, dtype=args.dtype, timeout=args.timeout
+        args.examples or None,
+        variants=args.variants,
+        dtype=args.dtype,
+        timeout=args.timeout,
+        fresh=args.fresh,
     )
     print("\n".join(judgement.lines()))
     for name, error in judgement.not_judged.items():  # printed once, with the others' verdicts

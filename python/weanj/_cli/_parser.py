@@ -116,6 +116,12 @@ def _check(sub) -> None:
         "then float32 against the float64 references)",
     )
     p.add_argument("--variants", nargs="+", metavar="VARIANT", help="only these variants")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="recompute every evaluation (default: reuse those whose inputs, code and "
+        "versions did not change)",
+    )
     _timeout(p, "a variant")
 
 

@@ -18,9 +18,10 @@ from .._io import _jax_cache, _store
 from .._judge._contract import Fault
 from .._model import DTYPES, Catalog, Gradient
 from .._pipeline._cases import Plan, judge_plan, not_judged, read_plan
+from .._pipeline._records import Records
 from .._pipeline._session import Session
 from .._places import Places, places
-from .._registry import catalogs
+from .._registry import catalogs, project
 from .._report._judgement import Judgement
 from .._report._verdicts_file import write_check_verdicts
 
@@ -56,10 +57,11 @@ class _Progress:
         self.done, self.total, self.say = 0, total, say
         self.example = ""
 
-    def __call__(self, label: str, found: Gradient | Fault, seconds: float) -> None:
+    def __call__(self, label: str, found: Gradient | Fault, seconds: float, reused: bool) -> None:
         self.done += 1
         status = "ok" if isinstance(found, Gradient) else found.verdict
-        self.say(f"[{self.done}/{self.total}] {self.example} {label}: {seconds:.1f} s, {status}")
+        how = "reused" if reused else f"{seconds:.1f} s"
+        self.say(f"[{self.done}/{self.total}] {self.example} {label}: {how}, {status}")
 
 
 def check(
@@ -68,6 +70,7 @@ def check(
     variants: Sequence[str] | None = None,
     dtype: str = "both",
     timeout: float | None = None,
+    fresh: bool = False,
     say: Callable[[str], None] = say,
     save: bool = True,
 ) -> Judgement:
@@ -80,6 +83,9 @@ def check(
     - `dtype`: `"both"` (float64, then float32 against the float64 references),
       `"float64"` or `"float32"`.
     - `timeout`: seconds a variant's call may take (verdict `timeout`).
+    - `fresh`: recompute every evaluation; by default one whose inputs, code and versions
+      did not change since it was recorded is reused (docs/DESIGN.md, "Evaluation
+      records"), and the judge judges it afresh.
     - `say`: where progress goes (stderr by default).
     - `save`: write each gradient to the store and the verdicts to
       `results/<example>/check.json` (what `weanj diff` and `weanj report` read).
@@ -89,8 +95,6 @@ def check(
     """
     cats = restricted(catalogs(examples), variants)
     if not cats:  # nothing checked is not a pass
-        from .._registry import project
-
         raise WeanjError(
             f"no examples to check in {project().describe()}: its example modules register none"
         )
@@ -114,7 +118,10 @@ def check(
         if s.live and s.skip is None
     )
     progress = _Progress(total, say)
-    with Session(timeout_s=timeout, say=say, on_evaluated=progress, shown_path=here.shown) as session:
+    records = Records(here, project(), fresh=fresh) if save else None
+    with Session(
+        timeout_s=timeout, say=say, on_evaluated=progress, shown_path=here.shown, records=records
+    ) as session:
         for cat in cats:
             p = plans[cat.name]
             if not isinstance(p, Plan):
@@ -126,10 +133,21 @@ def check(
             ej.seconds = time.perf_counter() - started
             if save:
                 _save(ej, here)
+                records.flush()
+                ej.reuse, line = records.summary(cat.name)
+                if line:
+                    ej.notes.append(line)
             judgement.examples[cat.name] = ej
     if save:
         write_check_verdicts(list(judgement), here)
     judgement.seconds = time.perf_counter() - t0
+    if records is not None:
+        judgement.notes.extend(records.notes)
+        reused, total = len(records.reused), len(records.reused) + len(records.recomputed)
+        if total:
+            judgement.notes.append(
+                f"evaluations: reused {reused} of {total} (weanj check --fresh recomputes them all)"
+            )
     judgement.notes.append(clock.summary())
     return judgement
 

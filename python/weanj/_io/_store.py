@@ -141,9 +141,17 @@ def _attributes(g: Gradient) -> dict[str, Any]:
     return attrs
 
 
-def write_gradient(g: Gradient, target: Path, places: Places, *, force: bool = False) -> Path:
+def write_gradient(
+    g: Gradient,
+    target: Path,
+    places: Places,
+    *,
+    force: bool = False,
+    extra: dict[str, str] | None = None,
+) -> Path:
     """Write `g` to `target` (already checked by `check_target`), atomically; with
-    `force`, a recorded reference it replaces is moved aside first."""
+    `force`, a recorded reference it replaces is moved aside first. `extra`: further text
+    attributes (an evaluation record's key and checks)."""
     place = places.place_of(target)
     if force and place is not None and place.kind == RECORDED:
         _keep_aside(target)
@@ -161,7 +169,7 @@ def write_gradient(g: Gradient, target: Path, places: Places, *, force: bool = F
                     ds.attrs["sha256"] = array_sha256(values)
                     if name in g.noise:
                         ds.attrs["noise"] = np.float64(g.noise[name])
-                write_attributes(f, _attributes(g))
+                write_attributes(f, {**_attributes(g), **(extra or {})})
             trust_file(tmp)  # weanj wrote these bytes itself: no need to probe them on reading
     except OSError as e:
         if isinstance(e, WeanjError):

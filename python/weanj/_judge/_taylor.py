@@ -154,6 +154,44 @@ class TaylorResult:
             return False
         return not any(rates and min(rates) < self.policy.rate for rates in self.asymptotic)
 
+    def to_json(self) -> dict[str, Any]:
+        """The numbers, as an evaluation record keeps them (`from_json` reads them back)."""
+        p = self.policy
+        return {
+            "array": self.array,
+            "policy": {"h0": p.h0, "directions": p.directions, "rate": p.rate,
+                       "max_steps": p.max_steps, "seed": p.seed},
+            "h0": self.h0,
+            "left_out": self.left_out,
+            "size": self.size,
+            "directions": [
+                {"steps": list(d.steps), "remainders": list(d.remainders),
+                 "rounding": list(d.rounding), "nonfinite": d.nonfinite, "slope": d.slope}
+                for d in self.directions
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TaylorResult:
+        directions = tuple(
+            TaylorDirection(
+                tuple(map(float, d["steps"])),
+                tuple(map(float, d["remainders"])),
+                tuple(map(float, d["rounding"])),
+                bool(d["nonfinite"]),
+                float(d["slope"]),
+            )
+            for d in data["directions"]
+        )
+        return cls(
+            str(data["array"]),
+            TaylorPolicy(**data["policy"]),
+            float(data["h0"]),
+            directions,
+            int(data["left_out"]),
+            int(data["size"]),
+        )
+
     def __repr__(self) -> str:
         shown = "; ".join("/".join(f"{r:.2f}" for r in rates) or "—" for rates in self.asymptotic)
         what = f" of {self.array}" if self.array else ""
@@ -177,6 +215,19 @@ class DirectionalResult:
     @property
     def passes(self) -> bool:
         return self.error <= self.tolerance
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "array": self.array, "by": self.by, "forward": self.forward, "reverse": self.reverse,
+            "scale": self.scale, "tolerance": self.tolerance,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DirectionalResult:
+        return cls(
+            str(data["array"]), str(data["by"]), float(data["forward"]), float(data["reverse"]),
+            float(data["scale"]), float(data["tolerance"]),
+        )
 
     def __repr__(self) -> str:
         return (

@@ -290,9 +290,26 @@ def jvp_check(
 # --- the checks of one variant's gradient, as judgements -------------------------------------
 
 
+def _recorded(session, g: Gradient, kind: str, array: str) -> dict | None:
+    records = getattr(session, "records", None)
+    return None if records is None else records.recall_check(g.of, g.dtype, kind, array)
+
+
+def _keep(session, g: Gradient, kind: str, array: str, numbers: dict) -> None:
+    records = getattr(session, "records", None)
+    if records is not None:
+        records.keep_check(g.of, g.dtype, kind, array, numbers)
+
+
 def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str, **what: Any):
     """The Taylor test of `g`'s `array` (the example's policy, inside its kink mask), and
-    the central-difference error as information."""
+    the central-difference error as information; from an evaluation record's numbers where
+    the evaluation was reused (the judge decides afresh)."""
+    recorded = _recorded(session, g, "taylor", array)
+    if recorded is not None:
+        j = judge.judge_taylor(case, TaylorResult.from_json(recorded["result"]), **what)
+        j.info.update(recorded.get("info", {}))
+        return j
     ex = inputs.example
     mask = session.masks(ex, inputs)[array]
     keep = None if mask.all() else mask
@@ -305,6 +322,7 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
         j.info["fd"] = {"error": error, "step": ex.fd.step, "threshold": ex.fd.threshold}
     if result.left_out:
         j.info["masked"] = {"left_out": result.left_out, "size": result.size, "why": ex.fd.why}
+    _keep(session, g, "taylor", array, {"result": result.to_json(), "info": j.info})
     return j
 
 
@@ -312,7 +330,14 @@ def jvp_judgement(
     session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array: str, **what: Any
 ):
     """`jvp(L)(x; dx)` against `⟨g, dx⟩`: by the variant's own forward mode (1e-12), else
-    by the first member of its family that has one (the family tolerance)."""
+    by the first member of its family that has one (the family tolerance); from an
+    evaluation record's numbers where the evaluation was reused."""
+    recorded = _recorded(session, g, "jvp", array)
+    if recorded is not None:
+        if "skipped" in recorded:
+            return judge.skipped(case, "jvp", recorded["skipped"], array=array, **what)
+        result = DirectionalResult.from_json(recorded["result"])
+        return judge.judge_directional(case, result, **what)
     ex = inputs.example
     mask = session.masks(ex, inputs)[array]
     x = inputs.run_arrays("float64")[array]
@@ -332,10 +357,12 @@ def jvp_judgement(
             continue
         tol = OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad
         result = DirectionalResult(array, v.name, forward, reverse, scale, tol)
+        _keep(session, g, "jvp", array, {"result": result.to_json()})
         return judge.judge_directional(case, result, **what)
     own = why.get(g.variant, "no forward mode")
     reason = (
         f"neither {g.variant} ({own}) nor a member of family {g.family} can be pushed forward "
         "by jax.jvp"
     )
+    _keep(session, g, "jvp", array, {"skipped": reason})
     return judge.skipped(case, "jvp", reason, array=array, **what)

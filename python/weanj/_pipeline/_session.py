@@ -33,7 +33,8 @@ class Session:
 
     - `timeout_s`: the time limit of each call (None: none), verdict `timeout`.
     - `say`: where progress lines go (stderr by default).
-    - `on_evaluated`: `(label, Gradient | Fault, seconds)`, called after each evaluation.
+    - `on_evaluated`: `(label, Gradient | Fault, seconds, reused)`, called after each
+      evaluation (`reused`: from an evaluation record).
     - `shown_path`: how a path is written in a reproducing command.
     - `records`: where evaluations are kept between runs and reused (`_records`), or None.
     """
@@ -43,7 +44,7 @@ class Session:
         *,
         timeout_s: float | None = None,
         say: Callable[[str], None] = say,
-        on_evaluated: Callable[[str, Any, float], None] | None = None,
+        on_evaluated: Callable[[str, Any, float, bool], None] | None = None,
         shown_path: Callable[[Any], str] = str,
         records: Any = None,
     ):
@@ -80,13 +81,15 @@ class Session:
         if key not in self._outcomes:
             t0 = time.perf_counter()
             found = self.records.recall(variant, inputs, dtype) if self.records else None
+            reused = found is not None
             if found is None:
                 found = evaluate(variant, inputs, dtype, self.watch, shown_path=self.shown_path)
                 if self.records is not None:
                     self.records.keep(variant, inputs, dtype, found)
             self._outcomes[key] = found
             if self.on_evaluated is not None:
-                self.on_evaluated(label_of(variant, dtype), found, time.perf_counter() - t0)
+                seconds = time.perf_counter() - t0
+                self.on_evaluated(label_of(variant, dtype), found, seconds, reused)
         return self._outcomes[key]
 
     def forget(self) -> None:

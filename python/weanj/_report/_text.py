@@ -80,6 +80,8 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
         g = ej.subjects.get(label)
         loss = num(g.loss, 15) if g is not None and g.loss is not None else "—"
         time_s = f"{g.seconds:.1f} s" if g is not None and g.seconds is not None else ""
+        if g is not None and "reused" in g.extra:
+            time_s += " (earlier run)"
         cells = (
             check_cell([j for j in ej.of_kind("taylor") if j.subjects == (label,)], "taylor"),
             check_cell([j for j in ej.of_kind("jvp") if j.subjects == (label,)], "jvp"),
@@ -207,6 +209,7 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     fine = sum(j.verdict == Verdict.OK for j in files)
     if fine:
         out.append(f"  {fine} file(s) of the store and recorded/ read, current and finite")
+    out.extend(ej.notes)
     failing = failure_lines(ej, indent="    ")
     if failing:
         out.append("  failures:")
