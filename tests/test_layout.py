@@ -1,0 +1,145 @@
+"""The package's layout holds (docs/DESIGN.md, "Layout"): no import cycle, at most eight
+levels, commands side by side, the files and the judge free of the registry.
+
+The graph is read from the code (every `import`, at any depth of a module, function bodies
+included), as a reader sees it, not from what happens to be imported at run time.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "python" / "weanj"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The weanj modules `name` imports (a `from X import y` of a submodule y names it)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == "weanj")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "weanj":
+                continue
+            subs = {f"{target}.{a.name}" for a in node.names} & known
+            out.update(subs if subs else {target})
+    return {m for m in out if m in known and m != name}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(name, path, known) for name, path in modules.items()}
+
+
+def _room(module: str) -> str:
+    """A top-level module, or a subpackage as a whole (what a reader sees as one room)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def _rooms(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    rooms: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        room = _room(module)
+        rooms.setdefault(room, set()).update(_room(t) for t in targets if _room(t) != room)
+    return rooms
+
+
+def _levels(rooms: dict[str, set[str]]) -> dict[str, int]:
+    levels: dict[str, int] = {}
+
+    def level(room: str) -> int:
+        if room not in levels:
+            levels[room] = 1 + max((level(r) for r in rooms.get(room, ())), default=0)
+        return levels[room]
+
+    for room in rooms:
+        level(room)
+    return levels
+
+
+def test_no_module_imports_itself_through_others():
+    cycle = _cycle(_graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_the_rooms_form_no_cycle_and_stand_on_at_most_eight_levels():
+    rooms = _rooms(_graph())
+    cycle = _cycle(rooms)
+    assert cycle is None, " -> ".join(cycle or [])
+    levels = _levels(rooms)
+    assert max(levels.values()) <= 8, sorted(levels.items(), key=lambda kv: kv[1])
+    # the layers of docs/DESIGN.md, bottom up
+    assert levels["_errors"] == 1 and levels["_interrupts"] == 1
+    assert levels["_judge"] < levels["_pipeline"] < levels["_commands"] < levels["_cli"]
+    assert levels["_io"] < levels["_pipeline"]
+
+
+def test_no_command_imports_another():
+    graph = _graph()
+    commands = {m for m in graph if m.startswith("weanj._commands.")}
+    crossing = {(m, t) for m in commands for t in graph[m] if t in commands}
+    assert not crossing, sorted(crossing)
+
+
+@pytest.mark.parametrize("room", ["_io", "_judge", "_model", "_pipeline", "_report"])
+def test_below_the_front_ends_nothing_looks_a_name_up(room):
+    graph = _graph()
+    looking = sorted(m for m in graph if _room(m) == room and "weanj._registry" in graph[m])
+    assert not looking, f"{looking} import the registry"
+
+
+def test_this_reading_sees_the_imports_it_must():
+    """The reader itself: a known edge of each kind (absolute, relative, a submodule named
+    in `from . import`, an import inside a function) is found."""
+    graph = _graph()
+    assert "weanj._judge._verdict" in graph["weanj._pipeline._cases"]  # relative, module
+    assert "weanj._model" in graph["weanj._judge._verdict"]  # a package's face
+    assert "weanj._commands.fuzz" in graph["weanj._pytest_plugin"]  # inside a function
+    assert "weanj._pipeline._measure" in graph["weanj._commands.bench"]  # `from .. import x`
