@@ -18,6 +18,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from .._errors import InputFileError
+from .._interrupts import deferred
+
 # A writer's temporary file lives from the start of one write to its rename: weanj writes
 # a finished gradient, inputs or benchmark file (at most a few hundred MB, written in
 # seconds), and every write advances the file's mtime. One untouched for an hour belongs
@@ -25,9 +28,11 @@ from pathlib import Path
 # failed by then.
 STALE_AFTER_S = 3600.0
 
-# `.<name>.<8 random characters>.tmp` (tempfile.mkstemp, below) and `.<name>.<pid>.tmp`
-# (julia/io.jl), for the data files weanj writes; nothing else in the folder is touched.
-_TEMPORARY = re.compile(r"\.(?P<name>.+\.(?:h5|json))\.(?:[a-z0-9_]{8}|[0-9]+)\.tmp\Z")
+# `.<name>.<8 random characters>.tmp` (tempfile.mkstemp, below), for the data files, pages
+# and pictures weanj writes; nothing else in the folder is touched.
+_TEMPORARY = re.compile(
+    r"\.(?P<name>.+\.(?:h5|json|html|md|png))\.(?:[a-z0-9_]{8}|[0-9]+)\.tmp\Z"
+)
 
 
 def _umask() -> int:
@@ -58,23 +63,46 @@ def remove_stale_temporaries(folder: Path, older_than_s: float = STALE_AFTER_S) 
     return removed
 
 
+def writable_target(path: Path | str) -> Path:
+    """Where an atomic write of `path` goes: through a symbolic link to the file it names
+    (the link stays), never over something that is not a regular file (a device, a pipe, a
+    socket, a folder): that is an `InputFileError`, never a file put in its place."""
+    path = Path(path)
+    real = Path(os.path.realpath(path))
+    try:
+        mode = os.stat(real).st_mode
+    except FileNotFoundError:
+        return real
+    except OSError as e:
+        raise InputFileError(f"cannot write {path} ({e.strerror or e})") from None
+    if not stat.S_ISREG(mode):
+        what = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, pipe or socket)"
+        raise InputFileError(f"refusing to write {path}: it is {what}; choose a file")
+    return real
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path | str) -> Iterator[Path]:
-    """Yield a temporary path to write; on success it replaces `path` in one step."""
-    path = Path(path)
+    """Yield a temporary path to write; on success it replaces `path` in one step (through
+    a symbolic link, never over a device: `writable_target`). An interrupt at any moment
+    leaves no temporary behind."""
+    path = writable_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp)
+    tmp = None
     try:
+        with deferred():  # the temporary exists only once `tmp` names it
+            fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            tmp = Path(name)
+        os.close(fd)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         yield tmp
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise
 
 

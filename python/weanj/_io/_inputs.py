@@ -103,6 +103,11 @@ def _read_file(ex: Example, path: Path, hint: str) -> tuple[dict, dict]:
         missing = [a for a in ex.arrays if a not in f]
         if missing:
             raise InputFileError(f"{where} lacks dataset(s) {', '.join(missing)}{hint}")
+        declared = {n: tuple(f[n].shape) for n in ex.arrays if isinstance(f[n], h5py.Dataset)}
+        try:  # shapes from the metadata, before a byte is inflated: a small file may declare gigabytes
+            ex.check_shapes({n: declared.get(n, ()) for n in ex.arrays})
+        except InputError as e:
+            raise InputFileError(f"{where}: {e}{hint}") from None
         arrays = {name: read_array(f[name], f"{where}: {name}", hint) for name in ex.arrays}
         attrs = read_attributes(f.attrs, where, hint)
     return arrays, attrs

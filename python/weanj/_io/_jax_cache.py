@@ -64,8 +64,17 @@ def enable(root: Path | None = None) -> Path | None:
             return None
         try:
             folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            return None  # a read-only project: run without the cache rather than fail
+            probe = folder / f".weanj-write-test-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as e:  # read-only: run without the cache, said once, not per program
+            from .._errors import say
+
+            say(
+                f"weanj: note: the compilation cache {folder} is not writable "
+                f"({e.strerror or e}); compiling without it (WEANJ_COMPILATION_CACHE moves it)"
+            )
+            return None
         import jax
 
         jax.config.update("jax_compilation_cache_dir", str(folder))
@@ -101,7 +110,14 @@ class CompileClock:
 
     def summary(self) -> str:
         """The line `weanj check` ends with; adds this run's compiled programs to the
-        folder's ledger (the estimate of what later hits save)."""
+        folder's ledger (the estimate of what later hits save). Never raises: the
+        verdicts are printed already, and an estimate must not change the exit status."""
+        try:
+            return self._summary()
+        except Exception as e:  # noqa: BLE001 - the line is information only
+            return f"compilation {self.compiled_s:.1f} s (no cache summary: {type(e).__name__})"
+
+    def _summary(self) -> str:
         where = _state["dir"]
         if where is None:
             return f"compilation {self.compiled_s:.1f} s (compilation cache off)"
@@ -123,15 +139,30 @@ class CompileClock:
 
 
 def _ledger(folder: Path) -> tuple[int, float]:
-    """(programs, seconds) compiled into the cache folder so far; (0, 0) if unknown."""
+    """(programs, seconds) compiled into the cache folder so far; (0, 0) if unknown. A
+    ledger that is not what `_add_to_ledger` writes (hand-edited, huge or deeply nested
+    JSON, `1e400`) counts as unknown; the next addition rebuilds it, with a note."""
     import json
+    import math
 
     try:
-        data = json.loads((Path(folder) / LEDGER).read_text(encoding="utf-8"))
-        programs, seconds = int(data["programs"]), float(data["seconds"])
-    except (OSError, ValueError, KeyError, TypeError):
+        path = Path(folder) / LEDGER
+        if path.stat().st_size > 4096:  # two numbers: anything larger is not a ledger
+            raise ValueError("too large")
+        data = json.loads(path.read_text(encoding="utf-8"))
+        programs, seconds = data["programs"], data["seconds"]
+        if isinstance(programs, bool) or not isinstance(programs, int):
+            raise ValueError("programs is not an integer")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            raise ValueError("seconds is not a number")
+        if not (programs > 0 and math.isfinite(seconds) and seconds >= 0):
+            raise ValueError("out of range")
+    except FileNotFoundError:
         return 0, 0.0
-    return (programs, seconds) if programs > 0 and seconds >= 0 else (0, 0.0)
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, AttributeError):
+        _state["bad_ledger"] = True
+        return 0, 0.0
+    return int(programs), float(seconds)
 
 
 def _add_to_ledger(folder: Path, programs: int, seconds: float) -> None:
@@ -144,10 +175,14 @@ def _add_to_ledger(folder: Path, programs: int, seconds: float) -> None:
     try:
         with locked(path), atomic_path(path) as tmp:
             before, total = _ledger(folder)
+            if _state.pop("bad_ledger", False):
+                from .._errors import say
+
+                say(f"weanj: note: {path} was not a ledger weanj writes; rebuilt it")
             text = json.dumps({"programs": before + programs, "seconds": total + seconds})
             tmp.write_text(text + "\n", encoding="utf-8")
-    except OSError:
-        pass  # an estimate for later runs, never a reason to fail this one
+    except Exception:  # an estimate for later runs, never a reason to fail this one
+        pass
 
 
 def clock() -> CompileClock:

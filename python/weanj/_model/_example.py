@@ -178,6 +178,18 @@ class Example:
                 f"example {self.name}: wrt={self.wrt!r} must name one or several distinct "
                 f"arrays of {self.arrays}"
             )
+        for spec in self.specs:
+            target = spec.index
+            if isinstance(target, str) and target not in self.symbols:
+                raise DefinitionError(
+                    f"example {self.name}: {spec.name} indexes size {target!r}, which no array's "
+                    f"shape has (sizes: {', '.join(self.symbols) or 'none'})"
+                )
+            if isinstance(target, tuple) and target[0] not in self.arrays:
+                raise DefinitionError(
+                    f"example {self.name}: {spec.name} indexes array {target[0]!r}, which "
+                    f"{self.name} does not have"
+                )
         for name in wrt:
             if not self.array(name).differentiable:
                 raise DefinitionError(
@@ -349,6 +361,13 @@ class Example:
             raise InputError(f"{variant}: {e}") from None
         return dtypes.pop() if dtypes else DTYPES[0]
 
+    def check_indices(self, arrays: Mapping[str, np.ndarray], sizes: Mapping[str, int]) -> None:
+        """Every index array's values within what it indexes (`Array.index`)."""
+        for spec in self.specs:
+            if spec.index is not False:
+                bound, target = spec.index_bound(arrays, sizes)
+                spec.check_index(np.asarray(arrays[spec.name]), bound, target)
+
     def check_values(self, variant: str, arrays: tuple) -> None:
         """The example's `validate` on a direct call's arrays (`Variant.loss(...)` in a
         notebook), as one `InputError` line; skipped inside a trace (no values to read)."""
@@ -357,6 +376,8 @@ class Example:
         except Exception:  # a tracer (the call is being traced by jit, grad, vmap): no values
             return
         try:
+            sizes = self.check_shapes({k: a.shape for k, a in values.items()})
+            self.check_indices(values, sizes)
             self.validate(values)
         except InputError as e:
             raise InputError(f"{variant}: {e}") from None
@@ -371,7 +392,8 @@ class Example:
             )
         out = {spec.name: spec.stored(arrays[spec.name], what) for spec in self.specs}
         try:
-            self.check_shapes({k: a.shape for k, a in out.items()})
+            sizes = self.check_shapes({k: a.shape for k, a in out.items()})
+            self.check_indices(out, sizes)
             self.validate(out)
         except InputError as e:
             raise InputError(f"{what}: {e}") from None

@@ -66,8 +66,11 @@ class Array:
     - `kind`: `"float"` (default), `"complex"`, `"int"` or `"bool"`.
     - `shape`: a tuple of ints and symbols (strings), e.g. `("P", 2)`; `()` is a 0-d
       array; None accepts any shape. A symbol takes one size across all arrays.
-    - `index`: for int arrays holding 0-based indices into another array: the Julia
-      side receives them 1-based (plus one); Python and JAX see them as stored.
+    - `index`: for int arrays holding 0-based indices: the Julia side receives them
+      1-based (plus one); Python and JAX see them as stored. Say what they index, so that
+      values out of range are refused (JAX would clamp or wrap them silently, Julia throw):
+      a size symbol (`index="n"`: 0 ≤ v < n) or an array's axis (`index=("rho", 0)`);
+      `index=True` refuses negative values only.
     - `dtype`: for int arrays, the one integer dtype accepted (e.g. `"int32"`); None
       accepts any integer dtype and keeps it.
     """
@@ -75,7 +78,7 @@ class Array:
     name: str
     kind: str = "float"
     shape: tuple | None = None
-    index: bool = False
+    index: bool | str | tuple = False
     dtype: str | None = None
 
     def __post_init__(self):
@@ -99,8 +102,28 @@ class Array:
             object.__setattr__(
                 self, "shape", tuple(d if isinstance(d, str) else int(d) for d in dims)
             )
-        if self.index and self.kind != "int":
-            raise DefinitionError(f"array {self.name}: index=True needs kind='int'")
+        if self.index is not False and self.kind != "int":
+            raise DefinitionError(f"array {self.name}: index=... needs kind='int'")
+        if isinstance(self.index, list):
+            object.__setattr__(self, "index", tuple(self.index))
+        target = self.index
+        shaped = (
+            isinstance(target, bool)
+            or (isinstance(target, str) and target.isidentifier())
+            or (
+                isinstance(target, tuple)
+                and len(target) == 2
+                and isinstance(target[0], str)
+                and isinstance(target[1], int)
+                and not isinstance(target[1], bool)
+                and target[1] >= 0
+            )
+        )
+        if not shaped:
+            raise DefinitionError(
+                f"array {self.name}: index must be True, a size symbol ('n') or an array's axis "
+                f"(('rho', 0)), got {self.index!r}"
+            )
         if self.dtype is not None:
             if (
                 self.kind != "int"
@@ -120,7 +143,13 @@ class Array:
     def describe(self) -> str:
         """`x: float (n, n)` for listings."""
         shape = "" if self.shape is None else " " + spelled_shape(self.shape)
-        extra = " index" if self.index else ""
+        extra = ""
+        if self.index is True:
+            extra = " index"
+        elif isinstance(self.index, str):
+            extra = f" index into {self.index}"
+        elif self.index:
+            extra = f" index into {self.index[0]} axis {self.index[1]}"
         kind = self.dtype if self.dtype else self.kind
         return f"{self.name}: {kind}{extra}{shape}"
 
@@ -155,6 +184,8 @@ class Array:
             a = a.astype(np.float64, copy=False)
         elif self.kind == "complex":
             a = a.astype(np.complex128, copy=False)
+        elif not a.dtype.isnative:  # big-endian integers: the same values, in this machine's order
+            a = a.astype(a.dtype.newbyteorder("="))
         check_finite(a, f"{what}: {self.name}")
         return np.asarray(a, order="C")  # not ascontiguousarray: it makes a 0-d array 1-d
 
@@ -165,6 +196,33 @@ class Array:
         if self.kind == "complex":
             return stored.astype(COMPLEX_OF[dtype], copy=False)
         return stored
+
+    def index_bound(self, arrays: Any, sizes: Any) -> tuple[int | None, str]:
+        """`(bound, what)`: the values of an index array must lie in `0 … bound − 1` (None:
+        no upper bound declared)."""
+        if self.index is True:
+            return None, "an index"
+        if isinstance(self.index, str):
+            return sizes.get(self.index), f"an index into size {self.index}"
+        name, axis = self.index
+        shape = np.shape(arrays[name])
+        return (shape[axis] if axis < len(shape) else None), f"an index into {name} axis {axis}"
+
+    def check_index(self, a: np.ndarray, bound: int | None, what: str) -> None:
+        """An `InputError` naming the first value of the index array `a` outside its range,
+        its place and value in both index conventions."""
+        if a.size == 0:
+            return
+        bad = a < 0 if bound is None else (a < 0) | (a >= bound)
+        if not bad.any():
+            return
+        first = tuple(int(i) for i in np.argwhere(bad)[0]) if a.ndim else ()
+        value = int(a[first])
+        allowed = "≥ 0" if bound is None else f"in 0 … {bound - 1} (Julia: 1 … {bound})"
+        raise InputError(
+            f"{self.name} holds {value} (Julia: {value + 1}) at {index_text(first)}, "
+            f"outside its range as {what}: {allowed}; JAX would clamp or wrap it, Julia throw"
+        )
 
     def call_dtype(self, dt: np.dtype, variant: str) -> str | None:
         """The dtype under test that an argument of this array implies (None for int
