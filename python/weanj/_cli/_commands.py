@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, WeanjError, say, with_list
+from .._errors import InputError, WeanjError, error_text, say, with_list
 from ._parser import suggestion
 
 
@@ -128,7 +128,9 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
         out["plots"] = [str(path) for _, path in plots if path is not None]
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
-        print("\n".join(judgement.lines()))
+        print("\n".join(judgement.lines(errors=False)))
+        for error in judgement.not_judged.values():
+            say(error_text(error))
         for j, path in plots:
             where = f"wrote {path}" if path else "bitwise equal: no picture"
             say(f"  plot {j.subjects[0]} vs {j.subjects[1]} ({j.array}): {where}")
@@ -145,9 +147,9 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         timeout=args.timeout,
         fresh=args.fresh,
     )
-    print("\n".join(judgement.lines()))
-    for name, error in judgement.not_judged.items():  # printed once, with the others' verdicts
-        say(f"weanj: {name} not judged: {error}")
+    print("\n".join(judgement.lines(errors=False)))
+    for error in judgement.not_judged.values():  # printed once, on stderr
+        say(error_text(error))
     return judgement.exit_code
 
 

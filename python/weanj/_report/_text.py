@@ -175,10 +175,12 @@ def _skips(ej: ExampleJudgement) -> list[str]:
     return out
 
 
-def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
-    """`weanj check`'s (`mode="check"`) or `weanj diff`'s block for one example."""
+def example_lines(ej: ExampleJudgement, *, mode: str = "check", errors: bool = True) -> list[str]:
+    """`weanj check`'s (`mode="check"`) or `weanj diff`'s block for one example; `errors`
+    False leaves out why an example was not judged (the command line says it on stderr,
+    once)."""
     if ej.error is not None:
-        return [f"== {ej.name}: not judged: {ej.error}"]
+        return [f"== {ej.name}: not judged" + (f": {ej.error}" if errors else " (see stderr)")]
     dtypes = " and ".join(ej.dtypes)
     out = [f"== {ej.name} ({ej.inputs.describe()}; {dtypes})"]
     if mode == "check":
