@@ -233,9 +233,16 @@ class StoreScan:
 
 
 def scan_store(
-    ex: Example, places: Places, *, produced: bool = True, recorded: bool = True
+    ex: Example,
+    places: Places,
+    *,
+    produced: bool = True,
+    recorded: bool = True,
+    skip: Any = None,
 ) -> StoreScan:
-    """Read `gradients/`, `gradients/float32/` and `recorded/` (never `runs/`)."""
+    """Read `gradients/`, `gradients/float32/` and `recorded/` (never `runs/`); `skip`:
+    `path -> bool`, files not to read at all (the variants' own store files, which a live
+    run replaces)."""
     folders = []
     if produced:
         folders += [places.gradients(ex.name), places.gradients(ex.name, "float32")]
@@ -246,6 +253,8 @@ def scan_store(
         if not folder.is_dir():
             continue
         for p in sorted(folder.glob("*.h5")):
+            if skip is not None and skip(p):
+                continue
             if p.is_symlink() or not p.is_file():
                 scan.problems.append(
                     (p, f"{p} is not a regular file; weanj reads only regular files")

@@ -303,7 +303,13 @@ def read_plan(
     """The case table on the shared inputs, with the store as it is (raises the inputs'
     error when they cannot be read: the example is then not judged)."""
     inputs = read_inputs(catalog.example, places)
-    scan = scan_store(catalog.example, places)
+    names = {v.name for v in catalog.variants}
+    produced = {places.gradients(catalog.name, d).resolve() for d in DTYPES}
+
+    def replaced(path) -> bool:  # a live run replaces each variant's own store file
+        return live and path.stem in names and path.parent.resolve() in produced
+
+    scan = scan_store(catalog.example, places, skip=replaced)
     return build_plan(catalog, inputs, scan, live=live, dtypes=dtypes, checks=checks, places=places)
 
 

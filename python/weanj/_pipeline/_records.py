@@ -6,8 +6,10 @@ long ago (pytest-testmon, Bazel, joblib.Memory): a result is reused when everyth
 computed from is unchanged, and recomputed the moment one thing changes. The record of an
 evaluation (a variant's loss, gradient and rounding noise at one dtype, its gradient
 checks' numbers, the seconds its first calls took; or its fault) is kept in
-`results/<example>/evaluations/<label>.h5` (a gradient file, written and read like the
-store's) or `<label>.fault.json`, with its key: the sha256 of
+`results/<example>/evaluations/<label>.npz`: the gradient arrays, each with its sha256, and
+the record itself as JSON text (numpy's own format, read with `allow_pickle=False`: no
+HDF5 library to guard against, so a warm check reads dozens of records in milliseconds),
+with its key: the sha256 of
 
 - **the inputs**: their provenance key (arrays, parameters, dtype);
 - **the code**: every Python file the example's module reaches by its imports, directly or
@@ -43,11 +45,9 @@ from typing import Any
 from .._environment import core_versions, now
 from .._errors import WeanjError
 from .._io._atomic import atomic_path
-from .._io._gradient_files import read_gradient_file
-from .._io._safeh5 import read_bytes
-from .._io._store import write_gradient
+from .._io._h5 import array_sha256
 from .._judge._contract import ERROR, NONFINITE, Fault
-from .._model import Gradient, Inputs, Variant
+from .._model import Gradient, Inputs, Variant, provenance_key
 from .._places import Places
 
 FORMAT = 1
@@ -112,7 +112,7 @@ def _imported_names(path: Path, module: str) -> set[str]:
     X.Y, since Y may be a submodule)."""
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError):
         return set()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
@@ -131,9 +131,9 @@ def _imported_names(path: Path, module: str) -> set[str]:
     return out
 
 
-def reachable_files(module: str, roots: tuple[Path, ...]) -> list[Path]:
-    """Every source file inside `roots` that `module` reaches by its imports, itself
-    included, directly or not (read from the code, nothing run)."""
+def reachable_files(module: str, roots: tuple[Path, ...], outside: Path | None = None) -> list[Path]:
+    """Every source file inside `roots` (and not inside `outside`) that `module` reaches by
+    its imports, itself included, directly or not (read from the code, nothing run)."""
     seen: dict[str, Path] = {}
     todo = [module]
     while todo:
@@ -141,7 +141,7 @@ def reachable_files(module: str, roots: tuple[Path, ...]) -> list[Path]:
         if name in seen or not name:
             continue
         path = _origin(name)
-        if path is None or not _inside(path, roots):
+        if path is None or not _inside(path, roots) or (outside and _inside(path, (outside,))):
             seen[name] = Path()
             continue
         seen[name] = path
@@ -190,13 +190,15 @@ class Records:
 
     def _roots(self) -> tuple[Path, ...]:
         root = Path(self.config.root).resolve()
-        return (root, *(Path(p).resolve() for p in self.config.pythonpath), _PACKAGE)
+        return (root, *(Path(p).resolve() for p in self.config.pythonpath))
 
     def code_of(self, variant: Variant) -> str:
-        """The digest of the code an example's evaluations depend on (module docstring)."""
+        """The digest of the code an example's evaluations depend on (module docstring):
+        the files its module reaches inside the project; weanj's own files (a built-in
+        example's too) are covered by the digest of weanj's sources, in every key."""
         module = variant.example.module
         if module not in self._code:
-            files = reachable_files(module, self._roots()) if module else []
+            files = reachable_files(module, self._roots(), _PACKAGE) if module else []
             self._code[module] = _files_digest(files) if files else _digest(f"unknown:{module}")
         extra = [Path(p) for p in getattr(variant, "sources", ())]
         return self._code[module] if not extra else _digest(self._code[module] + _files_digest(extra))
@@ -217,10 +219,9 @@ class Records:
 
     # --- recall -------------------------------------------------------------------------------
 
-    def _paths(self, variant: Variant, dtype: str) -> tuple[Path, Path]:
+    def _path(self, variant: Variant, dtype: str) -> Path:
         label = variant.name if dtype == "float64" else f"{variant.name}@{dtype}"
-        folder = self.places.evaluations(variant.example.name)
-        return folder / f"{label}.h5", folder / f"{label}.fault.json"
+        return self.places.evaluations(variant.example.name) / f"{label}.npz"
 
     def recall(self, variant: Variant, inputs: Inputs, dtype: str) -> Gradient | Fault | None:
         """The recorded evaluation, where every part of its key is unchanged; else None
@@ -231,10 +232,9 @@ class Records:
         if self.fresh:
             self.recomputed[(ex, label)] = "asked afresh (--fresh)"
             return None
-        gradient_path, fault_path = self._paths(variant, dtype)
         try:
-            record, found = self._read(variant, gradient_path, fault_path)
-        except (WeanjError, OSError, ValueError, KeyError, TypeError, RecursionError) as e:
+            record, found = self._read(variant, inputs, dtype, self._path(variant, dtype))
+        except (WeanjError, OSError, ValueError, KeyError, TypeError, RecursionError, EOFError) as e:
             first = (str(e).splitlines() or [type(e).__name__])[0][:160]
             self.notes.append(f"note: the evaluation record of {ex} {label} is unusable ({first}); recomputed")
             self.recomputed[(ex, label)] = "its record was unusable"
@@ -254,23 +254,54 @@ class Records:
             found.extra["reused"] = self.reused[(ex, label)]
         return found
 
-    def _read(self, variant: Variant, gradient_path: Path, fault_path: Path):
-        if fault_path.is_file():
-            record = json.loads(read_bytes(fault_path, "evaluation record", limit=1 << 20))
-            if not isinstance(record, dict) or record.get("format") != FORMAT:
-                raise ValueError("not a weanj evaluation record")
+    def _read(self, variant: Variant, inputs: Inputs, dtype: str, path: Path):
+        """`(record, Gradient or Fault)` from a record file, (None, None) where there is
+        none; anything not exactly what `flush` writes raises (and is recomputed)."""
+        import zipfile
+
+        import numpy as np
+
+        if not path.is_file():
+            return None, None
+        if path.is_symlink() or path.stat().st_size > 2**31:
+            raise ValueError("not a regular record file")
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                record = json.loads(str(data["record"][()]))
+                arrays = {k[2:]: np.array(data[k]) for k in data.files if k.startswith("g_")}
+        except zipfile.BadZipFile as e:
+            raise ValueError(f"not a record ({e})") from None
+        if not isinstance(record, dict) or record.get("format") != FORMAT:
+            raise ValueError("not a weanj evaluation record")
+        if record.get("variant") != variant.name or record.get("dtype") != dtype:
+            raise ValueError("it records another variant or dtype")
+        if "fault" in record:
             f = record["fault"]
             if f.get("verdict") not in _REUSED_FAULTS:
                 raise ValueError("not a reusable fault")
             return record, Fault(str(f["verdict"]), str(f["what"]), str(f.get("command", "")))
-        if not gradient_path.is_file():
-            return None, None
-        g = read_gradient_file(gradient_path, variant.example, self.places, source="file")
-        record = json.loads(g.extra.get("record", "null"))
-        if not isinstance(record, dict) or record.get("format") != FORMAT:
-            raise ValueError("not a weanj evaluation record")
-        if g.variant != variant.name:
-            raise ValueError(f"it records {g.variant}, not {variant.name}")
+        ex = variant.example
+        digests = record["sha256"]
+        if set(arrays) != set(ex.wrt_names) or set(digests) != set(arrays):
+            raise ValueError("its arrays are not the example's gradient arrays")
+        for name, a in arrays.items():
+            if array_sha256(a) != digests[name]:
+                raise ValueError(f"the values of {name} do not match their sha256")
+        g = Gradient(
+            ex,
+            variant.name,
+            variant.family,
+            dtype,
+            {name: arrays[name] for name in ex.wrt_names},
+            float(record["loss"]),
+            dict(inputs.params),
+            inputs.digest,
+            provenance_key(inputs.digest, dict(inputs.params), dtype),
+            backend=variant.backend,
+            backend_version=str(record["parts"]["backend"]),
+            created=str(record.get("created", "")),
+            noise={k: float(v) for k, v in record.get("noise", {}).items()},
+        )
         return record, g
 
     def recall_check(self, variant: Variant, dtype: str, kind: str, array: str) -> dict | None:
@@ -293,6 +324,8 @@ class Records:
             "found": found,
             "record": {
                 "format": FORMAT,
+                "variant": variant.name,
+                "dtype": dtype,
                 "parts": self.parts(variant, inputs, dtype),
                 "created": now(),
                 "seconds": getattr(found, "seconds", None),
@@ -309,21 +342,26 @@ class Records:
     def flush(self) -> None:
         """Write the records noted since the last flush (atomically; a failure to write
         costs only the next run's reuse)."""
+        import numpy as np
+
         for pending in self._pending.values():
             v, found, record = pending["variant"], pending["found"], pending["record"]
-            gradient_path, fault_path = self._paths(v, pending["dtype"])
+            path = self._path(v, pending["dtype"])
+            arrays: dict[str, Any] = {}
+            if isinstance(found, Fault):
+                record["fault"] = {"verdict": found.verdict, "what": found.what, "command": found.command}
+            else:
+                arrays = {name: np.asarray(a) for name, a in found.gradients.items()}
+                record["loss"] = found.loss
+                record["noise"] = dict(found.noise)
+                record["sha256"] = {name: array_sha256(a) for name, a in arrays.items()}
             try:
-                if isinstance(found, Fault):
-                    record["fault"] = {"verdict": found.verdict, "what": found.what, "command": found.command}
-                    gradient_path.unlink(missing_ok=True)
-                    with atomic_path(fault_path) as tmp:
-                        tmp.write_text(json.dumps(record, default=str) + "\n", encoding="utf-8")
-                    continue
-                fault_path.unlink(missing_ok=True)
-                extra = {"record": json.dumps(record, default=str)}
-                write_gradient(found, gradient_path, self.places, extra=extra)
+                with atomic_path(path) as tmp:
+                    with open(tmp, "wb") as f:
+                        text = np.array(json.dumps(record, default=str))
+                        np.savez(f, record=text, **{f"g_{k}": a for k, a in arrays.items()})
             except (OSError, WeanjError) as e:
-                self.notes.append(f"note: could not write the evaluation record {gradient_path} ({e})")
+                self.notes.append(f"note: could not write the evaluation record {path} ({e})")
         self._pending.clear()
 
     def summary(self, example: str) -> tuple[dict[str, str], str | None]:
