@@ -1,0 +1,239 @@
+"""Evaluation records (docs/DESIGN.md, "Evaluation records"): `weanj check` reuses an
+evaluation whose inputs, code and versions did not change, recomputes it the moment one of
+them changes, and says which and why.
+
+A user project outside the repository, run as a user runs it (a fresh `weanj check` per
+step, in its folder), holds two examples: `21-one` (its module imports a helper module of
+the project) and `22-two`. Which evaluations a run reused is read from the check file it
+leaves (`results/<ex>/check.json`, the judgement's data: `reuse`), not from its text.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .projects import weanj_in, write_project
+
+HELPER = """\
+def scale():
+    return 1.0
+"""
+
+ONE = """\
+import jax.numpy as jnp
+import numpy as np
+import weanj
+from kernels.helper import scale
+
+ex = weanj.register_example(weanj.Example(
+    name="21-one", arrays=("x",), wrt="x", params=(weanj.Param("S", default=2),),
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(8)},
+))
+
+
+@weanj.jax_variant(ex, "jax-a", family="f")
+def a(x, S):
+    return jnp.sum((S * scale()) * x**2)
+
+
+@weanj.jax_variant(ex, "jax-b", family="f")
+def b(x, S):
+    return jnp.sum(S * x * x)
+"""
+
+TWO = """\
+import jax.numpy as jnp
+import numpy as np
+import weanj
+
+ex = weanj.register_example(weanj.Example(
+    name="22-two", arrays=("y",), wrt="y",
+    generate=lambda seed: {"y": np.random.default_rng(seed).standard_normal(8)},
+))
+
+
+@weanj.jax_variant(ex, "jax-c", family="g")
+def c(y):
+    return jnp.sum(jnp.sin(y))
+
+
+@weanj.jax_variant(ex, "jax-d", family="g")
+def d(y):
+    return jnp.sum(jnp.sin(y) * 1.0)
+"""
+
+
+def _check(root: Path, *args: str):
+    r = weanj_in(root, "check", "--dtype", "float64", *args)
+    assert "Traceback" not in r.stderr, r.stderr
+    reuse = {}
+    for ex in ("21-one", "22-two"):
+        data = json.loads((root / "results" / ex / "check.json").read_text())
+        reuse[ex] = data["reuse"]
+    return r, reuse
+
+
+def _reused(reuse: dict, ex: str) -> set[str]:
+    return {label for label, how in reuse[ex].items() if how.startswith("reused")}
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = write_project(
+        tmp_path, {"kernels/helper.py": HELPER, "kernels/one.py": ONE, "kernels/two.py": TWO}
+    )
+    # kernels.helper is a project module, not an example module: list only the examples
+    (root / "pyproject.toml").write_text(
+        '[tool.weanj]\nexamples = ["kernels.one", "kernels.two"]\n'
+    )
+    return root
+
+
+def test_reuse_follows_the_code_and_the_inputs_each_example_depends_on(project):
+    """One user's sequence of edits, each step a fresh `weanj check` (records on disk)."""
+    first, reuse = _check(project)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert _reused(reuse, "21-one") == _reused(reuse, "22-two") == set()
+    # nothing changed: every evaluation reused, the same verdicts, the checks judged afresh
+    again, reuse = _check(project)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert _reused(reuse, "21-one") == {"jax-a", "jax-b"}
+    assert _reused(reuse, "22-two") == {"jax-c", "jax-d"}
+    assert "evaluations: reused 4 of 4" in again.stdout
+    for ex in ("21-one", "22-two"):
+        data = json.loads((project / "results" / ex / "check.json").read_text())
+        assert data["verdict"] == "ok"
+        assert {c["kind"] for c in data["checks"]} == {"taylor", "jvp"}
+        assert all(c["verdict"] == "ok" for c in data["checks"]), data["checks"]
+    # a helper module that 21-one's module imports: 21-one only
+    helper = project / "kernels" / "helper.py"
+    helper.write_text("def scale():\n    return 1.0  # edited\n")
+    _, reuse = _check(project)
+    assert _reused(reuse, "21-one") == set()
+    assert reuse["21-one"]["jax-a"] == (
+        "recomputed: its example's module, or a module it imports, changed"
+    )
+    assert _reused(reuse, "22-two") == {"jax-c", "jax-d"}
+    # a planted bug in one variant of 21-one: recomputed and FAIL on that very run; the
+    # other example's module is untouched, so nothing of it is recomputed
+    one = project / "kernels" / "one.py"
+    one.write_text(
+        one.read_text().replace("return jnp.sum(S * x * x)", "return jnp.sum(S * x * x * 1.001)")
+    )
+    r, reuse = _check(project)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert _reused(reuse, "21-one") == set() and _reused(reuse, "22-two") == {"jax-c", "jax-d"}
+    data = json.loads((project / "results" / "21-one" / "check.json").read_text())
+    pair = next(p for p in data["pairs"] if p["case"] == "21-one::f::jax-a~jax-b")
+    assert pair["verdict"] == "FAIL"
+    losses = {g["label"]: g["loss"] for g in data["gradients"]}
+    assert losses["jax-b"] == pytest.approx(1.001 * losses["jax-a"], rel=1e-12)
+    # 22-two's own module edited: nothing of 21-one recomputed; its inputs regenerated from
+    # another seed, a truncated record and a tampered one: each recomputed, saying why
+    two = project / "kernels" / "two.py"
+    two.write_text(TWO + "\n# an edit\n")
+    folder = project / "results" / "22-two" / "evaluations"
+    truncated, tampered = folder / "jax-c.npz", folder / "jax-d.npz"
+    truncated.write_bytes(truncated.read_bytes()[:100])
+    with np.load(tampered, allow_pickle=False) as stored:
+        arrays = {k: np.array(stored[k]) for k in stored.files}
+    arrays["g_y"] = arrays["g_y"] + 1.0  # values no longer match their recorded sha256
+    with open(tampered, "wb") as f:
+        np.savez(f, **arrays)
+    r, reuse = _check(project)
+    assert _reused(reuse, "21-one") == {"jax-a", "jax-b"}
+    assert reuse["22-two"] == {
+        "jax-c": "recomputed: its record was unusable",
+        "jax-d": "recomputed: its record was unusable",
+    }
+    notes = [line for line in r.stdout.splitlines() if "evaluation record of 22-two" in line]
+    assert len(notes) == 2 and all("unusable" in n and "recomputed" in n for n in notes), notes
+    one.write_text(ONE.replace('name="21-one",', 'name="21-one", seed=7,'))
+    assert weanj_in(project, "inputs", "regenerate", "21-one").returncode == 0
+    _, reuse = _check(project)
+    assert reuse["21-one"]["jax-a"] == (
+        "recomputed: the inputs changed (arrays, parameters or dtype)"
+    )
+    # --fresh recomputes everything
+    _, reuse = _check(project, "--fresh")
+    assert _reused(reuse, "21-one") == _reused(reuse, "22-two") == set()
+
+
+# --- the key, in process ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def key_parts(project, monkeypatch):
+    """`(parts, variant, inputs)`: the key of 22-two's jax-c, computed in this process as a
+    fresh check would (the project's modules imported as the registry imports them)."""
+    from weanj import _registry
+    from weanj._pipeline._records import Records
+    from weanj._places import Places
+    from weanj._project import project_config
+
+    monkeypatch.syspath_prepend(str(project))
+    try:
+        _registry._import_example_module("kernels.two", "a test")
+        cat = _registry.catalog("22-two")
+        v = cat.find("jax-c")
+        from weanj._io._inputs import read_inputs
+
+        records = Records(Places(project), project_config(project))
+        inputs = read_inputs(cat.example, Places(project))
+        yield records, v, inputs
+    finally:
+        _registry.unregister_example("22-two")
+        for name in [m for m in sys.modules if m == "kernels" or m.startswith("kernels.")]:
+            del sys.modules[name]
+
+
+def test_the_key_holds_inputs_parameters_dtype_and_versions(key_parts, monkeypatch):
+    from weanj._pipeline import _records
+
+    records, v, inputs = key_parts
+    base = records.parts(v, inputs, "float64")
+    assert records.parts(v, inputs, "float64") == base  # nothing changed: the same key
+    assert _records._why_changed(base, base) is None
+    assert _records._why_changed(base, records.parts(v, inputs, "float32")) == (
+        "the inputs changed (arrays, parameters or dtype)"
+    )
+    assert base["code"] == records.code_of(v) and len(base["code"]) == 64
+    real = _records.core_versions
+    monkeypatch.setattr(_records, "core_versions", lambda: {**real(), "jax": "99.0.0"})
+    other = records.parts(v, inputs, "float64")
+    assert _records._why_changed(base, other).startswith("jax changed (")
+    monkeypatch.setattr(_records, "core_versions", real)
+    config_changed = {**base, "config": "0" * 64}
+    assert _records._why_changed(base, config_changed) == "[tool.weanj] changed"
+
+
+def test_the_code_is_every_project_file_the_module_reaches(project):
+    from weanj._pipeline._records import reachable_files
+
+    (project / "kernels" / "deep.py").write_text("X = 1\n")
+    (project / "kernels" / "helper.py").write_text("from kernels import deep\n" + HELPER)
+    import subprocess
+
+    from .helpers import PYTHON
+
+    # resolved in a fresh process, so that nothing of this one's imports counts
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, '.');"
+        "from weanj._pipeline._records import reachable_files;"
+        "print('\\n'.join(str(p.relative_to(Path.cwd())) for p in "
+        "reachable_files('kernels.one', (Path.cwd().resolve(),))))"
+    )
+    r = subprocess.run([PYTHON, "-c", code], cwd=project, capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    assert set(r.stdout.split()) == {
+        "kernels/__init__.py",
+        "kernels/one.py",
+        "kernels/helper.py",
+        "kernels/deep.py",
+    }
+    assert reachable_files  # the function under test is importable without running a project
