@@ -82,6 +82,8 @@ from ._model import Sizes as Sizes  # noqa: E402
 from ._model import TaylorPolicy as TaylorPolicy  # noqa: E402
 from ._model import Variant as Variant  # noqa: E402
 
+from ._io._jax_cache import enable as enable_compilation_cache  # noqa: E402
+
 # Gradient checks for any function
 from ._pipeline._gradchecks import fd_check as fd_check  # noqa: E402
 from ._pipeline._gradchecks import jvp_check as jvp_check  # noqa: E402

@@ -54,7 +54,11 @@ def cache_dir(root: Path | None = None) -> Path | None:
 
 
 def enable(root: Path | None = None) -> Path | None:
-    """Turn the cache on for this process (once; later calls return the same folder)."""
+    """Turn JAX's persistent compilation cache on for this process, in the project's
+    `.weanj-cache/` (or `$WEANJ_COMPILATION_CACHE`), as the commands do; once (later calls
+    return the same folder). In a notebook, `weanj.enable_compilation_cache()` before the
+    first compilation makes a re-run load compiled programs instead of compiling them again.
+    **Returns** the folder, or None where the cache is off or not writable."""
     with _lock:
         if _state["done"]:
             return _state["dir"]
