@@ -3,6 +3,8 @@ drift from the code.
 
 - `<!-- weanj:cli -->` (docs/cli.md) becomes the `--help` of `weanj` and of every
   subcommand, from `weanj._cli._parser.build_parser()`: the parser the command runs.
+- `<!-- weanj:docstring MODULE -->` (the gallery pages) becomes the module's docstring
+  (an example module's docstring is its mathematics and its hazards), as Markdown.
 - `<!-- weanj:variants EXAMPLE -->` (the gallery pages) becomes the table of the example's
   registered variants (name, family, backend, dtypes, description), and
   `<!-- weanj:examples -->` the table of the built-in examples and their families, both
@@ -35,7 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CLI_MARKER = "<!-- weanj:cli -->"
 EXAMPLES_MARKER = "<!-- weanj:examples -->"
-VARIANTS_MARKER = re.compile(r"<!-- weanj:variants (?P<example>[^ ]+) -->")
+DOCSTRING_MARKER = re.compile(r"<!-- weanj:docstring (?P<module>[\w.]+) -->")
+VARIANTS_MARKER = re.compile(r"<!-- weanj:variants (?P<example>[\w.-]+) -->")
 
 
 KERNEL = "weanj-docs"
@@ -114,7 +117,7 @@ def _weanj_project():
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return text.replace("|", "\\|").replace("*", "\\*").replace("\n", " ")
 
 
 def variants_table(example: str) -> str:
@@ -134,6 +137,51 @@ def variants_table(example: str) -> str:
             f"| {_cell(v.description)} |"
         )
     return "\n".join(rows)
+
+
+def _list_blocks(text: str, *, docstring: bool = False) -> str:
+    """What belongs to a `- ` item is indented by two spaces in weanj's docstrings and
+    pages (as on GitHub); Python-Markdown wants four for a table, a code block or a second
+    paragraph to stay inside the item, and a blank line before an item that follows one of
+    several paragraphs. In a docstring, a wrapped line that starts with an issue number
+    (`#56371`) is text, not a heading. Fenced blocks outside items are left alone."""
+    out, in_item, fence = [], False, None
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        if fence is not None and not in_item:
+            if stripped.startswith(fence):
+                fence = None
+            out.append(line)
+            continue
+        if not in_item and stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+            out.append(line)
+            continue
+        if docstring:
+            line = re.sub(r"^(\s*)#(?=\w)", r"\1\\#", line)
+        if line.startswith("- "):
+            if in_item and out and out[-1].strip():
+                out.append("")  # an item after a multi-paragraph item: its own block
+            in_item = True
+        elif in_item and line.startswith("  "):
+            line = "  " + line
+        elif line.strip():
+            in_item = False
+        out.append(line)
+    return "\n".join(out)
+
+
+def module_docstring(module: str) -> str:
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ValueError(f"<!-- weanj:docstring {module} -->: no such module")
+    doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text()))
+    if not doc:
+        raise ValueError(f"<!-- weanj:docstring {module} -->: the module has no docstring")
+    return _list_blocks(doc, docstring=True)
 
 
 def examples_table() -> str:
@@ -166,6 +214,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         check_api_page(markdown)
     if CLI_MARKER in markdown:
         markdown = markdown.replace(CLI_MARKER, cli_reference())
+    markdown = DOCSTRING_MARKER.sub(lambda m: module_docstring(m.group("module")), markdown)
     if EXAMPLES_MARKER in markdown:
         markdown = markdown.replace(EXAMPLES_MARKER, examples_table())
-    return VARIANTS_MARKER.sub(lambda m: variants_table(m.group("example")), markdown)
+    markdown = VARIANTS_MARKER.sub(lambda m: variants_table(m.group("example")), markdown)
+    return _list_blocks(markdown)
