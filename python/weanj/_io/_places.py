@@ -71,5 +71,5 @@ def fix_hint(path: Path) -> str:
         flag = "" if place.dtype == "float64" else f" --dtype {place.dtype}"
         return f"; recompute it with `weanj run {place.example} {path.stem}{flag}` or delete it"
     if place is not None and place.kind == RECORDED:
-        return "; re-record it (README: Recording a reference gradient) or delete it"
+        return "; re-record it (docs: Recording a reference gradient) or delete it"
     return "; write it again or delete it"

@@ -225,8 +225,7 @@ def stale_reason(g: Gradient, inputs: Inputs) -> str:
         differs.append("its key differs")
     if g.source == "recorded":
         fix = (
-            "re-record it on the current inputs (README: "
-            "Recording a reference gradient) or delete it"
+            "re-record it on the current inputs (docs: Recording a reference gradient) or delete it"
         )
     elif g.source == "store":
         flag = "" if g.dtype == "float64" else f" --dtype {g.dtype}"
