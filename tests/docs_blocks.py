@@ -7,7 +7,8 @@ doctests, and `<!-- invisible-code-block: python -->` set-up a reader does not s
 one namespace per page, in a temporary project holding a copy of weanj's shared inputs and
 recorded references (`$WEANJ_ROOT` and the working folder), and whatever a page registers
 is taken back afterwards. A block in another language is not run, and says so: it is a
-skipped item whose reason names its language (`bash` and `console`: shell commands;
+skipped item whose reason names its language (`bash` and `console`: shell commands, whose
+`weanj ...` command lines must still parse with weanj's own parser, or the item fails;
 `text`: output; `toml`, `julia`, `json`: files of those kinds). A Python block that cannot
 run here is marked in the page with `<!-- skip: next "why" -->`, and its item is skipped
 with that reason. A fenced block in no known language fails, so nothing is left out
@@ -18,9 +19,12 @@ not programs. Not in weanj's default test paths (`python -m pytest -n 2` leaves 
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import os
 import re
+import shlex
 import shutil
 import tempfile
 from pathlib import Path
@@ -34,8 +38,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Languages shown and never run, and why.
 NOT_RUN = {
-    "bash": "shell commands: shown, not run",
-    "console": "a shell session: shown, not run",
+    "bash": "shell commands: shown, not run (their weanj command lines parse)",
+    "console": "a shell session: shown, not run (its weanj command lines parse)",
     "text": "output or a layout: shown, not run",
     "toml": "a TOML file: shown, not run",
     "julia": "Julia code: no Julia on the machines weanj is tested on",
@@ -57,18 +61,42 @@ class FenceAudit:
             language = region.lexemes["language"].strip()
             if language == "python":
                 continue  # PythonCodeBlockParser's
-            yield Region(region.start, region.end, language, self.evaluate)
+            source = str(region.lexemes["source"])
+            yield Region(region.start, region.end, (language, source), self.evaluate)
 
     @staticmethod
     def evaluate(example) -> None:
-        language = example.parsed
+        language, source = example.parsed
         where = f"{Path(example.path).relative_to(REPO)}:{example.line}"
+        if language in ("bash", "console"):
+            _parse_weanj_lines(source, where)
         if language in NOT_RUN:
             raise SkipTest(f"{where}: {language} block: {NOT_RUN[language]}")
         raise AssertionError(
             f"{where}: a code block in language {language or '(none)'!r}: mark it python (run) or "
             f"one of {', '.join(NOT_RUN)} (not run)"
         )
+
+
+def _parse_weanj_lines(source: str, where: str) -> None:
+    """Every `weanj ...` command of a shell block is one the parser accepts (an option
+    renamed or removed fails here, not in a reader's terminal)."""
+    from weanj._cli._parser import parse
+
+    for line in source.splitlines():
+        line = line.split("  #")[0].strip().removeprefix("$ ")
+        for command in line.split("&&"):
+            words = shlex.split(command.strip())
+            if words[:1] != ["weanj"]:
+                continue
+            stderr = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(stderr):
+                    parse(words[1:])
+            except SystemExit:
+                raise AssertionError(
+                    f"{where}: {command.strip()!r} does not parse: {stderr.getvalue().strip()}"
+                ) from None
 
 
 def _registry_state():
