@@ -61,7 +61,7 @@ def test_notebook_functions_exist():
         assert hasattr(weanj, name), name
 
 
-# --- the seed notebook, as README.md shows it ---------------------------------------
+# --- the seed notebook, as docs/notebook.md shows it ---------------------------------
 
 
 def _lex_loss(theta, uobs, K):

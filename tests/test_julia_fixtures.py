@@ -186,7 +186,7 @@ FIXTURES: tuple[Fixture, ...] = (
         ADVECTION_RANDOM,
         ADVECTION_FD,
     ),
-    # At the ties, the gradient Julia's `min` is predicted to give (README, 03-advection:
+    # At the ties, the gradient Julia's `min` is predicted to give (docs/gallery/advection.md:
     # `ifelse(signbit(x - y), x, y)` returns y, Enzyme differentiates what is returned):
     # the Python reference of that convention, so that Pkg.test checks the prediction.
     Fixture(

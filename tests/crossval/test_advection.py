@@ -167,7 +167,7 @@ def test_reference_conventions_at_ties_are_the_jax_variants():
 
 def test_shared_inputs_have_minmod_ties_at_the_first_step():
     # Counted from the inputs alone (docs/DESIGN.md: ramps of exactly representable values and
-    # constant patches), for the README's numbers.
+    # constant patches), for the numbers of docs/gallery/advection.md.
     c0 = shared_arrays()["c0"]
     assert c0.shape == (64, 64)
     for axis, (a, b) in reference.minmod_arguments(c0).items():
@@ -209,7 +209,7 @@ def test_minmax_gradient_differs_only_next_to_ties():
     assert differ.sum() > 0
     near = reach_of_first_step_kinks(arrays["c0"])
     assert not np.any(differ & ~near), np.argwhere(differ & ~near)[:10]
-    assert differ.sum() == 681  # README: 681 of 4096
+    assert differ.sum() == 681  # docs/gallery/advection.md: 681 of 4096
     for g, algorithm in ((g_branch, "muscl"), (g_minmax, "muscl-minmax")):
         g_ref = reference.gradient(algorithm, arrays, params)["c0"]
         assert np.max(np.abs(g - g_ref)) <= 1e-11 * np.max(np.abs(g_ref)), algorithm

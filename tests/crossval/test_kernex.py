@@ -67,7 +67,7 @@ def test_lex_loss_bitwise_equal_to_jax_lex():
     # visits the points in the Julia loop's order, as jax-lex's scans do: the same bits.
     # (kernex-jacobi and kernex-rb are not bitwise equal to jax-jacobi and jax-rb: XLA's
     # CPU code for kernex's gathered windows contracts h2*θ + u[i-1,j] into a fused
-    # multiply-add, its code for jax-jacobi's slices does not; see README.)
+    # multiply-add, its code for jax-jacobi's slices does not; see docs/gallery/gauss_seidel.md.)
     for n, K in SIZES:
         loss, _ = evaluate("02-gauss-seidel", "kernex-lex", n, K)
         jax_loss, _ = evaluate("02-gauss-seidel", "jax-lex", n, K)

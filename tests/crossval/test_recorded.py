@@ -1,8 +1,8 @@
 """Live variants against the committed reference gradients in `results/<example>/recorded/`.
 
 A gradient recorded on another machine (a Julia run, a GPU run) is checked against every
-live variant of its family in every test run from then on (README: "Recording a reference
-gradient"). These are the case table's recorded pairs (`V~recorded/R`, per gradient
+live variant of its family in every test run from then on (docs/files.md: "Recording a
+reference gradient"). These are the case table's recorded pairs (`V~recorded/R`, per gradient
 array), answered by the judge, and its file cases: each recorded file must be current
 (computed on the shared inputs, as its provenance key says) and finite. References
 recorded before format 2 (no `format`, no `key`, the float64-bytes digest) are still
@@ -71,7 +71,7 @@ def test_live_variant_agrees_with_recorded_gradient(example, case_id):
     assert_judged(j, Verdict.OK)
     a, b = (subject(example, label) for label in j.subjects)
     recorded, live = (a, b) if a.source == "recorded" else (b, a)
-    # The recorded gradient as the reference of the relative error, as README says.
+    # The recorded gradient as the reference of the relative error, as docs/files.md says.
     assert_within_policy(
         recorded.loss,
         recorded.gradients[j.array],

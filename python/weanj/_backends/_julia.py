@@ -95,7 +95,7 @@ def _glibcxx_hint(message: str, julia: Path) -> str:
     library = bundled if bundled.is_file() else "<Julia's folder>/lib/julia/libstdc++.so.6"
     return (
         f"; Python loaded an older libstdc++ than Julia needs: start Python with "
-        f"LD_PRELOAD={library} (README: Running the Julia side)"
+        f"LD_PRELOAD={library} (docs: The Julia side)"
     )
 
 

@@ -31,7 +31,7 @@ def point_update(x, h2):
     **Returns:** `(h2*θ[i,j] + u[i-1,j] + u[i+1,j] + u[i,j-1] + u[i,j+1]) / 4`, the additions
     in docs/DESIGN.md's order. (Whether XLA then contracts `h2*θ + u[i-1,j]` into a fused
     multiply-add is its choice: on CPU it does for these gathered windows and for jax-lex's
-    scans, not for jax-jacobi's slices; see README, "kernex".)
+    scans, not for jax-jacobi's slices; see docs/gallery/gauss_seidel.md, "kernex".)
     """
     return (
         h2 * x["c+1", "i", "j"]
