@@ -116,6 +116,8 @@ class Variant:
     - `excludes`: `(arrays, params) -> reason or None`: inputs on which the variant is
       known not to work (a known upstream bug at some sizes, say); there its cases are
       skipped with the reason, never judged.
+    - `sources`: files its code lives in beyond Python modules (a Julia kernel): part of
+      what an evaluation record's key holds (docs/DESIGN.md, "Evaluation records").
     """
 
     example: Example
@@ -130,6 +132,7 @@ class Variant:
     multi_device: bool = False
     dtypes: tuple[str, ...] = DTYPES
     excludes: Callable[[Any, Any], str | None] | None = None
+    sources: tuple = ()
     _built: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __repr__(self) -> str:
