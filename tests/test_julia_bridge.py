@@ -41,6 +41,7 @@ from weanj._backends import _julia, _julia_client, _julia_find
 from weanj._registry import find_variant
 
 from .helpers import run_python
+from .julia_helpers import forget_julia
 
 REPO = Path(__file__).resolve().parent.parent
 JULIA_DIR = REPO / "julia"
@@ -101,9 +102,9 @@ def no_julia(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("PATH", str(path_dir))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     _julia_find._probe_version.cache_clear()
-    _julia_client.forget()
+    forget_julia()
     yield path_dir
-    _julia_client.forget()
+    forget_julia()
 
 
 def _clean_env(tmp_path: Path) -> dict[str, str]:
@@ -415,14 +416,14 @@ def test_a_broken_project_toml_makes_the_julia_variants_unavailable(tmp_path):
 def worker_that_must_not_start(tmp_path, monkeypatch):
     """A stand-in worker that dies on its first request: an argument that reached it
     would be a JuliaError, not the InputError these tests expect."""
-    _julia_client.forget()
+    forget_julia()
     monkeypatch.setenv("WEANJ_ROOT", str(tmp_path))
     worker = REPO / "tests" / "stand_ins" / "julia_worker.py"
     monkeypatch.setenv(
         _julia_client.WORKER_VARIABLE, shlex.join([sys.executable, str(worker), "segfault"])
     )
     yield _julia_client.work_folder(tmp_path) / "worker.log"
-    _julia_client.forget()
+    forget_julia()
 
 
 BAD_ARGUMENTS = [

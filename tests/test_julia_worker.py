@@ -37,6 +37,7 @@ from weanj._backends import _julia, _julia_client
 from weanj._backends import _julia_wire as wire
 
 from .helpers import graph_fields, graph_gradient
+from .julia_helpers import forget_julia
 from .projects import run_in, user_env, write_project
 
 REPO = Path(__file__).resolve().parent.parent
@@ -119,10 +120,11 @@ class Fake:
 
 @pytest.fixture
 def no_worker():
-    """No worker running and no failed start remembered, before and after."""
-    _julia_client.forget()
+    """No worker running, no failed start remembered, no Julia variant built, before and
+    after."""
+    forget_julia()
     yield
-    _julia_client.forget()
+    forget_julia()
 
 
 @pytest.fixture
@@ -593,6 +595,10 @@ def test_a_worker_still_busy_at_the_deadline_is_killed(failing, monkeypatch):
     monkeypatch.setattr(_julia_client.subprocess, "Popen", recording_popen)
     v = weanj.variant("02-gauss-seidel", "julia-lex")
     for attempt in (1, 2):
+        # Started first, without a limit, so that only the request is timed (a loaded
+        # machine may take seconds to start even a stand-in).
+        with _julia_client._LOCK:
+            _julia_client._STATE["worker"] = _julia_client._start(None, "julia-lex")
         token = _watch._DEADLINE.set(time.monotonic() + 2)
         try:
             with pytest.raises(TimeoutError) as caught:

@@ -160,7 +160,8 @@ class Worker:
     process: subprocess.Popen
     log: Path
     versions: str = ""
-    expired: bool = field(default=False, repr=False)
+    expired: bool = field(default=False, repr=False)  # killed at the deadline
+    broken: bool = field(default=False, repr=False)  # an exchange was interrupted
 
     def kill(self) -> None:
         """Kill the worker and every process it started (its own process group)."""
@@ -261,7 +262,7 @@ def _exchange(worker: Worker, header: dict, arrays, deadline: float | None, doin
                 say(f"  Julia worker: {reply.get('text')}")
                 continue
             return reply, out
-    except (wire.Closed, wire.Garbled, OSError, ValueError) as e:
+    except (wire.Closed, wire.Garbled, OSError) as e:
         if worker.expired:
             raise TimeoutError(
                 f"the Julia worker was still {doing} at the time limit; stopped it "
@@ -269,11 +270,14 @@ def _exchange(worker: Worker, header: dict, arrays, deadline: float | None, doin
             ) from None
         cause = worker.cause_of_death(e)
         raise JuliaError(f"the Julia worker {cause} while {doing} (log: {worker.log})") from None
+    except BaseException:  # an interrupt (Ctrl-C in a notebook): the pipes are out of step
+        worker.broken = True
+        raise
     finally:
         if timer is not None:
             timer.cancel()
             timer.join()
-        if worker.expired or worker.process.poll() is not None:
+        if worker.expired or worker.broken or worker.process.poll() is not None:
             _discard(worker)
 
 

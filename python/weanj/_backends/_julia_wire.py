@@ -79,7 +79,7 @@ def write(stream: BinaryIO, header: dict, arrays=()) -> None:
         arrays = [np.asarray(a) for a in arrays]
         arrays = [a if a.flags.c_contiguous else a.copy(order="C") for a in arrays]
     header = {**header, "arrays": [{"dtype": a.dtype.str, "shape": list(a.shape)} for a in arrays]}
-    text = json.dumps(header, allow_nan=False).encode("utf-8")
+    text = json.dumps(header).encode("utf-8")  # NaN as Python writes and reads it
     stream.write(_LENGTH.pack(len(text)) + text)
     for a in arrays:
         if a.size:
