@@ -160,11 +160,12 @@ class JuliaSession:
 
         _log(f"importing juliacall failed: {e!r}")
         if isinstance(e, subprocess.CalledProcessError):
-            # juliapkg runs Pkg in a Julia process of its own, whose error went to the log.
+            # juliapkg runs Julia processes of its own (to find libjulia, to install the
+            # packages with Pkg), whose output went to the log.
             return (
-                f"could not start {what}: juliapkg could not install the Julia packages "
-                "(Pkg's error is in the log; they come from weanj/juliapkg.json, juliacall's "
-                "and the project's Project.toml)"
+                f"could not start {what}: juliapkg's setup of the Julia environment failed "
+                f"(a Julia process exited with status {e.returncode} finding libjulia or "
+                "installing packages; its output is in the log)"
             )
         hint = _glibcxx_hint(str(e), julia)
         return f"could not start {what} through juliacall ({first_line(e)}){hint}"
