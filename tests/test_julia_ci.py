@@ -46,12 +46,16 @@ def test_the_workflow_runs_the_julia_side_on_the_supported_versions():
     uses = {step["uses"].split("@")[0]: step for step in job["steps"] if "uses" in step}
     assert uses["actions/setup-python"]["with"]["python-version"] == "3.11"
     assert uses["julia-actions/setup-julia"]["with"]["version"] == "${{ matrix.julia }}"
+    # The worker's log comes back with the report, wherever the job stopped.
+    uploaded = uses["actions/upload-artifact"]
+    assert ".weanj-cache/julia/worker.log" in uploaded["with"]["path"]
+    assert uploaded["if"] == "always()" and uploaded["with"]["include-hidden-files"] is True
     commands = [step["run"] for step in job["steps"] if "run" in step]
     expected = [
         'pip install -e ".[all]"',
         "fatou lint julia/",
         "julia --project=julia -e 'using Pkg; Pkg.instantiate(); Pkg.test()'",
-        "julia --project=. -e 'using Pkg; Pkg.instantiate()",
+        "weanj run 01-jacobi julia-jacobi",  # the Julia worker's first start
         "python -m pytest -m julia -rs",
         "weanj check",
     ]

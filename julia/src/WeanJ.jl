@@ -6,15 +6,15 @@ file per example in `julia/<stem>.jl` mirroring `python/weanj/examples/<stem>.py
 generic Enzyme gradient for all of them (and for a user's own kernels). The conventions
 (indices, layout, Float64 sums) are in `julia/README.md`.
 
-Loaded as `using WeanJ` (`julia --project=julia`), by `julia/run.jl` (Julia alone, with
-HDF5) and by the juliacall bridge `python/weanj/_backends/_julia.py`. Needs Enzyme only.
+Loaded by weanj's Julia worker (`python/weanj/_backends/_julia_worker.py`, through
+juliacall) and by its own tests (`using WeanJ`, `julia --project=julia`). Needs Enzyme
+only.
 """
 module WeanJ
 
 using Enzyme: Enzyme, Active, Const, Duplicated, Reverse
 
-export EXAMPLES, VARIANTS
-export backend_version, enzyme_gradient, include_kernels, kernel_function
+export backend_version, enzyme_gradient, include_kernels, kernel_function, loss_value
 export jacobi_loss, lex_loss, rb_loss
 export muscl_loss, muscl_minmax_loss
 export thomas_loss
@@ -29,84 +29,8 @@ include("../gauss_seidel.jl")
 include("../advection.jl")
 include("../tridiagonal.jl")
 include("../deposition.jl")
-# New examples: each further julia/<stem>.jl goes here, with its rows in EXAMPLES and
-# VARIANTS below and its loss functions in the export list above.
-
-# --- what the Python registry says, for julia/run.jl and test/runtests.jl ----------------
-
-# The fields of a row of EXAMPLES that 01-jacobi and 02-gauss-seidel share: they pose the
-# same Poisson problem (poisson.jl).
-const POISSON = (
-    arrays = ("theta", "uobs"),
-    kinds = ("float", "float"),
-    wrt = ("theta",),
-    params = ("K",),
-    param_kinds = ("int",),
-)
-
-"""
-The examples that have Julia kernels, as `python/weanj/examples/<stem>.py` registers
-them: their array inputs in call order with each one's kind (`"float"`, `"complex"`,
-`"int"`, `"index"` for an int array of 0-based indices, `index=True`, which the kernels
-receive plus one, and `"bool"`: what io.jl accepts in an inputs file), the arrays the gradient is
-taken with respect to, and their static parameters (passed after the arrays) with each
-one's kind (`"int"`, `"float"`, `"bool"`). A test on the Python side checks that the
-two agree.
-"""
-const EXAMPLES = (
-    (; name = "01-jacobi", POISSON...),
-    (; name = "02-gauss-seidel", POISSON...),
-    (
-        name = "03-advection",
-        arrays = ("c0", "u", "v", "cobs"),
-        kinds = ("float", "float", "float", "float"),
-        wrt = ("c0",),
-        params = ("T",),
-        param_kinds = ("int",),
-    ),
-    (
-        name = "04-tridiagonal",
-        arrays = ("a", "b", "c", "d", "xobs"),
-        kinds = ("float", "float", "float", "float", "float"),
-        wrt = ("a", "b", "c", "d"),
-        params = (),
-        param_kinds = (),
-    ),
-    (
-        name = "05-deposition",
-        arrays = ("pos", "q", "rhoobs"),
-        kinds = ("float", "float", "float"),
-        wrt = ("pos", "q"),
-        params = (),
-        param_kinds = (),
-    ),
-    # New examples: one row each, here.
-)
-
-"""
-The Julia variants: example, name, family and loss function. The Python side registers
-the same names (`weanj.julia_variant` in python/weanj/examples/<stem>.py).
-"""
-const VARIANTS = (
-    (example = "01-jacobi", name = "julia-jacobi", family = "jacobi", loss = jacobi_loss),
-    (example = "02-gauss-seidel", name = "julia-lex", family = "lex", loss = lex_loss),
-    (example = "02-gauss-seidel", name = "julia-rb", family = "rb", loss = rb_loss),
-    (example = "03-advection", name = "julia-muscl", family = "muscl", loss = muscl_loss),
-    (
-        example = "03-advection",
-        name = "julia-muscl-minmax",
-        family = "muscl-minmax",
-        loss = muscl_minmax_loss,
-    ),
-    (
-        example = "04-tridiagonal",
-        name = "julia-thomas",
-        family = "thomas",
-        loss = thomas_loss,
-    ),
-    (example = "05-deposition", name = "julia-cic", family = "cic", loss = cic_loss),
-    # New examples: one row per Julia variant, here.
-)
+# New examples: each further julia/<stem>.jl goes here, and its loss functions in the
+# export list above.
 
 # --- the gradient, for every kernel ----------------------------------------------------
 
@@ -122,9 +46,11 @@ complex array's shadow is `∂L/∂Re z + i·∂L/∂Im z` (Enzyme treats a comp
 pair of reals), the convention weanj stores: it is returned as it is.
 
 - `activity`: how Enzyme treats `loss` itself. `"bare"` passes it as it is, which
-  Enzyme takes as constant while checking that nothing writes to what it captured
-  (an `EnzymeMutabilityException` otherwise); `"const"` passes `Const(loss)` (captured
-  state without derivatives, unchecked); `"duplicated"` passes
+  Enzyme takes as constant; if the loss's type can hold derivatives (it captured a
+  `Vector{Float64}`, say), Enzyme also checks that nothing writes to what it captured
+  (an `EnzymeMutabilityException` otherwise), and if it cannot (a call counter in a
+  `Ref{Int}`), nothing is checked and nothing needs saying. `"const"` passes
+  `Const(loss)` (captured state without derivatives, unchecked); `"duplicated"` passes
   `Duplicated(loss, make_zero(loss))`, giving a captured buffer a shadow of its own.
 - `runtime_activity`: `Enzyme.set_runtime_activity(Reverse)` instead of `Reverse`, for
   code whose activity Enzyme cannot settle statically (an `EnzymeRuntimeActivityError`,
@@ -181,18 +107,43 @@ function differentiate(mode, loss::F, activity::AbstractString, annotated::Tuple
     return nothing
 end
 
+"""
+    loss_value(loss, args...) -> Vector
+
+`[loss(args...)]`: the loss in a one-element vector, so that weanj's worker sees its
+type (juliacall hands a bare `Float32` to Python as a Python `float`, which would hide a
+kernel that returns `Float64` on `Float32` arrays).
+"""
+loss_value(loss::F, args::Vararg{Any, N}) where {F, N} = [loss(args...)]
+
 # --- a user's own kernels ----------------------------------------------------------------
 
 """
     include_kernels(path) -> Module
 
 A user's Julia file (`weanj.julia_variant(..., file=...)`), evaluated in a new module of
-its own, so that two files may define the same names. Its loss functions are then found
+its own, so that two files may define the same names. The module is made by evaluating
+a `module` expression (`Module(name)` would make one without `include` and `eval` of its
+own), so the file may `include("helpers.jl")`, found beside it. It sits inside a module
+of a fresh name in `Main`, which nothing else uses. Its loss functions are then found
 with `kernel_function` and differentiated with `enzyme_gradient`.
 """
 function include_kernels(path::AbstractString)
     isfile(path) || throw(ArgumentError("Julia file $path does not exist"))
-    mod = Module(Symbol(first(splitext(basename(path)))))
+    name = Symbol(first(splitext(basename(path))))
+    holder = gensym(name)
+    # As juliacall's own `newmodule`: `module $holder; module $name; end; end` evaluated
+    # in Main as parsed code (line numbers included), then `$holder.$name` looked up by
+    # another evaluation (in the latest world, where the new modules exist).
+    Core.eval(
+        Main,
+        :(
+            module $holder
+                module $name end
+            end
+        ),
+    )
+    mod = Core.eval(Main, :($holder.$name))
     Base.include(mod, abspath(path))
     return mod
 end

@@ -1,15 +1,16 @@
-"""The Julia variants where Julia runs: the bridge's index and dtype conventions, arrays
-of every kind (complex gradients in the stored convention, int indices, bools), a user's
-own Julia file with several gradient arrays, a callable with a buffer of its own (the
-loss's activity), the kernels' own checks, and the Julia side on its own
-(`julia/run.jl`) writing format-2 files where the store's rules say, which the store
-reads, and refusing bad inputs files in one line.
+"""The Julia variants where Julia runs, through weanj's Julia worker: the index and
+dtype conventions, arrays of every kind (complex gradients in the stored convention, int
+indices, bools), a user's own Julia file with several gradient arrays, one that includes
+a helper beside it, one that uses a package its project's Project.toml declares, a
+callable with a buffer of its own (the loss's activity), and `weanj run` saving a
+gradient with Julia's provenance; this process never imports juliacall.
 
 The pairwise comparisons of every variant with its family (Julia's included) live in the
 registry-driven tests beside this file, and WeanJ's own tests in julia/test/runtests.jl
 (`Pkg.test()`, run by .github/workflows/julia.yml); these tests check what is particular
-to the bridge and to run.jl. Every test here is marked `julia` and skips, saying why,
-where Julia is not available. Nothing here writes a Julia result into the repository.
+to the worker. Every test here is marked `julia` and skips, saying why, where Julia is not
+available (or where a stand-in worker is configured). Nothing here writes a Julia result
+into the repository.
 """
 
 from __future__ import annotations
@@ -19,19 +20,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-import h5py
 import numpy as np
 import pytest
 
 import weanj
 from weanj import _registry
-from weanj._backends import _julia, _julia_find
-from weanj._io._h5 import provenance_key
+from weanj._backends import _julia, _julia_client
 
 from ..helpers import graph_fields, graph_gradient
 
 REPO = Path(__file__).resolve().parent.parent.parent
-REASON = _julia.unavailable_reason()
+REASON = (
+    f"a stand-in worker is configured (${_julia_client.WORKER_VARIABLE}), not Julia"
+    if _julia_client.stand_in()
+    else _julia.unavailable_reason()
+)
 
 pytestmark = [
     pytest.mark.julia,
@@ -103,15 +106,6 @@ def test_bad_inputs_are_refused_before_julia():
         v.loss(theta.astype(int), uobs, 2)
     with pytest.raises(weanj.InputError, match=r"expected \(n, n\)"):
         v.loss(theta[:, :5], uobs[:, :5], 2)
-
-
-def test_the_julia_kernels_check_shapes_themselves():
-    """Called directly (not through the bridge's checks), a Poisson kernel refuses a
-    non-square θ instead of computing on a sub-block."""
-    Main, WeanJ = _julia._start_julia()
-    theta = Main.Array(np.ones((3, 4)))
-    with pytest.raises(Exception, match="DimensionMismatch"):
-        WeanJ.jacobi_loss(theta, theta, 1)
 
 
 def test_backend_version_names_julia_and_enzyme():
@@ -253,179 +247,66 @@ def test_a_callable_with_its_own_buffer_needs_function_duplicated(graph_file):
     np.testing.assert_allclose(g["y"], -2 * (2 * x - y), rtol=1e-14)
 
 
-# --- julia/run.jl: the Julia side on its own -------------------------------------------------
-
-
-def _julia_project_reason(julia: Path) -> str | None:
-    """Why `julia --project=.` cannot load the Julia side's own dependencies, or None."""
-    try:
-        done = subprocess.run(
-            [str(julia), f"--project={REPO}", "-e", "using Enzyme, HDF5, SHA"],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-    except subprocess.TimeoutExpired:
-        return "loading Enzyme and HDF5 took over 10 minutes"
-    if done.returncode != 0:
-        return (
-            "the top-level Project.toml is not instantiated; run "
-            "julia --project=. -e 'using Pkg; Pkg.instantiate()'"
-        )
-    return None
-
-
-@pytest.fixture(scope="module")
-def julia_alone() -> Path:
-    julia, _ = _julia_find.find_julia()
-    reason = _julia_project_reason(julia)
-    if reason is not None:
-        pytest.skip(reason)
-    return julia
-
-
-def run_jl(julia: Path, *args: str, root: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if root is not None:
-        env["WEANJ_ROOT"] = str(root)
-    return subprocess.run(
-        [str(julia), f"--project={REPO}", str(REPO / "julia" / "run.jl"), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
+def test_a_users_file_may_include_a_helper_beside_it(smooth_example):
+    """The user's module has an `include` of its own (a `module` block, not
+    `Module(name)`), resolved against the file's folder, not the current directory."""
+    ex, path = smooth_example
+    (path.parent / "terms.jl").write_text("residual(x, y, S, i) = S * x[i] - y[i]\n")
+    helped = path.parent / "helped.jl"
+    helped.write_text(
+        'include("terms.jl")\n\n'
+        "function helped_loss(x, y, S)\n"
+        "    s = 0.0\n"
+        "    for i in eachindex(x, y)\n"
+        "        s += residual(x, y, S, i)^2\n"
+        "    end\n"
+        "    return s\n"
+        "end\n"
     )
-
-
-def assert_one_line_error(done: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert done.returncode == 2, done.stderr
-    # Julia may report precompilation on stderr first; the error is the last line, alone.
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("run.jl: error: "), done.stderr
-    for fragment in fragments:
-        assert fragment in last, last
-    assert "Stacktrace" not in done.stderr and "ERROR" not in done.stderr
-    assert "HDF5-DIAG" not in done.stderr  # the HDF5 library's own error stack, printed
+    v = weanj.julia_variant(ex, "julia-helped", family="smooth", loss="helped_loss", file=helped)
+    x, y = ex.generate(5)["x"], ex.generate(5)["y"]
+    assert v.loss(x, y, 3) == pytest.approx(np.sum((3 * x - y) ** 2), rel=1e-14)
+    np.testing.assert_allclose(v.grad(x, y, 3)["x"], 6 * (3 * x - y), rtol=1e-14)
+    assert "juliacall" not in sys.modules  # Julia ran in the worker
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_run_jl_writes_files_the_store_reads(julia_alone, project, dtype):
-    """`julia --project=. julia/run.jl 02-gauss-seidel [--dtype float32]` writes julia-lex
-    and julia-rb as format-2 files of the shared inputs (gradients/, or gradients/float32/),
-    with the key Python computes, agreeing with JAX."""
-    done = run_jl(julia_alone, "02-gauss-seidel", "--dtype", dtype, root=project)
-    assert done.returncode == 0, done.stderr
-    shared = weanj.read_inputs("02-gauss-seidel")
-    folder = project / "results" / "02-gauss-seidel" / "gradients"
-    for name, jax in (("julia-lex", "jax-lex"), ("julia-rb", "jax-rb")):
-        path = folder / (f"{name}.h5" if dtype == "float64" else f"float32/{name}.h5")
-        assert path.is_file(), done.stdout
-        stored = weanj.load_gradient("02-gauss-seidel", name, dtype=dtype)  # refuses others
-        assert (stored.backend, stored.family, stored.dtype) == ("julia", name[6:], dtype)
-        assert stored.format == 2 and stored.key == shared.key(dtype)
-        assert stored.params == {"K": shared.params["K"]}
-        assert stored.backend_version.startswith("Julia 1.")
-        args = shared.args(dtype)
-        loss_x, g_x = evaluate("02-gauss-seidel", jax, *args)
-        assert within_policy(g_x, stored.gradient, loss_x, stored.loss, dtype)
+def test_a_package_the_project_declares_reaches_the_worker(tmp_path):
+    """A user project whose kernel uses LinearAlgebra, declared in its Project.toml as
+    `Pkg.add` would: juliapkg installs it into the worker's environment, and weanj check
+    judges the Julia variant with its family."""
+    from ..projects import run_in, user_env, write_project
 
-
-@pytest.mark.slow
-def test_run_jl_puts_other_parameters_in_runs(julia_alone, project):
-    """Another K is not the shared inputs' run: results/<ex>/runs/<variant>-K5.h5, with
-    its own key, and nothing in the store."""
-    done = run_jl(julia_alone, "02-gauss-seidel", "--K", "5", root=project)
-    assert done.returncode == 0, done.stderr
-    assert "not saved to the store" in done.stdout
-    shared = weanj.read_inputs("02-gauss-seidel")
-    for name in ("julia-lex", "julia-rb"):
-        path = project / "results" / "02-gauss-seidel" / "runs" / f"{name}-K5.h5"
-        stored = weanj.load_gradient("02-gauss-seidel", name, path=path, allow_stale=True)
-        assert stored.params == {"K": 5} and not shared.matches(stored)
-        assert stored.key == provenance_key(shared.digest, {"K": 5}, "float64")
-    assert not (project / "results" / "02-gauss-seidel" / "gradients").exists()
-
-
-@pytest.mark.slow
-def test_run_jl_replaces_a_recorded_reference_only_with_force(julia_alone, project):
-    recorded = project / "results" / "02-gauss-seidel" / "recorded" / "julia-lex.h5"
-    out = ("--variant", "julia-lex", "--out", str(recorded))
-    assert not recorded.exists()
-    first = run_jl(julia_alone, "02-gauss-seidel", *out, root=project)
-    assert first.returncode == 0, first.stderr
-    before = recorded.read_bytes()
-    again = run_jl(julia_alone, "02-gauss-seidel", *out, root=project)
-    assert_one_line_error(again, str(recorded), "replaced only with --force")
-    assert recorded.read_bytes() == before
-    forced = run_jl(julia_alone, "02-gauss-seidel", *out, "--force", root=project)
-    assert forced.returncode == 0, forced.stderr
-    kept = list(recorded.parent.glob("julia-lex.h5.replaced-*"))
-    assert len(kept) == 1 and kept[0].read_bytes() == before
-    assert weanj.load_gradient("02-gauss-seidel", "julia-lex", recorded=True).format == 2
-    several = run_jl(julia_alone, "02-gauss-seidel", "--out", str(recorded), root=project)
-    assert_one_line_error(several, "--out names one file; choose one variant with --variant")
-
-
-@pytest.mark.slow
-def test_run_jl_rejects_an_unknown_example_in_one_line(julia_alone):
-    done = run_jl(julia_alone, "03-nothing")
-    assert_one_line_error(done, "no Julia variants of 03-nothing; examples that have some:")
-
-
-def _damage(path: Path, how: str) -> str:
-    """Damage an inputs file; returns what the one-line error must say."""
-    if how == "garbage":
-        path.write_bytes(b"not an HDF5 file at all\n" * 40)
-        return "cannot read inputs file"
-    if how == "truncated":
-        # HDF5 may refuse to open it, or open it and miss the datasets: either way, one line.
-        path.write_bytes(path.read_bytes()[:2048])
-        return "inputs file"
-    with h5py.File(path, "r+") as f:
-        if how == "nan":
-            data = f["theta"][()]
-            data[1, 2] = np.nan
-            f["theta"][...] = data
-            return "theta: has NaN/Inf values"
-        if how == "format-1":
-            del f.attrs["format"]
-            return "was written by an earlier weanj (format 1, not 2); rewrite it with"
-        if how == "no-dataset":
-            del f["uobs"]
-            return "lacks the dataset uobs"
-        if how == "tampered":
-            f["uobs"][0, 0] = f["uobs"][0, 0] + 1.0
-            return "does not match its recorded sha256"
-        if how == "other-example":
-            f.attrs["example"] = "01-jacobi"
-            return "is for example 01-jacobi"
-        if how == "bad-K":
-            f.attrs["K"] = np.int64(0)
-            return "K = 0"
-    raise ValueError(how)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "how",
-    [
-        "garbage",
-        "truncated",
-        "nan",
-        "no-dataset",
-        "tampered",
-        "other-example",
-        "bad-K",
-        "format-1",
-    ],
-)
-def test_run_jl_refuses_a_bad_inputs_file_in_one_line(julia_alone, project, how):
-    path = project / "shared_inputs" / "02-gauss-seidel.h5"
-    expected = _damage(path, how)
-    done = run_jl(julia_alone, "02-gauss-seidel", root=project)
-    assert_one_line_error(done, str(path), expected, "weanj inputs regenerate 02-gauss-seidel")
-    assert not (project / "results" / "02-gauss-seidel" / "gradients").exists()
+    kernels = (
+        "import numpy as np\n"
+        "import weanj\n"
+        "from toy_kernels import smooth_loop\n\n"
+        "ex = weanj.register_example(weanj.Example(\n"
+        '    name="21-dot", arrays=("x", "y"), wrt="x", params=(weanj.Param("S", default=1),),\n'
+        '    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(8),\n'
+        '                           "y": np.random.default_rng(seed + 1).standard_normal(8)},\n'
+        "))\n"
+        'weanj.jax_variant(ex, "jax-loop", family="smooth", loss=smooth_loop)\n'
+        'weanj.julia_variant(ex, "julia-dot", family="smooth", file="julia/dot.jl",\n'
+        '                    loss="dot_loss", dtypes=("float64",))\n'
+    )
+    julia = (
+        "using LinearAlgebra: dot\n\n"
+        "function dot_loss(x, y, S)\n"
+        "    n = length(x)\n"
+        "    u = [(x[mod1(i - 1, n)] + 2 * x[i] + x[mod1(i + 1, n)]) / 4 for i in 1:n]\n"
+        "    r = u .- y\n"
+        "    return dot(r, r)\n"
+        "end\n"
+    )
+    root = write_project(tmp_path, {"dot.py": kernels, "julia/dot.jl": julia})
+    (root / "Project.toml").write_text(
+        '[deps]\nLinearAlgebra = "37e2e46d-f89d-539d-b4ee-838fcccc9c8e"\n'
+    )
+    done = run_in(root, "-m", "weanj", "check", "--dtype", "float64", env=user_env(), timeout=3600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    requirements = root / ".weanj-cache" / "julia" / "requirements" / "juliapkg.json"
+    assert "LinearAlgebra" in requirements.read_text()
 
 
 @pytest.mark.slow

@@ -1,52 +1,48 @@
-"""The Julia bridge: starting Julia (the only module that imports juliacall), the table
-of Julia kernels and `julia_variant`, whose loss is a Julia function of weanj's package
-(`julia/src/WeanJ.jl`) or of a user's file and whose gradient is Enzyme.jl's
-(`WeanJ.enzyme_gradient`: `Duplicated` for the `wrt` arrays, `Const` for the rest).
+"""Julia variants: `julia_variant`, the table of Julia kernels, and what crosses to the
+Julia worker.
 
-Registering runs nothing; listing runs at most `julia --version` (`_julia_find`).
-juliacall is imported when a Julia variant is first used, with the Julia weanj chose
-handed to juliapkg, which then never looks for or downloads another.
+A Julia variant's loss is a Julia function of weanj's package (`julia/src/WeanJ.jl`) or
+of a user's file, and its gradient is Enzyme.jl's (`WeanJ.enzyme_gradient`:
+`Duplicated` for the `wrt` arrays, `Const` for the rest). Both run in the Julia worker,
+a process of their own (`_julia_client` starts it, `_julia_worker` is its program); this
+module never imports juliacall.
+
+Registering runs nothing, and a missing Julia file only makes its variants unavailable;
+listing runs at most `julia --version` (`_julia_find`).
 
 What crosses (docs/DESIGN.md, "The Julia side"): numpy's `a[i, j]` is Julia's
 `a[i+1, j+1]`; each array becomes a Julia `Array` of its own element type (`Float64`,
 `Float32`, `ComplexF64`, `ComplexF32`, `Int64`, `Int32`, ..., `Bool`), index arrays plus
-one; parameters `Int`, `Float64` or `Bool`. Gradients come back as C-order numpy arrays,
+one; parameters `Int`, `Float64` or `Bool`. The loss comes back as Julia's scalar (in
+the dtype under test, else the variant's error), gradients as C-order numpy arrays,
 complex ones as Enzyme gives them, `∂L/∂Re z + i·∂L/∂Im z` (the stored convention).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import importlib.metadata
 import importlib.util
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._errors import DefinitionError, InputError, UnavailableError
+from .._errors import DefinitionError, InputError
 from .._model import Functions, Variant
 from .._project import project_root
 from .._registry import example_names, example_of, register_variant
-from ._julia_find import (
-    FIX_VERSION,
-    SUPPORTED_TEXT,
-    configure_juliacall,
-    find_julia,
-    locate_julia,
-    supported,
-    version_key,
-    why_unsupported,
-)
+from . import _julia_client
+from ._julia_client import JuliaError
+from ._julia_find import find_julia
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
 # `function=` of julia_variant (julia/README.md, "Closures and callables"). None passes the
-# loss bare: constant, and Enzyme refuses one that writes to what it captured.
+# loss bare: constant, and Enzyme refuses one that writes derivative-carrying memory it
+# captured.
 FUNCTION_ACTIVITY = {None: "bare", "const": "const", "duplicated": "duplicated"}
 
 
@@ -61,13 +57,17 @@ def julia_sources() -> Path | None:
 
 
 def unavailable_reason() -> str | None:
-    """Why the Julia variants cannot run here, or None. Runs at most `julia --version`."""
-    if "failed" in _session:
-        return _session["failed"]
+    """Why the Julia variants cannot run here, or None. Runs at most `julia --version`;
+    with a stand-in worker configured (`$WEANJ_JULIA_WORKER`), None."""
+    if _julia_client.stand_in():
+        return None
+    failed = _julia_client.failed_reason()
+    if failed is not None:
+        return failed
     julia, why = find_julia()
     if julia is None:
         return why
-    if "juliacall" not in sys.modules and importlib.util.find_spec("juliacall") is None:
+    if importlib.util.find_spec("juliacall") is None:
         return "needs the Python package 'juliacall' (pip install 'weanj[julia]')"
     if julia_sources() is None:
         return (
@@ -76,123 +76,15 @@ def unavailable_reason() -> str | None:
     return None
 
 
-# --- starting Julia ----------------------------------------------------------------------
-
-_session: dict = {}  # "Main", "WeanJ", "modules" once Julia runs; "failed" if it did not
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
-
-
-def _glibcxx_hint(message: str, julia: Path) -> str:
-    """What to do when an older libstdc++ was loaded into Python before Julia's."""
-    if "GLIBCXX" not in message and "CXXABI" not in message:
-        return ""
-    # Julia's binary distributions (juliaup's included) ship theirs in lib/julia.
-    bundled = julia.resolve().parent.parent / "lib" / "julia" / "libstdc++.so.6"
-    library = bundled if bundled.is_file() else "<Julia's folder>/lib/julia/libstdc++.so.6"
-    return (
-        f"; Python loaded an older libstdc++ than Julia needs: start Python with "
-        f"LD_PRELOAD={library} (docs: The Julia side)"
-    )
-
-
-def _enzyme_hint() -> str:
-    project = os.environ.get("PYTHON_JULIACALL_PROJECT")
-    if project:
-        return (
-            f"PYTHON_JULIACALL_PROJECT={project} is used as it is and nothing installs "
-            f"Enzyme there: run julia --project={project} -e 'using Pkg; Pkg.add(\"Enzyme\")', "
-            "or unset PYTHON_JULIACALL_EXE and PYTHON_JULIACALL_PROJECT"
-        )
-    return (
-        "juliapkg installs it from python/weanj/juliapkg.json; reinstall with "
-        "python -c 'import juliapkg; juliapkg.resolve(force=True)'"
-    )
-
-
-def _start_julia() -> tuple[Any, Any]:
-    """`(Main, WeanJ)`: Julia started through juliacall, once per process, with Enzyme and
-    the package `julia/src/WeanJ.jl` loaded.
-
-    The first start installs Enzyme into juliacall's environment and precompiles it,
-    which takes minutes; later starts take seconds. A failure is remembered: the Julia
-    variants are then unavailable for the rest of the process, saying why.
-    """
-    if "WeanJ" in _session:
-        return _session["Main"], _session["WeanJ"]
-    if "failed" in _session:
-        raise UnavailableError(_session["failed"])
-    try:
-        _session["Main"], _session["WeanJ"] = _load_weanj()
-    except UnavailableError as e:
-        # Once juliacall was asked to start Julia, trying again in this process could
-        # only fail the same way, or worse; before that (no Julia found, say), the user
-        # may still fix the settings.
-        if _session.get("attempted"):
-            _session["failed"] = str(e)
-        raise
-    _session["modules"] = {}
-    return _session["Main"], _session["WeanJ"]
-
-
-def _load_weanj() -> tuple[Any, Any]:
-    found = locate_julia()
-    if found.path is None:
-        raise UnavailableError(found.why)
-    sources = julia_sources()
-    if sources is None:
-        raise UnavailableError(unavailable_reason() or "julia/src/WeanJ.jl is missing")
-    if "juliacall" not in sys.modules:
-        configure_juliacall(found.path)
-    _session["attempted"] = True
-    try:
-        from juliacall import Main
-    except Exception as e:  # juliacall and juliapkg report failures as plain Exceptions
-        raise UnavailableError(
-            f"could not start Julia {found.version} ({found.path}) through juliacall "
-            f"({_first_line(e)}){_glibcxx_hint(str(e), found.path)}"
-        ) from e
-    try:
-        running = str(Main.seval("string(VERSION)"))
-    except Exception as e:
-        raise UnavailableError(f"Julia started but does not answer ({_first_line(e)})") from e
-    key = version_key(running)
-    if key is None or not supported(key):
-        what = why_unsupported(key) if key is not None else "not a version weanj knows"
-        raise UnavailableError(
-            f"juliacall runs Julia {running} (started before weanj chose one; {what}), but "
-            f"weanj's Julia variants need {SUPPORTED_TEXT}: {FIX_VERSION}, and let weanj "
-            "start Julia"
-        )
-    try:
-        Main.seval("import Enzyme")
-    except Exception as e:
-        raise UnavailableError(
-            f"Julia {running} started but could not load Enzyme: {_first_line(e)}; {_enzyme_hint()}"
-        ) from e
-    package = sources / "src" / "WeanJ.jl"
-    try:
-        Main.include(str(package))
-    except Exception as e:
-        raise UnavailableError(
-            f"Julia {running} started but could not load {package} ({_first_line(e)})"
-        ) from e
-    return Main, Main.WeanJ
-
-
-def _user_module(path: Path) -> Any:
-    """The module of a user's Julia file, included once per process."""
-    _, WeanJ = _start_julia()
-    modules = _session["modules"]
-    if path not in modules:
-        try:
-            modules[path] = WeanJ.include_kernels(str(path))
-        except Exception as e:
-            raise InputError(f"the Julia file {path} does not load: {_first_line(e)}") from e
-    return modules[path]
+def file_reason(path: Path | None) -> str | None:
+    """Why a variant's Julia file cannot be used, or None (weanj's own kernels: None)."""
+    if path is None:
+        return None
+    if not path.is_file():
+        return f"the Julia file {path} does not exist"
+    if not os.access(path, os.R_OK):
+        return f"the Julia file {path} cannot be read"
+    return None
 
 
 # --- variants --------------------------------------------------------------------------
@@ -263,79 +155,49 @@ def _arguments(example: Any, kernel: JuliaKernel, args: tuple) -> tuple[dict, li
     return arrays, params, np.dtype(dtype)
 
 
-def _julia_failure(kernel: JuliaKernel, e: Exception) -> Exception:
-    """One line for a kernel's own check (`InputError`) or Enzyme's activity errors
-    (`DefinitionError` naming the option that fixes them); anything else is returned as
-    it is (a bug in the kernel, reported with Julia's message)."""
-    text, first = str(e), _first_line(e)
-    options = "julia/README.md: Closures and callables"
-    if "EnzymeMutabilityException" in text or "cannot be proven readonly" in text:
-        return DefinitionError(
-            f"{kernel.variant}: Enzyme cannot prove that {kernel.loss} leaves what it captured "
-            "unwritten (EnzymeMutabilityException): pass function='duplicated' to "
-            "weanj.julia_variant if that state holds values the loss depends on, "
-            f"function='const' if it does not ({options})"
-        )
-    if "Constant memory is stored" in text or "EnzymeRuntimeActivityError" in text:
-        fix = "runtime_activity=True"
-        if kernel.activity != "duplicated":
-            fix = f"function='duplicated' (if {kernel.loss} keeps a buffer of its own) or {fix}"
-        return DefinitionError(
-            f"{kernel.variant}: Enzyme found constant memory stored into a differentiable "
-            f"variable (EnzymeRuntimeActivityError): pass {fix} to weanj.julia_variant "
-            f"({options})"
-        )
-    if first.startswith(("DimensionMismatch", "ArgumentError")):
-        return InputError(f"{kernel.variant}: {first}")
-    return e
-
-
 def _build(example: Any, kernel: JuliaKernel) -> Functions:
-    """`Functions(loss, grad)` on numpy arrays, calling Julia; no `jvp` (a Julia loss
-    cannot be pushed forward by JAX)."""
-    Main, WeanJ = _start_julia()
-    module = WeanJ if kernel.file is None else _user_module(kernel.file)
-    try:
-        julia_loss = WeanJ.kernel_function(module, kernel.loss)
-    except Exception as e:
-        where = "WeanJ (julia/src/WeanJ.jl)" if kernel.file is None else str(kernel.file)
-        raise InputError(
-            f"{kernel.variant}: no Julia function {kernel.loss} in {where} ({_first_line(e)})"
-        ) from e
-    flags = kernel.wrt_flags
+    """`Functions(loss, grad)` on numpy arrays, computed by the Julia worker; no `jvp` (a
+    Julia loss cannot be pushed forward by JAX)."""
     flagged = [a for a in kernel.arrays if a in kernel.wrt]  # enzyme_gradient's order
 
-    def julia_arguments(args):
+    def ask(op: str, what: str, args: tuple) -> tuple[list, np.dtype]:
         arrays, params, dtype = _arguments(example, kernel, args)
-        # `Array` copies juliacall's view of each array (a PyArray of the same element
-        # type, 1-based indices on the same axes) into a column-major Julia array.
-        return [Main.Array(arrays[a]) for a in kernel.arrays] + params, dtype
-
-    def call(fn, *args, **options):
-        try:
-            return fn(*args, **options)
-        except Exception as e:
-            failure = _julia_failure(kernel, e)
-            if failure is e:
-                raise
-            raise failure from e
+        header = {
+            "op": op,
+            "variant": kernel.variant,
+            "file": None if kernel.file is None else str(kernel.file),
+            "loss": kernel.loss,
+            "wrt": list(kernel.wrt_flags),
+            "activity": kernel.activity,
+            "runtime_activity": kernel.runtime_activity,
+            "params": params,
+        }
+        out = _julia_client.request(
+            header, [arrays[a] for a in kernel.arrays], variant=kernel.variant, what=what
+        )
+        return out, dtype
 
     def loss(*args):
-        julia_args, dtype = julia_arguments(args)
-        return dtype.type(call(julia_loss, *julia_args))
+        out, dtype = ask("loss", "loss", args)
+        if len(out) != 1 or out[0].shape != ():
+            raise JuliaError(f"{kernel.variant}: the Julia worker answered no scalar loss")
+        value = out[0][()]
+        if value.dtype != dtype:
+            raise JuliaError(
+                f"{kernel.variant}: {kernel.loss} returned a {value.dtype} loss on {dtype} "
+                "inputs; a Julia loss returns the element type of its float arrays "
+                "(julia/README.md: Sums in Float64, rounded to T once)"
+            )
+        return value
 
     def grad(*args):
-        julia_args, _ = julia_arguments(args)
-        shadows = call(
-            WeanJ.enzyme_gradient,
-            julia_loss,
-            flags,
-            *julia_args,
-            activity=kernel.activity,
-            runtime_activity=kernel.runtime_activity,
-        )
-        # C-order copies; complex shadows are the stored convention already.
-        by_name = {a: g.to_numpy(order="C") for a, g in zip(flagged, shadows, strict=True)}
+        out, _ = ask("grad", "gradient", args)
+        if len(out) != len(flagged):
+            raise JuliaError(
+                f"{kernel.variant}: the Julia worker answered {len(out)} gradient arrays "
+                f"for {len(flagged)} ({', '.join(flagged)})"
+            )
+        by_name = dict(zip(flagged, out, strict=True))
         if len(kernel.wrt) == 1:
             return by_name[kernel.wrt[0]]
         return {a: by_name[a] for a in kernel.wrt}
@@ -344,24 +206,24 @@ def _build(example: Any, kernel: JuliaKernel) -> Functions:
 
 
 def backend_version() -> str:
-    """The Julia and Enzyme versions once Julia runs in this process; juliacall's always."""
+    """What computed the Julia variants in this process: Julia's, Enzyme's and
+    juliacall's versions as the worker said them (or a stand-in's own words)."""
+    said = _julia_client.versions()
+    if said is not None:
+        return said
     try:
         juliacall = f"juliacall {importlib.metadata.version('juliacall')}"
     except importlib.metadata.PackageNotFoundError:
         juliacall = "juliacall (not installed)"
-    if "WeanJ" in _session:
-        return f"{_session['WeanJ'].backend_version()}, {juliacall}"
-    return f"Julia (not started in this process), {juliacall}"
+    return f"Julia (no worker started in this process), {juliacall}"
 
 
-def _resolve_file(file: str | os.PathLike, variant: str, example: str) -> Path:
+def _resolve_file(file: str | os.PathLike) -> Path:
+    """The Julia file, relative to the project root unless absolute; it need not exist
+    (then its variants are unavailable, saying so)."""
     path = Path(file).expanduser()
     if not path.is_absolute():
         path = project_root() / path
-    if not path.is_file():
-        raise InputError(
-            f"julia_variant {variant!r} of {example}: the Julia file {path} does not exist"
-        )
     return path.resolve()
 
 
@@ -406,13 +268,16 @@ def julia_variant(
       parameters, in the example's order, and returns the scalar loss. A dotted name
       (`"Smooth.smooth_loss"`) looks into a module the file defines.
     - `file`: None for weanj's own kernels (`julia/src/WeanJ.jl`); else a Julia file,
-      relative to the project root (or absolute), included into a module of its own.
-      It must exist now.
+      relative to the project root (or absolute), included into a module of its own (it
+      may `include` files beside it). A file that does not exist, or does not load, makes
+      this variant unavailable, saying why; registering never fails for it.
     - `description`: one line for reports.
     - `function`: for a closure or callable that captures state: None passes it bare
-      (Enzyme refuses one that writes to what it captured); `"const"`: `Const(f)`, state
-      without derivatives; `"duplicated"`: `Duplicated(f, make_zero(f))`, a captured
-      buffer holding values the loss depends on (julia/README.md).
+      (Enzyme refuses one that writes to captured memory that can hold derivatives, a
+      `Vector{Float64}` say; a call counter in a `Ref{Int}` is fine); `"const"`:
+      `Const(f)`, state without derivatives; `"duplicated"`: `Duplicated(f,
+      make_zero(f))`, a captured buffer holding values the loss depends on
+      (julia/README.md).
     - `runtime_activity`: `Enzyme.set_runtime_activity(Reverse)`, for code whose
       activity Enzyme cannot settle statically.
 
@@ -423,7 +288,7 @@ def julia_variant(
     """
     example = example_of(example)
     activity = _activity(name, function, runtime_activity)
-    path = None if file is None else _resolve_file(file, name, example.name)
+    path = None if file is None else _resolve_file(file)
     kernel = JuliaKernel(
         example=example.name,
         variant=name,
@@ -437,9 +302,7 @@ def julia_variant(
     )
 
     def check() -> str | None:
-        if path is not None and not path.is_file():
-            return f"the Julia file {path} does not exist"
-        return unavailable_reason()
+        return file_reason(path) or unavailable_reason()
 
     variant = register_variant(
         Variant(

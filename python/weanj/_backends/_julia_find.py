@@ -10,22 +10,20 @@ is older than 3.5, and Enzyme.jl supports it only recently.
 
 Looking runs `julia --version` only (once per executable and process), never Julia
 itself, and never downloads anything. Every reason for not finding one is one line
-saying what to do. Starting Julia is `_julia`'s business.
+saying what to do. Starting Julia is the worker's business (`_julia_client` starts it
+with `worker_settings`, `_julia_worker` imports juliacall).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import re
 import shutil
 import subprocess
-import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-from .._errors import UnavailableError
 
 # A weanj-specific setting, checked first: the path of a `julia` executable.
 ENV_VAR = "WEANJ_JULIA"
@@ -216,54 +214,34 @@ def find_julia() -> tuple[Path | None, str | None]:
     return found.path, found.why
 
 
-# --- telling juliapkg and juliacall which Julia ------------------------------------------
+# --- the worker's settings for juliapkg and juliacall -------------------------------------
 
 
-def _threads_requested() -> bool:
+def _threads_requested(environ: Mapping[str, str]) -> bool:
     """Whether Julia will start with more than one thread (juliacall's own default: 1,
     or `$JULIA_NUM_THREADS`)."""
-    value = os.environ.get("PYTHON_JULIACALL_THREADS") or os.environ.get("JULIA_NUM_THREADS")
+    value = environ.get("PYTHON_JULIACALL_THREADS") or environ.get("JULIA_NUM_THREADS")
     return value is not None and value.strip() != "1"
 
 
-def point_juliapkg_at(julia: Path) -> None:
-    """Make juliapkg use `julia` and nothing else.
+def worker_settings(julia: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """The settings juliapkg and juliacall read on import, for the Julia worker's
+    environment (`environ` is the one it inherits; the user's own settings win).
 
-    juliapkg reads `$PYTHON_JULIAPKG_EXE` once, when it is imported; if something
-    imported it before, setting the variable is not enough and its recorded override is
-    changed too (forcing a new resolve with this Julia). A juliapkg whose state cannot be
-    changed this way is refused rather than left free to download a Julia.
+    - `PYTHON_JULIAPKG_EXE`: the Julia found here (which honoured this very setting,
+      after `WEANJ_JULIA`), so that juliapkg never looks for one to download; not with
+      juliacall's own `PYTHON_JULIACALL_EXE`, which bypasses juliapkg.
+    - `PYTHON_JULIACALL_THREADS=1`: the kernels are serial loops.
+    - `PYTHON_JULIACALL_HANDLE_SIGNALS=yes` with more than one Julia thread (Julia's GC
+      stops threads with deliberate segfaults that only Julia's handlers catch:
+      PythonCall's advice); with one thread juliacall's default is kept.
     """
-    os.environ["PYTHON_JULIAPKG_EXE"] = str(julia)
-    if "juliapkg" not in sys.modules:
-        return
-    try:
-        state = importlib.import_module("juliapkg.state").STATE
-    except Exception:
-        state = None
-    if not isinstance(state, dict) or "override_executable" not in state:
-        raise UnavailableError(
-            "juliapkg was imported before weanj started Julia, and this juliapkg's choice "
-            f"of Julia cannot be changed from here; set PYTHON_JULIAPKG_EXE={julia} before "
-            "Python starts"
-        )
-    if state["override_executable"] != str(julia):
-        state["override_executable"] = str(julia)
-        state["resolved"] = False
-
-
-def configure_juliacall(julia: Path) -> None:
-    """The settings juliacall reads on import; the user's own settings win."""
-    if not os.environ.get("PYTHON_JULIACALL_EXE"):
-        # juliapkg uses the Julia found here (which honoured this very setting, after
-        # WEANJ_JULIA) and never looks for one to download.
-        point_juliapkg_at(julia)
-    # The kernels are serial loops: one Julia thread unless the user asks for more.
-    if "JULIA_NUM_THREADS" not in os.environ:
-        os.environ.setdefault("PYTHON_JULIACALL_THREADS", "1")
-    # With more than one Julia thread, Julia must handle signals (its GC stops threads
-    # with deliberate segfaults): PythonCall's advice. This installs Julia's handlers for
-    # the whole process, so Ctrl-C no longer raises KeyboardInterrupt anywhere; with one
-    # thread juliacall's default (Julia leaves signals to Python) is kept.
-    if _threads_requested():
-        os.environ.setdefault("PYTHON_JULIACALL_HANDLE_SIGNALS", "yes")
+    settings = {}
+    if not environ.get("PYTHON_JULIACALL_EXE"):
+        settings["PYTHON_JULIAPKG_EXE"] = str(julia)
+    if "JULIA_NUM_THREADS" not in environ and "PYTHON_JULIACALL_THREADS" not in environ:
+        settings["PYTHON_JULIACALL_THREADS"] = "1"
+    threads = _threads_requested({**environ, **settings})
+    if threads and "PYTHON_JULIACALL_HANDLE_SIGNALS" not in environ:
+        settings["PYTHON_JULIACALL_HANDLE_SIGNALS"] = "yes"
+    return settings

@@ -1,0 +1,280 @@
+"""The Julia worker: the process that runs weanj's Julia variants.
+
+weanj starts it once per command, on the first Julia evaluation (`_julia_client`), as
+
+    python path/to/weanj/_backends/_julia_worker.py
+
+and talks to it through its stdin and stdout (`_julia_wire`); its stderr, and anything
+Julia or a kernel prints, goes to the log weanj names. It is the only process that
+imports juliacall, and it imports no JAX: Julia and XLA never share an address space
+(Julia exports its LLVM symbols to the whole process, which corrupts the heap of
+libraries loaded after it that carry LLVM symbols of their own: PythonCall's FAQ), and
+a crash inside Julia (Enzyme's failures are often segfaults or LLVM assertions) ends
+this process only, which weanj reports as that variant's error.
+
+It runs as a script, not as `python -m weanj...`: importing the package `weanj` would
+load numpy, and numpy loads the system's `libstdc++` before Julia's newer one, which
+Julia then cannot load (PythonCall's FAQ, "`ccall requires the compiler`"). So juliacall
+is imported first, numpy after it, and nothing of weanj but `_julia_wire`.
+
+On start it imports juliacall (juliapkg resolves the Julia packages first: those of
+`weanj/juliapkg.json`, juliacall's, and the project's `Project.toml` as weanj declared
+them in the folder `requirements` names), checks Julia's version, loads Enzyme and
+`julia/src/WeanJ.jl`, and answers with the versions. Then, per request, it calls a
+kernel's loss (`WeanJ.loss_value`) or its gradient (`WeanJ.enzyme_gradient`) on the
+arrays it receives, after including a user's kernel file once (`WeanJ.include_kernels`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+if __package__:  # imported as weanj._backends._julia_worker (tests)
+    from . import _julia_wire as wire
+else:  # run as a script: this folder, not the package, is where `_julia_wire` is found
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _julia_wire as wire
+
+Refusal = wire.Refusal
+
+DOCS = "julia/README.md"
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _glibcxx_hint(message: str, julia: str | None) -> str:
+    """What to do when an older libstdc++ was loaded into this process before Julia's."""
+    if "GLIBCXX" not in message and "CXXABI" not in message:
+        return ""
+    bundled = "<Julia's folder>/lib/julia/libstdc++.so.6"
+    if julia:
+        # Julia's binary distributions (juliaup's included) ship theirs in lib/julia.
+        candidate = os.path.join(
+            os.path.dirname(os.path.dirname(os.path.realpath(julia))), "lib", "julia"
+        )
+        if os.path.isfile(os.path.join(candidate, "libstdc++.so.6")):
+            bundled = os.path.join(candidate, "libstdc++.so.6")
+    return (
+        f"; an older libstdc++ than Julia needs was loaded first: start weanj with "
+        f"LD_PRELOAD={bundled} ({DOCS}: Troubleshooting)"
+    )
+
+
+def _enzyme_hint() -> str:
+    project = os.environ.get("PYTHON_JULIACALL_PROJECT")
+    if project:
+        return (
+            f"PYTHON_JULIACALL_PROJECT={project} is used as it is and nothing installs "
+            f"Enzyme there: run julia --project={project} -e 'using Pkg; Pkg.add(\"Enzyme\")', "
+            "or unset PYTHON_JULIACALL_EXE and PYTHON_JULIACALL_PROJECT"
+        )
+    return (
+        "juliapkg installs it from weanj/juliapkg.json; reinstall with "
+        "python -c 'import juliapkg; juliapkg.resolve(force=True)'"
+    )
+
+
+def _version(text: str) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a Julia version; a pre-release counts as its release,
+    as Pkg (and `_julia_find.supported`) compare them."""
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", text)
+    return None if m is None else (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+
+
+class JuliaSession:
+    """Julia, started in this process, and the kernels loaded into it."""
+
+    def __init__(self):
+        self.Main = self.WeanJ = None
+        self.project = None
+        self.modules: dict[str, object] = {}  # a user's file: its module, or a Refusal
+
+    # --- starting -----------------------------------------------------------------------
+
+    def start(self, setup: dict, note) -> dict:
+        julia, version = setup.get("julia"), setup.get("julia_version")
+        what = f"Julia {version} ({julia})" if julia else "Julia"
+        self.project = setup.get("project")
+        if setup.get("requirements"):
+            # juliapkg reads the juliapkg.json of every folder on sys.path: the project's
+            # own Julia packages (its Project.toml), as weanj wrote them there.
+            sys.path.insert(0, setup["requirements"])
+        note(
+            "starting Julia through juliacall; juliapkg first makes sure the Julia packages "
+            "are installed (the first time: installs and precompiles Enzyme, minutes)"
+        )
+        try:
+            from juliacall import Main
+        except Exception as e:  # juliacall and juliapkg fail with plain Exceptions
+            raise Refusal("unavailable", self._start_failure(what, e, julia)) from None
+        try:
+            running = str(Main.seval("string(VERSION)"))
+        except Exception as e:
+            raise Refusal(
+                "unavailable", f"Julia started but does not answer ({first_line(e)})"
+            ) from None
+        low, high = (tuple(v) for v in setup.get("supported") or ((0, 0, 0), (99, 0, 0)))
+        key = _version(running)
+        if key is None or not low <= key < high:
+            raise Refusal(
+                "unavailable",
+                f"juliacall runs Julia {running} (PYTHON_JULIACALL_EXE, or a Julia weanj did "
+                f"not choose), but weanj's Julia variants need {setup.get('supported_text')}: "
+                f"{setup.get('fix_version')}",
+            )
+        note(f"Julia {running} started; loading Enzyme and WeanJ")
+        try:
+            Main.seval("import Enzyme")
+        except Exception as e:
+            raise Refusal(
+                "unavailable",
+                f"Julia {running} started but could not load Enzyme: {first_line(e)}; "
+                + _enzyme_hint(),
+            ) from None
+        package = os.path.join(setup["sources"], "src", "WeanJ.jl")
+        try:
+            Main.include(package)
+        except Exception as e:
+            _log(str(e))
+            raise Refusal(
+                "unavailable",
+                f"Julia {running} started but could not load {package} ({first_line(e)})",
+            ) from None
+        self.Main, self.WeanJ = Main, Main.WeanJ
+        import juliacall  # already imported: its version only
+
+        return {"versions": f"{self.WeanJ.backend_version()}, juliacall {juliacall.__version__}"}
+
+    @staticmethod
+    def _start_failure(what: str, e: Exception, julia: str | None) -> str:
+        import subprocess
+
+        _log(f"importing juliacall failed: {e!r}")
+        if isinstance(e, subprocess.CalledProcessError):
+            # juliapkg runs Julia processes of its own (to find libjulia, to install the
+            # packages with Pkg), whose output went to the log.
+            return (
+                f"could not start {what}: juliapkg's setup of the Julia environment failed "
+                f"(a Julia process exited with status {e.returncode} finding libjulia or "
+                "installing packages; its output is in the log)"
+            )
+        hint = _glibcxx_hint(str(e), julia)
+        return f"could not start {what} through juliacall ({first_line(e)}){hint}"
+
+    # --- requests -----------------------------------------------------------------------
+
+    def module_of(self, file: str | None):
+        """WeanJ itself, or the module of a user's kernel file (included once)."""
+        if file is None:
+            return self.WeanJ
+        if file not in self.modules:
+            try:
+                self.modules[file] = self.WeanJ.include_kernels(file)
+            except Exception as e:
+                _log(f"including {file} failed:\n{e}")
+                self.modules[file] = Refusal("unavailable", self._load_failure(file, e))
+        found = self.modules[file]
+        if isinstance(found, Refusal):
+            raise found
+        return found
+
+    def _load_failure(self, file: str, e: Exception) -> str:
+        message = f"the Julia file {file} does not load: {first_line(e)}"
+        m = re.search(r"Package (\w+) not found in current path", str(e))
+        if m is not None:
+            root = self.project or "."
+            message += (
+                f"; declare {m.group(1)} in the project's Project.toml: julia --project={root} "
+                f"-e 'using Pkg; Pkg.add(\"{m.group(1)}\")' ({DOCS}: Julia packages)"
+            )
+        return message
+
+    def handle(self, request: dict, arrays: list) -> tuple[dict, list]:
+        import numpy as np
+
+        op, variant, name = request["op"], request["variant"], request["loss"]
+        if op not in ("loss", "grad"):
+            raise Refusal("error", f"the Julia worker does not know the request {op!r}")
+        module = self.module_of(request.get("file"))
+        try:
+            fn = self.WeanJ.kernel_function(module, name)
+        except Exception as e:
+            where = request.get("file") or "WeanJ (julia/src/WeanJ.jl)"
+            raise Refusal(
+                "definition", f"{variant}: no Julia function {name} in {where} ({first_line(e)})"
+            ) from None
+        # `Array` copies juliacall's view of each array (a PyArray of the same element
+        # type, 1-based indices on the same axes) into a column-major Julia array.
+        args = [self.Main.Array(a) for a in arrays] + list(request.get("params", []))
+        try:
+            if op == "loss":
+                value = self.WeanJ.loss_value(fn, *args)
+                loss = value.to_numpy()
+                if loss.shape != (1,) or loss.dtype.kind != "f":
+                    raise Refusal(
+                        "error",
+                        f"{variant}: {name} returned a {self.Main.eltype(value)}, not a real "
+                        "floating-point number",
+                    )
+                return {"reply": "loss"}, [loss.reshape(())]
+            shadows = self.WeanJ.enzyme_gradient(
+                fn,
+                tuple(bool(flag) for flag in request["wrt"]),
+                *args,
+                activity=request.get("activity", "bare"),
+                runtime_activity=bool(request.get("runtime_activity", False)),
+            )
+            # C-order copies; complex shadows are the stored convention already.
+            return {"reply": "grad"}, [np.ascontiguousarray(g.to_numpy()) for g in shadows]
+        except Refusal:
+            raise
+        except Exception as e:
+            raise refusal_of(request, e) from None
+
+
+def refusal_of(request: dict, e: Exception) -> Refusal:
+    """A Julia exception as one line: a kernel's own check (`input`), Enzyme's activity
+    errors naming the option of `weanj.julia_variant` that fixes them (`definition`),
+    anything else (`error`: a bug in the kernel; Julia's stack trace goes to the log)."""
+    text, first = str(e), first_line(e)
+    variant, loss = request["variant"], request["loss"]
+    options = f"{DOCS}: Closures and callables"
+    if "EnzymeMutabilityException" in text or "cannot be proven readonly" in text:
+        return Refusal(
+            "definition",
+            f"{variant}: Enzyme cannot prove that {loss} leaves what it captured unwritten "
+            "(EnzymeMutabilityException): pass function='duplicated' to weanj.julia_variant "
+            f"if that state holds values the loss depends on, function='const' if it does "
+            f"not ({options})",
+        )
+    if "Constant memory is stored" in text or "EnzymeRuntimeActivityError" in text:
+        fix = "runtime_activity=True"
+        if request.get("activity") != "duplicated":
+            fix = f"function='duplicated' (if {loss} keeps a buffer of its own) or {fix}"
+        return Refusal(
+            "definition",
+            f"{variant}: Enzyme found constant memory stored into a differentiable variable "
+            f"(EnzymeRuntimeActivityError): pass {fix} to weanj.julia_variant ({options})",
+        )
+    if first.startswith(("DimensionMismatch", "ArgumentError")):
+        return Refusal("input", f"{variant}: {first}")
+    _log(f"{variant}: {text}")
+    return Refusal("error", f"{variant}: {first}")
+
+
+def main() -> None:
+    session = JuliaSession()
+    wire.serve(session.start, session.handle)
+
+
+if __name__ == "__main__":
+    main()

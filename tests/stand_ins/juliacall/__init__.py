@@ -1,0 +1,220 @@
+"""A stand-in for juliacall, for the tests of weanj's Julia worker where no Julia runs.
+
+The real worker (`weanj/_backends/_julia_worker.py`) imports it when `tests/stand_ins`
+comes first on its `PYTHONPATH`, and uses it as it uses juliacall: `Main.seval`,
+`Main.include` (of `julia/src/WeanJ.jl`), `Main.Array`, and the functions of WeanJ.
+Nothing here is Julia, and nothing it computes is a Julia result:
+
+- WeanJ's kernels answer from the fixtures the Python reference wrote
+  (`julia/test/fixtures/<variant>.json`): given arguments equal to a case's inputs (cast
+  to the element type received), the case's loss and gradient in that element type;
+  any other arguments (transposed, reordered, another dtype) are an error. So a test
+  sees that what crossed is exactly what the kernels would read. `$WEANJ_TEST_EXTRA_CASES`
+  (a JSON file, `{loss name: [case, ...]}`) adds cases the reference computed.
+- A user's file `NAME.jl` takes its kernels from `KERNELS["NAME.jl"]` of the Python
+  file `$WEANJ_TEST_USER_KERNELS` (`{loss name: (loss(*args), gradients(*args))}`,
+  `gradients` giving one array or None per argument), called with numpy arrays (index
+  arrays as they crossed: 1-based) and the parameters; a file with a line
+  `# stand-in: does not load: MESSAGE` fails to include with MESSAGE.
+- `$WEANJ_TEST_RECORD`: a file to which every call appends one JSON line (what crossed).
+- `$WEANJ_TEST_JULIA_VERSION` (default 1.11.5) is `string(VERSION)`;
+  `$WEANJ_TEST_NO_ENZYME` set makes `import Enzyme` fail.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# What the worker had imported before juliacall: it must import juliacall before numpy
+# (Julia's libstdc++ first), and never jax.
+BEFORE = {name: name in sys.modules for name in ("numpy", "jax", "weanj")}
+
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+__version__ = "0.0.0-stand-in"
+
+FIXTURES = Path(__file__).resolve().parents[3] / "julia" / "test" / "fixtures"
+
+
+class JuliaError(Exception):
+    """What juliacall raises for a Julia exception (its text is `showerror`'s)."""
+
+
+def record(**entry) -> None:
+    path = os.environ.get("WEANJ_TEST_RECORD")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+class ArrayValue:
+    """A Julia array as juliacall hands it to Python: `to_numpy` copies it."""
+
+    def __init__(self, values):
+        self.values = np.asfortranarray(np.array(values, copy=True))
+
+    def to_numpy(self, dtype=None, copy=True, order="K"):
+        return np.array(self.values, dtype=dtype, copy=copy, order=order)
+
+
+class Module:
+    def __init__(self, name, kernels):
+        self.name, self.kernels = name, kernels
+
+
+def _cases(loss_name: str):
+    extra = os.environ.get("WEANJ_TEST_EXTRA_CASES")
+    more = json.loads(Path(extra).read_text(encoding="utf-8")) if extra else {}
+    for path in sorted(FIXTURES.glob("*.json")):
+        content = json.loads(path.read_text(encoding="utf-8"))
+        if content["loss"] == loss_name:
+            content["cases"] += more.get(loss_name, [])
+            return content
+    return None
+
+
+def _decode(a, dtype):
+    return np.asarray(a["data"], dtype=np.float64).reshape(a["shape"]).astype(dtype)
+
+
+def fixture_kernel(loss_name: str):
+    """`(loss, gradients)` of a WeanJ kernel, answered from its fixture."""
+    content = _cases(loss_name)
+    if content is None:
+        return None
+
+    def find(args):
+        n = len(content["arrays"])
+        arrays, params = list(args[:n]), list(args[n:])
+        dtype = arrays[0].dtype
+        for case in content["cases"]:
+            inputs = [_decode(case["inputs"][name], dtype) for name in content["arrays"]]
+            wanted = [case["params"][p] for p in content["params"]]
+            same = all(
+                a.dtype == dtype and a.shape == b.shape and np.array_equal(a, b)
+                for a, b in zip(arrays, inputs, strict=True)
+            )
+            if same and params == wanted and all(type(p) is int for p in params):
+                return case, dtype
+        raise JuliaError(f"MethodError: no fixture case of {loss_name} has these arguments")
+
+    def loss(*args):
+        case, dtype = find(args)
+        return dtype.type(case["loss"])
+
+    def gradients(*args):
+        case, dtype = find(args)
+        named = [case["gradient"].get(name) for name in content["arrays"]]
+        return [None if g is None else _decode(g, dtype) for g in named]
+
+    return loss, gradients
+
+
+class WeanJModule:
+    """julia/src/WeanJ.jl, as the worker uses it."""
+
+    @staticmethod
+    def backend_version():
+        return "Julia 0.0.0-stand-in, Enzyme 0.0.0-stand-in"
+
+    def include_kernels(self, path):
+        record(call="include_kernels", path=str(path))
+        text = Path(path).read_text(encoding="utf-8")
+        for line in text.splitlines():
+            if line.startswith("# stand-in: does not load: "):
+                raise JuliaError(line.removeprefix("# stand-in: does not load: "))
+        spec = importlib.util.spec_from_file_location(
+            "user_kernels", os.environ["WEANJ_TEST_USER_KERNELS"]
+        )
+        user = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(user)
+        return Module(Path(path).stem, user.KERNELS.get(Path(path).name, {}))
+
+    def kernel_function(self, module, name):
+        found = fixture_kernel(name) if module is self else module.kernels.get(name)
+        if found is None:
+            raise JuliaError(f"ArgumentError: {name} is not defined in module M\nStacktrace: ...")
+        return found
+
+    def loss_value(self, fn, *args):
+        record(
+            call="loss",
+            arrays=_described(args),
+            params=_params(args),
+            jax="jax" in sys.modules,
+        )
+        return ArrayValue(np.array([fn[0](*_unwrapped(args))]))
+
+    def enzyme_gradient(self, fn, flags, *args, activity, runtime_activity):
+        assert isinstance(flags, tuple) and all(type(f) is bool for f in flags), flags
+        assert len(flags) == len(args)
+        record(
+            call="grad",
+            flags=list(flags),
+            activity=activity,
+            runtime_activity=runtime_activity,
+            arrays=_described(args),
+            params=_params(args),
+        )
+        for flag, a in zip(flags, args, strict=True):
+            if flag and not (isinstance(a, ArrayValue) and a.values.dtype.kind in "fc"):
+                raise JuliaError("ArgumentError: a gradient is taken only with respect to ...")
+        every = fn[1](*_unwrapped(args))
+        return tuple(ArrayValue(g) for g, flag in zip(every, flags, strict=False) if flag)
+
+
+def _unwrapped(args):
+    """What a kernel here computes on: the arrays as numpy arrays, the parameters."""
+    return [a.values if isinstance(a, ArrayValue) else a for a in args]
+
+
+def _described(args):
+    def data(a):
+        if a.dtype.kind == "c":
+            return np.stack([a.real, a.imag], axis=-1).tolist()
+        return a.tolist()
+
+    return [
+        {"dtype": a.values.dtype.str, "shape": list(a.values.shape), "data": data(a.values)}
+        for a in args
+        if isinstance(a, ArrayValue)
+    ]
+
+
+def _params(args):
+    return [[type(p).__name__, p] for p in args if not isinstance(p, ArrayValue)]
+
+
+class MainModule:
+    def __init__(self):
+        self.WeanJ = None
+
+    def seval(self, code):
+        record(call="seval", code=code)
+        if code == "string(VERSION)":
+            return os.environ.get("WEANJ_TEST_JULIA_VERSION", "1.11.5")
+        if code == "import Enzyme" and os.environ.get("WEANJ_TEST_NO_ENZYME"):
+            raise JuliaError("ArgumentError: Package Enzyme not found in current path.")
+        return None
+
+    def include(self, path):
+        record(call="include", path=str(path), before=BEFORE)
+        self.WeanJ = WeanJModule()
+
+    @staticmethod
+    def Array(values):  # noqa: N802 (Julia's name)
+        assert isinstance(values, np.ndarray) and values.flags.c_contiguous
+        assert values.dtype.isnative  # PythonCall does not byte-swap
+        return ArrayValue(values)
+
+    @staticmethod
+    def eltype(value):
+        return value.values.dtype.name
+
+
+Main = MainModule()

@@ -1,0 +1,707 @@
+"""weanj's Julia worker where no Julia runs: the process, its protocol and its failures.
+
+- The protocol (`_julia_wire`): messages with arrays of every kind, and streams that
+  end early or are not this protocol's.
+- The real worker (`_julia_worker.py`) on a stand-in juliacall (`tests/stand_ins/
+  juliacall`, whose WeanJ kernels answer from the fixtures the Python reference wrote):
+  every built-in example in both dtypes crosses as the kernels read it; arrays of every
+  kind, the loss's activity options, Enzyme's errors, a kernel's own checks and bugs, a
+  user's file (included once; one that does not load), an unsupported Julia, no Enzyme;
+  the worker imports juliacall before numpy and never jax.
+- Stand-in workers that fail as a Julia worker can (`tests/stand_ins/julia_worker.py`):
+  one that dies by SIGSEGV, one that hangs past the deadline, one that exits at
+  start-up: each is one line naming the cause and the log; `weanj check` then judges
+  every other variant and exits 1, without a traceback, and never imports juliacall.
+- A Julia file that does not exist makes only its variant unavailable.
+
+Nothing here is Julia, and nothing here is saved as a Julia result.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import weanj
+from weanj import _registry, _watch
+from weanj._backends import _julia, _julia_client
+from weanj._backends import _julia_wire as wire
+
+from .helpers import graph_fields, graph_gradient
+from .julia_helpers import forget_julia
+from .projects import run_in, user_env, write_project
+
+REPO = Path(__file__).resolve().parent.parent
+STAND_INS = REPO / "tests" / "stand_ins"
+FIXTURES = REPO / "julia" / "test" / "fixtures"
+REAL_WORKER = shlex.join([sys.executable, str(_julia_client.WORKER_SCRIPT)])
+
+
+def stand_in_worker(mode: str) -> str:
+    return shlex.join([sys.executable, str(STAND_INS / "julia_worker.py"), mode])
+
+
+def one_line(text: str) -> str:
+    assert "\n" not in text.strip(), text
+    return text
+
+
+# --- the protocol --------------------------------------------------------------------------
+
+
+def test_a_message_carries_its_header_and_arrays_of_every_kind():
+    arrays = [
+        np.arange(12.0).reshape(3, 4),
+        np.arange(6, dtype=np.float32).reshape(2, 3).T,  # not C-contiguous: sent in C order
+        np.array([1 + 2j, -3.5j], dtype=np.complex64),
+        np.array([[0, 7], [2**31 - 1, -5]], dtype=np.int32),
+        np.array([True, False, True]),
+        np.array(2.5),  # 0-d stays 0-d
+        np.zeros((0, 3)),
+    ]
+    stream = io.BytesIO()
+    wire.write(stream, {"op": "grad", "params": [3, 0.5, True], "file": None}, arrays)
+    stream.seek(0)
+    header, received = wire.read(stream)
+    assert header["op"] == "grad" and header["params"] == [3, 0.5, True]
+    assert header["file"] is None
+    for sent, got in zip(arrays, received, strict=True):
+        assert got.dtype == sent.dtype and got.shape == sent.shape
+        assert np.array_equal(got, sent) and got.flags.c_contiguous and got.flags.owndata
+
+
+def test_a_stream_that_ends_early_or_is_not_the_protocol_is_refused():
+    whole = io.BytesIO()
+    wire.write(whole, {"reply": "grad"}, [np.ones(5)])
+    data = whole.getvalue()
+    for cut in (0, 3, 12, len(data) - 1):
+        with pytest.raises(wire.Closed):
+            wire.read(io.BytesIO(data[:cut]))
+    with pytest.raises(wire.Garbled):
+        wire.read(io.BytesIO(b"\xff" * 64))  # a length no header has
+    with pytest.raises(wire.Garbled):
+        wire.read(io.BytesIO((5).to_bytes(8, "big") + b"nope!"))
+
+
+# --- the real worker, on a stand-in juliacall --------------------------------------------
+
+
+class Fake:
+    """The real worker on the stand-in juliacall: what crossed (`calls`), and the Python
+    file of a user's stand-in kernels (`kernels`)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.record = root / "record.jsonl"
+        self.user = root / "user_kernels.py"
+        self.user.write_text("KERNELS = {}\n")
+
+    def calls(self, kind: str | None = None) -> list[dict]:
+        if not self.record.exists():
+            return []
+        entries = [json.loads(line) for line in self.record.read_text().splitlines()]
+        return [e for e in entries if kind is None or e["call"] == kind]
+
+    def kernels(self, text: str) -> None:
+        self.user.write_text(text)
+
+    def log(self) -> str:
+        return (_julia_client.work_folder(self.root) / "worker.log").read_text()
+
+
+@pytest.fixture
+def no_worker():
+    """No worker running, no failed start remembered, no Julia variant built, before and
+    after."""
+    forget_julia()
+    yield
+    forget_julia()
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch, no_worker) -> Fake:
+    """weanj's own worker program with the stand-in juliacall first on its path, in a
+    temporary project root (the built-in examples)."""
+    monkeypatch.setenv("WEANJ_ROOT", str(tmp_path))
+    monkeypatch.setenv(_julia_client.WORKER_VARIABLE, REAL_WORKER)
+    path = [str(STAND_INS), str(REPO / "python"), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path if p))
+    found = Fake(tmp_path)
+    monkeypatch.setenv("WEANJ_TEST_RECORD", str(found.record))
+    monkeypatch.setenv("WEANJ_TEST_USER_KERNELS", str(found.user))
+    for var in ("WEANJ_TEST_JULIA_VERSION", "WEANJ_TEST_NO_ENZYME"):
+        monkeypatch.delenv(var, raising=False)
+    return found
+
+
+@pytest.fixture
+def new_example():
+    """Register user examples for one test; they are taken back afterwards."""
+    made = []
+
+    def make(name, **fields):
+        made.append(name)
+        fields.setdefault("generate", lambda seed: {})
+        return weanj.register_example(weanj.Example(name=name, **fields))
+
+    yield make
+    for name in made:
+        _registry.unregister_example(name)
+        for key in [k for k in _julia._KERNELS if k[0] == name]:
+            _julia._KERNELS.pop(key)
+
+
+def fixture_files() -> list[Path]:
+    return sorted(FIXTURES.glob("*.json"))
+
+
+def decode(a: dict) -> np.ndarray:
+    return np.asarray(a["data"], dtype=np.float64).reshape(a["shape"])
+
+
+def float32_deposition_case(content: dict, case: dict) -> dict:
+    """05-deposition refuses positions that round to 1.0 in float32 (outside [0, 1)),
+    which its fixture's particles on the periodic wrap do: the same case without those
+    particles, its loss and gradient computed by the Python reference."""
+    from .test_julia_fixtures import FIXTURES as ENTRIES
+    from .test_julia_fixtures import encode
+
+    arrays = {a: decode(case["inputs"][a]) for a in content["arrays"]}
+    kept = np.all(arrays["pos"].astype(np.float32) < 1, axis=1)
+    arrays["pos"], arrays["q"] = arrays["pos"][kept], arrays["q"][kept]
+    (entry,) = [e for e in ENTRIES if e.variant == content["variant"]]
+    loss, gradient = entry.reference(arrays, case["params"])
+    return {
+        "name": f"{case['name']}-float32",
+        "params": case["params"],
+        "inputs": {a: encode(arrays[a]) for a in content["arrays"]},
+        "loss": float(loss),
+        "gradient": {w: encode(gradient[w]) for w in content["wrt"]},
+    }
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.stem)
+def test_every_example_crosses_as_its_kernel_reads_it(fake, monkeypatch, path, dtype):
+    """Each built-in Julia variant (all five examples: with and without parameters, one
+    and several `wrt` arrays) on its fixture's cases: the stand-in answers only when the
+    arrays it receives are the case's, in argument order, untransposed, in the dtype
+    under test, and the parameters Julia `Int`s; its answer comes back as the loss in
+    that dtype and the gradient arrays by name in `wrt` order, C-ordered."""
+    content = json.loads(path.read_text())
+    cases = content["cases"]
+    if content["example"] == "05-deposition" and dtype == "float32":
+        cases = [float32_deposition_case(content, case) for case in cases]
+        extra = fake.root / "extra_cases.json"
+        extra.write_text(json.dumps({content["loss"]: cases}))
+        monkeypatch.setenv("WEANJ_TEST_EXTRA_CASES", str(extra))
+    v = weanj.variant(content["example"], content["variant"])
+    flags = [a in content["wrt"] for a in content["arrays"]] + [False] * len(content["params"])
+    for case in cases:
+        arrays = [decode(case["inputs"][a]).astype(dtype) for a in content["arrays"]]
+        args = (*arrays, *(case["params"][p] for p in content["params"]))
+        loss = v.loss(*args)
+        assert type(loss) is np.dtype(dtype).type and loss == np.dtype(dtype).type(case["loss"])
+        g = v.grad(*args)
+        found = g if isinstance(g, dict) else {content["wrt"][0]: g}
+        assert list(found) == content["wrt"]
+        for name in content["wrt"]:
+            expected = decode(case["gradient"][name]).astype(dtype)
+            assert found[name].dtype == np.dtype(dtype) and found[name].flags.c_contiguous
+            assert np.array_equal(found[name], expected)
+    grads = fake.calls("grad")
+    assert len(grads) == len(cases) >= 1
+    assert all(c["flags"] == flags and c["activity"] == "bare" for c in grads)
+    assert all(p[0] == "int" for c in grads for p in c["params"])
+
+
+def test_the_worker_imports_juliacall_first_and_never_jax(fake):
+    """Julia's libstdc++ must be loaded before numpy loads the system's (PythonCall's
+    FAQ), and Julia and XLA must not share a process: the worker imports juliacall before
+    numpy and weanj, and jax never; this process never imports juliacall."""
+    v = weanj.variant("02-gauss-seidel", "julia-lex")
+    with pytest.raises(_julia_client.JuliaError, match="no fixture case"):
+        v.loss(np.ones((2, 2)), np.ones((2, 2)), 1)
+    (include,) = fake.calls("include")
+    assert include["before"] == {"numpy": False, "jax": False, "weanj": False}
+    assert include["path"] == str(REPO / "julia" / "src" / "WeanJ.jl")
+    assert [c["code"] for c in fake.calls("seval")] == ["string(VERSION)", "import Enzyme"]
+    assert "juliacall" not in sys.modules
+
+
+def test_the_versions_say_what_computed(fake):
+    content = json.loads((FIXTURES / "julia-jacobi.json").read_text())
+    case = content["cases"][0]
+    v = weanj.variant("01-jacobi", "julia-jacobi")
+    assert v.backend_version().startswith("Julia (no worker started in this process)")
+    v.loss(*(decode(case["inputs"][a]) for a in content["arrays"]), case["params"]["K"])
+    version = v.backend_version()
+    assert version.startswith(f"stand-in worker ({REAL_WORKER}): Julia 0.0.0-stand-in")
+    assert version.endswith("juliacall 0.0.0-stand-in")
+
+
+GRAPH_KERNELS = """
+import numpy as np
+
+def loss(x, z, edges, mask, w, scale, steps, flag):
+    a, b = z[edges[:, 0] - 1], z[edges[:, 1] - 1]  # 1-based, as a Julia loop reads them
+    total = scale * np.sum(mask * np.abs(a - b) ** 2) + steps * np.sum(x**2)
+    return x.dtype.type(total + flag * np.sum(w))
+
+def gradients(x, z, edges, mask, w, scale, steps, flag):
+    a, b = edges[:, 0] - 1, edges[:, 1] - 1
+    d = 2 * scale * mask * (z[a] - z[b])
+    gz = np.zeros_like(z)
+    np.add.at(gz, a, d)
+    np.add.at(gz, b, -d)
+    return [(2 * steps * x).astype(x.dtype), gz]
+
+KERNELS = {"graph.jl": {"graph_loss": (loss, gradients)}}
+"""
+
+
+def graph_variant(fake, new_example, validate=None):
+    fake.kernels(GRAPH_KERNELS)
+    (fake.root / "graph.jl").write_text("# a stand-in reads no Julia\n")
+    ex = new_example("90-graph", **graph_fields(), validate=validate)
+    return weanj.julia_variant(
+        ex, "julia-graph", family="graph", loss="graph_loss", file="graph.jl"
+    )
+
+
+def graph_inputs(dtype):
+    rng = np.random.default_rng(11)
+    complex_dtype = np.complex128 if dtype == np.float64 else np.complex64
+    x = rng.standard_normal(4).astype(dtype)
+    z = (rng.standard_normal(4) + 1j * rng.standard_normal(4)).astype(complex_dtype)
+    edges = np.array([[0, 1], [1, 3], [3, 0], [2, 3]], dtype=np.int32)  # 0-based; 3 the last
+    mask = np.array([True, False, True, True])
+    w = rng.standard_normal(4).astype(dtype)
+    return x, z, edges, mask, w
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_every_kind_crosses_as_its_julia_type(fake, new_example, dtype):
+    """Each array reaches Julia with its own element type (float64/float32, complex128/
+    complex64, int32 kept int32, bool), the index array plus one, the parameters as
+    Float64, Int and Bool; only the float and complex `wrt` arrays are flagged; the
+    complex gradient comes back as Enzyme gives it (not conjugated)."""
+    validated = []
+
+    def validate(arrays):  # sees the 0-based values, as stored
+        validated.append(arrays["edges"].copy())
+
+    v = graph_variant(fake, new_example, validate)
+    x, z, edges, mask, w = graph_inputs(dtype)
+    g = v.grad(x, z, edges, mask, w, 0.5, 3, True)
+    (call,) = fake.calls("grad")
+    assert call["flags"] == [True, True, False, False, False, False, False, False]
+    complex_name = "<c16" if dtype == np.float64 else "<c8"
+    assert [a["dtype"] for a in call["arrays"]] == [
+        np.dtype(dtype).str,
+        complex_name,
+        "<i4",
+        "|b1",
+        np.dtype(dtype).str,
+    ]
+    assert call["arrays"][2]["data"] == (edges + 1).tolist()
+    assert call["params"] == [["float", 0.5], ["int", 3], ["bool", True]]
+    assert np.array_equal(validated[-1], edges) and edges.min() == 0  # the caller's, unshifted
+    expected = graph_gradient(x, z, edges, mask, 0.5, 3)
+    assert list(g) == ["z", "x"]
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(g["z"], expected["z"], rtol=tol, atol=tol)
+    assert not np.allclose(g["z"], np.conj(expected["z"]), rtol=tol, atol=tol)
+    np.testing.assert_allclose(g["x"], expected["x"], rtol=tol)
+    assert v.jvp is None
+    loss = v.loss(x, z, edges, mask, w, 0.5, 3, False)
+    a, b = z[edges[:, 0]], z[edges[:, 1]]
+    reference = 0.5 * np.sum(mask * np.abs(a - b) ** 2) + 3 * np.sum(x**2)
+    assert type(loss) is np.dtype(dtype).type
+    assert float(loss) == pytest.approx(float(reference), rel=tol)
+
+
+def test_argument_mistakes_are_refused_before_anything_crosses(fake, new_example):
+    v = graph_variant(fake, new_example)
+    x, z, edges, mask, w = graph_inputs(np.float64)
+    wrapping = edges.copy()
+    wrapping[0, 0] = np.iinfo(np.int32).max
+    cases = [
+        ((x, z, wrapping, mask, w, 0.5, 3, True), "would wrap around"),
+        ((x, z, edges.astype(np.int64), mask, w, 0.5, 3, True), "edges"),
+        ((x, z.real.copy(), edges, mask, w, 0.5, 3, True), "z"),
+        ((x, z, edges, mask.astype(np.int8), w, 0.5, 3, True), "mask"),
+        ((x, z, edges, mask, w, 0.5, 3.0, True), "steps"),
+        ((x, z, edges, mask, w, 0.5, 3, 1), "flag"),
+    ]
+    for args, fragment in cases:
+        with pytest.raises(weanj.InputError, match=fragment) as caught:
+            v.grad(*args)
+        one_line(str(caught.value))
+    assert fake.calls() == []  # no worker was even started
+
+
+SIMPLE_KERNELS = """
+import numpy as np
+
+def square(x):
+    return x.dtype.type(np.sum(x**2))
+
+def double(x):
+    return [2 * x]
+
+def in_float64(x):
+    return np.float64(np.sum(x))
+
+def checked(x):
+    raise Exception("DimensionMismatch: x must have 3 entries, got (2,)\\nStacktrace: ...")
+
+def bug(x):
+    raise Exception("UndefVarError: `y` not defined in `Main.smooth`\\nStacktrace:\\n [1] top")
+
+def fail(message):
+    def gradients(x):
+        raise Exception(message)
+    return gradients
+
+MUTABILITY = (
+    "EnzymeMutabilityException: Function argument passed to autodiff cannot be proven "
+    "readonly.\\nIf the the function argument cannot contain derivative data, instead call "
+    "autodiff(Mode, Const(f), ...)"
+)
+RUNTIME_ACTIVITY = (
+    "EnzymeRuntimeActivityError: Detected potential need for runtime activity.\\n\\n"
+    "Constant memory is stored (or returned) to a differentiable variable and correctness "
+    "cannot be guaranteed with static activity analysis."
+)
+
+KERNELS = {
+    "f.jl": {
+        "f": (square, double),
+        "g": (square, double),
+        "wide": (in_float64, double),
+        "checked": (checked, double),
+        "bug": (square, lambda x: bug(x)),
+        "mutability": (square, fail(MUTABILITY)),
+        "runtime": (square, fail(RUNTIME_ACTIVITY)),
+    }
+}
+"""
+
+
+@pytest.fixture
+def simple(fake, new_example):
+    """An example of one float array `x` and `variant(name, loss, **options)`, a Julia
+    variant of `f.jl` whose stand-in kernels are SIMPLE_KERNELS."""
+    fake.kernels(SIMPLE_KERNELS)
+    (fake.root / "f.jl").write_text("# a stand-in reads no Julia\n")
+    ex = new_example("90-f", arrays=("x",), wrt="x")
+
+    def variant(name, loss, **options):
+        return weanj.julia_variant(ex, name, family="f", loss=loss, file="f.jl", **options)
+
+    return variant
+
+
+def test_the_loss_activity_options_reach_enzyme_gradient(fake, simple):
+    options = {
+        "julia-bare": {},
+        "julia-dup": {"function": "duplicated", "runtime_activity": True},
+        "julia-const": {"function": "const"},
+    }
+    for name, given in options.items():
+        v = simple(name, "f", **given)
+        np.testing.assert_array_equal(v.grad(np.arange(3.0)), 2 * np.arange(3.0))
+    assert [(c["activity"], c["runtime_activity"]) for c in fake.calls("grad")] == [
+        ("bare", False),
+        ("duplicated", True),
+        ("const", False),
+    ]
+
+
+def test_a_users_file_is_included_once_for_all_its_variants(fake, simple):
+    for name in ("f", "g"):
+        assert simple(f"julia-{name}", name).loss(np.ones(2)) == 2.0
+    (included,) = fake.calls("include_kernels")
+    assert included["path"] == str((fake.root / "f.jl").resolve())
+
+
+@pytest.mark.parametrize(
+    "loss, options, says, not_said",
+    [
+        ("mutability", {}, ["function='duplicated'", "function='const'"], []),
+        ("runtime", {}, ["runtime_activity=True", "function='duplicated'"], []),
+        ("runtime", {"function": "duplicated"}, ["runtime_activity=True"], ["'duplicated'"]),
+    ],
+)
+def test_enzymes_activity_errors_name_the_option_that_fixes_them(
+    simple, loss, options, says, not_said
+):
+    """Enzyme's messages (as Enzyme.jl's src/errors.jl prints them, read, not run) become
+    one line naming the variant and julia_variant's option, exit code 2."""
+    v = simple("julia-f", loss, **options)
+    with pytest.raises(weanj.DefinitionError) as caught:
+        v.grad(np.ones(3))
+    message = one_line(str(caught.value))
+    assert message.startswith("julia-f: Enzyme") and caught.value.exit_code == 2
+    assert all(fragment in message for fragment in says)
+    assert not any(fragment in message for fragment in not_said)
+
+
+def test_a_kernels_own_check_is_input_and_a_bug_is_the_variants_error(fake, simple):
+    with pytest.raises(weanj.InputError) as caught:
+        simple("julia-checked", "checked").loss(np.ones(2))
+    assert one_line(str(caught.value)) == (
+        "julia-checked: DimensionMismatch: x must have 3 entries, got (2,)"
+    )
+    with pytest.raises(_julia_client.JuliaError) as caught:
+        simple("julia-bug", "bug").grad(np.ones(2))
+    message = one_line(str(caught.value))
+    assert message.startswith("julia-bug: UndefVarError: `y` not defined")
+    assert message.endswith(f"(Julia's stack trace: {fake.root / '.weanj-cache/julia/worker.log'})")
+    assert "Stacktrace" not in message
+    assert "[1] top" in fake.log()  # Julia's stack trace, kept in the log
+
+
+def test_a_loss_in_another_dtype_than_its_inputs_is_the_variants_error(simple):
+    v = simple("julia-wide", "wide")
+    assert v.loss(np.ones(3)) == 3.0  # float64 inputs: fine
+    with pytest.raises(_julia_client.JuliaError) as caught:
+        v.loss(np.ones(3, dtype=np.float32))
+    assert "returned a float64 loss on float32 inputs" in one_line(str(caught.value))
+
+
+def test_a_loss_missing_from_its_file_is_one_line_naming_both(fake, simple):
+    with pytest.raises(weanj.DefinitionError) as caught:
+        simple("julia-f", "smoth_loss").loss(np.ones(3))
+    message = one_line(str(caught.value))
+    assert "smoth_loss" in message and str((fake.root / "f.jl").resolve()) in message
+
+
+def test_a_julia_file_that_does_not_load_makes_its_variants_unavailable(fake, simple):
+    """A file Julia cannot include (a syntax error, a package not installed): its
+    variants are unavailable, saying why; the worker goes on with every other variant."""
+    (fake.root / "f.jl").write_text(
+        "# stand-in: does not load: LoadError: ParseError:\n# Error @ f.jl:3:9 -- missing `end`\n"
+    )
+    v = simple("julia-f", "f")
+    for _ in range(2):  # included once: the second call gives the same reason
+        with pytest.raises(weanj.UnavailableError) as caught:
+            v.loss(np.ones(3))
+        message = one_line(str(caught.value))
+        assert "f.jl does not load: LoadError: ParseError:" in message and "log:" in message
+    assert len(fake.calls("include_kernels")) == 1
+    content = json.loads((FIXTURES / "julia-lex.json").read_text())
+    case = content["cases"][0]
+    args = [decode(case["inputs"][a]) for a in content["arrays"]]
+    assert weanj.variant("02-gauss-seidel", "julia-lex").loss(*args, case["params"]["K"]) > 0
+
+
+def test_a_package_missing_from_the_project_names_the_command_that_adds_it(fake, simple):
+    (fake.root / "f.jl").write_text(
+        "# stand-in: does not load: LoadError: ArgumentError: Package SpecialFunctions not "
+        "found in current path.\n"
+    )
+    with pytest.raises(weanj.UnavailableError) as caught:
+        simple("julia-f", "f").loss(np.ones(3))
+    message = str(caught.value)
+    assert f"julia --project={fake.root} -e 'using Pkg; Pkg.add(\"SpecialFunctions\")'" in message
+
+
+def test_an_unsupported_julia_in_the_worker_is_refused_and_not_started_again(fake, monkeypatch):
+    monkeypatch.setenv("WEANJ_TEST_JULIA_VERSION", "1.12.1")
+    v = weanj.variant("02-gauss-seidel", "julia-rb")
+    for _ in range(2):
+        with pytest.raises(weanj.UnavailableError) as caught:
+            v.loss(np.ones((2, 2)), np.ones((2, 2)), 1)
+        message = one_line(str(caught.value))
+        assert "juliacall runs Julia 1.12.1" in message and "juliaup add 1.11" in message
+    assert len(fake.calls("seval")) == 1  # one start, remembered
+    assert _julia.unavailable_reason() is None  # a stand-in is configured: it decides
+
+
+def test_julia_without_enzyme_says_how_to_install_it(fake, monkeypatch):
+    monkeypatch.setenv("WEANJ_TEST_NO_ENZYME", "1")
+    with pytest.raises(weanj.UnavailableError) as caught:
+        weanj.variant("01-jacobi", "julia-jacobi").loss(np.ones((2, 2)), np.ones((2, 2)), 1)
+    message = one_line(str(caught.value))
+    assert "could not load Enzyme" in message and "juliapkg.resolve(force=True)" in message
+
+
+# --- stand-in workers that fail -----------------------------------------------------------
+
+
+@pytest.fixture
+def failing(tmp_path, monkeypatch, no_worker):
+    """`use(mode)`: a stand-in worker that fails that way, in a temporary project root;
+    returns the log's path."""
+    monkeypatch.setenv("WEANJ_ROOT", str(tmp_path))
+
+    def use(mode: str) -> Path:
+        monkeypatch.setenv(_julia_client.WORKER_VARIABLE, stand_in_worker(mode))
+        return _julia_client.work_folder(tmp_path) / "worker.log"
+
+    return use
+
+
+LEX_ARGS = (np.ones((3, 3)), np.zeros((3, 3)), 2)
+
+
+def test_a_worker_that_dies_is_one_line_and_the_next_call_starts_afresh(failing):
+    log = failing("segfault")
+    v = weanj.variant("02-gauss-seidel", "julia-lex")
+    for _ in range(2):
+        with pytest.raises(_julia_client.JuliaError) as caught:
+            v.grad(*LEX_ARGS)
+        assert one_line(str(caught.value)) == (
+            f"the Julia worker died (SIGSEGV) while computing julia-lex's gradient (log: {log})"
+        )
+    assert log.read_text().count("--- weanj's Julia worker") == 2  # a fresh worker each time
+
+
+def test_a_worker_that_exits_at_start_is_one_line_and_not_started_again(failing):
+    log = failing("exit-at-start")
+    v = weanj.variant("02-gauss-seidel", "julia-rb")
+    for _ in range(2):
+        with pytest.raises(_julia_client.JuliaError) as caught:
+            v.loss(*LEX_ARGS)
+        assert one_line(str(caught.value)) == (
+            f"the Julia worker exited with status 3 while starting (log: {log})"
+        )
+    text = log.read_text()
+    assert text.count("--- weanj's Julia worker") == 1 and "exiting at start-up" in text
+
+
+def test_a_worker_still_busy_at_the_deadline_is_killed(failing, monkeypatch):
+    """Past the watched call's deadline the worker is killed (with everything it
+    started) and the call raises TimeoutError; the next call starts a fresh worker."""
+    log = failing("hang")
+    started = []
+    popen = subprocess.Popen
+
+    def recording_popen(*args, **kwargs):
+        started.append(popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(_julia_client.subprocess, "Popen", recording_popen)
+    v = weanj.variant("02-gauss-seidel", "julia-lex")
+    for attempt in (1, 2):
+        # Started first, without a limit, so that only the request is timed (a loaded
+        # machine may take seconds to start even a stand-in).
+        with _julia_client._LOCK:
+            _julia_client._STATE["worker"] = _julia_client._start(None, "julia-lex")
+        token = _watch._DEADLINE.set(time.monotonic() + 2)
+        try:
+            with pytest.raises(TimeoutError) as caught:
+                v.grad(*LEX_ARGS)
+        finally:
+            _watch._DEADLINE.reset(token)
+        assert one_line(str(caught.value)) == (
+            "the Julia worker was still computing julia-lex's gradient at the time limit; "
+            f"stopped it (log: {log})"
+        )
+        assert len(started) == attempt and started[-1].wait(10) < 0  # killed, by a signal
+        assert _julia_client._STATE["worker"] is None
+
+
+# --- weanj check with a failing worker -----------------------------------------------------
+
+TINY = """\
+import numpy as np
+import weanj
+from toy_kernels import smooth_loop, smooth_scan
+
+ex = weanj.register_example(weanj.Example(
+    name="20-tiny", arrays=("x", "y"), wrt="x", params=(weanj.Param("S", default=3),),
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(8),
+                           "y": np.random.default_rng(seed + 1).standard_normal(8)},
+))
+weanj.jax_variant(ex, "jax-loop", family="smooth", loss=smooth_loop)
+weanj.jax_variant(ex, "jax-scan", family="smooth", loss=smooth_scan)
+weanj.julia_variant(ex, "julia-smooth", family="smooth", file="julia/smooth.jl",
+                    loss="smooth_loss", dtypes=("float64",))
+"""
+
+# `weanj check` as the console script runs it, then: was juliacall imported here?
+CHECK = (
+    "import sys\n"
+    "from weanj._cli._main import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('juliacall imported:', 'juliacall' in sys.modules)\n"
+    "sys.exit(code)\n"
+)
+
+
+def tiny_project(root: Path, julia_file: bool = True) -> Path:
+    files = {"tiny.py": TINY}
+    if julia_file:
+        files["julia/smooth.jl"] = "# a stand-in reads no Julia\nsmooth_loss(x, y, S) = sum(x)\n"
+    return write_project(root, files)
+
+
+def check_json(root: Path) -> dict:
+    return json.loads((root / "results" / "20-tiny" / "check.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "mode, cause",
+    [
+        ("segfault", "the Julia worker died (SIGSEGV) while computing julia-smooth's loss"),
+        ("exit-at-start", "the Julia worker exited with status 3 while starting"),
+        ("hang", "time limit"),
+    ],
+)
+def test_weanj_check_judges_the_others_when_the_worker_fails(tmp_path, mode, cause):
+    """Acceptance 1 of #33: the Julia variant gets one line naming the cause and the
+    log, the JAX pair is judged ok as before, the exit code is 1, no traceback; and
+    juliacall was never imported by weanj itself (acceptance 2). The hang's limit is far
+    above what the two tiny JAX variants take; nothing else is timed."""
+    root = tiny_project(tmp_path)
+    env = user_env(**{_julia_client.WORKER_VARIABLE: stand_in_worker(mode)})
+    done = run_in(root, "-c", CHECK, "check", "--dtype", "float64", "--timeout", "20", env=env)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "Traceback" not in output
+    assert "juliacall imported: False" in done.stdout
+    judged = check_json(root)
+    error = judged["errors"]["julia-smooth"]
+    assert cause in one_line(error) and str(root / ".weanj-cache" / "julia" / "worker.log") in error
+    pairs = {tuple(p["subjects"]): p["verdict"] for p in judged["pairs"]}
+    assert pairs[("jax-loop", "jax-scan")] == "ok"
+    assert not (root / "results" / "20-tiny" / "gradients" / "julia-smooth.h5").exists()
+
+
+def test_a_missing_julia_file_makes_only_its_variant_unavailable(tmp_path):
+    """#34, acceptance 3: a julia_variant whose file is not written yet: `inputs
+    regenerate` (in `write_project`) and `weanj check` go on, the JAX variants judged, the
+    Julia variant listed unavailable with the reason; exit 0. A stand-in worker is
+    configured (so Julia would count as available) and never started."""
+    root = tiny_project(tmp_path, julia_file=False)
+    env = user_env(**{_julia_client.WORKER_VARIABLE: stand_in_worker("segfault")})
+    done = run_in(root, "-m", "weanj", "check", "--dtype", "float64", env=env)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "Traceback" not in output
+    assert f"the Julia file {root / 'julia' / 'smooth.jl'} does not exist" in output
+    pairs = {tuple(p["subjects"]): p["verdict"] for p in check_json(root)["pairs"]}
+    assert pairs[("jax-loop", "jax-scan")] == "ok"
+    assert not (root / ".weanj-cache" / "julia" / "worker.log").exists()
+
+
+def test_registering_a_missing_julia_file_raises_nothing(no_worker, new_example, tmp_path):
+    ex = new_example("90-f", arrays=("x",), wrt="x")
+    v = weanj.julia_variant(ex, "julia-f", family="f", loss="f", file=tmp_path / "nowhere.jl")
+    reason = v.unavailable_reason()
+    assert reason == f"the Julia file {tmp_path / 'nowhere.jl'} does not exist"
+    assert "julia-f" not in weanj.variants("90-f")
+    with pytest.raises(weanj.UnavailableError, match="does not exist"):
+        v.loss(np.ones(3))
