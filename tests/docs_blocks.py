@@ -6,8 +6,9 @@ One item per block, in page order. Python blocks (plain, or `>>>` sessions check
 doctests, and `<!-- invisible-code-block: python -->` set-up a reader does not see) run in
 one namespace per page, in a temporary project holding a copy of weanj's shared inputs and
 recorded references (`$WEANJ_ROOT` and the working folder), and whatever a page registers
-is taken back afterwards. A block in another language is not run, and says so: it is a
-skipped item whose reason names its language (`bash` and `console`: shell commands, whose
+is taken back afterwards; JAX's compilation cache is one folder for the whole run. A
+block in another language is not run, and says so: it is a skipped item whose reason
+names its language (`bash` and `console`: shell commands, whose
 `weanj ...` command lines must still parse with weanj's own parser, or the item fails;
 `text`: output; `toml`, `julia`, `json`: files of those kinds). A Python block that cannot
 run here is marked in the page with `<!-- skip: next "why" -->`, and its item is skipped
@@ -19,6 +20,7 @@ not programs. Not in weanj's default test paths (`python -m pytest -n 2` leaves 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import io
@@ -117,8 +119,24 @@ def _restore_registry(saved) -> None:
         table.update(value)
 
 
+_SESSION: dict[str, Path] = {}
+
+
+def _session_cache() -> Path:
+    """One compilation cache for the whole run (`$WEANJ_COMPILATION_CACHE`), outside the
+    pages' projects: JAX's persistent cache is turned on once per process, by the first
+    page that compiles through weanj (`weanj.check()` does), and must outlive that page's
+    temporary project, which its teardown removes."""
+    if "cache" not in _SESSION:
+        folder = Path(tempfile.mkdtemp(prefix="weanj-docs-cache-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _SESSION["cache"] = folder
+    return _SESSION["cache"]
+
+
 def setup(namespace: dict) -> None:
     """A temporary project for one page (as the tests' `project` fixture makes one)."""
+    os.environ.setdefault("WEANJ_COMPILATION_CACHE", str(_session_cache()))
     root = Path(tempfile.mkdtemp(prefix="weanj-docs-"))
     shutil.copytree(REPO / "shared_inputs", root / "shared_inputs")
     for recorded in (REPO / "results").glob("*/recorded"):
