@@ -213,7 +213,7 @@ def test_the_key_holds_inputs_parameters_dtype_and_versions(key_parts, monkeypat
 
 
 def test_the_code_is_every_project_file_the_module_reaches(project):
-    from weanj._pipeline._records import reachable_files
+    from weanj._sources import reachable_files
 
     (project / "kernels" / "deep.py").write_text("X = 1\n")
     (project / "kernels" / "helper.py").write_text("from kernels import deep\n" + HELPER)
@@ -224,7 +224,7 @@ def test_the_code_is_every_project_file_the_module_reaches(project):
     # resolved in a fresh process, so that nothing of this one's imports counts
     code = (
         "import sys; from pathlib import Path; sys.path.insert(0, '.');"
-        "from weanj._pipeline._records import reachable_files;"
+        "from weanj._sources import reachable_files;"
         "print('\\n'.join(str(p.relative_to(Path.cwd())) for p in "
         "reachable_files('kernels.one', (Path.cwd().resolve(),))))"
     )

@@ -44,6 +44,10 @@ WHAT_TO_ADD = (
     'add a [tool.weanj] table with examples = ["your.module"] to it (or run `weanj new NAME` '
     "there), or set WEANJ_ROOT to a weanj project"
 )
+WHAT_TO_MAKE = (
+    'make a pyproject.toml with [tool.weanj] examples = ["your.module"] (`weanj new NAME` '
+    "writes one), or set WEANJ_ROOT to a weanj project"
+)
 
 
 def _read_toml(path: Path) -> dict:
@@ -106,10 +110,7 @@ def find_root() -> tuple[Path, str]:
     )
     if bare is not None:
         raise ProjectError(f"not in a weanj project: {bare} has no [tool.weanj] table; {WHAT_TO_ADD}")
-    raise ProjectError(
-        f"not in a weanj project: no pyproject.toml with [tool.weanj] at or above {cwd}; "
-        f"{WHAT_TO_ADD}"
-    )
+    raise ProjectError(f"not in a weanj project: no pyproject.toml at or above {cwd}; {WHAT_TO_MAKE}")
 
 
 def project_root() -> Path:

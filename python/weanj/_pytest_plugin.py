@@ -36,6 +36,7 @@ OPTIONS = (
     ),
 )
 _SESSION = pytest.StashKey[object]()
+_EXITING = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser):
@@ -176,6 +177,7 @@ def pytest_collection_modifyitems(session, config, items):
         here = places()  # the project is where you are: or one line saying what to add
         cats = catalogs(config.getoption("weanj_example"))
     except WeanjError as e:
+        config.stash[_EXITING] = True
         pytest.exit(error_text(str(e)), returncode=2)
     _jax_cache.enable()  # compiled kernels are reused across runs (and xdist workers)
     config.stash[_SESSION] = Session(shown_path=here.shown, records=Records(here, project()))
@@ -202,7 +204,7 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_report_collectionfinish(config, start_path, items):
     """The table's items are added after collection proper: say how many there are."""
-    if not config.getoption("weanj"):
+    if not config.getoption("weanj") or config.stash.get(_EXITING, False):
         return None
     ours = [i for i in items if i.nodeid.startswith("weanj::")]
     examples = sorted({i.nodeid.split("::")[1] for i in ours})

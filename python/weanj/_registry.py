@@ -19,6 +19,7 @@ import importlib
 import importlib.metadata
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ._errors import (
@@ -35,6 +36,7 @@ from ._errors import (
 from ._interrupts import CalledExit, guarded_import
 from ._model import Catalog, Example, Variant
 from ._project import BUILTIN, ProjectConfig, project_config
+from ._sources import code_digest
 
 _EXAMPLES: dict[str, Example] = {}
 _VARIANTS: dict[str, dict[str, Variant]] = {}
@@ -189,6 +191,9 @@ def _import_example_module(module: str, where: str) -> None:
         raise _load_error(module, where, e) from None
     finally:
         _state["loading"] = None
+    roots = (Path(_state["config"].root).resolve(), *_state["config"].pythonpath) if _state["config"] else ()
+    for name in set(_EXAMPLES) - set(before) if roots else ():  # as imported: the records' key
+        object.__setattr__(_EXAMPLES[name], "code", code_digest(module, roots))
     after = _x64()
     if after is not None and after != bool(x64):
         sys.modules["jax"].config.update("jax_enable_x64", bool(x64))

@@ -316,6 +316,9 @@ def julia_variant(
             description=description or f"{file or 'WeanJ'}: {loss}; gradient by Enzyme.jl",
             dtypes=dtypes,
             excludes=excludes,
+            # what an evaluation record's key holds beyond Python: the kernel's folder (the
+            # helpers it may include), or weanj's own Julia package
+            sources=tuple(p for p in (path.parent if path else julia_sources(),) if p),
         )
     )
     _KERNELS[(example.name, name)] = kernel

@@ -496,6 +496,9 @@ def fuzz(
         say(line)
 
     tell(f"fuzz {ex.name}: {', '.join(f'{a.name}~{b.name}' for a, b in chosen) or 'no pair'}")
+    if pairs:  # only the variants of the pairs asked for
+        asked = {v.name for pair in chosen for v in pair}
+        left_out = {n: why for n, why in left_out.items() if n in asked}
     by_reason: dict[str, list[str]] = {}
     for name, why in left_out.items():  # one line per reason, however many variants
         by_reason.setdefault(why, []).append(name)

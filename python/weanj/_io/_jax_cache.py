@@ -55,15 +55,21 @@ def cache_dir(root: Path | None = None) -> Path | None:
 
 def enable(root: Path | None = None) -> Path | None:
     """Turn JAX's persistent compilation cache on for this process, in the project's
-    `.weanj-cache/` (or `$WEANJ_COMPILATION_CACHE`), as the commands do; once (later calls
-    return the same folder). In a notebook, `weanj.enable_compilation_cache()` before the
-    first compilation makes a re-run load compiled programs instead of compiling them again.
-    **Returns** the folder, or None where the cache is off or not writable."""
+    `.weanj-cache/` (or `$WEANJ_COMPILATION_CACHE`), as the commands do. In a notebook,
+    `weanj.enable_compilation_cache()` before the first compilation makes a re-run load
+    compiled programs instead of compiling them again. A process that moves to another
+    project (or whose folder was deleted) follows: the folder is made again, or the cache
+    pointed at the new project's. **Returns** the folder, or None where the cache is off or
+    not writable."""
     with _lock:
-        if _state["done"]:
-            return _state["dir"]
-        _state["done"] = True
         folder = cache_dir(root)
+        if _state["done"] and folder == _state["dir"]:
+            if folder is not None:
+                folder.mkdir(parents=True, exist_ok=True)
+            return folder
+        moved = _state["done"] and _state["dir"] is not None
+        _state["done"] = True
+        _state["dir"] = None
         if folder is None:
             return None
         try:
@@ -82,6 +88,13 @@ def enable(root: Path | None = None) -> Path | None:
         import jax
 
         jax.config.update("jax_compilation_cache_dir", str(folder))
+        if moved:  # JAX opened the earlier folder once; open the new one instead
+            try:
+                from jax._src import compilation_cache
+
+                compilation_cache.reset_cache()
+            except Exception:  # noqa: BLE001 - a JAX without it keeps the earlier folder
+                pass
         # weanj's kernels compile in tens of milliseconds to seconds: cache them all.
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

@@ -158,6 +158,7 @@ class Example:
     taylor: TaylorPolicy | Mapping[str, TaylorPolicy] = field(default_factory=TaylorPolicy)
     stem: str = ""
     module: str = field(default="", compare=False)  # set when registered
+    code: str = field(default="", compare=False, repr=False)  # its code's digest, as imported
     specs: tuple[Array, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:

@@ -186,6 +186,11 @@ def fd_check(
             masks[k] = np.asarray(m, bool)
     if not any(m.any() for m in masks.values()):
         raise InputError("fd_check: the mask leaves no entry to perturb")
+    with _precision_of(next(iter(xs.values()))):
+        return _fd_worst(f, x, xs, gs, masks, n, h, seed)
+
+
+def _fd_worst(f, x, xs, gs, masks, n, h, seed) -> float:
     rng = np.random.default_rng(seed)
     worst = 0.0
     for _ in range(n):
@@ -249,7 +254,21 @@ def taylor_test(
         raise InputError(f"taylor_test: {e}") from None
     if mask is not None and np.shape(mask) != x.shape:
         raise InputError(f"taylor_test: mask has shape {np.shape(mask)}, x has {x.shape}")
-    return taylor(loss, x, g, policy, mask=mask)
+    with _precision_of(x):
+        return taylor(loss, x, g, policy, mask=mask)
+
+
+def _precision_of(x: np.ndarray):
+    """JAX's 64-bit types on for float64 (complex128) points, as weanj's runs have them: a
+    plain JAX loss would otherwise compute in float32, and a correct gradient's remainders
+    would stop at float32's rounding (rates 1, a false failure)."""
+    import contextlib
+    import sys
+
+    jax = sys.modules.get("jax")
+    if jax is None or np.asarray(x).dtype not in (np.float64, np.complex128):
+        return contextlib.nullcontext()
+    return jax.enable_x64(True)
 
 
 def jvp_check(

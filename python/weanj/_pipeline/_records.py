@@ -33,11 +33,7 @@ module reached only that way is not part of the key (docs/DESIGN.md says so).
 
 from __future__ import annotations
 
-import ast
-import hashlib
-import importlib.util
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,122 +45,16 @@ from .._io._h5 import array_sha256
 from .._judge._contract import ERROR, NONFINITE, Fault
 from .._model import Gradient, Inputs, Variant, provenance_key
 from .._places import Places
+from .._sources import code_digest, files_digest, text_digest
 
 FORMAT = 1
 _PACKAGE = Path(__file__).resolve().parent.parent  # weanj's own package
 _REUSED_FAULTS = (ERROR, NONFINITE)  # timeouts depend on the load; never reused
 
 
-def _digest(text: str | bytes) -> str:
-    data = text.encode() if isinstance(text, str) else text
-    return hashlib.sha256(data).hexdigest()
-
-
-_ENVIRONMENTS = tuple(
-    Path(p).resolve() for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p
-)
-
-
-def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
-    """Inside the project (its roots), and not in an installed environment (a virtual
-    environment kept in the project folder holds packages, not the project's code)."""
-    if "site-packages" in path.parts or "dist-packages" in path.parts:
-        return False
-    if any(env == path or env in path.parents for env in _ENVIRONMENTS):
-        return False
-    return any(root == path or root in path.parents for root in roots)
-
-
-def _origin(name: str) -> Path | None:
-    """The source file of a module, found without importing anything: the top-level
-    package by its finder, submodules by looking in its folders (resolving `a.b` with
-    `importlib` would import `a`, and an installed package's import can do anything)."""
-    module = sys.modules.get(name)
-    found = getattr(module, "__file__", None) if module is not None else None
-    if found is not None:
-        return Path(found).resolve() if str(found).endswith(".py") else None
-    top, *rest = name.split(".")
-    try:
-        spec = sys.modules[top].__spec__ if top in sys.modules else importlib.util.find_spec(top)
-    except (ImportError, ValueError, AttributeError):
-        return None
-    if spec is None or not spec.origin or not spec.has_location:
-        return None
-    path = Path(spec.origin)
-    folders = list(spec.submodule_search_locations or ())
-    for part in rest:
-        path = None
-        for folder in folders:
-            package, plain = Path(folder) / part / "__init__.py", Path(folder) / f"{part}.py"
-            if package.is_file():
-                path, folders = package, [package.parent]
-                break
-            if plain.is_file():
-                path, folders = plain, []
-                break
-        if path is None:
-            return None
-    return path.resolve() if path.suffix == ".py" else None
-
-
-def _imported_names(path: Path, module: str) -> set[str]:
-    """The modules a source file imports (absolute names; `from X import Y` gives X and
-    X.Y, since Y may be a submodule)."""
-    try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
-    except (OSError, SyntaxError, ValueError, RecursionError):
-        return set()
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".") if package else []
-                parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
-                base = ".".join([*parts, base] if base else parts)
-            if base:
-                out.add(base)
-                out.update(f"{base}.{alias.name}" for alias in node.names)
-    return out
-
-
-def reachable_files(module: str, roots: tuple[Path, ...], outside: Path | None = None) -> list[Path]:
-    """Every source file inside `roots` (and not inside `outside`) that `module` reaches by
-    its imports, itself included, directly or not (read from the code, nothing run)."""
-    seen: dict[str, Path] = {}
-    todo = [module]
-    while todo:
-        name = todo.pop()
-        if name in seen or not name:
-            continue
-        path = _origin(name)
-        if path is None or not _inside(path, roots) or (outside and _inside(path, (outside,))):
-            seen[name] = Path()
-            continue
-        seen[name] = path
-        parts = name.split(".")  # a submodule's import runs its packages' __init__ first
-        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
-        todo.extend(_imported_names(path, name))
-    return sorted({p for p in seen.values() if p != Path()})
-
-
-def _files_digest(files: list[Path]) -> str:
-    h = hashlib.sha256()
-    for path in files:
-        h.update(str(path).encode() + b"\0")
-        try:
-            h.update(path.read_bytes())
-        except OSError:
-            h.update(b"<unreadable>")
-    return h.hexdigest()
-
-
 def weanj_sources() -> str:
     """A digest of weanj's own sources: a checkout being edited changes it."""
-    return _files_digest(sorted(_PACKAGE.rglob("*.py")))
+    return files_digest(sorted(_PACKAGE.rglob("*.py")))
 
 
 @dataclass
@@ -198,10 +88,19 @@ class Records:
         example's too) are covered by the digest of weanj's sources, in every key."""
         module = variant.example.module
         if module not in self._code:
-            files = reachable_files(module, self._roots(), _PACKAGE) if module else []
-            self._code[module] = _files_digest(files) if files else _digest(f"unknown:{module}")
-        extra = [Path(p) for p in getattr(variant, "sources", ())]
-        return self._code[module] if not extra else _digest(self._code[module] + _files_digest(extra))
+            now_on_disk = code_digest(module, self._roots())
+            imported = variant.example.code
+            if imported and imported != now_on_disk:  # the process runs the code as imported
+                self.notes.append(
+                    f"note: {module} (or a module it imports) changed since this process "
+                    "imported it: its evaluations use the code as imported; restart the kernel, "
+                    "or run `weanj check`, to check the edit"
+                )
+            self._code[module] = imported or now_on_disk
+        extra = []
+        for source in (Path(p) for p in getattr(variant, "sources", ())):  # a folder: its Julia files
+            extra.extend(sorted(source.rglob("*.jl")) if source.is_dir() else [source])
+        return self._code[module] if not extra else text_digest(self._code[module] + files_digest(extra))
 
     def parts(self, variant: Variant, inputs: Inputs, dtype: str) -> dict[str, Any]:
         if not self._weanj:
@@ -210,7 +109,7 @@ class Records:
         return {
             "inputs": inputs.key(dtype),
             "code": self.code_of(variant),
-            "config": _digest(table),
+            "config": text_digest(table),
             "versions": {**core_versions(), "weanj sources": self._weanj},
             "backend": variant.backend_version(),
             "variant": variant.name,
@@ -380,9 +279,14 @@ class Records:
         }
         line = f"  evaluations: reused {reused} of {len(out)}"
         if changed:
-            shown = "; ".join(f"{label}: recomputed — {why}" for label, why in list(changed.items())[:6])
-            more = f"; … and {len(changed) - 6} more" if len(changed) > 6 else ""
-            line += f" ({shown}{more})"
+            by_why: dict[str, list[str]] = {}
+            for label, why in changed.items():  # one reason once, however many variants
+                by_why.setdefault(why, []).append(label)
+            shown = "; ".join(
+                f"{', '.join(labels[:4])}{' …' if len(labels) > 4 else ''}: recomputed — {why}"
+                for why, labels in by_why.items()
+            )
+            line += f" ({shown})"
         return out, line
 
 

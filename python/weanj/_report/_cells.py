@@ -115,7 +115,8 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
             worst = Verdict.worst(j.verdict for j in failing)
             return Cell(f"FAIL vs {len(failing)} of {len(mine)}", str(worst), links, why)
         # It fails only against the family's suspects: the suspects are the news.
-        return Cell(f"ok ×{len(mine) - len(failing)}; FAIL vs", "differs", links, why)
+        against = ", ".join(dict.fromkeys(next(s for s in j.subjects if s != label) for j in failing))
+        return Cell(f"ok ×{len(mine) - len(failing)}; FAIL vs {against}", "differs", links, why)
     kinks = [j for j in mine if j.verdict == Verdict.KINKS]
     if kinks:
         return Cell(

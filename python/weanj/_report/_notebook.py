@@ -7,8 +7,23 @@ from __future__ import annotations
 from .._judge._verdict import ExampleJudgement, Verdict
 from ._cells import accused, check_cell, family_cell, float32_cell
 from ._lines import num
-from ._html_parts import STYLE, badge, cell, e, img, table, verdict_class
+from ._html_parts import badge, cell, e, img, table, verdict_class
 from ._text import fault_rows, fault_text, summary
+
+
+# Scoped to the fragment: a notebook or a docs page around it keeps its own look.
+SCOPED_STYLE = (
+    ".weanj-judgement table{border-collapse:collapse;margin:.4em 0;font-size:.9em}"
+    ".weanj-judgement th,.weanj-judgement td{border:1px solid #ccc;padding:.2em .45em;"
+    "text-align:left;vertical-align:top}"
+    ".weanj-judgement th{background:#f2f2f2}"
+    ".weanj-judgement .ok{background:#dff3df}"
+    ".weanj-judgement .fail{background:#f9d6d5;font-weight:bold}"
+    ".weanj-judgement .kinks{background:#fbeec8}.weanj-judgement .info{background:#e1ecf7}"
+    ".weanj-judgement .skip{background:#eee;color:#555}"
+    ".weanj-judgement .stale{background:#fff6cc}"
+    ".weanj-judgement img{max-width:100%}"
+)
 
 
 def _summary_rows(judgement) -> list[str]:
@@ -84,7 +99,7 @@ def _pictures(ej: ExampleJudgement, limit: int) -> list[str]:
 
 def judgement_html(judgement, *, max_pictures: int = 6) -> str:
     head = f"<p><b>weanj {e(judgement.command)}</b>: {badge(judgement.verdict)}</p>"
-    parts = [f"<div><style>{STYLE}</style>", head]
+    parts = [f'<div class="weanj-judgement"><style>{SCOPED_STYLE}</style>', head]
     parts.append(table(["example", "verdict", "what fails"], _summary_rows(judgement)))
     left = max_pictures
     for ej in judgement:
