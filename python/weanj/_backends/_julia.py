@@ -36,6 +36,7 @@ from .._project import project_root
 from .._registry import example_names, example_of, register_variant
 from . import _julia_client
 from ._julia_client import JuliaError
+from ._julia_find import julia_sources  # noqa: F401 (re-exported: the tests, the docs)
 from ._julia_find import find_julia
 
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -44,16 +45,6 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 # loss bare: constant, and Enzyme refuses one that writes derivative-carrying memory it
 # captured.
 FUNCTION_ACTIVITY = {None: "bare", "const": "const", "duplicated": "duplicated"}
-
-
-def julia_sources() -> Path | None:
-    """The folder `julia/` holding the package (`src/WeanJ.jl`) and the kernels: the
-    checkout's for an editable install (so edits take effect), else the copy a wheel
-    ships as `weanj/julia/`."""
-    for folder in (_PACKAGE.parent.parent / "julia", _PACKAGE / "julia"):
-        if (folder / "src" / "WeanJ.jl").is_file():
-            return folder
-    return None
 
 
 def unavailable_reason() -> str | None:

@@ -319,7 +319,7 @@ def _start_worker(deadline: float | None, variant: str) -> Worker:
         "sources": None,
         "requirements": None,
     }
-    from ._julia import julia_sources
+    from ._julia_find import julia_sources
 
     sources = julia_sources()
     setup["sources"] = None if sources is None else str(sources)

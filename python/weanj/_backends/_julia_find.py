@@ -245,3 +245,16 @@ def worker_settings(julia: Path, environ: Mapping[str, str]) -> dict[str, str]:
     if threads and "PYTHON_JULIACALL_HANDLE_SIGNALS" not in environ:
         settings["PYTHON_JULIACALL_HANDLE_SIGNALS"] = "yes"
     return settings
+
+
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+def julia_sources() -> Path | None:
+    """The folder `julia/` holding the package (`src/WeanJ.jl`) and the kernels: the
+    checkout's for an editable install (so edits take effect), else the copy a wheel
+    ships as `weanj/julia/`."""
+    for folder in (_PACKAGE_DIR.parent.parent / "julia", _PACKAGE_DIR / "julia"):
+        if (folder / "src" / "WeanJ.jl").is_file():
+            return folder
+    return None
