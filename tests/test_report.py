@@ -49,12 +49,9 @@ def expanded(s, x, y):
     return s**2 * jnp.sum(x * x) - 2 * s * jnp.sum(x * y) + jnp.sum(y * y)
 """
 
-# What `weanj check` leaves for the report (`cmd_check` calls the same two functions).
-CHECK = (
-    "from weanj._check import check_examples;"
-    "from weanj._report._verdicts_file import write_check_verdicts;"
-    "write_check_verdicts(check_examples())"
-)
+# What `weanj check` leaves for the report: `weanj.check()`, the function the command
+# calls, writes each example's verdicts (results/<example>/check.json).
+CHECK = "import weanj; weanj.check()"
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -357,7 +354,8 @@ def test_builtin_examples_say_what_is_missing_and_which_command_computes_it(proj
 def test_markdown_stays_under_the_limit_however_much_fails(project):
     """Hundreds of failing pairs with long reasons: the summary is cut, and says so."""
     from weanj._io._inputs import read_inputs
-    from weanj._judge._verdict import ExampleJudgement, Judgement, Verdict
+    from weanj._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+    from weanj._places import places
     from weanj._registry import example
     from weanj._report import _md, _page
     from weanj._report._verdicts_file import MISSING, CheckVerdicts
@@ -365,10 +363,10 @@ def test_markdown_stays_under_the_limit_however_much_fails(project):
     pages = []
     for name in ("01-jacobi", "02-gauss-seidel", "03-advection"):
         ex = example(name)
-        ej = ExampleJudgement(ex, read_inputs(ex))
+        ej = ExampleJudgement(ex, read_inputs(ex, places()))
         for k in range(400):
             ej.judgements.append(
-                Judgement(
+                CaseJudgement(
                     f"{name}::fam::a{k}~b{k}",
                     "pair",
                     Verdict.FAIL,
@@ -419,12 +417,13 @@ def test_an_example_without_inputs_is_reported_not_judged(project, capsys):
 def test_check_file_is_current_only_on_the_same_inputs(project):
     from weanj._io._inputs import read_inputs
     from weanj._judge._verdict import ExampleJudgement
+    from weanj._places import places
     from weanj._registry import example
     from weanj._report._verdicts_file import read_check_verdicts, write_check_verdicts
 
-    ex = example("01-jacobi")
-    inputs = read_inputs(ex)
-    (path,) = write_check_verdicts([ExampleJudgement(ex, inputs)])
+    ex, here = example("01-jacobi"), places()
+    inputs = read_inputs(ex, here)
+    (path,) = write_check_verdicts([ExampleJudgement(ex, inputs)], here)
     assert path == project / "results" / "01-jacobi" / "check.json"
     assert not list(path.parent.glob(".*.tmp"))
     data = json.loads(path.read_text())
@@ -434,8 +433,8 @@ def test_check_file_is_current_only_on_the_same_inputs(project):
     key = provenance_key(inputs_sha256(arrays), {"K": K}, "float64")  # from its definition
     assert data["key"] == key and data["inputs_sha256"] == inputs_sha256(arrays)
     assert data["environment"]["jax"] and data["timestamp"].endswith("+00:00")
-    assert read_check_verdicts("01-jacobi", key).state == "current"
-    stale = read_check_verdicts("01-jacobi", "0" * 64)
+    assert read_check_verdicts("01-jacobi", key, here).state == "current"
+    stale = read_check_verdicts("01-jacobi", "0" * 64, here)
     assert stale.state == "stale" and "`weanj check 01-jacobi`" in stale.note
     # The page says so too, where the checks would be.
     data["key"] = "f" * 64
@@ -444,7 +443,7 @@ def test_check_file_is_current_only_on_the_same_inputs(project):
     text = (project / "r.html").read_text(encoding="utf-8")
     assert "ran on other inputs" in text and "refresh them with `weanj check 01-jacobi`" in text
     path.write_text("{not json")
-    assert read_check_verdicts("01-jacobi", key).state == "unreadable"
+    assert read_check_verdicts("01-jacobi", key, here).state == "unreadable"
 
 
 def test_bad_arguments_are_one_line_and_exit_2(project, capsys):
@@ -493,20 +492,25 @@ def test_bench_figures_colour_families_and_show_the_spread(project):
     from matplotlib.colors import rgb_to_hsv
     from matplotlib.container import ErrorbarContainer
 
-    from weanj._registry import example
+    from weanj import write_results
+    from weanj._io._bench import load_results
+    from weanj._places import places
+    from weanj._registry import catalog
     from weanj._report._bench_plots import figures, styles
-    from weanj._timing import write_results
 
     variants = ("jax-lex", "kernex-lex", "jax-rb", "kernex-rb")
     records = [_bench_record(v, n, K) for v in variants for n in (8, 16, 32) for K in (10, 40)]
     write_results("02-gauss-seidel", "jax", "cpu", records, env={"note": "test"})
-    style = styles(example("02-gauss-seidel"), records)
+    cat = catalog("02-gauss-seidel")
+    stored, problems = load_results(cat.example, places())  # as plot and report read them
+    assert problems == [] and len(stored) == len(records)
+    style = styles(cat, stored)
     hue = {v: rgb_to_hsv(style[v][0][:3])[0] for v in variants}
     assert abs(hue["jax-lex"] - hue["kernex-lex"]) < 0.03  # one family: one hue ...
     assert abs(hue["jax-rb"] - hue["kernex-rb"]) < 0.03
     assert abs(hue["jax-lex"] - hue["jax-rb"]) > 0.2  # ... another family: another
     assert style["jax-lex"][1] != style["kernex-lex"][1]  # members differ by marker
-    drawn = figures("02-gauss-seidel")
+    drawn = figures(cat, stored)
     stems = {f.stem for f in drawn}
     # Two K values: a figure each (named and titled by K), never one legend of both.
     assert {"time_vs_n_K10", "time_vs_n_K40", "memory_vs_n_K10", "memory_vs_n_K40"} <= stems
@@ -561,10 +565,10 @@ def test_bench_records_keep_their_spread_and_the_page_draws_them(project):
 def test_pictures_only_for_what_matters(project):
     """No failure: the agreeing pair of the largest error and the family references
     (not every pair against a recorded reference, as `diff --plot` once drew)."""
-    from weanj._check import diff_store
+    import weanj
     from weanj._report._page import _pictures
 
-    ej = diff_store("02-gauss-seidel")  # the recorded references only
+    ej = weanj.diff("02-gauss-seidel")["02-gauss-seidel"]  # the recorded references only
     chosen, left = _pictures(ej)
     assert [j.case for j in chosen] == ["02-gauss-seidel::info::recorded/jax-lex~recorded/jax-rb"]
     assert left == 0
