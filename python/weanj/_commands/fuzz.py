@@ -113,7 +113,8 @@ def drawn_text(ex: Example, strategies: Sequence[Callable]) -> str:
             parts.append(f"{p.name} ∈ {{{p.default}, {not p.default}}}")
     parts.append("seeds")
     if strategies:
-        parts.append("strategies " + ", ".join(getattr(s, "__name__", "strategy") for s in strategies))
+        names = (getattr(s, "__name__", "strategy") for s in strategies)
+        parts.append("strategies " + ", ".join(names))
     return "; ".join(parts)
 
 
