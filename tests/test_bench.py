@@ -336,9 +336,7 @@ def faulty_example(project):
     _registry.unregister_example(FAULTY)
 
 
-def test_a_variant_at_fault_is_its_error_line_and_the_others_are_measured(
-    faulty_example, capsys
-):
+def test_a_variant_at_fault_is_its_error_line_and_the_others_are_measured(faulty_example, capsys):
     assert main(["bench", FAULTY, "--samples", "1"]) == 1
     out, err = capsys.readouterr()
     # One error line, the variant's own, naming what is wrong and how to reproduce it.
@@ -655,7 +653,8 @@ def test_malformed_records_send_the_file_aside_and_keep_the_good_ones(project, c
         ({"grad_s": float("nan")}, "field grad_s must be a finite number of seconds"),
         ({"compile_s": -1.0}, "field compile_s must be a finite number of seconds"),
         ({"peak_mem_bytes": 1.5}, "field peak_mem_bytes must be an integer >= 0 or null"),
-        ({"dtype": 64}, "field dtype must be text, got 64"),
+        ({"dtype": 64}, "field dtype must be float64 or float32, got 64"),
+        ({"dtype": "../x"}, "field dtype must be float64 or float32, got '../x'"),
         ({"variant": ""}, "field variant must be text"),
         ({"extra": object()}, "cannot be written as JSON"),
         ({"extra": float("inf")}, "cannot be written as JSON"),

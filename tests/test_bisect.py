@@ -173,7 +173,10 @@ def test_bisect_refuses_what_it_cannot_compare(steps_here, capsys):
         (("jax-steps", "jax-other"), "different families"),
         (("jax-steps", "jax-steps"), "two different variants"),
         (("jax-steps", "jax-late", "--over", "damp"), "needs an int parameter"),
-        (("jax-steps", "jax-late", "--over", "k"), "has no int parameter or size k; did you mean K?"),
+        (
+            ("jax-steps", "jax-late", "--over", "k"),
+            "has no int parameter or size k; did you mean K?",
+        ),
         (("jax-steps", "jax-nope"), "unknown variant 'jax-nope'"),
     ):
         code = main(["bisect", "30-steps", *args])
@@ -346,7 +349,9 @@ def odd_sizes(project):
         return jnp.sum((x - y) ** 2)
 
     weanj.jax_variant(ex, "jax-sum", family="g", loss=loss)
-    weanj.jax_variant(ex, "jax-expanded", family="g", loss=lambda x, y: jnp.sum(x * x - 2 * x * y + y * y))
+    weanj.jax_variant(
+        ex, "jax-expanded", family="g", loss=lambda x, y: jnp.sum(x * x - 2 * x * y + y * y)
+    )
     weanj.write_inputs(ODD)
     yield ex
     _registry.unregister_example(ODD)

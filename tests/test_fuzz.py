@@ -81,7 +81,8 @@ def small_integers(draw):
 
     small = st.integers(-2, 2)
     pairs = draw(st.lists(st.tuples(small, small), min_size=1, max_size=4))
-    return {"x": np.array([a for a, _ in pairs], float), "y": np.array([b for _, b in pairs], float)}
+    x, y = zip(*pairs)
+    return {"x": np.array(x, float), "y": np.array(y, float)}
 '''
 
 
@@ -271,8 +272,7 @@ def test_agreeing_pair_stops_at_the_time_limit_and_notes_refusals(agreeing, cloc
     # 400 s of the clock at 50 s a draw: 8 draws, then the time limit (seconds as the
     # clock counts them: the draws' 400 s).
     assert summary == (
-        "fuzz 92-fuzz: ok — 8 draw(s) in 400 s (stopped at the time limit); "
-        "0 of 1 pair(s) disagree"
+        "fuzz 92-fuzz: ok — 8 draw(s) in 400 s (stopped at the time limit); 0 of 1 pair(s) disagree"
     ), out
     # n = 1 is refused by the example's validate: assumed away, and said.
     assert "refused by the example: x needs at least 2 entries, got 1" in out
