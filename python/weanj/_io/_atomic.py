@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from .._interrupts import deferred
+
 # A writer's temporary file lives from the start of one write to its rename: weanj writes
 # a finished gradient, inputs or benchmark file (at most a few hundred MB, written in
 # seconds), and every write advances the file's mtime. One untouched for an hour belongs
@@ -64,17 +66,22 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp)
+    tmp = None
     try:
+        # A Ctrl-C while the temporary file is made is handed on once its name is known,
+        # here, inside the `try` that removes it: never a `.tmp` left beside the file.
+        with deferred():
+            fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.close(fd)
+            tmp = Path(name)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         yield tmp
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         raise
 
 
