@@ -572,3 +572,131 @@ def test_pictures_only_for_what_matters(project):
     chosen, left = _pictures(ej)
     assert [j.case for j in chosen] == ["02-gauss-seidel::info::recorded/jax-lex~recorded/jax-rb"]
     assert left == 0
+
+
+# --- the new verdicts on the page: faults, not compared, unavailable, zeros -----------------
+
+FAULTS = "98-faults"
+ZERO = "99-zero"
+
+
+@pytest.fixture
+def verdicts(project):
+    """Two examples, checked in both dtypes: `98-faults` with two correct variants, two at
+    fault (one raises inside the kernel, one returns a vector loss) and one unavailable
+    (it needs a module that does not exist); `99-zero`, whose reference gradient is all
+    zeros (x == y), with `jax-zwrong` off by 1e-9 there and its loss by 1e-15 (the
+    reference loss is 0), in absolute terms."""
+    import jax.numpy as jnp
+
+    import weanj
+    from weanj import _registry
+
+    def xy(seed):
+        rng = np.random.default_rng(seed)
+        return {"x": rng.standard_normal(6), "y": rng.standard_normal(6)}
+
+    ex = weanj.register_example(weanj.Example(name=FAULTS, arrays=("x", "y"), wrt="x", generate=xy))
+    weanj.jax_variant(ex, "jax-a", family="f", loss=lambda x, y: jnp.sum((x - y) ** 2))
+    weanj.jax_variant(ex, "jax-b", family="f", loss=lambda x, y: jnp.sum(x * x - 2 * x * y + y * y))
+
+    @weanj.jax_variant(ex, "jax-raises", family="f")
+    def raises(x, y):
+        raise ValueError("the kernel broke")
+
+    weanj.jax_variant(ex, "jax-vector", family="f", loss=lambda x, y: (x - y) ** 2)
+    weanj.jax_variant(
+        ex, "jax-gone", family="f", requires=("no_such_module_of_weanj_tests",),
+        loss=lambda x, y: jnp.sum((x - y) ** 2),
+    )  # fmt: skip
+    zero = weanj.register_example(
+        weanj.Example(
+            name=ZERO, arrays=("x", "y"), wrt="x",
+            generate=lambda seed: {"x": np.ones(6), "y": np.ones(6)},
+        )
+    )  # fmt: skip
+    weanj.jax_variant(zero, "jax-z", family="z", loss=lambda x, y: jnp.sum((x - y) ** 2))
+    weanj.jax_variant(zero, "jax-zwrong", family="z", grad=lambda x, y: 1e-9 * x)(
+        lambda x, y: jnp.sum((x - y) ** 2) + 1e-15
+    )
+    for name in (FAULTS, ZERO):
+        weanj.write_inputs(name)
+    judgement = weanj.check([FAULTS, ZERO], say=lambda line: None)
+    yield judgement
+    for name in (FAULTS, ZERO):
+        _registry.unregister_example(name)
+
+
+def test_a_variant_at_fault_is_shown_once_with_its_line_and_command(verdicts, project):
+    from weanj import Verdict
+
+    out = project / "r.html"
+    assert _report(FAULTS, ZERO, "--out", str(out)) == 0
+    page = assert_self_contained(out.read_text(encoding="utf-8"))
+    ej = verdicts[FAULTS]
+    faults = ej.faults
+    assert set(faults) == {"jax-raises", "jax-raises@float32", "jax-vector", "jax-vector@float32"}
+    first = {row[0]: row for row in page.tables[0][1:]}
+    assert first[FAULTS][1] == "FAIL"
+    what = first[FAULTS][2]
+    for name in ("jax-raises", "jax-vector"):
+        j = faults[name]  # the judgement's own line and command, once each (not per dtype)
+        line = f"{name}: error: {j.reason} (reproduce: `{j.command}`)"
+        assert what.count(line) == 1, what
+        assert j.command == f"weanj run {FAULTS} {name}"
+        assert what.count(f"{name}@float32") == 0
+    assert "jax-a ·" not in what and "jax-b ·" not in what  # the correct ones never accused
+    table = next(t for t in page.tables if t[0][0] == "variant" and "jax-raises" in str(t))
+    rows = {row[0]: dict(zip(table[0], row, strict=True)) for row in table[1:]}
+    for name in ("jax-raises", "jax-vector"):
+        assert rows[name]["verdict"] == "error"
+        assert rows[name]["same-family pairs"] == "not compared"
+        assert rows[name]["Taylor (min rate)"] == rows[name]["jvp (rel. error)"] == "not compared"
+        assert rows[name]["note"].startswith(faults[name].reason[:60])
+    assert rows["jax-gone"]["verdict"] == "unavailable"
+    assert rows["jax-gone"]["float32 (max rel.)"] == "unavailable"
+    assert "no_such_module_of_weanj_tests" in page.text(FAULTS)
+    assert rows["jax-a"]["same-family pairs"] == rows["jax-b"]["same-family pairs"] == "ok ×1"
+    # The cases not compared, counted once, as the judgement has them.
+    blocked = {j.case for j in ej.judgements if j.blocked_by}
+    assert blocked and all(ej.by_case()[c].verdict == Verdict.SKIPPED for c in blocked)
+    assert f"Not compared: {len(blocked)} case(s) with jax-raises, jax-vector" in page.text(FAULTS)
+    # The Markdown summary says the same, each fault once in the failures.
+    assert _report(FAULTS, "--format", "md", "--out", str(project / "r.md")) == 0
+    md = (project / "r.md").read_text(encoding="utf-8")
+    for name in ("jax-raises", "jax-vector"):
+        bullets = [x for x in md.splitlines() if x.startswith(f"- `{name}`: error: ")]
+        assert len(bullets) == 1 and f"(reproduce: `weanj run {FAULTS} {name}`)" in bullets[0]
+    assert f"- not compared: {len(blocked)} case(s) with `jax-raises`, `jax-vector`" in md
+    assert "- unavailable `jax-gone`: " in md
+
+
+def test_an_all_zero_reference_is_shown_in_absolute_terms(verdicts, project):
+    from weanj import Verdict
+    from weanj._report._lines import ulp_text
+
+    out = project / "r.html"
+    assert _report(ZERO, "--out", str(out)) == 0
+    text = out.read_text(encoding="utf-8")
+    page = assert_self_contained(text)
+    assert "NaN" not in text and "Inf" not in text.replace("Info", "")
+    j = verdicts[ZERO].by_case()[f"{ZERO}::z::jax-z~jax-zwrong"]
+    c = j.comparison
+    assert j.verdict == Verdict.FAIL and c.reference_zero and c.max_rel is None
+    assert c.max_abs == pytest.approx(1e-9, rel=1e-12)  # |Δ| = 1e-9·x, x = 1
+    first = {row[0]: row for row in page.tables[0][1:]}[ZERO][2]
+    assert "jax-zwrong · array x: FAIL: differs from jax-z, reference all zeros, " in first
+    assert f"max|Δ| {c.max_abs:.2e} at numpy (0,)" in first
+    pairs = next(t for t in page.tables if t[0][:2] == ["reference", "other"])
+    row = next(dict(zip(pairs[0], r, strict=True)) for r in pairs[1:] if r[1] == "jax-zwrong")
+    assert row["max|Δ|"] == f"{c.max_abs:.2e}"
+    assert row["max|Δ|/max|g_ref|"].startswith("reference all zeros")
+    assert f"noise floor {c.grad_floor:.2e}" in row["max|Δ|/max|g_ref|"]
+    # The reference loss is 0: the loss in absolute terms too.
+    assert c.loss_rel is None and c.loss_abs == pytest.approx(1e-15, rel=1e-6)
+    assert row["|ΔL|/|L|"] == f"|ΔL| {c.loss_abs:.2e} (L_ref = 0)"
+    # ULPs in one form, as `_lines.ulp_text` writes them.
+    assert row["ULP"] == ulp_text(c.ulp) and re.fullmatch(r"\d\.\de\d+ ULP", row["ULP"])
+    ulps = [r[pairs[0].index("ULP")] for t in page.tables if t[0][:2] == ["reference", "other"]
+            for r in t[1:]]  # fmt: skip
+    assert ulps and all(re.fullmatch(r"\d{1,5} ULP|\d\.\de\d+ ULP|—", u) for u in ulps), ulps
