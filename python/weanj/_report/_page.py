@@ -9,7 +9,11 @@ per example; `_html` and `_md` only render them.
 
 Which variant is wrong: in a family, a pair that fails names two variants. The one that
 fails against most of its family (or fails its own gradient check) is the *suspect*, and
-the page's first table names it with the array and links to the pair's section.
+the page's first table names it with the array and links to the pair's section. A
+variant the last check found at fault (`error`, `NaN/Inf`, `timeout`) is named once, with
+its line and the command that reproduces it; its pairs and checks are "not compared".
+An unavailable variant says why; an example whose inputs cannot be read is "not judged".
+Comparisons against a reference of zeros are said in absolute terms (`_where`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ from typing import Any
 
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Catalog
-from ._cells import Cell as _Cell
 from ._cells import family_cell, float32_cell
 from ._page_model import (
     Cell,
@@ -190,7 +193,7 @@ def _rows(page: ExamplePage) -> None:
                 f = faults[name]
                 row.verdict, row.note = f["verdict"], _fault_text(f)
                 blocked = page.not_compared.get(name, [])
-                row.pairs = _Cell(
+                row.pairs = Cell(
                     "not compared",
                     "skipped",
                     [],
