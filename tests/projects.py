@@ -140,3 +140,25 @@ def wrong_grad(x, y, S):
 
 weanj.jax_variant(ex, "jax-wrong", family="smooth", grad=wrong_grad)(smooth_loop)
 """
+
+
+def reproduce_case(root: Path, commands: list[str]) -> list[subprocess.CompletedProcess]:
+    """Run the commands that `weanj bisect` and `weanj fuzz` print to reproduce a case, in
+    `root`: the two `weanj run`s, which must succeed, then `weanj bisect EX A B --inputs
+    CASE`, which judges the pair on the case. Returns the three results (each run's stdout
+    says where it saved its gradient)."""
+    assert len(commands) == 3, commands
+    assert [line.split()[:2] for line in commands] == [["weanj", "run"]] * 2 + [["weanj", "bisect"]]
+    done = []
+    for line in commands:
+        done.append(weanj_in(root, *shlex.split(line)[1:]))
+    for r in done[:2]:
+        assert r.returncode == 0, r.stdout + r.stderr
+    return done
+
+
+def saved_path(root: Path, run: subprocess.CompletedProcess) -> Path:
+    """Where a `weanj run` saved its gradient (its `saved PATH` line), under `root`."""
+    (line,) = [x for x in run.stdout.splitlines() if x.startswith("saved ")]
+    path = Path(line.removeprefix("saved "))
+    return path if path.is_absolute() else root / path

@@ -17,9 +17,12 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import _bench, _bench_measure
 from weanj._cli import main
-from weanj._timing import record_fields
+from weanj._commands import bench as bench_command
+from weanj._io import _bench as bench_files
+from weanj._io._bench import record_fields
+from weanj._pipeline import _measure
+from weanj._places import places
 
 from .helpers import PYTHON, assert_one_line_error, subprocess_env
 
@@ -42,11 +45,32 @@ def _has_gpu() -> bool:
         return False
 
 
+def _bench(example: str, variants=None, **options) -> dict:
+    """`weanj bench`'s function, writing nothing (the tests below read its records, not
+    the files): `{backend: records}`."""
+    done = bench_command.bench(example, variants, write=False, **options)
+    assert not done.errors, done.errors
+    return done.by_backend
+
+
 def _bench_jacobi(variant: str, **options) -> dict:
-    """`_bench.bench` of one 01-jacobi variant at n = 4 and 6 with K = 2, one sample,
-    quietly and without memory against K, unless `options` say otherwise."""
+    """`bench` of one 01-jacobi variant at n = 4 and 6 with K = 2, one sample, quietly
+    and without memory against K, unless `options` say otherwise."""
     quick = {"sizes": [4, 6], "params": {"K": 2}, "samples": 1, "memory_over": None}
-    return _bench.bench("01-jacobi", [variant], **{**quick, "say": lambda line: None, **options})
+    return _bench("01-jacobi", [variant], **{**quick, "say": lambda line: None, **options})
+
+
+def _merge(by_backend: dict, *, replace: bool = False, example: str = "01-jacobi") -> list:
+    """Merge records into the example's benchmark files, as `weanj bench` does."""
+    return bench_files.merge(
+        weanj.example(example),
+        "cpu",
+        by_backend,
+        places(),
+        env={"device": "cpu"},
+        backend_versions={},
+        replace=replace,
+    )
 
 
 def _one_line_error(capsys) -> str:
@@ -93,7 +117,7 @@ def test_record_schema(project, capsys):
     assert len(records) == len(by_n) + len(by_K)
     assert [r["n"] for r in by_n] == [8, 16]  # swept in increasing order
     for r in records:
-        for key in record_fields("01-jacobi"):
+        for key in record_fields(weanj.example("01-jacobi")):
             assert key in r, key
         assert (r["variant"], r["family"], r["backend"], r["device"], r["dtype"]) == (
             "jax-jacobi",
@@ -116,7 +140,7 @@ def test_record_schema(project, capsys):
 
 def test_budget_stops_the_sweep(project):
     said = []
-    by_backend = _bench.bench(
+    by_backend = _bench(
         "02-gauss-seidel",
         ["jax-rb"],
         sizes=[8, 4, 16],
@@ -158,27 +182,25 @@ def test_rerun_replaces_only_the_points_it_measured(project):
             for r in json.loads(path.read_text())["records"]
         )
 
-    _bench.write("01-jacobi", "cpu", {"jax": [record("jax-jacobi", 4), record("other", 4)]})
+    _merge({"jax": [record("jax-jacobi", 4), record("other", 4)]})
     # Another size of the same series: added, the earlier one kept.
-    _bench.write("01-jacobi", "cpu", {"jax": [record("jax-jacobi", 8)]})
+    _merge({"jax": [record("jax-jacobi", 8)]})
     # The same point again: it replaces the earlier record of that point only.
-    _bench.write("01-jacobi", "cpu", {"jax": [record("jax-jacobi", 4, grad_s=9.0)]})
+    _merge({"jax": [record("jax-jacobi", 4, grad_s=9.0)]})
     assert stored() == [
         ("jax-jacobi", "float64", "n", 4, 1, 9.0),
         ("jax-jacobi", "float64", "n", 8, 1, 2.0),
         ("other", "float64", "n", 4, 1, 2.0),
     ]
     # Another dtype or another fixed K is another series; memory-against-K points too.
-    _bench.write("01-jacobi", "cpu", {"jax": [record("jax-jacobi", 2, "float32")]})
-    _bench.write("01-jacobi", "cpu", {"jax": [record("jax-jacobi", 16, K=7)]})
-    _bench.write("01-jacobi", "cpu", {"jax": [record("jax-jacobi", 8, K=10, sweep="K")]})
-    _bench.write("01-jacobi", "cpu", {"jax": [record("jax-jacobi", 8, K=20, sweep="K")]})
+    _merge({"jax": [record("jax-jacobi", 2, "float32")]})
+    _merge({"jax": [record("jax-jacobi", 16, K=7)]})
+    _merge({"jax": [record("jax-jacobi", 8, K=10, sweep="K")]})
+    _merge({"jax": [record("jax-jacobi", 8, K=20, sweep="K")]})
     assert len(stored()) == 7
     # replace=True (`weanj bench --replace`): every earlier record of a measured series goes.
-    _bench.write("01-jacobi", "cpu", {"jax": [record("jax-jacobi", 32)]}, replace=True)
-    _bench.write(
-        "01-jacobi", "cpu", {"jax": [record("jax-jacobi", 8, K=30, sweep="K")]}, replace=True
-    )
+    _merge({"jax": [record("jax-jacobi", 32)]}, replace=True)
+    _merge({"jax": [record("jax-jacobi", 8, K=30, sweep="K")]}, replace=True)
     assert stored() == [
         ("jax-jacobi", "float32", "n", 2, 1, 2.0),
         ("jax-jacobi", "float64", "K", 8, 30, 2.0),
@@ -210,7 +232,7 @@ def test_over_a_parameter_is_timed_at_the_middle_size(project):
 
 def test_N_counts_the_entries_of_every_gradient_array(project):
     # 04-tridiagonal: four gradient arrays a, b, c, d, each (n, n) at size n.
-    by_backend = _bench.bench(
+    by_backend = _bench(
         "04-tridiagonal", ["jax-thomas"], sizes=[3], samples=1, say=lambda line: None
     )
     assert [(r["n"], r["N"]) for r in by_backend["jax"]] == [(3, 4 * 9)]
@@ -247,7 +269,7 @@ def dims_example(project):
 
 
 def test_over_and_memory_over_a_dimension_of_a_shape(dims_example):
-    by_backend = _bench.bench(
+    by_backend = _bench(
         "94-dims",
         samples=1,
         over=("T", ("8", "2")),
@@ -268,7 +290,7 @@ def test_over_and_memory_over_a_dimension_of_a_shape(dims_example):
 def test_a_dimension_its_generator_cannot_set_is_refused_before_any_work(dims_example, capsys):
     said = []
     with pytest.raises(weanj.InputError) as info:
-        _bench.bench("95-fixed", samples=1, over=("T", (2, 8)), say=said.append)
+        bench_command.bench("95-fixed", samples=1, over=("T", (2, 8)), say=said.append)
     assert "its generate takes no keyword T" in str(info.value) and "def generate(seed" in str(
         info.value
     )
@@ -277,6 +299,67 @@ def test_a_dimension_its_generator_cannot_set_is_refused_before_any_work(dims_ex
     assert "takes no keyword d" in _one_line_error(capsys)
     assert main(["bench", "94-dims", "--over", "Q", "2"]) == 2
     assert "94-dims has no parameter or dimension Q (it has: S, T, d)" in _one_line_error(capsys)
+
+
+FAULTY = "96-bench-fault"
+
+
+@pytest.fixture
+def faulty_example(project):
+    """An example of two correct variants and one (`jax-short`) whose custom gradient
+    drops the last row: the variant contract's fault, whatever the inputs."""
+    import jax
+    import jax.numpy as jnp
+
+    from weanj import _registry
+
+    ex = weanj.register_example(
+        weanj.Example(
+            name=FAULTY,
+            arrays=(weanj.Array("x", shape=("T", "d")),),
+            wrt="x",
+            params=(weanj.Param("S", 2),),
+            generate=_dims_generate,
+        )
+    )
+
+    def loss(x, S):
+        return S * jnp.sum(x**2)
+
+    weanj.jax_variant(ex, "jax-sum", family="f", loss=loss)
+    weanj.jax_variant(ex, "jax-short", family="f", grad=lambda x, S: jax.grad(loss)(x, S)[:-1])(
+        loss
+    )
+    weanj.jax_variant(ex, "jax-dot", family="f", loss=lambda x, S: S * jnp.vdot(x, x))
+    weanj.write_inputs(FAULTY)
+    yield ex
+    _registry.unregister_example(FAULTY)
+
+
+def test_a_variant_at_fault_is_its_error_line_and_the_others_are_measured(faulty_example, capsys):
+    assert main(["bench", FAULTY, "--samples", "1"]) == 1
+    out, err = capsys.readouterr()
+    # One error line, the variant's own, naming what is wrong and how to reproduce it.
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert errors == [
+        "jax-short: error: jax-short returned a gradient of x of shape (3, 3); its input has "
+        f"shape (4, 3) (reproduce: `weanj run {FAULTY} jax-short`)"
+    ], err
+    assert "Traceback" not in err
+    # The others are measured and written; nothing of jax-short is.
+    path = places().bench_file(FAULTY, "jax", "cpu")
+    records = json.loads(path.read_text())["records"]
+    assert sorted(r["variant"] for r in records) == ["jax-dot", "jax-sum"]
+    for r in records:
+        assert r["sweep"] == "size" and r["N"] == 12 and r["grad_s"] > 0
+    table = [line for line in out.splitlines() if line.startswith("| `")]
+    assert sorted(line.split("`")[1] for line in table) == ["jax-dot", "jax-sum"]
+    assert f"wrote {path}" in out
+    # The command it names says the same, and saves nothing (exit 1).
+    assert main(["run", FAULTY, "jax-short"]) == 1
+    err = capsys.readouterr().err
+    assert "jax-short returned a gradient of x of shape (3, 3); its input has shape (4, 3)" in err
+    assert not places().gradient(FAULTY, "jax-short").exists()
 
 
 def test_sizes_that_cannot_fit_in_memory_are_refused_before_allocating(project, capsys):
@@ -291,7 +374,7 @@ def test_sizes_that_cannot_fit_in_memory_are_refused_before_allocating(project, 
 def test_a_point_past_the_timeout_ends_its_series(project, numpy_variant):
     numpy_variant.state["slow"] = True
     said = []
-    by_backend = _bench_jacobi(numpy_variant.name, timeout_s=0.3, say=said.append)
+    by_backend = _bench_jacobi(numpy_variant.name, timeout=0.3, say=said.append)
     assert by_backend == {"numpy": []}
     assert any("time limit of 0.3 s; skipping the rest of this series" in line for line in said), (
         said
@@ -312,13 +395,13 @@ def test_missing_gpu_is_one_line_and_exit_2(project, capsys):
 REFUSED_BY_WEANJ = {
     "K-zero": (["--K", "0"], "K must be at least 1"),
     "K-float": (["--K", "1.5"], "--K takes an integer, got '1.5'"),
-    "K-case": (["--k", "3"], "01-jacobi has no parameter k; did you mean --K?"),
+    "K-case": (["--k", "3"], "01-jacobi has no parameter k (--k); did you mean --K?"),
     "over-empty": (["--over", "K"], "--over K needs at least one value"),
     "over-zero": (["--over", "K", "0"], "K must be at least 1"),
     "unknown-variant": (["--variants", "no-such-variant"], "known variants"),
 }
-# `weanj bench 01-jacobi ARGV`, refused by its parser: its usage, then `weanj bench: error:
-# argument ` and these words.
+# `weanj bench 01-jacobi ARGV`, refused by its parser in one line (no usage block):
+# `weanj: error: weanj bench: argument `, these words, and where the usage is.
 REFUSED_BY_THE_PARSER = {
     "sizes-zero": (["--sizes", "0"], "--sizes/--ns: expected an integer >= 1, got '0'"),
     "samples-zero": (["--samples", "0"], "--samples: expected an integer >= 1, got '0'"),
@@ -333,12 +416,9 @@ def _cases(table: dict) -> list:
 
 
 def _bench_refused(project, capsys, *argv) -> str:
-    """`weanj bench 01-jacobi ARGV` exits with code 2 and writes nothing: its stderr."""
-    try:
-        code = main(["bench", "01-jacobi", *argv])
-    except SystemExit as e:  # the parser's refusal
-        code = e.code
-    assert code == 2
+    """`weanj bench 01-jacobi ARGV` exits with code 2 (the parser's refusal too: a one-line
+    `UsageError`, never `SystemExit`) and writes nothing: its stderr."""
+    assert main(["bench", "01-jacobi", *argv]) == 2
     assert not (project / "results" / "01-jacobi" / "bench").exists()
     return capsys.readouterr().err
 
@@ -354,8 +434,8 @@ def test_bad_arguments_are_one_line_and_exit_2(project, capsys, argv, words):
 @pytest.mark.parametrize("argv, words", _cases(REFUSED_BY_THE_PARSER))
 def test_bad_option_values_are_refused_by_the_parser(project, capsys, argv, words):
     err = _bench_refused(project, capsys, *argv)
-    assert err.startswith("usage: weanj bench")
-    assert err.strip().splitlines()[-1] == f"weanj bench: error: argument {words}"
+    assert_one_line_error(err)
+    assert err.strip() == f"weanj: error: weanj bench: argument {words} (see weanj bench --help)"
 
 
 def test_the_poisson_spellings_are_the_same_options():
@@ -410,9 +490,7 @@ def test_functions_without_xla_are_timed_without_memory(project, numpy_variant):
     # On a GPU run it is skipped (it runs on the CPU), not mislabelled as a GPU result.
     if _has_gpu():
         assert (
-            _bench.bench(
-                "01-jacobi", ["numpy-fake"], sizes=[4], device="gpu", say=lambda line: None
-            )
+            _bench("01-jacobi", ["numpy-fake"], sizes=[4], device="gpu", say=lambda line: None)
             == {}
         )
 
@@ -426,9 +504,9 @@ def test_default_samples_shrink_to_fit_the_budget():
         return x
 
     # One probe call decides; a gradient slower than the budget is timed once.
-    assert _bench_measure.samples_within_budget(slow_grad, (1.0,), 64, budget_s=0.005) == 1
-    assert _bench_measure.samples_within_budget(slow_grad, (1.0,), 64, budget_s=1000.0) == 10
-    assert _bench_measure.samples_within_budget(slow_grad, (1.0,), 512, budget_s=1000.0) == 3
+    assert _measure.samples_within_budget(slow_grad, (1.0,), 64, budget_s=0.005) == 1
+    assert _measure.samples_within_budget(slow_grad, (1.0,), 64, budget_s=1000.0) == 10
+    assert _measure.samples_within_budget(slow_grad, (1.0,), 512, budget_s=1000.0) == 3
     assert len(calls) == 3
 
 
@@ -452,13 +530,15 @@ def _record(name, size=4, **changes):
     return r
 
 
-# A process that writes its variant's records with `_bench.write` as soon as the go file
-# appears, `rounds` times (JAX and the registry stubbed out: only the file is at stake).
+# A process that merges its variant's records into the file (`_io._bench.merge`, what
+# `weanj bench` calls) as soon as the go file appears, `rounds` times (no JAX: only the
+# file is at stake).
 _BENCH_WRITER = textwrap.dedent("""
     import pathlib, sys, time
-    from weanj import _bench, _registry
-    _bench.environment = lambda device: {"device": device}
-    _registry.find_variant = lambda example, name: None
+    from weanj import example
+    from weanj._io import _bench
+    from weanj._places import places
+    ex, here = example("01-jacobi"), places()
     variant, rounds, go = sys.argv[1], int(sys.argv[2]), pathlib.Path(sys.argv[3])
     record = {"variant": variant, "dtype": "float64", "N": 16, "n": 4, "K": 1, "sweep": "n",
               "forward_s": 1.0, "grad_s": 2.0, "compile_s": 3.0, "peak_mem_bytes": 4}
@@ -466,7 +546,8 @@ _BENCH_WRITER = textwrap.dedent("""
     while not go.exists():
         time.sleep(0.001)
     for i in range(rounds):
-        _bench.write("01-jacobi", "cpu", {"jax": [dict(record, n=4 + i, N=(4 + i) ** 2)]})
+        _bench.merge(ex, "cpu", {"jax": [dict(record, n=4 + i, N=(4 + i) ** 2)]}, here,
+                     env={"device": "cpu"}, backend_versions={})
 """)
 
 
@@ -540,7 +621,7 @@ def test_an_unreadable_benchmark_file_is_moved_aside(project, capsys):
     folder.mkdir(parents=True)
     path = folder / "jax-cpu.json"
     path.write_text('{"environment": {}, "records": [')  # cut short
-    _bench.write("01-jacobi", "cpu", {"jax": [_record("jax-jacobi")]})
+    _merge({"jax": [_record("jax-jacobi")]})
     err = capsys.readouterr().err.strip()
     (aside,) = [p for p in folder.iterdir() if ".unreadable-" in p.name]
     assert aside.read_text() == '{"environment": {}, "records": ['  # kept, byte for byte
@@ -555,7 +636,7 @@ def test_malformed_records_send_the_file_aside_and_keep_the_good_ones(project, c
     path = folder / "jax-cpu.json"
     original = json.dumps({"environment": {}, "records": [_record("good"), _record("bad", N="x")]})
     path.write_text(original)
-    _bench.write("01-jacobi", "cpu", {"jax": [_record("new")]})
+    _merge({"jax": [_record("new")]})
     (aside,) = [p for p in folder.iterdir() if ".unreadable-" in p.name]
     assert aside.read_text() == original and str(aside) in capsys.readouterr().err
     assert sorted(r["variant"] for r in json.loads(path.read_text())["records"]) == ["good", "new"]
@@ -572,7 +653,8 @@ def test_malformed_records_send_the_file_aside_and_keep_the_good_ones(project, c
         ({"grad_s": float("nan")}, "field grad_s must be a finite number of seconds"),
         ({"compile_s": -1.0}, "field compile_s must be a finite number of seconds"),
         ({"peak_mem_bytes": 1.5}, "field peak_mem_bytes must be an integer >= 0 or null"),
-        ({"dtype": 64}, "field dtype must be text, got 64"),
+        ({"dtype": 64}, "field dtype must be float64 or float32, got 64"),
+        ({"dtype": "../x"}, "field dtype must be float64 or float32, got '../x'"),
         ({"variant": ""}, "field variant must be text"),
         ({"extra": object()}, "cannot be written as JSON"),
         ({"extra": float("inf")}, "cannot be written as JSON"),

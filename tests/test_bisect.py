@@ -1,25 +1,30 @@
-"""`weanj bisect EX A B [--over PARAM]`: the first iteration count and the smallest size at
-which two variants part ways, the minimal case and the commands that reproduce it.
+"""`weanj bisect EX A B [--over PARAM|SIZE] [--inputs CASE]`: the first iteration count and
+the smallest size at which two variants part ways, the minimal case and the commands that
+reproduce it.
 
 The planted variant smooths like its sibling but damps element 3 from step 6 on: wrong
 exactly for K >= 6 and n >= 4 (it has no element 3 below). The acceptance test runs it as
-a user does, in a project of its own; the others register throwaway examples in-process.
+a user does, in a project of its own; the others register throwaway examples in-process
+(among them a port wrong exactly at odd sizes, which a search of powers of two misses).
 """
 
 from __future__ import annotations
 
 import re
-import time
+import threading
+from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 
 import weanj
-from weanj import _bisect, _registry
+from weanj import _registry
+from weanj._cli import main
+from weanj._commands import bisect as bisect_command
 
 from .helpers import assert_one_line_error
-from .projects import reproduce, weanj_in, write_project
+from .projects import reproduce_case, saved_path, weanj_in, write_project
 
 STEPS = """\
 import jax.numpy as jnp
@@ -114,20 +119,27 @@ def test_bisect_over_K_names_step_6_and_the_smallest_size(steps_project):
     np.testing.assert_array_equal(y, expected.standard_normal(4))
     assert (K, damp) == (6, 0.999)
 
-    # The printed commands reproduce it: both runs, then the judge of the two files.
+    # The printed commands reproduce it: both runs on the case file, then the pair judged
+    # on it alone (`weanj bisect ... --inputs CASE`), with check's case id.
     commands = [
         line.strip()
         for line in out.splitlines()
-        if line.startswith("  weanj run") or line.startswith("  python -m weanj._bisect")
+        if line.startswith("  weanj run") or line.startswith("  weanj bisect")
     ]
-    assert len(commands) == 3, out
-    judged = reproduce(steps_project, commands)
+    assert commands[2] == (
+        "weanj bisect 30-steps jax-steps jax-late --inputs "
+        "results/30-steps/cases/bisect-jax-steps-jax-late-K6-n4.h5"
+    ), out
+    *runs, judged = reproduce_case(steps_project, commands)
     assert judged.returncode == 1, judged.stdout + judged.stderr
     assert "30-steps::s::jax-steps~jax-late: FAIL" in judged.stdout
+    assert "4 element(s) in numpy (0:3) / Julia (1:4)" in judged.stdout
     # ... and the numbers in the run files are the kernels' (numpy, by hand).
-    for variant, late in (("jax-steps", False), ("jax-late", True)):
-        path = steps_project / f"results/30-steps/runs/bisect-jax-steps-jax-late-K6-n4-{variant}.h5"
+    for run, variant, late in ((runs[0], "jax-steps", False), (runs[1], "jax-late", True)):
+        path = saved_path(steps_project, run)
+        assert path.parent == steps_project / "results/30-steps/runs", path  # not the store
         with h5py.File(path) as f:
+            assert f.attrs["variant"] == variant
             loss_ref, g_ref = smooth_reference(x, y, 6, damp, late)
             assert abs(f.attrs["loss"] - loss_ref) <= 1e-12 * loss_ref
             np.testing.assert_allclose(
@@ -135,27 +147,43 @@ def test_bisect_over_K_names_step_6_and_the_smallest_size(steps_project):
             )
 
 
-def test_bisect_respects_an_upper_value_and_fixed_parameters(steps_project):
-    r = weanj_in(
-        steps_project, "bisect", "30-steps", "jax-steps", "jax-late", "--K", "7", "--damp", "1.0"
-    )
+@pytest.fixture
+def steps_here(project, monkeypatch):
+    """The same example module, registered in this process (the command line called
+    in-process: its own checks, without a process to start per call)."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))  # `toy_kernels`
+    weanj.example_names()  # the built-in examples first
+    exec(compile(STEPS, "steps.py", "exec"), {"__name__": "steps"})
+    weanj.write_inputs("30-steps")
+    yield
+    _registry.unregister_example("30-steps")
+
+
+def test_bisect_respects_an_upper_value_and_fixed_parameters(steps_here, capsys):
+    code = main(["bisect", "30-steps", "jax-steps", "jax-late", "--K", "7", "--damp", "1.0"])
+    out, err = capsys.readouterr()
     # damp = 1 makes the planted bug a no-op: they agree at every K up to 7.
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert re.findall(r"^  K = (\d+)", r.stdout, re.MULTILINE) == ["1", "2", "4", "7"]
-    assert "agree at every K tried, 1 … 7" in r.stdout
+    assert code == 0, out + err
+    assert re.findall(r"^  K = (\d+)", out, re.MULTILINE) == ["1", "2", "4", "7"]
+    assert "agree at every K tried, 1 … 7" in out
 
 
-def test_bisect_refuses_what_it_cannot_compare(steps_project):
+def test_bisect_refuses_what_it_cannot_compare(steps_here, capsys):
     for args, fragment in (
         (("jax-steps", "jax-other"), "different families"),
         (("jax-steps", "jax-steps"), "two different variants"),
         (("jax-steps", "jax-late", "--over", "damp"), "needs an int parameter"),
+        (
+            ("jax-steps", "jax-late", "--over", "k"),
+            "has no int parameter or size k; did you mean K?",
+        ),
         (("jax-steps", "jax-nope"), "unknown variant 'jax-nope'"),
     ):
-        r = weanj_in(steps_project, "bisect", "30-steps", *args)
-        assert r.returncode == 2, (args, r.stdout, r.stderr)
-        head, *listed = r.stderr.strip().splitlines()  # a list of known names may follow
-        assert all(line.startswith("  ") for line in listed), r.stderr
+        code = main(["bisect", "30-steps", *args])
+        out, err = capsys.readouterr()
+        assert code == 2 and not out, (args, out, err)
+        head, *listed = err.strip().splitlines()  # a list of known names may follow
+        assert all(line.startswith("  ") for line in listed), err
         assert_one_line_error(head, fragment)
 
 
@@ -169,17 +197,20 @@ def test_smallest_value_doubles_then_bisects():
         calls.append(v)
         return v >= 37
 
-    assert _bisect.smallest_value(disagree, 1, 1000) == 37
+    assert bisect_command.smallest_value(disagree, 1, 1000) == 37
     assert calls == [1, 2, 4, 8, 16, 32, 64, 48, 40, 36, 38, 37]
-    assert _bisect.smallest_value(lambda v: True, 3, 10) == 3
-    assert _bisect.smallest_value(lambda v: False, 1, 10) is None
-    assert _bisect.smallest_value(lambda v: v >= 10, 1, 10) == 10
+    assert bisect_command.smallest_value(lambda v: True, 3, 10) == 3
+    assert bisect_command.smallest_value(lambda v: False, 1, 10) is None
+    assert bisect_command.smallest_value(lambda v: v >= 10, 1, 10) == 10
 
 
-def test_size_candidates_are_small_ones_then_doubling():
-    assert _bisect.size_candidates(32) == [1, 2, 3, 4, 5, 6, 7, 8, 16, 32]
-    assert _bisect.size_candidates(100) == [1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 100]
-    assert _bisect.size_candidates(4) == [1, 2, 3, 4, 5, 6, 7, 8]
+def test_size_candidates_are_small_ones_then_powers_of_two_and_their_odd_neighbours():
+    small = [1, 2, 3, 4, 5, 6, 7, 8]
+    assert bisect_command.size_candidates(32) == [*small, 15, 16, 17, 31, 32]
+    assert bisect_command.size_candidates(100) == [
+        *small, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100,
+    ]  # fmt: skip
+    assert bisect_command.size_candidates(4) == small
 
 
 NAME = "91-nosizes"
@@ -207,45 +238,154 @@ def nosizes(project):
     def off(x, T):  # wrong from T = 3 on, at row 1 only
         return jnp.sum(x**2) * T + (T >= 3) * 1e-3 * jnp.sum(x[1] ** 2)
 
+    release = threading.Event()
+
     @weanj.jax_variant(ex, "jax-slow", family="p")
     def slow(x, T):
-        time.sleep(2)  # while tracing: the first call of each T takes two seconds
+        release.wait(300)  # while tracing: never done before the test ends (no clock race)
         return jnp.sum(x**2) * T
 
     weanj.write_inputs(NAME)
     yield ex
+    release.set()
     _registry.unregister_example(NAME)
 
 
 def test_without_sizes_the_minimal_case_is_the_shared_inputs(nosizes, capsys, project):
-    code = _bisect.command(NAME, "jax-power", "jax-off")
+    done = bisect_command.bisect(NAME, "jax-power", "jax-off")
     out = capsys.readouterr().out
-    assert code == 1, out
+    assert done.exit_code == 1 and done.first == 3, out
     assert "first disagreement at T = 3 (T = 2 agrees)" in out
     assert "declares no Sizes: the minimal case is the shared inputs" in out
     assert "5 element(s) in numpy (1:1, 0:4) / Julia (2:2, 1:5)" in out  # row 1 only
+    (j,) = done.outcome.judgements  # check's pair id, on the minimal case
+    assert (j.case, j.verdict) == ("91-nosizes::p::jax-power~jax-off", weanj.Verdict.FAIL)
     case = project / "results" / NAME / "cases" / "bisect-jax-power-jax-off-T3.h5"
+    assert done.case == case
     shared = weanj.load_inputs(NAME)
     with h5py.File(case) as f:
         np.testing.assert_array_equal(f["x"][()], shared["x"])
         assert int(f.attrs["T"]) == 3
-    # The judge of two files refuses a gradient of other inputs.
-    g = weanj.evaluate(NAME, "jax-power")
-    stale = project / "results" / NAME / "runs" / "power.h5"
-    from weanj._io._store import write_gradient
-
-    stale.parent.mkdir(parents=True, exist_ok=True)
-    write_gradient(g, stale)
-    assert _bisect.main(["judge", NAME, str(case), str(stale), str(stale)]) == 2
-    assert "was not computed on" in capsys.readouterr().err
+    shown = "results/91-nosizes/cases/bisect-jax-power-jax-off-T3.h5"
+    assert done.reproduce == [
+        f"weanj run {NAME} jax-power --inputs {shown}",
+        f"weanj run {NAME} jax-off --inputs {shown}",
+        f"weanj bisect {NAME} jax-power jax-off --inputs {shown}",
+    ]
+    # `--inputs CASE` judges the pair on that file alone: the same verdict and region at
+    # its T = 3; at T = 2 (`--T 2`) they agree.
+    again = bisect_command.bisect(NAME, "jax-power", "jax-off", inputs=case)
+    out = capsys.readouterr().out
+    assert again.exit_code == 1 and again.first is None, out
+    assert [(j.case, j.verdict) for j in again.outcome.judgements] == [
+        ("91-nosizes::p::jax-power~jax-off", weanj.Verdict.FAIL)
+    ]
+    assert "5 element(s) in numpy (1:1, 0:4) / Julia (2:2, 1:5)" in out
+    before = again.outcome.judgements[0].comparison
+    assert before.max_abs == j.comparison.max_abs  # the same numbers as the search found
+    agreeing = bisect_command.bisect(NAME, "jax-power", "jax-off", inputs=case, params={"T": 2})
+    assert agreeing.exit_code == 0
+    assert [str(j.verdict) for j in agreeing.outcome.judgements] == ["ok"]
+    capsys.readouterr()
+    # A file that is not an inputs file of the example (a gradient file) is refused in
+    # one line, exit 2.
+    gradient = project / "results" / NAME / "gradients" / "jax-power.h5"
+    assert main(["run", NAME, "jax-power"]) == 0 and gradient.is_file()
+    capsys.readouterr()
+    assert main(["bisect", NAME, "jax-power", "jax-off", "--inputs", str(gradient)]) == 2
+    assert_one_line_error(capsys.readouterr().err, str(gradient))
 
 
 def test_a_variant_out_of_time_is_an_error_not_a_verdict(nosizes, capsys):
     with pytest.raises(weanj.WeanjError) as e:
-        _bisect.command(NAME, "jax-power", "jax-slow", timeout_s=0.3)
+        bisect_command.bisect(NAME, "jax-power", "jax-slow", timeout=5)
     assert_one_line_error(
         str(e.value),
-        "jax-slow took longer than the time limit of 0.3 s",
+        "jax-slow took longer than the time limit of 5 s",
         "T = 1",
         "raise --timeout",
     )
+
+
+# --- a port wrong exactly at odd sizes (issue 31: XLA's contraction at a grid midpoint) ------
+
+ODD = "93-odd-n"
+
+
+@pytest.fixture
+def odd_sizes(project):
+    """Sizes n >= 10 only (the example's `validate`); `jax-mid` is wrong exactly at odd n,
+    where its grid has a midpoint, and agrees at every even n (the shared inputs: n = 16)."""
+    import jax.numpy as jnp
+
+    def generate(seed, n=16):
+        rng = np.random.default_rng(seed)
+        return {"x": rng.standard_normal(n), "y": rng.standard_normal(n)}
+
+    def validate(arrays):
+        if arrays["x"].shape[0] < 10:
+            raise weanj.InputError(f"needs n >= 10, got {arrays['x'].shape[0]}")
+
+    ex = weanj.register_example(
+        weanj.Example(
+            name=ODD,
+            arrays=("x", "y"),
+            wrt="x",
+            shapes={"x": ("n",), "y": ("n",)},
+            generate=generate,
+            validate=validate,
+            sizes=weanj.Sizes(generate=generate, values=(16, 32)),
+        )
+    )
+
+    def loss(x, y):
+        return jnp.sum((x - y) ** 2)
+
+    @weanj.jax_variant(ex, "jax-mid", family="g")
+    def mid(x, y):
+        n = x.shape[0]
+        if n % 2 == 1:  # the midpoint's sign flipped: its term weighs 1.001
+            x = x.at[n // 2].multiply(1.001)
+        return jnp.sum((x - y) ** 2)
+
+    weanj.jax_variant(ex, "jax-sum", family="g", loss=loss)
+    weanj.jax_variant(
+        ex, "jax-expanded", family="g", loss=lambda x, y: jnp.sum(x * x - 2 * x * y + y * y)
+    )
+    weanj.write_inputs(ODD)
+    yield ex
+    _registry.unregister_example(ODD)
+
+
+def _tried(out: str) -> list[tuple[int, str]]:
+    return [(int(n), word) for n, word in re.findall(r"^  n = (\d+): (\w+)", out, re.MULTILINE)]
+
+
+def test_bisect_over_the_size_names_the_smallest_odd_size(odd_sizes, capsys, project):
+    assert main(["bisect", ODD, "jax-sum", "jax-mid", "--over", "n"]) == 1
+    out = capsys.readouterr().out
+    refused = [(n, "refused") for n in range(1, 9)]
+    # 1 … 8 (refused), 15 fails; then every size between the largest agreeing one and it.
+    assert _tried(out) == [*refused, (15, "FAIL"), (9, "refused"), (10, "ok"), (11, "FAIL")], out
+    assert "smallest case: n = 11" in out
+    assert "1 element(s) in numpy (5:5) / Julia (6:6)" in out  # the midpoint of n = 11
+    case = project / "results" / ODD / "cases" / "bisect-jax-sum-jax-mid-n11.h5"
+    rng = np.random.default_rng(odd_sizes.seed)  # the Sizes generator at n = 11
+    with h5py.File(case) as f:
+        np.testing.assert_array_equal(f["x"][()], rng.standard_normal(11))
+    # Independently of weanj: the ports' losses differ at n = 11, not at n = 10 or 12.
+    for n, differ in ((10, False), (11, True), (12, False)):
+        rng = np.random.default_rng(odd_sizes.seed)
+        x, y = rng.standard_normal(n), rng.standard_normal(n)
+        w = x.copy()
+        if n % 2:
+            w[n // 2] *= 1.001
+        assert (np.sum((w - y) ** 2) != np.sum((x - y) ** 2)) == differ
+
+
+def test_bisect_over_the_size_lists_the_sizes_where_all_agree(odd_sizes, capsys):
+    assert main(["bisect", ODD, "jax-sum", "jax-expanded", "--over", "n"]) == 0
+    out = capsys.readouterr().out
+    assert [n for n, word in _tried(out) if word != "refused"] == [15, 16, 17, 31, 32], out
+    assert "jax-sum and jax-expanded agree at every n tried (n = 15…17, 31…32)" in out
+    assert "minimal case written" not in out

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from weanj import write_results
 from weanj._cli import main
-from weanj._timing import write_results
 
 from .helpers import assert_one_line_error, bench_record
 

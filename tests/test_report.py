@@ -49,12 +49,9 @@ def expanded(s, x, y):
     return s**2 * jnp.sum(x * x) - 2 * s * jnp.sum(x * y) + jnp.sum(y * y)
 """
 
-# What `weanj check` leaves for the report (`cmd_check` calls the same two functions).
-CHECK = (
-    "from weanj._check import check_examples;"
-    "from weanj._report._verdicts_file import write_check_verdicts;"
-    "write_check_verdicts(check_examples())"
-)
+# What `weanj check` leaves for the report: `weanj.check()`, the function the command
+# calls, writes each example's verdicts (results/<example>/check.json).
+CHECK = "import weanj; weanj.check()"
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -357,7 +354,8 @@ def test_builtin_examples_say_what_is_missing_and_which_command_computes_it(proj
 def test_markdown_stays_under_the_limit_however_much_fails(project):
     """Hundreds of failing pairs with long reasons: the summary is cut, and says so."""
     from weanj._io._inputs import read_inputs
-    from weanj._judge._verdict import ExampleJudgement, Judgement, Verdict
+    from weanj._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+    from weanj._places import places
     from weanj._registry import example
     from weanj._report import _md, _page
     from weanj._report._verdicts_file import MISSING, CheckVerdicts
@@ -365,10 +363,10 @@ def test_markdown_stays_under_the_limit_however_much_fails(project):
     pages = []
     for name in ("01-jacobi", "02-gauss-seidel", "03-advection"):
         ex = example(name)
-        ej = ExampleJudgement(ex, read_inputs(ex))
+        ej = ExampleJudgement(ex, read_inputs(ex, places()))
         for k in range(400):
             ej.judgements.append(
-                Judgement(
+                CaseJudgement(
                     f"{name}::fam::a{k}~b{k}",
                     "pair",
                     Verdict.FAIL,
@@ -408,23 +406,24 @@ def test_an_example_without_inputs_is_reported_not_judged(project, capsys):
     assert _report("03-advection", "04-tridiagonal", "--out", str(out)) == 0
     page = assert_self_contained(out.read_text(encoding="utf-8"))
     rows = {row[0]: row for row in page.tables[0][1:]}
-    assert rows["04-tridiagonal"][1] == "FAIL"
-    assert (
-        "not judged" in rows["04-tridiagonal"][2]
-        and "weanj inputs regenerate" in rows["04-tridiagonal"][2]
-    )
+    # Not judged (its inputs cannot be read), not FAIL: nothing was compared.
+    assert rows["04-tridiagonal"][1] == "not judged"
+    assert rows["04-tridiagonal"][2].startswith("not judged: ")
+    assert "weanj inputs regenerate" in rows["04-tridiagonal"][2]
     assert rows["03-advection"][1] == "ok"
+    assert Page(out.read_text(encoding="utf-8")).text("overall") == "overall: incomplete"
 
 
 def test_check_file_is_current_only_on_the_same_inputs(project):
     from weanj._io._inputs import read_inputs
     from weanj._judge._verdict import ExampleJudgement
+    from weanj._places import places
     from weanj._registry import example
     from weanj._report._verdicts_file import read_check_verdicts, write_check_verdicts
 
-    ex = example("01-jacobi")
-    inputs = read_inputs(ex)
-    (path,) = write_check_verdicts([ExampleJudgement(ex, inputs)])
+    ex, here = example("01-jacobi"), places()
+    inputs = read_inputs(ex, here)
+    (path,) = write_check_verdicts([ExampleJudgement(ex, inputs)], here)
     assert path == project / "results" / "01-jacobi" / "check.json"
     assert not list(path.parent.glob(".*.tmp"))
     data = json.loads(path.read_text())
@@ -434,8 +433,8 @@ def test_check_file_is_current_only_on_the_same_inputs(project):
     key = provenance_key(inputs_sha256(arrays), {"K": K}, "float64")  # from its definition
     assert data["key"] == key and data["inputs_sha256"] == inputs_sha256(arrays)
     assert data["environment"]["jax"] and data["timestamp"].endswith("+00:00")
-    assert read_check_verdicts("01-jacobi", key).state == "current"
-    stale = read_check_verdicts("01-jacobi", "0" * 64)
+    assert read_check_verdicts("01-jacobi", key, here).state == "current"
+    stale = read_check_verdicts("01-jacobi", "0" * 64, here)
     assert stale.state == "stale" and "`weanj check 01-jacobi`" in stale.note
     # The page says so too, where the checks would be.
     data["key"] = "f" * 64
@@ -444,7 +443,7 @@ def test_check_file_is_current_only_on_the_same_inputs(project):
     text = (project / "r.html").read_text(encoding="utf-8")
     assert "ran on other inputs" in text and "refresh them with `weanj check 01-jacobi`" in text
     path.write_text("{not json")
-    assert read_check_verdicts("01-jacobi", key).state == "unreadable"
+    assert read_check_verdicts("01-jacobi", key, here).state == "unreadable"
 
 
 def test_bad_arguments_are_one_line_and_exit_2(project, capsys):
@@ -493,20 +492,25 @@ def test_bench_figures_colour_families_and_show_the_spread(project):
     from matplotlib.colors import rgb_to_hsv
     from matplotlib.container import ErrorbarContainer
 
-    from weanj._registry import example
+    from weanj import write_results
+    from weanj._io._bench import load_results
+    from weanj._places import places
+    from weanj._registry import catalog
     from weanj._report._bench_plots import figures, styles
-    from weanj._timing import write_results
 
     variants = ("jax-lex", "kernex-lex", "jax-rb", "kernex-rb")
     records = [_bench_record(v, n, K) for v in variants for n in (8, 16, 32) for K in (10, 40)]
     write_results("02-gauss-seidel", "jax", "cpu", records, env={"note": "test"})
-    style = styles(example("02-gauss-seidel"), records)
+    cat = catalog("02-gauss-seidel")
+    stored, problems = load_results(cat.example, places())  # as plot and report read them
+    assert problems == [] and len(stored) == len(records)
+    style = styles(cat, stored)
     hue = {v: rgb_to_hsv(style[v][0][:3])[0] for v in variants}
     assert abs(hue["jax-lex"] - hue["kernex-lex"]) < 0.03  # one family: one hue ...
     assert abs(hue["jax-rb"] - hue["kernex-rb"]) < 0.03
     assert abs(hue["jax-lex"] - hue["jax-rb"]) > 0.2  # ... another family: another
     assert style["jax-lex"][1] != style["kernex-lex"][1]  # members differ by marker
-    drawn = figures("02-gauss-seidel")
+    drawn = figures(cat, stored)
     stems = {f.stem for f in drawn}
     # Two K values: a figure each (named and titled by K), never one legend of both.
     assert {"time_vs_n_K10", "time_vs_n_K40", "memory_vs_n_K10", "memory_vs_n_K40"} <= stems
@@ -561,10 +565,138 @@ def test_bench_records_keep_their_spread_and_the_page_draws_them(project):
 def test_pictures_only_for_what_matters(project):
     """No failure: the agreeing pair of the largest error and the family references
     (not every pair against a recorded reference, as `diff --plot` once drew)."""
-    from weanj._check import diff_store
+    import weanj
     from weanj._report._page import _pictures
 
-    ej = diff_store("02-gauss-seidel")  # the recorded references only
+    ej = weanj.diff("02-gauss-seidel")["02-gauss-seidel"]  # the recorded references only
     chosen, left = _pictures(ej)
     assert [j.case for j in chosen] == ["02-gauss-seidel::info::recorded/jax-lex~recorded/jax-rb"]
     assert left == 0
+
+
+# --- the new verdicts on the page: faults, not compared, unavailable, zeros -----------------
+
+FAULTS = "98-faults"
+ZERO = "99-zero"
+
+
+@pytest.fixture
+def verdicts(project):
+    """Two examples, checked in both dtypes: `98-faults` with two correct variants, two at
+    fault (one raises inside the kernel, one returns a vector loss) and one unavailable
+    (it needs a module that does not exist); `99-zero`, whose reference gradient is all
+    zeros (x == y), with `jax-zwrong` off by 1e-9 there and its loss by 1e-15 (the
+    reference loss is 0), in absolute terms."""
+    import jax.numpy as jnp
+
+    import weanj
+    from weanj import _registry
+
+    def xy(seed):
+        rng = np.random.default_rng(seed)
+        return {"x": rng.standard_normal(6), "y": rng.standard_normal(6)}
+
+    ex = weanj.register_example(weanj.Example(name=FAULTS, arrays=("x", "y"), wrt="x", generate=xy))
+    weanj.jax_variant(ex, "jax-a", family="f", loss=lambda x, y: jnp.sum((x - y) ** 2))
+    weanj.jax_variant(ex, "jax-b", family="f", loss=lambda x, y: jnp.sum(x * x - 2 * x * y + y * y))
+
+    @weanj.jax_variant(ex, "jax-raises", family="f")
+    def raises(x, y):
+        raise ValueError("the kernel broke")
+
+    weanj.jax_variant(ex, "jax-vector", family="f", loss=lambda x, y: (x - y) ** 2)
+    weanj.jax_variant(
+        ex, "jax-gone", family="f", requires=("no_such_module_of_weanj_tests",),
+        loss=lambda x, y: jnp.sum((x - y) ** 2),
+    )  # fmt: skip
+    zero = weanj.register_example(
+        weanj.Example(
+            name=ZERO, arrays=("x", "y"), wrt="x",
+            generate=lambda seed: {"x": np.ones(6), "y": np.ones(6)},
+        )
+    )  # fmt: skip
+    weanj.jax_variant(zero, "jax-z", family="z", loss=lambda x, y: jnp.sum((x - y) ** 2))
+    weanj.jax_variant(zero, "jax-zwrong", family="z", grad=lambda x, y: 1e-9 * x)(
+        lambda x, y: jnp.sum((x - y) ** 2) + 1e-15
+    )
+    for name in (FAULTS, ZERO):
+        weanj.write_inputs(name)
+    judgement = weanj.check([FAULTS, ZERO], say=lambda line: None)
+    yield judgement
+    for name in (FAULTS, ZERO):
+        _registry.unregister_example(name)
+
+
+def test_a_variant_at_fault_is_shown_once_with_its_line_and_command(verdicts, project):
+    from weanj import Verdict
+
+    out = project / "r.html"
+    assert _report(FAULTS, ZERO, "--out", str(out)) == 0
+    page = assert_self_contained(out.read_text(encoding="utf-8"))
+    ej = verdicts[FAULTS]
+    faults = ej.faults
+    assert set(faults) == {"jax-raises", "jax-raises@float32", "jax-vector", "jax-vector@float32"}
+    first = {row[0]: row for row in page.tables[0][1:]}
+    assert first[FAULTS][1] == "FAIL"
+    what = first[FAULTS][2]
+    for name in ("jax-raises", "jax-vector"):
+        j = faults[name]  # the judgement's own line and command, once each (not per dtype)
+        line = f"{name}: error: {j.reason} (reproduce: `{j.command}`)"
+        assert what.count(line) == 1, what
+        assert j.command == f"weanj run {FAULTS} {name}"
+        assert what.count(f"{name}@float32") == 0
+    assert "jax-a ·" not in what and "jax-b ·" not in what  # the correct ones never accused
+    table = next(t for t in page.tables if t[0][0] == "variant" and "jax-raises" in str(t))
+    rows = {row[0]: dict(zip(table[0], row, strict=True)) for row in table[1:]}
+    for name in ("jax-raises", "jax-vector"):
+        assert rows[name]["verdict"] == "error"
+        assert rows[name]["same-family pairs"] == "not compared"
+        assert rows[name]["Taylor (min rate)"] == rows[name]["jvp (rel. error)"] == "not compared"
+        assert rows[name]["note"].startswith(faults[name].reason[:60])
+    assert rows["jax-gone"]["verdict"] == "unavailable"
+    assert rows["jax-gone"]["float32 (max rel.)"] == "unavailable"
+    assert "no_such_module_of_weanj_tests" in page.text(FAULTS)
+    assert rows["jax-a"]["same-family pairs"] == rows["jax-b"]["same-family pairs"] == "ok ×1"
+    # The cases not compared, counted once, as the judgement has them.
+    blocked = {j.case for j in ej.judgements if j.blocked_by}
+    assert blocked and all(ej.by_case()[c].verdict == Verdict.SKIPPED for c in blocked)
+    assert f"Not compared: {len(blocked)} case(s) with jax-raises, jax-vector" in page.text(FAULTS)
+    # The Markdown summary says the same, each fault once in the failures.
+    assert _report(FAULTS, "--format", "md", "--out", str(project / "r.md")) == 0
+    md = (project / "r.md").read_text(encoding="utf-8")
+    for name in ("jax-raises", "jax-vector"):
+        bullets = [x for x in md.splitlines() if x.startswith(f"- `{name}`: error: ")]
+        assert len(bullets) == 1 and f"(reproduce: `weanj run {FAULTS} {name}`)" in bullets[0]
+    assert f"- not compared: {len(blocked)} case(s) with `jax-raises`, `jax-vector`" in md
+    assert "- unavailable `jax-gone`: " in md
+
+
+def test_an_all_zero_reference_is_shown_in_absolute_terms(verdicts, project):
+    from weanj import Verdict
+    from weanj._report._lines import ulp_text
+
+    out = project / "r.html"
+    assert _report(ZERO, "--out", str(out)) == 0
+    text = out.read_text(encoding="utf-8")
+    page = assert_self_contained(text)
+    assert "NaN" not in text and "Inf" not in text.replace("Info", "")
+    j = verdicts[ZERO].by_case()[f"{ZERO}::z::jax-z~jax-zwrong"]
+    c = j.comparison
+    assert j.verdict == Verdict.FAIL and c.reference_zero and c.max_rel is None
+    assert c.max_abs == pytest.approx(1e-9, rel=1e-12)  # |Δ| = 1e-9·x, x = 1
+    first = {row[0]: row for row in page.tables[0][1:]}[ZERO][2]
+    assert "jax-zwrong · array x: FAIL: differs from jax-z, reference all zeros, " in first
+    assert f"max|Δ| {c.max_abs:.2e} at numpy (0,)" in first
+    pairs = next(t for t in page.tables if t[0][:2] == ["reference", "other"])
+    row = next(dict(zip(pairs[0], r, strict=True)) for r in pairs[1:] if r[1] == "jax-zwrong")
+    assert row["max|Δ|"] == f"{c.max_abs:.2e}"
+    assert row["max|Δ|/max|g_ref|"].startswith("reference all zeros")
+    assert f"noise floor {c.grad_floor:.2e}" in row["max|Δ|/max|g_ref|"]
+    # The reference loss is 0: the loss in absolute terms too.
+    assert c.loss_rel is None and c.loss_abs == pytest.approx(1e-15, rel=1e-6)
+    assert row["|ΔL|/|L|"] == f"|ΔL| {c.loss_abs:.2e} (L_ref = 0)"
+    # ULPs in one form, as `_lines.ulp_text` writes them.
+    assert row["ULP"] == ulp_text(c.ulp) and re.fullmatch(r"\d\.\de\d+ ULP", row["ULP"])
+    ulps = [r[pairs[0].index("ULP")] for t in page.tables if t[0][:2] == ["reference", "other"]
+            for r in t[1:]]  # fmt: skip
+    assert ulps and all(re.fullmatch(r"\d{1,5} ULP|\d\.\de\d+ ULP|—", u) for u in ulps), ulps

@@ -13,7 +13,6 @@ page's); a control page that does refer to the network shows the log would tell.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -71,19 +70,17 @@ def page_requests(netlog: Path) -> list[str]:
 
 def _wrong_store(project: Path) -> None:
     """`jax-jacobi` in the store as computed, and `jax-jacobi-adjoint` off at theta[3, 4]."""
-    from weanj._io._store import gradient_path, write_gradient
-    from weanj._run import evaluate
+    import weanj
 
-    g = evaluate("01-jacobi", "jax-jacobi")
-    write_gradient(g, gradient_path("01-jacobi", "jax-jacobi"))
+    g = weanj.evaluate("01-jacobi", "jax-jacobi")
+    weanj.save_gradient("01-jacobi", "jax-jacobi", g.gradients["theta"], loss=g.loss)
     theta = np.array(g.gradients["theta"])
     theta[3, 4] *= 1 + 1e-6
-    wrong = dataclasses.replace(g, variant="jax-jacobi-adjoint", gradients={"theta": theta})
-    write_gradient(wrong, gradient_path("01-jacobi", "jax-jacobi-adjoint"))
+    weanj.save_gradient("01-jacobi", "jax-jacobi-adjoint", theta, loss=g.loss)
 
 
 def _bench(project: Path) -> None:
-    from weanj._timing import write_results
+    from weanj import write_results
 
     records = [
         {

@@ -31,6 +31,7 @@ from typing import Any
 
 from .._errors import InputError, WeanjError
 from .._io import _inputs, _jax_cache
+from .._judge._verdict import Verdict
 from .._model import Catalog, Example, Inputs, Param, Variant, from_arrays
 from .._pipeline._cases import PairOutcome, judge_pair_on
 from .._pipeline._evaluate import reproduce_command
@@ -256,10 +257,9 @@ def bisect(
 
         def check(on: Inputs) -> PairOutcome:
             o = judge_pair_on(session, cat, va, vb, on)
-            if o.timed_out:
-                raise WeanjError(
-                    f"a variant ran out of time on {on.sizes_text()}; cannot tell; raise --timeout"
-                )
+            if o.timed_out:  # which variant, and the limit: the timeout's own line
+                late = next(j for j in o.judgements if j.verdict == Verdict.TIMEOUT)
+                raise WeanjError(f"{late.reason} on {on.sizes_text()}; cannot tell; raise --timeout")
             return o
 
         if inputs is not None:

@@ -95,6 +95,29 @@ def float_bounds(p: Param) -> tuple[float, float]:
     return lo, hi
 
 
+def drawn_text(ex: Example, strategies: Sequence[Callable]) -> str:
+    """What the drawn inputs are drawn from, as the header says it: `n ∈ {1, …, 8, 16,
+    shared}; S ∈ 1…10 (shrinking towards 2); seeds; strategies ties`."""
+    parts = ["the shared size"]
+    if ex.sizes is not None:
+        shown = ", ".join("shared" if s is None else str(s) for s in _sizes(ex))
+        parts = [f"{ex.sizes.name} ∈ {{{shown}}}"]
+    for p in ex.params:
+        if p.kind == "int":
+            lo, hi = int_bounds(p)
+            parts.append(f"{p.name} ∈ {lo}…{hi} (shrinking towards {p.default})")
+        elif p.kind == "float":
+            lo, hi = float_bounds(p)
+            parts.append(f"{p.name} ∈ [{lo:g}, {hi:g}] (shrinking towards {p.default:g})")
+        else:
+            parts.append(f"{p.name} ∈ {{{p.default}, {not p.default}}}")
+    parts.append("seeds")
+    if strategies:
+        names = (getattr(s, "__name__", "strategy") for s in strategies)
+        parts.append("strategies " + ", ".join(names))
+    return "; ".join(parts)
+
+
 def neighbours(ex: Example) -> list[dict[str, Any]]:
     """The default's neighbours: each int parameter at default ± 1, each bool flipped."""
     out = []
@@ -509,7 +532,8 @@ def fuzz(
         return Fuzzed(ex, [], lines=lines)
     tell(
         f"  first the shared inputs, the declared sizes and the defaults' neighbours; then "
-        f"drawn inputs; up to {max_examples} draws or {seconds:g} s"
+        f"drawn inputs ({drawn_text(ex, cat.strategies)}); up to {max_examples} draws or "
+        f"{seconds:g} s"
     )
     with Session(timeout_s=timeout, shown_path=here.shown) as session:
         result = run_fuzz(

@@ -1,13 +1,19 @@
-"""`weanj plot EXAMPLE`: the benchmark figures as PNG files in `results/<example>/plots/`."""
+"""`weanj plot EXAMPLE`: the benchmark figures as PNG files in `results/<example>/plots/`.
+
+Records that are not of the benchmark file contract are left out with one line each
+(`_io._bench.load_results`); a figure's file name is checked as one path component
+(`_places.component`), so nothing read from a file ever names a place outside the
+plots folder.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .._errors import InputFileError, say
+from .._errors import InputFileError, say, wrapped
 from .._io._atomic import atomic_path
 from .._io._bench import load_results
-from .._places import places
+from .._places import component, places
 from .._registry import catalog
 from .._report._bench_plots import figures
 
@@ -19,7 +25,7 @@ def plot(example: str) -> list[Path]:
     here = places()
     records, problems = load_results(ex, here)
     for line in problems:
-        say(f"weanj: warning: {line}")
+        say(wrapped(f"weanj: warning: {line}"))
     drawn = figures(cat, records)
     if not drawn:
         hint = f" --over {ex.params[0].name} V1 V2 ..." if ex.params else ""
@@ -31,7 +37,7 @@ def plot(example: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for f in drawn:  # each replaces its file in one step: a failure leaves the old figures
-        path = out / f"{f.stem}.png"
+        path = out / f"{component(f.stem, 'figure')}.png"
         with atomic_path(path) as tmp:
             f.figure.savefig(tmp, dpi=110, format="png")
         written.append(path)

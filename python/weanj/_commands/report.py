@@ -85,17 +85,22 @@ def pages_of(examples: Sequence[str] | str | None) -> list[ExamplePage]:
     return out
 
 
-def output_path(out: str | Path | None, fmt: str, here: Places) -> Path:
-    """Where the page goes, refused in one line where it would replace weanj's own data or
-    something that is not a regular file (a device, a folder, a pipe)."""
+def output_path(out: str | Path | None, fmt: str, here: Places) -> tuple[Path, Path]:
+    """Where the page goes: `(the path as given, the file written)`. A symbolic link is
+    written through (its target replaced, the link kept); refused in one line where it
+    would replace weanj's own data or something that is not a regular file (a device, a
+    folder, a pipe), the link's target included."""
     path = Path(out) if out is not None else here.report(fmt)
     if path.is_dir():
-        raise InputError(f"--out {path} is a folder; give a file name, e.g. {path / ('report.' + fmt)}")
+        raise InputError(
+            f"--out {path} is a folder; give a file name, e.g. {path / ('report.' + fmt)}"
+        )
     why = here.protected(path)
     if why is not None:
         raise InputError(f"refusing to write the report to {path}: {why}; choose another file")
+    target = Path(os.path.realpath(path))
     try:
-        mode = os.stat(path).st_mode
+        mode = os.stat(target).st_mode
     except OSError:
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
@@ -103,7 +108,7 @@ def output_path(out: str | Path | None, fmt: str, here: Places) -> Path:
             f"refusing to write the report to {path}: it is not a regular file (a device, a "
             "pipe or a socket); choose a file, or --out - for standard output"
         )
-    return path
+    return path, target
 
 
 def report(
@@ -121,7 +126,7 @@ def report(
     if fmt not in FORMATS:
         raise InputError(f"--format must be html or md, not {fmt!r}")
     here = places()
-    path = None if out == "-" else output_path(out, fmt, here)
+    path, target = (None, None) if out == "-" else output_path(out, fmt, here)
     pages = pages_of(examples)
     if fmt == "html":
         from .._report._html import render
@@ -133,7 +138,7 @@ def report(
         sys.stdout.write(text)
         return Report(None, fmt, verdict, sentence, pages, text)
     try:
-        with atomic_path(path) as tmp:
+        with atomic_path(target) as tmp:
             tmp.write_text(text, encoding="utf-8")
     except OSError as e:
         raise InputFileError(f"cannot write {path} ({e.strerror or e})") from None

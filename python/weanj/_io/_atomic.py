@@ -91,10 +91,12 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     remove_stale_temporaries(path.parent)
     tmp = None
     try:
-        with deferred():  # the temporary exists only once `tmp` names it
+        # A Ctrl-C while the temporary file is made is handed on once its name is known,
+        # here, inside the `try` that removes it: never a `.tmp` left beside the file.
+        with deferred():
             fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            os.close(fd)
             tmp = Path(name)
-        os.close(fd)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         yield tmp
         with open(tmp, "rb+") as f:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import InputError, InputFileError, WeanjError, say, wrapped
-from .._model import Example
+from .._model import DTYPES, Example
 from .._places import Places
 from ._atomic import aside_path, atomic_path, locked
 from ._safeh5 import read_bytes
@@ -79,6 +79,8 @@ _KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     # one line of at most 200 characters: a name, a date (a megabyte of "variant" would
     # make the plots' legends take minutes, a newline would inject lines into reports)
     "text": (lambda v: isinstance(v, str) and 0 < len(v) <= 200 and "\n" not in v, "text"),
+    # the dtype under test: it names figures and series, so nothing else (a path, markup)
+    "dtype": (lambda v: isinstance(v, str) and v in DTYPES, "float64 or float32"),
     "seconds": (
         lambda v: v is None or (_is_number(v) and v >= 0),
         "a finite number of seconds >= 0 or null",
@@ -118,10 +120,11 @@ def check_record(
     record: Any, required: Sequence[str], label: str, kinds: dict[str, str] | None = None
 ) -> None:
     """An `InputError` (one line, starting with `label`) unless `record` is a dict with
-    every field of `required`, each of its type: `dtype`, `variant` text; times finite
-    non-negative numbers or None; `peak_mem_bytes` a count or None; `N` and the size
-    counts; the parameters of their `kinds` (`param_kinds`; default: counts); and the
-    other fields weanj writes (`sweep`, `spread`, ...) of theirs where present."""
+    every field of `required`, each of its type: `dtype` float64 or float32 (it names
+    figures), `variant` text; times finite non-negative numbers or None; `peak_mem_bytes`
+    a count or None; `N` and the size counts; the parameters of their `kinds`
+    (`param_kinds`; default: counts); and the other fields weanj writes (`sweep`,
+    `spread`, ...) of theirs where present."""
     if not isinstance(record, dict):
         raise InputError(f"{label} is not a JSON object but {type(record).__name__}")
     missing = [k for k in required if k not in record]
@@ -129,6 +132,7 @@ def check_record(
         raise InputError(f"{label} lacks field(s) {', '.join(missing)}")
     fields = {key: (kinds or {}).get(key, "count") for key in required}
     fields.update({k: "text" for k in _TEXT_FIELDS})
+    fields["dtype"] = "dtype"
     fields.update({k: "seconds" for k in _SECONDS_FIELDS})
     fields.update({k: "count?" for k in _OPTIONAL_COUNT_FIELDS})
     fields.update({k: v for k, v in _EXTRA_FIELDS.items() if k in record and k not in required})

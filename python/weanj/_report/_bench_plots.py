@@ -15,7 +15,8 @@ variant and one per device. Times are medians, with bars from the fastest to the
 sample where the records keep them (`spread`), and the sample counts in the title; the
 units are those of `weanj bench`'s table (ms, s for the first call, MiB). matplotlib is
 imported here only, through its object API (no pyplot, so a notebook's plotting backend
-is never switched).
+is never switched). Names from the records are drawn as plain text (`_figures.plain`),
+never as mathtext: a variant called `$\\nosuchmacro{` is a label, not a failed drawing.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from .._errors import UnavailableError
 from .._model import Catalog, Example
+from ._figures import plain
 
 _LINES = {"cpu": "-", "gpu": "--"}
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">")
@@ -82,7 +84,7 @@ def _spread(r: dict[str, Any], field: str) -> tuple[float, float] | None:
 
 def _series_label(r: dict[str, Any]) -> str:
     devices = r.get("devices", 1)
-    return r["variant"] + (
+    return plain(r["variant"]) + (
         f" ({devices} devices)" if isinstance(devices, int) and devices > 1 else ""
     )
 
@@ -288,30 +290,30 @@ def _sweep_figures(
 
         def add(fig, stem, title, records, at=at, suffix=suffix):
             _legend(fig, records, style)
-            fig.suptitle(f"{ex.name}: {title} ({at})\n{_samples_note(records)}", fontsize=10)
+            fig.suptitle(plain(f"{ex.name}: {title} ({at})\n{_samples_note(records)}"), fontsize=10)
             out.append(BenchFigure(stem + suffix, f"{ex.name}: {title} ({at})", fig))
 
         if timed:
             fig, (fwd, grd) = _figure(2, sharey=True)
             drawn = [_draw(ax, timed, x, q, style) for ax, q in ((fwd, FORWARD), (grd, GRADIENT))]
             for ax, what in ((fwd, "forward (loss)"), (grd, "gradient")):
-                ax.set(title=f"{what} time", xlabel=axis)
+                ax.set(title=f"{what} time", xlabel=plain(axis))
             if any(drawn):
                 add(fig, f"time_vs_{x}", f"forward and gradient time against {x}", timed)
             fig, (ax,) = _figure()
             if _draw(ax, timed, x, RATIO, style):
-                ax.set(xlabel=axis)
+                ax.set(xlabel=plain(axis))
                 stem = f"grad_forward_ratio{'' if x == size else '_vs_' + x}"
                 add(fig, stem, f"gradient cost in forward evaluations against {x}", timed)
             fig, (ax,) = _figure()
             if _draw(ax, timed, x, COMPILE, style):
-                ax.set(xlabel=axis)
+                ax.set(xlabel=plain(axis))
                 add(
                     fig, f"compile_vs_{x}", f"compile time (first gradient call) against {x}", timed
                 )
         fig, (ax,) = _figure()
         if _draw(ax, members, x, MEMORY, style):
-            ax.set(xlabel=axis)
+            ax.set(xlabel=plain(axis))
             add(fig, f"memory_vs_{x}", f"gradient scratch memory against {x}", members)
     return out
 

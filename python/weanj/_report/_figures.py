@@ -3,9 +3,12 @@
 For any rank: 1-D, |Δ| against the index; 2-D, a heat map; 3-D and up, one heat map
 per pair of axes sliced through the worst element, above the max projection onto the
 same axes (so that regions away from the worst element show too). |Δ| is drawn relative to
-max|g_ref| on a log colour scale with the tolerance marked on the colour bar; equal
-elements are left white and NaN/Inf drawn in their own colour; the failing regions'
-bounding boxes are outlined. matplotlib is imported here only, through its object API.
+max|g_ref| on a log colour scale with the bound of agreement marked on the colour bar (the
+tolerance, or the noise floor where it is larger); against a reference of zeros, |Δ| itself
+with the noise floor, as the judge judges it. Equal elements are left white and NaN/Inf
+drawn in their own colour; the failing regions' bounding boxes are outlined. matplotlib is
+imported here only, through its object API. Text from names is drawn as plain text
+(`plain`), never as matplotlib's mathtext.
 """
 
 from __future__ import annotations
@@ -15,10 +18,26 @@ from pathlib import Path
 import numpy as np
 
 from .._errors import UnavailableError
-from .._judge._compare import tolerance
+from .._judge._compare import ArrayComparison, tolerance
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
-from ._text import index, julia, num
+from ._lines import index, julia, relative_text
+
+
+def plain(text: str) -> str:
+    """Text matplotlib draws as it is: a `$` would start mathtext (and a name holding
+    `$\\nosuchmacro{` would make drawing fail)."""
+    return str(text).replace("$", r"\$")
+
+
+def bound(c: ArrayComparison) -> tuple[float, str]:
+    """What a picture draws and the largest value that agrees: `|Δ| / max|g_ref|` against
+    the tolerance (or the noise floor, relative, where it is larger); against a reference
+    of zeros, `|Δ|` itself against the noise floor (`_compare.compare`'s bound)."""
+    if c.reference_max > 0:
+        return max(tolerance(c.dtype).grad, c.grad_floor / c.reference_max), "|Δ| / max|g_ref|"
+    return c.grad_floor, "|Δ| (the reference is all zeros)"
+
 
 NAN_COLOUR = "magenta"
 
@@ -42,17 +61,25 @@ def relative_delta(a: Gradient, b: Gradient, array: str) -> tuple[np.ndarray, np
 
 
 def _heat(
-    ax, fig, values: np.ndarray, bad: np.ndarray, j: CaseJudgement, title: str, axes=(0, 1), boxes=()
+    ax,
+    fig,
+    values: np.ndarray,
+    bad: np.ndarray,
+    j: CaseJudgement,
+    title: str,
+    axes=(0, 1),
+    boxes=(),
 ):
     from matplotlib.colors import LogNorm
     from matplotlib.patches import Rectangle
 
     shown = np.ma.masked_where(~(values > 0) | bad, values)
     n_i, n_j = values.shape
-    tol = tolerance(j.comparison.dtype).grad
+    tol, quantity = bound(j.comparison)
     if shown.count():
         lo, hi = float(shown.min()), float(shown.max())
-        lo, hi = min(lo, tol / 10), max(hi, tol * 10)
+        if tol > 0:
+            lo, hi = min(lo, tol / 10), max(hi, tol * 10)
         image = ax.imshow(
             shown,
             norm=LogNorm(vmin=lo, vmax=hi),
@@ -61,17 +88,18 @@ def _heat(
             extent=(0.5, n_j + 0.5, n_i + 0.5, 0.5),
             aspect="auto" if max(n_i, n_j) > 8 * min(n_i, n_j) else "equal",
         )
-        bar = fig.colorbar(image, ax=ax, label="|Δ| / max|g_ref|")
-        bar.ax.axhline(tol, color="red", linewidth=2)
-        bar.ax.text(
-            1.6,
-            tol,
-            "tolerance",
-            color="red",
-            va="center",
-            fontsize=7,
-            transform=bar.ax.get_yaxis_transform(),
-        )
+        bar = fig.colorbar(image, ax=ax, label=quantity)
+        if tol > 0:
+            bar.ax.axhline(tol, color="red", linewidth=2)
+            bar.ax.text(
+                1.6,
+                tol,
+                "tolerance",
+                color="red",
+                va="center",
+                fontsize=7,
+                transform=bar.ax.get_yaxis_transform(),
+            )
     if bad.any():
         ii, jj = np.nonzero(bad)
         ax.plot(
@@ -93,7 +121,7 @@ def _heat(
     ax.set_ylabel(f"axis {axes[0]} (Julia index)")
     ax.set_xlim(0.5, n_j + 0.5)
     ax.set_ylim(n_i + 0.5, 0.5)
-    ax.set_title(title, fontsize=8)
+    ax.set_title(title, fontsize=8)  # plain text already (draw_pair)
 
 
 def _wrapped(text: str, width: int) -> str:
@@ -112,15 +140,16 @@ def draw_pair(j: CaseJudgement, a: Gradient, b: Gradient):
         return None
     c = j.comparison
     head = (
-        f"{j.array}: {b.label} vs {a.label} ({j.verdict}); max rel {num(c.max_rel)} at numpy "
+        f"{j.array}: {b.label} vs {a.label} ({j.verdict}); {relative_text(c)} at numpy "
         f"{index(c.worst)} / Julia {julia(c.worst)}; {c.differing} "
         f"beyond tolerance in {c.region_count} region(s)"
     )
     if j.verdict == Verdict.KINKS and j.away is not None:
         head += (
-            f"\nonly at the kinks, as declared ({j.kinks}); away from them {num(j.away.max_rel)}"
+            f"\nonly at the kinks, as declared ({j.kinks}); away from them {relative_text(j.away)}"
         )
-    head = _wrapped(head, 80 if values.ndim == 2 else 110)
+    head = plain(_wrapped(head, 80 if values.ndim == 2 else 110))
+    tol, quantity = bound(c)
     if values.ndim <= 1:
         fig = Figure(figsize=(7, 4))
         ax = fig.add_subplot()
@@ -133,14 +162,13 @@ def draw_pair(j: CaseJudgement, a: Gradient, b: Gradient):
                 x[flat_bad], np.full(flat_bad.sum(), top), "s", color=NAN_COLOUR, label="NaN/Inf"
             )
             ax.legend(fontsize=7)
-        ax.axhline(
-            tolerance(c.dtype).grad, color="red", linestyle="--", linewidth=1, label="tolerance"
-        )
+        if tol > 0:
+            ax.axhline(tol, color="red", linestyle="--", linewidth=1, label="tolerance")
         for r in c.regions:  # a 0-d array's one region has no index: element 1
             lo, hi = (r.lo[0], r.hi[0]) if r.lo else (0, 0)
             ax.axvspan(lo + 0.5, hi + 1.5, color="red", alpha=0.12)
         ax.set_xlabel("index (Julia, 1-based)")
-        ax.set_ylabel("|Δ| / max|g_ref|")
+        ax.set_ylabel(quantity)
         ax.set_title(head, fontsize=8)
         return fig
     if values.ndim == 2:
@@ -198,7 +226,7 @@ def _slices_and_projections(values: np.ndarray, bad: np.ndarray, j: CaseJudgemen
             axes=(p, q),
             boxes=[(r.lo[p], r.lo[q], r.hi[p], r.hi[q]) for r in c.regions],
         )
-    fig.suptitle(head, fontsize=9)
+    fig.suptitle(head, fontsize=9)  # plain text already (draw_pair)
     return fig
 
 

@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 
 from .._judge._verdict import CaseJudgement, Verdict
+from ._figures import plain
 from ._html_bench import _dl, benchmarks, provenance
 from ._html_parts import CSP, STYLE, badge, cell, e, img, link, table, verdict_class
 from ._page_model import ExamplePage, anchor, overall, same_family_pairs
-from ._text import index, julia, num, region_lines, summary
+from ._text import index, julia, num, region_lines, summary, ulp_text
 
 # --- the top -------------------------------------------------------------------------------
 
@@ -43,6 +44,8 @@ def summary_table(pages: list[ExamplePage]) -> str:
                 for f in p.failures
             )
             what = f'<ul class="tight">{items}</ul>'
+        elif p.error is not None:
+            what = f"not judged: {e(p.error)}"
         else:
             what = "every judged pair, check and file agrees" if p.verdict == "ok" else ""
         missing = "<br>".join(e(m) for m in p.missing) or "—"
@@ -106,11 +109,19 @@ def example_top(p: ExamplePage) -> str:
         f"{link('provenance', anchor(p.name, 'provenance'))}.</p>"
     )
     out.append(variant_table(p))
-    if p.skipped:
-        items = "".join(
-            f"<li>{e(', '.join(labels))}: {e(why)}</li>" for why, labels in p.skipped.items()
+    if p.not_compared:
+        cases = len({case for v in p.not_compared.values() for case in v})
+        labels = ", ".join(dict.fromkeys(x.split("@")[0] for x in p.not_compared))
+        out.append(
+            f'<p class="note">Not compared: {cases} case(s) with {e(labels)} (at fault in the '
+            "last check: see their rows).</p>"
         )
-        out.append(f'<p>Skipped, and why:</p><ul class="tight note">{items}</ul>')
+    for title, listed in (("Unavailable here", p.unavailable), ("Skipped", p.skipped)):
+        if listed:
+            items = "".join(
+                f"<li>{e(', '.join(labels))}: {e(why)}</li>" for why, labels in listed.items()
+            )
+            out.append(f'<p>{title}, and why:</p><ul class="tight note">{items}</ul>')
     out.append("</section>")
     return "".join(out)
 
@@ -123,12 +134,13 @@ def _numbers(j: CaseJudgement, a, b) -> str:
     ga = np.asarray(a.gradients[j.array]).reshape(-1)[0].item()  # Python numbers: plain repr
     gb = np.asarray(b.gradients[j.array]).reshape(-1)[0].item()
     delta = abs(complex(gb) - complex(ga))
-    rel = delta / abs(ga) if ga != 0 else float("nan")
+    # against a reference of 0, in absolute terms (|Δ| itself), never NaN/Inf
+    rel = num(delta / abs(ga)) if ga != 0 else "— (the reference is 0)"
     return table(
         [e(a.label), e(b.label), "|Δ|", "|Δ| / |g_ref|"],
         [
             f'<tr><td class="n">{ga!r}</td><td class="n">{gb!r}</td><td class="n">{num(delta)}'
-            f'</td><td class="n">{num(rel)}</td></tr>'
+            f'</td><td class="n">{e(rel)}</td></tr>'
         ],
     )
 
@@ -192,29 +204,51 @@ def taylor_picture(j: dict[str, Any]) -> str:
             )
     ax.set(xlabel="step h", ylabel="|L(x+h·dx) − L(x) − h⟨g, dx⟩|")
     ax.set_title(
-        f"{j['subjects'][0]} · {j['array']}: Taylor remainders (dotted: rounding level)", fontsize=9
+        plain(f"{j['subjects'][0]} · {j['array']}: Taylor remainders (dotted: rounding level)"),
+        fontsize=9,
     )
     ax.legend(fontsize=7)
     return img(fig, f"Taylor remainders of {j['subjects'][0]} in {j['array']}")
 
 
+def _relative_cell(c) -> str:
+    """max|Δ|/max|g_ref|, or, against a reference of zeros, the words saying so (the max|Δ|
+    beside it is then the measure); the noise floor where it, not the relative tolerance,
+    bounds |Δ|."""
+    text = "reference all zeros" if c.reference_zero else num(c.max_rel)
+    if c.floored:
+        text += f' <span class="note">(noise floor {num(c.grad_floor)})</span>'
+    return text if c.floored else e(text)
+
+
+def _loss_cell(c) -> str:
+    """|ΔL|/|L|, or |ΔL| itself where the reference loss is 0."""
+    if c.loss_abs is None:
+        return "—"
+    if c.loss_rel is None:
+        return f"|ΔL| {num(c.loss_abs)} (L_ref = 0)"
+    return num(c.loss_rel)
+
+
 def pair_row(j: CaseJudgement, drawn: set[str]) -> str:
     c = j.comparison
     ident = "" if j.case in drawn else f' id="{e(j.case)}"'
-    ref, other = (e(s) for s in j.subjects)
-    name = link(f"{other}", j.case) if j.case in drawn else other
+    ref, other = j.subjects
+    name = link(other, j.case) if j.case in drawn else e(other)
     if c is None:
         cells = '<td colspan="6" class="note">' + e(j.reason) + "</td>"
     else:
         equal = c.max_abs == 0
+        worst = "—" if equal or not c.worst else e(index(c.worst)) + " / " + e(julia(c.worst))
         cells = (
-            f'<td class="n">{num(c.max_abs)}</td><td class="n">{num(c.max_rel)}</td>'
-            f'<td class="n">{"—" if equal else e(index(c.worst)) + " / " + e(julia(c.worst))}</td>'
-            f'<td class="n">{"—" if c.ulp < 0 else c.ulp}</td><td class="n">{num(c.loss_rel)}</td>'
+            f'<td class="n">{num(c.max_abs)}</td><td class="n">{_relative_cell(c)}</td>'
+            f'<td class="n">{worst}</td><td class="n">{e(ulp_text(c.ulp))}</td>'
+            f'<td class="n">{_loss_cell(c)}</td>'
             f'<td class="n">{c.differing} in {c.region_count}</td>'
         )
     return (
-        f"<tr{ident}><td><code>{ref}</code></td><td><code>{name}</code></td>"
+        f'<tr{ident} title="{e(summary(j))}"><td><code>{e(ref)}</code></td>'
+        f"<td><code>{name}</code></td>"
         f"<td><code>{e(j.array)}</code></td>{cells}"
         f'<td class="{verdict_class(str(j.verdict))}">{e(j.verdict)}</td></tr>'
     )
@@ -247,7 +281,11 @@ def evidence(p: ExamplePage, have_matplotlib: bool) -> str:
         )
     for j in p.checks:
         if j["failed"] and j.get("taylor") and have_matplotlib:
-            out.append(f'<div class="pic">{taylor_picture(j)}</div>')
+            try:
+                out.append(f'<div class="pic">{taylor_picture(j)}</div>')
+            except Exception as err:  # one picture must not cost the page
+                why = f"no picture of {j['case']} ({type(err).__name__}: {err})"
+                out.append(f'<p class="note">{e(why.splitlines()[0][:300])}</p>')
     out.extend(tables(p, drawn))
     out.append("</section>")
     return "".join(out)
@@ -287,12 +325,21 @@ def tables(p: ExamplePage, drawn: set[str]) -> list[str]:
             out.append(
                 f"<h4>{e(title)}</h4>" + table(head, [pair_row(j, drawn) for j in js], "pairs")
             )
-    if p.checks:
+    # the checks of variants at fault or unavailable are said once, above the tables
+    unavailable = p.check.data.get("unavailable", {})
+    shown = [
+        j
+        for j in p.checks
+        if not (
+            j["verdict"] == "skipped" and (j.get("blocked_by") or j["subjects"][0] in unavailable)
+        )
+    ]
+    if shown:
         rows = [
             f'<tr id="{e(j["case"])}"><td><code>{e(j["subjects"][0])}</code></td><td>{e(j["kind"])}'
             f'</td><td><code>{e(j["array"])}</code></td><td class="{verdict_class(j["verdict"])}">'
             f"{e(j['verdict'])}</td><td>{e(j['summary'].split(': ', 2)[-1])}</td></tr>"
-            for j in p.checks
+            for j in shown
         ]
         out.append(
             f"<h4>gradient checks ({e(p.check.note)})</h4>"

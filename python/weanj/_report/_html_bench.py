@@ -67,10 +67,17 @@ def benchmarks(p: ExamplePage, have_matplotlib: bool) -> str:
         out.append(f'<p class="note">{e(note)}</p></section>')
         return "".join(out)
     if have_matplotlib:
-        for f in figures(p.catalog, p.bench):
+        try:  # the figures must not cost the page (their records were checked on reading)
+            drawn = [(f, img(f.figure, f.title)) for f in figures(p.catalog, p.bench)]
+        except Exception as err:
+            first = (str(err).splitlines() or [""])[0][:200]
             out.append(
-                f'<div class="pic" id="{e(anchor(p.name, "bench", f.stem))}">'
-                f"{img(f.figure, f.title)}</div>"
+                f'<p class="note">no benchmark figures ({e(type(err).__name__)}: {e(first)})</p>'
+            )
+            drawn = []
+        for f, picture in drawn:
+            out.append(
+                f'<div class="pic" id="{e(anchor(p.name, "bench", f.stem))}">{picture}</div>'
             )
     out.append(
         "<details><summary>the numbers (every record)</summary>" + _bench_table(p) + "</details>"

@@ -3,10 +3,16 @@
 The verdict tables and the list of failures, nothing else (no pictures): GitHub shows at
 most 1 MiB of a step's summary and the page must stay readable there, so the text is kept
 under `LIMIT` characters, whatever fails (long lists are cut with a count of the rest).
-Table cells escape `|`; names are code spans, so that `a~b` is never struck through.
+
+Nothing read from a file or a user's code is written raw: names are code spans (so that
+`a~b` is never struck through), fenced with more backticks than they hold, and every
+other text has Markdown's and HTML's special characters escaped (`<img ...>` shows as
+text, never as an element); table cells escape `|`.
 """
 
 from __future__ import annotations
+
+import re
 
 from ._page_model import Cell, ExamplePage, overall
 from ._text import num, region_lines, summary
@@ -16,13 +22,36 @@ MAX_FAILURES = 20  # listed per example; the count of the rest follows
 MAX_LINE = 400
 
 
+# Characters that would start markup (emphasis, links, code, HTML, strike-through, a table
+# cell's end) where text is read: escaped with a backslash, which CommonMark allows before
+# any ASCII punctuation.
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
+
+
 def esc(text: str) -> str:
-    """Text safe in a table cell: `|` escaped, no line breaks."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text safe anywhere in the summary: one line, markup characters escaped."""
+    return _SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
 
 
 def code(text: str) -> str:
-    return f"`{esc(text)}`" if text else ""
+    """A name as a code span: fenced by one backtick more than the longest run it holds
+    (padded where it starts or ends with one), `|` escaped for the tables."""
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    if not text:
+        return ""
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def prose(text: str) -> str:
+    """A message: its `quoted` parts (commands, names) as code spans, the rest escaped."""
+    parts = " ".join(str(text).split()).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no code spans, all escaped
+        return esc(text)
+    return "".join(
+        code(part) if k % 2 else _SPECIAL.sub(r"\\\1", part) for k, part in enumerate(parts)
+    )
 
 
 def _cell(c: Cell) -> str:
@@ -45,13 +74,15 @@ def summary_table(pages: list[ExamplePage]) -> list[str]:
         fails = "; ".join(
             f"{code(f.subject)}"
             + (f" · {code(f.array)}" if f.array else "")
-            + f": {esc(_short(f.what))}"
+            + f": {prose(_short(f.what))}"
             for f in p.failures[:5]
         )
         if len(p.failures) > 5:
             fails += f"; … and {len(p.failures) - 5} more"
+        if not fails and p.error is not None:
+            fails = prose(_short(f"not judged: {p.error}"))
         verdict = f"**{p.verdict}**" if p.verdict != "ok" else "ok"
-        missing = esc("; ".join(_short(m) for m in p.missing)) or "—"
+        missing = "; ".join(prose(_short(m)) for m in p.missing) or "—"
         out.append(f"| {code(p.name)} | {verdict} | {fails or '—'} | {missing} |")
     return out
 
@@ -65,7 +96,7 @@ def variant_table(p: ExamplePage) -> list[str]:
     for r in p.rows:
         loss = num(r.loss, 15) if r.loss is not None else "—"
         time_s = f"{r.seconds:.1f} s" if r.seconds is not None else "—"
-        verdict = f"**{r.verdict}**" if r.verdict == "FAIL" else r.verdict
+        verdict = f"**{esc(r.verdict)}**" if _failing(r.verdict) else esc(r.verdict)
         out.append(
             f"| {code(r.variant)} | {esc(r.family)} | {verdict} | {loss} | {_cell(r.taylor)} | "
             f"{_cell(r.jvp)} | {_cell(r.float32)} | {_cell(r.pairs)} | {time_s} |"
@@ -73,22 +104,38 @@ def variant_table(p: ExamplePage) -> list[str]:
     return out
 
 
+def _failing(verdict: str) -> bool:
+    from .._judge._verdict import Verdict
+
+    try:
+        return Verdict.parse(verdict).failing
+    except ValueError:
+        return verdict == "FAIL"
+
+
 def failure_lines(p: ExamplePage) -> list[str]:
-    """The failing judgements, each with its summary and regions (what pytest says)."""
+    """The failing judgements, each with its summary and regions (what pytest says), and
+    each variant at fault in the last check once, with its line and command."""
     lines = []
     if p.error is not None:
-        return [f"- not judged: {_short(p.error)}"]
+        return [f"- not judged: {prose(_short(p.error))}"]
     failing = [j for j in p.ej.judgements if j.failed]
     for j in failing[:MAX_FAILURES]:
-        lines.append(f"- {code(j.case)}: {_short(summary(j).split(': ', 1)[-1])}")
+        lines.append(f"- {code(j.case)}: {esc(_short(summary(j).split(': ', 1)[-1]))}")
         if j.comparison is not None and j.comparison.differing:
-            lines.extend(f"  - {_short(x.strip())}" for x in region_lines(j.comparison, "")[:3])
+            lines.extend(
+                f"  - {esc(_short(x.strip()))}" for x in region_lines(j.comparison, "")[:3]
+            )
     checks = [j for j in p.checks if j["failed"]]
     for j in checks[: max(0, MAX_FAILURES - len(failing))]:
-        lines.append(f"- {code(j['case'])}: {_short(j['summary'].split(': ', 1)[-1])}")
-    errors = p.check.data.get("errors", {}) if p.check.current else {}
-    for label, message in errors.items():
-        lines.append(f"- {code(label)}: error: {_short(message)}")
+        lines.append(f"- {code(j['case'])}: {esc(_short(j['summary'].split(': ', 1)[-1]))}")
+    faults = p.check.data.get("faults", {}) if p.check.current else {}
+    for label, f in faults.items():
+        base, _, dtype = label.partition("@")
+        if dtype and base in faults and faults[base]["verdict"] == f["verdict"]:
+            continue  # one line per variant: its float64 line says it
+        again = f" (reproduce: {code(f['command'])})" if f.get("command") else ""
+        lines.append(f"- {code(label)}: {esc(f['verdict'])}: {prose(_short(f['reason']))}{again}")
     rest = len(failing) + len(checks) - MAX_FAILURES
     if rest > 0:
         lines.append(
@@ -98,20 +145,33 @@ def failure_lines(p: ExamplePage) -> list[str]:
     return lines
 
 
+def _not_compared(p: ExamplePage) -> list[str]:
+    if not p.not_compared:
+        return []
+    cases = len({case for v in p.not_compared.values() for case in v})
+    labels = ", ".join(code(v) for v in dict.fromkeys(x.split("@")[0] for x in p.not_compared))
+    return [f"- not compared: {cases} case(s) with {labels} (at fault: see their rows)"]
+
+
 def example_block(p: ExamplePage) -> list[str]:
     title = f": {p.example.title}" if p.example.title else ""
     out = ["", f"## {code(p.name)}{esc(title)} — {p.verdict}", ""]
     if p.error is not None:
-        return out + [f"not judged: {_short(p.error)}"]
-    out.append(f"{p.ej.inputs.describe()}; {_short(p.check.note)}")
+        return out + [f"not judged: {prose(_short(p.error))}"]
+    out.append(f"{esc(p.ej.inputs.describe())}; {prose(_short(p.check.note))}")
     out.append("")
     out.extend(variant_table(p))
-    if p.skipped:
-        out.append("")
-        out.extend(
-            f"- skipped {', '.join(code(x) for x in labels)}: {_short(why)}"
-            for why, labels in p.skipped.items()
-        )
+    notes = _not_compared(p)
+    notes += [
+        f"- unavailable {', '.join(code(x) for x in labels)}: {prose(_short(why))}"
+        for why, labels in p.unavailable.items()
+    ]
+    notes += [
+        f"- skipped {', '.join(code(x) for x in labels)}: {prose(_short(why))}"
+        for why, labels in p.skipped.items()
+    ]
+    if notes:
+        out += ["", *notes]
     failures = failure_lines(p)
     if failures:
         out += ["", "### failures", "", *failures]

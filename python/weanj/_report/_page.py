@@ -9,11 +9,18 @@ per example; `_html` and `_md` only render them.
 
 Which variant is wrong: in a family, a pair that fails names two variants. The one that
 fails against most of its family (or fails its own gradient check) is the *suspect*, and
-the page's first table names it with the array and links to the pair's section.
+the page's first table names it with the array and links to the pair's section. A
+variant the last check found at fault (`error`, `NaN/Inf`, `timeout`) is named once, with
+its line and the command that reproduces it; its pairs and checks are "not compared".
+An unavailable variant says why; an example whose inputs cannot be read is "not judged".
+Comparisons against a reference of zeros are said in absolute terms (`_where`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import numbers
 from typing import Any
 
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
@@ -25,7 +32,6 @@ from ._page_model import (
     Failure,
     VariantRow,
     anchor,
-    overall,
     same_family_pairs,
     suspects,
     variant_anchor,
@@ -50,21 +56,105 @@ def gather(
 ) -> ExamplePage:
     """Everything the page says about one example: `ej`, the store judged (or why it was
     not); `check`, the last check's verdicts; `bench`, the benchmark records, the problems
-    met reading them and each file's environment."""
+    met reading them and each file's environment. An example that could not be judged
+    (its inputs) is "not judged", not a failure; a check file with entries of another form
+    than `weanj check` writes is shown without them, saying so in one line."""
+    check, problem = usable_check(cat.name, check)
     page = ExamplePage(cat.example, ej if ej.error is None else None, check, error=ej.error)
     page.catalog = cat
     page.bench, problems, page.bench_environments = bench
     page.missing.extend(problems)
+    if problem:
+        page.missing.append(problem)
     if ej.error is not None:
-        page.failures.append(Failure(cat.name, None, f"not judged: {ej.error}", []))
         return page
     if page.check.state != "current":
         page.missing.append(page.check.note)
     page.suspects = set(suspects([j for j in same_family_pairs(ej) if j.failed]))
+    page.not_compared = _not_compared(page)
     _rows(page)
     _failures(page)
     page.pictures, page.left_out_pictures = _pictures(ej)
     return page
+
+
+# --- a check file read without trusting it ---------------------------------------------------
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _numbers(v: Any) -> bool:
+    return isinstance(v, list) and all(_number(x) for x in v)
+
+
+def _check_problem(j: dict) -> str | None:
+    """Why a gradient check of a check file cannot be shown (None: it can)."""
+    for key in ("case", "summary"):
+        if not isinstance(j.get(key), str):
+            return f"a check without {key}"
+    if not j.get("subjects"):
+        return "a check without subjects"
+    if j.get("kind") not in ("taylor", "jvp"):
+        return f"a check of kind {str(j.get('kind'))[:20]!r}"
+    if not isinstance(j.get("array"), (str, type(None))):
+        return "a check whose array is not text"
+    taylor = j.get("taylor")
+    if taylor is not None:
+        directions = taylor.get("directions") if isinstance(taylor, dict) else None
+        fields = ("steps", "remainders", "rounding", "rates")
+        if not isinstance(directions, list) or not all(
+            isinstance(d, dict) and all(_numbers(d.get(f)) for f in fields) for d in directions
+        ):
+            return "a Taylor check whose steps, remainders or rates are not numbers"
+    jvp = j.get("jvp")
+    if jvp is not None and not (
+        isinstance(jvp, dict) and (jvp.get("error") is None or _number(jvp.get("error")))
+    ):
+        return "a jvp check whose error is not a number"
+    return None
+
+
+def _gradient_problem(g: dict) -> str | None:
+    for key in ("loss", "seconds"):
+        if g.get(key) is not None and not _number(g.get(key)):
+            return f"a gradient whose {key} is not a number"
+    return None
+
+
+def usable_check(name: str, check: CheckVerdicts) -> tuple[CheckVerdicts, str]:
+    """The check file with the entries the page can show (`check_json`'s form), and one
+    line naming what was left out ("" when nothing was): a file changed by hand or by
+    another version costs those entries, never the page."""
+    if not check.data:
+        return check, ""
+    data = dict(check.data)
+    left: list[str] = []
+    for key, problem in (("checks", _check_problem), ("gradients", _gradient_problem)):
+        entries = data.get(key, [])
+        kept = [j for j in entries if problem(j) is None]
+        left += [problem(j) for j in entries if problem(j) is not None]
+        data[key] = kept
+    for j in data.get("skipped", []):
+        if not isinstance(j.get("blocked_by"), (str, type(None))):
+            j["blocked_by"] = None
+    if not left:
+        return check, ""
+    note = (
+        f"{check.path}: {len(left)} entr{'y' if len(left) == 1 else 'ies'} not of the form "
+        f"`weanj check` writes ({left[0]}), left out; rerun `weanj check {name}`"
+    )
+    return dataclasses.replace(check, data=data), note
+
+
+def _not_compared(page: ExamplePage) -> dict[str, list[str]]:
+    """`{label at fault: the cases the last check did not compare because of it}`."""
+    out: dict[str, list[str]] = {}
+    for j in page.check.data.get("skipped", []) if page.check.current else []:
+        if j.get("blocked_by"):
+            out.setdefault(j["blocked_by"], []).append(j.get("case") or "")
+    return out
 
 
 def _check_gradients(page: ExamplePage) -> dict[str, dict]:
@@ -79,7 +169,10 @@ def _rows(page: ExamplePage) -> None:
     current = page.check.current
     check_skips = page.check.data.get("skipped_subjects", {}) if current else {}
     faults = page.check.data.get("faults", {}) if current else {}
-    unavailable = cat.unavailable()
+    unavailable = {
+        **cat.unavailable(),
+        **(page.check.data.get("unavailable", {}) if current else {}),
+    }
     stale = {
         j.subjects[0]: j.reason
         for j in ej.of_kind("file")
@@ -96,12 +189,22 @@ def _rows(page: ExamplePage) -> None:
             row.jvp = _check_cell(page, name, "jvp")
             row.float32 = _float32_cell(page, name, faults, check_skips)
             row.pairs = family_cell(ej, name, page.suspects)
-            why = check_skips.get(name) or unavailable.get(name)
-            if name in faults:
-                row.verdict, row.note = faults[name]["verdict"], faults[name]["reason"]
-            elif g is None and why:
-                row.verdict, row.note = "skipped", why
-                page.skipped.setdefault(why, []).append(name)
+            if name in faults:  # at fault: its line and command; its pairs not compared
+                f = faults[name]
+                row.verdict, row.note = f["verdict"], _fault_text(f)
+                blocked = page.not_compared.get(name, [])
+                row.pairs = Cell(
+                    "not compared",
+                    "skipped",
+                    [],
+                    f"{len(blocked)} case(s) not compared: {f['reason']}",
+                )
+            elif g is None and name in unavailable:
+                row.verdict, row.note = "unavailable", unavailable[name]
+                page.unavailable.setdefault(unavailable[name], []).append(name)
+            elif g is None and name in check_skips:
+                row.verdict, row.note = "skipped", check_skips[name]
+                page.skipped.setdefault(check_skips[name], []).append(name)
             elif g is None and name in stale:
                 row.verdict, row.note = "stale", stale[name]
             elif g is None:
@@ -120,6 +223,12 @@ def _rows(page: ExamplePage) -> None:
         )
 
 
+def _fault_text(f: dict) -> str:
+    """A fault of the check file as every view says it: what, and how to reproduce it."""
+    again = f" (reproduce: `{f['command']}`)" if f.get("command") else ""
+    return f"{f['reason']}{again}"
+
+
 def _failing(verdict: str) -> bool:
     try:
         return Verdict.parse(verdict).failing
@@ -129,12 +238,14 @@ def _failing(verdict: str) -> bool:
 
 def _check_skips(page: ExamplePage) -> dict[str, list[str]]:
     """Skipped checks of variants that did run (a jvp no family member can push forward;
-    float32 not supported), one entry per reason."""
+    float32 not supported), one entry per reason; the checks not compared because their
+    variant is at fault are that variant's row, not a skip."""
     out: dict[str, list[str]] = {}
-    ran = {r.variant for r in page.rows if r.verdict != "skipped"}
+    ran = {r.variant for r in page.rows if r.verdict not in ("skipped", "unavailable")}
+    ran -= set(page.check.data.get("faults", {}))
     for j in page.check.data.get("skipped", []) if page.check.current else []:
         labels = [s for s in j.get("subjects", []) if s.split("@")[0] in ran]
-        if labels and j["kind"] == "jvp":
+        if labels and j["kind"] == "jvp" and not j.get("blocked_by"):
             out.setdefault(j["reason"], []).append(f"{labels[0]} (jvp)")
     return out
 
@@ -156,11 +267,16 @@ def _check_cell(page: ExamplePage, name: str, kind: str) -> Cell:
         stale = page.check.state == "stale"
         return Cell("stale" if stale else "—", "stale" if stale else "", [], page.check.note)
     mine = [j for j in page.checks if j["kind"] == kind and j["subjects"] == [name]]
+    unavailable = page.check.data.get("unavailable", {})
+    if name in unavailable:
+        return Cell("unavailable", "unavailable", [], unavailable[name])
     if not mine:
         return Cell("—", "", [], f"no {kind} check recorded for {name}")
     verdict = _worst([j["verdict"] for j in mine])
     if verdict == "skipped":
-        return Cell("skipped", "skipped", [], next(j["reason"] for j in mine if j["reason"]))
+        why = next((j["reason"] for j in mine if j["reason"]), "")
+        blocked = any(j.get("blocked_by") for j in mine)
+        return Cell("not compared" if blocked else "skipped", "skipped", [], why)
     if kind == "taylor":
         rates = [
             r
@@ -178,31 +294,55 @@ def _check_cell(page: ExamplePage, name: str, kind: str) -> Cell:
 
 def _float32_cell(page: ExamplePage, name: str, faults: dict, check_skips: dict[str, str]) -> Cell:
     label = f"{name}@float32"
-    if label in faults:
+    if label in faults:  # the float32 run at fault (its row says it once)
         f = faults[label]
-        return Cell(f["verdict"], f["verdict"], [("variant", variant_anchor(page.name, name))], f["reason"])
+        return Cell(f["verdict"], f["verdict"], [], _fault_text(f))
     c = float32_cell(page.ej, name)
+    unavailable = page.check.data.get("unavailable", {}) if page.check.current else {}
+    if c.text == "—" and label in unavailable:
+        return Cell("unavailable", "unavailable", [], unavailable[label])
     if c.text == "—" and label in check_skips:
         return Cell("skipped", "skipped", [], check_skips[label])
     return c
+
+
+def _badness(j: CaseJudgement) -> float:
+    """How far a pair is off, relative to its reference (a reference of zeros that differs:
+    infinitely; a non-finite comparison: infinitely)."""
+    c = j.comparison
+    if c is None:
+        return 0.0
+    if c.max_rel is None or not math.isfinite(c.max_rel):
+        return math.inf if c.max_abs != 0 else 0.0
+    return c.max_rel
+
+
+def _where(c) -> str:
+    """`, max|Δ|/max|g_ref| 1.2e-04 at numpy (7,)`; against a reference of zeros, in
+    absolute terms."""
+    if c is None or not c.worst:
+        return ""
+    if c.reference_zero:
+        size = f"reference all zeros, max|Δ| {num(c.max_abs)}"
+    else:
+        size = f"max|Δ|/max|g_ref| {num(c.max_rel)}"
+    return f", {size} at numpy {tuple(c.worst)}"
 
 
 def _failures(page: ExamplePage) -> None:
     ej = page.ej
     pairs = [j for j in ej.of_kind("pair") if j.failed]
     named = set()
-    for label, js in suspects(pairs).items():
+    # The suspects among the float64 members (a float32 run is judged against its
+    # family's reference, and named on its own below: never the reference's fault).
+    for label, js in suspects([j for j in same_family_pairs(ej) if j.failed]).items():
         by_array: dict[str | None, list[CaseJudgement]] = {}
         for j in js:
             by_array.setdefault(j.array, []).append(j)
         for array, group in by_array.items():
             others = [next(s for s in j.subjects if s != label) for j in group]
-            worst = max(group, key=lambda j: j.comparison.max_rel if j.comparison else 0)
-            c = worst.comparison
-            where = ""
-            if c is not None and c.worst:
-                where = f", max|Δ|/max|g_ref| {num(c.max_rel)} at numpy {tuple(c.worst)}"
-            what = f"{group[0].verdict}: differs from {', '.join(others)}{where}"
+            worst = max(group, key=_badness)
+            what = f"{group[0].verdict}: differs from {', '.join(others)}{_where(worst.comparison)}"
             page.failures.append(
                 Failure(
                     label, array, what, [(o, j.case) for o, j in zip(others, group, strict=True)]
@@ -210,7 +350,13 @@ def _failures(page: ExamplePage) -> None:
             )
             named.update(j.case for j in group)
     for j in pairs:
-        if j.case not in named:  # a failing pair of two non-suspects
+        if j.case in named:
+            continue
+        ref, other = j.subjects
+        if other.endswith("@float32"):  # a float32 run off its family's float64 reference
+            what = f"{j.verdict}: differs from {ref}{_where(j.comparison)}"
+            page.failures.append(Failure(other, j.array, what, [(ref, j.case)]))
+        else:  # a failing pair of two non-suspects
             page.failures.append(
                 Failure(" vs ".join(j.subjects), j.array, str(j.verdict), [("pair", j.case)])
             )
@@ -220,18 +366,17 @@ def _failures(page: ExamplePage) -> None:
             page.failures.append(
                 Failure(j["subjects"][0], j["array"], what, [(j["kind"], j["case"])])
             )
-    if page.check.current:
+    if page.check.current:  # one row per variant at fault, with its line and command
         faults = page.check.data.get("faults", {})
         for label, f in faults.items():
             base, _, dtype = label.partition("@")
             if dtype and base in faults and faults[base]["verdict"] == f["verdict"]:
-                continue  # one row per variant: its float64 row says it
-            again = f" (reproduce: `{f['command']}`)" if f.get("command") else ""
+                continue  # its float64 row says it
             page.failures.append(
                 Failure(
                     label,
                     None,
-                    f"{f['verdict']}: {f['reason']}{again}",
+                    f"{f['verdict']}: {_fault_text(f)}",
                     [("variant", variant_anchor(page.name, base))],
                 )
             )
@@ -250,13 +395,11 @@ def _pictures(ej: ExampleJudgement) -> tuple[list[CaseJudgement], int]:
     pairs = [j for j in ej.of_kind("pair") if j.comparison is not None]
     notable = [j for j in pairs if j.failed or j.verdict == Verdict.KINKS]
     if notable:
-        notable.sort(
-            key=lambda j: (j.subjects[1].endswith("@float32"), -(j.comparison.max_rel or 0))
-        )
+        notable.sort(key=lambda j: (j.subjects[1].endswith("@float32"), -_badness(j)))
         return notable[:MAX_PICTURES], max(0, len(notable) - MAX_PICTURES)
     chosen = []
     agreeing = [j for j in same_family_pairs(ej) if j.comparison.max_abs > 0]
     if agreeing:
-        chosen.append(max(agreeing, key=lambda j: j.comparison.max_rel))
+        chosen.append(max(agreeing, key=_badness))
     chosen += [j for j in pairs if j.verdict == Verdict.INFO]
     return chosen[:MAX_PICTURES], max(0, len(chosen) - MAX_PICTURES)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Example
 from ._cells import Cell, same_family_pairs, suspects  # noqa: F401 (the page's cells)
 from ._verdicts_file import CheckVerdicts
@@ -21,7 +21,7 @@ class VariantRow:
     variant: str
     family: str
     anchor: str
-    verdict: str  # ok, FAIL, skipped, missing, stale
+    verdict: str  # a verdict (ok, FAIL, error, NaN/Inf, timeout, unavailable, ...), missing, stale
     loss: float | None = None
     taylor: Cell = field(default_factory=Cell)
     jvp: Cell = field(default_factory=Cell)
@@ -51,6 +51,9 @@ class ExamplePage:
     failures: list[Failure] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason: labels
+    unavailable: dict[str, list[str]] = field(default_factory=dict)  # reason: labels
+    # label at fault in the last check: the cases not compared because of it
+    not_compared: dict[str, list[str]] = field(default_factory=dict)
     pictures: list[CaseJudgement] = field(default_factory=list)
     suspects: set[str] = field(default_factory=set)  # labels failing against most of a family
     left_out_pictures: int = 0
@@ -68,6 +71,7 @@ class ExamplePage:
 
     @property
     def verdict(self) -> str:
+        """FAIL, ok, or "not judged" (its inputs could not be read, or nothing is stored)."""
         if self.failures:
             return "FAIL"
         if self.error is not None or self.ej is None or not self.ej.subjects:
