@@ -281,12 +281,12 @@ def test_validator_accepts_any_size_from_two():
 @pytest.mark.parametrize(
     ("x", "w", "words"),
     [
-        (np.ones(3), np.ones(1), "2 <= n"),
-        (np.ones(3), np.ones((2, 2)), "w must be a vector"),
-        (np.ones(0), np.ones(5), "m >= 1"),
-        (np.ones((2, 2)), np.ones(5), "x must be a vector"),
+        (np.ones(3), np.ones(1), "has shape (1,), not a vector of 2 <= n <= 2^23"),
+        (np.ones(3), np.ones((2, 2)), "w has shape (2, 2)"),
+        (np.ones(0), np.ones(5), "x has shape (0,), not a vector of m >= 1"),
+        (np.ones((2, 2)), np.ones(5), "x has shape (2, 2)"),
         (np.ones(3), np.array([1.0, np.nan, 1.0]), "w has 1 NaN/Inf"),
-        (np.ones(3), np.broadcast_to(1.0, (2**23 + 1,)), "2^23"),
+        (np.ones(3), np.broadcast_to(1.0, (2**23 + 1,)), "(8388609,), not a vector"),
     ],
     ids=["n1", "w2d", "m0", "x2d", "nan", "too-long"],
 )

@@ -82,12 +82,11 @@ def validate(arrays: Mapping[str, np.ndarray]) -> None:
     """x: m >= 1 coefficients; w: n weights with N_MIN <= n <= N_MAX; all finite."""
     x, w = (np.asarray(arrays[k]) for k in ("x", "w"))
     if x.ndim != 1 or x.shape[0] < 1:
-        raise weanj.InputError(f"x must be a vector of m >= 1 coefficients, got shape {x.shape}")
+        raise weanj.InputError(f"x has shape {x.shape}, not a vector of m >= 1 coefficients")
     if w.ndim != 1 or not N_MIN <= w.shape[0] <= N_MAX:
         raise weanj.InputError(
-            f"w must be a vector of n weights with {N_MIN} <= n <= 2^23 (the grid "
-            f"t = -1 + 2i/(n-1) divides by n - 1, and 2i must be exact in float32), "
-            f"got shape {w.shape}"
+            f"w has shape {w.shape}, not a vector of 2 <= n <= 2^23 weights (the grid "
+            "t = -1 + 2i/(n-1) divides by n - 1; 2i must be exact in float32)"
         )
     for name, a in (("x", x), ("w", w)):
         if not np.all(np.isfinite(a)):
