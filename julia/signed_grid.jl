@@ -15,8 +15,8 @@
 # multiplication with the reciprocal, and it contracts no `a*b + c` into a fused
 # multiply-add unless asked (`muladd`, `@fastmath`). So at the midpoint of an odd n,
 # where 2(i-1) == n-1, the quotient is exactly 1 and t exactly 0, sign(t) == 0; XLA
-# computes fma(i-1, RN(2/(n-1)), -1) there, which is ±5.6e-17 unless (n-1)/2 is a
-# power of two, and its sign(t) is ±1.
+# computes fma(i-1, RN(2/(n-1)), -1) there, which is not 0 unless (n-1)/2 is a power of
+# two (n = 7: -5.6e-17 in Float64), and its sign(t) is ±1.
 
 """
     check_signfit(x, w)

@@ -20,10 +20,11 @@ multiplication by the rounded reciprocal (`A / Const => A * (1 / Const)`, on eve
 backend): t = -1 + i·c with c = RN(2/(n-1)). XLA's CPU backend then lets LLVM contract
 the multiplication and the addition into one fused multiply-add (its target options
 allow fusion unconditionally): t = fma(i, c, -1) = i·c - 1 exactly, rounded once. At
-the midpoint i·c = k·RN(1/k) with k = (n-1)/2, which is 1 exactly only when 1/k is a
-double, i.e. when k is a power of two. Otherwise t = ±5.6e-17 (n = 7: -5.55e-17) and
-`sign(t)` says ±1 where the loop says 0. One residual moves by 1, the loss by
-`w·(1 ∓ 2·r_mid)`, and ∂L/∂x[0] and ∂L/∂w[mid] with it: far beyond any tolerance, at
+the midpoint i·c = k·RN(1/k) with k = (n-1)/2, which is 1 exactly only when 1/k is
+representable, i.e. when k is a power of two. Otherwise t is tiny but not 0 (n = 7: -5.55e-17,
+n = 11: +5.55e-17; below 1.1e-16 in float64, 6e-8 in float32) and `sign(t)` says
+s = ±1 where the loop says 0. One residual moves by s, from r = -x[0] to s - x[0], the
+loss by `w[mid]·(1 + 2s·r)`, ∂L/∂x[0] and ∂L/∂w[mid] with it: far beyond any tolerance, at
 n = 7, 11, 13, 15, 19, 21, 23, ... (every odd n but 2^j + 1), in float64 and float32,
 and never at an even n, where no grid point is 0.
 
