@@ -22,7 +22,14 @@ from .helpers import (
 )
 from .listing import assert_error_with_list
 
-EXAMPLES = ("01-jacobi", "02-gauss-seidel", "03-advection", "04-tridiagonal", "05-deposition")
+EXAMPLES = (
+    "01-jacobi",
+    "02-gauss-seidel",
+    "03-advection",
+    "04-tridiagonal",
+    "05-deposition",
+    "06-signed-grid",
+)
 
 
 def _fails(capsys, argv, *fragments) -> str:

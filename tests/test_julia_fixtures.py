@@ -156,6 +156,14 @@ DEPOSITION_CASES = (
     reference_case("reference_deposition", "P12-n8-kinks-wrap-2", "small_inputs", 1),
 )
 
+# --- 06-signed-grid: an odd n (the midpoint t = 0 on the grid), an even n, and n = 2 ----
+
+SIGNED_GRID_CASES = (
+    reference_case("reference_signed_grid", "m4-n7", "sized_inputs", 4, 7),
+    reference_case("reference_signed_grid", "m3-n8", "sized_inputs", 3, 8),
+    reference_case("reference_signed_grid", "m1-n2", "sized_inputs", 1, 2),
+)
+
 FIXTURES: tuple[Fixture, ...] = (
     poisson_fixture("julia-jacobi", "01-jacobi", "jacobi"),
     poisson_fixture("julia-lex", "02-gauss-seidel", "lex"),
@@ -190,6 +198,15 @@ FIXTURES: tuple[Fixture, ...] = (
         reference_of("reference_deposition", "cic"),
         DEPOSITION_CASES,
         finite_differences=None,  # particles sit on kink lines: floor's one-sided slope
+    ),
+    # At n = 7 the loop's t is exactly 0 at the midpoint and sign(t) = 0, where XLA's
+    # fused grid gives t = -5.6e-17 (python/weanj/examples/signed_grid.py). L is quadratic
+    # in x and linear in w: central differences are exact up to rounding.
+    Fixture(
+        "julia-signfit",
+        "06-signed-grid",
+        reference_of("reference_signed_grid", "signfit"),
+        SIGNED_GRID_CASES,
     ),
 )
 

@@ -19,6 +19,7 @@ export jacobi_loss, lex_loss, rb_loss
 export muscl_loss, muscl_minmax_loss
 export thomas_loss
 export cic_loss
+export signfit_loss
 # New examples: export their loss functions here.
 
 # --- the kernels, one file per example (dependencies first) ------------------------------
@@ -29,6 +30,7 @@ include("../gauss_seidel.jl")
 include("../advection.jl")
 include("../tridiagonal.jl")
 include("../deposition.jl")
+include("../signed_grid.jl")
 # New examples: each further julia/<stem>.jl goes here, and its loss functions in the
 # export list above.
 

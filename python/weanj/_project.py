@@ -39,6 +39,7 @@ BUILTIN = (
     "weanj.examples.advection",
     "weanj.examples.tridiagonal",
     "weanj.examples.deposition",
+    "weanj.examples.signed_grid",
 )
 WHAT_TO_ADD = (
     'add a [tool.weanj] table with examples = ["your.module"] to it (or run `weanj new NAME` '

@@ -2,15 +2,7 @@
 side (the gallery of what breaks ports).
 
 Each module registers its `Example` and its variants on import; the registry imports
-them on first lookup when the project asks for the built-ins (a root without
+them (listed in `weanj._project.BUILTIN`) on first lookup when the project asks for the built-ins (a root without
 `[tool.weanj]`, `builtin = true`, or weanj's own `pyproject.toml`, which lists them). The
 Julia kernels mirror them file for file: `julia/<stem>.jl`.
 """
-
-BUILTIN = (
-    "weanj.examples.jacobi",
-    "weanj.examples.gauss_seidel",
-    "weanj.examples.advection",
-    "weanj.examples.tridiagonal",
-    "weanj.examples.deposition",
-)

@@ -1,0 +1,295 @@
+"""What is particular to 06-signed-grid (issue 31, item 5): where the literal port parts ways.
+
+- The reference (`reference_signed_grid.py`) checks itself: its hand gradient against
+  central differences, and t = 0 exactly at the midpoint of every odd n.
+- `jax-signfit-integer` equals the reference, loss and both gradient arrays, at every n
+  from 2 to 20 (odd and even) in float64, and at odd and even sizes in float32.
+- `jax-signfit` (the literal port) parts ways with the reference at exactly the sizes
+  where XLA's arithmetic, t = fma(k, RN(2/(n-1)), -1) at the midpoint k = (n-1)/2, is not
+  0: computed here with exact rational arithmetic, compared with what the port returns,
+  and equal to the set measured with jax 0.10.2 on x86-64, n ∈ {7, 11, 13, 15, 19} within
+  3..20. There only the midpoint's sign flips, in the direction the fused value has.
+- The compiled HLO holds the multiplication by the rounded reciprocal, no division.
+
+The sweeps over sizes evaluate each port's own loss function (what `weanj.jax_variant`
+registered) and its gradient from one compiled program per size (`jax.value_and_grad`),
+half the compilations of `.loss` and `.grad`; `weanj check` runs the registered variants.
+- `weanj check 06-signed-grid` (a subprocess, as a user runs it) fails the literal port
+  and passes the integer port: exit 1, every failing case naming `jax-signfit`.
+- The validator's one-line rejections.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import platform
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import weanj
+
+from ..helpers import run_weanj
+from . import reference_signed_grid as reference
+
+EXAMPLE = "06-signed-grid"
+LITERAL, INTEGER = "jax-signfit", "jax-signfit-integer"
+# Measured with jax 0.10.2 on x86-64 (AMD EPYC, FMA3), float64 and float32 alike; the
+# model below predicts the same set from arithmetic alone.
+MEASURED = {7, 11, 13, 15, 19}
+SIZES = range(3, 21)
+
+
+def fused_midpoint(n: int, dtype=np.float64) -> float:
+    """t at the midpoint k = (n-1)/2 of an odd n as XLA computes it on a CPU: the
+    division by n-1 made a multiplication by c = RN(2/(n-1)), then contracted with the
+    addition into fma(k, c, -1): k·c - 1 exactly, rounded once (exact rationals here)."""
+    k = (n - 1) // 2
+    c = dtype(2) / dtype(n - 1)  # numpy rounds the quotient to the dtype: RN(2/(n-1))
+    return float(dtype(float(Fraction(k) * Fraction(float(c)) - 1)))
+
+
+def parting_sizes(sizes, dtype=np.float64) -> set[int]:
+    """The odd sizes whose fused midpoint is not 0, i.e. whose sign(t) flips."""
+    return {n for n in sizes if n % 2 == 1 and fused_midpoint(n, dtype) != 0.0}
+
+
+def cpu_has_fma() -> bool | None:
+    """Whether this CPU has a fused multiply-add instruction (None: cannot tell)."""
+    machine = platform.machine().lower()
+    if machine in ("aarch64", "arm64"):
+        return True
+    if machine in ("x86_64", "amd64"):
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return None
+        return bool(re.search(r"^flags\s*:.*\bfma\b", text, re.MULTILINE))
+    return None
+
+
+def needs_fma():
+    if not cpu_has_fma():
+        pytest.skip(
+            f"this CPU ({platform.machine()}) has no fused multiply-add that XLA could "
+            "contract t = -1 + i·c into, or it cannot be told from /proc/cpuinfo"
+        )
+
+
+@functools.cache
+def _value_and_grad(name: str):
+    """The variant's own loss (what `weanj.jax_variant` registered) with its gradient
+    from one compiled program per size: half the compilations of `.loss` and `.grad`."""
+    from weanj.examples import signed_grid
+
+    loss = {LITERAL: signed_grid.literal_loss, INTEGER: signed_grid.integer_loss}[name]
+    return jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
+
+
+@functools.cache
+def evaluate(name: str, n: int, dtype: str = "float64"):
+    """(loss, {"x": ∂L/∂x, "w": ∂L/∂w}) of a port on `sized(n)`, cast to `dtype`."""
+    arrays = sized(n)
+    x, w = (np.asarray(arrays[k]).astype(dtype) for k in ("x", "w"))
+    with jax.enable_x64(True):
+        loss, (gx, gw) = _value_and_grad(name)(x, w)
+    assert gx.dtype == gw.dtype == np.dtype(dtype)
+    return float(loss), {"x": np.asarray(gx, np.float64), "w": np.asarray(gw, np.float64)}
+
+
+@functools.cache
+def expected(n: int):
+    """The reference's loss and gradient on `sized(n)`."""
+    arrays = sized(n)
+    return reference.loss("signfit", arrays), reference.gradient("signfit", arrays)
+
+
+def agrees(loss, g, loss_ref, g_ref, dtype: str = "float64") -> dict[str, bool]:
+    """The tolerance policy, per part: the loss, and each gradient array."""
+    tol = weanj.tolerance(dtype)
+    out = {"loss": abs(loss - loss_ref) <= tol.loss * abs(loss_ref)}
+    for k, ref in g_ref.items():
+        out[k] = float(np.max(np.abs(g[k] - ref))) <= tol.grad * float(np.max(np.abs(ref)))
+    return out
+
+
+def sized(n: int, m: int = 4):
+    return reference.sized_inputs(m, n)[0]
+
+
+# --- the reference checks itself ------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 7, 8])
+def test_reference_gradient_matches_central_differences(n):
+    arrays = sized(n)
+    g, fd = reference.gradient("signfit", arrays), reference.fd_gradient(arrays)
+    for k in ("x", "w"):
+        assert np.max(np.abs(fd[k] - g[k])) <= 1e-9 * np.max(np.abs(g[k])), k
+
+
+def test_reference_grid_has_t_exactly_zero_at_every_odd_midpoint():
+    for n in range(3, 202, 2):
+        t = reference.grid(n)
+        assert t[(n - 1) // 2] == 0.0 and t[0] == -1.0 and t[-1] == 1.0, n
+
+
+def test_the_fused_midpoint_is_zero_only_when_the_half_is_a_power_of_two():
+    """k·RN(1/k) = 1 exactly iff 1/k is a double, i.e. k = 2^j: so every odd n but
+    2^j + 1 has a fused midpoint of ±ulp size, in float64 and float32."""
+    for dtype in (np.float64, np.float32):
+        for n in range(3, 2002, 2):
+            k = (n - 1) // 2
+            assert (fused_midpoint(n, dtype) == 0.0) == (k & (k - 1) == 0), (n, dtype)
+    assert fused_midpoint(7) == -(2.0**-54) and fused_midpoint(11) == 2.0**-54
+    assert parting_sizes(SIZES) == MEASURED
+
+
+# --- the integer port: the loop's function at every size ----------------------------------
+
+
+def test_integer_port_equals_the_reference_at_every_size():
+    for n in range(2, 21):
+        parts = agrees(*evaluate(INTEGER, n), *expected(n))
+        assert all(parts.values()), f"n = {n}: {parts}"
+
+
+@pytest.mark.parametrize("name", [INTEGER, LITERAL])
+def test_float32_runs_against_the_float64_reference(name):
+    """The integer port agrees at an odd and an even n; the literal port's float32 run
+    flips where the float32 fused midpoint is not 0 (n = 7, not n = 8)."""
+    sizes = (7, 8)
+    predicted = parting_sizes(sizes, np.float32) if name == LITERAL else set()
+    if predicted:
+        needs_fma()
+    parted = {
+        n
+        for n in sizes
+        if not all(agrees(*evaluate(name, n, "float32"), *expected(n), "float32").values())
+    }
+    assert parted == predicted
+
+
+# --- the literal port: exactly where XLA's fused grid flips sign(t) -----------------------
+
+
+def test_literal_port_parts_ways_exactly_where_the_fused_midpoint_is_not_zero():
+    needs_fma()
+    parted = {"loss": set(), "x": set(), "w": set()}
+    for n in SIZES:
+        for part, ok in agrees(*evaluate(LITERAL, n), *expected(n)).items():
+            if not ok:
+                parted[part].add(n)
+    model = parting_sizes(SIZES)
+    for part, found in parted.items():
+        assert found == model == MEASURED, (
+            f"{LITERAL}'s {part} parts from the loop at n = {sorted(found)}; the fused "
+            f"arithmetic predicts {sorted(model)}, jax 0.10.2 on x86-64 gave {sorted(MEASURED)} "
+            "(a change here means XLA compiles the grid otherwise: update the gallery page)"
+        )
+
+
+@pytest.mark.parametrize("n", [7, 11])
+def test_only_the_midpoint_flips_and_by_the_fused_sign(n):
+    """The literal port is the loop with sign(t) at the midpoint replaced by the sign of
+    the fused value: the loss moves by w·((s - x0)² - x0²), ∂L/∂w by the same at that
+    index only (t^j, j ≥ 1, and every other point move by rounding only)."""
+    needs_fma()
+    arrays = sized(n)
+    x, w = arrays["x"], arrays["w"]
+    mid, s = (n - 1) // 2, np.sign(fused_midpoint(n))
+    assert s != 0
+    loss_ref, g_ref = expected(n)
+    loss, g = evaluate(LITERAL, n)
+    flipped = (s - x[0]) ** 2  # the residual at t = ±ulp: sign ±1 less x[0]
+    assert g_ref["w"][mid] == x[0] ** 2
+    expected_w = g_ref["w"].copy()
+    expected_w[mid] = flipped
+    tol = weanj.tolerance("float64")
+    assert np.max(np.abs(g["w"] - expected_w)) <= tol.grad * np.max(np.abs(expected_w))
+    expected_loss = loss_ref + w[mid] * (flipped - x[0] ** 2)
+    assert abs(loss - expected_loss) <= tol.loss * abs(expected_loss), (loss, expected_loss)
+
+
+def test_the_compiled_grid_multiplies_by_the_rounded_reciprocal():
+    """XLA's algebraic simplifier rewrote `/ (n-1)` (n = 7): the compiled HLO holds
+    a multiplication by RN(2/6) = 0.33333333333333331 and an addition of -1, no division."""
+    from weanj.examples import signed_grid
+
+    arrays = sized(7)
+    with jax.enable_x64(True):
+        hlo = jax.jit(signed_grid.literal_loss).lower(arrays["x"], arrays["w"]).compile()
+    text = hlo.as_text()
+    assert re.search(r"constant\(\{?0\.33333333333333331\}?\)", text), "no reciprocal constant"
+    assert re.search(r"constant\(\{?-1\}?\)", text)
+    assert " divide(" not in text
+
+
+# --- weanj check, as a user runs it ---------------------------------------------------------
+
+
+def test_weanj_check_fails_the_literal_port_and_passes_the_integer_port(project):
+    """On the shared inputs (n = 11), in a project that lists the example: exit 1; the
+    failing cases are exactly the pairs with the literal port (against the integer port
+    and the recorded reference), and the integer port agrees with the recorded one."""
+    needs_fma()
+    (project / "pyproject.toml").write_text(
+        '[tool.weanj]\nexamples = ["weanj.examples.signed_grid"]\n'
+    )
+    r = run_weanj("check", EXAMPLE, "--dtype", "float64", root=project, cwd=project, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert re.search(rf"^  {INTEGER}\s+{LITERAL}\s+x\s.*FAIL$", r.stdout, re.MULTILINE), r.stdout
+    verdicts = json.loads((project / "results" / EXAMPLE / "check.json").read_text())
+    pairs = {tuple(p["subjects"]) + (p["array"],): p for p in verdicts["pairs"]}
+    recorded = f"recorded/{INTEGER}"
+    for array in ("x", "w"):
+        assert pairs[(INTEGER, LITERAL, array)]["verdict"] == "FAIL"
+        assert pairs[(INTEGER, recorded, array)]["verdict"] == "ok"
+        with_literal = [p for k, p in pairs.items() if LITERAL in k and k[-1] == array]
+        assert with_literal and all(p["verdict"] == "FAIL" for p in with_literal)
+    failing = [p["case"] for p in verdicts["pairs"] + verdicts["checks"] if p["failed"]]
+    assert failing and all(
+        f"{LITERAL}~" in c or c.endswith(f"~{LITERAL}") or f"~{LITERAL}::" in c for c in failing
+    ), failing
+    checks = [c for c in verdicts["checks"] if c["subjects"] == [INTEGER]]
+    assert checks and all(c["verdict"] == "ok" for c in checks)
+
+
+# --- the validator ----------------------------------------------------------------------------
+
+
+def _rejection(arrays) -> str:
+    with pytest.raises(weanj.InputError) as e:
+        weanj.example(EXAMPLE).validate(arrays)
+    message = str(e.value)
+    assert "\n" not in message
+    return message
+
+
+def test_validator_accepts_any_size_from_two():
+    ex = weanj.example(EXAMPLE)
+    for n in (2, 3, 8, 11, 1000):
+        ex.validate(ex.sizes.generate(0, n))
+    ex.validate(ex.generate(ex.seed))
+
+
+@pytest.mark.parametrize(
+    ("x", "w", "words"),
+    [
+        (np.ones(3), np.ones(1), "has shape (1,), not a vector of 2 <= n <= 2^23"),
+        (np.ones(3), np.ones((2, 2)), "w has shape (2, 2)"),
+        (np.ones(0), np.ones(5), "x has shape (0,), not a vector of m >= 1"),
+        (np.ones((2, 2)), np.ones(5), "x has shape (2, 2)"),
+        (np.ones(3), np.array([1.0, np.nan, 1.0]), "w has 1 NaN/Inf"),
+        (np.ones(3), np.broadcast_to(1.0, (2**23 + 1,)), "(8388609,), not a vector"),
+    ],
+    ids=["n1", "w2d", "m0", "x2d", "nan", "too-long"],
+)
+def test_validator_refuses_in_one_line(x, w, words):
+    message = _rejection({"x": x, "w": w})
+    assert words in message, message
