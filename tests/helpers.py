@@ -218,10 +218,10 @@ def typed_example(name: str = TYPED):
 def registered_typed(*, variant: bool = False, inputs: bool = False):
     """`typed_example` registered (after the built-in examples) while the block runs, with
     its JAX variant `jax-typed` (`typed_loss`) when `variant`, its shared inputs written
-    into the project when `inputs`; then withdrawn, and the inputs read forgotten."""
+    into the project when `inputs`; then withdrawn (no module keeps what it read: each
+    command and notebook call reads its inputs afresh)."""
     import weanj
     from weanj import _registry
-    from weanj._io import _inputs
 
     weanj.example_names()  # the built-in examples first
     ex = weanj.register_example(typed_example())
@@ -233,7 +233,6 @@ def registered_typed(*, variant: bool = False, inputs: bool = False):
         yield ex
     finally:
         _registry.unregister_example(TYPED)
-        _inputs._forget()
 
 
 def typed_loss(x, z, idx, mask, s, counts, S, nu, upwind):
