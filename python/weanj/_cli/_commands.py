@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, WeanjError, say, with_list
+from .._errors import InputError, WeanjError, say, with_list, wrapped
 from ._parser import suggestion
 
 
@@ -64,7 +64,6 @@ def cmd_new(args: argparse.Namespace, words: dict) -> int:
 
 def cmd_inputs(args: argparse.Namespace, words: dict) -> int:
     from .._commands import inputs
-    from .._errors import wrapped
 
     if args.action == "regenerate":
         for path in inputs.regenerate(args.examples or None):
@@ -143,7 +142,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
     )
     print("\n".join(judgement.lines()))
     for name, error in judgement.not_judged.items():  # printed once, with the others' verdicts
-        say(f"weanj: {name} not judged: {error}")
+        say(wrapped(f"weanj: {name} not judged: {error}"))  # a short first line, as every error
     return judgement.exit_code
 
 
