@@ -18,7 +18,7 @@ import numpy as np
 
 from ._errors import InputError, InputFileError, StaleGradientError, VariantError, WeanjError
 from ._io import _bench, _inputs, _store
-from ._io._gradient_files import _SHA256, read_gradient_file, scan_store
+from ._io._gradient_files import _SHA256, fix_hint, read_gradient_file, scan_store
 from ._model import (
     Example,
     Gradient,
@@ -190,6 +190,11 @@ def load_gradient(
     target = path if path is not None else gradient_path(ex, variant, recorded=recorded, dtype=dtype)
     g = read_gradient_file(target, ex, here)
     g.of = find_variant(ex, g.variant)
+    if g.of is not None and g.family != g.of.family:  # what the judge's file case refuses
+        raise InputFileError(
+            f"{g.path} says {g.variant} is of family {g.family!r}, but it is registered in "
+            f"family {g.of.family!r}{fix_hint(g.path, here)}"
+        )
     if not allow_stale:
         current = _inputs.read_inputs(ex, here)
         if not current.matches(g):
