@@ -91,6 +91,18 @@ def _assert_regenerate_hint(excinfo, name="01-jacobi"):
     assert "\n" not in message
 
 
+def _assert_not_judged(*words, name="01-jacobi"):
+    """`weanj.check()` of an example whose shared inputs cannot be read: not judged (no
+    verdict: not FAIL), nothing run, exit code 2, the reader's one line as its error."""
+    judgement = weanj.check(name, dtype="float64", say=lambda line: None)
+    ej = judgement[name]
+    assert ej.verdict is None and ej.state == "not judged" and ej.judgements == []
+    assert judgement.exit_code == 2 and judgement.verdict == "not judged" and not judgement.ok
+    data = judgement.to_json()["examples"][0]
+    assert data["verdict"] == "not judged" and data["error"] == ej.error and not data["runs"]
+    assert "\n" not in ej.error and all(w in ej.error for w in words), ej.error
+
+
 def test_missing_inputs_file(project):
     _shared(project).unlink()
     with pytest.raises(weanj.InputFileError, match="does not exist") as excinfo:
@@ -187,6 +199,7 @@ def test_a_format_1_shared_file_is_refused_with_the_command_that_rewrites_it(pro
         assert_one_line_error(
             capsys.readouterr().err, "written by an earlier weanj", "weanj inputs regenerate"
         )
+    _assert_not_judged("written by an earlier weanj", "weanj inputs regenerate 01-jacobi")
     assert not (project / "results" / "01-jacobi" / "gradients").exists()  # nothing ran
     assert main(["inputs", "regenerate", "01-jacobi"]) == 0
     assert _shared(project).read_bytes() == committed
@@ -610,6 +623,7 @@ def test_datasets_not_stored_in_the_file_are_refused(project, tmp_path, capsys, 
     for argv in (["inputs", "verify", "01-jacobi"], ["check", "01-jacobi"]):
         assert main(argv) == 2
         assert_one_line_error(capsys.readouterr().err, words, "weanj inputs regenerate 01-jacobi")
+    _assert_not_judged(words, "weanj inputs regenerate 01-jacobi")
     assert not (project / "results" / "01-jacobi" / "gradients").exists()
 
 
@@ -699,6 +713,7 @@ def test_mistyped_shared_inputs_fail_verify_and_check(project, capsys, attrs, wo
     assert_one_line_error(capsys.readouterr().err, words, "weanj inputs regenerate 01-jacobi")
     assert main(["check", "01-jacobi"]) == 2  # one line, before any variant runs
     assert_one_line_error(capsys.readouterr().err, words)
+    _assert_not_judged(words)
 
 
 # --- parameters in range -------------------------------------------------------------

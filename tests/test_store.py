@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 
 import weanj
+from weanj._io import _gradient_files, _store
+from weanj._model import DTYPES
 from weanj._io._atomic import atomic_path
-from weanj._io._store import check_target, read_gradient_file, scan_store
+from weanj._places import places
 
 from .conftest import REPO
 from .helpers import (
@@ -53,6 +55,21 @@ DESIGN_ATTRS = {
     "backend_version",
     "created",
 }
+
+
+def read_gradient_file(path, example=EXAMPLE):
+    """The store's reader of one file (`_io._gradient_files`), for the example named."""
+    return _gradient_files.read_gradient_file(path, weanj.example(example), places())
+
+
+def scan_store(example=EXAMPLE, **kwargs):
+    """Every gradient file of the example's store, read, and the problems (the judge's view)."""
+    return _gradient_files.scan_store(weanj.example(example), places(), **kwargs)
+
+
+def check_target(path, g, shared_key, **kwargs):
+    """The store's rules for a path (`_io._store.check_target`)."""
+    return _store.check_target(path, g, shared_key, places(), **kwargs)
 
 
 def _gradient(value=None, shape=None, seed=0):
@@ -231,8 +248,12 @@ def test_missing_corrupt_and_misplaced_gradient_files(project):
         weanj.load_gradient(EXAMPLE, "jax-jacobi")
     other = weanj.save_gradient("02-gauss-seidel", "jax-lex", _gradient())
     assert other == project / "results" / "02-gauss-seidel" / "gradients" / "jax-lex.h5"
-    with pytest.raises(weanj.InputError, match="02-gauss-seidel"):
+    # A file problem now (InputFileError, was InputError): the file says another example.
+    with pytest.raises(weanj.InputFileError) as excinfo:
         weanj.load_gradient(EXAMPLE, "jax-jacobi", path=other)
+    assert str(excinfo.value).startswith(
+        f"gradient file {other} holds a gradient of '02-gauss-seidel', not of 01-jacobi"
+    )
 
 
 def test_stored_gradients_lists_files_not_temporaries(project):
@@ -395,7 +416,12 @@ def _edit(path, attrs):
         ({"family": 3}, "attribute family must be one line of text, got 3"),
         ({"family": "a\nb"}, "attribute family must be one line of text"),
         ({"dtype": "int8"}, "attribute dtype must be float32 or float64"),
-        ({"dtype": "float32"}, "theta is float64, but a float32 gradient is float32"),
+        # said float32 in the float64 store: refused for where it lies, before its values
+        # (test_a_float32_file_in_the_float64_store_is_a_file_problem: the values' check)
+        (
+            {"dtype": "float32"},
+            "holds a float32 gradient but lies in the float64 store (results/01-jacobi/gradients/)",
+        ),
         ({"inputs_sha256": "abc"}, "inputs_sha256 must be 64 hexadecimal digits"),
         ({"inputs_sha256": "ab" * 32}, "its key does not match its attributes"),
         ({"key": "zz"}, "attribute key must be 64 hexadecimal digits, got 'zz'"),
@@ -403,7 +429,7 @@ def _edit(path, attrs):
         ({"key": None}, "lacks attribute key"),
         ({"format": 3}, "format 3 is not one this weanj reads (1 or 2)"),
         ({"format": "2"}, "format '2' is not one this weanj reads"),
-        ({"example": "99-nope"}, "example '99-nope', which this project does not have"),
+        ({"example": "99-nope"}, "holds a gradient of '99-nope', not of 01-jacobi"),
         ({"created": None, "backend": 1.5}, "attribute backend must be one line of text"),
         ({b"\xff\xfe": 1}, "name is not UTF-8 text"),
         ({"variant": None}, "lacks attribute(s) variant"),
@@ -458,10 +484,10 @@ def test_a_gradient_of_another_example_in_the_store_is_refused(project):
     folder = project / "results" / EXAMPLE / "gradients"
     folder.mkdir(parents=True)
     (folder / "jax-lex.h5").write_bytes(other.read_bytes())
-    with pytest.raises(weanj.InputFileError, match="holds a gradient of 02-gauss-seidel"):
+    with pytest.raises(weanj.InputFileError, match="holds a gradient of '02-gauss-seidel', not of"):
         weanj.stored_gradients(EXAMPLE)
     scan = scan_store(EXAMPLE)  # the judge's view: a problem to report, the rest still read
-    assert [(p.name, "holds a gradient of 02-gauss-seidel" in why) for p, why in scan.problems] == [
+    assert [(p.name, "of '02-gauss-seidel', not of 01-jacobi" in why) for p, why in scan.problems] == [
         ("jax-lex.h5", True)
     ]
     assert [g.label for g in scan.gradients] == ["recorded/jax-jacobi"]
@@ -592,7 +618,7 @@ def test_a_format_1_reference_matches_the_shared_inputs_by_its_legacy_digest(
     shutil.copyfile(FORMAT1 / name, target)
     with h5py.File(target, "r") as f:
         assert "format" not in f.attrs and "key" not in f.attrs  # what makes it format 1
-    g = read_gradient_file(target)
+    g = read_gradient_file(target, example)
     assert g.format == 1 and g.source == "recorded" and g.label == f"recorded/old-{variant}"
     shared = weanj.read_inputs(example)
     raw = raw_datasets(project / "shared_inputs" / f"{example}.h5")
@@ -602,7 +628,9 @@ def test_a_format_1_reference_matches_the_shared_inputs_by_its_legacy_digest(
     assert shared.matches(g)
     assert weanj.load_gradient(example, variant, path=target).variant == variant  # not stale
     # The same values as the format-2 reference recorded on these inputs.
-    current = read_gradient_file(project / "results" / example / "recorded" / f"{variant}.h5")
+    current = read_gradient_file(
+        project / "results" / example / "recorded" / f"{variant}.h5", example
+    )
     assert current.format == 2 and shared.matches(current) and current.key == shared.key()
     assert set(g.gradients) == set(current.gradients) == set(shared.example.wrt_names)
     for array, values in current.gradients.items():
@@ -728,7 +756,7 @@ def test_typed_gradient_files_are_checked_on_reading(typed, edit, words):
     with h5py.File(path, "r+") as f:
         edit(f)
     with pytest.raises(weanj.InputFileError) as excinfo:
-        read_gradient_file(path)
+        read_gradient_file(path, TYPED)
     assert words in str(excinfo.value) and "\n" not in str(excinfo.value)
 
 
@@ -902,3 +930,82 @@ def test_scan_store_reports_unreadable_files_and_reads_the_rest(project):
     assert [g.label for g in weanj.stored_gradients(EXAMPLE, produced=False)] == [
         "recorded/jax-jacobi"
     ]
+
+
+# --- a file's dtype is where it lies (issue 34) ----------------------------------------------
+
+
+def test_a_float32_file_in_the_float64_store_is_a_file_problem(project, tmp_path):
+    """`gradients/jax-jacobi.h5` holding a float32 gradient (a float32 file of the shared
+    inputs copied there) was judged at the float32 tolerance and passed. The reader
+    refuses it for where it lies (and a float64 file in the float32 store likewise), and
+    the judge reports those files and compares nothing with them."""
+    g32, g64 = _gradient(seed=6).astype(np.float32), _gradient(seed=7)
+    f32 = weanj.save_gradient(EXAMPLE, "jax-jacobi", g32, loss=1.0, path=tmp_path / "a.h5")
+    f64 = weanj.save_gradient(EXAMPLE, "jax-jacobi", g64, loss=1.0, path=tmp_path / "b.h5")
+    in64, in32 = (weanj.gradient_path(EXAMPLE, "jax-jacobi", dtype=d) for d in DTYPES)
+    in32.parent.mkdir(parents=True)
+    shutil.copyfile(f32, in64)
+    shutil.copyfile(f64, in32)
+    words = {
+        in64: "holds a float32 gradient but lies in the float64 store "
+        "(results/01-jacobi/gradients/)",
+        in32: "holds a float64 gradient but lies in the float32 store "
+        "(results/01-jacobi/gradients/float32/)",
+    }
+    for path, expected in words.items():
+        with pytest.raises(weanj.InputFileError) as excinfo:
+            read_gradient_file(path)
+        message = str(excinfo.value)
+        assert message.startswith(f"gradient file {path} {expected}") and "\n" not in message
+        flag = "" if path == in64 else " --dtype float32"
+        assert f"recompute it with `weanj run {EXAMPLE} jax-jacobi{flag}`" in message
+    with pytest.raises(weanj.InputFileError, match="lies in the float64 store"):
+        weanj.load_gradient(EXAMPLE, "jax-jacobi")
+
+    judgement = weanj.diff(EXAMPLE)
+    ej = judgement[EXAMPLE]
+    files = {j.case: j for j in ej.of_kind("file")}
+    for label, path in (("jax-jacobi", in64), ("jax-jacobi@float32", in32)):
+        j = files[f"{EXAMPLE}::file::{label}"]
+        assert j.verdict == weanj.Verdict.FAIL and words[path] in j.reason, (label, j)
+    # Neither file is a subject: no pair was judged with it, at any tolerance.
+    assert sorted(ej.subjects) == ["recorded/jax-jacobi"]
+    assert ej.of_kind("pair") == []
+    assert ej.verdict == weanj.Verdict.FAIL and judgement.exit_code == 1
+    data = judgement.to_json()["examples"][0]
+    assert {f["case"]: f["verdict"] for f in data["files"]} == {
+        f"{EXAMPLE}::file::jax-jacobi": "FAIL",
+        f"{EXAMPLE}::file::jax-jacobi@float32": "FAIL",
+        f"{EXAMPLE}::file::recorded/jax-jacobi": "ok",
+    }
+
+
+def test_outside_the_store_a_dtype_attribute_must_match_the_values(project, tmp_path):
+    """Where no folder says the dtype, the values must be of the dtype the file says."""
+    path = weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), path=tmp_path / "g.h5")
+    key32 = provenance_key(_shared_sha(project), {"K": 20}, "float32")
+    _edit(path, {"dtype": "float32", "key": key32})
+    with pytest.raises(weanj.InputFileError) as excinfo:
+        read_gradient_file(path)
+    assert "theta is float64, but a float32 gradient is float32" in str(excinfo.value)
+
+
+# --- only the Julia worker writes a Julia variant's file (issue 33) ---------------------------
+
+
+def test_save_gradient_refuses_a_julia_variants_name(project):
+    before = sorted(project.rglob("*"))
+    for kwargs in ({}, {"path": project / "results" / EXAMPLE / "runs" / "mine.h5"}):
+        with pytest.raises(weanj.InputError) as excinfo:
+            weanj.save_gradient(EXAMPLE, "julia-jacobi", _gradient(), loss=1.0, **kwargs)
+        message = str(excinfo.value)
+        assert message.startswith(
+            "julia-jacobi is a Julia variant: only the Julia worker writes a gradient file that "
+            "says backend julia"
+        )
+        assert "\n" not in message and "under another name" in message
+    assert sorted(project.rglob("*")) == before
+    # under a name of its own (and the family), the same gradient is kept
+    mine = weanj.save_gradient(EXAMPLE, "my-julia-run", _gradient(), family="jacobi")
+    assert weanj.load_gradient(EXAMPLE, "my-julia-run").path == mine
