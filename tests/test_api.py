@@ -392,8 +392,6 @@ def test_write_results_unknown_example(project):
         weanj.write_results("03-nope", "jax", "cpu", [_record()], env={})
 
 
-
-
 # --- the notebook helpers' own arguments ------------------------------------------------
 
 

@@ -136,9 +136,7 @@ def _pytest_exit_message(stdout: str) -> str:
 
 
 @pytest.mark.parametrize("where", ["pyproject-without-the-table", "no-pyproject"])
-def test_outside_a_project_every_front_end_says_the_same_line_and_writes_nothing(
-    tmp_path, where
-):
+def test_outside_a_project_every_front_end_says_the_same_line_and_writes_nothing(tmp_path, where):
     """`weanj check`, `weanj list`, `pytest --weanj` and `weanj.check()`, run from a folder
     below a `pyproject.toml` without `[tool.weanj]` (or below none): exit 2 (a
     `ProjectError`) with one and the same line naming what to add; no file appears or
