@@ -12,6 +12,7 @@ import weanj
 from weanj._cli import main
 
 from .helpers import (
+    FIRST_LINE,
     PYTHON,
     assert_one_line_error,
     inputs_sha256,
@@ -23,6 +24,7 @@ from .helpers import (
 from .listing import assert_error_with_list
 
 EXAMPLES = ("01-jacobi", "02-gauss-seidel", "03-advection", "04-tridiagonal", "05-deposition")
+EX = "01-jacobi"
 
 
 def _fails(capsys, argv, *fragments) -> str:
@@ -401,3 +403,70 @@ def test_no_option_of_any_command_is_taken_by_a_prefix(
     assert {c for c, _ in tried} == set(_POSITIONALS)
     assert {("run", "--timeout"), ("check", "--dtype"), ("", "--version")} <= tried
     assert sorted(project.rglob("*")) == before and list(here.iterdir()) == []
+
+
+# --- every kind of mistake: a short first line -------------------------------------------------
+
+
+def _error_lines(capsys, argv) -> tuple[int, list[str]]:
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return code, err.strip().splitlines()
+
+
+def test_every_error_has_a_short_first_line(project, capsys, tmp_path):
+    """One of each kind of error the command line gives, the list (if any) below it."""
+    nan = tmp_path / "nan.h5"
+    theta = np.ones((4, 4))
+    theta[1, 2] = np.nan
+    write_h5(nan, theta=theta, uobs=np.ones((4, 4)))
+    garbage = tmp_path / "garbage.h5"
+    garbage.write_bytes(b"not HDF5" * 100)
+    other = project / "shared_inputs" / "02-gauss-seidel.h5"
+    stale = weanj.save_gradient(
+        EX,
+        "jax-jacobi",
+        np.ones((64, 64)),
+        params={"K": 3},
+        path=project / "results" / EX / "runs" / "x.h5",
+    )
+    run = ["run", EX, "jax-jacobi"]
+    cases = [
+        (["check", "no-such-example"], "unknown example 'no-such-example'"),
+        (["run", EX, "no-such-variant"], "unknown variant 'no-such-variant' of 01-jacobi"),
+        ([*run, "--Q", "3"], "01-jacobi has no parameter Q"),
+        ([*run, "--K", "0"], "K must be at least 1, got 0"),
+        ([*run, "--K", "3.5"], "--K takes an integer, got '3.5'"),
+        ([*run, "--inputs", str(garbage)], f"cannot read inputs file {garbage}"),
+        ([*run, "--inputs", str(tmp_path / "missing.h5")], "does not exist"),
+        (
+            [*run, "--inputs", str(nan)],
+            "theta has 1 NaN/Inf value(s), the first at numpy (1, 2) / Julia (2, 3)",
+        ),
+        (
+            [*run, "--inputs", str(other)],
+            f"inputs file {other} is for example '02-gauss-seidel', not 01-jacobi",
+        ),
+        (["run", EX, "julia-jacobi"], "variant 'julia-jacobi' is unavailable here"),
+        (["bench", EX, "--over", "Q", "1"], "has no parameter or dimension Q"),
+        ([*run, "--out", str(project / "results" / "x.h5")], "weanj writes only"),
+    ]
+    for argv, words in cases:
+        code, lines = _error_lines(capsys, argv)
+        assert code == 2, (argv, lines)
+        at = next(i for i, line in enumerate(lines) if line.startswith("weanj: error: "))
+        first, below = lines[at], [line for line in lines[at + 1 :] if line.startswith("  ")]
+        # a long path may push the rest of the sentence to an indented next line
+        message = " ".join([first, *(line.strip() for line in below)])
+        assert words in message, (words, message)
+        assert len(first) <= FIRST_LINE, (len(first), first)
+    # the notebook's stale file: the keys' details below a short first line
+    with pytest.raises(weanj.StaleGradientError) as info:
+        weanj.load_gradient(EX, "jax-jacobi", path=stale)
+    first, *rest = str(info.value).splitlines()
+    assert len(first) <= 200 and "recompute it with `weanj run 01-jacobi jax-jacobi`" in first
+    assert rest and "K=3" in rest[0] and "K=20" in rest[0]
