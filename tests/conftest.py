@@ -21,6 +21,15 @@ def project(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    """A user project outside this repository (`projects.tiny_project`): 10-tiny (two
+    variants of one family) and 11-other, its inputs written; one per test module."""
+    from .projects import tiny_project
+
+    return tiny_project(tmp_path_factory.mktemp("tiny-project"))
+
+
 def pytest_configure(config):
     """One compilation cache for the whole session, made fresh for it (so every run is
     timed cold, and nothing depends on an earlier run): the main process makes it, and

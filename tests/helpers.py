@@ -218,10 +218,10 @@ def typed_example(name: str = TYPED):
 def registered_typed(*, variant: bool = False, inputs: bool = False):
     """`typed_example` registered (after the built-in examples) while the block runs, with
     its JAX variant `jax-typed` (`typed_loss`) when `variant`, its shared inputs written
-    into the project when `inputs`; then withdrawn, and the inputs read forgotten."""
+    into the project when `inputs`; then withdrawn (no module keeps what it read: each
+    command and notebook call reads its inputs afresh)."""
     import weanj
     from weanj import _registry
-    from weanj._io import _inputs
 
     weanj.example_names()  # the built-in examples first
     ex = weanj.register_example(typed_example())
@@ -233,7 +233,6 @@ def registered_typed(*, variant: bool = False, inputs: bool = False):
         yield ex
     finally:
         _registry.unregister_example(TYPED)
-        _inputs._forget()
 
 
 def typed_loss(x, z, idx, mask, s, counts, S, nu, upwind):
@@ -287,3 +286,39 @@ def graph_gradient(x, z, edges, mask, scale, steps) -> dict[str, np.ndarray]:
     np.add.at(gz, edges[:, 0], d)
     np.add.at(gz, edges[:, 1], -d)
     return {"z": gz, "x": 2 * steps * x}
+
+
+# --- a small smooth example, registered in this process (added by the tests regrouping) ----
+
+SMOOTH = "94-smooth"
+
+
+@contextlib.contextmanager
+def registered_smooth(name: str = SMOOTH):
+    """`name` (x and y of 24 entries, the parameter S = 3) with one JAX variant, `jax-loop`
+    of family `smooth` (`toy_kernels.smooth_loop`), registered and its shared inputs
+    written into the current project while the block runs; then withdrawn."""
+    import weanj
+    from weanj import _registry
+
+    from .toy_kernels import smooth_loop
+
+    weanj.example_names()  # the project's own examples first
+    ex = weanj.register_example(
+        weanj.Example(
+            name=name,
+            arrays=(weanj.Array("x", shape=("n",)), weanj.Array("y", shape=("n",))),
+            wrt="x",
+            params=(weanj.Param("S", 3),),
+            generate=lambda seed: {
+                "x": np.random.default_rng(seed).standard_normal(24),
+                "y": np.random.default_rng(seed + 1).standard_normal(24),
+            },
+        )
+    )
+    try:
+        weanj.jax_variant(ex, "jax-loop", family="smooth", loss=smooth_loop)
+        weanj.write_inputs(name)
+        yield ex
+    finally:
+        _registry.unregister_example(name)

@@ -162,3 +162,58 @@ def saved_path(root: Path, run: subprocess.CompletedProcess) -> Path:
     (line,) = [x for x in run.stdout.splitlines() if x.startswith("saved ")]
     path = Path(line.removeprefix("saved "))
     return path if path.is_absolute() else root / path
+
+
+# --- a tiny user project: two examples of a few entries (added by the tests regrouping) -------
+
+# `10-tiny`: two variants of one family; `11-other`: one variant. A whole `weanj check` of
+# the project takes seconds.
+TINY = """\
+import jax.numpy as jnp, numpy as np
+import weanj
+
+ex = weanj.register_example(weanj.Example(
+    name="10-tiny", arrays=("x", "y"), wrt="x", params=(weanj.Param("S", 2),),
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(8),
+                           "y": np.random.default_rng(seed + 1).standard_normal(8)},
+))
+
+@weanj.jax_variant(ex, "jax-a", family="f")
+def a(x, y, S):
+    for _ in range(S):
+        x = (jnp.roll(x, 1) + 2 * x + jnp.roll(x, -1)) / 4
+    return jnp.sum((x - y) ** 2)
+
+@weanj.jax_variant(ex, "jax-b", family="f")
+def b(x, y, S):
+    for _ in range(S):
+        x = 0.25 * jnp.roll(x, 1) + 0.5 * x + 0.25 * jnp.roll(x, -1)
+    return jnp.sum((x - y) ** 2)
+"""
+
+OTHER = """\
+import jax.numpy as jnp, numpy as np
+import weanj
+
+ex = weanj.register_example(weanj.Example(
+    name="11-other", arrays=("x",), wrt="x",
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(5)},
+))
+
+@weanj.jax_variant(ex, "jax-sq", family="g")
+def sq(x):
+    return jnp.sum(x ** 2)
+"""
+
+
+def tiny_project(root: Path) -> Path:
+    """The tiny project (`kernels.tiny`: 10-tiny, `kernels.other`: 11-other) in `root`,
+    its inputs written (`weanj inputs regenerate`, which must succeed)."""
+    (root / "pyproject.toml").write_text(pyproject("kernels.tiny", "kernels.other"))
+    (root / "kernels").mkdir()
+    (root / "kernels" / "__init__.py").write_text("")
+    (root / "kernels" / "tiny.py").write_text(TINY)
+    (root / "kernels" / "other.py").write_text(OTHER)
+    r = weanj_in(root, "inputs", "regenerate")
+    assert r.returncode == 0, r.stderr
+    return root

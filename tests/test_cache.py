@@ -1,4 +1,5 @@
-"""The persistent compilation cache's folder, switch and summary line (`weanj._cache`).
+"""The persistent compilation cache's folder, switch and summary line
+(`weanj._io._jax_cache`).
 
 The summary's "saved" is an estimate from the folder's ledger of compiled programs
 (jax 0.10 stores a compile time of 0 in its entries, so JAX's own saved-time event is
@@ -13,7 +14,7 @@ import json
 
 import pytest
 
-from weanj import _cache
+from weanj._io import _jax_cache as _cache
 
 VERSIONS = f"jax-{md.version('jax')}-jaxlib-{md.version('jaxlib')}"
 

@@ -12,6 +12,7 @@ import weanj
 from weanj._cli import main
 
 from .helpers import (
+    FIRST_LINE,
     PYTHON,
     assert_one_line_error,
     inputs_sha256,
@@ -30,6 +31,7 @@ EXAMPLES = (
     "05-deposition",
     "06-signed-grid",
 )
+EX = "01-jacobi"
 
 
 def _fails(capsys, argv, *fragments) -> str:
@@ -183,15 +185,46 @@ def test_parameters_are_typed_on_the_command_line(project, capsys):
     assert not (project / "results" / "01-jacobi" / "gradients").exists()
 
 
-def test_a_mistyped_option_prints_the_usage_and_the_option_meant(project, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["check", "--dtpye", "float64"])
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2 and err.startswith("usage: weanj check")
-    assert err.strip().splitlines()[-1].endswith("did you mean --dtype?")
-    with pytest.raises(SystemExit):
-        main(["check", "--dtype", "float16"])
-    assert "invalid choice: 'float16'" in capsys.readouterr().err
+def test_a_mistyped_option_is_one_line_naming_the_option_meant(project, capsys):
+    """Was argparse's usage block and exit 2 (SystemExit); now one line like every other
+    mistake (`_parser.Parser.error`), still exit 2, with the option meant."""
+    line = _fails(capsys, ["check", "--dtpye", "float64"], "weanj check: unrecognized arguments")
+    assert "--dtpye" in line and line.endswith("did you mean --dtype? (see weanj check --help)")
+    assert "usage:" not in line
+    line = _fails(capsys, ["check", "--dtype", "float16"], "argument --dtype: invalid choice")
+    assert "'float16' (choose from 'float64', 'float32', 'both')" in line
+    _fails(capsys, ["nope"], "argument COMMAND: invalid choice: 'nope'")
+    _fails(capsys, [], "the following arguments are required: COMMAND")
+    assert not (project / "results" / "01-jacobi" / "gradients").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (
+            ["bench", "01-jacobi", "--budget-s", "inf"],
+            "argument --budget-s: expected a finite number > 0, got 'inf'",
+        ),
+        (
+            ["bench", "01-jacobi", "--samples", "0"],
+            "argument --samples: expected an integer >= 1, got '0'",
+        ),
+        (
+            ["check", "--timeout", "-1"],
+            "argument --timeout: expected a finite number > 0, got '-1'",
+        ),
+        (
+            ["run", "01-jacobi", "jax-jacobi", "--timeout", "inf"],
+            "argument --timeout: expected a finite number > 0, got 'inf'",
+        ),
+    ],
+    ids=["budget-inf", "samples-0", "check-timeout-negative", "run-timeout-inf"],
+)
+def test_absurd_option_values_are_refused_by_the_parser(project, capsys, argv, words):
+    """(from test_faults) Was SystemExit(2) with the usage first; now main's exit 2 and
+    the one line."""
+    line = _fails(capsys, argv, words)
+    assert line.endswith(f"{words} (see weanj {argv[0]} --help)")
 
 
 # `--help`, `--version` and `new` answer before any JAX or example module is imported.
@@ -223,6 +256,224 @@ def test_help_version_and_new_import_no_jax(tmp_path):
         check=False,
     )
     assert r.returncode == 0, r.stderr
-    assert "weanj 0.2.0" in r.stdout and "usage: weanj bench" in r.stdout
+    assert f"weanj {weanj.__version__}\n" in r.stdout and "usage: weanj bench" in r.stdout
     assert r.stdout.strip().splitlines()[-1] == "heavy: []"
     assert (tmp_path / "examples" / "mine.py").is_file()
+
+
+# --- no option is ever taken by a prefix (issue 34) --------------------------------------------
+
+RD = "96-rd"
+
+
+def _rd_loss(x, y, T, D):
+    import jax.numpy as jnp
+
+    return D * T * jnp.sum(x**2) + jnp.sum(x * y)
+
+
+@pytest.fixture
+def rd(project):
+    """`96-rd` with the parameters of issue 34's example: T (steps) and D (a diffusivity),
+    whose lower-case prefixes `--t` and `--d` argparse used to read as `--timeout` and
+    `--dtype`."""
+    from weanj import _registry
+
+    ex = weanj.register_example(
+        weanj.Example(
+            name=RD,
+            arrays=(weanj.Array("x", shape=("n",)), weanj.Array("y", shape=("n",))),
+            wrt="x",
+            params=(weanj.Param("T", 50), weanj.Param("D", 0.1, minimum=0.0)),
+            generate=lambda seed: {
+                "x": np.random.default_rng(seed).standard_normal(6),
+                "y": np.random.default_rng(seed + 1).standard_normal(6),
+            },
+        )
+    )
+    weanj.jax_variant(ex, "jax-rd", family="rd", loss=_rd_loss)
+    weanj.write_inputs(RD)
+    yield ex
+    _registry.unregister_example(RD)
+
+
+@pytest.mark.parametrize(
+    "words, meant",
+    [(["--t", "30"], "--T"), (["--d", "0.3"], "--D"), (["--t=30"], "--T"), (["--d=0.3"], "--D")],
+    ids=["t", "d", "t=", "d="],
+)
+def test_a_lower_case_parameter_is_refused_naming_the_parameter(rd, project, capsys, words, meant):
+    """Issue 34, acceptance 1: `weanj run 11-rd jax-scan --t 30` ran with T = 50, as
+    `--timeout 30`, saved the result and exited 0."""
+    word = words[0].split("=")[0]
+    line = _fails(capsys, ["run", RD, "jax-rd", *words], f"{RD} has no parameter {word[2:]} ")
+    assert f"did you mean {meant}?" in line
+    assert not (project / "results" / RD).exists()  # nothing ran, nothing saved
+    # The parameter itself, spelled as declared: run, and recorded in the file.
+    assert main(["run", RD, "jax-rd", meant, words[-1].split("=")[-1]]) == 0
+    out = capsys.readouterr().out
+    (path,) = (project / "results" / RD / "runs").glob("jax-rd-*.h5")
+    assert f"saved {path}" in out
+    stored = weanj.load_gradient(RD, "jax-rd", path=path, allow_stale=True)
+    expected = {"T": 30, "D": 0.1} if meant == "--T" else {"T": 50, "D": 0.3}
+    assert stored.params == expected
+    x, y = (weanj.load_inputs(RD)[k] for k in ("x", "y"))
+    loss = expected["D"] * expected["T"] * np.sum(x**2) + np.sum(x * y)
+    assert stored.loss == pytest.approx(loss, rel=1e-14)
+
+
+# Positional words each command needs, so that only the option word can be refused.
+_POSITIONALS = {
+    "": ["list"],  # weanj's own options go before the command
+    "list": [],
+    "new": ["11-new"],
+    "inputs": ["verify"],
+    "run": ["01-jacobi", "jax-jacobi"],
+    "diff": ["01-jacobi"],
+    "check": [],
+    "bench": ["01-jacobi"],
+    "plot": ["01-jacobi"],
+    "report": [],
+    "bisect": ["01-jacobi", "jax-jacobi", "jax-jacobi-adjoint"],
+    "fuzz": ["01-jacobi"],
+}
+# A value each option would accept, so that taking the prefix for it would run the command.
+_VALUES = {
+    "--variants": ["jax-jacobi"],
+    "--over": ["K", "3"],
+    "--memory-over": ["K", "3"],
+    "--pairs": ["jax-jacobi", "jax-jacobi-adjoint"],
+    "--inputs": ["mine.h5"],
+    "--out": ["out.h5"],
+}
+
+
+def _every_prefix():
+    """`(command, option, prefix, value words)` for every proper prefix (at least one
+    letter after `--`) of every long option of weanj and of each subcommand, except the
+    prefixes that are options themselves (`--device` of `--devices`)."""
+    import argparse
+
+    from weanj._cli._parser import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for command, p in [("", parser), *sub.choices.items()]:
+        actions = {o: a for a in p._actions for o in a.option_strings if o.startswith("--")}
+        for option, action in actions.items():
+            if action.nargs == 0:  # a flag: --force, --json, --help
+                value = []
+            elif action.choices:
+                value = [str(next(iter(action.choices)))]
+            else:
+                value = _VALUES.get(option, ["1"])
+            for k in range(3, len(option)):
+                if option[:k] not in actions:
+                    yield command, option, option[:k], value
+
+
+def test_no_option_of_any_command_is_taken_by_a_prefix(
+    project, capsys, monkeypatch, tmp_path_factory
+):
+    """Issue 34, acceptance 1: every proper prefix of every long option of every
+    subcommand (from the parser itself), as `--pre V` and as `--pre=V`, is refused in one
+    line naming it, exit 2, and nothing runs or is written."""
+    here = tmp_path_factory.mktemp("cwd")
+    monkeypatch.chdir(here)  # `weanj new` would write here
+    before = sorted(project.rglob("*"))
+    options: dict[str, set[str]] = {}
+    for command, option, _, _ in _every_prefix():
+        options.setdefault(command, set()).add(option)
+
+    def unambiguous(command, prefix):
+        return len([o for o in options[command] if o.startswith(prefix)]) == 1
+
+    tried = set()
+    for command, option, prefix, value in _every_prefix():
+        head = [command, *_POSITIONALS[command]] if command else _POSITIONALS[command]
+        for words in ([prefix, *value], [f"{prefix}={value[0]}" if value else f"{prefix}=1"]):
+            argv = [*head, *words] if command else [*words, *head]
+            try:
+                code = main(argv)
+            except SystemExit as e:  # --help or --version taken by a prefix
+                code = ("SystemExit", e.code)
+            out, err = capsys.readouterr()
+            assert code == 2 and out == "", (argv, code, out)
+            line = assert_one_line_error(err, prefix)
+            if command and len(prefix) > 3 and unambiguous(command, prefix):
+                # a flag's prefix alone, where parameters may follow, is a parameter word
+                # without its value: refused as such
+                flag_alone = words == [prefix] and f"{prefix} needs a value" in line
+                assert f"did you mean {option}?" in line or flag_alone, (argv, line)
+        tried.add((command, option))
+    # every subcommand's options were walked, weanj's own too
+    assert {c for c, _ in tried} == set(_POSITIONALS)
+    assert {("run", "--timeout"), ("check", "--dtype"), ("", "--version")} <= tried
+    assert sorted(project.rglob("*")) == before and list(here.iterdir()) == []
+
+
+# --- every kind of mistake: a short first line -------------------------------------------------
+
+
+def _error_lines(capsys, argv) -> tuple[int, list[str]]:
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return code, err.strip().splitlines()
+
+
+def test_every_error_has_a_short_first_line(project, capsys, tmp_path):
+    """One of each kind of error the command line gives, the list (if any) below it."""
+    nan = tmp_path / "nan.h5"
+    theta = np.ones((4, 4))
+    theta[1, 2] = np.nan
+    write_h5(nan, theta=theta, uobs=np.ones((4, 4)))
+    garbage = tmp_path / "garbage.h5"
+    garbage.write_bytes(b"not HDF5" * 100)
+    other = project / "shared_inputs" / "02-gauss-seidel.h5"
+    stale = weanj.save_gradient(
+        EX,
+        "jax-jacobi",
+        np.ones((64, 64)),
+        params={"K": 3},
+        path=project / "results" / EX / "runs" / "x.h5",
+    )
+    run = ["run", EX, "jax-jacobi"]
+    cases = [
+        (["check", "no-such-example"], "unknown example 'no-such-example'"),
+        (["run", EX, "no-such-variant"], "unknown variant 'no-such-variant' of 01-jacobi"),
+        ([*run, "--Q", "3"], "01-jacobi has no parameter Q"),
+        ([*run, "--K", "0"], "K must be at least 1, got 0"),
+        ([*run, "--K", "3.5"], "--K takes an integer, got '3.5'"),
+        ([*run, "--inputs", str(garbage)], f"cannot read inputs file {garbage}"),
+        ([*run, "--inputs", str(tmp_path / "missing.h5")], "does not exist"),
+        (
+            [*run, "--inputs", str(nan)],
+            "theta has 1 NaN/Inf value(s), the first at numpy (1, 2) / Julia (2, 3)",
+        ),
+        (
+            [*run, "--inputs", str(other)],
+            f"inputs file {other} is for example '02-gauss-seidel', not 01-jacobi",
+        ),
+        (["run", EX, "julia-jacobi"], "variant 'julia-jacobi' is unavailable here"),
+        (["bench", EX, "--over", "Q", "1"], "has no parameter or dimension Q"),
+        ([*run, "--out", str(project / "results" / "x.h5")], "weanj writes only"),
+    ]
+    for argv, words in cases:
+        code, lines = _error_lines(capsys, argv)
+        assert code == 2, (argv, lines)
+        at = next(i for i, line in enumerate(lines) if line.startswith("weanj: error: "))
+        first, below = lines[at], [line for line in lines[at + 1 :] if line.startswith("  ")]
+        # a long path may push the rest of the sentence to an indented next line
+        message = " ".join([first, *(line.strip() for line in below)])
+        assert words in message, (words, message)
+        assert len(first) <= FIRST_LINE, (len(first), first)
+    # the notebook's stale file: the keys' details below a short first line
+    with pytest.raises(weanj.StaleGradientError) as info:
+        weanj.load_gradient(EX, "jax-jacobi", path=stale)
+    first, *rest = str(info.value).splitlines()
+    assert len(first) <= 200 and "recompute it with `weanj run 01-jacobi jax-jacobi`" in first
+    assert rest and "K=3" in rest[0] and "K=20" in rest[0]

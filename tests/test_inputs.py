@@ -3,6 +3,7 @@ way a file can be bad, format-1 files, deterministic regeneration and `weanj inp
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import h5py
@@ -12,6 +13,7 @@ import pytest
 import weanj
 from weanj._cli import main
 from weanj._io import _inputs
+from weanj._model._inputs import digest
 
 from .conftest import REPO
 from .helpers import (
@@ -25,6 +27,7 @@ from .helpers import (
     typed_arrays,
     write_h5,
 )
+from .projects import weanj_in
 
 EXAMPLES = ("01-jacobi", "02-gauss-seidel")
 ALL_EXAMPLES = ("01-jacobi", "02-gauss-seidel", "03-advection", "04-tridiagonal", "05-deposition")
@@ -89,6 +92,18 @@ def _assert_regenerate_hint(excinfo, name="01-jacobi"):
     message = str(excinfo.value)
     assert f"weanj inputs regenerate {name}" in message
     assert "\n" not in message
+
+
+def _assert_not_judged(*words, name="01-jacobi"):
+    """`weanj.check()` of an example whose shared inputs cannot be read: not judged (no
+    verdict: not FAIL), nothing run, exit code 2, the reader's one line as its error."""
+    judgement = weanj.check(name, dtype="float64", say=lambda line: None)
+    ej = judgement[name]
+    assert ej.verdict is None and ej.state == "not judged" and ej.judgements == []
+    assert judgement.exit_code == 2 and judgement.verdict == "not judged" and not judgement.ok
+    data = judgement.to_json()["examples"][0]
+    assert data["verdict"] == "not judged" and data["error"] == ej.error and not data["runs"]
+    assert "\n" not in ej.error and all(w in ej.error for w in words), ej.error
 
 
 def test_missing_inputs_file(project):
@@ -187,6 +202,7 @@ def test_a_format_1_shared_file_is_refused_with_the_command_that_rewrites_it(pro
         assert_one_line_error(
             capsys.readouterr().err, "written by an earlier weanj", "weanj inputs regenerate"
         )
+    _assert_not_judged("written by an earlier weanj", "weanj inputs regenerate 01-jacobi")
     assert not (project / "results" / "01-jacobi" / "gradients").exists()  # nothing ran
     assert main(["inputs", "regenerate", "01-jacobi"]) == 0
     assert _shared(project).read_bytes() == committed
@@ -398,15 +414,15 @@ def test_typed_inputs_are_byte_identical_on_regeneration(typed, tmp_path):
 
 def test_the_digest_covers_names_dtypes_and_shapes(typed):
     arrays = typed_arrays(typed.seed)
-    base = _inputs.digest(typed, arrays)
+    base = digest(typed, arrays)
     assert base == inputs_sha256([(name, arrays[name]) for name in typed.arrays])
     # The same values in another integer dtype are other inputs...
     idx32 = dict(arrays, idx=arrays["idx"].astype(np.int32))
-    assert _inputs.digest(typed, idx32) == inputs_sha256([(n, idx32[n]) for n in typed.arrays])
-    assert _inputs.digest(typed, idx32) != base
+    assert digest(typed, idx32) == inputs_sha256([(n, idx32[n]) for n in typed.arrays])
+    assert digest(typed, idx32) != base
     # ...and so are the same bytes under another shape.
     folded = dict(arrays, x=arrays["x"].reshape(2, 3))
-    assert _inputs.digest(typed, folded) != base
+    assert digest(typed, folded) != base
     assert np.asarray(folded["x"]).tobytes() == arrays["x"].tobytes()
 
 
@@ -610,6 +626,7 @@ def test_datasets_not_stored_in_the_file_are_refused(project, tmp_path, capsys, 
     for argv in (["inputs", "verify", "01-jacobi"], ["check", "01-jacobi"]):
         assert main(argv) == 2
         assert_one_line_error(capsys.readouterr().err, words, "weanj inputs regenerate 01-jacobi")
+    _assert_not_judged(words, "weanj inputs regenerate 01-jacobi")
     assert not (project / "results" / "01-jacobi" / "gradients").exists()
 
 
@@ -699,6 +716,7 @@ def test_mistyped_shared_inputs_fail_verify_and_check(project, capsys, attrs, wo
     assert_one_line_error(capsys.readouterr().err, words, "weanj inputs regenerate 01-jacobi")
     assert main(["check", "01-jacobi"]) == 2  # one line, before any variant runs
     assert_one_line_error(capsys.readouterr().err, words)
+    _assert_not_judged(words)
 
 
 # --- parameters in range -------------------------------------------------------------
@@ -747,3 +765,72 @@ def test_check_params_uses_each_parameters_own_range():
         assert words in str(excinfo.value) and "\n" not in str(excinfo.value)
     with pytest.raises(weanj.InputError, match="10-range has no parameter U"):
         ex.check_params({"U": 1})
+
+
+# --- inputs files that are not what weanj writes, as the commands meet them ----------------
+
+
+def test_a_directory_given_as_inputs_is_named_as_one(tmp_path, capsys):
+    assert main(["run", "01-jacobi", "jax-jacobi", "--inputs", str(tmp_path)]) == 2
+    assert_one_line_error(capsys.readouterr().err, "is a directory, not a file")
+
+
+@pytest.mark.parametrize("attribute", ["example", "K"])
+def test_shared_inputs_lacking_an_attribute_weanj_writes_are_refused(project, capsys, attribute):
+    """The writer always writes the example and every parameter: a shared file without
+    one was not written by it (a missing K used to be taken as K's default, silently)."""
+    shared = _shared(project)
+    with h5py.File(shared, "r+") as f:
+        del f.attrs[attribute]
+    assert main(["run", "01-jacobi", "jax-jacobi"]) == 2
+    assert_one_line_error(
+        capsys.readouterr().err,
+        f"inputs file {shared} lacks attribute(s) {attribute}",
+        "weanj inputs regenerate 01-jacobi",
+    )
+
+
+def test_nan_in_inputs_names_its_first_index_in_both_conventions(project, capsys, tmp_path):
+    uobs = np.ones((4, 4))
+    uobs[3, 0], uobs[2, 1] = np.inf, np.nan  # the first in C order is (2, 1)
+    path = write_h5(tmp_path / "bad.h5", theta=np.ones((4, 4)), uobs=uobs)
+    assert main(["run", "01-jacobi", "jax-jacobi", "--inputs", str(path)]) == 2
+    assert_one_line_error(
+        capsys.readouterr().err,
+        "uobs has 2 NaN/Inf value(s), the first at numpy (2, 1) / Julia (3, 2)",
+    )
+
+
+def test_a_missing_inputs_file_keeps_the_other_examples_results(tiny, tmp_path):
+    """`weanj check` of two examples, one without its inputs file (in a user's project):
+    the other is judged, printed and saved; the one is "not judged" (it was FAIL), its
+    error printed once, on stderr; exit 2."""
+    root = tmp_path / "project"
+    shutil.copytree(tiny, root, ignore=shutil.ignore_patterns("results", ".weanj-cache"))
+    (root / "shared_inputs" / "11-other.h5").unlink()
+    r = weanj_in(root, "check", "10-tiny", "11-other", "--dtype", "float64")
+    assert r.returncode == 2, r.stdout + r.stderr
+    judged = json.loads((root / "results" / "10-tiny" / "check.json").read_text())
+    assert judged["verdict"] == "ok" and judged["failures"] == []
+    assert {j["case"]: j["verdict"] for j in judged["runs"]} == {
+        "10-tiny::f::jax-a::run": "ok",
+        "10-tiny::f::jax-b::run": "ok",
+    }
+    assert not (root / "results" / "11-other").exists()  # nothing of it ran or was written
+    for variant in ("jax-a", "jax-b"):  # the judged example's gradients were saved
+        assert (root / "results" / "10-tiny" / "gradients" / f"{variant}.h5").is_file()
+    # The text views: the error once on stderr (no other error line), "not judged" in the
+    # example's block and the overall line (never FAIL).
+    error = assert_one_line_error(
+        "\n".join(line for line in r.stderr.splitlines() if not line.startswith("[")),
+        "weanj: 11-other not judged: ",
+        "11-other.h5 does not exist",
+        "weanj inputs regenerate 11-other",
+    )
+    assert r.stderr.count("does not exist") == 1 and "Traceback" not in r.stderr, error
+    lines = r.stdout.splitlines()
+    assert "  10-tiny: ok" in lines and "FAIL" not in r.stdout
+    (missing,) = [line for line in lines if line.startswith("== 11-other: not judged: ")]
+    assert "11-other.h5 does not exist" in missing
+    (overall,) = [line for line in lines if line.startswith("overall: ")]
+    assert overall.startswith("overall: not judged") and "not judged: 11-other" in overall

@@ -9,7 +9,8 @@ variants and one whose gradient is deliberately wrong by 1e-3 at one element; an
 matrix and an (m,) vector) and a variant whose gradient of the vector alone is wrong by
 1e-3 at one element. A wrong gradient must fail its Taylor and jvp checks and its pairs,
 naming the array, and nothing else may fail. Every number is checked against numpy.
-One `weanj check` of the whole project is shared by the tests that read its output.
+One `weanj check` of the whole project is shared by the tests that read its verdicts
+(`results/<example>/check.json`: the judge's data, not the printed table).
 """
 
 from __future__ import annotations
@@ -143,25 +144,39 @@ def checked(user_project) -> subprocess.CompletedProcess:
     return weanj_in(user_project, "check")
 
 
-def _block(output: str, example: str) -> str:
-    """One example's part of `weanj check`'s output (from `== EXAMPLE` to its verdict)."""
-    blocks = {b.split()[0]: b for b in output.split("== ")[1:]}
-    return blocks[example]
+def _judged(root: Path, example: str) -> dict:
+    """What `weanj check` judged of an example, as data: its `results/<example>/check.json`
+    (the judge's JSON, with the fields of `weanj diff --json`)."""
+    return json.loads((root / "results" / example / "check.json").read_text())
 
 
-def _rows(block: str) -> dict[tuple[str, str, str], str]:
-    """`{(reference, other, array): verdict}` of a pair table."""
-    out = {}
-    for line in block.split("  pairs (")[-1].splitlines()[2:]:
-        cells = line.split()
-        if len(cells) > 3 and not line.startswith("   "):
-            out[tuple(cells[:3])] = cells[-1]
-    return out
+def _verdicts(judged: dict) -> dict[str, str]:
+    """`{case id: verdict}` of every case judged (runs, checks, pairs, files, skipped)."""
+    kinds = ("runs", "checks", "pairs", "files", "skipped")
+    return {j["case"]: j["verdict"] for kind in kinds for j in judged[kind]}
 
 
-def _variant_cells(block: str, label: str) -> list[str]:
-    (row,) = [r for r in block.split("  pairs (")[0].splitlines() if r.split()[:1] == [label]]
-    return row.split()
+def _pairs(judged: dict) -> dict[tuple[str, str, str], dict]:
+    """`{(reference, other, array): pair}` of the pairs judged."""
+    return {(p["reference"], p["other"], p["array"]): p for p in judged["pairs"]}
+
+
+def _checks(judged: dict) -> dict[str, dict]:
+    return {c["case"]: c for c in judged["checks"]}
+
+
+def _smallest_rate(check: dict) -> float:
+    """The smallest of the rates at the three smallest resolved steps of every direction
+    of a Taylor check (what the terminal's table shows)."""
+    return min(min(d["rates"][-3:]) for d in check["taylor"]["directions"])
+
+
+def _one_region(pair: dict, numpy: int, julia: int) -> None:
+    """The pair differs in one region: one element, at `numpy` (0-based) / `julia`."""
+    (region,) = pair["regions"]
+    assert region["count"] == 1 and not region["nonfinite"], region
+    assert region["numpy"] == {"lo": [numpy], "hi": [numpy], "worst": [numpy]}
+    assert region["julia"] == {"lo": [julia], "hi": [julia], "worst": [julia]}
 
 
 def _stored(root: Path, example: str, variant: str):
@@ -194,10 +209,24 @@ def test_the_design_snippet_as_written_is_checked(user_project, checked):
     """docs/DESIGN.md's snippet, pasted as written with a working loss body: `weanj check` runs
     its JAX variant (Taylor and jvp checks, float32 against float64, the stored gradient
     against numpy's) and skips its Julia variant, saying why."""
-    block = _block(checked.stdout, "10-smooth")
-    cells = _variant_cells(block, "jax-loop")
-    assert cells[3] == "ok" and cells[5] == "ok" and cells[7] == "ok", block
-    assert "skipped julia-smooth, julia-smooth@float32: " in block and "10-smooth: ok" in block
+    judged = _judged(user_project, "10-smooth")
+    # The Julia variant is unavailable here (it was "skipped"): its run, pairs and checks.
+    assert _verdicts(judged) == {
+        "10-smooth::smooth::jax-loop::run": "ok",
+        "10-smooth::smooth::jax-loop@float32::run": "ok",
+        "10-smooth::smooth::julia-smooth::run": "unavailable",
+        "10-smooth::smooth::julia-smooth@float32::run": "unavailable",
+        "10-smooth::smooth::jax-loop::taylor": "ok",
+        "10-smooth::smooth::jax-loop::jvp": "ok",
+        "10-smooth::smooth::julia-smooth::taylor": "skipped",
+        "10-smooth::smooth::julia-smooth::jvp": "skipped",
+        "10-smooth::smooth::jax-loop~jax-loop@float32": "ok",
+        "10-smooth::smooth::jax-loop~julia-smooth": "skipped",
+        "10-smooth::smooth::jax-loop~julia-smooth@float32": "skipped",
+    }
+    assert set(judged["unavailable"]) == {"julia-smooth", "julia-smooth@float32"}
+    assert all("no Julia found" in why for why in judged["unavailable"].values())
+    assert judged["verdict"] == "ok" and judged["ok"]
     stored, loss = _stored(user_project, "10-smooth", "jax-loop")
     d = _shared(user_project, "10-smooth")
     loss_ref, g_ref = smooth_reference(d["x"], d["y"], 3)
@@ -222,24 +251,30 @@ def test_check_names_the_wrong_variant_and_its_worst_element(user_project, check
     remainders fall like h, not h²) and its forward-vs-reverse check fail, naming x, and
     so do its pairs, at numpy (7) / Julia (8); its siblings pass everything."""
     assert checked.returncode == 1, checked.stdout + checked.stderr
-    block = _block(checked.stdout, "12-ring")
-    failing = [r.strip() for r in block.splitlines() if r.startswith("  12-ring::")]
-    assert [r.split(": FAIL")[0] for r in failing] == [
-        "12-ring::smooth::jax-wrong::taylor",
+    judged = _judged(user_project, "12-ring")
+    verdicts = _verdicts(judged)
+    assert sorted(case for case, v in verdicts.items() if v != "ok") == [
+        "12-ring::smooth::jax-loop~jax-wrong",
+        "12-ring::smooth::jax-scan~jax-wrong",
         "12-ring::smooth::jax-wrong::jvp",
-    ], block
-    assert "the gradient of x is not the loss's derivative" in failing[0]
-    assert "forward mode (jax-wrong) gives" in failing[1]
+        "12-ring::smooth::jax-wrong::taylor",
+    ]
+    assert all(verdicts[case] == "FAIL" for case in verdicts if verdicts[case] != "ok")
+    checks = _checks(judged)
+    taylor, jvp = (checks[f"12-ring::smooth::jax-wrong::{k}"] for k in ("taylor", "jvp"))
+    assert "the gradient of x is not the loss's derivative" in taylor["reason"]
+    assert _smallest_rate(taylor) < 1.8
+    assert "forward mode (jax-wrong) gives" in jvp["reason"]
     for label in ("jax-loop", "jax-scan"):
-        cells = _variant_cells(block, label)
-        assert cells[3] == "ok" and cells[5] == "ok", block
-    cells = _variant_cells(block, "jax-wrong")
-    assert cells[3] == "FAIL" and float(cells[4]) < 1.8 and cells[5] == "FAIL"
-    rows = _rows(block)
-    assert rows[("jax-loop", "jax-scan", "x")] == "ok"
-    assert rows[("jax-loop", "jax-wrong", "x")] == rows[("jax-scan", "jax-wrong", "x")] == "FAIL"
-    assert "1 element(s) in numpy (7:7) / Julia (8:8)" in block
-    assert "12-ring: FAIL (4 failure(s))" in block
+        for kind in ("taylor", "jvp"):
+            assert checks[f"12-ring::smooth::{label}::{kind}"]["verdict"] == "ok"
+        assert _smallest_rate(checks[f"12-ring::smooth::{label}::taylor"]) > 1.9
+    pairs = _pairs(judged)
+    assert pairs[("jax-loop", "jax-scan", "x")]["verdict"] == "ok"
+    for ref in ("jax-loop", "jax-scan"):
+        assert pairs[(ref, "jax-wrong", "x")]["verdict"] == "FAIL"
+        _one_region(pairs[(ref, "jax-wrong", "x")], 7, 8)
+    assert len(judged["failures"]) == 4 and judged["verdict"] == "FAIL"
 
     # The diff of the store says the same of the pairs (it runs no gradient checks).
     d = weanj_in(user_project, "diff", "12-ring", "--json")
@@ -279,24 +314,30 @@ def test_two_gradient_arrays_of_different_shapes(user_project, checked, tmp_path
 
     # check: every array judged on its own. jax-wrong-b's gradient of b is wrong at b[2]:
     # its checks and pairs of b fail, naming b; those of A pass.
-    block = _block(checked.stdout, "20-fit")
-    failing = sorted(
-        r.strip().split(": FAIL")[0] for r in block.splitlines() if "::jax-wrong-b::" in r
-    )
+    judged = _judged(user_project, "20-fit")
+    verdicts = _verdicts(judged)
+    failing = sorted(c for c, v in verdicts.items() if "::jax-wrong-b::" in c and v != "ok")
     assert failing == ["20-fit::fit::jax-wrong-b::jvp::b", "20-fit::fit::jax-wrong-b::taylor::b"]
-    assert "the gradient of b is not the loss's derivative" in block
-    rows = _rows(block)
-    assert rows[("jax-dot", "jax-sum", "A")] == rows[("jax-dot", "jax-sum", "b")] == "ok"
-    assert rows[("jax-dot", "jax-wrong-b", "b")] == "FAIL"
-    assert rows[("jax-dot", "jax-wrong-b", "A")] == "ok"
+    assert verdicts["20-fit::fit::jax-wrong-b::taylor::A"] == "ok"
+    assert verdicts["20-fit::fit::jax-wrong-b::jvp::A"] == "ok"
+    checks = _checks(judged)
+    taylor = checks["20-fit::fit::jax-wrong-b::taylor::b"]
+    assert "the gradient of b is not the loss's derivative" in taylor["reason"]
+    assert _smallest_rate(taylor) < 1.8
+    pairs = _pairs(judged)
+    assert pairs[("jax-dot", "jax-sum", "A")]["verdict"] == "ok"
+    assert pairs[("jax-dot", "jax-sum", "b")]["verdict"] == "ok"
+    assert pairs[("jax-dot", "jax-wrong-b", "b")]["verdict"] == "FAIL"
+    assert pairs[("jax-dot", "jax-wrong-b", "A")]["verdict"] == "ok"
     # b[2] off by 1e-3 of itself is 3.9e-4·max|∂L/∂b|: beyond the float32 tolerance too.
     assert 1e-3 * abs(grads["b"][2]) / np.abs(grads["b"]).max() > 1e-4
-    assert rows[("jax-dot", "jax-wrong-b@float32", "b")] == "FAIL"
-    assert rows[("jax-dot", "jax-wrong-b@float32", "A")] == "ok"
-    assert "1 element(s) in numpy (2:2) / Julia (3:3)" in block
+    assert pairs[("jax-dot", "jax-wrong-b@float32", "b")]["verdict"] == "FAIL"
+    assert pairs[("jax-dot", "jax-wrong-b@float32", "A")]["verdict"] == "ok"
+    _one_region(pairs[("jax-dot", "jax-wrong-b", "b")], 2, 3)
     for label in ("jax-dot", "jax-sum"):
-        cells = _variant_cells(block, label)
-        assert cells[3] == "ok" and cells[5] == "ok", block
+        for kind in ("taylor", "jvp"):
+            for array in ("A", "b"):
+                assert verdicts[f"20-fit::fit::{label}::{kind}::{array}"] == "ok"
 
     # diff --json: one row per pair and array, each array named.
     d = weanj_in(user_project, "diff", "20-fit", "--json")
@@ -412,7 +453,7 @@ def test_weanj_new_then_the_commands_it_prints(tmp_path, monkeypatch, capsys):
     assert_one_line_error(capsys.readouterr().err, "already exists")
 
 
-def test_pytest_weanj_record_then_the_whole_table(user_project):
+def test_pytest_weanj_record_then_the_whole_table(user_project, checked):
     """`--weanj-record` (pytest-regressions' `--force-regen`) writes the family's
     reference and fails saying so. Then `pytest --weanj` collects the case table: exactly
     the wrong variants' items fail (and the pairs with the new reference check every
@@ -425,7 +466,12 @@ def test_pytest_weanj_record_then_the_whole_table(user_project):
 
     r = pytest_weanj_in(user_project, "-v", "-rfs")
     assert r.returncode == 1, r.stdout + r.stderr
+    outcomes = dict(
+        (case, outcome)
+        for case, outcome in re.findall(r"^weanj::(\S+) (PASSED|FAILED|SKIPPED)", r.stdout, re.M)
+    )
     failed = sorted(re.findall(r"^FAILED weanj::(\S+)", r.stdout, re.MULTILINE))
+    assert failed == sorted(case for case, outcome in outcomes.items() if outcome == "FAILED")
     assert failed == [
         "12-ring::smooth::jax-loop~jax-wrong",
         "12-ring::smooth::jax-scan~jax-wrong",
@@ -443,9 +489,19 @@ def test_pytest_weanj_record_then_the_whole_table(user_project):
     assert "20-fit::file::recorded/jax-dot PASSED" in r.stdout
     assert "the gradient of b is not the loss's derivative" in r.stdout
     passed = int(re.search(r"(\d+) passed", r.stdout).group(1))
-    # 10-smooth: jax-loop's float32 pair, Taylor and jvp (its Julia items skip);
-    # 12-ring: 1 pair, 3 float32 pairs, Taylor and jvp of the 2 correct variants;
-    # 20-fit (per array A, b): 3 pairs, 3 float32 pairs, 3 pairs with recorded/jax-dot,
-    # Taylor and jvp of 3 variants, less jax-wrong-b's 6 items of b; the recorded file.
-    assert passed == 3 + (1 + 3 + 4) + (2 * 3 + 2 * 3 + 2 * 3 + 2 * 2 * 3 - 6 + 1), r.stdout
-    assert re.search(r"SKIPPED \[4\] .*no Julia found", r.stdout), r.stdout
+    # 10-smooth: jax-loop's 2 runs (float64, float32), float32 pair, Taylor and jvp (its
+    # Julia items skip); 12-ring: 6 runs, 1 pair, 3 float32 pairs, Taylor and jvp of the 2
+    # correct variants; 20-fit: 6 runs and (per array A, b) 3 pairs, 3 float32 pairs, 3
+    # pairs with recorded/jax-dot, Taylor and jvp of 3 variants, less jax-wrong-b's 6 items
+    # of b; the recorded file. (The runs are items of their own since the redesign.)
+    runs = 2 + 6 + 6
+    assert passed == 3 + (1 + 3 + 4) + (2 * 3 + 2 * 3 + 2 * 3 + 2 * 2 * 3 - 6 + 1) + runs
+    assert sum(outcome == "PASSED" for outcome in outcomes.values()) == passed
+    # the Julia variant's 2 runs, 2 pairs, Taylor and jvp (was 4: no run items)
+    assert re.search(r"SKIPPED \[6\] .*unavailable: no Julia found", r.stdout), r.stdout
+    # The same verdicts as `weanj check` gave each case it judged (before the reference
+    # was recorded): pytest fails exactly the failing ones and skips exactly the rest.
+    for example in ("10-smooth", "12-ring", "20-fit"):
+        for case, verdict in _verdicts(_judged(user_project, example)).items():
+            expected = {"ok": "PASSED", "FAIL": "FAILED", "unavailable": "SKIPPED"}
+            assert outcomes[case] == expected.get(verdict, "SKIPPED"), (case, verdict)

@@ -1,5 +1,7 @@
-"""The gradient store (format 2): provenance and its key, the store's rules, format-1
-files, refusals, atomic writes, concurrent and killed writers."""
+"""The gradient store (format 2): provenance and its key, the store's rules (where
+`save_gradient` and `weanj run` may write, and what goes to `runs/`), format-1 files,
+refusals, a file's dtype and where it lies, atomic writes, concurrent and killed writers,
+and how the judge meets a file it cannot use (a verdict on that file, the rest judged)."""
 
 from __future__ import annotations
 
@@ -20,24 +22,32 @@ import numpy as np
 import pytest
 
 import weanj
+from weanj._cli import main
+from weanj._io import _gradient_files, _store
 from weanj._io._atomic import atomic_path
-from weanj._io._store import check_target, read_gradient_file, scan_store
+from weanj._io._h5 import array_sha256
+from weanj._model import DTYPES
+from weanj._places import places
 
 from .conftest import REPO
 from .helpers import (
     PYTHON,
     TYPED,
+    assert_one_line_error,
     format1_sha256,
     inputs_sha256,
     jacobi_loss_and_gradient,
     provenance_key,
     raw_datasets,
+    registered_smooth,
     registered_typed,
     subprocess_env,
     typed_gradient,
+    write_h5,
 )
 
 EXAMPLE = "01-jacobi"
+EX = EXAMPLE
 FORMAT1 = REPO / "tests" / "data" / "format1"
 DESIGN_ATTRS = {
     "format",
@@ -53,6 +63,21 @@ DESIGN_ATTRS = {
     "backend_version",
     "created",
 }
+
+
+def read_gradient_file(path, example=EXAMPLE):
+    """The store's reader of one file (`_io._gradient_files`), for the example named."""
+    return _gradient_files.read_gradient_file(path, weanj.example(example), places())
+
+
+def scan_store(example=EXAMPLE, **kwargs):
+    """Every gradient file of the example's store, read, and the problems (the judge's view)."""
+    return _gradient_files.scan_store(weanj.example(example), places(), **kwargs)
+
+
+def check_target(path, g, shared_key, **kwargs):
+    """The store's rules for a path (`_io._store.check_target`)."""
+    return _store.check_target(path, g, shared_key, places(), **kwargs)
 
 
 def _gradient(value=None, shape=None, seed=0):
@@ -231,8 +256,12 @@ def test_missing_corrupt_and_misplaced_gradient_files(project):
         weanj.load_gradient(EXAMPLE, "jax-jacobi")
     other = weanj.save_gradient("02-gauss-seidel", "jax-lex", _gradient())
     assert other == project / "results" / "02-gauss-seidel" / "gradients" / "jax-lex.h5"
-    with pytest.raises(weanj.InputError, match="02-gauss-seidel"):
+    # A file problem now (InputFileError, was InputError): the file says another example.
+    with pytest.raises(weanj.InputFileError) as excinfo:
         weanj.load_gradient(EXAMPLE, "jax-jacobi", path=other)
+    assert str(excinfo.value).startswith(
+        f"gradient file {other} holds a gradient of '02-gauss-seidel', not of 01-jacobi"
+    )
 
 
 def test_stored_gradients_lists_files_not_temporaries(project):
@@ -395,7 +424,12 @@ def _edit(path, attrs):
         ({"family": 3}, "attribute family must be one line of text, got 3"),
         ({"family": "a\nb"}, "attribute family must be one line of text"),
         ({"dtype": "int8"}, "attribute dtype must be float32 or float64"),
-        ({"dtype": "float32"}, "theta is float64, but a float32 gradient is float32"),
+        # said float32 in the float64 store: refused for where it lies, before its values
+        # (test_a_float32_file_in_the_float64_store_is_a_file_problem: the values' check)
+        (
+            {"dtype": "float32"},
+            "holds a float32 gradient but lies in the float64 store (results/01-jacobi/gradients/)",
+        ),
         ({"inputs_sha256": "abc"}, "inputs_sha256 must be 64 hexadecimal digits"),
         ({"inputs_sha256": "ab" * 32}, "its key does not match its attributes"),
         ({"key": "zz"}, "attribute key must be 64 hexadecimal digits, got 'zz'"),
@@ -403,7 +437,7 @@ def _edit(path, attrs):
         ({"key": None}, "lacks attribute key"),
         ({"format": 3}, "format 3 is not one this weanj reads (1 or 2)"),
         ({"format": "2"}, "format '2' is not one this weanj reads"),
-        ({"example": "99-nope"}, "example '99-nope', which this project does not have"),
+        ({"example": "99-nope"}, "holds a gradient of '99-nope', not of 01-jacobi"),
         ({"created": None, "backend": 1.5}, "attribute backend must be one line of text"),
         ({b"\xff\xfe": 1}, "name is not UTF-8 text"),
         ({"variant": None}, "lacks attribute(s) variant"),
@@ -458,12 +492,13 @@ def test_a_gradient_of_another_example_in_the_store_is_refused(project):
     folder = project / "results" / EXAMPLE / "gradients"
     folder.mkdir(parents=True)
     (folder / "jax-lex.h5").write_bytes(other.read_bytes())
-    with pytest.raises(weanj.InputFileError, match="holds a gradient of 02-gauss-seidel"):
+    with pytest.raises(weanj.InputFileError, match="holds a gradient of '02-gauss-seidel', not of"):
         weanj.stored_gradients(EXAMPLE)
     scan = scan_store(EXAMPLE)  # the judge's view: a problem to report, the rest still read
-    assert [(p.name, "holds a gradient of 02-gauss-seidel" in why) for p, why in scan.problems] == [
-        ("jax-lex.h5", True)
+    problems = [
+        (p.name, "of '02-gauss-seidel', not of 01-jacobi" in why) for p, why in scan.problems
     ]
+    assert problems == [("jax-lex.h5", True)]
     assert [g.label for g in scan.gradients] == ["recorded/jax-jacobi"]
 
 
@@ -592,7 +627,7 @@ def test_a_format_1_reference_matches_the_shared_inputs_by_its_legacy_digest(
     shutil.copyfile(FORMAT1 / name, target)
     with h5py.File(target, "r") as f:
         assert "format" not in f.attrs and "key" not in f.attrs  # what makes it format 1
-    g = read_gradient_file(target)
+    g = read_gradient_file(target, example)
     assert g.format == 1 and g.source == "recorded" and g.label == f"recorded/old-{variant}"
     shared = weanj.read_inputs(example)
     raw = raw_datasets(project / "shared_inputs" / f"{example}.h5")
@@ -602,7 +637,9 @@ def test_a_format_1_reference_matches_the_shared_inputs_by_its_legacy_digest(
     assert shared.matches(g)
     assert weanj.load_gradient(example, variant, path=target).variant == variant  # not stale
     # The same values as the format-2 reference recorded on these inputs.
-    current = read_gradient_file(project / "results" / example / "recorded" / f"{variant}.h5")
+    current = read_gradient_file(
+        project / "results" / example / "recorded" / f"{variant}.h5", example
+    )
     assert current.format == 2 and shared.matches(current) and current.key == shared.key()
     assert set(g.gradients) == set(current.gradients) == set(shared.example.wrt_names)
     for array, values in current.gradients.items():
@@ -728,7 +765,7 @@ def test_typed_gradient_files_are_checked_on_reading(typed, edit, words):
     with h5py.File(path, "r+") as f:
         edit(f)
     with pytest.raises(weanj.InputFileError) as excinfo:
-        read_gradient_file(path)
+        read_gradient_file(path, TYPED)
     assert words in str(excinfo.value) and "\n" not in str(excinfo.value)
 
 
@@ -902,3 +939,351 @@ def test_scan_store_reports_unreadable_files_and_reads_the_rest(project):
     assert [g.label for g in weanj.stored_gradients(EXAMPLE, produced=False)] == [
         "recorded/jax-jacobi"
     ]
+
+
+# --- a file's dtype is where it lies (issue 34) ----------------------------------------------
+
+
+def test_a_float32_file_in_the_float64_store_is_a_file_problem(project, tmp_path):
+    """`gradients/jax-jacobi.h5` holding a float32 gradient (a float32 file of the shared
+    inputs copied there) was judged at the float32 tolerance and passed. The reader
+    refuses it for where it lies (and a float64 file in the float32 store likewise), and
+    the judge reports those files and compares nothing with them."""
+    g32, g64 = _gradient(seed=6).astype(np.float32), _gradient(seed=7)
+    f32 = weanj.save_gradient(EXAMPLE, "jax-jacobi", g32, loss=1.0, path=tmp_path / "a.h5")
+    f64 = weanj.save_gradient(EXAMPLE, "jax-jacobi", g64, loss=1.0, path=tmp_path / "b.h5")
+    in64, in32 = (weanj.gradient_path(EXAMPLE, "jax-jacobi", dtype=d) for d in DTYPES)
+    in32.parent.mkdir(parents=True)
+    shutil.copyfile(f32, in64)
+    shutil.copyfile(f64, in32)
+    words = {
+        in64: "holds a float32 gradient but lies in the float64 store "
+        "(results/01-jacobi/gradients/)",
+        in32: "holds a float64 gradient but lies in the float32 store "
+        "(results/01-jacobi/gradients/float32/)",
+    }
+    for path, expected in words.items():
+        with pytest.raises(weanj.InputFileError) as excinfo:
+            read_gradient_file(path)
+        message = str(excinfo.value)
+        assert message.startswith(f"gradient file {path} {expected}") and "\n" not in message
+        flag = "" if path == in64 else " --dtype float32"
+        assert f"recompute it with `weanj run {EXAMPLE} jax-jacobi{flag}`" in message
+    with pytest.raises(weanj.InputFileError, match="lies in the float64 store"):
+        weanj.load_gradient(EXAMPLE, "jax-jacobi")
+
+    judgement = weanj.diff(EXAMPLE)
+    ej = judgement[EXAMPLE]
+    files = {j.case: j for j in ej.of_kind("file")}
+    for label, path in (("jax-jacobi", in64), ("jax-jacobi@float32", in32)):
+        j = files[f"{EXAMPLE}::file::{label}"]
+        assert j.verdict == weanj.Verdict.FAIL and words[path] in j.reason, (label, j)
+    # Neither file is a subject: no pair was judged with it, at any tolerance.
+    assert sorted(ej.subjects) == ["recorded/jax-jacobi"]
+    assert ej.of_kind("pair") == []
+    assert ej.verdict == weanj.Verdict.FAIL and judgement.exit_code == 1
+    data = judgement.to_json()["examples"][0]
+    assert {f["case"]: f["verdict"] for f in data["files"]} == {
+        f"{EXAMPLE}::file::jax-jacobi": "FAIL",
+        f"{EXAMPLE}::file::jax-jacobi@float32": "FAIL",
+        f"{EXAMPLE}::file::recorded/jax-jacobi": "ok",
+    }
+
+
+def test_outside_the_store_a_dtype_attribute_must_match_the_values(project, tmp_path):
+    """Where no folder says the dtype, the values must be of the dtype the file says."""
+    path = weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), path=tmp_path / "g.h5")
+    key32 = provenance_key(_shared_sha(project), {"K": 20}, "float32")
+    _edit(path, {"dtype": "float32", "key": key32})
+    with pytest.raises(weanj.InputFileError) as excinfo:
+        read_gradient_file(path)
+    assert "theta is float64, but a float32 gradient is float32" in str(excinfo.value)
+
+
+# --- only the Julia worker writes a Julia variant's file (issue 33) ---------------------------
+
+
+def test_save_gradient_refuses_a_julia_variants_name(project):
+    before = sorted(project.rglob("*"))
+    for kwargs in ({}, {"path": project / "results" / EXAMPLE / "runs" / "mine.h5"}):
+        with pytest.raises(weanj.InputError) as excinfo:
+            weanj.save_gradient(EXAMPLE, "julia-jacobi", _gradient(), loss=1.0, **kwargs)
+        message = str(excinfo.value)
+        assert message.startswith(
+            "julia-jacobi is a Julia variant: only the Julia worker writes a gradient file that "
+            "says backend julia"
+        )
+        assert "\n" not in message and "under another name" in message
+    assert sorted(project.rglob("*")) == before
+    # under a name of its own (and the family), the same gradient is kept
+    mine = weanj.save_gradient(EXAMPLE, "my-julia-run", _gradient(), family="jacobi")
+    assert weanj.load_gradient(EXAMPLE, "my-julia-run").path == mine
+
+
+# --- weanj run --out -------------------------------------------------------------------
+
+
+def _permission_denied(*args, **kwargs):
+    raise PermissionError(13, "Permission denied")
+
+
+def _run_cli(capsys, *argv):
+    code = main(["run", EX, "jax-jacobi", "--K", "2", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_out_places_that_are_not_gradient_files_are_refused(project, tmp_path, capsys):
+    mine = write_h5(
+        tmp_path / "mine.h5", attrs={"K": 2}, theta=np.ones((4, 4)), uobs=np.ones((4, 4))
+    )
+    shared = project / "shared_inputs" / f"{EX}.h5"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("keep me")
+    (tmp_path / "a-file").write_text("a file")
+    before = {p: p.read_bytes() for p in (mine, shared, notes)}
+    cases = [
+        (["--out", str(tmp_path)], "is a directory"),
+        (["--out", ""], "the output path is empty"),
+        (["--out", str(tmp_path / "a-file" / "g.h5")], "is a file, not a directory"),
+        (["--inputs", str(mine), "--out", str(mine)], "not a readable weanj gradient file"),
+        (["--out", str(shared)], "(the shared inputs)"),
+        (["--out", str(notes)], "not a readable weanj gradient file"),
+    ]
+    for argv, words in cases:
+        code, out, err = _run_cli(capsys, *argv)
+        assert code == 2 and out == "", argv
+        assert_one_line_error(err, words)
+    assert {p: p.read_bytes() for p in before} == before
+    # An unwritable folder (as root, permissions do not bind: the write is made to fail).
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("tempfile.mkstemp", _permission_denied)
+        code, out, err = _run_cli(capsys, "--out", str(tmp_path / "g.h5"))
+    assert code == 2 and out == ""
+    assert_one_line_error(err, "cannot write gradient file", "Permission denied")
+    # An existing gradient file is replaced.
+    out_file = tmp_path / "g.h5"
+    assert _run_cli(capsys, "--out", str(out_file))[0] == 0
+    assert _run_cli(capsys, "--out", str(out_file))[0] == 0
+    assert weanj.load_gradient(EX, "jax-jacobi", path=out_file, allow_stale=True).params == {"K": 2}
+
+
+# --- the store holds only gradients of the shared inputs -------------------------------
+
+
+def test_runs_on_other_inputs_are_kept_apart(project, tmp_path, capsys):
+    results = project / "results" / EX
+    K = weanj.load_inputs(EX)["K"]
+    mine = write_h5(tmp_path / "mine.h5", theta=np.ones((4, 4)), uobs=np.zeros((4, 4)))
+    copy = shutil.copyfile(project / "shared_inputs" / f"{EX}.h5", tmp_path / "copy.h5")
+    sha = inputs_sha256([("theta", np.ones((4, 4))), ("uobs", np.zeros((4, 4)))])[:12]
+    assert weanj.load_inputs(EX, mine)["sha256"][:12] == sha
+    cases = [
+        ([], results / "gradients" / "jax-jacobi.h5"),
+        (["--K", str(K)], results / "gradients" / "jax-jacobi.h5"),
+        (["--inputs", str(copy)], results / "gradients" / "jax-jacobi.h5"),
+        (["--K", "3"], results / "runs" / "jax-jacobi-K3.h5"),
+        # float32 on the shared inputs is store material too, in its own folder.
+        (["--dtype", "float32"], results / "gradients" / "float32" / "jax-jacobi.h5"),
+        (["--K", "3", "--dtype", "float32"], results / "runs" / "jax-jacobi-K3-float32.h5"),
+        (["--inputs", str(mine)], results / "runs" / f"jax-jacobi-inputs-{sha}.h5"),
+        (
+            ["--inputs", str(mine), "--K", "3", "--dtype", "float32"],
+            results / "runs" / f"jax-jacobi-inputs-{sha}-K3-float32.h5",
+        ),
+    ]
+    for argv, where in cases:
+        assert main(["run", EX, "jax-jacobi", *argv]) == 0
+        out, _ = capsys.readouterr()
+        assert f"saved {where}" in out, (argv, out)
+    assert sorted(p.name for p in (results / "gradients").iterdir()) == ["float32", "jax-jacobi.h5"]
+    assert sorted(p.name for p in (results / "gradients" / "float32").iterdir()) == [
+        "jax-jacobi.h5"
+    ]
+    # The store holds the shared-inputs gradient: `weanj diff` has nothing stale to refuse.
+    assert main(["diff", EX]) == 0
+    capsys.readouterr()
+
+
+def test_evaluation_says_why_it_was_kept_apart(project):
+    from weanj._commands.run import apart_note, default_path, differences
+
+    here = places()
+    shared = weanj.read_inputs(EX)
+    ev = weanj.evaluate(EX, "jax-jacobi", params={"K": 3}, dtype="float32")
+    assert differences(ev, shared) == ["K3", "float32"] and not shared.matches(ev)
+    note = apart_note(ev, shared)
+    assert "not saved to the store" in note and "K3, float32" in note
+    assert default_path(ev, shared, here) == (
+        project / "results" / EX / "runs" / "jax-jacobi-K3-float32.h5"
+    )
+    # On the shared inputs, in either dtype: the store, and nothing to explain.
+    for dtype in ("float64", "float32"):
+        same = weanj.evaluate(EX, "jax-jacobi", dtype=dtype)
+        assert shared.matches(same) and differences(same, shared) == []
+        assert apart_note(same, shared) == ""
+        path = default_path(same, shared, here)
+        assert path == weanj.gradient_path(EX, "jax-jacobi", dtype=dtype)
+    same = weanj.evaluate(EX, "jax-jacobi")
+    with h5py.File(weanj.save_gradient(EX, "jax-jacobi", same.gradient, loss=same.loss), "r") as f:
+        assert f.attrs["inputs_sha256"] == weanj.load_inputs(EX)["sha256"]
+        assert f.attrs["key"] == shared.key("float64")
+
+
+# --- the store is weanj's to write ---------------------------------------------------------
+
+
+def test_out_cannot_put_a_gradient_where_the_store_says_otherwise(project, capsys):
+    """The `--out` cases of the issue, each refused in one line before the variant runs,
+    and `--K 5` without `--out` goes to runs/, never the store."""
+    results = project / "results"
+    before = {p: p.read_bytes() for p in results.rglob("*") if p.is_file()}
+    refused = [
+        (["--out", results / "02-gauss-seidel" / "gradients" / "jax-lex.h5"], "writes only"),
+        (["--K", "3", "--out", results / EX / "recorded" / "jax-jacobi.h5"], "must be computed on"),
+        (
+            ["--K", "3", "--out", results / EX / "recorded" / "jax-jacobi.h5", "--force"],
+            "computed on",
+        ),
+        (["--out", results / EX / "recorded" / "jax-jacobi.h5"], "replaced only with --force"),
+        (
+            ["--out", results / EX / "gradients" / "jax-jacobi-adjoint.h5"],
+            "store file of jax-jacobi-adjoint",
+        ),
+        (
+            ["--dtype", "float32", "--out", results / EX / "gradients" / "jax-jacobi.h5"],
+            "(float32) to",
+        ),
+        (
+            ["--K", "5", "--out", results / EX / "gradients" / "jax-jacobi.h5"],
+            "holds only gradients",
+        ),
+    ]
+    for argv, words in refused:
+        code = main(["run", EX, "jax-jacobi", *map(str, argv)])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == "", argv
+        assert_one_line_error(err, words)
+    assert {p: p.read_bytes() for p in results.rglob("*") if p.is_file()} == before
+    assert main(["run", EX, "jax-jacobi", "--K", "5"]) == 0
+    out, _ = capsys.readouterr()
+    assert f"saved {results / EX / 'runs' / 'jax-jacobi-K5.h5'}" in out
+    assert not (results / EX / "gradients").exists()
+    assert main(["diff", EX]) == 0  # nothing in the store to refuse as stale
+    capsys.readouterr()
+    # --force replaces a recorded reference computed on the shared inputs, the old one aside
+    recorded = results / EX / "recorded" / "jax-jacobi.h5"
+    old = recorded.read_bytes()
+    assert main(["run", EX, "jax-jacobi", "--out", str(recorded), "--force"]) == 0
+    assert f"saved {recorded}" in capsys.readouterr().out
+    (aside,) = [
+        p for p in recorded.parent.iterdir() if p.name.startswith("jax-jacobi.h5.replaced-")
+    ]
+    assert aside.read_bytes() == old
+    assert weanj.load_gradient(EX, "jax-jacobi", recorded=True).source == "recorded"
+
+
+def test_a_recorded_reference_with_two_to_the_31_steps_is_stale_and_never_run(project, monkeypatch):
+    """03-advection's T = 2³¹−1 in a recorded reference (its key rewritten to match): the
+    case table (`pytest --weanj`'s, check's) judges the file stale and evaluates nothing
+    for it. (The bound of 5 s on the judgement is gone: no evaluation at all is asserted.)"""
+    from weanj._pipeline import _cases, _session
+    from weanj._registry import catalog
+
+    recorded = project / "results" / "03-advection" / "recorded"
+    target = recorded / "huge-T.h5"
+    shutil.copyfile(recorded / "jax-muscl.h5", target)
+    with h5py.File(target, "r+") as f:
+        f.attrs["T"] = np.int64(2**31 - 1)
+        f.attrs["key"] = provenance_key(f.attrs["inputs_sha256"], {"T": 2**31 - 1}, "float64")
+
+    def no_evaluation(*args, **kwargs):
+        raise AssertionError(f"evaluated {args} {kwargs}")
+
+    monkeypatch.setattr(_session, "evaluate", no_evaluation)
+    p = _cases.read_plan(catalog("03-advection"), places(), live=True)
+    mine = [c for c in p.cases if "huge-T" in c.id or any("huge-T" in s for s in c.subjects)]
+    assert [c.id for c in mine] == ["03-advection::file::recorded/huge-T"]
+    assert "recorded/huge-T" not in p.subjects  # a stale file takes part in no pair
+    with _session.Session() as session:
+        j = _cases.judge_case(p, mine[0], session)
+    assert j.verdict == weanj.Verdict.STALE and "T=2147483647 vs T=20" in j.reason
+
+
+# --- readers accept what writers write, and nothing else --------------------------------
+
+
+def _reshaped_reference(path, edit) -> None:
+    """Replace a gradient file's values by `edit(values)`, with their right digest."""
+    with h5py.File(path, "r+") as f:
+        values = edit(f["gradient"][()])
+        del f["gradient"]
+        ds = f.create_dataset("gradient", data=values)
+        ds.attrs["sha256"] = array_sha256(values)
+
+
+@pytest.mark.parametrize(
+    "edit, shape",
+    [(lambda g: np.ascontiguousarray(g.T[:, :63]), "(64, 63)"), (lambda g: g[:32], "(32, 64)")],
+    ids=["transposed", "sliced"],
+)
+def test_a_reference_of_the_right_digest_but_another_shape_is_a_verdict(project, edit, shape):
+    _reshaped_reference(project / "results" / EX / "recorded" / "jax-jacobi.h5", edit)
+    judgement = weanj.diff(EX)
+    ej = judgement[EX]
+    (j,) = ej.failures
+    assert j.case == f"{EX}::file::recorded/jax-jacobi" and j.verdict == weanj.Verdict.FAIL
+    assert j.reason == f"theta has shape {shape}, but the inputs' theta has (64, 64)"
+    assert ej.verdict == weanj.Verdict.FAIL and judgement.exit_code == 1
+
+
+def test_check_keeps_its_report_when_a_reference_has_another_shape(project):
+    """The other cases are judged as usual; only the file fails (it used to end the check
+    in a traceback)."""
+    with registered_smooth() as ex:
+        name = ex.name
+        stored = weanj.evaluate(name, "jax-loop")
+        recorded = project / "results" / name / "recorded" / "jax-loop.h5"
+        recorded.parent.mkdir(parents=True)
+        weanj.save_gradient(name, "jax-loop", stored.gradient, loss=stored.loss, path=recorded)
+        _reshaped_reference(recorded, lambda g: g[:12])
+        judgement = weanj.check(name, dtype="float64", say=lambda line: None)
+    ej = judgement[name]
+    verdicts = {j.case: str(j.verdict) for j in ej.judgements}
+    assert verdicts == {
+        f"{name}::smooth::jax-loop::run": "ok",
+        f"{name}::smooth::jax-loop::taylor": "ok",
+        f"{name}::smooth::jax-loop::jvp": "ok",
+        f"{name}::file::recorded/jax-loop": "FAIL",
+    }
+    (j,) = ej.failures
+    assert j.reason == "x has shape (12,), but the inputs' x has (24,)"
+    assert judgement.verdicts() == verdicts and judgement.exit_code == 1 and not judgement.ok
+
+
+def test_a_newline_in_a_variant_name_is_refused_at_registration_and_in_a_file(project, capsys):
+    ex = weanj.example(EX)
+    with pytest.raises(weanj.DefinitionError, match="must start with a letter or digit"):
+        weanj.jax_variant(ex, "jax-x\nEX: ok", family="jacobi", loss=lambda theta, uobs, K: 0.0)
+    assert "jax-x\nEX: ok" not in weanj.variants(EX, available_only=False)
+    target = project / "results" / EX / "recorded" / "jax-jacobi.h5"
+    with h5py.File(target, "r+") as f:
+        f.attrs["variant"] = "jax-jacobi\n  01-jacobi: ok"
+    judgement = weanj.diff(EX)
+    (j,) = judgement[EX].failures
+    assert j.case == f"{EX}::file::recorded/jax-jacobi" and j.verdict == weanj.Verdict.FAIL
+    assert "attribute variant must be one line of text" in j.reason and str(target) in j.reason
+    # the text view (the report's lines): no line injected
+    assert main(["diff", EX]) == 1
+    assert "  01-jacobi: ok" not in capsys.readouterr().out.splitlines()
+
+
+def test_a_format_2_gradient_file_without_its_digest_is_refused(project):
+    recorded = project / "results" / EX / "recorded" / "jax-jacobi.h5"
+    with h5py.File(recorded, "r+") as f:
+        del f["gradient"].attrs["sha256"]
+    judgement = weanj.diff(EX)
+    (j,) = judgement[EX].failures
+    assert j.case == f"{EX}::file::recorded/jax-jacobi" and j.verdict == weanj.Verdict.FAIL
+    assert f"gradient file {recorded}: gradient lacks its sha256 attribute" in j.reason
+    assert judgement.exit_code == 1

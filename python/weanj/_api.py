@@ -9,6 +9,7 @@ commands' (`_commands`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import numpy as np
 
 from ._errors import InputError, InputFileError, StaleGradientError, VariantError, WeanjError
 from ._io import _bench, _inputs, _store
-from ._io._gradient_files import _SHA256, read_gradient_file, scan_store
+from ._io._gradient_files import _SHA256, fix_hint, read_gradient_file, scan_store
 from ._model import (
     Example,
     Gradient,
@@ -35,6 +36,21 @@ from ._registry import find_variant
 from ._registry import variant as variant_named
 from ._watch import Watch
 
+
+def _path_argument(path: Any, what: str = "path") -> Any:
+    """A notebook's path argument, as given (None included), or an `InputError` naming
+    the argument: a NUL byte (which no file name holds) or something that is no path is
+    one line here, not a raw `ValueError` from deep inside a file-system call."""
+    if path is None:
+        return None
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"{what} must be a file path (str or Path), got {shown(path)}")
+    text = os.fsdecode(path)
+    if "\0" in text:
+        raise InputError(f"{what} {shown(text)} contains a NUL byte; no file name holds one")
+    return path
+
+
 # --- inputs ----------------------------------------------------------------------------------
 
 
@@ -46,7 +62,7 @@ def inputs_path(example: Example | str) -> Path:
 def read_inputs(example: Example | str, path: Path | str | None = None) -> Inputs:
     """The `Inputs` of an inputs file: the shared inputs (`path` None), or any HDF5 file
     holding the example's arrays."""
-    return _inputs.read_inputs(example_named(example), places(), path)
+    return _inputs.read_inputs(example_named(example), places(), _path_argument(path))
 
 
 def generate_inputs(example: Example | str, seed: int | None = None) -> Inputs:
@@ -56,7 +72,7 @@ def generate_inputs(example: Example | str, seed: int | None = None) -> Inputs:
 
 def write_inputs(example: Example | str, path: Path | str | None = None) -> Path:
     """Write the shared inputs file of an example (atomically, byte-identical each time)."""
-    return _inputs.write_inputs(example_named(example), places(), path)
+    return _inputs.write_inputs(example_named(example), places(), _path_argument(path))
 
 
 def verify_inputs(names: Sequence[str] | None = None) -> list[tuple[str, bool, str]]:
@@ -120,7 +136,7 @@ def evaluate(
     dtype = check_dtype(dtype)
     here = places()
     if not isinstance(inputs, Inputs):
-        inputs = _inputs.read_inputs(ex, here, inputs)
+        inputs = _inputs.read_inputs(ex, here, _path_argument(inputs, "inputs"))
     if params:
         inputs = inputs.with_params(params)
     found = run_evaluation(v, inputs, dtype, Watch(timeout_s=timeout), shown_path=here.shown)
@@ -170,9 +186,15 @@ def load_gradient(
     """A stored gradient; refuses one computed on other inputs unless `allow_stale`."""
     ex = example_named(example)
     here = places()
+    path = _path_argument(path)
     target = path if path is not None else gradient_path(ex, variant, recorded=recorded, dtype=dtype)
     g = read_gradient_file(target, ex, here)
     g.of = find_variant(ex, g.variant)
+    if g.of is not None and g.family != g.of.family:  # what the judge's file case refuses
+        raise InputFileError(
+            f"{g.path} says {g.variant} is of family {g.family!r}, but it is registered in "
+            f"family {g.of.family!r}{fix_hint(g.path, here)}"
+        )
     if not allow_stale:
         current = _inputs.read_inputs(ex, here)
         if not current.matches(g):
@@ -262,6 +284,7 @@ def save_gradient(
     except WeanjError as e:
         raise InputError(str(e)) from None
     here = places()
+    path = _path_argument(path)
     arrays, dtype = gradient_arrays(ex, variant, gradient)
     loss = _checked_loss(variant, arrays, loss, allow_nonfinite)
     shared, inputs_sha256, params = _computed_on(

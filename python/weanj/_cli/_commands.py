@@ -64,7 +64,6 @@ def cmd_new(args: argparse.Namespace, words: dict) -> int:
 
 def cmd_inputs(args: argparse.Namespace, words: dict) -> int:
     from .._commands import inputs
-    from .._errors import wrapped
 
     if args.action == "regenerate":
         for path in inputs.regenerate(args.examples or None):
@@ -129,8 +128,8 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
         print("\n".join(judgement.lines(errors=False)))
-        for error in judgement.not_judged.values():
-            say(error_text(error))
+        for name, error in judgement.not_judged.items():
+            say(error_text(f"{name} not judged: {error}"))
         for j, path in plots:
             where = f"wrote {path}" if path else "bitwise equal: no picture"
             say(f"  plot {j.subjects[0]} vs {j.subjects[1]} ({j.array}): {where}")
@@ -148,8 +147,8 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         fresh=args.fresh,
     )
     print("\n".join(judgement.lines(errors=False)))
-    for error in judgement.not_judged.values():  # printed once, on stderr
-        say(error_text(error))
+    for name, error in judgement.not_judged.items():  # printed once, on stderr
+        say(error_text(f"{name} not judged: {error}"))
     return judgement.exit_code
 
 

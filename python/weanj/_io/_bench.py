@@ -369,7 +369,7 @@ def load_results(ex: Example, places: Places) -> tuple[list[dict[str, Any]], lis
     for path in files:
         backend, _, device = path.stem.rpartition("-")
         if path.is_symlink() or not path.is_file():
-            problems.append(f"{path} is not a regular file (skipped)")
+            problems.append(f"benchmark file {path} is not a regular file (skipped)")
             continue
         try:  # only regular files, of a bounded size, of bounded nesting
             stored = read_records(path)

@@ -309,7 +309,11 @@ def read_bytes(path: Path, what: str, hint: str = "", limit: int | None = None) 
                 raise InputFileError(f"{what} {path} is not a regular file{hint}")
             if info.st_size > limit:
                 raise _too_large(what, path, info.st_size, limit, hint)
-            data = f.read(limit + 1)
+            # Its size and one byte more (growth since fstat shows), not the limit: a
+            # read of n bytes allocates n bytes up front, 4 GiB for every small file.
+            data = f.read(info.st_size + 1)
+            if len(data) > info.st_size:  # it grew since: the rest, up to the limit
+                data += f.read(limit + 1 - len(data))
     except OSError as e:
         if isinstance(e, InputFileError):
             raise

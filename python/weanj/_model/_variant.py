@@ -72,15 +72,20 @@ class Checked:
             raise InputError(f"{self.variant}: missing argument(s) {', '.join(missing)}")
         return tuple(bound[n] for n in names)
 
-    def _check(self, args: tuple, *, validate: bool) -> None:
+    def _check(self, args: tuple, *, validate: bool) -> tuple:
+        """The arguments checked, with each parameter as `Param.check` types it (a 0-d
+        array or a numpy integer is then a Python int: a jitted kernel takes parameters
+        as static arguments, which must be hashable)."""
         arrays = args[:-1] if self.tangents else args
         self.example.check_call(self.variant, arrays)
         if validate:
             self.example.check_values(self.variant, arrays[: len(self.example.arrays)])
+        n, params = len(self.example.arrays), self.example.params
+        typed = tuple(p.check(v) for p, v in zip(params, args[n : n + len(params)], strict=True))
+        return args[:n] + typed + args[n + len(params) :]
 
     def __call__(self, *args, **kwargs):
-        args = self._bind(args, kwargs)
-        self._check(args, validate=True)
+        args = self._check(self._bind(args, kwargs), validate=True)
         return self.fn(*args)
 
     def __getattr__(self, name):
@@ -89,9 +94,7 @@ class Checked:
             return attr
 
         def lower(*args, **kwargs):
-            args = self._bind(args, kwargs)
-            self._check(args, validate=False)
-            return attr(*args)
+            return attr(*self._check(self._bind(args, kwargs), validate=False))
 
         return lower
 

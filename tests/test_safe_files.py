@@ -1,4 +1,4 @@
-"""Issue 17: no crash, no hang, no silent loss.
+"""Files weanj reads are hostile until proven otherwise; files it writes are whole.
 
 - The corrupted-inputs battery (`tests/data/corrupt/`, found by `benchmarks/fuzz_h5.py`):
   single-byte patches of a small inputs file that make plain h5py segfault or hang. The
@@ -7,22 +7,26 @@
   same arrays (found by the bytes around the patch). Each file is first confirmed
   against plain h5py in a child process (so the battery cannot go stale unnoticed), then
   `weanj inputs verify`, `weanj run --inputs` and `weanj check` must each print one line
-  and exit 2 within 20 s. The same damage in a gradient file of the store is a verdict
-  of `weanj diff`, not a crash.
+  and exit 2. The same damage in a gradient file of the store is a verdict of `weanj
+  diff`, not a crash.
 - How `_safeh5` probes: once per distinct content, never for files weanj just wrote, the
   parent parsing the very bytes that were probed, the probe process restarted after a
   crash or a hang.
-- `weanj run --out`: places that are not gradient files are refused, untouched.
-- `weanj run` on other inputs, parameters or dtype writes apart from the store.
+- Bounds: on a file's size, on the bytes its datasets declare (a decompression bomb),
+  benchmark files that are pipes, devices, deep JSON or huge; symbolic link loops.
+- Atomic writes: `weanj plot` keeps its old figures until new ones exist.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
+import tracemalloc
 from pathlib import Path
 
 import h5py
@@ -32,16 +36,18 @@ import pytest
 import weanj
 from weanj._cli import main
 from weanj._io import _inputs, _safeh5
-from weanj._run import apart_note, default_path, differences
+from weanj._model import from_arrays
 
 from .conftest import REPO
-from .helpers import PYTHON, assert_one_line_error, inputs_sha256, subprocess_env, write_h5
+from .helpers import PYTHON, assert_one_line_error, bench_record, subprocess_env, write_h5
 
 CORRUPT = REPO / "tests" / "data" / "corrupt"
 BATTERY = json.loads((CORRUPT / "cases.json").read_text())
 BASE = (CORRUPT / BATTERY["base"]).read_bytes()
 PROBE_LIMIT_S = 2  # $WEANJ_H5_TIMEOUT_S in the battery: a hang costs this much per command
-COMMAND_LIMIT_S = 20
+# What marks a command that hangs (the probe itself gives up after PROBE_LIMIT_S): far
+# beyond what three commands take side by side on a busy machine.
+COMMAND_LIMIT_S = 300
 EX = "01-jacobi"
 
 
@@ -85,7 +91,7 @@ def _format2_base(tmp_path: Path) -> bytes:
     with h5py.File(CORRUPT / BATTERY["base"], "r") as f:
         arrays = {name: f[name][()] for name in f}
         K, seed = int(f.attrs["K"]), int(f.attrs["seed"])
-    inputs = _inputs.from_arrays(EX, arrays, {"K": K})
+    inputs = from_arrays(weanj.example(EX), arrays, {"K": K})
     return _inputs.write_inputs_file(inputs, tmp_path / "base2.h5", seed=seed).read_bytes()
 
 
@@ -201,18 +207,20 @@ def test_a_crashing_gradient_file_is_a_verdict_not_a_crash(project):
         weanj.load_gradient(EX, "jax-jacobi")
     assert "\n" not in str(excinfo.value) and f"weanj run {EX} jax-jacobi" in str(excinfo.value)
     result = subprocess.run(
-        [PYTHON, "-m", "weanj", "diff", EX],
+        [PYTHON, "-m", "weanj", "diff", EX, "--json"],
         env=subprocess_env(project),
         capture_output=True,
         text=True,
-        timeout=COMMAND_LIMIT_S * 3,
+        timeout=COMMAND_LIMIT_S,
         check=False,
     )
     assert result.returncode == 1, result.stderr  # a failing verdict, not an error or a crash
     assert "Traceback" not in result.stdout + result.stderr
-    [line] = [line for line in result.stdout.splitlines() if "libhdf5 crashed" in line]
-    assert "file jax-jacobi: FAIL" in line and str(path) in line
-    assert "recorded/jax-jacobi" in result.stdout  # the reference was still read
+    files = {f["case"]: f for f in json.loads(result.stdout)["files"]}
+    crashed = files[f"{EX}::file::jax-jacobi"]
+    assert crashed["verdict"] == "FAIL" and crashed["failed"]
+    assert "libhdf5 crashed (SIGSEGV)" in crashed["reason"] and str(path) in crashed["reason"]
+    assert files[f"{EX}::file::recorded/jax-jacobi"]["verdict"] == "ok"  # still read
 
 
 def test_a_crash_in_the_probe_is_an_error_here_and_the_next_file_reads(tmp_path):
@@ -233,7 +241,7 @@ def test_a_hang_in_the_probe_ends_at_the_limit(tmp_path, monkeypatch):
     started = time.perf_counter()
     with pytest.raises(weanj.InputFileError, match="did not finish within 1 s") as excinfo:
         weanj.load_inputs(EX, corrupt)
-    assert time.perf_counter() - started < 10
+    assert time.perf_counter() - started < COMMAND_LIMIT_S  # a hang would never end
     assert "WEANJ_H5_TIMEOUT_S" in str(excinfo.value)
 
 
@@ -308,112 +316,161 @@ def test_probe_limit_variable(tmp_path, monkeypatch, probes, capsys):
     assert_one_line_error(capsys.readouterr().err, "WEANJ_H5_TIMEOUT_S must be a number")
 
 
-def test_a_directory_given_as_inputs_is_named_as_one(tmp_path, capsys):
-    assert main(["run", EX, "jax-jacobi", "--inputs", str(tmp_path)]) == 2
-    assert_one_line_error(capsys.readouterr().err, "is a directory, not a file")
+# --- bounds on what is read; whole files written ----------------------------------------------
 
 
-# --- weanj run --out -------------------------------------------------------------------
+def _bench_record(variant: str, n: int, **changes) -> dict:
+    """A benchmark record of 01-jacobi at size n, K = 2, with its timings and memory."""
+    timings = {"forward_s": 1e-4, "grad_s": 2e-4, "compile_s": 0.1, "peak_mem_bytes": 100}
+    return bench_record(variant, n, 2, **timings, size=n) | changes
 
 
-def _permission_denied(*args, **kwargs):
-    raise PermissionError(13, "Permission denied")
+def _plots(project) -> dict[str, bytes]:
+    folder = project / "results" / EX / "plots"
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.png"))}
 
 
-def _run_cli(capsys, *argv):
-    code = main(["run", EX, "jax-jacobi", "--K", "2", *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_out_places_that_are_not_gradient_files_are_refused(project, tmp_path, capsys):
-    mine = write_h5(
-        tmp_path / "mine.h5", attrs={"K": 2}, theta=np.ones((4, 4)), uobs=np.ones((4, 4))
+def test_plot_keeps_the_old_figures_until_new_ones_exist(project, capsys, monkeypatch):
+    weanj.write_results(
+        EX, "jax", "cpu", [_bench_record("jax-jacobi", 8), _bench_record("jax-jacobi", 16)], env={}
     )
-    shared = project / "shared_inputs" / f"{EX}.h5"
-    notes = tmp_path / "notes.txt"
-    notes.write_text("keep me")
-    (tmp_path / "a-file").write_text("a file")
-    before = {p: p.read_bytes() for p in (mine, shared, notes)}
-    cases = [
-        (["--out", str(tmp_path)], "is a directory"),
-        (["--out", ""], "the output path is empty"),
-        (["--out", str(tmp_path / "a-file" / "g.h5")], "is a file, not a directory"),
-        (["--inputs", str(mine), "--out", str(mine)], "not a readable weanj gradient file"),
-        (["--out", str(shared)], "(the shared inputs)"),
-        (["--out", str(notes)], "not a readable weanj gradient file"),
-    ]
-    for argv, words in cases:
-        code, out, err = _run_cli(capsys, *argv)
-        assert code == 2 and out == "", argv
-        assert_one_line_error(err, words)
-    assert {p: p.read_bytes() for p in before} == before
-    # An unwritable folder (as root, permissions do not bind: the write is made to fail).
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr("tempfile.mkstemp", _permission_denied)
-        code, out, err = _run_cli(capsys, "--out", str(tmp_path / "g.h5"))
-    assert code == 2 and out == ""
-    assert_one_line_error(err, "cannot write gradient file", "Permission denied")
-    # An existing gradient file is replaced.
-    out_file = tmp_path / "g.h5"
-    assert _run_cli(capsys, "--out", str(out_file))[0] == 0
-    assert _run_cli(capsys, "--out", str(out_file))[0] == 0
-    assert weanj.load_gradient(EX, "jax-jacobi", path=out_file, allow_stale=True).params == {"K": 2}
+    plots = project / "results" / EX / "plots"
+    plots.mkdir(parents=True)
+    (plots / "time_vs_n.png").write_bytes(b"old time figure")
+    (plots / "memory_vs_K.png").write_bytes(b"a figure of a series no longer stored")
+    from matplotlib.figure import Figure
 
+    real = Figure.savefig
+    calls = []
 
-# --- the store holds only gradients of the shared inputs -------------------------------
+    def fails_second(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kwargs)
 
-
-def test_runs_on_other_inputs_are_kept_apart(project, tmp_path, capsys):
-    results = project / "results" / EX
-    K = weanj.load_inputs(EX)["K"]
-    mine = write_h5(tmp_path / "mine.h5", theta=np.ones((4, 4)), uobs=np.zeros((4, 4)))
-    copy = shutil.copyfile(project / "shared_inputs" / f"{EX}.h5", tmp_path / "copy.h5")
-    sha = inputs_sha256([("theta", np.ones((4, 4))), ("uobs", np.zeros((4, 4)))])[:12]
-    assert weanj.load_inputs(EX, mine)["sha256"][:12] == sha
-    cases = [
-        ([], results / "gradients" / "jax-jacobi.h5"),
-        (["--K", str(K)], results / "gradients" / "jax-jacobi.h5"),
-        (["--inputs", str(copy)], results / "gradients" / "jax-jacobi.h5"),
-        (["--K", "3"], results / "runs" / "jax-jacobi-K3.h5"),
-        # float32 on the shared inputs is store material too, in its own folder.
-        (["--dtype", "float32"], results / "gradients" / "float32" / "jax-jacobi.h5"),
-        (["--K", "3", "--dtype", "float32"], results / "runs" / "jax-jacobi-K3-float32.h5"),
-        (["--inputs", str(mine)], results / "runs" / f"jax-jacobi-inputs-{sha}.h5"),
-        (
-            ["--inputs", str(mine), "--K", "3", "--dtype", "float32"],
-            results / "runs" / f"jax-jacobi-inputs-{sha}-K3-float32.h5",
-        ),
-    ]
-    for argv, where in cases:
-        assert main(["run", EX, "jax-jacobi", *argv]) == 0
-        out, _ = capsys.readouterr()
-        assert f"saved {where}" in out, (argv, out)
-    assert sorted(p.name for p in (results / "gradients").iterdir()) == ["float32", "jax-jacobi.h5"]
-    assert sorted(p.name for p in (results / "gradients" / "float32").iterdir()) == [
-        "jax-jacobi.h5"
-    ]
-    # The store holds the shared-inputs gradient: `weanj diff` has nothing stale to refuse.
-    assert main(["diff", EX]) == 0
+    monkeypatch.setattr(Figure, "savefig", fails_second)
+    assert main(["plot", EX]) == 2
+    assert_one_line_error(capsys.readouterr().err, "No space left on device")
+    kept = _plots(project)
+    assert kept["memory_vs_K.png"] == b"a figure of a series no longer stored"  # not yet removed
+    assert kept["time_vs_n.png"].startswith(b"\x89PNG")  # the first figure, replaced whole
+    assert not [p for p in plots.iterdir() if p.suffix != ".png"]  # no temporaries left
+    monkeypatch.setattr(Figure, "savefig", real)
+    assert main(["plot", EX]) == 0
     capsys.readouterr()
+    assert "memory_vs_K.png" not in _plots(project)  # now that the new ones exist
 
 
-def test_evaluation_says_why_it_was_kept_apart(project):
-    shared = weanj.read_inputs(EX)
-    ev = weanj.evaluate(EX, "jax-jacobi", params={"K": 3}, dtype="float32")
-    assert differences(ev, shared) == ["K3", "float32"] and not shared.matches(ev)
-    note = apart_note(ev, shared)
-    assert "not saved to the store" in note and "K3, float32" in note
-    assert (
-        default_path(ev, shared) == project / "results" / EX / "runs" / "jax-jacobi-K3-float32.h5"
+def _plot_within(seconds: float) -> tuple[int | None, str]:
+    """`weanj plot` in a thread: its exit code, or None if it blocked."""
+    import contextlib
+    import io
+
+    got: dict = {}
+    err = io.StringIO()
+
+    def target():
+        with contextlib.redirect_stderr(err):
+            got["code"] = main(["plot", EX])
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    return got.get("code"), err.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "deep-json", "huge"])
+def test_a_benchmark_file_that_is_no_records_file_is_skipped(project, kind):
+    weanj.write_results(
+        EX, "jax", "cpu", [_bench_record("jax-jacobi", 8), _bench_record("jax-jacobi", 16)], env={}
     )
-    # On the shared inputs, in either dtype: the store, and nothing to explain.
-    for dtype in ("float64", "float32"):
-        same = weanj.evaluate(EX, "jax-jacobi", dtype=dtype)
-        assert shared.matches(same) and differences(same, shared) == []
-        assert apart_note(same, shared) == ""
-        assert default_path(same, shared) == weanj.gradient_path(EX, "jax-jacobi", dtype=dtype)
-    same = weanj.evaluate(EX, "jax-jacobi")
-    with h5py.File(weanj.save_gradient(EX, "jax-jacobi", same.gradient, loss=same.loss), "r") as f:
-        assert f.attrs["inputs_sha256"] == weanj.load_inputs(EX)["sha256"]
-        assert f.attrs["key"] == shared.key("float64")
+    bad = project / "results" / EX / "bench" / "x-cpu.json"
+    if kind == "fifo":
+        os.mkfifo(bad)
+    elif kind == "dev-zero":
+        os.symlink("/dev/zero", bad)
+    elif kind == "deep-json":
+        bad.write_text("[" * 100_000 + "]" * 100_000)  # json.loads: RecursionError
+    else:
+        with open(bad, "wb") as f:
+            f.truncate(5 * 2**30)  # sparse: refused by its size, never read
+    code, err = _plot_within(COMMAND_LIMIT_S)  # a pipe that is never written blocks forever
+    assert code == 0, (code, err)
+    (warning,) = [line for line in err.splitlines() if "x-cpu.json" in line]
+    assert warning.startswith(f"weanj: warning: benchmark file {bad}") and warning.endswith(
+        "(skipped)"
+    )
+    assert len(warning) < 260 and "Traceback" not in err
+
+
+def test_files_weanj_reads_have_a_size_bound(project, capsys, monkeypatch, tmp_path):
+    shared = project / "shared_inputs" / f"{EX}.h5"
+    monkeypatch.setenv("WEANJ_MAX_FILE_BYTES", "4096")
+    assert main(["run", EX, "jax-jacobi"]) == 2
+    assert_one_line_error(
+        capsys.readouterr().err,
+        f"inputs file {shared} is {shared.stat().st_size / 1024:.3g} kiB, past the 4 kiB weanj",
+        "reads from one file ($WEANJ_MAX_FILE_BYTES)",
+    )
+    monkeypatch.setenv("WEANJ_MAX_FILE_BYTES", "many")
+    assert main(["run", EX, "jax-jacobi"]) == 2
+    assert_one_line_error(capsys.readouterr().err, "WEANJ_MAX_FILE_BYTES must be a number of bytes")
+    monkeypatch.delenv("WEANJ_MAX_FILE_BYTES")
+    huge = tmp_path / "huge.h5"
+    with open(huge, "wb") as f:
+        f.truncate(5 * 2**30)  # over the default 4 GiB: refused without reading it
+    tracemalloc.start()  # (was: within 10 s; memory, unlike time, a busy machine leaves alone)
+    try:
+        code = main(["run", EX, "jax-jacobi", "--inputs", str(huge)])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == 2 and peak < 64 * 2**20, peak  # not one GiB of it was read
+    assert_one_line_error(capsys.readouterr().err, f"{huge} is 5 GiB, past the 4 GiB weanj reads")
+
+
+def test_a_small_compressed_file_declaring_much_is_refused_whatever_its_size(
+    project, capsys, monkeypatch, tmp_path
+):
+    """The bound is on the datasets' declared bytes, all together, before any is read:
+    a compressed file of a few kB declaring 256 MiB (one chunk written, the others read as
+    fill values) is refused at a bound of 128 MiB. The earlier bound grew with 1024 × the
+    file's size, so a 2 MiB file could make weanj decompress 2.3 GiB."""
+    bomb = tmp_path / "bomb.h5"
+    with h5py.File(bomb, "w") as f:
+        d = f.create_dataset(
+            "theta", shape=(4096, 8192), dtype="f8", chunks=(512, 512), compression="gzip"
+        )
+        d[:512, :512] = 1.0  # one chunk written: the data is compressed, not missing
+        f.create_dataset("uobs", data=np.zeros((64, 64)))
+    assert bomb.stat().st_size < 2**20
+    monkeypatch.setenv("WEANJ_MAX_FILE_BYTES", str(2**27))
+    _safeh5._reset()
+    assert main(["run", EX, "jax-jacobi", "--inputs", str(bomb)]) == 2
+    assert_one_line_error(
+        capsys.readouterr().err,
+        f"cannot read inputs file {bomb}",
+        "(/theta declares 256 MiB, past the 128 MiB weanj reads from one file",
+    )
+
+
+def test_symbolic_link_loops_are_one_line(project, capsys, tmp_path):
+    loop = tmp_path / "loop.h5"
+    os.symlink(loop.name, loop)
+    assert main(["run", EX, "jax-jacobi", "--inputs", str(loop)]) == 2
+    assert_one_line_error(
+        capsys.readouterr().err, f"inputs file {loop} is a symbolic link to nothing"
+    )
+    assert main(["run", EX, "jax-jacobi", "--K", "3", "--out", str(loop)]) == 0  # replaced
+    assert loop.is_file() and not loop.is_symlink()
+    capsys.readouterr()
+    in_store = project / "results" / EX / "gradients" / "jax-jacobi.h5"
+    in_store.parent.mkdir(parents=True)
+    os.symlink(in_store.name, in_store)
+    judgement = weanj.diff(EX)  # a verdict on that file, not an error
+    (j,) = [j for j in judgement[EX].of_kind("file") if j.case == f"{EX}::file::jax-jacobi"]
+    assert j.verdict == weanj.Verdict.FAIL and j.reason == (
+        f"{in_store} is not a regular file; weanj reads only regular files"
+    )
+    assert judgement.exit_code == 1 and "jax-jacobi" not in judgement[EX].subjects
