@@ -883,12 +883,12 @@ def test_the_julia_extra_pins_juliacall_below_1():
 
 
 def test_julia_sources_in_a_checkout_and_in_a_wheel(tmp_path, monkeypatch):
-    assert _julia.julia_sources() == JULIA_DIR
+    assert _julia_find.julia_sources() == JULIA_DIR
     # A wheel's layout: site-packages/weanj/julia/{src/WeanJ.jl, *.jl}, no checkout around.
     package = tmp_path / "site-packages" / "weanj"
     (package / "julia" / "src").mkdir(parents=True)
     shutil.copy(WEANJ_JL, package / "julia" / "src")
-    monkeypatch.setattr(_julia, "_PACKAGE", package)
-    assert _julia.julia_sources() == package / "julia"
+    monkeypatch.setattr(_julia_find, "_PACKAGE_DIR", package)
+    assert _julia_find.julia_sources() == package / "julia"
     (package / "julia" / "src" / "WeanJ.jl").unlink()
-    assert _julia.julia_sources() is None
+    assert _julia_find.julia_sources() is None

@@ -673,7 +673,7 @@ def test_weanj_check_judges_the_others_when_the_worker_fails(tmp_path, mode, cau
     assert "Traceback" not in output
     assert "juliacall imported: False" in done.stdout
     judged = check_json(root)
-    error = judged["errors"]["julia-smooth"]
+    error = judged["faults"]["julia-smooth"]["reason"]
     assert cause in one_line(error) and str(root / ".weanj-cache" / "julia" / "worker.log") in error
     pairs = {tuple(p["subjects"]): p["verdict"] for p in judged["pairs"]}
     assert pairs[("jax-loop", "jax-scan")] == "ok"

@@ -67,14 +67,15 @@ FIRST_LINE = 200
 
 def wrapped(message: str) -> str:
     """`message` with a first line of at most ~200 characters: a longer one is broken at
-    its last "; " that fits (else its last ": ", else its last space), the rest going to
-    the next line, indented (a long path can push any sentence past the width)."""
+    its last "; " that fits (else its last ": ", else its last space) past the first 80
+    characters, the rest going to the next line, indented (a long path can push any
+    sentence past the width)."""
     first, sep, rest = message.partition("\n")
     if len(first) <= FIRST_LINE:
         return message
-    for mark in ("; ", ": ", " "):
+    for mark in ("; ", ": ", " "):  # never right after a short head ("weanj: warning:")
         cut = first.rfind(mark, 0, FIRST_LINE)
-        if cut > 0:
+        if cut >= FIRST_LINE * 2 // 5:
             return f"{first[: cut + len(mark.rstrip())]}\n  {first[cut + len(mark) :]}{sep}{rest}"
     return message
 

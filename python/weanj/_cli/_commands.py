@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, WeanjError, error_text, say, with_list
+from .._errors import InputError, WeanjError, say, with_list, wrapped
 from ._parser import suggestion
 
 
@@ -127,9 +127,9 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
         out["plots"] = [str(path) for _, path in plots if path is not None]
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
-        print("\n".join(judgement.lines(errors=False)))
+        print("\n".join(judgement.lines()))
         for name, error in judgement.not_judged.items():
-            say(error_text(f"{name} not judged: {error}"))
+            say(wrapped(f"weanj: {name} not judged: {error}"))
         for j, path in plots:
             where = f"wrote {path}" if path else "bitwise equal: no picture"
             say(f"  plot {j.subjects[0]} vs {j.subjects[1]} ({j.array}): {where}")
@@ -146,9 +146,9 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         timeout=args.timeout,
         fresh=args.fresh,
     )
-    print("\n".join(judgement.lines(errors=False)))
+    print("\n".join(judgement.lines()))
     for name, error in judgement.not_judged.items():  # printed once, on stderr
-        say(error_text(f"{name} not judged: {error}"))
+        say(wrapped(f"weanj: {name} not judged: {error}"))
     return judgement.exit_code
 
 

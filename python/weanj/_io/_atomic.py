@@ -10,6 +10,7 @@ cycles (the benchmark files) are serialised with `locked`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -65,8 +66,9 @@ def remove_stale_temporaries(folder: Path, older_than_s: float = STALE_AFTER_S) 
 
 def writable_target(path: Path | str) -> Path:
     """Where an atomic write of `path` goes: through a symbolic link to the file it names
-    (the link stays), never over something that is not a regular file (a device, a pipe, a
-    socket, a folder): that is an `InputFileError`, never a file put in its place."""
+    (the link stays; a loop of links, naming no file, is replaced), never over something
+    that is not a regular file (a device, a pipe, a socket, a folder): that is an
+    `InputFileError`, never a file put in its place."""
     path = Path(path)
     real = Path(os.path.realpath(path))
     try:
@@ -74,6 +76,8 @@ def writable_target(path: Path | str) -> Path:
     except FileNotFoundError:
         return real
     except OSError as e:
+        if e.errno == errno.ELOOP:  # a loop of links names no file: the link itself is replaced
+            return path
         raise InputFileError(f"cannot write {path} ({e.strerror or e})") from None
     if not stat.S_ISREG(mode):
         what = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, pipe or socket)"

@@ -103,14 +103,29 @@ def _read_file(ex: Example, path: Path, hint: str) -> tuple[dict, dict]:
         missing = [a for a in ex.arrays if a not in f]
         if missing:
             raise InputFileError(f"{where} lacks dataset(s) {', '.join(missing)}{hint}")
-        declared = {n: tuple(f[n].shape) for n in ex.arrays if isinstance(f[n], h5py.Dataset)}
-        try:  # shapes from the metadata, before a byte is inflated: a small file may declare gigabytes
-            ex.check_shapes({n: declared.get(n, ()) for n in ex.arrays})
-        except InputError as e:
-            raise InputFileError(f"{where}: {e}{hint}") from None
-        arrays = {name: read_array(f[name], f"{where}: {name}", hint) for name in ex.arrays}
-        attrs = read_attributes(f.attrs, where, hint)
+        refused = _declared_shapes(ex, f, where, hint)
+        if refused is None:  # refused: raised outside, where `parsed` leaves it as it is
+            arrays = {name: read_array(f[name], f"{where}: {name}", hint) for name in ex.arrays}
+            attrs = read_attributes(f.attrs, where, hint)
+    if refused is not None:
+        raise refused
     return arrays, attrs
+
+
+def _declared_shapes(ex: Example, f, where: str, hint: str) -> Exception | None:
+    """The arrays' shapes as the file declares them, checked against the example before a
+    byte is read: a small compressed file may declare gigabytes. (Groups, links and data not
+    stored in the file are the reader's to refuse, next.)"""
+    nodes = {n: f.get(n, getlink=False) for n in ex.arrays}
+    if not all(isinstance(node, h5py.Dataset) for node in nodes.values()):
+        return None
+    try:
+        ex.check_shapes({n: tuple(node.shape) for n, node in nodes.items()})
+    except InputError as e:
+        if not hint:  # a user's file: its arrays refused, as after reading
+            return InputError(f"{where}: {e}")
+        return InputFileError(f"{where}: {e}{hint}")
+    return None
 
 
 def _read(ex: Example, path: Path, shared: bool) -> Inputs:

@@ -103,7 +103,7 @@ class Array:
                 self, "shape", tuple(d if isinstance(d, str) else int(d) for d in dims)
             )
         if self.index is not False and self.kind != "int":
-            raise DefinitionError(f"array {self.name}: index=... needs kind='int'")
+            raise DefinitionError(f"array {self.name}: index={self.index!r} needs kind='int'")
         if isinstance(self.index, list):
             object.__setattr__(self, "index", tuple(self.index))
         target = self.index

@@ -25,6 +25,10 @@ class Cell:
     verdict: str = ""
     links: list[tuple[str, str]] = field(default_factory=list)
     title: str = ""
+    plain: str = ""  # the text where no links are drawn (the terminal), when it differs
+
+    def terminal(self) -> str:
+        return self.plain or self.text
 
 
 def same_family_pairs(ej: ExampleJudgement) -> list[CaseJudgement]:
@@ -116,7 +120,8 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
             return Cell(f"FAIL vs {len(failing)} of {len(mine)}", str(worst), links, why)
         # It fails only against the family's suspects: the suspects are the news.
         against = ", ".join(dict.fromkeys(next(s for s in j.subjects if s != label) for j in failing))
-        return Cell(f"ok ×{len(mine) - len(failing)}; FAIL vs {against}", "differs", links, why)
+        text = f"ok ×{len(mine) - len(failing)}; FAIL vs"  # the links name them
+        return Cell(text, "differs", links, why, plain=f"{text} {against}")
     kinks = [j for j in mine if j.verdict == Verdict.KINKS]
     if kinks:
         return Cell(

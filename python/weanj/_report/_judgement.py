@@ -74,14 +74,13 @@ class Judgement:
 
     # --- views ----------------------------------------------------------------------------
 
-    def lines(self, *, errors: bool = True) -> list[str]:
-        """The terminal's text: each example's block, then the overall line and notes
-        (`errors` False: why an example was not judged is left to stderr)."""
+    def lines(self) -> list[str]:
+        """The terminal's text: each example's block, then the overall line and notes."""
         from ._text import example_lines, overall_line
 
         out = []
         for ej in self:
-            out.extend(example_lines(ej, mode=self.command, errors=errors))
+            out.extend(example_lines(ej, mode=self.command))
         if self.command == "check":
             out.append(overall_line(list(self), self.seconds, self.dtypes))
         out.extend(self.notes)

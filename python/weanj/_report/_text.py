@@ -89,8 +89,8 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
             family_cell(ej, label, suspects),
         )
         out.append(
-            f"  {label:<24} {run.family:<13} {loss:<22} {cells[0].text:<10} {cells[1].text:<10} "
-            f"{cells[2].text:<12} {cells[3].text:<22} {time_s}"
+            f"  {label:<24} {run.family:<13} {loss:<22} {cells[0].terminal():<10} "
+            f"{cells[1].terminal():<10} {cells[2].terminal():<12} {cells[3].terminal():<22} {time_s}"
         )
     return out
 
@@ -175,12 +175,11 @@ def _skips(ej: ExampleJudgement) -> list[str]:
     return out
 
 
-def example_lines(ej: ExampleJudgement, *, mode: str = "check", errors: bool = True) -> list[str]:
-    """`weanj check`'s (`mode="check"`) or `weanj diff`'s block for one example; `errors`
-    False leaves out why an example was not judged (the command line says it on stderr,
-    once)."""
+def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
+    """`weanj check`'s (`mode="check"`) or `weanj diff`'s block for one example (one not
+    judged: its line says why, as the command line's stderr does once)."""
     if ej.error is not None:
-        return [f"== {ej.name}: not judged" + (f": {ej.error}" if errors else " (see stderr)")]
+        return [f"== {ej.name}: not judged: {ej.error}"]
     dtypes = " and ".join(ej.dtypes)
     out = [f"== {ej.name} ({ej.inputs.describe()}; {dtypes})"]
     if mode == "check":
