@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -397,7 +398,8 @@ def test_a_benchmark_file_that_is_no_records_file_is_skipped(project, kind):
             f.truncate(5 * 2**30)  # sparse: refused by its size, never read
     code, err = _plot_within(COMMAND_LIMIT_S)  # a pipe that is never written blocks forever
     assert code == 0, (code, err)
-    (warning,) = [line for line in err.splitlines() if "x-cpu.json" in line]
+    messages = re.split(r"\n(?! )", err)  # a long message goes on, indented, below its first line
+    (warning,) = [m.replace("\n  ", " ") for m in messages if "x-cpu.json" in m]
     assert warning.startswith(f"weanj: warning: benchmark file {bad}") and warning.endswith(
         "(skipped)"
     )

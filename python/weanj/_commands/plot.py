@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._errors import InputFileError, say
+from .._errors import InputFileError, say, wrapped
 from .._io._atomic import atomic_path
 from .._io._bench import load_results
 from .._places import component, places
@@ -24,8 +24,8 @@ def plot(example: str) -> list[Path]:
     ex = cat.example
     here = places()
     records, problems = load_results(ex, here)
-    for line in problems:  # one line each, the file's name first: easy to grep
-        say(f"weanj: warning: {line}")
+    for line in problems:
+        say(wrapped(f"weanj: warning: {line}"))
     drawn = figures(cat, records)
     if not drawn:
         hint = f" --over {ex.params[0].name} V1 V2 ..." if ex.params else ""
