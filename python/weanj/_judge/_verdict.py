@@ -270,14 +270,17 @@ def stale_reason(g: Gradient, inputs: Inputs) -> str:
             differs.append(f"{name}={g.params.get(name, '?')} vs {name}={value}")
     if not differs:
         differs.append("its key differs")
+    return f"{'; '.join(differs)}: {_fix(g)}"
+
+
+def _fix(g: Gradient) -> str:
+    """What rewrites a file that cannot be used as it is."""
     if g.source == "recorded":
-        fix = "re-record it on the current inputs (`pytest --weanj --weanj-record`) or delete it"
-    elif g.source == "store":
+        return "re-record it on the current inputs (`pytest --weanj --weanj-record`) or delete it"
+    if g.source == "store":
         flag = "" if g.dtype == "float64" else f" --dtype {g.dtype}"
-        fix = f"recompute it with `weanj run {g.example.name} {g.variant}{flag}`"
-    else:
-        fix = "recompute it on the current inputs or delete it"
-    return f"{'; '.join(differs)}: {fix}"
+        return f"recompute it with `weanj run {g.example.name} {g.variant}{flag}`"
+    return "recompute it on the current inputs or delete it"
 
 
 def judge_file(case: str, g: Gradient, inputs: Inputs, *, family: str | None = None) -> CaseJudgement:
@@ -288,7 +291,7 @@ def judge_file(case: str, g: Gradient, inputs: Inputs, *, family: str | None = N
     if family is not None and g.family != family:
         reason = (
             f"{g.path} says {g.variant} is of family {g.family!r}, but it is registered in "
-            f"family {family!r}"
+            f"family {family!r}; {_fix(g)}"
         )
         return CaseJudgement(case, "file", Verdict.FAIL, reason=reason, **what)
     if not inputs.matches(g):
