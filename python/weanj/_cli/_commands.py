@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, WeanjError, say, with_list
+from .._errors import InputError, WeanjError, say, with_list, wrapped
 from ._parser import suggestion
 
 
@@ -132,6 +132,8 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
         for j, path in plots:
             where = f"wrote {path}" if path else "bitwise equal: no picture"
             say(f"  plot {j.subjects[0]} vs {j.subjects[1]} ({j.array}): {where}")
+    for name, error in judgement.not_judged.items():  # exit 2: the error once, on stderr
+        say(wrapped(f"weanj: {name} not judged: {error}"))
     return judgement.exit_code
 
 
