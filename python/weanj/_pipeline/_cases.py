@@ -165,8 +165,8 @@ def build_plan(
     if scan is not None:
         for g in scan.gradients:
             g.of = catalog.find(g.variant)
-            if g.source == "store" and live:
-                continue  # this run replaces the variants' own files
+            if g.source == "store" and live and g.of is not None:
+                continue  # this run replaces the registered variants' own files
             stored[g.label] = g
         for path, message in scan.problems:
             case_id = file_id(ex, _file_label(path, places))
