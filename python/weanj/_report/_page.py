@@ -19,6 +19,7 @@ from typing import Any
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Catalog
 from ._cells import family_cell, float32_cell
+from ._lines import relative_text
 from ._page_model import (
     Cell,
     ExamplePage,
@@ -197,11 +198,14 @@ def _failures(page: ExamplePage) -> None:
             by_array.setdefault(j.array, []).append(j)
         for array, group in by_array.items():
             others = [next(s for s in j.subjects if s != label) for j in group]
-            worst = max(group, key=lambda j: j.comparison.max_rel if j.comparison else 0)
+            worst = max(group, key=_relative)
             c = worst.comparison
             where = ""
             if c is not None and c.worst:
-                where = f", max|Δ|/max|g_ref| {num(c.max_rel)} at numpy {tuple(c.worst)}"
+                rel = f"max|Δ|/max|g_ref| {num(c.max_rel)}"
+                if c.reference_zero:  # judged in absolute terms (`max_rel` is None)
+                    rel = relative_text(c)
+                where = f", {rel} at numpy {tuple(c.worst)}"
             what = f"{group[0].verdict}: differs from {', '.join(others)}{where}"
             page.failures.append(
                 Failure(
@@ -243,6 +247,15 @@ def _failures(page: ExamplePage) -> None:
             )
 
 
+def _relative(j: CaseJudgement) -> float:
+    """How far a pair differs relative to its reference (inf where the reference is all
+    zeros and the other is not: judged in absolute terms, `max_rel` None)."""
+    c = j.comparison
+    if c is None:
+        return 0.0
+    return float("inf") if c.max_rel is None else c.max_rel
+
+
 def _pictures(ej: ExampleJudgement) -> tuple[list[CaseJudgement], int]:
     """The pairs drawn: failing and kink pairs (float64 ones first, then worst first); when
     none, the agreeing same-family pair of the largest error and every pair of family
@@ -257,6 +270,6 @@ def _pictures(ej: ExampleJudgement) -> tuple[list[CaseJudgement], int]:
     chosen = []
     agreeing = [j for j in same_family_pairs(ej) if j.comparison.max_abs > 0]
     if agreeing:
-        chosen.append(max(agreeing, key=lambda j: j.comparison.max_rel))
+        chosen.append(max(agreeing, key=_relative))
     chosen += [j for j in pairs if j.verdict == Verdict.INFO]
     return chosen[:MAX_PICTURES], max(0, len(chosen) - MAX_PICTURES)
