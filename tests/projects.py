@@ -140,3 +140,37 @@ def wrong_grad(x, y, S):
 
 weanj.jax_variant(ex, "jax-wrong", family="smooth", grad=wrong_grad)(smooth_loop)
 """
+
+
+import contextlib  # noqa: E402 (for `loaded`, added below the earlier helpers)
+
+
+@contextlib.contextmanager
+def loaded(root: Path, *modules: str):
+    """The user project in `root` loaded in this process, for the in-process front ends
+    (`weanj.check()`, `weanj.diff()`, `weanj.report()`, `bisect`, `fuzz`, the command
+    line's `main`): `$WEANJ_ROOT` is `root` (every path weanj reads or writes is under it),
+    `root` is on `sys.path`, and the example `modules` are imported as the registry imports
+    a project's (a module that flips `jax_enable_x64` is named in a warning and the setting
+    put back). Afterwards the examples they registered are withdrawn and the modules (and
+    the project's `toy_kernels`) forgotten. The registry of this process is loaded first
+    (weanj's own examples), so that nothing of the project outlives the block."""
+    import weanj
+    from weanj import _registry
+
+    before = set(weanj.example_names())
+    imported = set(sys.modules)
+    ours = {m.split(".")[0] for m in modules} | {"toy_kernels"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WEANJ_ROOT", str(root))
+        mp.syspath_prepend(str(root))
+        try:
+            for module in modules:
+                _registry._import_example_module(module, f"[tool.weanj] of {root}")
+            yield root
+        finally:
+            for name in set(weanj.example_names()) - before:
+                _registry.unregister_example(name)
+            for name in set(sys.modules) - imported:
+                if name.split(".")[0] in ours:
+                    sys.modules.pop(name)
