@@ -26,7 +26,7 @@ import pytest
 import weanj
 from weanj import _registry
 from weanj._backends import _julia, _julia_find
-from weanj._io._h5 import provenance_key
+from weanj._model import provenance_key
 
 from ..helpers import graph_fields, graph_gradient
 
