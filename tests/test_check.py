@@ -132,8 +132,10 @@ def test_check_runs_saves_checks_and_reports(example, capsys):
     why = f"needs the Python package {MISSING!r}"
     assert set(ej.unavailable) == {"jax-missing", "jax-missing@float32"}
     assert all(text.startswith(why) for text in ej.unavailable.values())
-    assert verdicts[_case("jax-missing::run")] == verdicts[_case("jax-missing@float32::run")] == (
-        "unavailable"
+    assert (
+        verdicts[_case("jax-missing::run")]
+        == verdicts[_case("jax-missing@float32::run")]
+        == ("unavailable")
     )
     missing = (
         "jax-loop~jax-missing",

@@ -392,9 +392,7 @@ def _report(fronts) -> dict[str, str]:
 
 
 def _bisect(fronts) -> dict[str, str]:
-    return {
-        j.case: str(j.verdict) for b in fronts["bisect"].values() for j in b.outcome.judgements
-    }
+    return {j.case: str(j.verdict) for b in fronts["bisect"].values() for j in b.outcome.judgements}
 
 
 def _fuzz_failing(fronts) -> dict[str, str]:
@@ -506,7 +504,11 @@ def test_every_file_gets_one_verdict(fronts):
         if "::file::" in c
     }
     # check and pytest judge the files check does not write; diff every file of the store.
-    assert set(tests) == set(check) == {"mine-square", "recorded/jax-branch-old", "recorded/jax-minimum"}
+    assert (
+        set(tests)
+        == set(check)
+        == {"mine-square", "recorded/jax-branch-old", "recorded/jax-minimum"}
+    )
     produced = {
         f"{v}{dtype}"
         for v in ("jax-branch", "jax-minimum", "jax-square", "jax-square-off")
@@ -540,8 +542,12 @@ def test_every_file_gets_one_verdict(fronts):
 
 
 def test_every_gradient_check_and_run_gets_one_verdict(fronts):
-    check = {c: v for c, v in _check(fronts).items() if c.split("::")[-1] in ("taylor", "jvp", "run")}
-    expected = {c: ("FAIL" if c in FAILING_CHECKS else "ok") for c in check if not c.endswith("::run")}
+    check = {
+        c: v for c, v in _check(fronts).items() if c.split("::")[-1] in ("taylor", "jvp", "run")
+    }
+    expected = {
+        c: ("FAIL" if c in FAILING_CHECKS else "ok") for c in check if not c.endswith("::run")
+    }
     # 31-cancel runs in float64 only: its float32 runs are `skipped`, saying why.
     for c in check:
         if c.endswith("::run"):
@@ -562,8 +568,12 @@ def test_every_gradient_check_and_run_gets_one_verdict(fronts):
     assert rates and all(1.9 <= r <= 2.1 for r in rates)
     # check and the report name the masked entries and the failing array the same way.
     out = "\n".join(fronts["check"].lines())
-    for family, variant in [("min", "jax-branch"), ("min", "jax-minimum"),
-                            ("square", "jax-square"), ("square", "jax-square-off")]:
+    for family, variant in [
+        ("min", "jax-branch"),
+        ("min", "jax-minimum"),
+        ("square", "jax-square"),
+        ("square", "jax-square-off"),
+    ]:
         (row,) = [r.split() for r in out.splitlines() if r.split()[:2] == [variant, family]]
         for kind, cell in (("taylor", row[3]), ("jvp", row[5])):
             assert cell == check[_case(KINKS, family, f"{variant}::{kind}")], (variant, row)
@@ -668,4 +678,3 @@ def test_a_variant_wrong_from_step_31_is_found_by_fuzz_at_once_with_checks_pair_
     assert fz.lines[-1].endswith(
         "2 of 3 pair(s) disagree: jax-steps-loop~jax-steps-late, jax-steps-scan~jax-steps-late"
     )
-

@@ -145,7 +145,9 @@ SAYS = {
     "short": "jax-short-grad returned a gradient of x of shape (63,); its input has shape (64,)",
     "vector": "jax-vector-loss returned a loss of shape (64,), not a scalar",
     "narrow": "returned float32 for float64 inputs (the loss): something casts to float32 inside",
-    "wide": "returned float64 for float32 inputs (the loss): something turned on float64 or promoted",
+    "wide": (
+        "returned float64 for float32 inputs (the loss): something turned on float64 or promoted"
+    ),
 }
 FAULTS = {
     "jax-raises": (SAYS["raises"], f"weanj run {EX} jax-raises"),
@@ -154,7 +156,10 @@ FAULTS = {
     "jax-short-grad@float32": (SAYS["short"], f"weanj run {EX} jax-short-grad --dtype float32"),
     "jax-vector-loss": (SAYS["vector"], f"weanj run {EX} jax-vector-loss"),
     "jax-vector-loss@float32": (SAYS["vector"], f"weanj run {EX} jax-vector-loss --dtype float32"),
-    "jax-float32-inside": (f"jax-float32-inside {SAYS['narrow']}", f"weanj run {EX} jax-float32-inside"),
+    "jax-float32-inside": (
+        f"jax-float32-inside {SAYS['narrow']}",
+        f"weanj run {EX} jax-float32-inside",
+    ),
     "jax-float64-out@float32": (
         f"jax-float64-out {SAYS['wide']}",
         f"weanj run {EX} jax-float64-out --dtype float32",
@@ -224,13 +229,24 @@ def test_check_names_each_broken_variant_once_and_judges_the_others(contract):
         f"{who}: error: {_fault_text(*fault)}" for who, fault in ROWS.items()
     ]
     data = contract["check.json"]
-    assert {label: (f["verdict"], f["reason"], f["command"]) for label, f in data["faults"].items()} == {
-        label: ("error", what, command) for label, (what, command) in FAULTS.items()
-    }
+    assert {
+        label: (f["verdict"], f["reason"], f["command"]) for label, f in data["faults"].items()
+    } == {label: ("error", what, command) for label, (what, command) in FAULTS.items()}
     runs = {j["case"]: j["verdict"] for j in data["runs"]}
-    labels = [f"{v}{d}" for v in ("jax-loop", "jax-scan", "jax-raises", "jax-short-grad",
-                                  "jax-vector-loss", "jax-float32-inside", "jax-float64-out",
-                                  "jax-x64-module") for d in ("", "@float32")]
+    labels = [
+        f"{v}{d}"
+        for v in (
+            "jax-loop",
+            "jax-scan",
+            "jax-raises",
+            "jax-short-grad",
+            "jax-vector-loss",
+            "jax-float32-inside",
+            "jax-float64-out",
+            "jax-x64-module",
+        )
+        for d in ("", "@float32")
+    ]
     assert runs == {_run_id(label): "error" if label in FAULTS else "ok" for label in labels}
     # The correct pair agrees; no pair or check of a variant at fault is compared (they
     # are "not compared", listed once), and whatever runs of the broken ones are sound
@@ -244,7 +260,9 @@ def test_check_names_each_broken_variant_once_and_judges_the_others(contract):
     assert {"jax-float64-out", "jax-x64-module", "jax-float32-inside@float32"} <= judged
     blocked = [j for j in data["skipped"] if j.get("blocked_by")]
     assert {j["blocked_by"] for j in blocked} == set(FAULTS)
-    assert all(j["reason"].startswith(f"not compared: {j['blocked_by']} is in error") for j in blocked)
+    assert all(
+        j["reason"].startswith(f"not compared: {j['blocked_by']} is in error") for j in blocked
+    )
     assert all(j["verdict"] == "ok" for j in data["checks"] if j["subjects"][0] not in FAULTS)
     assert f"  not compared: {len(blocked)} case(s) with " in check.stdout
     # The variants table: each broken variant's row says its fault; the correct ones agree
@@ -271,8 +289,10 @@ def test_weanj_run_of_a_broken_variant_exits_1_with_the_same_line_and_saves_noth
         return {p: p.stat().st_mtime_ns for p in results.rglob("*") if p.is_file()}
 
     for label, (what, command) in FAULTS.items():
-        if label.startswith("jax-raises@") or label.startswith("jax-short-grad@") or (
-            label.startswith("jax-vector-loss@")
+        if (
+            label.startswith("jax-raises@")
+            or label.startswith("jax-short-grad@")
+            or (label.startswith("jax-vector-loss@"))
         ):
             continue  # the float64 run says it: one `weanj run` per broken variant
         before = files()
@@ -345,9 +365,10 @@ def test_float32_runs_are_real_float32_runs(contract):
     float32 (a float64 computation cast at the end would equal them)."""
     store = contract["root"] / "results" / EX / "gradients"
     for name in CORRECT:
-        with h5py.File(store / "float32" / f"{name}.h5", "r") as f32, h5py.File(
-            store / f"{name}.h5", "r"
-        ) as f64:
+        with (
+            h5py.File(store / "float32" / f"{name}.h5", "r") as f32,
+            h5py.File(store / f"{name}.h5", "r") as f64,
+        ):
             assert f32.attrs["dtype"] == "float32" and f64.attrs["dtype"] == "float64"
             g32, g64 = f32["gradient"][()], f64["gradient"][()]
             loss32, loss64 = float(f32.attrs["loss"]), float(f64.attrs["loss"])
@@ -369,4 +390,3 @@ def test_float32_runs_are_real_float32_runs(contract):
         "jax-scan.h5",
         "jax-x64-module.h5",
     ]
-
