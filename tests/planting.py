@@ -15,6 +15,7 @@ import numpy as np
 
 import weanj
 from weanj._io._store import write_gradient
+from weanj._places import places
 from weanj._registry import find_variant
 
 from .helpers import provenance_key
@@ -58,4 +59,4 @@ def plant(
         **claimed,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    return write_gradient(g, path)
+    return write_gradient(g, path, places())

@@ -83,17 +83,6 @@ def write_project(
     return root
 
 
-def reproduce(root: Path, commands: list[str]) -> subprocess.CompletedProcess:
-    """Run the three commands that `weanj bisect` and `weanj fuzz` print to reproduce a
-    case, in `root`: the two `weanj run`s, which must succeed, then the judge of their
-    files (`python -m weanj._bisect judge ...`), whose result is returned."""
-    assert len(commands) == 3, commands
-    for line in commands[:2]:
-        r = weanj_in(root, *shlex.split(line)[1:])
-        assert r.returncode == 0, r.stderr
-    return run_in(root, *shlex.split(commands[2])[1:])
-
-
 def import_failure(folder: Path, monkeypatch, module: str, body: str) -> str:
     """The error of loading the example module `module` (written with `body` in `folder`)
     as the registry loads one, in this process: it must be one `ProjectError` of one line
@@ -217,3 +206,37 @@ def tiny_project(root: Path) -> Path:
     r = weanj_in(root, "inputs", "regenerate")
     assert r.returncode == 0, r.stderr
     return root
+
+
+import contextlib  # noqa: E402 (for `loaded`, added below the earlier helpers)
+
+
+@contextlib.contextmanager
+def loaded(root: Path, *modules: str):
+    """The user project in `root` loaded in this process, for the in-process front ends
+    (`weanj.check()`, `weanj.diff()`, `weanj.report()`, `bisect`, `fuzz`, the command
+    line's `main`): `$WEANJ_ROOT` is `root` (every path weanj reads or writes is under it),
+    `root` is on `sys.path`, and the example `modules` are imported as the registry imports
+    a project's (a module that flips `jax_enable_x64` is named in a warning and the setting
+    put back). Afterwards the examples they registered are withdrawn and the modules (and
+    the project's `toy_kernels`) forgotten. The registry of this process is loaded first
+    (weanj's own examples), so that nothing of the project outlives the block."""
+    import weanj
+    from weanj import _registry
+
+    before = set(weanj.example_names())
+    imported = set(sys.modules)
+    ours = {m.split(".")[0] for m in modules} | {"toy_kernels"}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WEANJ_ROOT", str(root))
+        mp.syspath_prepend(str(root))
+        try:
+            for module in modules:
+                _registry._import_example_module(module, f"[tool.weanj] of {root}")
+            yield root
+        finally:
+            for name in set(weanj.example_names()) - before:
+                _registry.unregister_example(name)
+            for name in set(sys.modules) - imported:
+                if name.split(".")[0] in ours:
+                    sys.modules.pop(name)

@@ -306,10 +306,16 @@ def test_stale_recorded_reference_says_rerecord(store, capsys):
     weanj.save_gradient(EX, "jax-lex", _random(6))
     path = weanj.gradient_path(EX, "jax-lex", recorded=True)
     plant(EX, "jax-lex", _random(6), path=path, inputs_sha256="f" * 64)
+    code, report = _json(capsys)
+    assert code == 0 and report["verdict"] == "ok"
+    file = _files(report)["recorded/jax-lex"]
+    assert file["verdict"] == "stale" and file["failed"] is False
+    assert "inputs sha256 ffffffffffff" in file["reason"] and "re-record it" in file["reason"]
+    assert report["pairs"] == []
     code, out, _ = _run(capsys)
     assert code == 0
     (line,) = [x for x in out.splitlines() if "file recorded/jax-lex:" in x]
-    assert "stale: inputs sha256 ffffffffffff" in line and "re-record it" in line
+    assert line == f"  file recorded/jax-lex: stale: {file['reason']}"
     assert "recorded/jax-lex" not in out.replace(line, "")
 
 
@@ -353,6 +359,10 @@ def test_nan_gradient_is_a_failure_even_alone_in_its_family(store, capsys):
 
 def test_nan_loss_is_a_failure(store, capsys):
     weanj.save_gradient(EX, "jax-lex", _random(9), loss=float("nan"), allow_nonfinite=True)
+    code, report = _json(capsys)
+    file = _files(report)["jax-lex"]
+    assert code == 1 and report["verdict"] == "NaN/Inf" and file["failed"] is True
+    assert (file["verdict"], file["reason"]) == ("NaN/Inf", "the loss is nan")
     code, out, _ = _run(capsys)
     assert code == 1 and "file jax-lex: NaN/Inf: the loss is nan" in out
 
@@ -362,14 +372,9 @@ def test_recorded_reference_takes_part(store, capsys):
     off = g.copy()
     off[0, 63] *= 1 + 1e-8
     weanj.save_gradient(EX, "jax-lex", g)
-    weanj.save_gradient(
-        EX,
-        "julia-lex",
-        off,
-        family="lex",
-        backend="julia",
-        path=weanj.gradient_path(EX, "julia-lex", recorded=True),
-    )
+    # A Julia variant's reference, as the Julia worker records it (`save_gradient` refuses
+    # to write a file that says backend julia): planted in the store's format.
+    plant(EX, "julia-lex", off, path=weanj.gradient_path(EX, "julia-lex", recorded=True))
     code, report = _json(capsys)
     pair = _pair(report, "jax-lex", "recorded/julia-lex")
     assert pair["case"] == f"{EX}::lex::jax-lex~recorded/julia-lex"
@@ -381,6 +386,9 @@ def test_single_gradient_and_empty_store(store, capsys):
     code, out, err = _run(capsys)
     assert code == 2 and out == "" and f"weanj check {EX}" in err
     weanj.save_gradient(EX, "jax-lex", _random(11))
+    code, report = _json(capsys)
+    assert code == 0 and report["verdict"] == "ok" and report["pairs"] == []
+    assert [(f["case"], f["verdict"]) for f in report["files"]] == [(f"{EX}::file::jax-lex", "ok")]
     code, out, _ = _run(capsys)
     assert code == 0 and "pairs" not in out
     assert "1 file(s) of the store and recorded/ read, current and finite" in out
@@ -416,7 +424,7 @@ def test_plot_without_failures_maps_same_family_pairs(store, capsys):
     weanj.save_gradient(EX, "same-lex", g, family="lex")  # bitwise equal: nothing to draw
     weanj.save_gradient(EX, "jax-rb", _random(14))  # another family: information only
     path = weanj.gradient_path(EX, "julia-lex", recorded=True)
-    weanj.save_gradient(EX, "julia-lex", g * (1 - 1e-14), path=path)
+    plant(EX, "julia-lex", g * (1 - 1e-14), path=path)  # as the Julia worker records it
     folder = store / "results" / EX / "diff"
     code, _, err = _run(capsys, "--plot")
     assert code == 0
@@ -446,9 +454,16 @@ def test_plot_without_matplotlib_is_one_line(store, capsys, monkeypatch):
 def test_missing_shared_inputs_cannot_judge_staleness(store, capsys):
     weanj.save_gradient(EX, "jax-lex", _random(23))
     (store / "shared_inputs" / f"{EX}.h5").unlink()
-    code, _, err = _run(capsys)
+    code, out, err = _run(capsys)
     assert code == 2
-    assert_one_line_error(err, "does not exist", f"weanj inputs regenerate {EX}")
+    # Not judged (not FAIL): said on stdout where the verdict would be, and once on stderr.
+    message = assert_one_line_error(err, "does not exist", f"weanj inputs regenerate {EX}")
+    assert message.startswith(f"weanj: {EX} not judged: ")
+    assert out.splitlines() == [f"== {EX}: not judged: {message.split(' not judged: ', 1)[1]}"]
+    code, out, _ = _run(capsys, "--json")
+    report = _strict_json(out)
+    assert code == 2 and report["verdict"] == "not judged" and report["ok"] is False
+    assert "does not exist" in report["error"] and report["pairs"] == report["files"] == []
 
 
 def test_recorded_reference_with_a_wrong_family_fails(store, capsys):
@@ -461,12 +476,18 @@ def test_recorded_reference_with_a_wrong_family_fails(store, capsys):
     weanj.save_gradient(EX, "jax-rb", 5 * g, path=path)
     with h5py.File(path, "r+") as f:
         f.attrs["family"] = "lex"  # would turn a gross disagreement into "info"... or hide it
-    code, out, _ = _run(capsys)
+    code, report = _json(capsys)
     assert code == 1
+    file = _files(report)["recorded/jax-rb"]
+    assert file["verdict"] == "FAIL" and str(path) in file["reason"]
+    assert "registered in family 'rb'" in file["reason"] and "re-record it" in file["reason"]
+    assert report["failures"] == [file["summary"]]
+    assert [(p["reference"], p["other"], p["verdict"]) for p in report["pairs"]] == [
+        ("jax-lex", "mine-lex", "ok")  # the rest still judged; the bad file left out
+    ]
+    code, out, _ = _run(capsys)
     (line,) = [x for x in out.splitlines() if "file recorded/jax-rb:" in x]
-    assert "FAIL" in line and str(path) in line
-    assert "registered in family 'rb'" in line and "re-record it" in line
-    assert _row(out, "jax-lex", "mine-lex").split()[-1] == "ok"  # the rest still judged
+    assert code == 1 and line == f"  file recorded/jax-rb: FAIL: {file['reason']}"
 
 
 def test_a_file_holding_another_variant_is_mislabelled(store, capsys):

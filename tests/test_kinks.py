@@ -16,8 +16,11 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import _cases, _registry
+from weanj import _registry
 from weanj._cli import main
+from weanj._pipeline._cases import judge_case, read_plan
+from weanj._pipeline._session import Session
+from weanj._places import places
 from weanj._report._text import summary
 
 from .toy_kernels import away_from_ties, min_by_branches, min_by_minimum, tied_xy, xy_example
@@ -39,7 +42,6 @@ def kinks_example(project):
     weanj.write_inputs(NAME)
     yield ex
     _registry.unregister_example(NAME)
-    _cases.forget_evaluations()
 
 
 def _save(name: str) -> None:
@@ -54,10 +56,11 @@ def _diff_json(capsys) -> dict:
 
 def _live_pair(a: str, b: str):
     """The judge's answer to the pair as `pytest --weanj` and `weanj check` ask it: the
-    live plan, the variants evaluated."""
-    p = _cases.plan(NAME, live=True, dtypes=("float64",), checks=False)
+    live case table (with the kink declarations made so far), the variants evaluated."""
+    p = read_plan(_registry.catalog(NAME), places(), live=True, dtypes=("float64",), checks=False)
     (case,) = [c for c in p.cases if c.kind == "pair" and c.subjects == (a, b)]
-    return _cases.judge_case(p, case, _cases.Runner(p))
+    with Session() as session:
+        return judge_case(p, case, session)
 
 
 def test_declared_pair_differs_only_at_the_kinks(kinks_example, capsys):
@@ -113,9 +116,27 @@ def test_check_reports_the_kink_pair_and_masks_the_checks(kinks_example, capsys)
     that differs away from the ties fails, and the Taylor and jvp checks perturb only
     the entries the kink mask keeps."""
     weanj.differ_at_kinks(NAME, "jax-branch", "jax-minimum", why="min at a tie")
-    code = main(["check", NAME, "--dtype", "float64"])
-    out = capsys.readouterr().out
-    assert code == 1  # jax-off differs from both away from the ties
+    judgement = weanj.check(NAME, dtype="float64", save=False)
+    assert judgement.exit_code == 1  # jax-off differs from both away from the ties
+    ej = judgement[NAME]
+    by_case = ej.by_case()
+    kinks = by_case[f"{NAME}::m::jax-branch~jax-minimum"]
+    assert kinks.verdict == "kinks" and kinks.kinks == "min at a tie"
+    assert kinks.away.max_rel == 0.0 and kinks.comparison.differing == 4
+    for other in ("jax-branch", "jax-minimum"):
+        assert by_case[f"{NAME}::m::{other}~jax-off"].verdict == "FAIL"
+    d = weanj.load_inputs(NAME)
+    ties = d["x"] == d["y"]
+    for name in ("jax-branch", "jax-minimum", "jax-off"):
+        # Taylor and jvp perturb only the entries the kink mask keeps (away from the ties).
+        taylor = by_case[f"{NAME}::m::{name}::taylor"]
+        assert taylor.info["masked"] == {"left_out": 4, "size": 12, "why": "ties x == y"}
+        assert taylor.taylor.left_out == int(ties.sum())
+    for name in ("jax-branch", "jax-minimum"):
+        assert by_case[f"{NAME}::m::{name}::taylor"].verdict == "ok"
+        assert by_case[f"{NAME}::m::{name}::jvp"].verdict == "ok"
+    # The text view says the same.
+    out = "\n".join(judgement.lines())
     rows = {tuple(r.split()[:2]): r.split()[-1] for r in out.splitlines() if "  x  " in r}
     assert rows[("jax-branch", "jax-minimum")] == "kinks"
     assert rows[("jax-branch", "jax-off")] == "FAIL"

@@ -228,7 +228,9 @@ def test_the_code_is_every_project_file_the_module_reaches(project):
         "print('\\n'.join(str(p.relative_to(Path.cwd())) for p in "
         "reachable_files('kernels.one', (Path.cwd().resolve(),))))"
     )
-    r = subprocess.run([PYTHON, "-c", code], cwd=project, capture_output=True, text=True, check=False)
+    r = subprocess.run(
+        [PYTHON, "-c", code], cwd=project, capture_output=True, text=True, check=False
+    )
     assert r.returncode == 0, r.stderr
     assert set(r.stdout.split()) == {
         "kernels/__init__.py",

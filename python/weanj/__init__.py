@@ -55,6 +55,7 @@ from ._errors import UnavailableError as UnavailableError  # noqa: E402
 from ._errors import UnknownNameError as UnknownNameError  # noqa: E402
 from ._errors import VariantError as VariantError  # noqa: E402
 from ._errors import WeanjError as WeanjError  # noqa: E402
+from ._io._jax_cache import enable as enable_compilation_cache  # noqa: E402, F401 (public)
 
 # The judge's rules and numbers
 from ._judge._compare import TOLERANCES as TOLERANCES  # noqa: E402
@@ -81,8 +82,6 @@ from ._model import Param as Param  # noqa: E402
 from ._model import Sizes as Sizes  # noqa: E402
 from ._model import TaylorPolicy as TaylorPolicy  # noqa: E402
 from ._model import Variant as Variant  # noqa: E402
-
-from ._io._jax_cache import enable as enable_compilation_cache  # noqa: E402
 
 # Gradient checks for any function
 from ._pipeline._gradchecks import fd_check as fd_check  # noqa: E402

@@ -145,7 +145,9 @@ def evaluate(
             raise UnavailableError(found.what)
         if found.verdict == "skipped":
             raise ExcludedError(found.what)
-        raise VariantError(found.line if found.verdict == "error" else f"{found.verdict}: {found.line}")
+        raise VariantError(
+            found.line if found.verdict == "error" else f"{found.verdict}: {found.line}"
+        )
     return found
 
 
@@ -187,7 +189,9 @@ def load_gradient(
     ex = example_named(example)
     here = places()
     path = _path_argument(path)
-    target = path if path is not None else gradient_path(ex, variant, recorded=recorded, dtype=dtype)
+    target = (
+        path if path is not None else gradient_path(ex, variant, recorded=recorded, dtype=dtype)
+    )
     g = read_gradient_file(target, ex, here)
     g.of = find_variant(ex, g.variant)
     if g.of is not None and g.family != g.of.family:  # what the judge's file case refuses

@@ -110,8 +110,12 @@ def find_root() -> tuple[Path, str]:
         None,
     )
     if bare is not None:
-        raise ProjectError(f"not in a weanj project: {bare} has no [tool.weanj] table; {WHAT_TO_ADD}")
-    raise ProjectError(f"not in a weanj project: no pyproject.toml at or above {cwd}; {WHAT_TO_MAKE}")
+        raise ProjectError(
+            f"not in a weanj project: {bare} has no [tool.weanj] table; {WHAT_TO_ADD}"
+        )
+    raise ProjectError(
+        f"not in a weanj project: no pyproject.toml at or above {cwd}; {WHAT_TO_MAKE}"
+    )
 
 
 def project_root() -> Path:
@@ -167,7 +171,10 @@ def project_config(root: Path | None = None) -> ProjectConfig:
             f"(known: {', '.join(sorted(_KEYS))})"
         )
     examples = _strings(
-        pyproject, "examples", table.get("examples", []), 'module names, e.g. examples = ["kernels.smooth"]'
+        pyproject,
+        "examples",
+        table.get("examples", []),
+        'module names, e.g. examples = ["kernels.smooth"]',
     )
     folders = _strings(
         pyproject, "pythonpath", table.get("pythonpath", []), 'folders, e.g. pythonpath = ["src"]'

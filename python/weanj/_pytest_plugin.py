@@ -199,7 +199,9 @@ def pytest_collection_modifyitems(session, config, items):
             from ._commands.fuzz import fuzz_cases
 
             for case_id, a, b in fuzz_cases(cat, plan.inputs):
-                items.append(_item(WeanjFuzzItem, session, case_id, catalog=cat, pair=(a, b), draws=draws))
+                items.append(
+                    _item(WeanjFuzzItem, session, case_id, catalog=cat, pair=(a, b), draws=draws)
+                )
 
 
 def pytest_report_collectionfinish(config, start_path, items):

@@ -191,7 +191,11 @@ def _import_example_module(module: str, where: str) -> None:
         raise _load_error(module, where, e) from None
     finally:
         _state["loading"] = None
-    roots = (Path(_state["config"].root).resolve(), *_state["config"].pythonpath) if _state["config"] else ()
+    roots = (
+        (Path(_state["config"].root).resolve(), *_state["config"].pythonpath)
+        if _state["config"]
+        else ()
+    )
     for name in set(_EXAMPLES) - set(before) if roots else ():  # as imported: the records' key
         object.__setattr__(_EXAMPLES[name], "code", code_digest(module, roots))
     after = _x64()

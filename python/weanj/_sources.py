@@ -89,7 +89,9 @@ def imported_names(path: Path, module: str) -> set[str]:
     return out
 
 
-def reachable_files(module: str, roots: tuple[Path, ...], outside: Path | None = None) -> list[Path]:
+def reachable_files(
+    module: str, roots: tuple[Path, ...], outside: Path | None = None
+) -> list[Path]:
     """Every source file inside `roots` (and not inside `outside`) that `module` reaches by
     its imports, itself included, directly or not (read from the code, nothing run)."""
     seen: dict[str, Path] = {}

@@ -7,20 +7,25 @@
   registered here whose second variant's `grad` is the scaled one (the jvp check and
   the same-family pair catch it too; the unscaled array passes everything).
 - A float32-only overflow (a softmax without the max shift: correct in float64, Inf/NaN
-  in float32) is the float32 pair's verdict NaN/Inf, named "float32 overflow".
+  in float32) is the float32 run's verdict NaN/Inf, named "float32 overflow" (its pair is
+  not compared).
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
 
 import weanj
-from weanj import _cases
-from weanj._io._inputs import from_arrays
-from weanj._judge._gradcheck import random_direction, taylor
+from weanj._judge._taylor import random_direction
 from weanj._judge._verdict import Verdict, judge_taylor
-from weanj._registry import unregister_example
+from weanj._model import from_arrays
+from weanj._pipeline._cases import build_plan, judge_case
+from weanj._pipeline._gradchecks import taylor
+from weanj._pipeline._session import Session
+from weanj._registry import catalog, unregister_example
 from weanj._report._text import message
 
 from ..toy_kernels import random_xy, xy_example
@@ -125,8 +130,9 @@ def smooth(project):
         weanj.jax_variant(ex, "jax-true", family="smooth", loss=_smooth_loss)
         weanj.jax_variant(ex, "jax-scaled-x", family="smooth", loss=_smooth_loss, grad=_scaled_grad)
         inputs = from_arrays(ex, _smooth_arrays(ex.seed))
-        p = _cases.plan(ex, inputs=inputs, dtypes=("float64",))
-        yield p, {c.id: _cases.judge_case(p, c, _cases.Runner(p)) for c in p.cases}
+        p = build_plan(catalog(ex), inputs, dtypes=("float64",))
+        with Session() as session:
+            yield p, {c.id: judge_case(p, c, session) for c in p.cases}
     finally:
         unregister_example(SMOOTH)
 
@@ -194,8 +200,9 @@ def softmax(project):
         weanj.jax_variant(ex, "jax-softmax-shifted", family="softmax", loss=_shifted_loss)
         weanj.jax_variant(ex, "jax-softmax-naive", family="softmax", loss=_naive_loss)
         inputs = from_arrays(ex, _softmax_arrays(ex.seed))
-        p = _cases.plan(ex, inputs=inputs)
-        yield p, {c.id: _cases.judge_case(p, c, _cases.Runner(p)) for c in p.cases}
+        p = build_plan(catalog(ex), inputs)
+        with Session() as session:
+            yield p, {c.id: judge_case(p, c, session) for c in p.cases}
     finally:
         unregister_example(SOFTMAX)
 
@@ -216,9 +223,18 @@ def test_float32_overflow_is_nan_inf_named_float32_overflow(softmax):
     # The shifted form is fine in float32 as well.
     ok32 = judged[f"{head}::jax-softmax-shifted~jax-softmax-shifted@float32"]
     assert ok32.verdict == Verdict.OK, message(ok32)
-    # The naive one overflows in float32 only: NaN/Inf, a failure, and named so.
-    j = judged[f"{head}::jax-softmax-shifted~jax-softmax-naive@float32"]
+    # The naive one overflows in float32 only: its float32 run is NaN/Inf, a failure, named
+    # so with the command that reproduces it (a variant's fault is its run case); its
+    # float32 pair is not compared (it was the pair's NaN/Inf before).
+    j = judged[f"{head}::jax-softmax-naive@float32::run"]
     assert j.verdict == Verdict.NONFINITE and j.failed, message(j)
-    assert j.reason.startswith("float32 overflow: jax-softmax-naive@float32"), j.reason
+    assert re.fullmatch(
+        r"float32 overflow: jax-softmax-naive: (\d+ NaN/Inf value\(s\) in the gradient x, "
+        r"first at .*|the loss is nan)",
+        j.reason,
+    ), j.reason
+    assert j.command == f"weanj run {SOFTMAX} jax-softmax-naive --dtype float32"
     assert "float32 overflow" in message(j).splitlines()[0]
-    assert j.comparison is not None and j.comparison.nonfinite
+    assert judged[f"{head}::jax-softmax-naive::run"].verdict == Verdict.OK  # float64 is fine
+    pair = judged[f"{head}::jax-softmax-shifted~jax-softmax-naive@float32"]
+    assert pair.verdict == Verdict.SKIPPED and pair.blocked_by == "jax-softmax-naive@float32"

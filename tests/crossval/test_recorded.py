@@ -19,8 +19,11 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import _cases
 from weanj._judge._verdict import Verdict
+from weanj._pipeline._cases import judge_case, read_plan, subject_outcome
+from weanj._pipeline._session import Session
+from weanj._places import places
+from weanj._registry import catalog
 from weanj._report._text import message
 
 from ..helpers import format1_sha256, inputs_sha256, provenance_key
@@ -123,7 +126,7 @@ def _install(project: Path, source: Path, *, inputs_sha256: str | None = None) -
 @pytest.mark.parametrize("source", _format1_files())
 def test_format1_reference_is_read_and_matched(project, source):
     ex, attrs, target = _install(project, source)
-    p = _cases.plan(ex)  # in the temporary project ($WEANJ_ROOT)
+    p = read_plan(catalog(ex), places(), live=True)  # in the temporary project ($WEANJ_ROOT)
     label = f"recorded/{target.stem}"
     file_case = p.files[f"{ex.name}::file::{label}"]
     assert file_case.verdict == Verdict.OK, message(file_case)
@@ -137,15 +140,17 @@ def test_format1_reference_is_read_and_matched(project, source):
     assert g.key == provenance_key(legacy, params, "float64")
     # Every live variant of its family is judged against it, per gradient array, and
     # agrees; the numbers are those of the file as h5py reads it.
-    pairs = [c for c in p.cases if c.kind == "pair" and label in c.subjects and c.skip is None]
+    pairs = [
+        c for c in p.cases if c.kind == "pair" and label in c.subjects and p.skip_of(c) is None
+    ]
     assert len(pairs) >= len(ex.wrt_names), [c.id for c in p.cases]
     _, raw = _raw(target)
     raw = {ex.wrt_names[0]: raw[""]} if "" in raw else raw
-    runner = _cases.Runner(p)
+    session = Session()
     for case in pairs:
-        j = _cases.judge_case(p, case, runner)
+        j = judge_case(p, case, session)
         assert j.verdict == Verdict.OK, message(j)
-        live = runner.subject(next(s for s in case.subjects if s != label))
+        live = subject_outcome(p, next(s for s in case.subjects if s != label), session)
         assert_within_policy(
             float(attrs["loss"]),
             raw[case.array],
@@ -164,7 +169,7 @@ def test_format1_reference_is_read_and_matched(project, source):
 def test_format1_reference_on_other_inputs_is_stale_and_not_compared(project, source):
     other = format1_sha256(np.arange(3.0))  # a digest of other arrays
     ex, _, target = _install(project, source, inputs_sha256=other)
-    p = _cases.plan(ex)
+    p = read_plan(catalog(ex), places(), live=True)
     label = f"recorded/{target.stem}"
     j = p.files[f"{ex.name}::file::{label}"]
     assert j.verdict == Verdict.STALE and not j.failed, message(j)

@@ -36,8 +36,10 @@ from .._project import project_root
 from .._registry import example_names, example_of, register_variant
 from . import _julia_client
 from ._julia_client import JuliaError
-from ._julia_find import julia_sources  # noqa: F401 (re-exported: the tests, the docs)
-from ._julia_find import find_julia
+from ._julia_find import (
+    find_julia,
+    julia_sources,  # noqa: F401 (re-exported: the tests, the docs)
+)
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 

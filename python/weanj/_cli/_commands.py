@@ -133,6 +133,8 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
         for j, path in plots:
             where = f"wrote {path}" if path else "bitwise equal: no picture"
             say(f"  plot {j.subjects[0]} vs {j.subjects[1]} ({j.array}): {where}")
+    for name, error in judgement.not_judged.items():  # exit 2: the error once, on stderr
+        say(wrapped(f"weanj: {name} not judged: {error}"))
     return judgement.exit_code
 
 

@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any
-
 from dataclasses import dataclass, field
+from typing import Any
 
 from .._environment import environment, now
 from .._errors import InputError, WeanjError, say, wrapped
 from .._io import _bench, _inputs, _jax_cache
 from .._judge._contract import Breach
-from .._model import Catalog, Example, Inputs, Variant, check_dtype
+from .._model import Example, Inputs, Variant, check_dtype
 from .._pipeline import _measure as measure
 from .._pipeline._cases import build_plan
 from .._pipeline._evaluate import first_line
@@ -104,6 +103,7 @@ class Benched:
     @property
     def records(self) -> list[dict[str, Any]]:
         return [r for rs in self.by_backend.values() for r in rs]
+
 
 DEFAULT_BUDGET_S = 5.0
 DEFAULT = object()  # "the example's own default" for `memory_over`
@@ -261,7 +261,9 @@ def _sweep_spec(ex: Example, what: str, spec) -> tuple[str, tuple] | None:
     )
 
 
-def _sweep_sizes(ex: Example, sizes: Sequence[int] | None, shared: Inputs | None) -> list[int | None]:
+def _sweep_sizes(
+    ex: Example, sizes: Sequence[int] | None, shared: Inputs | None
+) -> list[int | None]:
     """The sizes of the sweep (the example's by default), refused in one line before any
     allocation when their inputs would not fit in memory."""
     if ex.sizes is None:
@@ -271,7 +273,9 @@ def _sweep_sizes(ex: Example, sizes: Sequence[int] | None, shared: Inputs | None
     chosen = sorted({int(s) for s in (sizes or ex.sizes.values)})
     if chosen[0] < 1:
         raise InputError(f"sizes ({ex.sizes.name}) must be at least 1, got {chosen}")
-    measure.check_reachable(ex, ex.sizes.name, chosen, measure.generator_for(ex, {}, shared), shared)
+    measure.check_reachable(
+        ex, ex.sizes.name, chosen, measure.generator_for(ex, {}, shared), shared
+    )
     return chosen
 
 
@@ -408,7 +412,13 @@ def bench(
             shown = ", ".join(f"{k}={val}" for k, val in point.items())
             say(f"{ex.name} {v.name} on {device} ({dtype}{', ' + shown if shown else ''}):")
             series = bench_points(
-                ex, v.name, sizes=sweep_sizes, params=point, dtype=dtype, over=over, memory_over=memory_over
+                ex,
+                v.name,
+                sizes=sweep_sizes,
+                params=point,
+                dtype=dtype,
+                over=over,
+                memory_over=memory_over,
             )
             try:
                 records = sweep_variant(

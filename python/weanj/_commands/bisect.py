@@ -202,7 +202,8 @@ def _over(ex: Example, over: str | None) -> Param | str | None:
     if p.kind != "int":
         raise InputError(
             f"bisect --over needs an int parameter (an iteration count) or the size; {over} is "
-            f"{p.kind}" + (f"; int parameters of {ex.name}: {', '.join(q.name for q in ints)}" if ints else "")
+            f"{p.kind}"
+            + (f"; int parameters of {ex.name}: {', '.join(q.name for q in ints)}" if ints else "")
         )
     return p
 
@@ -259,7 +260,9 @@ def bisect(
             o = judge_pair_on(session, cat, va, vb, on)
             if o.timed_out:  # which variant, and the limit: the timeout's own line
                 late = next(j for j in o.judgements if j.verdict == Verdict.TIMEOUT)
-                raise WeanjError(f"{late.reason} on {on.sizes_text()}; cannot tell; raise --timeout")
+                raise WeanjError(
+                    f"{late.reason} on {on.sizes_text()}; cannot tell; raise --timeout"
+                )
             return o
 
         if inputs is not None:
@@ -267,7 +270,10 @@ def bisect(
             if params:
                 on = on.with_params(params)
             result.outcome = check(on)
-            tell(f"{a} vs {b} ({va.family}) on {here.shown(Path(inputs))} ({on.sizes_text()}): {result.outcome.word()}")
+            tell(
+                f"{a} vs {b} ({va.family}) on {here.shown(Path(inputs))} ({on.sizes_text()}): "
+                f"{result.outcome.word()}"
+            )
             tell("\n".join(outcome_lines(result.outcome)))
             return result
         return _search(cat, va, vb, _over(ex, over), dict(params or {}), check, here, tell, result)
@@ -279,7 +285,10 @@ def _search(cat, va, vb, p, params, check, here, tell, result: Bisected) -> Bise
     given = dict(params)
     if params:  # `--PARAM V`; for the parameter bisected, the top of the search
         base = base.with_params(params)
-    tell(f"bisect {ex.name}: {va.name} vs {vb.name} ({va.family}) on the shared inputs ({base.sizes_text()})")
+    tell(
+        f"bisect {ex.name}: {va.name} vs {vb.name} ({va.family}) on the shared inputs "
+        f"({base.sizes_text()})"
+    )
     at_first = None
     if isinstance(p, Param):
         hi = (
@@ -298,7 +307,11 @@ def _search(cat, va, vb, p, params, check, here, tell, result: Bisected) -> Bise
         result.first = smallest_value(disagree, lo, hi)
         if result.first is not None:
             at_first = seen[result.first]
-            since = f" ({p.name} = {result.first - 1} agrees)" if result.first > lo else " (the smallest value)"
+            since = (
+                f" ({p.name} = {result.first - 1} agrees)"
+                if result.first > lo
+                else " (the smallest value)"
+            )
             tell(f"first disagreement at {p.name} = {result.first}{since}:")
             tell("\n".join(outcome_lines(at_first)))
         else:
@@ -321,7 +334,9 @@ def _minimal_case(cat, va, vb, p, result: Bisected, at_first, base, check, here,
     ex = cat.example
     params = dict((at_first.inputs if at_first is not None else base).params)
     minimal = at_first
-    stem = f"bisect-{va.name}-{vb.name}" + (f"-{p.name}{result.first}" if isinstance(p, Param) else "")
+    stem = f"bisect-{va.name}-{vb.name}" + (
+        f"-{p.name}{result.first}" if isinstance(p, Param) else ""
+    )
     if ex.sizes is None:
         tell(f"{ex.name} declares no Sizes: the minimal case is the shared inputs")
     else:

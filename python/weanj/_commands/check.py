@@ -46,7 +46,9 @@ def restricted(cats: list[Catalog], variants: Sequence[str] | None) -> list[Cata
     if unknown:
         from .._errors import UnknownNameError, with_list
 
-        raise UnknownNameError(with_list(f"unknown variant(s) {', '.join(unknown)}", "known variants", sorted(known)))
+        raise UnknownNameError(
+            with_list(f"unknown variant(s) {', '.join(unknown)}", "known variants", sorted(known))
+        )
     return [replace(c, variants=tuple(v for v in c.variants if v.name in wanted)) for c in cats]
 
 

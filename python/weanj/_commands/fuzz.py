@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +58,9 @@ OPEN_REACH = 4  # an open int range is drawn up to this many times its default (
 # --- the pairs ---------------------------------------------------------------------------------
 
 
-def fuzz_pairs(cat: Catalog, inputs: Inputs) -> tuple[list[tuple[Variant, Variant]], dict[str, str]]:
+def fuzz_pairs(
+    cat: Catalog, inputs: Inputs
+) -> tuple[list[tuple[Variant, Variant]], dict[str, str]]:
     """The pairs fuzz searches: the case table's same-family pairs of float64 variants
     that run here, and `{variant: why it takes no part}`."""
     plan = build_plan(cat, inputs, live=True, dtypes=("float64",), checks=False)
@@ -143,7 +145,9 @@ class Case:
         """Smaller is simpler: fewer elements, parameters nearer their defaults, smaller seed."""
         ex = self.inputs.example
         elements = sum(int(a.size) for a in self.inputs.arrays.values())
-        params = sum(abs(float(v) - float(ex.param(k).default)) for k, v in self.inputs.params.items())
+        params = sum(
+            abs(float(v) - float(ex.param(k).default)) for k, v in self.inputs.params.items()
+        )
         return (elements, params, self.seed)
 
     def describe(self) -> str:
@@ -186,10 +190,14 @@ def draw_case(data: Any, ex: Example, strategies: tuple, refused: dict[str, int]
     for p in ex.params:
         if p.kind == "int":
             lo, hi = int_bounds(p)
-            params[p.name] = p.default + data.draw(st.integers(lo - p.default, hi - p.default), label=p.name)
+            params[p.name] = p.default + data.draw(
+                st.integers(lo - p.default, hi - p.default), label=p.name
+            )
         elif p.kind == "float":
             lo, hi = float_bounds(p)
-            offset = st.floats(lo - p.default, hi - p.default, allow_nan=False, allow_infinity=False)
+            offset = st.floats(
+                lo - p.default, hi - p.default, allow_nan=False, allow_infinity=False
+            )
             params[p.name] = float(np.clip(p.default + data.draw(offset, label=p.name), lo, hi))
         else:
             params[p.name] = data.draw(st.sampled_from((p.default, not p.default)), label=p.name)
@@ -243,7 +251,9 @@ def judge_draw(session: Session, cat: Catalog, pairs, case: Case, stop_at: float
         left = stop_at - time.monotonic()
         if left <= 0:
             raise _OutOfTime
-        session.watch.timeout_s = left if session.timeout_s is None else min(left, session.timeout_s)
+        session.watch.timeout_s = (
+            left if session.timeout_s is None else min(left, session.timeout_s)
+        )
     draw = Draw(
         case, {(a.name, b.name): judge_pair_on(session, cat, a, b, case.inputs) for a, b in pairs}
     )
@@ -559,7 +569,9 @@ def pytest_fuzz(cat: Catalog, a: Variant, b: Variant, draws: int) -> str | None:
     here = places()
     set_hypothesis_home_dir(here.results / ".weanj-fuzz")
     with Session(shown_path=here.shown) as session:
-        result = run_fuzz(session, cat, [(a, b)], here, max_examples=draws, seconds=None, say=lambda s: None)
+        result = run_fuzz(
+            session, cat, [(a, b)], here, max_examples=draws, seconds=None, say=lambda s: None
+        )
     if result.ok:
         return None
     return "\n".join(report_lines(cat, result, here))

@@ -23,5 +23,7 @@ def listing(examples: Sequence[str] | None = None) -> list[str]:
             out.append(f"  family {family}:")
             for v in members:
                 why = missing.get(v.name)
-                out.append(f"    {v.name:<24} {'available' if why is None else 'unavailable: ' + why}")
+                out.append(
+                    f"    {v.name:<24} {'available' if why is None else 'unavailable: ' + why}"
+                )
     return out

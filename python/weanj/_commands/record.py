@@ -28,7 +28,11 @@ def record_references(catalog: Catalog) -> list[Path]:
             if isinstance(found, Fault):
                 raise VariantError(f"{found.verdict}: {found.line}; nothing recorded")
             target = _store.check_target(
-                here.recorded(catalog.name, runnable[0].name), found, inputs.key("float64"), here, force=True
+                here.recorded(catalog.name, runnable[0].name),
+                found,
+                inputs.key("float64"),
+                here,
+                force=True,
             )
             written.append(_store.write_gradient(found, target, here, force=True))
     return written

@@ -92,7 +92,15 @@ def run(
     shared_key = shared.key(dtype) if shared is not None else None
     if out is not None:  # a place no gradient may go is refused before the variant runs
         planned = Gradient(
-            ex, v.name, v.family, dtype, {}, None, dict(chosen.params), chosen.digest, chosen.key(dtype)
+            ex,
+            v.name,
+            v.family,
+            dtype,
+            {},
+            None,
+            dict(chosen.params),
+            chosen.digest,
+            chosen.key(dtype),
         )
         _store.check_target(out, planned, shared_key, here, force=force)
     found = evaluate(v, chosen, dtype, Watch(timeout_s=timeout), shown_path=here.shown)
@@ -104,7 +112,11 @@ def run(
         what = found.line if found.verdict == "error" else f"{found.verdict}: {found.line}"
         raise VariantError(f"{what}; nothing was saved")
     target = _store.check_target(
-        out if out is not None else default_path(found, shared, here), found, shared_key, here, force=force
+        out if out is not None else default_path(found, shared, here),
+        found,
+        shared_key,
+        here,
+        force=force,
     )
     path = _store.write_gradient(found, target, here, force=force)
     return Run(found, path, apart_note(found, shared) if out is None else "")

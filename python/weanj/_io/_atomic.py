@@ -31,9 +31,7 @@ STALE_AFTER_S = 3600.0
 
 # `.<name>.<8 random characters>.tmp` (tempfile.mkstemp, below), for the data files, pages
 # and pictures weanj writes; nothing else in the folder is touched.
-_TEMPORARY = re.compile(
-    r"\.(?P<name>.+\.(?:h5|json|html|md|png))\.(?:[a-z0-9_]{8}|[0-9]+)\.tmp\Z"
-)
+_TEMPORARY = re.compile(r"\.(?P<name>.+\.(?:h5|json|html|md|png))\.(?:[a-z0-9_]{8}|[0-9]+)\.tmp\Z")
 
 
 def _umask() -> int:

@@ -325,10 +325,12 @@ def merge(
             with locked(path):
                 kept, aside = _kept_records(ex, path)
                 if aside is not None:
-                    say(wrapped(
-                        f"benchmark file {path} could not be read whole; moved it to {aside} "
-                        f"and kept its {len(kept)} readable record(s)"
-                    ))
+                    say(
+                        wrapped(
+                            f"benchmark file {path} could not be read whole; moved it to {aside} "
+                            f"and kept its {len(kept)} readable record(s)"
+                        )
+                    )
                 if replace:
                     kept = [r for r in kept if _series(r) not in measured]
                 else:
@@ -392,5 +394,3 @@ def load_results(ex: Example, places: Places) -> tuple[list[dict[str, Any]], lis
             f"no usable benchmark records of {ex.name}: {first}{more}; rerun: weanj bench {ex.name}"
         )
     return records, problems
-
-

@@ -134,7 +134,8 @@ def read_gradient_file(
     if place is not None and place.kind == PRODUCED and place.dtype != attrs["dtype"]:
         raise InputFileError(
             f"{where} holds a {attrs['dtype']} gradient but lies in the {place.dtype} store "
-            f"(results/{place.example}/{PRODUCED}/{'' if place.dtype == 'float64' else place.dtype + '/'})"
+            f"(results/{place.example}/{PRODUCED}/"
+            f"{'' if place.dtype == 'float64' else place.dtype + '/'})"
             f"{hint}"
         )
     gradients = _gradient_datasets(ex, datasets, attrs["dtype"], where, hint)

@@ -171,7 +171,6 @@ def _read(ex: Example, path: Path, shared: bool) -> Inputs:
     return stored_inputs(ex, stored, params, sha, path=path, shared=shared, attrs=attrs)
 
 
-
 def _differing_attrs(expected: Mapping[str, Any], found: Mapping[str, Any]) -> list[str]:
     """Names of the attributes that are missing, extra or different in `found`."""
 

@@ -178,5 +178,3 @@ def write_gradient(
             f"cannot write gradient file {target} ({e.strerror or e}); choose a writable place"
         ) from None
     return target
-
-

@@ -208,7 +208,6 @@ class ArrayComparison:
         """The noise floor, not the relative tolerance, bounds the gradient's |Δ|."""
         return self.grad_floor > tolerance(self.dtype).grad * self.reference_max
 
-
     @property
     def worst_julia(self) -> tuple[int, ...]:
         """The worst element as Julia's 1-based index (same axis order)."""

@@ -85,7 +85,9 @@ def checked_gradients(
     try:
         named = ex.gradients(gradient)
     except InputError as e:
-        raise Breach(f"returned a gradient of the wrong form: {str(e).split(': ', 1)[-1]}") from None
+        raise Breach(
+            f"returned a gradient of the wrong form: {str(e).split(': ', 1)[-1]}"
+        ) from None
     out = {}
     for name, g in named.items():
         try:

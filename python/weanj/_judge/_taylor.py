@@ -159,14 +159,24 @@ class TaylorResult:
         p = self.policy
         return {
             "array": self.array,
-            "policy": {"h0": p.h0, "directions": p.directions, "rate": p.rate,
-                       "max_steps": p.max_steps, "seed": p.seed},
+            "policy": {
+                "h0": p.h0,
+                "directions": p.directions,
+                "rate": p.rate,
+                "max_steps": p.max_steps,
+                "seed": p.seed,
+            },
             "h0": self.h0,
             "left_out": self.left_out,
             "size": self.size,
             "directions": [
-                {"steps": list(d.steps), "remainders": list(d.remainders),
-                 "rounding": list(d.rounding), "nonfinite": d.nonfinite, "slope": d.slope}
+                {
+                    "steps": list(d.steps),
+                    "remainders": list(d.remainders),
+                    "rounding": list(d.rounding),
+                    "nonfinite": d.nonfinite,
+                    "slope": d.slope,
+                }
                 for d in self.directions
             ],
         }
@@ -195,7 +205,8 @@ class TaylorResult:
     def __repr__(self) -> str:
         shown = "; ".join("/".join(f"{r:.2f}" for r in rates) or "—" for rates in self.asymptotic)
         what = f" of {self.array}" if self.array else ""
-        return f"<Taylor test{what}: rates {shown or '—'} (bound {self.policy.rate:g}): {'passes' if self.passes else 'fails'}>"
+        outcome = "passes" if self.passes else "fails"
+        return f"<Taylor test{what}: rates {shown or '—'} (bound {self.policy.rate:g}): {outcome}>"
 
 
 # --- forward vs reverse --------------------------------------------------------------------
@@ -218,15 +229,23 @@ class DirectionalResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "array": self.array, "by": self.by, "forward": self.forward, "reverse": self.reverse,
-            "scale": self.scale, "tolerance": self.tolerance,
+            "array": self.array,
+            "by": self.by,
+            "forward": self.forward,
+            "reverse": self.reverse,
+            "scale": self.scale,
+            "tolerance": self.tolerance,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DirectionalResult:
         return cls(
-            str(data["array"]), str(data["by"]), float(data["forward"]), float(data["reverse"]),
-            float(data["scale"]), float(data["tolerance"]),
+            str(data["array"]),
+            str(data["by"]),
+            float(data["forward"]),
+            float(data["reverse"]),
+            float(data["scale"]),
+            float(data["tolerance"]),
         )
 
     def __repr__(self) -> str:
@@ -252,5 +271,3 @@ def jvp_direction(
     position, so that every variant of a family is checked along the same one."""
     rng = np.random.default_rng([seed, ex.wrt_names.index(array)])
     return random_direction(rng, x, mask)
-
-

@@ -190,7 +190,9 @@ def judge_pair(
     floors = {"loss_floor": floor_of(a, b, "loss"), "grad_floor": floor_of(a, b, array)}
     c = compare(ga, gb, a.loss, b.loss, **floors)
     if c.nonfinite:
-        return CaseJudgement(case, "pair", Verdict.NONFINITE, reason=_nonfinite(a, b), comparison=c, **what)
+        return CaseJudgement(
+            case, "pair", Verdict.NONFINITE, reason=_nonfinite(a, b), comparison=c, **what
+        )
     if info or a.family != b.family:
         return CaseJudgement(case, "pair", Verdict.INFO, comparison=c, **what)
     if c.agree:
@@ -223,7 +225,9 @@ def judge_taylor(case: str, result: TaylorResult, **what: Any) -> CaseJudgement:
         return skipped(case, "taylor", why, taylor=result, **what)
     if any(d.nonfinite for d in result.directions):
         reason = "a loss along a direction is NaN/Inf"
-        return CaseJudgement(case, "taylor", Verdict.NONFINITE, reason=reason, taylor=result, **what)
+        return CaseJudgement(
+            case, "taylor", Verdict.NONFINITE, reason=reason, taylor=result, **what
+        )
     bound = result.policy.rate
     failing = [rates for rates in result.asymptotic if rates and min(rates) < bound]
     reason = ""
@@ -247,7 +251,9 @@ def judge_directional(case: str, result: DirectionalResult, **what: Any) -> Case
     what.setdefault("array", result.array)
     if not (math.isfinite(result.forward) and math.isfinite(result.reverse)):
         reason = "NaN/Inf in jvp or ⟨g, dx⟩"
-        return CaseJudgement(case, "jvp", Verdict.NONFINITE, reason=reason, directional=result, **what)
+        return CaseJudgement(
+            case, "jvp", Verdict.NONFINITE, reason=reason, directional=result, **what
+        )
     if result.passes:
         return CaseJudgement(case, "jvp", Verdict.OK, directional=result, **what)
     reason = (
@@ -270,17 +276,22 @@ def stale_reason(g: Gradient, inputs: Inputs) -> str:
             differs.append(f"{name}={g.params.get(name, '?')} vs {name}={value}")
     if not differs:
         differs.append("its key differs")
+    return f"{'; '.join(differs)}: {_fix(g)}"
+
+
+def _fix(g: Gradient) -> str:
+    """What rewrites a file that cannot be used as it is."""
     if g.source == "recorded":
-        fix = "re-record it on the current inputs (`pytest --weanj --weanj-record`) or delete it"
-    elif g.source == "store":
+        return "re-record it on the current inputs (`pytest --weanj --weanj-record`) or delete it"
+    if g.source == "store":
         flag = "" if g.dtype == "float64" else f" --dtype {g.dtype}"
-        fix = f"recompute it with `weanj run {g.example.name} {g.variant}{flag}`"
-    else:
-        fix = "recompute it on the current inputs or delete it"
-    return f"{'; '.join(differs)}: {fix}"
+        return f"recompute it with `weanj run {g.example.name} {g.variant}{flag}`"
+    return "recompute it on the current inputs or delete it"
 
 
-def judge_file(case: str, g: Gradient, inputs: Inputs, *, family: str | None = None) -> CaseJudgement:
+def judge_file(
+    case: str, g: Gradient, inputs: Inputs, *, family: str | None = None
+) -> CaseJudgement:
     """A stored or recorded file: `stale` when computed on other inputs, FAIL when its
     arrays do not have the inputs' shapes or it claims another family than its variant's
     (`family`: the registered one), `NaN/Inf` when it holds any, else ok."""
@@ -288,7 +299,7 @@ def judge_file(case: str, g: Gradient, inputs: Inputs, *, family: str | None = N
     if family is not None and g.family != family:
         reason = (
             f"{g.path} says {g.variant} is of family {g.family!r}, but it is registered in "
-            f"family {family!r}"
+            f"family {family!r}; {_fix(g)}"
         )
         return CaseJudgement(case, "file", Verdict.FAIL, reason=reason, **what)
     if not inputs.matches(g):

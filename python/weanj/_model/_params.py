@@ -27,9 +27,27 @@ PARAM_KINDS = ("int", "float", "bool")
 # the parser's options).
 RESERVED_NAMES = frozenset(
     {
-        "dtype", "out", "inputs", "force", "timeout", "json", "plot", "variants", "sizes",
-        "ns", "over", "device", "devices", "samples", "replace", "format", "pairs",
-        "seconds", "fresh", "help", "version",
+        "dtype",
+        "out",
+        "inputs",
+        "force",
+        "timeout",
+        "json",
+        "plot",
+        "variants",
+        "sizes",
+        "ns",
+        "over",
+        "device",
+        "devices",
+        "samples",
+        "replace",
+        "format",
+        "pairs",
+        "seconds",
+        "fresh",
+        "help",
+        "version",
     }
 )
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

@@ -50,8 +50,10 @@ class Checked:
     def _bind(self, args: tuple, kwargs: dict) -> tuple:
         if not kwargs:
             return args
-        names = self.example.arrays + self.example.param_names + (
-            ("tangents",) if self.tangents else ()
+        names = (
+            self.example.arrays
+            + self.example.param_names
+            + (("tangents",) if self.tangents else ())
         )
         if len(args) > len(names):
             raise InputError(
@@ -65,7 +67,9 @@ class Checked:
                     f"{self.variant} has no argument {name!r} (its arguments: {', '.join(names)})"
                 )
             if name in bound:
-                raise InputError(f"{self.variant}: {name} is given twice (by position and by keyword)")
+                raise InputError(
+                    f"{self.variant}: {name} is given twice (by position and by keyword)"
+                )
             bound[name] = value
         missing = [n for n in names if n not in bound]
         if missing:

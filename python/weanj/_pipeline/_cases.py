@@ -165,8 +165,8 @@ def build_plan(
     if scan is not None:
         for g in scan.gradients:
             g.of = catalog.find(g.variant)
-            if g.source == "store" and live:
-                continue  # this run replaces the variants' own files
+            if g.source == "store" and live and g.of is not None:
+                continue  # this run replaces the registered variants' own files
             stored[g.label] = g
         for path, message in scan.problems:
             case_id = file_id(ex, _file_label(path, places))
@@ -258,8 +258,14 @@ def _reference(members: list[Subject]) -> Subject | None:
 def _pair_cases(p: Plan, family: str, a: Subject, b: Subject, *, info: bool = False) -> list[Case]:
     ex = p.example
     return [
-        Case(pair_id(ex, family, a.label, b.label, array, info=info), "pair", family,
-             (a.label, b.label), array, info=info)
+        Case(
+            pair_id(ex, family, a.label, b.label, array, info=info),
+            "pair",
+            family,
+            (a.label, b.label),
+            array,
+            info=info,
+        )
         for array in ex.wrt_names
     ]
 
@@ -364,7 +370,9 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
         )
 
 
-def _judge_pair(p: Plan, case: Case, a: Gradient, b: Gradient, *, session: Session) -> CaseJudgement:
+def _judge_pair(
+    p: Plan, case: Case, a: Gradient, b: Gradient, *, session: Session
+) -> CaseJudgement:
     return judge_pair_of(p.catalog, p.inputs, case.id, a, b, case.array, session, info=case.info)
 
 

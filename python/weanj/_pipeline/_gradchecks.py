@@ -46,9 +46,13 @@ def taylor(
     *,
     array: str = "",
     mask: np.ndarray | None = None,
+    noise: float = 0.0,
 ) -> TaylorResult:
     """The remainders of `loss` (a function of one array, the others fixed) at `x` with
-    claimed gradient `g`, along `policy.directions` seeded directions inside `mask`."""
+    claimed gradient `g`, along `policy.directions` seeded directions inside `mask`.
+    `noise`: the loss's own rounding noise (`Gradient.noise["loss"]`), a floor under the
+    rounding level of every remainder: a loss that cancels terms of order 1 down to ~0 is
+    noisy far above `ROUNDING` times its value (the same floor as the judge's loss floor)."""
     x = np.asarray(x)
     g = np.asarray(g)
     keep = np.ones(x.shape, bool) if mask is None else np.asarray(mask, bool)
@@ -64,11 +68,13 @@ def taylor(
     directions = []
     for _ in range(policy.directions):
         dx = random_direction(rng, x, None if mask is None else keep)
-        directions.append(_one_direction(loss, x, dx, inner(g, dx), base, h0, policy.max_steps))
+        directions.append(
+            _one_direction(loss, x, dx, inner(g, dx), base, h0, policy.max_steps, noise)
+        )
     return TaylorResult(array, policy, h0, tuple(directions), int(x.size - keep.sum()), int(x.size))
 
 
-def _one_direction(loss, x, dx, slope, base, h0, max_steps) -> TaylorDirection:
+def _one_direction(loss, x, dx, slope, base, h0, max_steps, noise=0.0) -> TaylorDirection:
     steps, remainders, rounding = [], [], []
     h = h0
     quiet = 0  # consecutive remainders at rounding level
@@ -81,7 +87,7 @@ def _one_direction(loss, x, dx, slope, base, h0, max_steps) -> TaylorDirection:
                 tuple(steps), tuple(remainders), tuple(rounding), nonfinite=True, slope=slope
             )
         r = abs(value - base - h * slope)
-        rho = ROUNDING * max(abs(base), abs(value), abs(h * slope))
+        rho = max(ROUNDING * max(abs(base), abs(value), abs(h * slope)), noise)
         steps.append(h)
         remainders.append(r)
         rounding.append(rho)
@@ -93,7 +99,6 @@ def _one_direction(loss, x, dx, slope, base, h0, max_steps) -> TaylorDirection:
             break
         h /= 2
     return TaylorDirection(tuple(steps), tuple(remainders), tuple(rounding), slope=slope)
-
 
 
 # --- central differences (information; the seed notebook's call) ---------------------------
@@ -334,7 +339,10 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
     keep = None if mask.all() else mask
     loss = session.loss_along(g.of, inputs, array)
     x = inputs.run_arrays("float64")[array]
-    result = taylor(loss, x, g.gradients[array], ex.taylor_for(array), array=array, mask=keep)
+    noise = float(g.noise.get("loss", 0.0))
+    result = taylor(
+        loss, x, g.gradients[array], ex.taylor_for(array), array=array, mask=keep, noise=noise
+    )
     j = judge.judge_taylor(case, result, **what)
     if result.directions:
         error = fd_check(loss, x, g.gradients[array], n=ex.fd.directions, h=ex.fd.step, mask=keep)

@@ -98,9 +98,15 @@ class Records:
                 )
             self._code[module] = imported or now_on_disk
         extra = []
-        for source in (Path(p) for p in getattr(variant, "sources", ())):  # a folder: its Julia files
+        for source in (
+            Path(p) for p in getattr(variant, "sources", ())
+        ):  # a folder: its Julia files
             extra.extend(sorted(source.rglob("*.jl")) if source.is_dir() else [source])
-        return self._code[module] if not extra else text_digest(self._code[module] + files_digest(extra))
+        return (
+            self._code[module]
+            if not extra
+            else text_digest(self._code[module] + files_digest(extra))
+        )
 
     def parts(self, variant: Variant, inputs: Inputs, dtype: str) -> dict[str, Any]:
         if not self._weanj:
@@ -133,9 +139,19 @@ class Records:
             return None
         try:
             record, found = self._read(variant, inputs, dtype, self._path(variant, dtype))
-        except (WeanjError, OSError, ValueError, KeyError, TypeError, RecursionError, EOFError) as e:
+        except (
+            WeanjError,
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+            RecursionError,
+            EOFError,
+        ) as e:
             first = (str(e).splitlines() or [type(e).__name__])[0][:160]
-            self.notes.append(f"note: the evaluation record of {ex} {label} is unusable ({first}); recomputed")
+            self.notes.append(
+                f"note: the evaluation record of {ex} {label} is unusable ({first}); recomputed"
+            )
             self.recomputed[(ex, label)] = "its record was unusable"
             return None
         if record is None:
@@ -205,7 +221,12 @@ class Records:
 
     def recall_check(self, variant: Variant, dtype: str, kind: str, array: str) -> dict | None:
         """The recorded numbers of a gradient check of a reused evaluation, or None."""
-        record = self._recalled.get((variant.example.name, variant.name if dtype == "float64" else f"{variant.name}@{dtype}"))
+        record = self._recalled.get(
+            (
+                variant.example.name,
+                variant.name if dtype == "float64" else f"{variant.name}@{dtype}",
+            )
+        )
         if record is None:
             return None
         return record.get("checks", {}).get(f"{kind}::{array}")
@@ -232,7 +253,9 @@ class Records:
             },
         }
 
-    def keep_check(self, variant: Variant, dtype: str, kind: str, array: str, numbers: dict) -> None:
+    def keep_check(
+        self, variant: Variant, dtype: str, kind: str, array: str, numbers: dict
+    ) -> None:
         label = variant.name if dtype == "float64" else f"{variant.name}@{dtype}"
         pending = self._pending.get((variant.example.name, label))
         if pending is not None:
@@ -248,7 +271,11 @@ class Records:
             path = self._path(v, pending["dtype"])
             arrays: dict[str, Any] = {}
             if isinstance(found, Fault):
-                record["fault"] = {"verdict": found.verdict, "what": found.what, "command": found.command}
+                record["fault"] = {
+                    "verdict": found.verdict,
+                    "what": found.what,
+                    "command": found.command,
+                }
             else:
                 arrays = {name: np.asarray(a) for name, a in found.gradients.items()}
                 record["loss"] = found.loss
@@ -265,9 +292,17 @@ class Records:
 
     def summary(self, example: str) -> tuple[dict[str, str], str | None]:
         """`({label: "reused" | "recomputed: why"}, one line)` for one example."""
-        out = {label: f"reused (from {when})" for (ex, label), when in self.reused.items() if ex == example}
+        out = {
+            label: f"reused (from {when})"
+            for (ex, label), when in self.reused.items()
+            if ex == example
+        }
         out.update(
-            {label: f"recomputed: {why}" for (ex, label), why in self.recomputed.items() if ex == example}
+            {
+                label: f"recomputed: {why}"
+                for (ex, label), why in self.recomputed.items()
+                if ex == example
+            }
         )
         if not out:
             return out, None

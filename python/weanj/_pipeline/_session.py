@@ -117,7 +117,9 @@ class Session:
             self._masks[key] = checked_masks(example, given, arrays)
         return {name: m.copy() for name, m in self._masks[key].items()}
 
-    def loss_along(self, variant: Variant, inputs: Inputs, array: str) -> Callable[[np.ndarray], float]:
+    def loss_along(
+        self, variant: Variant, inputs: Inputs, array: str
+    ) -> Callable[[np.ndarray], float]:
         """`x -> L(..., array=x, ...)` in float64, each call under the watch."""
         ex = variant.example
         arrays = inputs.run_arrays("float64")

@@ -95,7 +95,11 @@ def float32_cell(ej: ExampleJudgement, name: str) -> Cell:
             return Cell("skipped", "skipped", [], why)
         return Cell("—", "", [], f"no float32 gradient of {name}")
     worst = Verdict.worst(j.verdict for j in mine)
-    rels = [j.comparison.max_rel for j in mine if j.comparison is not None and j.comparison.max_rel is not None]
+    rels = [
+        j.comparison.max_rel
+        for j in mine
+        if j.comparison is not None and j.comparison.max_rel is not None
+    ]
     links = [(j.array or "", j.case) for j in mine if j.verdict == worst and j.failed]
     text = f"{worst} {num(max(rels), 1) if rels else ''}".strip()
     return Cell(text, str(worst), links, "\n".join(summary(j) for j in mine))
@@ -113,13 +117,17 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
         return Cell("—", "", [], "no other member of its family was compared with it")
     failing = [j for j in mine if j.failed]
     if failing:
-        links = [(f"{next(s for s in j.subjects if s != label)} ({j.array})", j.case) for j in failing]
+        links = [
+            (f"{next(s for s in j.subjects if s != label)} ({j.array})", j.case) for j in failing
+        ]
         why = "\n".join(summary(j) for j in failing)
         if label in accused:
             worst = Verdict.worst(j.verdict for j in failing)
             return Cell(f"FAIL vs {len(failing)} of {len(mine)}", str(worst), links, why)
         # It fails only against the family's suspects: the suspects are the news.
-        against = ", ".join(dict.fromkeys(next(s for s in j.subjects if s != label) for j in failing))
+        against = ", ".join(
+            dict.fromkeys(next(s for s in j.subjects if s != label) for j in failing)
+        )
         text = f"ok ×{len(mine) - len(failing)}; FAIL vs"  # the links name them
         return Cell(text, "differs", links, why, plain=f"{text} {against}")
     kinks = [j for j in mine if j.verdict == Verdict.KINKS]

@@ -90,7 +90,10 @@ def comparison_text(c: ArrayComparison) -> str:
         )
     if c.loss_abs is not None:
         if c.loss_rel is None:  # the reference loss is 0: in absolute terms
-            text += f"; |ΔL| = {num(c.loss_abs)} (the reference loss is 0; noise floor {num(c.loss_floor)})"
+            text += (
+                f"; |ΔL| = {num(c.loss_abs)} (the reference loss is 0; "
+                f"noise floor {num(c.loss_floor)})"
+            )
         else:
             beyond = c.loss_rel > tol.loss and c.loss_floor > 0
             floor = f", noise floor {num(c.loss_floor)}" if beyond else ""

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from .._judge._verdict import ExampleJudgement, Verdict
 from ._cells import accused, check_cell, family_cell, float32_cell
-from ._lines import num
 from ._html_parts import badge, cell, e, img, table, verdict_class
+from ._lines import num
 from ._text import fault_rows, fault_text, summary
-
 
 # Scoped to the fragment: a notebook or a docs page around it keeps its own look.
 SCOPED_STYLE = (
@@ -35,7 +34,9 @@ def _summary_rows(judgement) -> list[str]:
         for j in ej.failures:
             if j.kind != "run":
                 where = f" · array <code>{e(j.array)}</code>" if j.array else ""
-                what.append(f"<li><code>{e(j.case)}</code>{where}: {e(summary(j).split(': ', 2)[-1])}</li>")
+                what.append(
+                    f"<li><code>{e(j.case)}</code>{where}: {e(summary(j).split(': ', 2)[-1])}</li>"
+                )
         body = f'<ul style="margin:.2em 0">{"".join(what)}</ul>' if what else ""
         if ej.error is not None:
             body = e(ej.error)
@@ -64,7 +65,9 @@ def _variant_rows(ej: ExampleJudgement) -> list[str]:
         loss = num(g.loss, 15) if g is not None and g.loss is not None else "—"
         rows.append(
             f"<tr><td><code>{e(label)}</code></td><td>{e(run.family)}</td><td>{loss}</td>"
-            + cell(check_cell([j for j in ej.of_kind("taylor") if j.subjects == (label,)], "taylor"))
+            + cell(
+                check_cell([j for j in ej.of_kind("taylor") if j.subjects == (label,)], "taylor")
+            )
             + cell(check_cell([j for j in ej.of_kind("jvp") if j.subjects == (label,)], "jvp"))
             + cell(float32_cell(ej, label))
             + cell(family_cell(ej, label, suspects))
@@ -75,7 +78,9 @@ def _variant_rows(ej: ExampleJudgement) -> list[str]:
 
 def _pictures(ej: ExampleJudgement, limit: int) -> list[str]:
     failing = [
-        j for j in ej.of_kind("pair") if j.failed and j.comparison is not None and j.comparison.differing
+        j
+        for j in ej.of_kind("pair")
+        if j.failed and j.comparison is not None and j.comparison.differing
     ]
     if not failing:
         return []

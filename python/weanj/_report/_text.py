@@ -24,7 +24,6 @@ from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     ulp_text,
 )
 
-
 # --- an example ------------------------------------------------------------------------------
 
 
@@ -90,7 +89,8 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
         )
         out.append(
             f"  {label:<24} {run.family:<13} {loss:<22} {cells[0].terminal():<10} "
-            f"{cells[1].terminal():<10} {cells[2].terminal():<12} {cells[3].terminal():<22} {time_s}"
+            f"{cells[1].terminal():<10} {cells[2].terminal():<12} {cells[3].terminal():<22} "
+            f"{time_s}"
         )
     return out
 
@@ -99,7 +99,8 @@ def pair_row(j: CaseJudgement) -> str:
     c = j.comparison
     ref, other = j.subjects
     if c is None:
-        return f"  {ref:<24} {other:<26} {j.array or '':<8} {'':>9} {'':>9} {'':>12} {'':>12} {'':>10} {'':>9}  {j.verdict}"
+        blank = f"{'':>9} {'':>9} {'':>12} {'':>12} {'':>10} {'':>9}"
+        return f"  {ref:<24} {other:<26} {j.array or '':<8} {blank}  {j.verdict}"
     numpy_i, julia_i = ("—", "—") if c.max_abs == 0 else (index(c.worst), julia(c.worst))
     rel = "0 (all 0)" if c.reference_zero and c.max_abs > 0 else num(c.max_rel)
     return (
@@ -215,7 +216,10 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     if failing:
         out.append("  failures:")
         out.extend(failing)
-    out.append(f"  {ej.name}: {'ok' if ej.ok else 'FAIL'}" + (f" ({len(failing)} failure(s))" if failing else ""))
+    out.append(
+        f"  {ej.name}: {'ok' if ej.ok else 'FAIL'}"
+        + (f" ({len(failing)} failure(s))" if failing else "")
+    )
     return out
 
 
@@ -227,7 +231,10 @@ def overall_line(results: list[ExampleJudgement], seconds: float, dtypes: tuple[
         if j.verdict not in (Verdict.SKIPPED, Verdict.UNAVAILABLE)
     )
     skipped = sum(
-        1 for ej in results for j in ej.judgements if j.verdict in (Verdict.SKIPPED, Verdict.UNAVAILABLE)
+        1
+        for ej in results
+        for j in ej.judgements
+        if j.verdict in (Verdict.SKIPPED, Verdict.UNAVAILABLE)
     )
     failed = [ej.name for ej in results if ej.judged and not ej.ok]
     unjudged = [ej.name for ej in results if not ej.judged]

@@ -114,8 +114,9 @@ def _check_shape(data: dict) -> None:
             and all(isinstance(g, dict) and isinstance(g.get("label"), str) for g in v)
         ),
         **dict.fromkeys(("runs", "checks", "skipped", "pairs", "files"), judgements),
-        "faults": lambda v: isinstance(v, dict)
-        and all(isinstance(f, dict) and texts(f) for f in v.values()),
+        "faults": lambda v: (
+            isinstance(v, dict) and all(isinstance(f, dict) and texts(f) for f in v.values())
+        ),
         "unavailable": texts,
         "skipped_subjects": texts,
         "environment": lambda v: isinstance(v, dict),

@@ -1,0 +1,680 @@
+"""One case table, one judge: every front end gives the same verdict for the same case.
+
+`weanj check`, `weanj diff --json`, `pytest --weanj`, `weanj bisect`, `weanj fuzz` and
+`weanj report` render the one judge's verdicts on the one case table (issue 30,
+acceptance 4): on the same project, store and inputs they give every pair, every file,
+every gradient check and every run the same verdict, under the same case id. They are
+compared as data: `Judgement.verdicts()` (check), the JSON (diff), the judgement each
+pytest item carries (observed by a conftest of the project), the `PairOutcome`s of
+`Bisected` and `Fuzzed`, and what the report gathers (`Report.pages`: the store judged,
+and the check file it shows). pytest runs as a user runs it (a subprocess in the project
+folder); the other front ends are called in this process, the project loaded as its
+registry loads it (`projects.loaded`), `weanj diff --json` through the command line's own
+`main`.
+
+A throwaway user project holds:
+
+- `30-kinks`: family `min` (`jax-branch`, `jax-minimum`: they differ only at the ties
+  x == y, declared with `weanj.differ_at_kinks`) and family `square` (`jax-square`, and
+  `jax-square-off`, whose gradient is 1% too large at x[2]); in its store besides what
+  check writes: a user's own gradient file (`gradients/mine-square.h5`, numpy's exact
+  gradient), a recorded reference (`recorded/jax-minimum.h5`) and a stale recorded file
+  (`recorded/jax-branch-old.h5`, computed on other inputs);
+- `31-cancel` (issue 31, acceptance 1 and 2): a k-means-style cost on points that are
+  their own centroids, written as |a|² + |b|² − 2ab (`jax-expanded`, which cancels terms
+  of order 1 down to ~1e-15) and as (a − b)² (`jax-squared`, exactly 0.0), so that their
+  losses are 0.0 and ~2e-15 and their gradients all zeros; `jax-squared-off` plants a
+  loss difference of 1e-9, `jax-grad-off` a gradient difference of 1e-9 where the
+  reference gradient is all zeros;
+- `32-steps` (issue 30, acceptance 3): 50 explicit diffusion steps (`T`, default 50), by
+  a loop and by a scan, and `jax-steps-late`, wrong only from time step 31 on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import weanj
+from weanj import Verdict
+from weanj._cli import main
+from weanj._commands.bisect import bisect
+from weanj._commands.fuzz import fuzz
+from weanj._places import places
+
+from .planting import plant
+from .projects import loaded, pytest_weanj_in, user_env, write_project
+
+KINKS, CANCEL, STEPS = "30-kinks", "31-cancel", "32-steps"
+EXAMPLES = (KINKS, CANCEL, STEPS)
+
+KINKS_MODULE = textwrap.dedent(
+    """
+    import jax.numpy as jnp
+    import weanj
+    from toy_kernels import away_from_ties, min_by_branches, min_by_minimum, tied_xy
+
+
+    ex = weanj.register_example(weanj.Example(
+        name="30-kinks",
+        arrays=(weanj.Array("x", shape=("n",)), weanj.Array("y", shape=("n",))),
+        wrt="x",
+        generate=tied_xy,
+        fd=weanj.FDPolicy(step=1e-6, mask=away_from_ties, why="ties x == y"),
+    ))
+    weanj.jax_variant(ex, "jax-branch", family="min", loss=min_by_branches)
+    weanj.jax_variant(ex, "jax-minimum", family="min", loss=min_by_minimum)
+    weanj.differ_at_kinks(ex, "jax-branch", "jax-minimum", why="min at a tie")
+
+
+    @weanj.jax_variant(ex, "jax-square", family="square")
+    def square(x, y):
+        return jnp.sum((x - y) ** 2)
+
+
+    def off_by_one_percent(x, y):
+        return (2 * (x - y)).at[2].multiply(1.01)
+
+
+    weanj.jax_variant(ex, "jax-square-off", family="square", grad=off_by_one_percent)(square)
+    """
+)
+
+CANCEL_MODULE = textwrap.dedent(
+    """
+    import jax.numpy as jnp
+    import numpy as np
+    import weanj
+
+
+    def centred(seed):
+        # Points of order 1, each its own centroid: the cost is 0, its gradient all zeros.
+        points = np.random.default_rng(seed).standard_normal((16, 3))
+        return {"points": points, "centroids": points.copy()}
+
+
+    ex = weanj.register_example(weanj.Example(
+        name="31-cancel",
+        arrays=(weanj.Array("points", shape=("n", "d")),
+                weanj.Array("centroids", shape=("n", "d"))),
+        wrt="centroids",
+        generate=centred,
+    ))
+    # float64 only: in float32 the expanded form cancels to ~1e-6, which the float32
+    # policy (1e-5 of a reference loss of 0) cannot tell from a difference.
+    ONLY = ("float64",)
+
+
+    def expanded(points, centroids):  # |a|² + |b|² − 2ab, as k-means costs are often written
+        return jnp.sum(jnp.sum(points**2, 1) + jnp.sum(centroids**2, 1)
+                       - 2 * jnp.sum(points * centroids, 1))
+
+
+    def squared(points, centroids):
+        return jnp.sum((points - centroids) ** 2)
+
+
+    weanj.jax_variant(ex, "jax-expanded", family="kmeans", loss=expanded, dtypes=ONLY)
+    weanj.jax_variant(ex, "jax-squared", family="kmeans", loss=squared, dtypes=ONLY)
+
+
+    @weanj.jax_variant(ex, "jax-squared-off", family="kmeans", dtypes=ONLY)
+    def squared_off(points, centroids):  # a planted loss difference of 1e-9
+        return squared(points, centroids) + 1e-9
+
+
+    def nudged(points, centroids):  # a planted gradient difference of 1e-9 where g = 0
+        return (2 * (centroids - points)).at[0, 0].add(1e-9)
+
+
+    weanj.jax_variant(ex, "jax-grad-off", family="kmeans", loss=squared, grad=nudged, dtypes=ONLY)
+    """
+)
+
+STEPS_MODULE = textwrap.dedent(
+    """
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import weanj
+
+
+    def generate(seed):
+        rng = np.random.default_rng(seed)
+        return {"u0": rng.standard_normal(16), "target": rng.standard_normal(16)}
+
+
+    ex = weanj.register_example(weanj.Example(
+        name="32-steps", arrays=("u0", "target"), wrt="u0",
+        params=(weanj.Param("T", 50, minimum=1, maximum=100),), generate=generate,
+    ))
+
+
+    def diffusion(u, c=0.1):
+        return u + c * (jnp.roll(u, 1) - 2 * u + jnp.roll(u, -1))
+
+
+    @weanj.jax_variant(ex, "jax-steps-loop", family="steps")
+    def loop(u0, target, T):  # (a Python loop of 50 steps compiles for minutes on CPU)
+        return jnp.sum((jax.lax.fori_loop(0, T, lambda t, u: diffusion(u), u0) - target) ** 2)
+
+
+    @weanj.jax_variant(ex, "jax-steps-scan", family="steps")
+    def scan(u0, target, T):
+        u, _ = jax.lax.scan(lambda u, _: (diffusion(u), None), u0, None, length=T)
+        return jnp.sum((u - target) ** 2)
+
+
+    @weanj.jax_variant(ex, "jax-steps-late", family="steps")
+    def late(u0, target, T):  # wrong from time step 31 on (t = 30, 0-based): c = 0.101
+        step = lambda t, u: diffusion(u, jnp.where(t >= 30, 0.101, 0.1).astype(u.dtype))
+        return jnp.sum((jax.lax.fori_loop(0, T, step, u0) - target) ** 2)
+    """
+)
+
+# Observes `pytest --weanj` (it decides nothing): each item's verdict and reason as the
+# judge gave them, since a pass does not say whether it was `ok` or `kinks`.
+OBSERVER = textwrap.dedent(
+    """
+    import json, os
+
+    VERDICTS = {}
+
+
+    def pytest_runtest_teardown(item):
+        j = getattr(item, "judgement", None)
+        if j is not None:
+            VERDICTS[item.nodeid.removeprefix("weanj::")] = [str(j.verdict), j.reason]
+
+
+    def pytest_sessionfinish(session):
+        with open(os.environ["VERDICTS_FILE"], "w") as f:
+            json.dump(VERDICTS, f)
+    """
+)
+
+MODULES = ("fe_kinks", "fe_cancel", "fe_steps")
+ITEM = re.compile(r"^weanj::(\S+) (PASSED|FAILED|SKIPPED)", re.MULTILINE)
+PYTEST_OUTCOME = {
+    "ok": "PASSED",
+    "kinks": "PASSED",
+    "FAIL": "FAILED",
+    "error": "FAILED",
+    "NaN/Inf": "FAILED",
+    "stale": "SKIPPED",
+    "skipped": "SKIPPED",
+    "unavailable": "SKIPPED",
+}
+
+
+def _case(example: str, family: str, what: str) -> str:
+    return f"{example}::{family}::{what}"
+
+
+# The verdict of every pair, derived by hand (the premises are asserted below).
+PAIRS = {
+    _case(KINKS, "min", "jax-branch~jax-minimum"): "kinks",
+    _case(KINKS, "min", "jax-branch~recorded/jax-minimum"): "kinks",
+    _case(KINKS, "min", "jax-minimum~recorded/jax-minimum"): "ok",
+    _case(KINKS, "square", "jax-square~jax-square-off"): "FAIL",
+    _case(KINKS, "square", "jax-square~mine-square"): "ok",
+    _case(KINKS, "square", "jax-square-off~mine-square"): "FAIL",
+    _case(KINKS, "min", "jax-branch~jax-branch@float32"): "ok",
+    _case(KINKS, "min", "jax-branch~jax-minimum@float32"): "kinks",
+    _case(KINKS, "square", "jax-square~jax-square@float32"): "ok",
+    _case(KINKS, "square", "jax-square~jax-square-off@float32"): "FAIL",
+    _case(KINKS, "info", "jax-branch~jax-square"): "info",
+    _case(CANCEL, "kmeans", "jax-expanded~jax-squared"): "ok",
+    _case(CANCEL, "kmeans", "jax-expanded~jax-squared-off"): "FAIL",
+    _case(CANCEL, "kmeans", "jax-expanded~jax-grad-off"): "FAIL",
+    _case(CANCEL, "kmeans", "jax-squared~jax-squared-off"): "FAIL",
+    _case(CANCEL, "kmeans", "jax-squared~jax-grad-off"): "FAIL",
+    _case(CANCEL, "kmeans", "jax-squared-off~jax-grad-off"): "FAIL",
+    _case(STEPS, "steps", "jax-steps-loop~jax-steps-scan"): "ok",
+    _case(STEPS, "steps", "jax-steps-loop~jax-steps-late"): "FAIL",
+    _case(STEPS, "steps", "jax-steps-scan~jax-steps-late"): "FAIL",
+    _case(STEPS, "steps", "jax-steps-loop~jax-steps-loop@float32"): "ok",
+    _case(STEPS, "steps", "jax-steps-loop~jax-steps-scan@float32"): "ok",
+    _case(STEPS, "steps", "jax-steps-loop~jax-steps-late@float32"): "FAIL",
+}
+# The failing gradient checks: the gradient 1% off, and the one 1e-9 off where g = 0.
+FAILING_CHECKS = {
+    _case(KINKS, "square", f"jax-square-off::{kind}") for kind in ("taylor", "jvp")
+} | {_case(CANCEL, "kmeans", f"jax-grad-off::{kind}") for kind in ("taylor", "jvp")}
+# The pairs of registered float64 variants (what bisect and fuzz judge).
+VARIANT_PAIRS = {
+    case: verdict
+    for case, verdict in PAIRS.items()
+    if "recorded/" not in case
+    and "mine-" not in case
+    and "@" not in case
+    and "::info::" not in case
+}
+
+
+@pytest.fixture(scope="module")
+def fronts(tmp_path_factory):
+    """The project, its store, and what each front end says of it."""
+    root = tmp_path_factory.mktemp("front-ends")
+    files = {
+        "fe_kinks.py": KINKS_MODULE,
+        "fe_cancel.py": CANCEL_MODULE,
+        "fe_steps.py": STEPS_MODULE,
+        "conftest.py": OBSERVER,
+    }
+    write_project(root, files, regenerate=False)
+    quiet = lambda line: None  # noqa: E731
+    with loaded(root, *MODULES):
+        for name in EXAMPLES:
+            weanj.write_inputs(name)
+        _fill_store(root)
+        check = weanj.check(list(EXAMPLES), say=quiet)  # writes the store and check.json
+        diff = {name: _cli_json("diff", name, "--json") for name in EXAMPLES}
+        report = weanj.report(list(EXAMPLES), out=root / "report.md")
+        bisected = {}
+        for case in VARIANT_PAIRS:
+            example, _, pair = case.split("::")
+            a, b = pair.split("~")
+            shared = places().inputs(example)
+            bisected[case] = bisect(example, a, b, inputs=shared, say=quiet)
+        fuzzed = {name: fuzz(name, max_examples=1, say=quiet) for name in EXAMPLES}
+        premises = _premises()
+    verdicts_file = tmp_path_factory.mktemp("observer") / "verdicts.json"
+    tests = pytest_weanj_in(root, "-v", "-rs", env=user_env(VERDICTS_FILE=str(verdicts_file)))
+    return {
+        "root": root,
+        "check": check,
+        "diff": diff,
+        "report": report,
+        "bisect": bisected,
+        "fuzz": fuzzed,
+        "pytest": tests,
+        "observed": json.loads(verdicts_file.read_text()),
+        "premises": premises,
+    }
+
+
+def _cli_json(*argv) -> dict:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    data = json.loads(out.getvalue())
+    data["exit_code"] = code
+    return data
+
+
+def _fill_store(root: Path) -> None:
+    """The files `weanj check` does not write (the project loaded in this process)."""
+    d = weanj.load_inputs(KINKS)
+    minimum = weanj.evaluate(KINKS, "jax-minimum")
+    path = weanj.gradient_path(KINKS, "jax-minimum", recorded=True)
+    weanj.save_gradient(KINKS, "jax-minimum", minimum.gradient, loss=minimum.loss, path=path)
+    loss = float(np.sum((d["x"] - d["y"]) ** 2))
+    g = 2 * (d["x"] - d["y"])  # the exact gradient, by hand
+    weanj.save_gradient(KINKS, "mine-square", g, loss=loss, family="square")
+    old = root / "results" / KINKS / "recorded" / "jax-branch-old.h5"
+    plant(KINKS, "jax-branch", np.zeros(12), path=old, inputs_sha256="ab" * 32)
+
+
+def _premises() -> dict:
+    """The numbers the hand-derived verdicts rest on, computed apart from the judge."""
+    d = weanj.load_inputs(KINKS)
+    out = {"kinks_g": 2 * (d["x"] - d["y"])}
+    c = weanj.load_inputs(CANCEL)
+    out["cancel"] = c
+    s = weanj.load_inputs(STEPS)
+    loop, late = (weanj.variant(STEPS, name) for name in ("jax-steps-loop", "jax-steps-late"))
+    out["steps"] = {
+        T: (float(loop.loss(s["u0"], s["target"], T)), float(late.loss(s["u0"], s["target"], T)))
+        for T in (30, 31)
+    }
+    return out
+
+
+# --- what each front end says ------------------------------------------------------------
+
+
+def _check_table(fronts, name: str) -> dict[tuple[str, str], str]:
+    """`{(ref, other): verdict}` of the rows of check's pair table of one example."""
+    out = "\n".join(fronts["check"].lines())
+    block = out.split(f"== {name} ")[1].split("\n== ")[0]
+    table = block.split("  pairs (")[1].split("  where pairs differ")[0].splitlines()[2:]
+    rows = {}
+    for row in table:
+        words = row.split()
+        rows[(words[0], words[1])] = words[-1] if not row.endswith(")") else "info"
+    return rows
+
+
+def _pytest_items(stdout: str) -> dict[str, str]:
+    return dict(ITEM.findall(stdout))
+
+
+def _check(fronts) -> dict[str, str]:
+    return fronts["check"].verdicts()
+
+
+def _diff(fronts) -> dict[str, str]:
+    """Every case `weanj diff --json` lists (pairs, files; diff runs nothing)."""
+    out = {}
+    for data in fronts["diff"].values():
+        for j in data["pairs"] + data["files"] + data["skipped"]:
+            out[j["case"]] = j["verdict"]
+    return out
+
+
+def _pytest(fronts) -> dict[str, tuple[str, str | None]]:
+    """`{case: (outcome, the judgement's verdict or None where skipped at collection)}`."""
+    observed = fronts["observed"]
+    return {
+        case: (outcome, observed.get(case, [None])[0])
+        for case, outcome in _pytest_items(fronts["pytest"].stdout).items()
+    }
+
+
+def _report(fronts) -> dict[str, str]:
+    """What the report gathered per case: the store judged (pairs, files), and the last
+    check's runs and gradient checks (its check file, shown while current)."""
+    out = {}
+    for page in fronts["report"].pages:
+        assert page.check.current, page.check.note
+        out.update({j.case: str(j.verdict) for j in page.ej.judgements})
+        for kind in ("runs", "checks"):
+            out.update({j["case"]: j["verdict"] for j in page.check.data[kind]})
+    return out
+
+
+def _bisect(fronts) -> dict[str, str]:
+    return {j.case: str(j.verdict) for b in fronts["bisect"].values() for j in b.outcome.judgements}
+
+
+def _fuzz_failing(fronts) -> dict[str, str]:
+    return {
+        j.case: str(j.verdict)
+        for fz in fronts["fuzz"].values()
+        for finding in fz.findings
+        for outcome in finding.draw.failing.values()
+        for j in outcome.judgements
+    }
+
+
+# --- the tests ------------------------------------------------------------------------------
+
+
+def test_every_pair_gets_one_verdict_in_every_front_end(fronts):
+    premises = fronts["premises"]
+    g = premises["kinks_g"]
+    # The premise of 30-kinks' float32 verdict: 1% of g[2] is beyond 1e-4·max|g|.
+    assert 0.01 * abs(g[2]) / np.abs(g).max() > 1e-4
+    # The premise of 32-steps: the late variant agrees up to step 30, not from step 31 on.
+    (loop30, late30), (loop31, late31) = premises["steps"][30], premises["steps"][31]
+    assert abs(late30 - loop30) <= 1e-14 * abs(loop30) and abs(late31 - loop31) > 1e-6 * abs(loop31)
+
+    check = {c: v for c, v in _check(fronts).items() if c in PAIRS}
+    assert check == PAIRS
+    # check's compact table: the pairs with each family's reference and whatever fails,
+    # differs at kinks or compares families; each with the same verdict.
+    assert _check_table(fronts, KINKS) == {
+        tuple(c.split("::")[2].split("~")): v
+        for c, v in PAIRS.items()
+        if c.startswith(KINKS) and c != _case(KINKS, "min", "jax-minimum~recorded/jax-minimum")
+    }
+    diff = _diff(fronts)
+    assert {c: diff[c] for c in PAIRS} == PAIRS
+    assert {c: v for c, v in _report(fronts).items() if c in PAIRS} == PAIRS
+    # pytest: one item per pair but the ones across families (information, not a test).
+    tests = _pytest(fronts)
+    assert {c: tests[c][1] for c in tests if c in PAIRS} == {
+        c: v for c, v in PAIRS.items() if v != "info"
+    }
+    assert all(tests[c][0] == PYTEST_OUTCOME[v] for c, v in PAIRS.items() if v != "info")
+    # bisect on the shared inputs: every pair of registered variants, the same verdicts.
+    assert _bisect(fronts) == VARIANT_PAIRS
+    assert all(
+        b.exit_code == (1 if VARIANT_PAIRS[c] == "FAIL" else 0) for c, b in fronts["bisect"].items()
+    )
+    # fuzz's first draw is the shared inputs: every failing pair reported there, at once,
+    # with check's verdict and case id; every other pair it searched agreed there.
+    failing = {c: v for c, v in VARIANT_PAIRS.items() if v == "FAIL"}
+    assert _fuzz_failing(fronts) == failing
+    for name, fz in fronts["fuzz"].items():
+        assert fz.draws == 1 and all(f.how == "shared inputs" for f in fz.findings)
+        searched = {_case(name, a.family, f"{a.name}~{b.name}") for a, b in fz.pairs}
+        assert searched == {c for c in VARIANT_PAIRS if c.startswith(f"{name}::")}
+        agreed = {
+            _case(name, a.family, f"{a.name}~{b.name}")
+            for a, b in fz.pairs
+            if (a.name, b.name) not in fz.failed_pairs
+        }
+        assert {c: VARIANT_PAIRS[c] for c in agreed} == {
+            c: v for c, v in VARIANT_PAIRS.items() if c.startswith(f"{name}::") and v != "FAIL"
+        }
+
+
+def test_every_front_end_fails_the_same_cases(fronts):
+    expected = {c for c, v in PAIRS.items() if v == "FAIL"} | FAILING_CHECKS
+    check = fronts["check"]
+    assert check.exit_code == 1 and {j.case for j in check.failures} == expected
+    tests = fronts["pytest"]
+    assert tests.returncode == 1, tests.stdout + tests.stderr
+    assert {c for c, (outcome, _) in _pytest(fronts).items() if outcome == "FAILED"} == expected
+    # diff runs no gradient checks: the same failures, less the checks.
+    assert {c for c, v in _diff(fronts).items() if Verdict(v).failing} == expected - FAILING_CHECKS
+    assert {fronts["diff"][name]["exit_code"] for name in EXAMPLES} == {1}
+    assert [data["verdict"] for data in fronts["diff"].values()] == ["FAIL"] * 3
+    for name, data in fronts["diff"].items():
+        mine = {c for c in expected - FAILING_CHECKS if c.startswith(f"{name}::")}
+        assert sorted(data["failures"]) == sorted(
+            j["summary"] for j in data["pairs"] if j["case"] in mine
+        )
+    # check's text says as many.
+    lines = fronts["check"].lines()
+    for name in EXAMPLES:
+        count = len([c for c in expected if c.startswith(f"{name}::")])
+        assert f"  {name}: FAIL ({count} failure(s))" in lines
+    # The report: every failing case is linked from its first table, and nothing else.
+    report = fronts["report"]
+    assert report.verdict == "FAIL"
+    linked = {case for page in report.pages for f in page.failures for _, case in f.links}
+    assert linked == expected
+    assert {c for c, v in _report(fronts).items() if Verdict(v).failing} == expected
+
+
+def test_every_file_gets_one_verdict(fronts):
+    diff = {
+        j["case"].split("::file::")[1]: (j["verdict"], j["reason"])
+        for data in fronts["diff"].values()
+        for j in data["files"]
+    }
+    check = {
+        j.case.split("::file::")[1]: (str(j.verdict), j.reason)
+        for ej in fronts["check"]
+        for j in ej.of_kind("file")
+    }
+    tests = {
+        c.split("::file::")[1]: (outcome, *fronts["observed"][c])
+        for c, outcome in _pytest_items(fronts["pytest"].stdout).items()
+        if "::file::" in c
+    }
+    # check and pytest judge the files check does not write; diff every file of the store.
+    assert (
+        set(tests)
+        == set(check)
+        == {"mine-square", "recorded/jax-branch-old", "recorded/jax-minimum"}
+    )
+    produced = {
+        f"{v}{dtype}"
+        for v in ("jax-branch", "jax-minimum", "jax-square", "jax-square-off")
+        + ("jax-steps-loop", "jax-steps-scan", "jax-steps-late")
+        for dtype in ("", "@float32")
+    } | {"jax-expanded", "jax-squared", "jax-squared-off", "jax-grad-off"}
+    assert set(diff) == set(tests) | produced
+    assert all(diff[label][0] == "ok" for label in produced)
+    report = {
+        j.case.split("::file::")[1]: (str(j.verdict), j.reason)
+        for page in fronts["report"].pages
+        for j in page.ej.of_kind("file")
+    }
+    assert report == diff
+    for label, (outcome, verdict, reason) in tests.items():
+        assert diff[label] == check[label] == (verdict, reason)
+        assert outcome == PYTEST_OUTCOME[verdict]
+    stale = tests["recorded/jax-branch-old"]
+    assert stale[1] == "stale" and "inputs sha256 ababababab" in stale[2]
+    assert "re-record it" in stale[2]
+    assert re.search(
+        rf"^SKIPPED \[1\] \S+: stale: {re.escape(stale[2])}$", fronts["pytest"].stdout, re.M
+    )
+    assert tests["mine-square"][1] == tests["recorded/jax-minimum"][1] == "ok"
+    # check's text: the files that are not ok, each on its line; the others counted.
+    out = "\n".join(fronts["check"].lines())
+    block = out.split(f"== {KINKS} ")[1].split("\n== ")[0]
+    listed = re.findall(r"^  file (\S+): (\S+): (.*)$", block, re.M)
+    assert listed == [("recorded/jax-branch-old", "stale", stale[2])]
+    assert "  2 file(s) of the store and recorded/ read, current and finite" in block
+
+
+def test_every_gradient_check_and_run_gets_one_verdict(fronts):
+    check = {
+        c: v for c, v in _check(fronts).items() if c.split("::")[-1] in ("taylor", "jvp", "run")
+    }
+    expected = {
+        c: ("FAIL" if c in FAILING_CHECKS else "ok") for c in check if not c.endswith("::run")
+    }
+    # 31-cancel runs in float64 only: its float32 runs are `skipped`, saying why.
+    for c in check:
+        if c.endswith("::run"):
+            expected[c] = "skipped" if c.startswith(CANCEL) and "@float32" in c else "ok"
+    assert check == expected
+    assert len([c for c in check if c.endswith("::taylor")]) == 4 + 4 + 3
+    tests = _pytest(fronts)
+    for case, verdict in check.items():
+        outcome, observed = tests[case]
+        assert outcome == PYTEST_OUTCOME[verdict] and observed in (verdict, None), case
+        assert observed is not None or verdict == "skipped"  # skipped at collection
+    report = _report(fronts)
+    assert {c: report[c] for c in check} == check
+    # A correct loss that cancels terms of order 1 passes the Taylor test: its remainders
+    # are resolved above its own rounding noise, not above 64 ulp of its ~1e-15 value.
+    expanded = fronts["check"][CANCEL].by_case()[_case(CANCEL, "kmeans", "jax-expanded::taylor")]
+    rates = [r for rs in expanded.taylor.asymptotic for r in rs]
+    assert rates and all(1.9 <= r <= 2.1 for r in rates)
+    # check and the report name the masked entries and the failing array the same way.
+    out = "\n".join(fronts["check"].lines())
+    for family, variant in [
+        ("min", "jax-branch"),
+        ("min", "jax-minimum"),
+        ("square", "jax-square"),
+        ("square", "jax-square-off"),
+    ]:
+        (row,) = [r.split() for r in out.splitlines() if r.split()[:2] == [variant, family]]
+        for kind, cell in (("taylor", row[3]), ("jvp", row[5])):
+            assert cell == check[_case(KINKS, family, f"{variant}::{kind}")], (variant, row)
+    assert "kink mask: 4 of 12 entries left out (ties x == y)" in out
+    taylor = fronts["check"][KINKS].by_case()[_case(KINKS, "square", "jax-square-off::taylor")]
+    assert "the gradient of x is not the loss's derivative" in taylor.reason
+    assert f"{taylor.case}: FAIL: " in out and taylor.reason in out
+    assert fronts["observed"][taylor.case] == ["FAIL", taylor.reason]
+
+
+def test_a_loss_cancelling_to_rounding_agrees_and_a_planted_1e_9_fails(fronts):
+    """Issue 31, acceptance 1: losses 0.0 and ~2e-15 of terms of order 1 agree; the same
+    pair with a loss difference of 1e-9 fails (in every front end: the test above)."""
+    c = fronts["premises"]["cancel"]
+    terms = float(np.sum(c["points"] ** 2) + np.sum(c["centroids"] ** 2))
+    assert terms > 10  # terms of order 1 (48 of them), summed and cancelled
+    ej = fronts["check"][CANCEL]
+    expanded, squared = ej.subjects["jax-expanded"], ej.subjects["jax-squared"]
+    assert squared.loss == 0.0 and 0 < abs(expanded.loss) < 1e-14
+    by_case = ej.by_case()
+    pair = by_case[_case(CANCEL, "kmeans", "jax-expanded~jax-squared")].comparison
+    # The relative rule alone fails it (|ΔL|/|L_ref| = 1); the floor, 100 times the
+    # expanded form's own rounding noise, accepts it; the gradients are equal zeros.
+    assert pair.loss_abs == abs(expanded.loss) and pair.loss_rel == 1.0
+    assert pair.loss_floor == 100 * expanded.noise["loss"] >= pair.loss_abs
+    assert pair.max_abs == 0.0 and pair.agree
+    for other in ("jax-expanded", "jax-squared"):
+        planted = by_case[_case(CANCEL, "kmeans", f"{other}~jax-squared-off")].comparison
+        assert planted.loss_abs == pytest.approx(1e-9, rel=1e-5) and planted.max_abs == 0.0
+        assert planted.loss_floor < 1e-12 and not planted.agree
+    # diff says the same from the store files (the noise is stored with them).
+    data = fronts["diff"][CANCEL]
+    pairs = {p["case"]: p for p in data["pairs"]}
+    ok = pairs[_case(CANCEL, "kmeans", "jax-expanded~jax-squared")]
+    assert ok["loss_floor"] == pair.loss_floor and ok["loss_abs"] == pair.loss_abs
+    planted = pairs[_case(CANCEL, "kmeans", "jax-squared~jax-squared-off")]
+    assert planted["summary"] == (
+        f"{planted['case']}: FAIL: bitwise equal; |ΔL| = 1.00e-09 (the reference loss is 0; "
+        f"noise floor {planted['loss_floor']:.2e})"
+    )
+
+
+def test_an_all_zero_reference_gradient_is_judged_in_absolute_terms(fronts):
+    """Issue 31, acceptance 2: a reference gradient of zeros gives an absolute statement,
+    never NaN/Inf; a pair differing there fails with the absolute max|Δ|."""
+    ej = fronts["check"][CANCEL]
+    assert not np.any(ej.subjects["jax-expanded"].gradients["centroids"])
+    statement = "reference is all zeros; max|Δ| = 1.00e-09"
+    data = {p["case"]: p for p in fronts["diff"][CANCEL]["pairs"]}
+    for ref in ("jax-expanded", "jax-squared"):
+        case = _case(CANCEL, "kmeans", f"{ref}~jax-grad-off")
+        c = ej.by_case()[case].comparison
+        assert c.reference_zero and c.max_rel is None and c.max_abs == 1e-9
+        assert c.worst == (0, 0) and c.differing == 1
+        j = data[case]
+        assert (j["verdict"], j["reference_zero"], j["max_rel"], j["max_abs"]) == (
+            "FAIL",
+            True,
+            None,
+            1e-9,
+        )
+        assert statement in j["summary"] and "NaN" not in j["summary"]
+        assert j["regions"][0]["worst_abs"] == 1e-9 and j["regions"][0]["worst_rel"] is None
+    # The pair that agrees there is told in the same terms: bitwise equal, no NaN/Inf.
+    agreeing = data[_case(CANCEL, "kmeans", "jax-expanded~jax-squared")]
+    assert agreeing["reference_zero"] and agreeing["max_rel"] == 0.0
+    assert "NaN" not in agreeing["summary"]
+    # The text views: check's failure list and the failing pytest item say it the same way.
+    out = "\n".join(fronts["check"].lines())
+    section = out.split(f"== {CANCEL}")[1].split(f"== {STEPS}")[0]
+    assert statement in section and "NaN" not in section
+    stdout = fronts["pytest"].stdout
+    assert f"{_case(CANCEL, 'kmeans', 'jax-squared~jax-grad-off')}: FAIL: {statement}" in stdout
+    # The report: its first table names the suspect with the same absolute statement.
+    (page,) = [p for p in fronts["report"].pages if p.name == CANCEL]
+    (row,) = [f for f in page.failures if f.subject == "jax-grad-off" and "differs" in f.what]
+    assert row.what.startswith("FAIL: differs from jax-expanded, jax-squared, jax-squared-off, ")
+    assert statement in row.what and row.what.endswith("at numpy (0, 0)")
+    assert "NaN" not in row.what
+
+
+def test_a_variant_wrong_from_step_31_is_found_by_fuzz_at_once_with_checks_pair_id(fronts):
+    """Issue 30, acceptance 3: T = 50 by default; the late variant parts ways at step 31.
+    fuzz's first draw (the shared inputs with the default parameters) reports it, under
+    the case ids that check fails."""
+    fz = fronts["fuzz"][STEPS]
+    assert fz.exit_code == 1 and fz.draws == 1
+    (finding,) = fz.findings
+    assert finding.how == "shared inputs" and dict(finding.draw.case.inputs.params) == {"T": 50}
+    found = {j.case: str(j.verdict) for o in finding.draw.failing.values() for j in o.judgements}
+    expected = {
+        _case(STEPS, "steps", "jax-steps-loop~jax-steps-late"): "FAIL",
+        _case(STEPS, "steps", "jax-steps-scan~jax-steps-late"): "FAIL",
+    }
+    assert found == expected
+    assert {c: _check(fronts)[c] for c in expected} == expected
+    assert sorted(fz.failed_pairs) == [
+        ("jax-steps-loop", "jax-steps-late"),
+        ("jax-steps-scan", "jax-steps-late"),
+    ]
+    assert fz.lines[-1].startswith(f"fuzz {STEPS}: FAIL — 1 draw(s)")
+    assert fz.lines[-1].endswith(
+        "2 of 3 pair(s) disagree: jax-steps-loop~jax-steps-late, jax-steps-scan~jax-steps-late"
+    )
