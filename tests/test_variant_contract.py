@@ -344,10 +344,10 @@ def test_pytest_and_report_give_checks_verdicts(contract):
     }
     rows = {row.variant: row for row in page.rows}
     for name in ("jax-raises", "jax-short-grad", "jax-vector-loss", "jax-float32-inside"):
-        assert (rows[name].verdict, rows[name].note) == ("error", FAULTS[name][0])
+        assert (rows[name].verdict, rows[name].note) == ("error", _fault_text(*FAULTS[name]))
     for name in ("jax-float64-out", "jax-x64-module"):
         assert rows[name].float32.verdict == "error"
-        assert rows[name].float32.title == FAULTS[f"{name}@float32"][0]
+        assert rows[name].float32.title == _fault_text(*FAULTS[f"{name}@float32"])
         assert Verdict(rows[name].verdict).failing
     assert {r.variant: r.verdict for r in page.rows if r.variant in CORRECT} == {
         "jax-loop": "ok",

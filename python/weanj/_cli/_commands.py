@@ -128,8 +128,6 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
         print("\n".join(judgement.lines()))
-        for name, error in judgement.not_judged.items():
-            say(wrapped(f"weanj: {name} not judged: {error}"))
         for j, path in plots:
             where = f"wrote {path}" if path else "bitwise equal: no picture"
             say(f"  plot {j.subjects[0]} vs {j.subjects[1]} ({j.array}): {where}")

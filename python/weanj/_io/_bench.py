@@ -79,8 +79,9 @@ _KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     # one line of at most 200 characters: a name, a date (a megabyte of "variant" would
     # make the plots' legends take minutes, a newline would inject lines into reports)
     "text": (lambda v: isinstance(v, str) and 0 < len(v) <= 200 and "\n" not in v, "text"),
-    # the dtype under test: it names figures and series, so nothing else (a path, markup)
-    "dtype": (lambda v: isinstance(v, str) and v in DTYPES, "float64 or float32"),
+    # the dtype under test: it names figures and series, so nothing else (a path, markup);
+    # Julia's spelling too (the seed notebook's records say "Float64")
+    "dtype": (lambda v: isinstance(v, str) and v.lower() in DTYPES, "float64 or float32"),
     "seconds": (
         lambda v: v is None or (_is_number(v) and v >= 0),
         "a finite number of seconds >= 0 or null",

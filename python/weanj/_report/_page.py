@@ -36,6 +36,7 @@ from ._page_model import (
     suspects,
     variant_anchor,
 )
+from ._lines import relative_text
 from ._text import num
 from ._verdicts_file import CheckVerdicts
 
@@ -322,11 +323,7 @@ def _where(c) -> str:
     absolute terms."""
     if c is None or not c.worst:
         return ""
-    if c.reference_zero:
-        size = f"reference all zeros, max|Δ| {num(c.max_abs)}"
-    else:
-        size = f"max|Δ|/max|g_ref| {num(c.max_rel)}"
-    return f", {size} at numpy {tuple(c.worst)}"
+    return f", {relative_text(c)} at numpy {tuple(c.worst)}"
 
 
 def _failures(page: ExamplePage) -> None:
