@@ -657,7 +657,9 @@ def check_json(root: Path) -> dict:
     [
         ("segfault", "the Julia worker died (SIGSEGV) while computing julia-smooth's loss"),
         ("exit-at-start", "the Julia worker exited with status 3 while starting"),
-        ("hang", "time limit"),
+        # The hang waits out --timeout (20 s): `-m slow`; a worker killed at its deadline
+        # is also test_a_worker_still_busy_at_the_deadline_is_killed's, in seconds.
+        pytest.param("hang", "time limit", marks=pytest.mark.slow),
     ],
 )
 def test_weanj_check_judges_the_others_when_the_worker_fails(tmp_path, mode, cause):

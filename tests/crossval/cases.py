@@ -94,15 +94,18 @@ def _marks(example: str, names, *, skips: bool = True) -> list:
     return marks
 
 
-def variant_cases(*, slow_if=None) -> list:
+def variant_cases(*, slow_if=None, rest_of_family_slow: bool = False) -> list:
     """`pytest.param(example, name)` for every registered variant of every example that
-    has a reference module; `slow_if(variant)` marks some `slow` (`pytest -m slow`)."""
+    has a reference module; `slow_if(variant)` marks some `slow` (`pytest -m slow`), and
+    `rest_of_family_slow` every variant but the first of its family."""
     cases = []
     for example in weanj.example_names():
         for names in weanj.families(example).values():
-            for name in names:
+            for i, name in enumerate(names):
                 marks = _marks(example, [name])
-                if slow_if is not None and slow_if(find_variant(example, name)):
+                if (slow_if is not None and slow_if(find_variant(example, name))) or (
+                    rest_of_family_slow and i > 0
+                ):
                     marks.append(pytest.mark.slow)
                 if reference_module(example) is None:
                     marks.append(pytest.mark.skip(reason=f"{example} has no reference module"))
@@ -218,6 +221,19 @@ def family_cases(examples=None) -> list:
                     )
                 )
     return cases
+
+
+def first_of_each_example(cases: list) -> list:
+    """`cases` (params whose first value is the example) with all but each example's first
+    marked `slow`: the fast suite keeps one per example, `pytest -m slow` the rest."""
+    seen, out = set(), []
+    for case in cases:
+        example = case.values[0]
+        if example in seen:
+            case = pytest.param(*case.values, id=case.id, marks=[*case.marks, pytest.mark.slow])
+        seen.add(example)
+        out.append(case)
+    return out
 
 
 def family_of(example: str, name: str) -> str:

@@ -4,7 +4,8 @@ On a fresh random inputs file (each example's reference module draws it: sizes,
 parameters and scales), `weanj run EXAMPLE VARIANT --inputs F --<param> … --out O`
 writes the loss and gradient(s) of docs/DESIGN.md's mathematics: checked against the
 example's independent reference to 1e-12 (loss) and 1e-11·max|g| per gradient array,
-for one variant per family (the others are tied to it by the pair and reference tests).
+for one variant per family (the others are tied to it by the pair and reference tests);
+the fast suite runs one per example, `pytest -m slow` the other families.
 A user's mistake gives one line on stderr and exit code 2, never a traceback.
 """
 
@@ -21,7 +22,7 @@ import pytest
 import weanj
 
 from ..helpers import inputs_sha256, provenance_key, run_weanj, write_h5
-from .cases import family_cases, reference_of
+from .cases import family_cases, first_of_each_example, reference_of
 
 
 def weanj_cli(*args, cwd) -> subprocess.CompletedProcess:
@@ -29,7 +30,7 @@ def weanj_cli(*args, cwd) -> subprocess.CompletedProcess:
     return run_weanj(*args, root=cwd, cwd=cwd, timeout=300)
 
 
-@pytest.mark.parametrize(("example", "name"), family_cases())
+@pytest.mark.parametrize(("example", "name"), first_of_each_example(family_cases()))
 def test_run_on_unseen_inputs_matches_reference(example, name, project):
     module, algorithm = reference_of(example, name)
     seed = secrets.randbits(32)  # unseen by construction; reported on failure

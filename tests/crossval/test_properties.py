@@ -1,5 +1,11 @@
 """Properties every variant must have: jit and non-jit agree, float32 stays within its
-tolerance of float64. (That inputs are not mutated, every `run_variant` asserts.)"""
+tolerance of float64. (That inputs are not mutated, every `run_variant` asserts.)
+
+Both are checked outside the pipeline, on small inputs, against the independent
+reference. The fast suite runs the float32 property for one variant per family (the
+pipeline's own float32 cases of every variant, on the shared inputs, are
+`test_families`'); `pytest -m slow` runs every variant, and jit against non-jit (op by op,
+seconds per variant)."""
 
 from __future__ import annotations
 
@@ -19,12 +25,9 @@ from .cases import (
 
 
 # Op by op, shard_map runs every collective and every block as its own dispatch (15-30 s
-# for a tiny case), and kernex every point of its stencil (5-16 s): their non-jit runs
-# are `slow` (pytest -m slow).
-@pytest.mark.parametrize(
-    ("example", "name"),
-    variant_cases(slow_if=lambda v: v.multi_device or v.name.startswith("kernex-")),
-)
+# for a tiny case), and kernex every point of its stencil (5-16 s); the others take 1-5 s.
+@pytest.mark.slow
+@pytest.mark.parametrize(("example", "name"), variant_cases())
 def test_jit_and_nonjit_agree(example, name):
     import jax
 
@@ -53,7 +56,7 @@ def test_jit_and_nonjit_agree(example, name):
     )
 
 
-@pytest.mark.parametrize(("example", "name"), variant_cases())
+@pytest.mark.parametrize(("example", "name"), variant_cases(rest_of_family_slow=True))
 def test_float32_within_its_tolerance_of_float64(example, name):
     # On the small inputs float32 rounding is orders of magnitude inside the float32
     # policy (1e-4 of max|g|), so the test is meaningful: a different algorithm fails

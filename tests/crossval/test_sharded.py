@@ -148,7 +148,9 @@ def _worker(devices: int, out: str) -> None:
 # --- the tests -------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+# Session-scoped (once per process, even where xdist runs this module's tests in two
+# batches, which would set a module fixture up twice).
+@pytest.fixture(scope="session")
 def runs(request, tmp_path_factory):
     """{devices: results of `_worker(devices)`} for the device counts the selected tests
     ask for (8 devices only with `-m slow`); the subprocesses run concurrently."""
@@ -157,7 +159,7 @@ def runs(request, tmp_path_factory):
     wanted = {
         item.callspec.params["devices"]
         for item in request.session.items
-        if item.module is request.module and "runs" in item.fixturenames
+        if Path(item.fspath) == Path(__file__) and "runs" in item.fixturenames
     }
 
     tmp = tmp_path_factory.mktemp("sharded")

@@ -42,8 +42,18 @@ def same_family_pairs(ej: ExampleJudgement) -> list[CaseJudgement]:
     ]
 
 
-def suspects(failing: list[CaseJudgement]) -> dict[str, list[CaseJudgement]]:
-    """`{label: its failing pairs}` for the labels that fail most often, per family."""
+def suspects(
+    ej: ExampleJudgement, own_failures: frozenset[str] = frozenset()
+) -> dict[str, list[CaseJudgement]]:
+    """`{label: its failing pairs}` for the labels that fail most often, per family. A tie
+    (two members, one failing pair) goes to the members that also fail their own gradient
+    checks (Taylor, jvp: those in `ej`, and the labels `own_failures` names, which the
+    report reads from `check.json`), where some do and some don't; otherwise both are
+    named."""
+    failing = [j for j in same_family_pairs(ej) if j.failed]
+    self_failing = set(own_failures) | {
+        j.subjects[0] for j in ej.judgements if j.kind in ("taylor", "jvp") and j.failed
+    }
     out: dict[str, list[CaseJudgement]] = {}
     by_family: dict[str, list[CaseJudgement]] = {}
     for j in failing:
@@ -51,9 +61,12 @@ def suspects(failing: list[CaseJudgement]) -> dict[str, list[CaseJudgement]]:
     for js in by_family.values():
         counts = Counter(s for j in js for s in j.subjects)
         top = max(counts.values())
-        for label, count in counts.items():
-            if count == top:
-                out[label] = [j for j in js if label in j.subjects]
+        tied = [label for label, count in counts.items() if count == top]
+        also_own = [label for label in tied if label in self_failing]
+        if 0 < len(also_own) < len(tied):
+            tied = also_own
+        for label in tied:
+            out[label] = [j for j in js if label in j.subjects]
     return out
 
 
@@ -143,4 +156,4 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
 
 def accused(ej: ExampleJudgement) -> set[str]:
     """The suspects of the example's failing same-family pairs."""
-    return set(suspects([j for j in same_family_pairs(ej) if j.failed]))
+    return set(suspects(ej))

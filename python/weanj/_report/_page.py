@@ -26,6 +26,7 @@ from typing import Any
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Catalog
 from ._cells import family_cell, float32_cell
+from ._lines import relative_text
 from ._page_model import (
     Cell,
     ExamplePage,
@@ -36,7 +37,6 @@ from ._page_model import (
     suspects,
     variant_anchor,
 )
-from ._lines import relative_text
 from ._text import num
 from ._verdicts_file import CheckVerdicts
 
@@ -71,7 +71,7 @@ def gather(
         return page
     if page.check.state != "current":
         page.missing.append(page.check.note)
-    page.suspects = set(suspects([j for j in same_family_pairs(ej) if j.failed]))
+    page.suspects = set(suspects(ej, _own_failures(page)))
     page.not_compared = _not_compared(page)
     _rows(page)
     _failures(page)
@@ -318,6 +318,11 @@ def _badness(j: CaseJudgement) -> float:
     return c.max_rel
 
 
+def _own_failures(page: ExamplePage) -> frozenset[str]:
+    """The variants whose own gradient checks (in `check.json`) failed."""
+    return frozenset(j["subjects"][0] for j in page.checks if j["failed"] and j["subjects"])
+
+
 def _where(c) -> str:
     """`, max|Δ|/max|g_ref| 1.2e-04 at numpy (7,)`; against a reference of zeros, in
     absolute terms."""
@@ -332,7 +337,7 @@ def _failures(page: ExamplePage) -> None:
     named = set()
     # The suspects among the float64 members (a float32 run is judged against its
     # family's reference, and named on its own below: never the reference's fault).
-    for label, js in suspects([j for j in same_family_pairs(ej) if j.failed]).items():
+    for label, js in suspects(ej, _own_failures(page)).items():
         by_array: dict[str | None, list[CaseJudgement]] = {}
         for j in js:
             by_array.setdefault(j.array, []).append(j)
