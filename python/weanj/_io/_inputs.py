@@ -128,6 +128,21 @@ def _declared_shapes(ex: Example, f, where: str, hint: str) -> Exception | None:
     return None
 
 
+def _check_registered_params(ex: Example, params: dict, where: str, hint: str) -> None:
+    """A shared inputs file holds the parameters its example registers: one whose `K` was
+    edited (or an example whose `K` changed since the file was generated) would otherwise
+    have every variant run at the file's value and agree (docs/DESIGN.md, "Inputs files")."""
+    registered = ex.check_params({})
+    changed = [k for k in ex.param_names if params[k] != registered[k]]
+    if changed:
+        found = ", ".join(f"{k} = {params[k]!r}" for k in changed)
+        wanted = ", ".join(f"{k} = {registered[k]!r}" for k in changed)
+        raise InputFileError(
+            f"{where} holds {found} where {ex.name} registers {wanted} (edited after it was "
+            f"written, or the example changed since){hint}"
+        )
+
+
 def _read(ex: Example, path: Path, shared: bool) -> Inputs:
     hint = f"; regenerate it with {regenerate_hint(ex.name)}" if shared else ""
     where = f"inputs file {path}"
@@ -168,6 +183,8 @@ def _read(ex: Example, path: Path, shared: bool) -> Inputs:
         params = ex.check_params({k: attrs[k] for k in ex.param_names if k in attrs})
     except InputError as e:
         raise InputFileError(f"{where}: attribute {e}{hint}") from None
+    if shared:  # the parameters are part of the inputs: the generator writes the registered ones
+        _check_registered_params(ex, params, where, hint)
     return stored_inputs(ex, stored, params, sha, path=path, shared=shared, attrs=attrs)
 
 
