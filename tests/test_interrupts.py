@@ -68,21 +68,28 @@ def test_interrupts_end_with_130_and_leave_every_file_whole(tiny, count):
 
     def lane(mine):
         for d in mine:
-            outcomes.append(_interrupt(argv, tiny, d))
+            while True:
+                outcomes.append(_interrupt(argv, tiny, d))
+                if outcomes[-1][1] != 0 or d <= 0.1:
+                    break
+                # done before the signal: the machine is quicker now than when the check
+                # was timed (a busy machine makes it slower, never quicker); sooner, then
+                d = max(0.1, d / 2)
 
     lanes = [threading.Thread(target=lane, args=(delays[k::2],)) for k in range(2)]
     for t in lanes:
         t.start()
     for t in lanes:
         t.join()
-    assert len(outcomes) == count
+    assert len(outcomes) >= count
     for delay, code, _, err in outcomes:
         # 130 and "weanj: interrupted", or 0 where the check was done before the signal
         assert code in (0, 130), (delay, code, err[-2000:])
         assert "Traceback" not in err and "Fatal Python error" not in err, (delay, err[-2000:])
         if code == 130:
             assert err.strip().splitlines()[-1] == "weanj: interrupted", (delay, err[-500:])
-    assert sum(code == 130 for _, code, _, _ in outcomes) >= count // 2
+    # every slot ended interrupted, however busy the machine (a check never ends in 0.1 s)
+    assert sum(code == 130 for _, code, _, _ in outcomes) == count, [o[:2] for o in outcomes]
     # Every stored file opens and matches its digests: `weanj diff` reads and judges them
     # all (an unreadable or tampered one is a failing file verdict).
     r = weanj_in(tiny, "diff", "10-tiny", "--json")

@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
@@ -159,6 +160,26 @@ def test_reuse_follows_the_code_and_the_inputs_each_example_depends_on(project):
     assert reuse["21-one"]["jax-a"] == (
         "recomputed: the inputs changed (arrays, parameters or dtype)"
     )
+    # a parameter's default changed: the inputs file still holds S = 2, so no command runs
+    # at either value until the inputs are regenerated; then everything of 21-one is
+    # recomputed at S = 3
+    one.write_text(
+        one.read_text().replace('weanj.Param("S", default=2)', 'weanj.Param("S", default=3)')
+    )
+    r = weanj_in(project, "check", "--dtype", "float64")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert "holds S = 2 where 21-one registers S = 3" in r.stderr, r.stderr
+    assert "weanj inputs regenerate 21-one" in r.stderr
+    assert weanj_in(project, "inputs", "regenerate", "21-one").returncode == 0
+    r, reuse = _check(project)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _reused(reuse, "21-one") == set() and _reused(reuse, "22-two") == {"jax-c", "jax-d"}
+    data = json.loads((project / "results" / "21-one" / "check.json").read_text())
+    with h5py.File(project / "shared_inputs" / "21-one.h5", "r") as f:
+        x, S = f["x"][()], f.attrs["S"]
+    assert S == 3
+    losses = {g["label"]: g["loss"] for g in data["gradients"]}
+    assert losses["jax-a"] == pytest.approx(3 * np.sum(x * x), rel=1e-12)
     # --fresh recomputes everything
     _, reuse = _check(project, "--fresh")
     assert _reused(reuse, "21-one") == _reused(reuse, "22-two") == set()

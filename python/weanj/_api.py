@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import InputError, InputFileError, StaleGradientError, VariantError, WeanjError
+from ._errors import InputError, InputFileError, StaleGradientError, WeanjError
 from ._io import _bench, _inputs, _store
 from ._io._gradient_files import _SHA256, fix_hint, read_gradient_file, scan_store
 from ._model import (
@@ -128,7 +128,6 @@ def evaluate(
     `VariantError` (its `error`, `NaN/Inf` or `timeout`, in one line); one that cannot
     run here `UnavailableError`; one declared not to apply to these inputs `ExcludedError`.
     """
-    from ._errors import ExcludedError, UnavailableError
     from ._judge._contract import Fault
 
     ex = example_named(example)
@@ -141,13 +140,7 @@ def evaluate(
         inputs = inputs.with_params(params)
     found = run_evaluation(v, inputs, dtype, Watch(timeout_s=timeout), shown_path=here.shown)
     if isinstance(found, Fault):
-        if found.verdict == "unavailable":
-            raise UnavailableError(found.what)
-        if found.verdict == "skipped":
-            raise ExcludedError(found.what)
-        raise VariantError(
-            found.line if found.verdict == "error" else f"{found.verdict}: {found.line}"
-        )
+        raise found.error()
     return found
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._errors import ExcludedError, UnavailableError, VariantError, WeanjError
+from .._errors import WeanjError
 from .._io import _inputs, _jax_cache, _store
 from .._judge._contract import Fault
 from .._model import Gradient, Inputs, check_dtype
@@ -105,12 +105,7 @@ def run(
         _store.check_target(out, planned, shared_key, here, force=force)
     found = evaluate(v, chosen, dtype, Watch(timeout_s=timeout), shown_path=here.shown)
     if isinstance(found, Fault):
-        if found.verdict == "unavailable":
-            raise UnavailableError(found.what)
-        if found.verdict == "skipped":
-            raise ExcludedError(found.what)
-        what = found.line if found.verdict == "error" else f"{found.verdict}: {found.line}"
-        raise VariantError(f"{what}; nothing was saved")
+        raise found.error("; nothing was saved")
     target = _store.check_target(
         out if out is not None else default_path(found, shared, here),
         found,

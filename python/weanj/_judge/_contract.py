@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError
+from .._errors import ExcludedError, InputError, UnavailableError, VariantError, WeanjError
 from .._model import COMPLEX_OF, Example
 
 # A fault's verdict, as `Verdict` spells it (`Verdict(fault.verdict)`).
@@ -44,6 +44,16 @@ class Fault:
     def line(self) -> str:
         again = f" (reproduce: `{self.command}`)" if self.command else ""
         return f"{self.what}{again}"
+
+    def error(self, after: str = "") -> WeanjError:
+        """The exception the Python API and `weanj run` raise for it: `UnavailableError`,
+        `ExcludedError` (skipped) or `VariantError` (its line, then `after`)."""
+        if self.verdict == "unavailable":
+            return UnavailableError(self.what)
+        if self.verdict == "skipped":
+            return ExcludedError(self.what)
+        what = self.line if self.verdict == "error" else f"{self.verdict}: {self.line}"
+        return VariantError(f"{what}{after}")
 
 
 class Breach(Exception):
