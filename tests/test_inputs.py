@@ -709,8 +709,14 @@ def test_a_group_where_an_array_belongs(tmp_path):
         ({"K": 21}, "holds K = 21 where 01-jacobi registers K = 20"),
     ],
     ids=[
-        "K-text", "K-array", "sha256-array", "example-array", "format-3", "bytes-name", "K-edited",
-    ],  # fmt: skip
+        "K-text",
+        "K-array",
+        "sha256-array",
+        "example-array",
+        "format-3",
+        "bytes-name",
+        "K-edited",
+    ],
 )
 def test_mistyped_shared_inputs_fail_verify_and_check(project, capsys, attrs, words):
     with h5py.File(_shared(project), "r+") as f:
