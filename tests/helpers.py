@@ -101,7 +101,7 @@ sha256_of = format1_sha256
 
 
 def inputs_sha256(arrays: dict[str, np.ndarray] | list[tuple[str, np.ndarray]]) -> str:
-    """The format-2 inputs digest, written out from its definition (DECISIONS.md, docs/DESIGN.md
+    """The format-2 inputs digest, written out from its definition (docs/DESIGN.md,
     "Inputs files") rather than by calling weanj: "weanj-inputs/2\n", then for each array in
     the example's order its name, NUL, dtype string (little-endian `.str`), NUL, the shape
     joined by ",", NUL, and its C-order little-endian bytes."""
@@ -117,9 +117,10 @@ def inputs_sha256(arrays: dict[str, np.ndarray] | list[tuple[str, np.ndarray]]) 
 
 
 def provenance_key(inputs_digest: str, params: dict, dtype: str) -> str:
-    """The provenance key, written out from its definition (DECISIONS.md): the sha256 of
-    the lines `weanj-key/2`, `inputs=...`, `dtype=...` and `param:NAME=KIND:VALUE` (sorted
-    by name; a float as the big-endian hex of its IEEE-754 binary64 bits)."""
+    """The provenance key, written out from its definition (docs/DESIGN.md, "The provenance
+    key"): the sha256 of the lines `weanj-key/2`, `inputs=...`, `dtype=...` and
+    `param:NAME=KIND:VALUE` (sorted by name; a float as the big-endian hex of its IEEE-754
+    binary64 bits)."""
     lines = ["weanj-key/2", f"inputs={inputs_digest}", f"dtype={dtype}"]
     for name in sorted(params):
         value = params[name]

@@ -90,9 +90,14 @@ def min_by_minimum(x, y):
 
 def integer_xy(draw, longest: int, largest: int) -> dict[str, np.ndarray]:
     """In a hypothesis strategy: x and y of one length from 1 to `longest`, their entries
-    integers from -`largest` to `largest`, so that ties x == y happen."""
+    integers from -`largest` to `largest`, so that ties x == y happen. Drawn as a list of
+    (x_i, y_i) pairs, so that shrinking drops an element of both at once (from x and y
+    drawn apart it cannot always reach the single tie that fails)."""
     from hypothesis import strategies as st
 
-    n = draw(st.integers(1, longest))
-    values = st.lists(st.integers(-largest, largest), min_size=n, max_size=n)
-    return {"x": np.array(draw(values), float), "y": np.array(draw(values), float)}
+    entry = st.integers(-largest, largest)
+    pairs = draw(st.lists(st.tuples(entry, entry), min_size=1, max_size=longest))
+    return {
+        "x": np.array([p[0] for p in pairs], float),
+        "y": np.array([p[1] for p in pairs], float),
+    }

@@ -61,7 +61,7 @@ def test_run_on_unseen_inputs_matches_reference(example, name, project):
         rel = float(np.max(np.abs(g - g_ref[k]))) / float(np.max(np.abs(g_ref[k])))
         assert rel <= 1e-11, f"seed {seed}: {k}: max|Δg|/max|g| = {rel:.2e}"
 
-    # Provenance from the definitions (DECISIONS.md), not by asking weanj: the format-2
+    # Provenance from the definitions (docs/DESIGN.md), not by asking weanj: the format-2
     # inputs digest of the file's arrays (stored float64), and the key of that digest,
     # the parameters and the dtype.
     digest = inputs_sha256([(a, np.asarray(arrays[a], np.float64)) for a in ex.arrays])
