@@ -7,7 +7,7 @@
     results/<example>/recorded/<name>.h5             committed references (any dtype)
     results/<example>/runs/<variant>-<...>.h5        runs on other inputs; never compared
     results/<example>/cases/<stem>.h5                cases written by bisect and fuzz
-    results/<example>/evaluations/<...>.json         evaluation records (reuse)
+    results/<example>/evaluations/<label>.npz        evaluation records (reuse)
     results/<example>/check.json                     the last check's verdicts (the report)
     results/<example>/bench/<backend>-<device>.json  benchmark records
     results/<example>/plots/, diff/                  pictures

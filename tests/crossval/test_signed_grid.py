@@ -260,6 +260,37 @@ def test_weanj_check_fails_the_literal_port_and_passes_the_integer_port(project)
     assert checks and all(c["verdict"] == "ok" for c in checks)
 
 
+def test_weanj_fuzz_finds_an_odd_size_by_itself_where_the_shared_inputs_agree(project):
+    """#31, acceptance 5: with shared inputs at an even size (n = 10: no grid point at
+    t = 0, so the ports agree there, as the published benchmark's did), `weanj fuzz`
+    finds by itself the smallest size at which the fused midpoint flips the sign, n = 7
+    ((n-1)/2 = 3 is not a power of two; n = 3, 5 agree)."""
+    needs_fma()
+    from weanj._io._inputs import write_inputs_file
+    from weanj._model._inputs import from_arrays
+    from weanj.examples import signed_grid as sg
+
+    (project / "pyproject.toml").write_text(
+        '[tool.weanj]\nexamples = ["weanj.examples.signed_grid"]\n'
+    )
+    even = from_arrays(weanj.example(EXAMPLE), sg.generate(6, 10))
+    write_inputs_file(even, project / "shared_inputs" / f"{EXAMPLE}.h5", seed=6)
+    # No draw left for the search after the shared inputs and the first declared size:
+    # reported on that first failure, as it is.
+    r = run_weanj("fuzz", EXAMPLE, "--max-examples", "2", root=project, cwd=project, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "\nFAIL on m = 4, n = 101, declared size 101\n" in r.stdout, r.stdout
+    assert "shrunk from" not in r.stdout
+    # With draws left, the search shrinks it to the smallest size that parts.
+    r = run_weanj("fuzz", EXAMPLE, "--max-examples", "30", root=project, cwd=project, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    assert "shared inputs: " not in r.stdout  # they agree: no line about them
+    shrunk = "FAIL on m = 4, n = 7, seed 0 (shrunk from m = 4, n = 101, declared size 101)"
+    assert f"\n{shrunk}\n" in r.stdout, r.stdout
+    assert f"1 of 1 pair(s) disagree: {INTEGER}~{LITERAL}" in r.stdout, r.stdout
+
+
 # --- the validator ----------------------------------------------------------------------------
 
 

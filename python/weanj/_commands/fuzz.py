@@ -11,6 +11,10 @@ draws are not random:
 2. each declared size (`Sizes.values`, smallest first) at the default parameters;
 3. the default's neighbours: each int parameter at default ± 1, each bool flipped.
 
+A pair failing at 2 or 3 goes on into the search below, for a smaller case: it is reported
+on the smallest failure the search shrinks to ("shrunk from" its first failing draw), or on
+that first draw when the search finds none in the time left.
+
 Then Hypothesis draws: a seed, a size (1 … 8, the declared sizes, or the shared size
 through the example's own `generate`) and every parameter over its declared range,
 shrinking towards the default (an int whose range is left open, up to int32's maximum, is
@@ -415,6 +419,10 @@ def run_fuzz(
     stop_at = None if seconds is None else t0 + seconds
     result = Fuzzed(ex, list(pairs))
     remaining = list(pairs)
+    # A pair failing at a declared size or a neighbour is searched on for a smaller case
+    # (Hypothesis shrinks what it draws, never these first draws); its first failing draw
+    # is what it is reported on if the search finds nothing smaller in the time left.
+    pending: dict[tuple[str, str], tuple[Draw, str]] = {}
     shared = _inputs.read_inputs(ex, here)
     for how, case in _seed_cases(ex, shared):
         if not remaining or result.draws >= max_examples:
@@ -425,10 +433,19 @@ def run_fuzz(
             result.out_of_time = True
             break
         result.draws += 1
-        if draw.failing:
-            say(f"  {how}: {', '.join(f'{a}~{b}' for a, b in draw.failing)} disagree")
+        new = {pair: o for pair, o in draw.failing.items() if pair not in pending}
+        if not new:
+            continue
+        if how == "shared inputs":  # check's own case: reported as it is, at once
+            say(f"  {how}: {', '.join(f'{a}~{b}' for a, b in new)} disagree")
             _found(result, cat, here, draw, None, how)
-            remaining = [p for p in remaining if (p[0].name, p[1].name) not in draw.failing]
+            remaining = [p for p in remaining if (p[0].name, p[1].name) not in new]
+        else:
+            say(
+                f"  {case.source}: {', '.join(f'{a}~{b}' for a, b in new)} disagree "
+                "(searching for a smaller case)"
+            )
+            pending.update({pair: (draw, how) for pair in new})
     while remaining and not result.out_of_time:
         left_n = max_examples - result.draws
         if left_n <= 0 or (stop_at is not None and time.monotonic() > stop_at):
@@ -442,8 +459,16 @@ def run_fuzz(
             result.refused[why] = result.refused.get(why, 0) + count
         if s.failure is None:
             break
-        _found(result, cat, here, s.failure, s.first, "drawn")
+        seeded = [pending.pop(pair)[0] for pair in s.failure.failing if pair in pending]
+        _found(result, cat, here, s.failure, seeded[0] if seeded else s.first, "drawn")
         remaining = [p for p in remaining if (p[0].name, p[1].name) not in s.failure.failing]
+    # The pairs whose first failing draw the search did not better: reported on it.
+    by_draw: dict[int, tuple[Draw, str, list[tuple[str, str]]]] = {}
+    for pair, (draw, how) in pending.items():
+        by_draw.setdefault(id(draw), (draw, how, []))[2].append(pair)
+    for draw, how, failing in by_draw.values():
+        only = Draw(draw.case, {p: o for p, o in draw.outcomes.items() if p in failing})
+        _found(result, cat, here, only, None, how)
     result.seconds = time.monotonic() - t0
     return result
 
