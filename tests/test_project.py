@@ -445,9 +445,29 @@ def test_weanj_new_then_the_commands_it_prints(tmp_path, monkeypatch, capsys):
         "    code = main(command.split()[1:])\n"
         "    if code:\n        sys.exit(code)\n"
     )
-    done = run_in(tmp_path, "-c", run_all, *commands)
+    done = run_in(tmp_path, "-c", run_all, *commands, "weanj report")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "wrote " in done.stdout and "11-mine: ok" in done.stdout
+    # What the project commits: its sources and the shared inputs; the .gitignore that
+    # `weanj new` wrote keeps out everything the runs wrote (the store, the records, the
+    # check file, the report, the compilation cache).
+    assert out.startswith("wrote examples/mine.py, julia/mine.jl, [tool.weanj] in ")
+    assert "and .gitignore" in out.splitlines()[0]
+    assert (tmp_path / "results" / "11-mine" / "check.json").is_file()
+    assert (tmp_path / "results" / "report.html").is_file()
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert sorted(line[3:] for line in status.splitlines()) == [
+        ".gitignore",
+        "examples/__init__.py",
+        "examples/mine.py",
+        "julia/mine.jl",
+        "pyproject.toml",
+        "shared_inputs/11-mine.h5",
+    ], status
     # It refuses to overwrite, and says so in one line.
     assert main(["new", "11-mine"]) == 2
     assert_one_line_error(capsys.readouterr().err, "already exists")

@@ -51,11 +51,10 @@ def cmd_list(args: argparse.Namespace, words: dict) -> int:
 
 
 def cmd_new(args: argparse.Namespace, words: dict) -> int:
-    from .._commands.new import scaffold, stem_of
+    from .._commands.new import scaffold
 
-    commands = scaffold(args.name)
-    stem = stem_of(args.name)
-    print(f"wrote examples/{stem}.py, julia/{stem}.jl and [tool.weanj] in pyproject.toml")
+    written, commands = scaffold(args.name)
+    print(f"wrote {', '.join(written[:-1])} and {written[-1]}")
     print("next:")
     for line in commands:
         print(f"  {line}")

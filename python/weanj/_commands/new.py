@@ -1,10 +1,12 @@
 """`weanj new NAME`: a new example in the current project, ready for `weanj check`.
 
 Writes `examples/<stem>.py` (the example and one JAX variant), `julia/<stem>.jl` (the
-same kernel as a Julia loop, for the `julia-<stem>` variant) and the module's entry in
-`[tool.weanj]` of `pyproject.toml` (created if missing). It refuses to overwrite
-anything. The kernel is a placeholder that works: S sweeps of a periodic three-point
-smoothing of a vector, so that `weanj check` passes before the user changes a line.
+same kernel as a Julia loop, for the `julia-<stem>` variant), the module's entry in
+`[tool.weanj]` of `pyproject.toml` (created if missing) and, where the project has none, a
+`.gitignore` of what weanj's runs write (`GITIGNORE`: everything under `results/` but the
+recorded references, and the compilation cache). It refuses to overwrite anything. The
+kernel is a placeholder that works: S sweeps of a periodic three-point smoothing of a
+vector, so that `weanj check` passes before the user changes a line.
 """
 
 from __future__ import annotations
@@ -110,6 +112,27 @@ end
 '''
 
 
+# What weanj's commands write and a project does not commit (docs/DESIGN.md, "Files"): the
+# shared inputs and `results/<example>/recorded/` are committed; the rest is this machine's.
+GITIGNORE = """\
+# Written by weanj's commands on this machine (the shared inputs and the recorded
+# references, results/<example>/recorded/, are committed).
+results/*/gradients/
+results/*/runs/
+results/*/cases/
+results/*/evaluations/
+results/*/bench/
+results/*/plots/
+results/*/diff/
+results/*/check.json
+results/report.html
+results/report.md
+results/.weanj-fuzz/
+.weanj-cache/
+.*.tmp
+"""
+
+
 def stem_of(name: str) -> str:
     """The module and Julia file stem of an example name: `11-my-kernel` -> `my_kernel`."""
     stem = re.sub(r"^[0-9]+[-_.]*", "", name)
@@ -146,8 +169,9 @@ def _add_module(pyproject: Path, module: str) -> str:
     return tomlkit.dumps(doc)
 
 
-def scaffold(name: str) -> list[str]:
-    """Write the new example's files; **Returns:** the next commands to run."""
+def scaffold(name: str) -> tuple[list[str], list[str]]:
+    """Write the new example's files; **Returns:** what was written (as the user reads it)
+    and the next commands to run."""
     from .._model import check_name
 
     check_name("example", name)
@@ -172,10 +196,15 @@ def scaffold(name: str) -> list[str]:
     ]
     if not package_init.exists():
         writes.insert(0, (package_init, '"""The examples of this weanj project."""\n'))
+    written = [f"examples/{stem}.py", f"julia/{stem}.jl", "[tool.weanj] in pyproject.toml"]
+    gitignore = root / ".gitignore"
+    if not gitignore.exists():  # a project's own .gitignore is left as it is
+        writes.append((gitignore, GITIGNORE))
+        written.append(".gitignore")
     for path, text in writes:
         with atomic_path(path) as tmp:
             tmp.write_text(text)
-    return [
+    return written, [
         f"weanj inputs regenerate {name}",
         f"weanj check {name}",
     ]
