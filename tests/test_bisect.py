@@ -206,11 +206,15 @@ def test_smallest_value_doubles_then_bisects():
 
 def test_size_candidates_are_small_ones_then_powers_of_two_and_their_odd_neighbours():
     small = [1, 2, 3, 4, 5, 6, 7, 8]
-    assert bisect_command.size_candidates(32) == [*small, 15, 16, 17, 31, 32]
-    assert bisect_command.size_candidates(100) == [
-        *small, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100,
-    ]  # fmt: skip
-    assert bisect_command.size_candidates(4) == small
+
+    def candidates(*values):
+        return list(weanj.Sizes(generate=lambda seed, n: {}, values=values).candidates())
+
+    assert candidates(32) == [*small, 15, 16, 17, 31, 32]
+    assert candidates(100) == [*small, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100]
+    assert candidates(4) == small
+    # every declared size, between the powers of two too (fuzz draws them, bisect tries them)
+    assert candidates(20, 40) == [*small, 15, 16, 17, 20, 31, 32, 33, 40]
 
 
 NAME = "91-nosizes"

@@ -15,9 +15,10 @@ input parts ways there.
 2. At that value, the smallest problem size of the example's `Sizes` generator at which
    they disagree (`--over SIZE` searches sizes only). Sizes are not assumed monotone (a
    port can be wrong at odd sizes only): every size from 1 to 8, then each power of two
-   and its odd neighbours up to the largest benchmark size; once a size fails, every size
-   between the largest agreeing one and it is tried, so the answer is the smallest
-   failing size, and "agree at every size tried" lists the sizes tried.
+   and its odd neighbours up to the largest benchmark size, and every benchmark size
+   (`Sizes.candidates`); once a size fails, every size between the largest agreeing one
+   and it is tried, so the answer is the smallest failing size, and "agree at every size
+   tried" lists the sizes tried.
 3. The minimal case is written as an inputs file, `results/EX/cases/`, with the commands
    that reproduce it (`weanj bisect EX A B --inputs CASE` judges the pair on it alone).
 """
@@ -38,12 +39,11 @@ from .._pipeline._evaluate import reproduce_command
 from .._pipeline._session import Session
 from .._places import Places, places
 from .._registry import catalog, same_family_pair
+from .._report._lines import ranges_text
 from .._report._text import message
 
 # Without `--PARAM V`, doubling goes up to this many times the inputs' value.
 REACH = 8
-# Sizes tried one by one before doubling: where odd sizes and n = 1 live.
-SMALL_SIZES = tuple(range(1, 9))
 
 
 @dataclass
@@ -102,19 +102,6 @@ def smallest_value(disagree: Callable[[int], bool], lo: int, hi: int) -> int | N
     return bad
 
 
-def size_candidates(largest: int) -> list[int]:
-    """1 … 8, then each power of two from 16 with its odd neighbours (15, 16, 17, 31, 32,
-    33, ...) up to `largest` (the largest benchmark size), and `largest` itself."""
-    top = max(largest, SMALL_SIZES[-1])
-    out = [s for s in SMALL_SIZES if s <= top]
-    s = SMALL_SIZES[-1] * 2
-    while s - 1 <= top:
-        out.extend(v for v in (s - 1, s, s + 1) if v <= top)
-        s *= 2
-    out.append(top)
-    return sorted(set(out))
-
-
 def sized_inputs(ex: Example, size: int, params: dict[str, Any], seed: int) -> Inputs | str:
     """The inputs of the example's `Sizes` generator at `size`, or why there are none."""
     try:
@@ -124,21 +111,6 @@ def sized_inputs(ex: Example, size: int, params: dict[str, Any], seed: int) -> I
         return f"refused ({e})"
     except Exception as e:  # a generator that does not make this size
         return f"not generated ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]})"
-
-
-def _ranges(sizes: list[int]) -> str:
-    """`1…8, 15…17, 31…33` for the sizes tried."""
-    out, run = [], []
-    for s in sorted(sizes):
-        if run and s == run[-1] + 1:
-            run.append(s)
-            continue
-        if run:
-            out.append(str(run[0]) if len(run) == 1 else f"{run[0]}…{run[-1]}")
-        run = [s]
-    if run:
-        out.append(str(run[0]) if len(run) == 1 else f"{run[0]}…{run[-1]}")
-    return ", ".join(out)
 
 
 def smallest_size(
@@ -162,7 +134,7 @@ def smallest_size(
         return tried[size]
 
     good, bad = 0, None
-    for size in size_candidates(max(ex.sizes.values)):
+    for size in ex.sizes.candidates():
         o = at(size)
         if isinstance(o, str):
             continue
@@ -346,7 +318,7 @@ def _minimal_case(cat, va, vb, p, result: Bisected, at_first, base, check, here,
         if found is None:
             tell(
                 f"  {va.name} and {vb.name} agree at every {ex.sizes.name} tried "
-                f"({ex.sizes.name} = {_ranges(tried)})"
+                f"({ex.sizes.name} = {ranges_text(tried)})"
                 + ("; the minimal case is the shared inputs" if minimal is not None else "")
             )
             if minimal is None:

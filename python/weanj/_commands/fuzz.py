@@ -15,14 +15,16 @@ A pair failing at 2 or 3 goes on into the search below, for a smaller case: it i
 on the smallest failure the search shrinks to ("shrunk from" its first failing draw), or on
 that first draw when the search finds none in the time left.
 
-Then Hypothesis draws: a seed, a size (1 … 8, the declared sizes, or the shared size
-through the example's own `generate`) and every parameter over its declared range,
-shrinking towards the default (an int whose range is left open, up to int32's maximum, is
-drawn up to 4× its default, or default + 8); or the arrays of one of the example's own
-strategies (`weanj.fuzz_strategy`: ties, zeros, particles on cell boundaries). A draw on
-which some pair disagrees is a failure; Hypothesis shrinks it, and the smallest failing
-draw is written to `results/EX/cases/` with the commands that reproduce it. The pairs
-that failed leave the search, which goes on with the others in the time left.
+Then Hypothesis draws: a seed, a size (`Sizes.candidates`, the sizes bisect tries: 1 … 8,
+each power of two from 16 with its odd neighbours up to the largest declared size, every
+declared size; or the shared size through the example's own `generate`) and every
+parameter over its declared range, shrinking towards the default (an int whose range is
+left open, up to int32's maximum, is drawn up to 4× its default, or default + 8); or the
+arrays of one of the example's own strategies (`weanj.fuzz_strategy`: ties, zeros,
+particles on cell boundaries). A draw on which some pair disagrees is a failure;
+Hypothesis shrinks it, and the smallest failing draw is written to `results/EX/cases/`
+with the commands that reproduce it. The pairs that failed leave the search, which goes
+on with the others in the time left.
 
 Hypothesis keeps its database of failing draws under `results/.weanj-fuzz/` (replayed
 first by the next run): nothing is written in the project root. `--seconds` bounds the
@@ -50,11 +52,11 @@ from .._pipeline._evaluate import reproduce_command
 from .._pipeline._session import Session
 from .._places import Places, places
 from .._registry import catalog, same_family_pair
+from .._report._lines import ranges_text
 from .._report._text import message
 
 MAX_EXAMPLES = 100
 SECONDS = 60.0
-SMALL_SIZES = (1, 2, 3, 4, 5, 6, 7, 8)
 SHOWN_ELEMENTS = 24  # a case this small is printed in full
 GENERATOR = "generator"
 OPEN_REACH = 4  # an open int range is drawn up to this many times its default (or +8)
@@ -106,8 +108,7 @@ def drawn_text(ex: Example, strategies: Sequence[Callable]) -> str:
     shared}; S ∈ 1…10 (shrinking towards 2); seeds; strategies ties`."""
     parts = ["the shared size"]
     if ex.sizes is not None:
-        shown = ", ".join("shared" if s is None else str(s) for s in _sizes(ex))
-        parts = [f"{ex.sizes.name} ∈ {{{shown}}}"]
+        parts = [f"{ex.sizes.name} ∈ {{{ranges_text(ex.sizes.candidates())}, shared}}"]
     for p in ex.params:
         if p.kind == "int":
             lo, hi = int_bounds(p)
@@ -171,10 +172,11 @@ class Case:
 
 
 def _sizes(ex: Example) -> tuple[int | None, ...]:
-    declared = tuple(ex.sizes.values) if ex.sizes is not None else ()
+    """The sizes drawn (bisect's candidates: `Sizes.candidates`), and None: the shared
+    inputs' own size, through the example's `generate`."""
     if ex.sizes is None:
         return (None,)
-    return (*sorted(set(SMALL_SIZES) | set(declared)), None)
+    return (*ex.sizes.candidates(), None)
 
 
 def draw_case(data: Any, ex: Example, strategies: tuple, refused: dict[str, int]) -> Case:

@@ -35,6 +35,10 @@ def check_name(what: str, name: Any) -> str:
     return name
 
 
+# The sizes tried one by one before powers of two: where odd sizes and n = 1 live.
+SMALL_SIZES = tuple(range(1, 9))
+
+
 @dataclass(frozen=True)
 class Sizes:
     """The problem size `weanj bench` sweeps (e.g. the grid size n).
@@ -53,6 +57,18 @@ class Sizes:
         object.__setattr__(self, "values", tuple(sorted({int(v) for v in self.values})))
         if not self.values or self.values[0] < 1:
             raise DefinitionError(f"sizes {self.name}: values must be positive, got {self.values}")
+
+    def candidates(self) -> tuple[int, ...]:
+        """The sizes `weanj bisect` tries in order and `weanj fuzz` draws from: 1 … 8 (where
+        odd sizes and n = 1 live), each power of two from 16 with its odd neighbours (15,
+        16, 17, 31, 32, 33, ...) up to the largest declared size, and every declared size."""
+        top = max(self.values[-1], SMALL_SIZES[-1])
+        out = set(SMALL_SIZES) | set(self.values)
+        s = 2 * SMALL_SIZES[-1]
+        while s - 1 <= top:
+            out.update(v for v in (s - 1, s, s + 1) if v <= top)
+            s *= 2
+        return tuple(sorted(out))
 
 
 @dataclass(frozen=True)

@@ -175,3 +175,18 @@ def details(j: CaseJudgement) -> list[str]:
 def message(j: CaseJudgement) -> str:
     """The whole text of one judgement (pytest's failure message)."""
     return "\n".join([summary(j), *details(j)])
+
+
+def ranges_text(values) -> str:
+    """`1…8, 15…17, 31…33` for a set of integers (the sizes bisect tried, fuzz draws)."""
+    out, run = [], []
+    for v in sorted(values):
+        if run and v == run[-1] + 1:
+            run.append(v)
+            continue
+        if run:
+            out.append(str(run[0]) if len(run) == 1 else f"{run[0]}…{run[-1]}")
+        run = [v]
+    if run:
+        out.append(str(run[0]) if len(run) == 1 else f"{run[0]}…{run[-1]}")
+    return ", ".join(out)
