@@ -323,3 +323,14 @@ def registered_smooth(name: str = SMOOTH):
         yield ex
     finally:
         _registry.unregister_example(name)
+
+
+def needs_xla_cpu(what: str) -> None:
+    """Skip a test that states what XLA's CPU code does (which sums it fuses, in which
+    order a scatter adds) where JAX computes on another backend by default (a GPU)."""
+    import jax
+    import pytest
+
+    backend = jax.default_backend()
+    if backend != "cpu":
+        pytest.skip(f"{what} is a fact of XLA's CPU code; JAX's default backend here is {backend}")

@@ -14,6 +14,7 @@ import pytest
 
 import weanj
 
+from ..helpers import needs_xla_cpu
 from .cases import (
     assert_agrees_with_family_and_reference,
     assert_float32_within_float64_policy,
@@ -63,6 +64,7 @@ def test_agrees_with_family_and_reference(example, name, sibling, algorithm, n, 
 
 
 def test_lex_loss_bitwise_equal_to_jax_lex():
+    needs_xla_cpu("which additions XLA contracts into fused multiply-adds")
     # kernex-lex's kernel performs docs/DESIGN.md's additions in its order and its kscan
     # visits the points in the Julia loop's order, as jax-lex's scans do: the same bits.
     # (kernex-jacobi and kernex-rb are not bitwise equal to jax-jacobi and jax-rb: XLA's

@@ -169,7 +169,13 @@ def runs(request, tmp_path_factory):
     )
     procs = {}
     for devices in sorted(wanted & set(DEVICE_COUNTS)):
-        env_n = dict(env, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+        # Simulated devices are CPU devices: on a machine with a GPU, JAX's default
+        # platform would be the GPU's, with one device.
+        env_n = dict(
+            env,
+            XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+            JAX_PLATFORMS="cpu",
+        )
         out = tmp / f"devices-{devices}.npz"
         procs[devices] = (
             subprocess.Popen(
