@@ -24,13 +24,13 @@ export signfit_loss
 
 # --- the kernels, one file per example (dependencies first) ------------------------------
 
-include("../poisson.jl")
-include("../jacobi.jl")
-include("../gauss_seidel.jl")
-include("../advection.jl")
-include("../tridiagonal.jl")
-include("../deposition.jl")
-include("../signed_grid.jl")
+include("poisson.jl")
+include("jacobi.jl")
+include("gauss_seidel.jl")
+include("advection.jl")
+include("tridiagonal.jl")
+include("deposition.jl")
+include("signed_grid.jl")
 # New examples: each further julia/<stem>.jl goes here, and its loss functions in the
 # export list above.
 
