@@ -108,8 +108,8 @@ def install_hint() -> str:
     channel)."""
     channel = "1.11" if openssl_blocks(OPENSSL_JULIA) else "1.13"
     return (
-        "install Julia with juliaup (curl -fsSL https://install.julialang.org | sh, then "
-        f"`juliaup add {channel}`) or set WEANJ_JULIA=/path/to/julia"
+        f"install Julia {channel} with juliaup (curl -fsSL https://install.julialang.org | sh, "
+        f"then `juliaup add {channel}`) or set WEANJ_JULIA=/path/to/julia"
     )
 
 
