@@ -365,9 +365,9 @@ _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
 def julia_sources() -> Path | None:
-    """The folder `julia/` holding the package (`src/WeanJ.jl`) and the kernels: the
-    checkout's for an editable install (so edits take effect), else the copy a wheel
-    ships as `weanj/julia/`."""
+    """The folder `julia/` holding the package WeanJ (`Project.toml`, and `src/WeanJ.jl`
+    with the kernels beside it in `src/`): the checkout's for an editable install (so
+    edits take effect), else the copy a wheel ships as `weanj/julia/`."""
     for folder in (_PACKAGE_DIR.parent.parent / "julia", _PACKAGE_DIR / "julia"):
         if (folder / "src" / "WeanJ.jl").is_file():
             return folder
