@@ -133,8 +133,8 @@ def test_juliaup_launcher_is_found(no_julia, tmp_path):
 
 
 def test_the_newest_usable_julia_is_chosen(no_julia, tmp_path, monkeypatch):
-    """juliaup's default channel (1.13 from late 2026) on PATH and as the launcher, and
-    older versions it installed: the newest is chosen; a 1.14 pre-release is not."""
+    """juliaup's launcher (its default channel, here 1.12) and the versions juliaup
+    installed: the newest supported, 1.13.1, is chosen; a 1.14 pre-release is not."""
     depot = tmp_path / "depot"
     monkeypatch.setenv("JULIAUP_DEPOT_PATH", str(depot))
     fake_julia(tmp_path / "home" / ".juliaup" / "bin" / "julia", "1.12.6")
