@@ -21,7 +21,8 @@ class build_py_with_julia(build_py):
         if getattr(self, "editable_mode", False):
             return  # an editable install reads the checkout's julia/ itself
         target = Path(self.build_lib) / "weanj" / "julia"
-        # The package WeanJ (src/WeanJ.jl includes ../<stem>.jl), the kernels and the docs.
+        # The package WeanJ (src/WeanJ.jl and the kernels it includes), its Project.toml
+        # (so that a wheel's copy can be added to a Julia environment by path) and the docs.
         shipped = [*JULIA_SOURCES.glob("*.jl"), *JULIA_SOURCES.glob("src/*.jl")]
         shipped += [JULIA_SOURCES / "README.md", JULIA_SOURCES / "Project.toml"]
         for source in sorted(shipped):

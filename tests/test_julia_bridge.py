@@ -1,9 +1,7 @@
 """The Julia variants where Julia cannot run, on weanj's side of the worker.
 
-- Finding Julia (`_julia_find`): fake executables that answer `--version` as a given
-  Julia version would (and record every other call, so that a test sees that nothing else
-  ran): which one is chosen, the supported range (1.10.3 to 1.11), the one-line reasons,
-  numeric version order; the settings the worker gets for juliacall and juliapkg.
+- The settings the worker gets for juliacall and juliapkg (finding Julia itself, with fake
+  executables made here, is tested in tests/test_julia_discovery.py).
 - The project's Julia packages: its top-level `Project.toml` as juliapkg requirements.
 - Arguments checked before anything crosses (no worker starts for them); registering
   (relative files, unreadable files, options).
@@ -131,192 +129,6 @@ def _one_line(text: str) -> str:
     return text
 
 
-# --- finding Julia -----------------------------------------------------------------------
-
-
-def test_without_julia_the_reason_is_one_line_saying_how_to_get_it(no_julia):
-    julia, why = _julia_find.find_julia()
-    assert julia is None
-    _one_line(why)
-    assert "juliaup add 1.11" in why and "WEANJ_JULIA" in why
-    assert _julia.unavailable_reason() == why
-
-
-def test_julia_on_path_is_found_by_its_version_and_nothing_else_runs(no_julia):
-    fake = fake_julia(no_julia / "julia", "1.10.9")
-    assert _julia_find.find_julia() == (fake, None)
-    assert _julia_find.locate_julia().version == "1.10.9"
-    _julia_find.find_julia(), _julia.unavailable_reason()
-    assert calls(fake) == ["--version"]  # once per executable and process, nothing else
-
-
-def test_a_non_executable_julia_on_path_is_not_julia(no_julia):
-    (no_julia / "julia").write_text("not a program")
-    assert _julia_find.find_julia()[0] is None
-
-
-def test_a_program_that_does_not_answer_as_julia_is_passed_over_in_one_line(no_julia):
-    fake = fake_julia(no_julia / "julia", None)
-    julia, why = _julia_find.find_julia()
-    assert julia is None
-    assert str(fake) in _one_line(why) and "not a working Julia" in why
-
-
-def test_a_julia_that_hangs_is_given_up_on(no_julia, monkeypatch):
-    monkeypatch.setattr(_julia_find, "VERSION_TIMEOUT_S", 0.5)
-    fake_julia(no_julia / "julia", "1.11.5", delay=5)
-    julia, why = _julia_find.find_julia()
-    assert julia is None and "did not answer" in _one_line(why)
-
-
-def test_weanj_setting_wins_over_path(no_julia, tmp_path, monkeypatch):
-    fake_julia(no_julia / "julia")
-    chosen = fake_julia(tmp_path / "opt" / "julia-1.10" / "bin" / "julia", "1.10.4")
-    monkeypatch.setenv(_julia_find.ENV_VAR, str(chosen))
-    assert _julia_find.find_julia() == (chosen, None)
-
-
-@pytest.mark.parametrize("var", [_julia_find.ENV_VAR, "PYTHON_JULIAPKG_EXE"])
-def test_a_broken_explicit_setting_is_reported_not_skipped(no_julia, tmp_path, monkeypatch, var):
-    fake_julia(no_julia / "julia")  # would be found, but the user asked for another
-    monkeypatch.setenv(var, str(tmp_path / "nowhere" / "julia"))
-    julia, why = _julia_find.find_julia()
-    assert julia is None
-    assert f"{var}=" in _one_line(why)
-
-
-@pytest.mark.parametrize("var", [_julia_find.ENV_VAR, "PYTHON_JULIAPKG_EXE"])
-def test_an_explicit_julia_112_is_refused_naming_the_fix(no_julia, tmp_path, monkeypatch, var):
-    fake_julia(no_julia / "julia", "1.11.5")  # explicit settings are not second-guessed
-    chosen = fake_julia(tmp_path / "opt" / "bin" / "julia", "1.12.1")
-    monkeypatch.setenv(var, str(chosen))
-    julia, why = _julia_find.find_julia()
-    assert julia is None
-    assert f"{var}={chosen} is Julia 1.12.1 (not a supported version)" in _one_line(why)
-    assert "juliaup add 1.11" in why
-
-
-def test_juliacall_exe_needs_its_project(no_julia, tmp_path, monkeypatch):
-    fake = fake_julia(tmp_path / "opt" / "julia")
-    monkeypatch.setenv("PYTHON_JULIACALL_EXE", str(fake))
-    julia, why = _julia_find.find_julia()
-    assert julia is None and "PYTHON_JULIACALL_PROJECT" in why
-    monkeypatch.setenv("PYTHON_JULIACALL_PROJECT", str(tmp_path))
-    assert _julia_find.find_julia() == (fake, None)
-
-
-def test_juliaup_launcher_is_found(no_julia, tmp_path):
-    launcher = fake_julia(tmp_path / "home" / ".juliaup" / "bin" / "julia", "1.11.5")
-    assert _julia_find.find_julia() == (launcher, None)
-
-
-def test_a_112_launcher_with_a_111_channel_installed_picks_111(no_julia, tmp_path, monkeypatch):
-    """juliaup's default channel is 1.12 (late 2025 on); the 1.11 it also installed is
-    chosen, by its own executable, so that juliapkg gets a supported Julia."""
-    depot = tmp_path / "depot"
-    monkeypatch.setenv("JULIAUP_DEPOT_PATH", str(depot))
-    launcher = fake_julia(tmp_path / "home" / ".juliaup" / "bin" / "julia", "1.12.1")
-    fake_julia(no_julia / "julia", "1.12.1")  # the launcher, as juliaup puts it on PATH
-    juliaup_install(depot, "julia-1.12.1+0.x64.linux.gnu")
-    chosen = juliaup_install(depot, "julia-1.11.5+0.x64.linux.gnu")
-    found = _julia_find.locate_julia()
-    assert (found.path, found.version, found.why) == (chosen, "1.11.5", None)
-    assert calls(launcher) == ["--version"]
-
-
-def test_only_julia_112_is_one_line_naming_juliaup_add_111(no_julia, tmp_path, monkeypatch):
-    depot = tmp_path / "depot"
-    monkeypatch.setenv("JULIAUP_DEPOT_PATH", str(depot))
-    launcher = fake_julia(tmp_path / "home" / ".juliaup" / "bin" / "julia", "1.12.1")
-    juliaup_install(depot, "julia-1.12.1+0.x64.linux.gnu")
-    julia, why = _julia_find.find_julia()
-    assert julia is None
-    assert f"Julia 1.12.1 at {launcher}" in _one_line(why)
-    assert "juliaup add 1.11" in why and _julia_find.SUPPORTED_TEXT in why
-
-
-def test_juliaup_versions_sort_by_number_not_by_name(no_julia, tmp_path, monkeypatch):
-    depot = tmp_path / "depot"
-    monkeypatch.setenv("JULIAUP_DEPOT_PATH", str(depot))
-    installed = {
-        folder: juliaup_install(depot, folder)
-        for folder in (
-            "julia-1.9.4+0.x64.linux.gnu",
-            "julia-1.10.9+0.x64.linux.gnu",
-            "julia-1.10.10+0.x64.linux.gnu",
-            "julia-1.11.0-rc1+0.x64.linux.gnu",
-        )
-    }
-    # As text, 1.9.4 would sort last and 1.10.9 after 1.10.10; a release candidate is used
-    # only where no release is.
-    assert _julia_find.find_julia()[0] == installed["julia-1.10.10+0.x64.linux.gnu"]
-    release = juliaup_install(depot, "julia-1.11.0+0.x64.linux.gnu")
-    assert _julia_find.find_julia()[0] == release
-    for folder in ("julia-1.10.10+0.x64.linux.gnu", "julia-1.10.9+0.x64.linux.gnu"):
-        shutil.rmtree(depot / "juliaup" / folder)
-    shutil.rmtree(release.parent.parent)
-    assert _julia_find.find_julia()[0] == installed["julia-1.11.0-rc1+0.x64.linux.gnu"]
-    keys = [
-        _julia_find.version_key(v) for v in ("1.9.4", "1.10.9", "1.10.10", "1.11.0-rc1", "1.11.0")
-    ]
-    assert keys == sorted(keys)
-
-
-def test_a_supported_julia_on_path_is_used_before_juliaup(no_julia, tmp_path, monkeypatch):
-    depot = tmp_path / "depot"
-    monkeypatch.setenv("JULIAUP_DEPOT_PATH", str(depot))
-    juliaup_install(depot, "julia-1.11.5+0.x64.linux.gnu")
-    on_path = fake_julia(no_julia / "julia", "1.10.9")
-    assert _julia_find.find_julia() == (on_path, None)
-
-
-@pytest.mark.parametrize(
-    "version, ok",
-    [
-        ("1.9.4", False),
-        ("1.10.0", False),
-        ("1.10.2", False),
-        ("1.10.3", True),
-        ("1.10.10", True),
-        ("1.11.0-rc1", True),
-        ("1.11.7", True),
-        ("1.12.0-rc1", False),
-        ("1.12.1", False),
-        ("2.0.0", False),
-    ],
-)
-def test_the_supported_range_is_1_10_3_to_1_11(version, ok):
-    """Compared on (major, minor, patch) as Pkg compares versions: PythonCall needs
-    1.10.3; a 1.12 pre-release is a 1.12, a 1.11 one a 1.11."""
-    key = _julia_find.version_key(version)
-    assert _julia_find.supported(key) is ok
-
-
-def test_julia_1_10_2_on_path_is_passed_over_saying_why(no_julia, tmp_path, monkeypatch):
-    """PythonCall (juliacall's Julia side) needs 1.10.3: an older 1.10 is not used, and
-    the reason says so; an installed 1.10.3 is chosen instead."""
-    depot = tmp_path / "depot"
-    monkeypatch.setenv("JULIAUP_DEPOT_PATH", str(depot))
-    old = fake_julia(no_julia / "julia", "1.10.2")
-    julia, why = _julia_find.find_julia()
-    assert julia is None
-    assert f"Julia 1.10.2 at {old} (older than 1.10.3" in _one_line(why)
-    assert "juliaup add 1.11" in why
-    juliaup_install(depot, "julia-1.10.2+0.x64.linux.gnu")
-    assert _julia_find.find_julia()[0] is None  # juliaup's 1.10.2 is not chosen either
-    newer = juliaup_install(depot, "julia-1.10.3+0.x64.linux.gnu")
-    assert _julia_find.find_julia() == (newer, None)
-
-
-def test_an_explicit_julia_1_10_0_is_refused_naming_the_minimum(no_julia, tmp_path, monkeypatch):
-    chosen = fake_julia(tmp_path / "opt" / "bin" / "julia", "1.10.0")
-    monkeypatch.setenv(_julia_find.ENV_VAR, str(chosen))
-    julia, why = _julia_find.find_julia()
-    assert julia is None
-    assert f"WEANJ_JULIA={chosen} is Julia 1.10.0 (older than 1.10.3" in _one_line(why)
-    assert "juliaup add 1.11" in why
-
-
 # --- the worker's settings ---------------------------------------------------------------
 
 
@@ -362,7 +174,7 @@ LINEAR_ALGEBRA = "37e2e46d-f89d-539d-b4ee-838fcccc9c8e"
 def test_the_project_toml_becomes_juliapkgs_requirements(tmp_path):
     """`[deps]` with their `[compat]` bounds, in juliapkg.json's format: what a user adds
     with `Pkg.add` reaches the worker's environment; what weanj declares itself with the
-    same bounds (Enzyme 0.13, julia 1.10.3 - 1.11) is left to weanj's juliapkg.json."""
+    same bounds (Enzyme 0.13, julia 1.10.3 - 1.13) is left to weanj's juliapkg.json."""
     (tmp_path / "Project.toml").write_text(
         "[deps]\n"
         f'SpecialFunctions = "{SPECIAL}"\n'
@@ -371,7 +183,7 @@ def test_the_project_toml_becomes_juliapkgs_requirements(tmp_path):
         "[compat]\n"
         'SpecialFunctions = "2.4"\n'
         'Enzyme = "0.13"\n'
-        'julia = "1.10.3 - 1.11"\n'
+        f'julia = "{_julia_find.COMPAT}"\n'
     )
     assert _julia_client.requirements(tmp_path) == {
         "packages": {
@@ -576,15 +388,17 @@ def test_weanj_run_julia_without_julia_is_one_line_and_exit_2(tmp_path, project)
     assert not (project / "results" / "02-gauss-seidel" / "gradients" / "julia-lex.h5").exists()
 
 
-def test_weanj_run_with_only_julia_112_is_one_line_naming_the_fix(tmp_path, project):
-    fake = fake_julia(tmp_path / "home" / ".juliaup" / "bin" / "julia", "1.12.1")
+def test_weanj_run_with_only_julia_114_is_one_line_naming_the_fix(tmp_path, project):
+    fake = fake_julia(tmp_path / "home" / ".juliaup" / "bin" / "julia", "1.14.0-DEV")
     done = _python_without_julia(
         tmp_path, "-m", "weanj", "run", "01-jacobi", "julia-jacobi", root=project
     )
     assert done.returncode == 2
     first, message = _error_line(done.stderr)
-    # the first line names the problem; a long path may push the version to the next
-    assert "no usable Julia" in first and "1.12.1" in message and "juliaup add 1.11" in message
+    # the first line names the problem; a long path may push the version to the next. The
+    # fix is 1.13, or 1.11 where this Python's OpenSSL is older than 3.5.
+    assert "no usable Julia" in first and "1.14.0-DEV" in message
+    assert re.search(r"juliaup add 1\.1[13]", message), message
     assert calls(fake) == ["--version"]
 
 
@@ -619,20 +433,22 @@ def test_a_julia_that_does_not_start_is_one_line_and_exit_2(tmp_path, project):
 # --- the Julia sources ---------------------------------------------------------------------
 
 UPDATE = "(source + u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1]) / 4"
-WEANJ_JL = JULIA_DIR / "src" / "WeanJ.jl"
+SRC = JULIA_DIR / "src"
+WEANJ_JL = SRC / "WeanJ.jl"
 
 
 def test_weanjs_kernels_are_exported_from_the_files_of_their_examples():
     """Each built-in Julia variant's loss (`weanj.julia_variant(..., loss=...)` without a
-    file) is a function of julia/<the example's stem>.jl, which WeanJ.jl includes and
-    whose loss it exports; the fixtures name the same loss."""
+    file) is a function of julia/src/<the example's stem>.jl, which WeanJ.jl includes and
+    whose loss it exports; the fixtures name the same loss. Every kernel file lies in
+    src/, where Pkg precompiles it with the package, none beside it."""
     kernels = {k: v for k, v in _julia.julia_kernels().items() if v.file is None}
     assert set(POISSON_VARIANTS) <= set(kernels)
     text = WEANJ_JL.read_text()
     for (example, variant), kernel in kernels.items():
         stem = weanj.example(example).stem
-        assert f'include("../{stem}.jl")' in text
-        source = (JULIA_DIR / f"{stem}.jl").read_text()
+        assert f'include("{stem}.jl")' in text
+        source = (SRC / f"{stem}.jl").read_text()
         assert re.search(rf"^function {kernel.loss}\(", source, re.MULTILINE), (stem, kernel)
         assert re.search(rf"^export .*\b{kernel.loss}\b", text, re.MULTILINE), kernel.loss
         assert (REPO / "python" / "weanj" / "examples" / f"{stem}.py").is_file()
@@ -640,11 +456,14 @@ def test_weanjs_kernels_are_exported_from_the_files_of_their_examples():
         assert fixture["loss"] == kernel.loss and fixture["example"] == example
     for (example, name), (family, loss) in POISSON_VARIANTS.items():
         assert (find_variant(example, name).family, kernels[(example, name)].loss) == (family, loss)
+    assert not list(JULIA_DIR.glob("*.jl"))
+    included = set(re.findall(r'^include\("(\w+\.jl)"\)$', text, re.MULTILINE))
+    assert included == {p.name for p in SRC.glob("*.jl")} - {"WeanJ.jl"}
 
 
 def _julia_function(stem: str, name: str) -> str:
-    """The text of `function NAME(...)` in julia/<stem>.jl, up to its closing `end`."""
-    text = (JULIA_DIR / f"{stem}.jl").read_text()
+    """The text of `function NAME(...)` in julia/src/<stem>.jl, up to its closing `end`."""
+    text = (SRC / f"{stem}.jl").read_text()
     body = text[text.index(f"function {name}(") :]
     return body[: body.index("\nend\n")]
 
@@ -667,7 +486,7 @@ def test_kernels_are_designs_loops(stem, kernels):
     """Each kernel sweeps with docs/DESIGN.md's loop and update (poisson.jl's `poisson_sweep!`
     into a second buffer for jacobi and in place for lex, the same loop and update over
     one colour for rb), and each loss is `poisson_loss` of its solver."""
-    text = (JULIA_DIR / f"{stem}.jl").read_text()
+    text = (SRC / f"{stem}.jl").read_text()
     assert len(re.findall(r"^function \w+_loss\(", text, re.MULTILINE)) == kernels
     losses = re.findall(r"^    return poisson_loss\(\w+_solve, θ, uobs, K\)$", text, re.MULTILINE)
     assert len(losses) == kernels
@@ -683,7 +502,7 @@ def test_kernels_are_designs_loops(stem, kernels):
 
 def test_the_poisson_loss_sums_in_float64():
     """julia/README.md's rule for every loss: the sum in Float64, rounded to T once."""
-    text = (JULIA_DIR / "poisson.jl").read_text()
+    text = (SRC / "poisson.jl").read_text()
     body = text[text.index("function misfit(") :]
     body = body[: body.index("\nend\n")]
     assert "s = 0.0" in body and "s += Float64(r)^2" in body and "return T(s)" in body
@@ -699,8 +518,8 @@ def _fatou() -> str:
 def test_fatou_lints_and_formats_julia_clean():
     fatou = _fatou()
     files = {str(p.relative_to(JULIA_DIR)) for p in JULIA_DIR.rglob("*.jl")}
-    kernels = {"poisson.jl", "jacobi.jl", "gauss_seidel.jl", "advection.jl", "tridiagonal.jl"}
-    assert kernels | {"deposition.jl", "src/WeanJ.jl", "test/runtests.jl"} <= files
+    kernels = {"poisson", "jacobi", "gauss_seidel", "advection", "tridiagonal", "deposition"}
+    assert {f"src/{k}.jl" for k in kernels} | {"src/WeanJ.jl", "test/runtests.jl"} <= files
     for command in (["lint"], ["format", "--check"]):
         done = subprocess.run(
             [fatou, *command, str(JULIA_DIR)], capture_output=True, text=True, timeout=60
@@ -712,7 +531,7 @@ def test_fatou_rejects_a_julia_file_that_does_not_parse(tmp_path):
     """The lint above would catch a syntax error: the same check fails on one."""
     fatou = _fatou()
     broken = tmp_path / "broken.jl"
-    broken.write_text((JULIA_DIR / "poisson.jl").read_text().replace(UPDATE, UPDATE[:-5] + " / 4"))
+    broken.write_text((SRC / "poisson.jl").read_text().replace(UPDATE, UPDATE[:-5] + " / 4"))
     done = subprocess.run([fatou, "lint", str(broken)], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "parse" in done.stdout + done.stderr
@@ -826,26 +645,40 @@ def _dependency_files() -> tuple[dict, dict, dict]:
 
 def test_julia_dependencies_agree():
     """juliapkg.json (the worker's environment), julia/Project.toml (the package WeanJ)
-    and Project.toml (the Julia packages the project's kernels use) name Enzyme by one
-    UUID and compat bound, and allow exactly the Julia versions weanj accepts, [1.10.3,
-    1.12.0): `1.10.3 - 1.11` (`1.10, 1.11` would allow up to 2.0, `~1.10` 1.10.0 to
-    1.10.2, which PythonCall refuses). Nothing reads HDF5 in Julia any more."""
+    and Project.toml (the Julia packages the project's kernel files use) name Enzyme by
+    one UUID and compat bound, and allow exactly the Julia versions weanj accepts,
+    [1.10.3, 1.14.0): `1.10.3 - 1.13` (`1.10, 1.13` would allow up to 2.0, `~1.10` 1.10.0
+    to 1.10.2, which PythonCall refuses). WeanJ's own PrecompileTools (its precompile
+    workload) is in the worker's environment too; JET is a test-only dependency of the
+    package. Nothing reads HDF5 in Julia any more."""
     juliapkg, top, package = _dependency_files()
     enzyme = "7da242da-08ed-463a-9acd-ee780be4f1d9"
-    assert juliapkg["packages"] == {"Enzyme": {"uuid": enzyme, "version": "0.13"}}
-    assert top["deps"] == package["deps"] == {"Enzyme": enzyme}
+    precompile_tools = "aea7be01-6a6a-4083-8856-8a6e6704d82a"
+    assert juliapkg["packages"] == {
+        "Enzyme": {"uuid": enzyme, "version": "0.13"},
+        "PrecompileTools": {"uuid": precompile_tools, "version": "1"},
+    }
+    assert package["deps"] == {"Enzyme": enzyme, "PrecompileTools": precompile_tools}
+    assert top["deps"] == {"Enzyme": enzyme}
     assert top["compat"]["Enzyme"] == package["compat"]["Enzyme"] == "0.13"
+    assert package["compat"]["PrecompileTools"] == "1"
     for spec in (juliapkg["julia"], top["compat"]["julia"], package["compat"]["julia"]):
         assert spec == _julia_find.COMPAT
         assert pkg_compat(spec) == SUPPORTED_RANGE
     assert set(top) == {"deps", "compat"}  # an environment, not a package
-    # The package: a name, a UUID, and test-only dependencies (JSON: the fixtures).
+    # The package: a name, a UUID, and test-only dependencies (JSON: the fixtures; JET:
+    # the optimisation analysis of every loss).
     assert package["name"] == "WeanJ" and uuid.UUID(package["uuid"]).version == 4
     assert package["extras"] == {
+        "JET": "c3a54625-cd67-489e-a8e7-0a5a0ff4e31b",
         "JSON": "682c06a0-de6a-54ab-a142-c8b1cf79cde6",
         "Test": "8dfed614-e22c-5e08-85e1-65c5234f0b40",
     }
-    assert package["targets"]["test"] == ["JSON", "Test"]
+    assert package["targets"]["test"] == ["JET", "JSON", "Test"]
+    # JET's series each run on a few Julia minors only: the bound lets Pkg pick one for
+    # every Julia weanj supports (0.9 for 1.10 and 1.11, 0.12 for 1.12 and 1.13).
+    jet = pkg_compat(package["compat"]["JET"])
+    assert _inside([((0, 9, 0), (0, 10, 0)), ((0, 12, 0), (0, 13, 0))], jet)
 
 
 def _inside(ranges: list, within: list) -> bool:

@@ -43,8 +43,17 @@ def test_the_workflow_runs_the_julia_side_on_the_supported_versions():
     assert job["runs-on"].startswith("ubuntu")
     supported = {f"{major}.{minor}" for major, minor in _julia_find.SUPPORTED_MINORS}
     assert set(job["strategy"]["matrix"]["julia"]) == supported
+    # every minor version of the supported range, 1.10 to 1.13
+    first, below = _julia_find.MINIMUM, _julia_find.BELOW
+    assert supported == {f"1.{minor}" for minor in range(first[1], below[1])}
     uses = {step["uses"].split("@")[0]: step for step in job["steps"] if "uses" in step}
-    assert uses["actions/setup-python"]["with"]["python-version"] == "3.11"
+    # Python 3.11 from uv's own builds, which carry OpenSSL 3.5: Julia 1.12 and later need
+    # it in the Python that embeds them (weanj refuses them otherwise), and the runner's
+    # Pythons link Ubuntu's OpenSSL 3.0.
+    setup_uv = uses["astral-sh/setup-uv"]["with"]
+    assert setup_uv["python-version"] == "3.11" and setup_uv["activate-environment"] == "true"
+    assert job["env"]["UV_PYTHON_PREFERENCE"] == "only-managed"
+    assert "actions/setup-python" not in uses
     assert uses["julia-actions/setup-julia"]["with"]["version"] == "${{ matrix.julia }}"
     # The worker's log comes back with the report, wherever the job stopped.
     uploaded = uses["actions/upload-artifact"]
@@ -54,7 +63,7 @@ def test_the_workflow_runs_the_julia_side_on_the_supported_versions():
     expected = [
         'pip install -e ".[all]"',
         "fatou lint julia/",
-        "julia --project=julia -e 'using Pkg; Pkg.instantiate(); Pkg.test()'",
+        "julia --project=julia -e 'using Pkg; Pkg.instantiate(); Pkg.test()'",  # type checks too
         "weanj run 01-jacobi julia-jacobi",  # the Julia worker's first start
         "python -m pytest -m julia -rs",
         "weanj check",

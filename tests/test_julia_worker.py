@@ -518,13 +518,14 @@ def test_a_package_missing_from_the_project_names_the_command_that_adds_it(fake,
 
 
 def test_an_unsupported_julia_in_the_worker_is_refused_and_not_started_again(fake, monkeypatch):
-    monkeypatch.setenv("WEANJ_TEST_JULIA_VERSION", "1.12.1")
+    monkeypatch.setenv("WEANJ_TEST_JULIA_VERSION", "1.14.0-DEV")
     v = weanj.variant("02-gauss-seidel", "julia-rb")
     for _ in range(2):
         with pytest.raises(weanj.UnavailableError) as caught:
             v.loss(np.ones((2, 2)), np.ones((2, 2)), 1)
         message = one_line(str(caught.value))
-        assert "juliacall runs Julia 1.12.1" in message and "juliaup add 1.11" in message
+        assert "juliacall runs Julia 1.14.0-DEV" in message
+        assert "juliaup add 1.1" in message  # 1.13, or 1.11 where the OpenSSL is older than 3.5
     assert len(fake.calls("seval")) == 1  # one start, remembered
     assert _julia.unavailable_reason() is None  # a stand-in is configured: it decides
 

@@ -2,19 +2,21 @@
     WeanJ
 
 The Julia reference kernels of weanj: the in-place loops a Julia scientist writes, one
-file per example in `julia/<stem>.jl` mirroring `python/weanj/examples/<stem>.py`, and one
-generic Enzyme gradient for all of them (and for a user's own kernels). The conventions
-(indices, layout, Float64 sums) are in `julia/README.md`.
+file per example in `julia/src/<stem>.jl` mirroring `python/weanj/examples/<stem>.py`, and
+one generic Enzyme gradient for all of them (and for a user's own kernels). The
+conventions (indices, layout, Float64 sums) are in `julia/README.md`.
 
-Loaded by weanj's Julia worker (`python/weanj/_backends/_julia_worker.py`, through
-juliacall) and by its own tests (`using WeanJ`, `julia --project=julia`). Needs Enzyme
-only.
+A package, precompiled by Pkg (`src/workload.jl` runs every loss on tiny inputs while it
+precompiles): loaded by weanj's Julia worker (`python/weanj/_backends/_julia_worker.py`,
+through juliacall) and by its own tests (`using WeanJ`, `julia --project=julia`). Needs
+Enzyme and PrecompileTools.
 """
 module WeanJ
 
-using Enzyme: Enzyme, Active, Const, Duplicated, Reverse
+using Enzyme: Enzyme, Active, Const, Duplicated, ReverseWithPrimal
 
-export backend_version, enzyme_gradient, include_kernels, kernel_function, loss_value
+export backend_version, include_kernels, kernel_function
+export loss_and_gradient, loss_value, enzyme_gradient, timings
 export jacobi_loss, lex_loss, rb_loss
 export muscl_loss, muscl_minmax_loss
 export thomas_loss
@@ -24,28 +26,33 @@ export signfit_loss
 
 # --- the kernels, one file per example (dependencies first) ------------------------------
 
-include("../poisson.jl")
-include("../jacobi.jl")
-include("../gauss_seidel.jl")
-include("../advection.jl")
-include("../tridiagonal.jl")
-include("../deposition.jl")
-include("../signed_grid.jl")
-# New examples: each further julia/<stem>.jl goes here, and its loss functions in the
+include("poisson.jl")
+include("jacobi.jl")
+include("gauss_seidel.jl")
+include("advection.jl")
+include("tridiagonal.jl")
+include("deposition.jl")
+include("signed_grid.jl")
+# New examples: each further julia/src/<stem>.jl goes here, and its loss functions in the
 # export list above.
 
-# --- the gradient, for every kernel ----------------------------------------------------
+# --- the loss and its gradient, in one pass, for every kernel ----------------------------
 
 """
-    enzyme_gradient(loss, wrt, args...; activity = "bare", runtime_activity = false) -> Tuple
+    loss_and_gradient(loss, wrt, args...; activity = "bare", runtime_activity = false)
+        -> ([L], shadows)
 
-The gradient of the scalar `loss(args...)` with respect to the arguments flagged in
-`wrt` (one `Bool` per argument), by Enzyme in reverse mode: each flagged argument, a
-float or complex array, is `Duplicated` with a zeroed shadow in which Enzyme accumulates
-its gradient; every other argument (arrays of any element type and the parameters
-alike) is `Const`. Returns the shadows of the flagged arguments, in argument order. A
-complex array's shadow is `∂L/∂Re z + i·∂L/∂Im z` (Enzyme treats a complex number as a
-pair of reals), the convention weanj stores: it is returned as it is.
+The loss `L = loss(args...)` and its gradient with respect to the arguments flagged in
+`wrt` (one `Bool` per argument), from one reverse pass of Enzyme
+(`Enzyme.autodiff(ReverseWithPrimal, ...)`, which returns the derivatives and the primal
+together). `L` comes in a one-element vector, as `loss_value` gives it; `shadows` holds
+the gradients of the flagged arguments, in argument order.
+
+Each flagged argument, a float or complex array, is `Duplicated` with a zeroed shadow in
+which Enzyme accumulates its gradient; every other argument (arrays of any element type
+and the parameters alike) is `Const`. A complex array's shadow is `∂L/∂Re z + i·∂L/∂Im z`
+(Enzyme treats a complex number as a pair of reals), the convention weanj stores: it is
+returned as it is.
 
 - `activity`: how Enzyme treats `loss` itself. `"bare"` passes it as it is, which
   Enzyme takes as constant; if the loss's type can hold derivatives (it captured a
@@ -54,9 +61,37 @@ pair of reals), the convention weanj stores: it is returned as it is.
   `Ref{Int}`), nothing is checked and nothing needs saying. `"const"` passes
   `Const(loss)` (captured state without derivatives, unchecked); `"duplicated"` passes
   `Duplicated(loss, make_zero(loss))`, giving a captured buffer a shadow of its own.
-- `runtime_activity`: `Enzyme.set_runtime_activity(Reverse)` instead of `Reverse`, for
-  code whose activity Enzyme cannot settle statically (an `EnzymeRuntimeActivityError`,
-  "Constant memory is stored (or returned) to a differentiable variable", otherwise).
+- `runtime_activity`: `Enzyme.set_runtime_activity(ReverseWithPrimal)` instead of
+  `ReverseWithPrimal`, for code whose activity Enzyme cannot settle statically (an
+  `EnzymeRuntimeActivityError`, "Constant memory is stored (or returned) to a
+  differentiable variable", otherwise).
+
+The flags, `activity` and `runtime_activity` are values here; they become types once
+(`Val`s), and `differentiate`, the method that calls Enzyme, is compiled for them: its
+annotations, its mode and its result are inferred (a function barrier).
+"""
+function loss_and_gradient(
+    loss::F,
+    wrt::Tuple{Vararg{Bool}},
+    args::Vararg{Any, N};
+    activity::AbstractString = "bare",
+    runtime_activity::Bool = false,
+) where {F, N}
+    check_flags(wrt, args)
+    return differentiate(
+        loss_activity(activity),
+        Val(runtime_activity),
+        map(Val, wrt),
+        loss,
+        args,
+    )
+end
+
+"""
+    enzyme_gradient(loss, wrt, args...; activity = "bare", runtime_activity = false) -> Tuple
+
+The gradients of `loss_and_gradient` alone: the shadows of the flagged arguments, in
+argument order (the same single pass; the loss is dropped).
 """
 function enzyme_gradient(
     loss::F,
@@ -65,8 +100,65 @@ function enzyme_gradient(
     activity::AbstractString = "bare",
     runtime_activity::Bool = false,
 ) where {F, N}
-    if length(wrt) != N
-        throw(ArgumentError("wrt has $(length(wrt)) flags for $N arguments"))
+    _, shadows = loss_and_gradient(loss, wrt, args...; activity, runtime_activity)
+    return shadows
+end
+
+"""
+    timings(loss, wrt, args...; samples = 7, activity = "bare", runtime_activity = false)
+        -> (forward_ns = Vector{Int}, gradient_ns = Vector{Int})
+
+The time of `samples` calls of `loss(args...)` and of `samples` one-pass gradients
+(`loss_and_gradient`'s), each measured inside Julia with `time_ns()` in nanoseconds,
+after one call of each that is not measured (it compiles them). For `weanj bench`, which
+reports them beside the round trip through the worker.
+"""
+function timings(
+    loss::F,
+    wrt::Tuple{Vararg{Bool}},
+    args::Vararg{Any, N};
+    samples::Integer = 7,
+    activity::AbstractString = "bare",
+    runtime_activity::Bool = false,
+) where {F, N}
+    check_flags(wrt, args)
+    samples >= 1 || throw(ArgumentError("samples must be at least 1, got $samples"))
+    return time_calls(
+        loss,
+        args,
+        Int(samples),
+        loss_activity(activity),
+        Val(runtime_activity),
+        map(Val, wrt),
+    )
+end
+
+# Behind the same barrier as `loss_and_gradient`: the calls timed are compiled for the
+# loss, the arguments and the activities, so no dynamic dispatch is timed.
+function time_calls(loss::F, args::Tuple, samples::Int, activity, runtime, flags) where {F}
+    forward_ns = Vector{Int}(undef, samples)
+    gradient_ns = Vector{Int}(undef, samples)
+    Base.donotdelete(loss(args...))
+    for k in 1:samples
+        start = time_ns()
+        value = loss(args...)
+        forward_ns[k] = Int(time_ns() - start)
+        Base.donotdelete(value)
+    end
+    Base.donotdelete(differentiate(activity, runtime, flags, loss, args))
+    for k in 1:samples
+        start = time_ns()
+        result = differentiate(activity, runtime, flags, loss, args)
+        gradient_ns[k] = Int(time_ns() - start)
+        Base.donotdelete(result)
+    end
+    return (forward_ns = forward_ns, gradient_ns = gradient_ns)
+end
+
+# A gradient is taken with respect to float or complex arrays only; one flag per argument.
+function check_flags(wrt::Tuple{Vararg{Bool}}, args::Tuple)
+    if length(wrt) != length(args)
+        throw(ArgumentError("wrt has $(length(wrt)) flags for $(length(args)) arguments"))
     end
     for (flag, x) in zip(wrt, args)
         if flag && !(x isa AbstractArray{<:Union{AbstractFloat, Complex{<:AbstractFloat}}})
@@ -76,37 +168,66 @@ function enzyme_gradient(
             ))
         end
     end
-    shadows = map((flag, x) -> flag ? Enzyme.make_zero(x) : nothing, wrt, args)
-    annotated = map(
-        (flag, x, dx) -> flag ? Duplicated(x, dx) : Const(x),
-        wrt,
-        args,
-        shadows,
-    )
-    mode = runtime_activity ? Enzyme.set_runtime_activity(Reverse) : Reverse
-    differentiate(mode, loss, activity, annotated)
-    return Tuple(dx for (flag, dx) in zip(wrt, shadows) if flag)
+    return nothing
 end
 
-# One `autodiff` call per activity of the loss, each with a concrete annotation, so that
-# each compiles for the loss's own type (`loss::F` makes Julia specialise on it, which it
-# does not do for an argument it only passes on).
-function differentiate(mode, loss::F, activity::AbstractString, annotated::Tuple) where {F}
-    if activity == "bare"
-        Enzyme.autodiff(mode, loss, Active, annotated...)
-    elseif activity == "const"
-        Enzyme.autodiff(mode, Const(loss), Active, annotated...)
-    elseif activity == "duplicated"
-        Enzyme.autodiff(
-            mode,
-            Duplicated(loss, Enzyme.make_zero(loss)),
-            Active,
-            annotated...,
-        )
-    else
-        throw(ArgumentError("activity must be \"bare\", \"const\" or \"duplicated\""))
-    end
-    return nothing
+"""
+    differentiate(activity, runtime_activity, flags, loss, args) -> ([L], shadows)
+
+The type-stable core of `loss_and_gradient`: `activity` is `Val(:bare)`, `Val(:const)` or
+`Val(:duplicated)`, `runtime_activity` `Val(true)` or `Val(false)`, and `flags` one
+`Val(true)` or `Val(false)` per argument, so that every annotation, the mode and the
+result are known from the types. `Enzyme.autodiff(ReverseWithPrimal, f, Active,
+annotated...)` returns `((derivatives...), L)`: the derivatives of `Active` arguments
+(`nothing` for `Duplicated` and `Const` ones, whose gradients are in the shadows) and the
+loss.
+"""
+function differentiate(
+    activity::Val,
+    runtime_activity::Val,
+    flags::Tuple,
+    loss::F,
+    args::Tuple,
+) where {F}
+    annotated = map(annotate_argument, flags, args)
+    _, L = Enzyme.autodiff(
+        reverse_mode(runtime_activity),
+        annotate_loss(activity, loss),
+        Active,
+        annotated...,
+    )
+    return [L], flagged_shadows(flags, annotated)
+end
+
+# The string of `julia_variant(function=...)` as a type, checked here, at the barrier.
+function loss_activity(activity::AbstractString)
+    activity == "bare" && return Val(:bare)
+    activity == "const" && return Val(:const)
+    activity == "duplicated" && return Val(:duplicated)
+    throw(ArgumentError("activity must be \"bare\", \"const\" or \"duplicated\""))
+end
+
+annotate_loss(::Val{:bare}, loss) = loss
+annotate_loss(::Val{:const}, loss) = Const(loss)
+annotate_loss(::Val{:duplicated}, loss) = Duplicated(loss, Enzyme.make_zero(loss))
+
+reverse_mode(::Val{false}) = ReverseWithPrimal
+reverse_mode(::Val{true}) = Enzyme.set_runtime_activity(ReverseWithPrimal)
+
+annotate_argument(::Val{true}, x) = Duplicated(x, Enzyme.make_zero(x))
+annotate_argument(::Val{false}, x) = Const(x)
+
+# The shadows of the `Duplicated` arguments, in argument order: by dispatch on each flag's
+# type, one argument at a time, so that the tuple's type is inferred.
+flagged_shadows(::Tuple{}, ::Tuple{}) = ()
+function flagged_shadows(flags::Tuple{Val{true}, Vararg{Any}}, annotated::Tuple)
+    return (
+        first(annotated).dval,
+        flagged_shadows(Base.tail(flags), Base.tail(annotated))...,
+    )
+end
+function flagged_shadows(flags::Tuple{Val{false}, Vararg{Any}}, annotated::Tuple)
+    return flagged_shadows(Base.tail(flags), Base.tail(annotated))
 end
 
 """
@@ -128,7 +249,7 @@ its own, so that two files may define the same names. The module is made by eval
 a `module` expression (`Module(name)` would make one without `include` and `eval` of its
 own), so the file may `include("helpers.jl")`, found beside it. It sits inside a module
 of a fresh name in `Main`, which nothing else uses. Its loss functions are then found
-with `kernel_function` and differentiated with `enzyme_gradient`.
+with `kernel_function` and differentiated with `loss_and_gradient`.
 """
 function include_kernels(path::AbstractString)
     isfile(path) || throw(ArgumentError("Julia file $path does not exist"))
@@ -175,5 +296,9 @@ end
 The `backend_version` attribute of the gradient files: the Julia and Enzyme versions.
 """
 backend_version() = "Julia $(VERSION), Enzyme $(pkgversion(Enzyme))"
+
+# --- precompilation ------------------------------------------------------------------------
+
+include("workload.jl")
 
 end # module

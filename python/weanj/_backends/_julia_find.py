@@ -1,12 +1,21 @@
 """Finding a supported Julia, without starting one.
 
-weanj's Julia variants need Julia 1.10.3 or later within 1.10, or 1.11 (`SUPPORTED`):
-the same bounds as the `julia` compat entries of python/weanj/juliapkg.json,
-julia/Project.toml and Project.toml (`COMPAT`, in Pkg's syntax; a test checks all
-three, and that they lie inside the bounds of the juliacall installed). 1.10.3 is
-PythonCall's own minimum (juliacall's juliapkg.json asks for `^1.10.3`); 1.12 is left
-out: juliapkg cannot resolve juliacall's environment on it with a Python whose OpenSSL
-is older than 3.5, and Enzyme.jl supports it only recently.
+weanj's Julia variants need Julia 1.10.3 to 1.13 (`SUPPORTED_TEXT`): the same bounds as
+the `julia` compat entries of python/weanj/juliapkg.json, julia/Project.toml and
+Project.toml (`COMPAT`, in Pkg's syntax; a test checks all three, and that they lie
+inside the bounds of the juliacall installed). 1.10.3 is PythonCall's own minimum
+(juliacall's juliapkg.json asks for `^1.10.3`); 1.13 is the newest Julia that Enzyme.jl,
+PythonCall and JET (the package's type checks) all support (docs/julia.md, "Julia
+versions", with the sources and their dates). Where several are installed, the newest
+one this Python can use is chosen.
+
+Two obstacles lie in the Python, not in Julia, and each is one line:
+- OpenSSL: juliacall bounds Julia's `OpenSSL_jll` by the Python's own OpenSSL
+  (`"<=python"`), and Julia 1.12 and later bundle OpenSSL 3.5, so with a Python whose
+  OpenSSL is older than 3.5 (`ssl.OPENSSL_VERSION_INFO`) only Julia 1.10 and 1.11 can be
+  used (juliapkg itself then asks for Julia `1 - 1.11`: pyjuliapkg PR 74).
+- Python 3.14: PythonCall supports it from 0.9.31 only (it was dropped in 0.9.30 and
+  broke earlier ones at import), so juliacall older than that makes Julia unavailable.
 
 Looking runs `julia --version` only (once per executable and process), never Julia
 itself, and never downloads anything. Every reason for not finding one is one line
@@ -17,10 +26,12 @@ with `worker_settings`, `_julia_worker` imports juliacall).
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,25 +40,105 @@ from pathlib import Path
 ENV_VAR = "WEANJ_JULIA"
 
 # The supported versions, [MINIMUM, BELOW) compared on (major, minor, patch) as Pkg
-# compares them (a pre-release counts as its release: 1.11.0-rc1 is a 1.11).
+# compares them (a pre-release counts as its release: 1.13.0-rc1 is a 1.13, 1.14.0-DEV a
+# 1.14).
 MINIMUM = (1, 10, 3)
-BELOW = (1, 12, 0)
-# The same range in Pkg's compat syntax: a hyphen range whose upper bound `1.11` means
-# every 1.11.x ("~1.10" would be [1.10.0, 1.11.0) and let 1.10.0-1.10.2 in).
-COMPAT = "1.10.3 - 1.11"
+BELOW = (1, 14, 0)
+# The same range in Pkg's compat syntax: a hyphen range whose upper bound `1.13` means
+# every 1.13.x ("~1.10" would be [1.10.0, 1.11.0) and let 1.10.0-1.10.2 in).
+COMPAT = "1.10.3 - 1.13"
 # The minor versions CI runs (.github/workflows/julia.yml's matrix).
-SUPPORTED_MINORS = ((1, 10), (1, 11))
-SUPPORTED_TEXT = "Julia 1.11, or 1.10 from 1.10.3 on"
+SUPPORTED_MINORS = ((1, 10), (1, 11), (1, 12), (1, 13))
+SUPPORTED_TEXT = "Julia 1.10 (from 1.10.3) to 1.13"
+
+# Julia 1.12 and later need OpenSSL 3.5 in the Python that embeds them (juliacall's
+# `OpenSSL_jll = "<=python"`; pyjuliapkg's `openssl_compat`: "julia 1.12 requires openssl
+# 3.5").
+OPENSSL_JULIA = (1, 12)
+OPENSSL_NEEDED = (3, 5)
+OPENSSL_FIX = (
+    "use a Python whose OpenSSL is 3.5 or newer "
+    '(python -c "import ssl; print(ssl.OPENSSL_VERSION)"), e.g. a current python.org or '
+    "`uv python` build, or run `juliaup add 1.11`"
+)
+# PythonCall 0.9.31 (2025-12-17) restored Python 3.14 support, which 0.9.30 had removed.
+JULIACALL_FOR_PY314 = (0, 9, 31)
 
 # `julia --version` answers at once; the limit only keeps a broken executable from
 # hanging the listing of variants.
 VERSION_TIMEOUT_S = 30
 
-INSTALL_HINT = (
-    "install Julia 1.11 with juliaup (curl -fsSL https://install.julialang.org | sh, "
-    "then `juliaup add 1.11`) or set WEANJ_JULIA=/path/to/julia"
-)
-FIX_VERSION = "run `juliaup add 1.11` (or set WEANJ_JULIA=/path/to/julia-1.11/bin/julia)"
+
+def openssl_version() -> tuple[int, int, int] | None:
+    """(major, minor, patch) of this Python's OpenSSL, as juliapkg reads it
+    (`ssl.OPENSSL_VERSION_INFO`); None for a Python without `ssl`."""
+    try:
+        import ssl
+    except ImportError:
+        return None
+    return tuple(ssl.OPENSSL_VERSION_INFO[:3])
+
+
+def openssl_blocks(key: tuple) -> bool:
+    """Whether this Python's OpenSSL rules out a Julia of this version (1.12 and later
+    need OpenSSL 3.5)."""
+    found = openssl_version()
+    return tuple(key[:2]) >= OPENSSL_JULIA and found is not None and found[:2] < OPENSSL_NEEDED
+
+
+def openssl_reason(key: tuple) -> str:
+    """Why a Julia 1.12+ cannot run from this Python, without the remedy."""
+    found = ".".join(str(k) for k in openssl_version() or ())
+    return (
+        f"Julia {version_text(key)} needs a Python whose OpenSSL is 3.5 or newer, and this "
+        f"one has OpenSSL {found} (juliacall bounds Julia's OpenSSL_jll by the Python's)"
+    )
+
+
+def fix_version() -> str:
+    """What to run for a supported Julia: 1.11 where this Python's OpenSSL rules out
+    1.12 and later, else 1.13."""
+    if openssl_blocks(OPENSSL_JULIA):
+        return "run `juliaup add 1.11` (or set WEANJ_JULIA=/path/to/julia-1.11/bin/julia)"
+    return "run `juliaup add 1.13` (or set WEANJ_JULIA=/path/to/julia)"
+
+
+def install_hint() -> str:
+    """How to get a supported Julia at all (juliaup's installer, then the `fix_version`
+    channel)."""
+    channel = "1.11" if openssl_blocks(OPENSSL_JULIA) else "1.13"
+    return (
+        f"install Julia {channel} with juliaup (curl -fsSL https://install.julialang.org | sh, "
+        f"then `juliaup add {channel}`) or set WEANJ_JULIA=/path/to/julia"
+    )
+
+
+# The fix when the worker finds another Julia running than the one found here (read by
+# `_julia_client` when it starts the worker).
+FIX_VERSION = fix_version()
+
+
+def python_reason() -> str | None:
+    """Why this Python cannot run Julia through the juliacall installed, or None: on
+    Python 3.14 and later, a juliacall older than 0.9.31 (PythonCall issue 686, PR 723;
+    release notes of 0.9.30 and 0.9.31). Without juliacall, None: that reason is given
+    where juliacall is looked for."""
+    if sys.version_info < (3, 14):
+        return None
+    try:
+        installed = importlib.metadata.version("juliacall")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", installed)
+    if m is None or tuple(int(x) for x in m.groups()) >= JULIACALL_FOR_PY314:
+        return None
+    python = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return (
+        f"Python {python} needs juliacall 0.9.31 or later (PythonCall dropped Python 3.14 in "
+        f"0.9.30 and restored it in 0.9.31), and juliacall {installed} is installed: "
+        "pip install -U 'juliacall>=0.9.31', or use Python 3.13"
+    )
+
 
 _VERSION_OUTPUT = re.compile(r"julia version (\d+\.\d+\.\d+\S*)")
 _VERSION_FOLDER = re.compile(r"julia-(\d+\.\d+\.\d+(?:-[^+]+)?)(?:\+|$)")
@@ -78,9 +169,11 @@ def supported(key: tuple) -> bool:
 
 def why_unsupported(key: tuple) -> str:
     """What is wrong with an unsupported version, for the one-line reasons."""
+    if tuple(key[:3]) >= BELOW:
+        return "newer than 1.13, the newest release weanj supports"
     if tuple(key[:2]) == MINIMUM[:2]:
         return "older than 1.10.3, which PythonCall, juliacall's Julia side, requires"
-    return "not a supported version"
+    return "older than 1.10, the oldest that PythonCall and Enzyme.jl support"
 
 
 @functools.lru_cache(maxsize=64)
@@ -144,7 +237,7 @@ def _explicit(var: str, value: str) -> JuliaFound:
     another: the user asked for this one)."""
     path = shutil.which(value) if os.sep not in value else value
     if path is None or not _executable(path):
-        return JuliaFound(None, why=f"{var}={value} is not an executable file; {INSTALL_HINT}")
+        return JuliaFound(None, why=f"{var}={value} is not an executable file; {install_hint()}")
     if var == "PYTHON_JULIACALL_EXE" and not os.environ.get("PYTHON_JULIACALL_PROJECT"):
         return JuliaFound(
             None,
@@ -153,27 +246,40 @@ def _explicit(var: str, value: str) -> JuliaFound:
         )
     key, problem = julia_version(path)
     if problem is not None:
-        return JuliaFound(None, why=f"{var}={value}: {problem}; {INSTALL_HINT}")
+        return JuliaFound(None, why=f"{var}={value}: {problem}; {install_hint()}")
     if not supported(key):
         return JuliaFound(
             None,
             why=f"{var}={value} is Julia {version_text(key)} ({why_unsupported(key)}); weanj's "
-            f"Julia variants need {SUPPORTED_TEXT}: run `juliaup add 1.11` and set {var} to "
-            "that Julia, or unset it",
+            f"Julia variants need {SUPPORTED_TEXT}: {fix_version()} and set {var} to that "
+            "Julia, or unset it",
         )
+    if openssl_blocks(key):
+        return JuliaFound(None, why=f"{var}={value}: {openssl_reason(key)}; {OPENSSL_FIX}")
     return JuliaFound(Path(path), version_text(key))
+
+
+def _newest_first(found: tuple[tuple, int]) -> tuple:
+    """The order of preference among usable Julias: releases before pre-releases, then
+    the newest version; among equal versions, the first candidate."""
+    key, position = found
+    return (-key[3], tuple(-k for k in key[:3]), position)
 
 
 def locate_julia() -> JuliaFound:
     """The Julia weanj uses, or why there is none.
 
-    An explicit setting is used as it is or refused: `$WEANJ_JULIA`, juliacall's
-    `$PYTHON_JULIACALL_EXE` (with its `$PYTHON_JULIACALL_PROJECT`), juliapkg's
-    `$PYTHON_JULIAPKG_EXE`, in this order. Otherwise the first supported one of `julia` on
-    PATH, juliaup's launcher and the versions juliaup installed (newest first): a
-    launcher whose default is 1.12 is passed over for an installed 1.11. Runs only
-    `julia --version`.
+    First, whether this Python can run Julia at all (`python_reason`). An explicit setting
+    is used as it is or refused: `$WEANJ_JULIA`, juliacall's `$PYTHON_JULIACALL_EXE` (with
+    its `$PYTHON_JULIACALL_PROJECT`), juliapkg's `$PYTHON_JULIAPKG_EXE`, in this order.
+    Otherwise the newest usable one of `julia` on PATH, juliaup's launcher and the
+    versions juliaup installed: supported, and not ruled out by this Python's OpenSSL (a
+    launcher whose default is 1.12 is passed over for an installed 1.11 where the
+    Python's OpenSSL is older than 3.5). Runs only `julia --version`.
     """
+    why = python_reason()
+    if why is not None:
+        return JuliaFound(None, why=why)
     for var in (ENV_VAR, "PYTHON_JULIACALL_EXE", "PYTHON_JULIAPKG_EXE"):
         value = os.environ.get(var)
         if value:
@@ -182,7 +288,8 @@ def locate_julia() -> JuliaFound:
     home = Path.home()
     launcher = home / ".juliaup" / "bin" / ("julia.exe" if os.name == "nt" else "julia")
     candidates = [shutil.which("julia"), launcher, *_juliaup_versions()]
-    seen, passed_over = set(), []
+    seen, passed_over, usable = set(), [], []
+    blocked_by_openssl = False
     for candidate in candidates:
         if candidate is None or not _executable(candidate):
             continue
@@ -195,16 +302,23 @@ def locate_julia() -> JuliaFound:
             passed_over.append(problem)
         elif not supported(key):
             passed_over.append(f"Julia {version_text(key)} at {candidate} ({why_unsupported(key)})")
+        elif openssl_blocks(key):
+            blocked_by_openssl = True
+            passed_over.append(f"{openssl_reason(key)} (at {candidate})")
         else:
-            return JuliaFound(Path(candidate), version_text(key))
+            usable.append((key, len(usable), Path(candidate)))
+    if usable:
+        key, _, path = min(usable, key=lambda item: _newest_first(item[:2]))
+        return JuliaFound(path, version_text(key))
     if not passed_over:
         return JuliaFound(
-            None, why=f"no Julia found (no `julia` on PATH, no juliaup install); {INSTALL_HINT}"
+            None, why=f"no Julia found (no `julia` on PATH, no juliaup install); {install_hint()}"
         )
+    fix = OPENSSL_FIX if blocked_by_openssl else fix_version()
     return JuliaFound(
         None,
         why=f"no usable Julia: {'; '.join(passed_over)}; weanj's Julia variants need "
-        f"{SUPPORTED_TEXT}: {FIX_VERSION}",
+        f"{SUPPORTED_TEXT}: {fix}",
     )
 
 
@@ -251,9 +365,9 @@ _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
 def julia_sources() -> Path | None:
-    """The folder `julia/` holding the package (`src/WeanJ.jl`) and the kernels: the
-    checkout's for an editable install (so edits take effect), else the copy a wheel
-    ships as `weanj/julia/`."""
+    """The folder `julia/` holding the package WeanJ (`Project.toml`, and `src/WeanJ.jl`
+    with the kernels beside it in `src/`): the checkout's for an editable install (so
+    edits take effect), else the copy a wheel ships as `weanj/julia/`."""
     for folder in (_PACKAGE_DIR.parent.parent / "julia", _PACKAGE_DIR / "julia"):
         if (folder / "src" / "WeanJ.jl").is_file():
             return folder

@@ -13,7 +13,7 @@ between (i,j) and (i,j+1), |u|, |v| <= 1, λ = dt/dx = 0.25. One step maps c to 
     c'[i,j] = c[i,j] − λ*(F[i,j] − F[i−1,j]) − λ*(G[i,j] − G[i,j−1])
 
 Loss `Σ (c^T − cobs)²` after T steps; gradient `∂L/∂c0`. Julia counterpart:
-`julia/advection.jl`.
+`julia/src/advection.jl`.
 
 The hazards of a port, side by side below:
 
@@ -396,7 +396,7 @@ def muscl_minmax_loss(c0, u, v, cobs, T):
     return misfit(advect(c0, u, v, T, minmod_minmax), cobs)
 
 
-# --- Julia: the loops of julia/advection.jl, gradients by Enzyme.jl (through juliacall) --
+# --- Julia: the loops of julia/src/advection.jl, gradients by Enzyme.jl (through juliacall) --
 
 # julia-muscl: in-place loops, if/else minmod; gradient by Enzyme.jl
 weanj.julia_variant(EXAMPLE, "julia-muscl", family="muscl", loss="muscl_loss")

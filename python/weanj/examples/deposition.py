@@ -27,7 +27,7 @@ The hazards of a port, side by side below:
   (pos < 0.5/n) has i0 = −1, i.e. cell n−1, and i1 = 0; one above the last centre has
   i1 = n, i.e. cell 0. Indices are taken mod n, never clamped.
 
-Julia counterpart: `julia/deposition.jl`.
+Julia counterpart: `julia/src/deposition.jl`.
 """
 
 from __future__ import annotations
@@ -394,7 +394,7 @@ weanj.jax_variant(
 weanj.enzyme_variant(EXAMPLE, "jax-cic-enzyme", family="cic", loss=scatter_loss)
 
 
-# --- Julia: the loop of julia/deposition.jl, gradients by Enzyme.jl (juliacall) -------
+# --- Julia: the loop of julia/src/deposition.jl, gradients by Enzyme.jl (juliacall) -------
 
 # julia-cic: the particle loop, ρ[i,j] += w in place; Enzyme.jl
 weanj.julia_variant(EXAMPLE, "julia-cic", family="cic", loss="cic_loss")

@@ -1,13 +1,13 @@
 """02-gauss-seidel: K Gauss–Seidel sweeps for the 2-D Poisson problem.
 
-The point update is Jacobi's (`julia/jacobi.jl`, `jacobi.py`), applied in place:
+The point update is Jacobi's (`julia/src/jacobi.jl`, `jacobi.py`), applied in place:
 
 - `lex`: a sweep visits `j = 1..n` (outer), `i = 1..n` (inner, fastest) — the Julia
   column-major loop `for j, for i` — so u[i-1,j] and u[i,j-1] are already new.
 - `rb`: a sweep updates all red points ((i+j) even, 1-based interior indices), then all
   black points; a different algorithm from `lex` (they meet only at the fixed point).
 
-Julia counterpart: `julia/gauss_seidel.jl`.
+Julia counterpart: `julia/src/gauss_seidel.jl`.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ weanj.jax_variant(
 )
 
 
-# --- Julia: the loops of julia/gauss_seidel.jl, gradients by Enzyme.jl (juliacall) ----
+# --- Julia: the loops of julia/src/gauss_seidel.jl, gradients by Enzyme.jl (juliacall) ----
 
 # julia-lex: in-place loop, j outer, i inner; Enzyme.jl
 weanj.julia_variant(EXAMPLE, "julia-lex", family="lex", loss="lex_loss")

@@ -5,7 +5,7 @@ Every interior point is updated from the previous iterate at once:
     u[i,j] ← (h2*θ[i,j] + u[i-1,j] + u[i+1,j] + u[i,j-1] + u[i,j+1]) / 4
 
 with the additions in exactly this order (so implementations that perform the same
-arithmetic agree to the last bit). Julia counterpart: `julia/jacobi.jl`.
+arithmetic agree to the last bit). Julia counterpart: `julia/src/jacobi.jl`.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def kernex_jacobi_loss(theta, uobs, K):
 weanj.enzyme_variant(EXAMPLE, "jax-jacobi-enzyme", family="jacobi", loss=jacobi_loss)
 
 
-# --- Julia: the loops of julia/jacobi.jl, gradient by Enzyme.jl (through juliacall) ---
+# --- Julia: the loops of julia/src/jacobi.jl, gradient by Enzyme.jl (through juliacall) ---
 
 # julia-jacobi: in-place loops, two buffers; gradient by Enzyme.jl
 weanj.julia_variant(EXAMPLE, "julia-jacobi", family="jacobi", loss="jacobi_loss")

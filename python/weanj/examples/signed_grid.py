@@ -1,7 +1,7 @@
 """06-signed-grid: a least-squares fit of a polynomial to sign(t) on a uniform grid.
 
 Coefficients `x` (m,), weights `w` (n,), which fix the grid size n ≥ 2. The Julia loop
-(`julia/signed_grid.jl`), for i = 0..n-1 (0-based), in exactly this order:
+(`julia/src/signed_grid.jl`), for i = 0..n-1 (0-based), in exactly this order:
 
     t = -1 + (2i)/(n-1)           2i and n-1 are integers, exact in the dtype: one
                                   division, then one addition, each rounded
@@ -178,7 +178,7 @@ def integer_loss(x, w):
 
 # --- registration: the family's reference is its first registered variant that runs -----
 
-# julia-signfit: the loop of julia/signed_grid.jl, `/` and `+` rounded apart; Enzyme.jl
+# julia-signfit: the loop of julia/src/signed_grid.jl, `/` and `+` rounded apart; Enzyme.jl
 weanj.julia_variant(EXAMPLE, "julia-signfit", family="signfit", loss="signfit_loss")
 # jax-signfit-integer: the reference where Julia does not run
 weanj.jax_variant(EXAMPLE, "jax-signfit-integer", family="signfit", loss=integer_loss)

@@ -5,7 +5,7 @@ Row r of the (m, n) arrays `a`, `b`, `c`, `d` is one system (0-based k):
     a[r,k]*x[k-1] + b[r,k]*x[k] + c[r,k]*x[k+1] = d[r,k]
 
 `a[r,0]` and `c[r,n-1]` are not part of it (the generator writes zeros there; their
-gradient is zero). The Julia loop (`julia/tridiagonal.jl`), per row, in exactly this order:
+gradient is zero). The Julia loop (`julia/src/tridiagonal.jl`), per row, in exactly this order:
 
     cp[0] = c[0]/b[0];  dp[0] = d[0]/b[0]
     for k = 1..n-1:  w = b[k] - a[k]*cp[k-1];  cp[k] = c[k]/w (k <= n-2);
@@ -456,7 +456,7 @@ weanj.enzyme_variant(
 )
 
 
-# --- Julia: the loops of julia/tridiagonal.jl, gradients by Enzyme.jl (juliacall) ----
+# --- Julia: the loops of julia/src/tridiagonal.jl, gradients by Enzyme.jl (juliacall) ----
 
 # julia-thomas: in-place loops, DESIGN's order; Enzyme.jl, 4 arrays
 weanj.julia_variant(EXAMPLE, "julia-thomas", family="thomas", loss="thomas_loss")

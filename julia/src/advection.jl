@@ -12,7 +12,7 @@
 #               u[i,j] * (c[i+1,j] − 0.5*(1 + λ*u[i,j])*sx[i+1,j])   otherwise;  G likewise
 #     c'[i,j] = c[i,j] − λ*(F[i,j] − F[i−1,j]) − λ*(G[i,j] − G[i,j−1])
 #
-# Index convention (README.md beside this file): `c[i, j]` is numpy's `c[i-1, j-1]`, and
+# Index convention (julia/README.md): `c[i, j]` is numpy's `c[i-1, j-1]`, and
 # docs/DESIGN.md's periodic 0-based `i ± 1 (mod n)` is the 1-based `mod1(i ± 1, n)`. The loops
 # run `j` outer, `i` inner (column-major); each of sx, sy, F, G and c' is computed in a
 # pass of its own from the previous pass's arrays, so the order of the cells within a pass
@@ -174,16 +174,18 @@ end
 
 `Σ (c^T − cobs)²` after `T` MUSCL steps from `c0` with the slope limiter `limiter`, the
 arguments checked first: the loss of both Julia variants, which differ in their limiter
-only.
+only. `limiter::L` makes Julia compile this method for each limiter: an argument a method
+only passes on (to `advect`) would otherwise not be specialised on, and the limiter would
+be called by dynamic dispatch inside the loops Enzyme differentiates.
 """
 function advection_loss(
-    limiter,
+    limiter::L,
     c0::Matrix{R},
     u::Matrix{R},
     v::Matrix{R},
     cobs::Matrix{R},
     T::Integer,
-) where {R <: AbstractFloat}
+) where {L, R <: AbstractFloat}
     check_advection(c0, u, v, cobs, T)
     return advection_misfit(advect(c0, u, v, T, limiter), cobs)
 end

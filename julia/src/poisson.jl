@@ -6,7 +6,7 @@
 # Loss: `Σ (u^K − uobs)²` over the interior, summed in Float64; gradient with respect to
 # `θ`.
 #
-# Index convention (README.md beside this file): the loops run over the padded indices
+# Index convention (julia/README.md): the loops run over the padded indices
 # `i, j ∈ 2:n+1` of `u`, whose unknown has source `θ[i-1, j-1]` and observation
 # `uobs[i-1, j-1]`. `θ[i, j]` is numpy's `theta[i-1, j-1]`: the first axis is `i` in both.
 #

@@ -6,7 +6,7 @@
 # bilinear weights, added in place into ρ from ρ = 0; loss `Σ (ρ − rhoobs)²`, gradients
 # with respect to `pos` and `q` (Enzyme: `Duplicated` for both, `Const` for `rhoobs`).
 #
-# Index convention (README.md beside this file): `pos[p, 1]` is numpy's `pos[p-1, 0]`
+# Index convention (julia/README.md): `pos[p, 1]` is numpy's `pos[p-1, 0]`
 # (the x of particle p-1), `pos[p, 2]` its y; `ρ[i, j]` is numpy's `rho[i-1, j-1]`. The
 # 0-based cell `i0 = floor(gx)` of docs/DESIGN.md, taken mod n, is the 1-based `mod(i0, n) + 1`.
 #
