@@ -23,6 +23,7 @@ import io
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -209,19 +210,22 @@ def test_every_example_crosses_as_its_kernel_reads_it(fake, monkeypatch, path, d
     for case in cases:
         arrays = [decode(case["inputs"][a]).astype(dtype) for a in content["arrays"]]
         args = (*arrays, *(case["params"][p] for p in content["params"]))
-        loss = v.loss(*args)
-        assert type(loss) is np.dtype(dtype).type and loss == np.dtype(dtype).type(case["loss"])
-        g = v.grad(*args)
-        found = g if isinstance(g, dict) else {content["wrt"][0]: g}
-        assert list(found) == content["wrt"]
-        for name in content["wrt"]:
-            expected = decode(case["gradient"][name]).astype(dtype)
-            assert found[name].dtype == np.dtype(dtype) and found[name].flags.c_contiguous
-            assert np.array_equal(found[name], expected)
-    grads = fake.calls("grad")
-    assert len(grads) == len(cases) >= 1
-    assert all(c["flags"] == flags and c["activity"] == "bare" for c in grads)
-    assert all(p[0] == "int" for c in grads for p in c["params"])
+        # the loss and the gradient apart, then together (one request: an evaluation's)
+        both = v.functions().value_and_grad(*args)
+        for loss, g in ((v.loss(*args), v.grad(*args)), both):
+            assert type(loss) is np.dtype(dtype).type
+            assert loss == np.dtype(dtype).type(case["loss"])
+            found = g if isinstance(g, dict) else {content["wrt"][0]: g}
+            assert list(found) == content["wrt"]
+            for name in content["wrt"]:
+                expected = decode(case["gradient"][name]).astype(dtype)
+                assert found[name].dtype == np.dtype(dtype) and found[name].flags.c_contiguous
+                assert np.array_equal(found[name], expected)
+    for kind in ("grad", "loss_and_gradient"):
+        calls = fake.calls(kind)
+        assert len(calls) == len(cases) >= 1
+        assert all(c["flags"] == flags and c["activity"] == "bare" for c in calls)
+        assert all(p[0] == "int" for c in calls for p in c["params"])
 
 
 def test_the_worker_imports_juliacall_first_and_never_jax(fake):
@@ -231,22 +235,33 @@ def test_the_worker_imports_juliacall_first_and_never_jax(fake):
     v = weanj.variant("02-gauss-seidel", "julia-lex")
     with pytest.raises(_julia_client.JuliaError, match="no fixture case"):
         v.loss(np.ones((2, 2)), np.ones((2, 2)), 1)
-    (include,) = fake.calls("include")
-    assert include["before"] == {"numpy": False, "jax": False, "weanj": False}
-    assert include["path"] == str(REPO / "julia" / "src" / "WeanJ.jl")
-    assert [c["code"] for c in fake.calls("seval")] == ["string(VERSION)", "import Enzyme"]
+    (start,) = fake.calls("start")
+    assert start["before"] == {"numpy": False, "jax": False, "weanj": False}
+    # WeanJ is loaded as the package it is, never included as a script
+    assert [c["code"] for c in fake.calls("seval")] == [
+        "string(VERSION)",
+        "import Enzyme",
+        "using WeanJ",
+    ]
+    assert not fake.calls("include")
     assert "juliacall" not in sys.modules
 
 
-def test_the_versions_say_what_computed(fake):
+def test_what_computed_is_known_before_a_worker_starts_and_says_stand_in(fake):
+    """A record's key holds the backend's identity: the same before a worker starts (a
+    later command's look-up) and after (this command's write); a stand-in's says so and
+    digests its files; what the worker said it runs is reported apart."""
     content = json.loads((FIXTURES / "julia-jacobi.json").read_text())
     case = content["cases"][0]
     v = weanj.variant("01-jacobi", "julia-jacobi")
-    assert v.backend_version().startswith("Julia (no worker started in this process)")
+    before = v.backend_version()
+    assert before.startswith(f"stand-in worker ({REAL_WORKER}), not Julia: files sha256 ")
+    assert not fake.calls("start")  # knowing it started nothing
     v.loss(*(decode(case["inputs"][a]) for a in content["arrays"]), case["params"]["K"])
-    version = v.backend_version()
-    assert version.startswith(f"stand-in worker ({REAL_WORKER}): Julia 0.0.0-stand-in")
-    assert version.endswith("juliacall 0.0.0-stand-in")
+    assert v.backend_version() == before
+    said = _julia_client.versions()
+    assert said.startswith(f"stand-in worker ({REAL_WORKER}): Julia 0.0.0-stand-in")
+    assert said.endswith("juliacall 0.0.0-stand-in")
 
 
 GRAPH_KERNELS = """
@@ -598,7 +613,9 @@ def test_a_worker_still_busy_at_the_deadline_is_killed(failing, monkeypatch):
         # Started first, without a limit, so that only the request is timed (a loaded
         # machine may take seconds to start even a stand-in).
         with _julia_client._LOCK:
-            _julia_client._STATE["worker"] = _julia_client._start(None, "julia-lex")
+            _julia_client._STATE["worker"] = _julia_client._start(
+                _julia_client._limit(), "julia-lex"
+            )
         token = _watch._DEADLINE.set(time.monotonic() + 2)
         try:
             with pytest.raises(TimeoutError) as caught:
@@ -707,3 +724,143 @@ def test_registering_a_missing_julia_file_raises_nothing(no_worker, new_example,
     assert "julia-f" not in weanj.variants("90-f")
     with pytest.raises(weanj.UnavailableError, match="does not exist"):
         v.loss(np.ones(3))
+
+
+# --- no worker outlives weanj ---------------------------------------------------------------
+
+
+def alive(pid: int) -> bool:
+    """Whether a process runs (a zombie does not: its parent may be gone, and what reaps
+    orphans here need not do so at once)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def running_in_group(group: int) -> list[int]:
+    """The processes of a process group that still run (the worker's group: the worker,
+    its lifeline's watchdog and anything it started)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def pids_of(path: Path) -> dict[str, list[int]]:
+    """What the stand-in workers wrote: `{"worker": [...], "child": [...], ...}`."""
+    found: dict[str, list[int]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            for key, value in json.loads(line).items():
+                if key != "mode":
+                    found.setdefault(key, []).append(value)
+    return found
+
+
+def wait_for(condition, seconds: float = 120.0) -> bool:
+    """Poll `condition()` until it holds or `seconds` pass (a bound for a stuck test, not
+    a measurement)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def nothing_left(pids: Path) -> list[int]:
+    """Every process the stand-in workers reported, or their groups hold, that still
+    runs (after a grace for a watchdog that is killing its group)."""
+    found = pids_of(pids)
+    workers = found.get("worker", [])
+    assert workers, "no worker was started"
+
+    def left() -> list[int]:
+        every = set(workers) | set(found.get("child", []))
+        for group in workers:
+            every |= set(running_in_group(group))
+        return sorted(p for p in every if alive(p))
+
+    wait_for(lambda: not left(), 30)
+    return left()
+
+
+@pytest.mark.parametrize(
+    "mode, verdict, cause",
+    [
+        ("hang-at-start", "timeout", "the Julia worker was still starting after 3 s"),
+        ("hang", "timeout", "still computing julia-smooth's loss and gradient after 3 s"),
+        ("exit-mid-request", "error", "the Julia worker exited with status 7 while computing"),
+    ],
+)
+def test_a_worker_that_hangs_or_dies_ends_the_check_and_leaves_no_process(
+    tmp_path, mode, verdict, cause
+):
+    """Acceptance 7 of #39: without --timeout, a Julia call ends at the default limit
+    (`$WEANJ_JULIA_TIMEOUT_S`, here 3 s) as `timeout`; a worker that exits mid-request
+    is `error`; either way `weanj check` ends, judges the other variants, and no worker
+    or child of one is left running."""
+    root = tiny_project(tmp_path)
+    pids = tmp_path / "pids.jsonl"
+    env = user_env(
+        **{
+            _julia_client.WORKER_VARIABLE: stand_in_worker(mode),
+            _julia_client.TIMEOUT_VARIABLE: "3",
+            "WEANJ_TEST_PIDS": str(pids),
+        }
+    )
+    done = run_in(root, "-m", "weanj", "check", "--dtype", "float64", env=env)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "Traceback" not in output
+    fault = check_json(root)["faults"]["julia-smooth"]
+    assert fault["verdict"] == verdict and cause in one_line(fault["reason"]), fault
+    pairs = {tuple(p["subjects"]): p["verdict"] for p in check_json(root)["pairs"]}
+    assert pairs[("jax-loop", "jax-scan")] == "ok"
+    assert nothing_left(pids) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_check_interrupted_while_the_worker_computes_leaves_no_process(tmp_path, signum):
+    """Ctrl-C (SIGINT to weanj's process group, as a terminal sends it; the worker's
+    group is its own) while the worker hangs on a request: weanj ends with 130 and kills
+    the worker's group. SIGTERM, which runs no Python handler: the lifeline closes with
+    weanj, and the watchdog kills the group."""
+    root = tiny_project(tmp_path)
+    pids = tmp_path / "pids.jsonl"
+    env = user_env(
+        **{
+            _julia_client.WORKER_VARIABLE: stand_in_worker("hang"),
+            _julia_client.TIMEOUT_VARIABLE: "600",
+            "WEANJ_TEST_PIDS": str(pids),
+        }
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-m", "weanj", "check", "--dtype", "float64"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert wait_for(lambda: "handling" in pids_of(pids) or p.poll() is not None)
+        assert p.poll() is None, p.communicate()
+        os.killpg(p.pid, signum)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == (130 if signum == signal.SIGINT else -signal.SIGTERM), out + err
+    assert "Traceback" not in err
+    assert nothing_left(pids) == []
