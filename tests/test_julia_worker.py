@@ -864,3 +864,161 @@ def test_a_check_interrupted_while_the_worker_computes_leaves_no_process(tmp_pat
     assert p.returncode == (130 if signum == signal.SIGINT else -signal.SIGTERM), out + err
     assert "Traceback" not in err
     assert nothing_left(pids) == []
+
+
+# --- Julia records are reused ---------------------------------------------------------------
+
+TWO_FILES = """\
+import numpy as np
+import weanj
+from toy_kernels import smooth_loop, smooth_scan
+
+ex = weanj.register_example(weanj.Example(
+    name="21-two", arrays=("x", "y"), wrt="x", params=(weanj.Param("S", default=2),),
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(8),
+                           "y": np.random.default_rng(seed + 1).standard_normal(8)},
+))
+weanj.jax_variant(ex, "jax-loop", family="smooth", loss=smooth_loop)
+weanj.jax_variant(ex, "jax-scan", family="smooth", loss=smooth_scan)
+weanj.julia_variant(ex, "julia-a", family="smooth", file="julia/a.jl", loss="smooth_loss")
+weanj.julia_variant(ex, "julia-b", family="smooth", file="julia/b.jl", loss="smooth_loss")
+"""
+
+# What the stand-in juliacall computes for both files: Σ (Mˢx − y)² and its gradient in
+# numpy, by hand (M is symmetric: ∇ = 2 Mˢ (Mˢx − y)); the worker never imports JAX.
+TWO_FILES_KERNELS = """
+import numpy as np
+
+def smoothed(v, S):
+    for _ in range(S):
+        v = (np.roll(v, 1) + 2 * v + np.roll(v, -1)) / 4
+    return v
+
+def loss(x, y, S):
+    return x.dtype.type(np.sum((smoothed(x, S) - y) ** 2))
+
+def gradients(x, y, S):
+    return [(2 * smoothed(smoothed(x, S) - y, S)).astype(x.dtype), None]
+
+KERNELS = {name: {"smooth_loss": (loss, gradients)} for name in ("a.jl", "b.jl")}
+"""
+
+
+def two_files_project(root: Path) -> tuple[Path, dict[str, str], Path]:
+    """A project of two Julia files (`julia/a.jl`, `julia/b.jl`), each the file of one
+    variant, run by weanj's own worker program on the stand-in juliacall: the project,
+    the environment of its commands, and the stand-in's record of calls."""
+    write_project(
+        root,
+        {
+            "two.py": TWO_FILES,
+            "julia/a.jl": "smooth_loss(x, y, S) = 0.0  # read by no Julia here\n",
+            "julia/b.jl": "smooth_loss(x, y, S) = 0.0  # read by no Julia here\n",
+        },
+    )
+    kernels = root / "stand_in_kernels.py"
+    kernels.write_text(TWO_FILES_KERNELS)
+    record = root / "record.jsonl"
+    path = [str(STAND_INS), str(REPO / "python"), os.environ.get("PYTHONPATH", "")]
+    env = user_env(
+        **{
+            _julia_client.WORKER_VARIABLE: REAL_WORKER,
+            "PYTHONPATH": os.pathsep.join(p for p in path if p),
+            "WEANJ_TEST_RECORD": str(record),
+            "WEANJ_TEST_USER_KERNELS": str(kernels),
+        }
+    )
+    return root, env, record
+
+
+def recorded(record: Path, kind: str) -> list[dict]:
+    if not record.exists():
+        return []
+    entries = [json.loads(line) for line in record.read_text().splitlines()]
+    return [e for e in entries if e["call"] == kind]
+
+
+def progress(output: str, label: str) -> str:
+    """How `weanj check` said it got an evaluation: `reused` or its seconds."""
+    (line,) = [x for x in output.splitlines() if f"21-two {label}:" in x]
+    return line.split(f"21-two {label}:")[1].split(",")[0].strip()
+
+
+def test_one_julia_evaluation_is_one_request(tmp_path):
+    """Acceptance 4 of #39: each Julia evaluation (and the run on perturbed inputs that
+    measures its rounding level) is one request for the loss and the gradient together;
+    no gradient-only request is made, and what the worker computed is judged ok against
+    the JAX variants."""
+    root, env, record = two_files_project(tmp_path)
+    done = run_in(root, "-m", "weanj", "check", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    both = recorded(record, "loss_and_gradient")
+    # two variants × two dtypes, each evaluated on its inputs and on perturbed ones
+    assert len(both) == 2 * 2 * 2
+    assert {a["dtype"] for c in both for a in c["arrays"]} == {"<f8", "<f4"}
+    assert recorded(record, "grad") == []
+    verdicts = {tuple(p["subjects"]): p["verdict"] for p in check_json_of(root)["pairs"]}
+    assert verdicts[("julia-a", "julia-b")] == "ok"
+    assert verdicts[("jax-loop", "julia-a")] == "ok"
+
+
+def check_json_of(root: Path) -> dict:
+    return json.loads((root / "results" / "21-two" / "check.json").read_text())
+
+
+def test_julia_records_are_reused_and_an_edit_recomputes_that_files_variants(tmp_path):
+    """Acceptance 5 of #39 (with the stand-in worker): a second `weanj check` with
+    nothing changed reuses every Julia evaluation and starts no worker; editing one
+    Julia file recomputes its variant's evaluations only (and starts one worker)."""
+    root, env, record = two_files_project(tmp_path)
+    labels = ["julia-a", "julia-a@float32", "julia-b", "julia-b@float32"]
+    first = run_in(root, "-m", "weanj", "check", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert len(recorded(record, "start")) == 1
+    assert all(progress(first.stderr, label) != "reused" for label in labels)
+
+    again = run_in(root, "-m", "weanj", "check", env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(recorded(record, "start")) == 1  # no worker started
+    assert all(progress(again.stderr, label) == "reused" for label in labels)
+    assert "reused 8 of 8" in again.stdout + again.stderr
+
+    with (root / "julia" / "a.jl").open("a") as f:
+        f.write("# an edit\n")
+    edited = run_in(root, "-m", "weanj", "check", env=env)
+    assert edited.returncode == 0, edited.stdout + edited.stderr
+    assert len(recorded(record, "start")) == 2
+    assert [progress(edited.stderr, label) == "reused" for label in labels] == [
+        False,
+        False,
+        True,
+        True,
+    ]
+
+
+def test_bench_reports_the_times_inside_the_worker_beside_the_round_trip(tmp_path):
+    """Acceptance 6 of #39 (with the stand-in worker, whose times are its own, and say
+    so): `weanj bench` on a Julia variant labels its medians as round trips and prints
+    the times measured inside the worker beside them (median and fastest of as many
+    samples, after a warm-up call), recorded under `timed_inside` with their clock."""
+    root, env, record = two_files_project(tmp_path)
+    done = run_in(
+        root, "-m", "weanj", "bench", "21-two", "--variants", "julia-a", "--samples", "3", env=env
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "(round trip)" in output
+    assert "inside the stand-in worker (not Julia): forward" in output
+    assert "Julia (time_ns" not in output  # a stand-in's times are never called Julia's
+    (timings,) = recorded(record, "timings")
+    assert timings["samples"] == 3
+    (path,) = (root / "results" / "21-two" / "bench").glob("julia-*.json")
+    (point,) = json.loads(path.read_text())["records"]
+    inside = point["timed_inside"]
+    assert inside["clock"] == "inside the stand-in worker (not Julia)"
+    assert inside["samples"] == 3
+    assert 0 < inside["forward_min_s"] <= inside["forward_s"]
+    assert 0 < inside["grad_min_s"] <= inside["grad_s"]
+    # the round trip holds the computation, timed inside, and more (the pipes, the copies)
+    assert point["grad_s"] > inside["grad_min_s"]
+    assert "| forward inside [ms] | gradient inside [ms] |" in done.stdout
