@@ -139,7 +139,7 @@ def fake(tmp_path, monkeypatch, no_worker) -> Fake:
     found = Fake(tmp_path)
     monkeypatch.setenv("WEANJ_TEST_RECORD", str(found.record))
     monkeypatch.setenv("WEANJ_TEST_USER_KERNELS", str(found.user))
-    for var in ("WEANJ_TEST_JULIA_VERSION", "WEANJ_TEST_NO_ENZYME"):
+    for var in ("WEANJ_TEST_JULIA_VERSION", "WEANJ_TEST_NO_ENZYME", "WEANJ_TEST_NO_WEANJ"):
         monkeypatch.delenv(var, raising=False)
     return found
 
@@ -1022,3 +1022,14 @@ def test_bench_reports_the_times_inside_the_worker_beside_the_round_trip(tmp_pat
     # the round trip holds the computation, timed inside, and more (the pipes, the copies)
     assert point["grad_s"] > inside["grad_min_s"]
     assert "| forward inside [ms] | gradient inside [ms] |" in done.stdout
+
+
+def test_weanj_not_in_the_environment_says_how_to_add_it(fake, monkeypatch):
+    """`using WeanJ` fails where juliapkg did not develop it (a `PYTHON_JULIACALL_PROJECT`
+    used as it is, say): the Julia variants are unavailable, one line naming the fix."""
+    monkeypatch.setenv("WEANJ_TEST_NO_WEANJ", "1")
+    with pytest.raises(weanj.UnavailableError) as caught:
+        weanj.variant("01-jacobi", "julia-jacobi").loss(np.ones((2, 2)), np.ones((2, 2)), 1)
+    message = one_line(str(caught.value))
+    assert "could not load WeanJ" in message and "juliapkg.resolve(force=True)" in message
+    assert str(REPO / "julia") in message

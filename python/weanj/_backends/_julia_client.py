@@ -222,7 +222,9 @@ def _manifests(folder: Path) -> list[Path]:
         return []
 
 
-_ENZYME = re.compile(r'\[\[deps\.Enzyme\]\][^\[]*?\bversion\s*=\s*"([^"]+)"', re.S)
+# Enzyme's entry of a Manifest (`[[deps.Enzyme]]`, its keys up to the next table) and
+# its version.
+_ENZYME = re.compile(r'^\[\[deps\.Enzyme\]\]\n(?:[^\[\n].*\n|\n)*?version\s*=\s*"([^"]+)"', re.M)
 
 
 def environment_identity(folder: Path) -> str:
@@ -236,8 +238,8 @@ def environment_identity(folder: Path) -> str:
     texts = []
     for path in found:
         with contextlib.suppress(OSError):
-            texts.append(path.name + "\0" + path.read_text(encoding="utf-8", errors="replace"))
-    joined = "\0".join(texts)
+            texts.append(path.name + "\n" + path.read_text(encoding="utf-8", errors="replace"))
+    joined = "\n\0\n".join(texts)
     enzyme = _ENZYME.search(joined)
     said = f"Enzyme {enzyme.group(1)}" if enzyme else "no Enzyme in the manifest"
     return f"{said} (environment {folder}, manifest sha256 {text_digest(joined)[:16]})"
