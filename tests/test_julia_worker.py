@@ -13,6 +13,12 @@
   start-up: each is one line naming the cause and the log; `weanj check` then judges
   every other variant and exits 1, without a traceback, and never imports juliacall.
 - A Julia file that does not exist makes only its variant unavailable.
+- No process outlives weanj: stand-in workers that hang at start, hang on a request or
+  exit mid-request end at the default limit (`$WEANJ_JULIA_TIMEOUT_S`) as `timeout` or
+  `error`; SIGINT and SIGTERM during a request; every process they started is gone.
+- One request per evaluation; Julia records reused by a second check that starts no
+  worker; an edit of one Julia file recomputes its variants only; `weanj bench` prints the
+  times inside the worker beside the round trip.
 
 Nothing here is Julia, and nothing here is saved as a Julia result.
 """
