@@ -191,13 +191,25 @@ def test_the_project_toml_becomes_juliapkgs_requirements(tmp_path):
             "LinearAlgebra": {"uuid": LINEAR_ALGEBRA},
         }
     }
-    folder = _julia_client.write_requirements(tmp_path, tmp_path / "work")
+    folder = _julia_client.write_requirements(tmp_path, tmp_path / "work", JULIA_DIR)
     written = folder / "juliapkg.json"
     assert json.loads(written.read_text())["packages"]["SpecialFunctions"]["version"] == "2.4"
     before = written.stat().st_mtime_ns
     time.sleep(0.01)
-    assert _julia_client.write_requirements(tmp_path, tmp_path / "work") == folder
+    assert _julia_client.write_requirements(tmp_path, tmp_path / "work", JULIA_DIR) == folder
     assert written.stat().st_mtime_ns == before  # unchanged: juliapkg need not resolve again
+
+
+def test_weanj_is_developed_by_path_in_the_workers_environment(tmp_path):
+    """The worker loads WeanJ with `using WeanJ`: juliapkg `dev`s it from weanj's julia/
+    folder (its uuid from julia/Project.toml), beside the project's own packages, so Pkg
+    precompiles it once and every later start reuses the cache."""
+    folder = _julia_client.write_requirements(tmp_path / "none", tmp_path / "work", JULIA_DIR)
+    written = json.loads((folder / "juliapkg.json").read_text())
+    uuid_line = re.search(r'^uuid = "(.+)"$', (JULIA_DIR / "Project.toml").read_text(), re.M)
+    assert written == {
+        "packages": {"WeanJ": {"uuid": uuid_line.group(1), "path": str(JULIA_DIR), "dev": True}}
+    }
 
 
 def test_a_project_that_declares_only_weanjs_packages_adds_nothing(tmp_path):
@@ -208,7 +220,6 @@ def test_a_project_that_declares_only_weanjs_packages_adds_nothing(tmp_path):
     assert _julia_client.requirements(tmp_path) == {"packages": {"Enzyme": {"uuid": ENZYME}}}
     (tmp_path / "Project.toml").write_text('[compat]\njulia = "1.11"\n')
     assert _julia_client.requirements(tmp_path) == {"julia": "1.11"}
-    assert _julia_client.write_requirements(tmp_path / "none", tmp_path / "work") is None
 
 
 def test_a_broken_project_toml_makes_the_julia_variants_unavailable(tmp_path):
@@ -725,3 +736,83 @@ def test_julia_sources_in_a_checkout_and_in_a_wheel(tmp_path, monkeypatch):
     assert _julia_find.julia_sources() == package / "julia"
     (package / "julia" / "src" / "WeanJ.jl").unlink()
     assert _julia_find.julia_sources() is None
+
+
+# --- what computes the Julia variants, known without starting Julia -------------------------
+
+
+def test_the_julia_identity_needs_no_julia_run_and_follows_the_manifest(
+    no_julia, tmp_path, monkeypatch
+):
+    """A record's key holds it, so it is known before any worker starts (a later command
+    that starts none looks records up with it): Julia's version and path (`julia
+    --version` only), the worker environment's Manifest (digest, and the Enzyme it
+    resolved), WeanJ's sources; "no manifest yet" before the first resolve. A changed
+    Manifest changes it, an unchanged one does not."""
+    fake = fake_julia(no_julia / "julia", "1.11.5")
+    environment = tmp_path / "julia_env"
+    monkeypatch.setenv("PYTHON_JULIAPKG_PROJECT", str(environment))
+    assert _julia_client.environment_folder() == environment
+    before = _julia_client.identity()
+    assert before.startswith(f"Julia 1.11.5 ({fake}), environment {environment}: no manifest yet")
+    weanj_digest = _julia_client.weanj_sources_digest(JULIA_DIR)
+    assert f"WeanJ sha256 {weanj_digest}" in before
+    environment.mkdir()
+    manifest = environment / "Manifest.toml"
+    manifest.write_text('[[deps.Enzyme]]\ndeps = ["CEnum"]\nuuid = "7da2"\nversion = "0.13.30"\n')
+    resolved = _julia_client.identity()
+    assert "Enzyme 0.13.30 (environment" in resolved and resolved != before
+    assert _julia_client.identity() == resolved
+    manifest.write_text(manifest.read_text().replace("0.13.30", "0.13.31"))
+    assert "Enzyme 0.13.31" in _julia_client.identity()
+    assert calls(fake) == ["--version"]  # nothing but `julia --version`, once
+
+
+def test_the_environment_folder_is_the_one_juliapkg_chooses(tmp_path):
+    """pyjuliapkg's rule, read from its state.py and checked against it where it is
+    installed: a virtual environment's `julia_env`, or `$PYTHON_JULIAPKG_PROJECT`."""
+    if importlib.util.find_spec("juliapkg") is None:
+        pytest.skip("juliapkg is not installed (pip install 'weanj[julia]')")
+    script = (
+        "import json, sys\n"
+        "from juliapkg.state import STATE\n"
+        "from weanj._backends._julia_client import environment_folder\n"
+        "print(json.dumps([STATE['project'], str(environment_folder())]))\n"
+    )
+    for extra in ({}, {"PYTHON_JULIAPKG_PROJECT": str(tmp_path / "env")}):
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHON_JULIAPKG_PROJECT", "PYTHON_JULIACALL_PROJECT")
+        }
+        done = run_python("-c", script, env={**env, **extra}, timeout=120)
+        assert done.returncode == 0, done.stderr
+        theirs, ours = json.loads(done.stdout)
+        assert Path(theirs).resolve() == Path(ours).resolve()
+
+
+def test_a_julia_variant_depends_on_its_own_file_and_what_it_includes(tmp_path):
+    """What a Julia variant's records depend on beyond Python: its file and the files it
+    includes by a literal path, followed in turn; a computed include adds its folder."""
+    (tmp_path / "lib").mkdir()
+    main = tmp_path / "main.jl"
+    main.write_text('include("lib/helpers.jl")\nf(x) = g(x)\n')
+    (tmp_path / "lib" / "helpers.jl").write_text('include("more.jl")\ng(x) = x\n')
+    (tmp_path / "lib" / "more.jl").write_text("h(x) = x\n")
+    (tmp_path / "other.jl").write_text("k(x) = x\n")
+    found = _julia.kernel_sources(main)
+    assert set(found) == {main, tmp_path / "lib" / "helpers.jl", tmp_path / "lib" / "more.jl"}
+    main.write_text('include(joinpath(@__DIR__, "lib", "helpers.jl"))\n')
+    assert _julia.kernel_sources(main) == (main, tmp_path)
+
+
+def test_the_default_julia_time_limit_is_overridable_and_checked(monkeypatch):
+    monkeypatch.delenv(_julia_client.TIMEOUT_VARIABLE, raising=False)
+    assert _julia_client.default_timeout_s() == _julia_client.DEFAULT_TIMEOUT_S == 1800
+    monkeypatch.setenv(_julia_client.TIMEOUT_VARIABLE, "2.5")
+    assert _julia_client.default_timeout_s() == 2.5
+    for bad in ("0", "-1", "soon", "inf", "nan"):
+        monkeypatch.setenv(_julia_client.TIMEOUT_VARIABLE, bad)
+        with pytest.raises(weanj.InputError, match=_julia_client.TIMEOUT_VARIABLE) as caught:
+            _julia_client.default_timeout_s()
+        _one_line(str(caught.value))

@@ -13,6 +13,12 @@
   start-up: each is one line naming the cause and the log; `weanj check` then judges
   every other variant and exits 1, without a traceback, and never imports juliacall.
 - A Julia file that does not exist makes only its variant unavailable.
+- No process outlives weanj: stand-in workers that hang at start, hang on a request or
+  exit mid-request end at the default limit (`$WEANJ_JULIA_TIMEOUT_S`) as `timeout` or
+  `error`; SIGINT and SIGTERM during a request; every process they started is gone.
+- One request per evaluation; Julia records reused by a second check that starts no
+  worker; an edit of one Julia file recomputes its variants only; `weanj bench` prints the
+  times inside the worker beside the round trip.
 
 Nothing here is Julia, and nothing here is saved as a Julia result.
 """
@@ -23,6 +29,7 @@ import io
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -138,7 +145,7 @@ def fake(tmp_path, monkeypatch, no_worker) -> Fake:
     found = Fake(tmp_path)
     monkeypatch.setenv("WEANJ_TEST_RECORD", str(found.record))
     monkeypatch.setenv("WEANJ_TEST_USER_KERNELS", str(found.user))
-    for var in ("WEANJ_TEST_JULIA_VERSION", "WEANJ_TEST_NO_ENZYME"):
+    for var in ("WEANJ_TEST_JULIA_VERSION", "WEANJ_TEST_NO_ENZYME", "WEANJ_TEST_NO_WEANJ"):
         monkeypatch.delenv(var, raising=False)
     return found
 
@@ -209,19 +216,22 @@ def test_every_example_crosses_as_its_kernel_reads_it(fake, monkeypatch, path, d
     for case in cases:
         arrays = [decode(case["inputs"][a]).astype(dtype) for a in content["arrays"]]
         args = (*arrays, *(case["params"][p] for p in content["params"]))
-        loss = v.loss(*args)
-        assert type(loss) is np.dtype(dtype).type and loss == np.dtype(dtype).type(case["loss"])
-        g = v.grad(*args)
-        found = g if isinstance(g, dict) else {content["wrt"][0]: g}
-        assert list(found) == content["wrt"]
-        for name in content["wrt"]:
-            expected = decode(case["gradient"][name]).astype(dtype)
-            assert found[name].dtype == np.dtype(dtype) and found[name].flags.c_contiguous
-            assert np.array_equal(found[name], expected)
-    grads = fake.calls("grad")
-    assert len(grads) == len(cases) >= 1
-    assert all(c["flags"] == flags and c["activity"] == "bare" for c in grads)
-    assert all(p[0] == "int" for c in grads for p in c["params"])
+        # the loss and the gradient apart, then together (one request: an evaluation's)
+        both = v.functions().value_and_grad(*args)
+        for loss, g in ((v.loss(*args), v.grad(*args)), both):
+            assert type(loss) is np.dtype(dtype).type
+            assert loss == np.dtype(dtype).type(case["loss"])
+            found = g if isinstance(g, dict) else {content["wrt"][0]: g}
+            assert list(found) == content["wrt"]
+            for name in content["wrt"]:
+                expected = decode(case["gradient"][name]).astype(dtype)
+                assert found[name].dtype == np.dtype(dtype) and found[name].flags.c_contiguous
+                assert np.array_equal(found[name], expected)
+    for kind in ("grad", "loss_and_gradient"):
+        calls = fake.calls(kind)
+        assert len(calls) == len(cases) >= 1
+        assert all(c["flags"] == flags and c["activity"] == "bare" for c in calls)
+        assert all(p[0] == "int" for c in calls for p in c["params"])
 
 
 def test_the_worker_imports_juliacall_first_and_never_jax(fake):
@@ -231,22 +241,33 @@ def test_the_worker_imports_juliacall_first_and_never_jax(fake):
     v = weanj.variant("02-gauss-seidel", "julia-lex")
     with pytest.raises(_julia_client.JuliaError, match="no fixture case"):
         v.loss(np.ones((2, 2)), np.ones((2, 2)), 1)
-    (include,) = fake.calls("include")
-    assert include["before"] == {"numpy": False, "jax": False, "weanj": False}
-    assert include["path"] == str(REPO / "julia" / "src" / "WeanJ.jl")
-    assert [c["code"] for c in fake.calls("seval")] == ["string(VERSION)", "import Enzyme"]
+    (start,) = fake.calls("start")
+    assert start["before"] == {"numpy": False, "jax": False, "weanj": False}
+    # WeanJ is loaded as the package it is, never included as a script
+    assert [c["code"] for c in fake.calls("seval")] == [
+        "string(VERSION)",
+        "import Enzyme",
+        "using WeanJ",
+    ]
+    assert not fake.calls("include")
     assert "juliacall" not in sys.modules
 
 
-def test_the_versions_say_what_computed(fake):
+def test_what_computed_is_known_before_a_worker_starts_and_says_stand_in(fake):
+    """A record's key holds the backend's identity: the same before a worker starts (a
+    later command's look-up) and after (this command's write); a stand-in's says so and
+    digests its files; what the worker said it runs is reported apart."""
     content = json.loads((FIXTURES / "julia-jacobi.json").read_text())
     case = content["cases"][0]
     v = weanj.variant("01-jacobi", "julia-jacobi")
-    assert v.backend_version().startswith("Julia (no worker started in this process)")
+    before = v.backend_version()
+    assert before.startswith(f"stand-in worker ({REAL_WORKER}), not Julia: files sha256 ")
+    assert not fake.calls("start")  # knowing it started nothing
     v.loss(*(decode(case["inputs"][a]) for a in content["arrays"]), case["params"]["K"])
-    version = v.backend_version()
-    assert version.startswith(f"stand-in worker ({REAL_WORKER}): Julia 0.0.0-stand-in")
-    assert version.endswith("juliacall 0.0.0-stand-in")
+    assert v.backend_version() == before
+    said = _julia_client.versions()
+    assert said.startswith(f"stand-in worker ({REAL_WORKER}): Julia 0.0.0-stand-in")
+    assert said.endswith("juliacall 0.0.0-stand-in")
 
 
 GRAPH_KERNELS = """
@@ -599,7 +620,9 @@ def test_a_worker_still_busy_at_the_deadline_is_killed(failing, monkeypatch):
         # Started first, without a limit, so that only the request is timed (a loaded
         # machine may take seconds to start even a stand-in).
         with _julia_client._LOCK:
-            _julia_client._STATE["worker"] = _julia_client._start(None, "julia-lex")
+            _julia_client._STATE["worker"] = _julia_client._start(
+                _julia_client._limit(), "julia-lex"
+            )
         token = _watch._DEADLINE.set(time.monotonic() + 2)
         try:
             with pytest.raises(TimeoutError) as caught:
@@ -708,3 +731,312 @@ def test_registering_a_missing_julia_file_raises_nothing(no_worker, new_example,
     assert "julia-f" not in weanj.variants("90-f")
     with pytest.raises(weanj.UnavailableError, match="does not exist"):
         v.loss(np.ones(3))
+
+
+# --- no worker outlives weanj ---------------------------------------------------------------
+
+
+def alive(pid: int) -> bool:
+    """Whether a process runs (a zombie does not: its parent may be gone, and what reaps
+    orphans here need not do so at once)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def running_in_group(group: int) -> list[int]:
+    """The processes of a process group that still run (the worker's group: the worker,
+    its lifeline's watchdog and anything it started)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def pids_of(path: Path) -> dict[str, list[int]]:
+    """What the stand-in workers wrote: `{"worker": [...], "child": [...], ...}`."""
+    found: dict[str, list[int]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            for key, value in json.loads(line).items():
+                if key != "mode":
+                    found.setdefault(key, []).append(value)
+    return found
+
+
+def wait_for(condition, seconds: float = 120.0) -> bool:
+    """Poll `condition()` until it holds or `seconds` pass (a bound for a stuck test, not
+    a measurement)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def nothing_left(pids: Path) -> list[int]:
+    """Every process the stand-in workers reported, or their groups hold, that still
+    runs (after a grace for a watchdog that is killing its group)."""
+    found = pids_of(pids)
+    workers = found.get("worker", [])
+    assert workers, "no worker was started"
+
+    def left() -> list[int]:
+        every = set(workers) | set(found.get("child", []))
+        for group in workers:
+            every |= set(running_in_group(group))
+        return sorted(p for p in every if alive(p))
+
+    wait_for(lambda: not left(), 30)
+    return left()
+
+
+@pytest.mark.parametrize(
+    "mode, verdict, cause",
+    [
+        ("hang-at-start", "timeout", "the Julia worker was still starting after 3 s"),
+        ("hang", "timeout", "still computing julia-smooth's loss and gradient after 3 s"),
+        ("exit-mid-request", "error", "the Julia worker exited with status 7 while computing"),
+    ],
+)
+def test_a_worker_that_hangs_or_dies_ends_the_check_and_leaves_no_process(
+    tmp_path, mode, verdict, cause
+):
+    """Acceptance 7 of #39: without --timeout, a Julia call ends at the default limit
+    (`$WEANJ_JULIA_TIMEOUT_S`, here 3 s) as `timeout`; a worker that exits mid-request
+    is `error`; either way `weanj check` ends, judges the other variants, and no worker
+    or child of one is left running."""
+    root = tiny_project(tmp_path)
+    pids = tmp_path / "pids.jsonl"
+    env = user_env(
+        **{
+            _julia_client.WORKER_VARIABLE: stand_in_worker(mode),
+            _julia_client.TIMEOUT_VARIABLE: "3",
+            "WEANJ_TEST_PIDS": str(pids),
+        }
+    )
+    done = run_in(root, "-m", "weanj", "check", "--dtype", "float64", env=env)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "Traceback" not in output
+    fault = check_json(root)["faults"]["julia-smooth"]
+    assert fault["verdict"] == verdict and cause in one_line(fault["reason"]), fault
+    pairs = {tuple(p["subjects"]): p["verdict"] for p in check_json(root)["pairs"]}
+    assert pairs[("jax-loop", "jax-scan")] == "ok"
+    assert nothing_left(pids) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_check_interrupted_while_the_worker_computes_leaves_no_process(tmp_path, signum):
+    """Ctrl-C (SIGINT to weanj's process group, as a terminal sends it; the worker's
+    group is its own) while the worker hangs on a request: weanj ends with 130 and kills
+    the worker's group. SIGTERM, which runs no Python handler: the lifeline closes with
+    weanj, and the watchdog kills the group."""
+    root = tiny_project(tmp_path)
+    pids = tmp_path / "pids.jsonl"
+    env = user_env(
+        **{
+            _julia_client.WORKER_VARIABLE: stand_in_worker("hang"),
+            _julia_client.TIMEOUT_VARIABLE: "600",
+            "WEANJ_TEST_PIDS": str(pids),
+        }
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-m", "weanj", "check", "--dtype", "float64"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert wait_for(lambda: "handling" in pids_of(pids) or p.poll() is not None)
+        assert p.poll() is None, p.communicate()
+        os.killpg(p.pid, signum)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == (130 if signum == signal.SIGINT else -signal.SIGTERM), out + err
+    assert "Traceback" not in err
+    assert nothing_left(pids) == []
+
+
+# --- Julia records are reused ---------------------------------------------------------------
+
+TWO_FILES = """\
+import numpy as np
+import weanj
+from toy_kernels import smooth_loop, smooth_scan
+
+ex = weanj.register_example(weanj.Example(
+    name="21-two", arrays=("x", "y"), wrt="x", params=(weanj.Param("S", default=2),),
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(8),
+                           "y": np.random.default_rng(seed + 1).standard_normal(8)},
+))
+weanj.jax_variant(ex, "jax-loop", family="smooth", loss=smooth_loop)
+weanj.jax_variant(ex, "jax-scan", family="smooth", loss=smooth_scan)
+weanj.julia_variant(ex, "julia-a", family="smooth", file="julia/a.jl", loss="smooth_loss")
+weanj.julia_variant(ex, "julia-b", family="smooth", file="julia/b.jl", loss="smooth_loss")
+"""
+
+# What the stand-in juliacall computes for both files: Σ (Mˢx − y)² and its gradient in
+# numpy, by hand (M is symmetric: ∇ = 2 Mˢ (Mˢx − y)); the worker never imports JAX.
+TWO_FILES_KERNELS = """
+import numpy as np
+
+def smoothed(v, S):
+    for _ in range(S):
+        v = (np.roll(v, 1) + 2 * v + np.roll(v, -1)) / 4
+    return v
+
+def loss(x, y, S):
+    return x.dtype.type(np.sum((smoothed(x, S) - y) ** 2))
+
+def gradients(x, y, S):
+    return [(2 * smoothed(smoothed(x, S) - y, S)).astype(x.dtype), None]
+
+KERNELS = {name: {"smooth_loss": (loss, gradients)} for name in ("a.jl", "b.jl")}
+"""
+
+
+def two_files_project(root: Path) -> tuple[Path, dict[str, str], Path]:
+    """A project of two Julia files (`julia/a.jl`, `julia/b.jl`), each the file of one
+    variant, run by weanj's own worker program on the stand-in juliacall: the project,
+    the environment of its commands, and the stand-in's record of calls."""
+    write_project(
+        root,
+        {
+            "two.py": TWO_FILES,
+            "julia/a.jl": "smooth_loss(x, y, S) = 0.0  # read by no Julia here\n",
+            "julia/b.jl": "smooth_loss(x, y, S) = 0.0  # read by no Julia here\n",
+        },
+    )
+    kernels = root / "stand_in_kernels.py"
+    kernels.write_text(TWO_FILES_KERNELS)
+    record = root / "record.jsonl"
+    path = [str(STAND_INS), str(REPO / "python"), os.environ.get("PYTHONPATH", "")]
+    env = user_env(
+        **{
+            _julia_client.WORKER_VARIABLE: REAL_WORKER,
+            "PYTHONPATH": os.pathsep.join(p for p in path if p),
+            "WEANJ_TEST_RECORD": str(record),
+            "WEANJ_TEST_USER_KERNELS": str(kernels),
+        }
+    )
+    return root, env, record
+
+
+def recorded(record: Path, kind: str) -> list[dict]:
+    if not record.exists():
+        return []
+    entries = [json.loads(line) for line in record.read_text().splitlines()]
+    return [e for e in entries if e["call"] == kind]
+
+
+def progress(output: str, label: str) -> str:
+    """How `weanj check` said it got an evaluation: `reused` or its seconds."""
+    (line,) = [x for x in output.splitlines() if f"21-two {label}:" in x]
+    return line.split(f"21-two {label}:")[1].split(",")[0].strip()
+
+
+def test_one_julia_evaluation_is_one_request(tmp_path):
+    """Acceptance 4 of #39: each Julia evaluation (and the run on perturbed inputs that
+    measures its rounding level) is one request for the loss and the gradient together;
+    no gradient-only request is made, and what the worker computed is judged ok against
+    the JAX variants."""
+    root, env, record = two_files_project(tmp_path)
+    done = run_in(root, "-m", "weanj", "check", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    both = recorded(record, "loss_and_gradient")
+    # two variants × two dtypes, each evaluated on its inputs and on perturbed ones
+    assert len(both) == 2 * 2 * 2
+    assert {a["dtype"] for c in both for a in c["arrays"]} == {"<f8", "<f4"}
+    assert recorded(record, "grad") == []
+    verdicts = {tuple(p["subjects"]): p["verdict"] for p in check_json_of(root)["pairs"]}
+    assert verdicts[("julia-a", "julia-b")] == "ok"
+    assert verdicts[("jax-loop", "julia-a")] == "ok"
+
+
+def check_json_of(root: Path) -> dict:
+    return json.loads((root / "results" / "21-two" / "check.json").read_text())
+
+
+def test_julia_records_are_reused_and_an_edit_recomputes_that_files_variants(tmp_path):
+    """Acceptance 5 of #39 (with the stand-in worker): a second `weanj check` with
+    nothing changed reuses every Julia evaluation and starts no worker; editing one
+    Julia file recomputes its variant's evaluations only (and starts one worker)."""
+    root, env, record = two_files_project(tmp_path)
+    labels = ["julia-a", "julia-a@float32", "julia-b", "julia-b@float32"]
+    first = run_in(root, "-m", "weanj", "check", env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert len(recorded(record, "start")) == 1
+    assert all(progress(first.stderr, label) != "reused" for label in labels)
+
+    again = run_in(root, "-m", "weanj", "check", env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(recorded(record, "start")) == 1  # no worker started
+    assert all(progress(again.stderr, label) == "reused" for label in labels)
+    assert "reused 8 of 8" in again.stdout + again.stderr
+
+    with (root / "julia" / "a.jl").open("a") as f:
+        f.write("# an edit\n")
+    edited = run_in(root, "-m", "weanj", "check", env=env)
+    assert edited.returncode == 0, edited.stdout + edited.stderr
+    assert len(recorded(record, "start")) == 2
+    assert [progress(edited.stderr, label) == "reused" for label in labels] == [
+        False,
+        False,
+        True,
+        True,
+    ]
+
+
+def test_bench_reports_the_times_inside_the_worker_beside_the_round_trip(tmp_path):
+    """Acceptance 6 of #39 (with the stand-in worker, whose times are its own, and say
+    so): `weanj bench` on a Julia variant labels its medians as round trips and prints
+    the times measured inside the worker beside them (median and fastest of as many
+    samples, after a warm-up call), recorded under `timed_inside` with their clock."""
+    root, env, record = two_files_project(tmp_path)
+    done = run_in(
+        root, "-m", "weanj", "bench", "21-two", "--variants", "julia-a", "--samples", "3", env=env
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "(round trip)" in output
+    assert "inside the stand-in worker (not Julia): forward" in output
+    assert "Julia (time_ns" not in output  # a stand-in's times are never called Julia's
+    (timings,) = recorded(record, "timings")
+    assert timings["samples"] == 3
+    (path,) = (root / "results" / "21-two" / "bench").glob("julia-*.json")
+    (point,) = json.loads(path.read_text())["records"]
+    inside = point["timed_inside"]
+    assert inside["clock"] == "inside the stand-in worker (not Julia)"
+    assert inside["samples"] == 3
+    assert 0 < inside["forward_min_s"] <= inside["forward_s"]
+    assert 0 < inside["grad_min_s"] <= inside["grad_s"]
+    # the round trip holds the computation, timed inside, and more (the pipes, the copies)
+    assert point["grad_s"] > inside["grad_min_s"]
+    assert "| forward inside [ms] | gradient inside [ms] |" in done.stdout
+
+
+def test_weanj_not_in_the_environment_says_how_to_add_it(fake, monkeypatch):
+    """`using WeanJ` fails where juliapkg did not develop it (a `PYTHON_JULIACALL_PROJECT`
+    used as it is, say): the Julia variants are unavailable, one line naming the fix."""
+    monkeypatch.setenv("WEANJ_TEST_NO_WEANJ", "1")
+    with pytest.raises(weanj.UnavailableError) as caught:
+        weanj.variant("01-jacobi", "julia-jacobi").loss(np.ones((2, 2)), np.ones((2, 2)), 1)
+    message = one_line(str(caught.value))
+    assert "could not load WeanJ" in message and "juliapkg.resolve(force=True)" in message
+    assert str(REPO / "julia") in message

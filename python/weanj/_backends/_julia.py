@@ -21,9 +21,9 @@ complex ones as Enzyme gives them, `∂L/∂Re z + i·∂L/∂Im z` (the stored 
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,11 +149,14 @@ def _arguments(example: Any, kernel: JuliaKernel, args: tuple) -> tuple[dict, li
 
 
 def _build(example: Any, kernel: JuliaKernel) -> Functions:
-    """`Functions(loss, grad)` on numpy arrays, computed by the Julia worker; no `jvp` (a
-    Julia loss cannot be pushed forward by JAX)."""
+    """`Functions(loss, grad, value_and_grad=...)` on numpy arrays, computed by the Julia
+    worker; `value_and_grad` is one request (one reverse pass: what an evaluation asks);
+    no `jvp` (a Julia loss cannot be pushed forward by JAX). The gradient function also
+    carries `timed_inside(*args, samples=...)`, the times measured inside the worker
+    (`weanj bench`)."""
     flagged = [a for a in kernel.arrays if a in kernel.wrt]  # enzyme_gradient's order
 
-    def ask(op: str, what: str, args: tuple) -> tuple[list, np.dtype]:
+    def ask(op: str, what: str, args: tuple, **extra) -> tuple[dict, list, np.dtype]:
         arrays, params, dtype = _arguments(example, kernel, args)
         header = {
             "op": op,
@@ -164,15 +167,15 @@ def _build(example: Any, kernel: JuliaKernel) -> Functions:
             "activity": kernel.activity,
             "runtime_activity": kernel.runtime_activity,
             "params": params,
+            **extra,
         }
-        out = _julia_client.request(
+        reply, out = _julia_client.request(
             header, [arrays[a] for a in kernel.arrays], variant=kernel.variant, what=what
         )
-        return out, dtype
+        return reply, out, dtype
 
-    def loss(*args):
-        out, dtype = ask("loss", "loss", args)
-        if len(out) != 1 or out[0].shape != ():
+    def loss_of(out: list, dtype: np.dtype):
+        if not out or out[0].shape != ():
             raise JuliaError(f"{kernel.variant}: the Julia worker answered no scalar loss")
         value = out[0][()]
         if value.dtype != dtype:
@@ -183,8 +186,7 @@ def _build(example: Any, kernel: JuliaKernel) -> Functions:
             )
         return value
 
-    def grad(*args):
-        out, _ = ask("grad", "gradient", args)
+    def gradient_of(out: list):
         if len(out) != len(flagged):
             raise JuliaError(
                 f"{kernel.variant}: the Julia worker answered {len(out)} gradient arrays "
@@ -195,20 +197,84 @@ def _build(example: Any, kernel: JuliaKernel) -> Functions:
             return by_name[kernel.wrt[0]]
         return {a: by_name[a] for a in kernel.wrt}
 
-    return Functions(loss, grad)
+    def loss(*args):
+        _, out, dtype = ask("loss", "loss", args)
+        if len(out) != 1:
+            raise JuliaError(f"{kernel.variant}: the Julia worker answered no scalar loss")
+        return loss_of(out, dtype)
+
+    def grad(*args):
+        _, out, _ = ask("grad", "gradient", args)
+        return gradient_of(out)
+
+    def value_and_grad(*args):
+        _, out, dtype = ask("loss_and_grad", "loss and gradient", args)
+        return loss_of(out, dtype), gradient_of(out[1:])
+
+    def timed_inside(*args, samples: int) -> dict:
+        """`{"forward_s": [...], "grad_s": [...], "clock": ...}`: `samples` times of the
+        loss and of the gradient measured inside the worker, after a warm-up call."""
+        reply, _, _ = ask("timings", "timings", args, samples=int(samples))
+        times = {}
+        for key, field_name in (("forward_s", "forward_ns"), ("grad_s", "gradient_ns")):
+            values = reply.get(field_name)
+            if (
+                not isinstance(values, list)
+                or not values
+                or not all(isinstance(t, int) and t >= 0 for t in values)
+            ):
+                raise JuliaError(f"{kernel.variant}: the Julia worker answered no {field_name}")
+            times[key] = [t * 1e-9 for t in values]
+        # What measured them: Julia, as the worker says, unless a stand-in worker is
+        # configured, whatever it says (its times are never labelled Julia's).
+        clock = str(reply.get("clock") or "inside the Julia worker")
+        if _julia_client.stand_in():
+            clock = "inside the stand-in worker (not Julia)"
+        return {**times, "clock": clock}
+
+    grad.timed_inside = timed_inside
+    return Functions(loss, grad, value_and_grad=value_and_grad)
 
 
 def backend_version() -> str:
-    """What computed the Julia variants in this process: Julia's, Enzyme's and
-    juliacall's versions as the worker said them (or a stand-in's own words)."""
-    said = _julia_client.versions()
-    if said is not None:
-        return said
-    try:
-        juliacall = f"juliacall {importlib.metadata.version('juliacall')}"
-    except importlib.metadata.PackageNotFoundError:
-        juliacall = "juliacall (not installed)"
-    return f"Julia (no worker started in this process), {juliacall}"
+    """What computes the Julia variants here, known without starting Julia
+    (`_julia_client.identity`: the Julia executable's version and path, the worker
+    environment's Manifest, WeanJ's sources, juliacall; or a stand-in's own words and
+    files): part of every Julia evaluation record's key, the same at write and look-up."""
+    return _julia_client.identity()
+
+
+_INCLUDE = re.compile(r"^\s*include\(\s*\"([^\"$\\]+)\"\s*\)", re.M)
+_ANY_INCLUDE = re.compile(r"\binclude\s*\(")
+
+
+def kernel_sources(path: Path) -> tuple[Path, ...]:
+    """A user's Julia file and the files it includes by a literal relative path (followed
+    in turn), read, not run: what its variants' evaluation records depend on beyond
+    Python. A file with any other `include` (a computed path) adds its whole folder, as
+    it cannot be read which files it loads."""
+    found: list[Path] = []
+    todo = [path]
+    while todo:
+        current = todo.pop()
+        if current in found:
+            continue
+        found.append(current)
+        try:
+            text = current.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        literal = _INCLUDE.findall(text)
+        if len(literal) != len(_ANY_INCLUDE.findall(text)):
+            return (*found, path.parent)
+        todo.extend((current.parent / name).resolve() for name in literal)
+    return tuple(found)
+
+
+def _sources_of(path: Path | None) -> tuple[Path, ...]:
+    if path is None:
+        return tuple(p for p in (julia_sources(),) if p)
+    return kernel_sources(path)
 
 
 def _resolve_file(file: str | os.PathLike) -> Path:
@@ -309,9 +375,10 @@ def julia_variant(
             description=description or f"{file or 'WeanJ'}: {loss}; gradient by Enzyme.jl",
             dtypes=dtypes,
             excludes=excludes,
-            # what an evaluation record's key holds beyond Python: the kernel's folder (the
-            # helpers it may include), or weanj's own Julia package
-            sources=tuple(p for p in (path.parent if path else julia_sources(),) if p),
+            # what an evaluation record's key holds beyond Python: the kernel's file and
+            # the files it includes (so an edit of one file recomputes its variants
+            # only), or weanj's own Julia package
+            sources=_sources_of(path),
         )
     )
     _KERNELS[(example.name, name)] = kernel

@@ -13,27 +13,36 @@ A message is
     ...         the bytes of each array the header's "arrays" list describes
                 ({"dtype": numpy's dtype string, "shape": [...]}), in C order, in turn
 
-weanj sends `{"op": "start", ...}` first, then `{"op": "loss" | "grad", ...}` requests,
-one at a time, and `{"op": "quit"}` (or closes the pipe) at the end. The worker answers
-each with `{"reply": "hello" | "loss" | "grad", ...}` or `{"reply": "failed", "kind":
-..., "message": ...}`, preceded by any number of `{"reply": "note", "text": ...}` (what
-it is doing, for the progress lines). The kinds of failure: `unavailable` (cannot run
-here: no Julia, a package that does not resolve, a kernel file that does not load),
-`input` (the kernel refused its arguments), `definition` (the variant is declared
-wrongly, e.g. a loss not in its file) and `error` (the kernel itself failed).
+weanj sends `{"op": "start", ...}` first, then requests, one at a time, and `{"op":
+"quit"}` (or closes the pipe) at the end. The requests (`OPS`): `loss_and_grad` (the
+loss and the gradient arrays of one evaluation, from one reverse pass), `loss` (the loss
+alone: the extra losses of a Taylor test), `grad` (the gradient alone) and `timings`
+(the forward and gradient times measured inside the worker, `samples` of each after a
+warm-up call: `{"forward_ns": [...], "gradient_ns": [...], "clock": ...}`). The worker
+answers each with `{"reply": <the op, or "hello" to the start>, ...}` or `{"reply":
+"failed", "kind": ..., "message": ...}`, preceded by any number of `{"reply": "note",
+"text": ...}` (what it is doing, for the progress lines). The kinds of failure:
+`unavailable` (cannot run here: no Julia, a package that does not resolve, a kernel
+file that does not load), `input` (the kernel refused its arguments), `definition` (the
+variant is declared wrongly, e.g. a loss not in its file) and `error` (the kernel
+itself failed).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import struct
 import sys
 import traceback
 from collections.abc import Callable
 from typing import BinaryIO
 
-PROTOCOL = 1
+PROTOCOL = 2
+OPS = ("loss_and_grad", "loss", "grad", "timings")
+# The environment variable naming the worker's end of its lifeline (`watch_lifeline`).
+LIFELINE_VARIABLE = "WEANJ_JULIA_LIFELINE"
 _LENGTH = struct.Struct(">Q")
 # A header is a few hundred bytes; a length beyond this is a stream out of step (a
 # stand-in that printed to its stdout, say), not a header.
@@ -136,6 +145,38 @@ def protocol_streams() -> tuple[BinaryIO, BinaryIO]:
     return requests, replies
 
 
+def watch_lifeline() -> None:
+    """Where weanj passed a lifeline (`$WEANJ_JULIA_LIFELINE`, the read end of a pipe
+    whose write end only weanj holds): fork a watchdog that waits for the pipe to close,
+    which happens when weanj ends however it ends (SIGTERM, SIGKILL included), and then
+    kills this process group (the worker and everything it started).
+
+    Forked before anything else runs here (no thread, no Julia yet), and a process of its
+    own rather than a thread: a thread would wait for the GIL while Julia computes. The
+    watchdog closes every other descriptor, so that the worker's pipes close when the
+    worker dies."""
+    text = os.environ.pop(LIFELINE_VARIABLE, "")
+    if os.name != "posix" or not text.isdigit():
+        return
+    fd = int(text)
+    if os.fork():
+        os.close(fd)
+        return
+    try:  # the watchdog
+        null = os.open(os.devnull, os.O_RDWR)
+        for target in (0, 1):
+            os.dup2(null, target)
+        os.closerange(3, fd)
+        os.closerange(fd + 1, 1 << 16)
+        while os.read(fd, 4096):
+            pass
+    finally:
+        try:
+            os.killpg(os.getpgid(0), signal.SIGKILL)
+        finally:
+            os._exit(0)
+
+
 def serve(
     start: Callable[[dict, Callable[[str], None]], dict],
     handle: Callable[[dict, list], tuple[dict, list]],
@@ -150,8 +191,10 @@ def serve(
     bug in one request does not end the worker. `note(text)` sends a progress line.
 
     A stand-in for the Julia worker (a test double, `$WEANJ_JULIA_WORKER`) is a Python
-    script calling `serve` with functions of its own.
+    script calling `serve` with functions of its own. Either way the lifeline is watched
+    first (`watch_lifeline`).
     """
+    watch_lifeline()
     requests, replies = protocol_streams()
 
     def note(text: str) -> None:

@@ -18,11 +18,15 @@ Julia then cannot load (PythonCall's FAQ, "`ccall requires the compiler`"). So j
 is imported first, numpy after it, and nothing of weanj but `_julia_wire`.
 
 On start it imports juliacall (juliapkg resolves the Julia packages first: those of
-`weanj/juliapkg.json`, juliacall's, and the project's `Project.toml` as weanj declared
-them in the folder `requirements` names), checks Julia's version, loads Enzyme and
-`julia/src/WeanJ.jl`, and answers with the versions. Then, per request, it calls a
-kernel's loss (`WeanJ.loss_value`) or its gradient (`WeanJ.enzyme_gradient`) on the
-arrays it receives, after including a user's kernel file once (`WeanJ.include_kernels`).
+`weanj/juliapkg.json`, juliacall's, and, in the folder `requirements` names, WeanJ
+`dev`ed by path and the project's `Project.toml` as weanj declared them), checks
+Julia's version, loads Enzyme and then WeanJ as the package it is (`using WeanJ`:
+precompiled by Pkg once, the cache reused by every later start), and answers with the
+versions. Then, per request (`_julia_wire.OPS`), it calls a kernel's loss and gradient
+from one reverse pass (`WeanJ.loss_and_gradient`), its loss alone (`WeanJ.loss_value`),
+its gradient alone (`WeanJ.enzyme_gradient`) or times both inside Julia
+(`WeanJ.timings`), on the arrays it receives, after including a user's kernel file once
+into a module of its own (`WeanJ.include_kernels`).
 """
 
 from __future__ import annotations
@@ -83,6 +87,21 @@ def _enzyme_hint() -> str:
     )
 
 
+def _weanj_hint(sources: str | None) -> str:
+    project = os.environ.get("PYTHON_JULIACALL_PROJECT")
+    where = sources or "<weanj>/julia"
+    if project:
+        return (
+            f"PYTHON_JULIACALL_PROJECT={project} is used as it is: add WeanJ there with "
+            f"julia --project={project} -e 'using Pkg; Pkg.develop(path=\"{where}\")', or "
+            "unset PYTHON_JULIACALL_EXE and PYTHON_JULIACALL_PROJECT"
+        )
+    return (
+        f"juliapkg develops it from {where}; reinstall with "
+        "python -c 'import juliapkg; juliapkg.resolve(force=True)'"
+    )
+
+
 def _version(text: str) -> tuple[int, int, int] | None:
     """(major, minor, patch) of a Julia version; a pre-release counts as its release,
     as Pkg (and `_julia_find.supported`) compare them."""
@@ -131,7 +150,7 @@ class JuliaSession:
                 f"not choose), but weanj's Julia variants need {setup.get('supported_text')}: "
                 f"{setup.get('fix_version')}",
             )
-        note(f"Julia {running} started; loading Enzyme and WeanJ")
+        note(f"Julia {running} started; loading Enzyme and WeanJ (using WeanJ)")
         try:
             Main.seval("import Enzyme")
         except Exception as e:
@@ -140,14 +159,14 @@ class JuliaSession:
                 f"Julia {running} started but could not load Enzyme: {first_line(e)}; "
                 + _enzyme_hint(),
             ) from None
-        package = os.path.join(setup["sources"], "src", "WeanJ.jl")
         try:
-            Main.include(package)
+            Main.seval("using WeanJ")
         except Exception as e:
             _log(str(e))
             raise Refusal(
                 "unavailable",
-                f"Julia {running} started but could not load {package} ({first_line(e)})",
+                f"Julia {running} started but could not load WeanJ ({first_line(e)}); "
+                + _weanj_hint(setup.get("sources")),
             ) from None
         self.Main, self.WeanJ = Main, Main.WeanJ
         import juliacall  # already imported: its version only
@@ -199,46 +218,65 @@ class JuliaSession:
         return message
 
     def handle(self, request: dict, arrays: list) -> tuple[dict, list]:
-        import numpy as np
-
         op, variant, name = request["op"], request["variant"], request["loss"]
-        if op not in ("loss", "grad"):
+        if op not in wire.OPS:
             raise Refusal("error", f"the Julia worker does not know the request {op!r}")
         module = self.module_of(request.get("file"))
         try:
             fn = self.WeanJ.kernel_function(module, name)
         except Exception as e:
-            where = request.get("file") or "WeanJ (julia/src/WeanJ.jl)"
+            where = request.get("file") or "WeanJ (julia/src/)"
             raise Refusal(
                 "definition", f"{variant}: no Julia function {name} in {where} ({first_line(e)})"
             ) from None
         # `Array` copies juliacall's view of each array (a PyArray of the same element
         # type, 1-based indices on the same axes) into a column-major Julia array.
         args = [self.Main.Array(a) for a in arrays] + list(request.get("params", []))
+        options = {
+            "activity": request.get("activity", "bare"),
+            "runtime_activity": bool(request.get("runtime_activity", False)),
+        }
+        wrt = tuple(bool(flag) for flag in request.get("wrt", ()))
         try:
             if op == "loss":
-                value = self.WeanJ.loss_value(fn, *args)
-                loss = value.to_numpy()
-                if loss.shape != (1,) or loss.dtype.kind != "f":
-                    raise Refusal(
-                        "error",
-                        f"{variant}: {name} returned a {self.Main.eltype(value)}, not a real "
-                        "floating-point number",
-                    )
-                return {"reply": "loss"}, [loss.reshape(())]
-            shadows = self.WeanJ.enzyme_gradient(
-                fn,
-                tuple(bool(flag) for flag in request["wrt"]),
-                *args,
-                activity=request.get("activity", "bare"),
-                runtime_activity=bool(request.get("runtime_activity", False)),
-            )
-            # C-order copies; complex shadows are the stored convention already.
-            return {"reply": "grad"}, [np.ascontiguousarray(g.to_numpy()) for g in shadows]
+                return {"reply": "loss"}, [self._loss(self.WeanJ.loss_value(fn, *args), request)]
+            if op == "grad":
+                shadows = self.WeanJ.enzyme_gradient(fn, wrt, *args, **options)
+                return {"reply": "grad"}, _gradients(shadows)
+            if op == "loss_and_grad":
+                value, shadows = self.WeanJ.loss_and_gradient(fn, wrt, *args, **options)
+                return {"reply": op}, [self._loss(value, request), *_gradients(shadows)]
+            samples = int(request.get("samples", 7))
+            measured = self.WeanJ.timings(fn, wrt, *args, samples=samples, **options)
+            return {
+                "reply": "timings",
+                "forward_ns": [int(t) for t in measured.forward_ns],
+                "gradient_ns": [int(t) for t in measured.gradient_ns],
+                "clock": "inside Julia (time_ns, after a warm-up call)",
+            }, []
         except Refusal:
             raise
         except Exception as e:
             raise refusal_of(request, e) from None
+
+    def _loss(self, value, request: dict):
+        """The loss, a `[loss]` vector in Julia, as a 0-d array of its own element type."""
+        loss = value.to_numpy()
+        if loss.shape != (1,) or loss.dtype.kind != "f":
+            raise Refusal(
+                "error",
+                f"{request['variant']}: {request['loss']} returned a "
+                f"{self.Main.eltype(value)}, not a real floating-point number",
+            )
+        return loss.reshape(())
+
+
+def _gradients(shadows) -> list:
+    """Enzyme's shadows as C-order numpy copies (complex ones are the stored convention
+    already)."""
+    import numpy as np
+
+    return [np.ascontiguousarray(g.to_numpy()) for g in shadows]
 
 
 def refusal_of(request: dict, e: Exception) -> Refusal:

@@ -8,7 +8,9 @@ skipped saying why); the points of each: the sizes (inputs from the example's se
 parameter or a dimension (`--over T 10 20 40`) and a compiled-only one of scratch memory
 (`--memory-over`, by default the example's `Param.sweep`). Each point records the first
 gradient call (compilation plus one evaluation), the median forward and gradient times
-and XLA's scratch memory of the compiled gradient (`_pipeline._measure`); a variant's size
+and XLA's scratch memory of the compiled gradient (`_pipeline._measure`); a Julia
+variant's times are round trips through its worker, and the times measured inside Julia
+are recorded beside them (`timed_inside`); a variant's size
 sweep stops once its gradient takes longer than the budget. Sizes whose inputs would not
 fit in memory are refused before anything is allocated. A variant at fault (it raises,
 or returns what the variant contract refuses) is that variant's `error`, said in one line;
@@ -122,6 +124,16 @@ def _label(ex: Example, p: BenchPoint) -> str:
     return " ".join(size + [f"{k}={v}" for k, v in (*p.params, *p.dims)])
 
 
+def _inside_text(inside: dict) -> str:
+    """The times measured inside a worker (a Julia variant's), labelled by its clock."""
+    return (
+        f"{inside['clock']}: forward {1e3 * inside['forward_s']:.3f} ms "
+        f"(fastest {1e3 * inside['forward_min_s']:.3f}), gradient "
+        f"{1e3 * inside['grad_s']:.3f} ms (fastest {1e3 * inside['grad_min_s']:.3f}), "
+        f"medians of {inside['samples']}"
+    )
+
+
 def _record(ex: Example, v: Variant, p: BenchPoint, base: dict, values: dict) -> dict[str, Any]:
     size_fields: dict[str, Any] = {"size": p.size}
     if ex.sizes is not None:
@@ -212,13 +224,16 @@ def sweep_variant(
                 raise Breach(first_line(e)) from None
             records.append(_record(ex, v, p, base, values))
             if p.timed:
+                inside = values.get("timed_inside")
                 say(
                     f"  {v.name:<20} {_label(ex, p):<18} first "
                     f"call {values['compile_s']:8.3f} s  forward "
                     f"{1e3 * values['forward_s']:10.3f} ms  "
                     f"gradient {1e3 * values['grad_s']:10.3f} ms  "
-                    f"temp {_mib(values['peak_mem_bytes'])}"
+                    + ("(round trip)" if inside else f"temp {_mib(values['peak_mem_bytes'])}")
                 )
+                if inside:
+                    say(f"  {'':<20} {'':<18} {_inside_text(inside)}")
                 if values["grad_s"] > budget_s and p is not run[-1]:
                     say(
                         f"  {v.name}: gradient took {values['grad_s']:.2f} "
@@ -459,6 +474,12 @@ def bench(
     return result
 
 
+def _inside_cells(inside: Any, cell: Callable) -> str:
+    if not isinstance(inside, dict):
+        return " – | – |"
+    return f" {cell(inside.get('forward_s'), 1e3, 3)} | {cell(inside.get('grad_s'), 1e3, 3)} |"
+
+
 def sweep_option(values: list[str] | None, option: str) -> tuple[str, list[str]] | None:
     """`--over T 10 20 40` -> ("T", ["10", "20", "40"]) (checked by `bench`); an empty
     list means none."""
@@ -480,11 +501,17 @@ def markdown_table(ex: Example, records: Sequence[dict[str, Any]]) -> str:
     columns = ([size_name] if size_name else []) + list(ex.param_names)
     if any(r.get("devices", 1) != 1 for r in records):
         columns.append("devices")
+    # A Julia variant's round trips, and beside them the times measured inside its worker
+    inside = any(isinstance(r.get("timed_inside"), dict) for r in records)
     lines = [
         "| variant | device | dtype | "
         + "".join(f"{c} | " for c in columns)
-        + "forward [ms] | gradient [ms] | gradient/forward | first call [s] | scratch [MiB] |",
-        "| --- | --- | --- | " + "---: | " * len(columns) + "---: | ---: | ---: | ---: | ---: |",
+        + "forward [ms] | gradient [ms] | gradient/forward | first call [s] | scratch [MiB] |"
+        + (" forward inside [ms] | gradient inside [ms] |" if inside else ""),
+        "| --- | --- | --- | "
+        + "---: | " * len(columns)
+        + "---: | ---: | ---: | ---: | ---: |"
+        + (" ---: | ---: |" if inside else ""),
     ]
     for r in records:
         if not r.get("timed", r.get("forward_s") is not None):
@@ -496,5 +523,6 @@ def markdown_table(ex: Example, records: Sequence[dict[str, Any]]) -> str:
             + f"{cell(r['forward_s'], 1e3, 3)} | {cell(r['grad_s'], 1e3, 3)} | "
             f"{cell(ratio, 1, 1)} | {cell(r['compile_s'], 1, 2)} | "
             f"{cell(r['peak_mem_bytes'], 2**-20, 2)} |"
+            + (_inside_cells(r.get("timed_inside"), cell) if inside else "")
         )
     return "\n".join(lines)

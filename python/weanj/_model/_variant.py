@@ -25,11 +25,14 @@ EXTRAS = ("kernex", "enzyme", "julia", "plot")
 
 class Functions(NamedTuple):
     """What a variant's `build` returns: `loss`, `grad` and, where the loss can be
-    pushed forward, `jvp(*args, tangents) -> directional derivative` (None otherwise)."""
+    pushed forward, `jvp(*args, tangents) -> directional derivative` (None otherwise);
+    `value_and_grad(*args) -> (loss, gradient)` where a backend computes both in one call
+    cheaper than in two (a Julia variant: one request to the worker), else None."""
 
     loss: Callable
     grad: Callable
     jvp: Callable | None = None
+    value_and_grad: Callable | None = None
 
 
 class Checked:
@@ -193,6 +196,7 @@ class Variant:
                 Checked(ex, self.name, fns.loss),
                 Checked(ex, self.name, fns.grad),
                 None if fns.jvp is None else Checked(ex, self.name, fns.jvp, tangents=True),
+                None if fns.value_and_grad is None else Checked(ex, self.name, fns.value_and_grad),
             )
         return self._built["fns"]
 

@@ -86,6 +86,17 @@ def _perturbed(inputs: Inputs, dtype: str) -> tuple:
     return inputs.example.args(moved, inputs.params)
 
 
+def _loss_and_grad(fns, args: tuple, watch: Watch, label: str, dtype: str) -> tuple[Any, Any]:
+    """The loss (held to the contract) and the raw gradient: one watched call where the
+    backend computes both at once (`Functions.value_and_grad`: a Julia variant's one
+    request), else the loss, checked before the gradient is asked for."""
+    if fns.value_and_grad is not None:
+        raw_loss, raw_grad = watch.run(lambda: fns.value_and_grad(*args), label)
+        return checked_loss(raw_loss, dtype), raw_grad
+    loss = checked_loss(watch.run(lambda: fns.loss(*args), label), dtype)
+    return loss, watch.run(lambda: fns.grad(*args), label)
+
+
 def _noise(fns, args, loss: float, gradients: dict, ex, dtype: str, watch, label) -> dict:
     """`{"loss": |L̃ − L|, array: median |g̃ − g|}` on the perturbed inputs ({} if that run
     fails or is not finite: the floors are then unknown, and zero). The median, not the
@@ -93,8 +104,8 @@ def _noise(fns, args, loss: float, gradients: dict, ex, dtype: str, watch, label
     far more than rounding."""
     shapes = {k: np.shape(v) for k, v in gradients.items()}
     try:
-        loss_t = checked_loss(watch.run(lambda: fns.loss(*args), label), dtype)
-        grads_t = checked_gradients(ex, watch.run(lambda: fns.grad(*args), label), dtype, shapes)
+        loss_t, raw_grad = _loss_and_grad(fns, args, watch, label, dtype)
+        grads_t = checked_gradients(ex, raw_grad, dtype, shapes)
     except Exception:  # the measurement is a refinement; the run itself stood
         return {}
     out = {"loss": abs(loss_t - loss)}
@@ -132,8 +143,7 @@ def evaluate(
     try:
         fns = variant.built  # builds on first use: an optional backend may refuse here
         t0 = time.perf_counter()
-        loss = checked_loss(watch.run(lambda: fns.loss(*args), where), dtype)
-        raw_grad = watch.run(lambda: fns.grad(*args), where)
+        loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype)
         seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
     except TimeoutError as e:

@@ -51,13 +51,14 @@ def default_samples(size: int | None) -> int:
     return 3 if size is not None and size >= 512 else 10
 
 
-def samples_within_budget(grad: Callable, args: tuple, size: int | None, budget_s: float) -> int:
+def samples_within_budget(
+    grad: Callable, args: tuple, size: int | None, budget_s: float, sync: Callable | None = None
+) -> int:
     """The default number of samples, fewer where they would take longer than the budget
     (one timed gradient call, compiled already, decides)."""
-    import jax
-
+    sync = sync or _jax_sync()
     t0 = time.perf_counter()
-    jax.block_until_ready(grad(*args))
+    sync(grad(*args))
     one_call = time.perf_counter() - t0
     return max(1, min(default_samples(size), int(budget_s / max(one_call, 1e-9))))
 
@@ -177,11 +178,21 @@ def call_args(
 
 def temp_bytes(grad: Callable, args: tuple) -> int | None:
     """XLA's scratch memory of the compiled gradient (inputs and outputs excluded), in
-    bytes; None for functions that are not JAX-compiled (e.g. Julia through juliacall)."""
+    bytes; None for functions that are not JAX-compiled (a Julia variant's)."""
     if not hasattr(grad, "lower"):
         return None
     analysis = grad.lower(*args).compile().memory_analysis()
     return None if analysis is None else int(analysis.temp_size_in_bytes)
+
+
+def _jax_sync() -> Callable:
+    import jax
+
+    return jax.block_until_ready
+
+
+def _unchanged(result: Any) -> Any:
+    return result
 
 
 def measure(
@@ -195,22 +206,29 @@ def measure(
 ) -> dict[str, Any]:
     """Time one point: first call (compilation plus one evaluation), median forward and
     gradient, scratch memory. What the first calls return is held to the variant contract
-    (a `Breach` is that variant's error)."""
-    import jax
+    (a `Breach` is that variant's error).
 
+    A function that is not JAX's (a Julia variant's, which answers numpy arrays) is
+    timed without `jax.block_until_ready`; its times are round trips (the request, the
+    copies, the computation). Where the gradient function can time itself inside its
+    process (`timed_inside`: a Julia variant's worker, `time_ns` after a warm-up call),
+    those times are recorded beside them as `timed_inside` (`_timed_inside`)."""
     loss, grad = v.built.loss, v.built.grad
+    sync = _jax_sync() if hasattr(grad, "lower") else _unchanged
     hits = _jax_cache.clock().hits
     t0 = time.perf_counter()
-    first = jax.block_until_ready(grad(*args))
+    first = sync(grad(*args))
     compile_s = time.perf_counter() - t0
     # Honest compile times: a first call served by the persistent cache says so.
     cached = _jax_cache.clock().hits > hits
     _hold_to_contract(v, args, first, loss(*args))
-    count = samples or samples_within_budget(grad, args, size, budget_s)
+    count = samples or samples_within_budget(grad, args, size, budget_s, sync)
     forward, gradient = interleaved(
-        functools.partial(loss, *args), functools.partial(grad, *args), count
+        functools.partial(loss, *args), functools.partial(grad, *args), count, sync
     )
     forward_s, grad_s = statistics.median(forward), statistics.median(gradient)
+    inside = getattr(grad, "timed_inside", None)
+    extra = {} if inside is None else {"timed_inside": _timed_inside(inside(*args, samples=count))}
     return {
         "N": n_entries,
         "forward_s": forward_s,
@@ -226,7 +244,19 @@ def measure(
         },
         "timed": True,
         "compile_cached": cached,
+        **extra,
     }
+
+
+def _timed_inside(measured: dict) -> dict[str, Any]:
+    """A point's times measured inside the worker, summarised: median and fastest of the
+    forward and gradient samples, and `clock`, what measured them (Julia's `time_ns`, or
+    a stand-in's own clock, as the worker said)."""
+    out: dict[str, Any] = {"clock": measured["clock"], "samples": len(measured["grad_s"])}
+    for key in ("forward_s", "grad_s"):
+        out[key] = statistics.median(measured[key])
+        out[key.replace("_s", "_min_s")] = min(measured[key])
+    return out
 
 
 def _hold_to_contract(v: Variant, args: tuple, gradient: Any, loss: Any) -> None:
@@ -247,18 +277,20 @@ def _dtype_of(ex: Example, args: tuple) -> str:
     return "float64"
 
 
-def interleaved(forward: Callable, gradient: Callable, samples: int) -> tuple[list, list]:
+def interleaved(
+    forward: Callable, gradient: Callable, samples: int, sync: Callable | None = None
+) -> tuple[list, list]:
     """Wall times of `samples` forward and gradient calls, alternating (after one forward
     warm-up; the first gradient call was its own), so that the gradient/forward ratio of
-    one point sees the same load on a shared machine."""
-    import jax
-
-    jax.block_until_ready(forward())
+    one point sees the same load on a shared machine. `sync` waits for a result
+    (default `jax.block_until_ready`: JAX dispatches asynchronously)."""
+    sync = sync or _jax_sync()
+    sync(forward())
     times: tuple[list, list] = ([], [])
     for _ in range(samples):
         for fn, out in ((forward, times[0]), (gradient, times[1])):
             t0 = time.perf_counter()
-            jax.block_until_ready(fn())
+            sync(fn())
             out.append(time.perf_counter() - t0)
     return times
 

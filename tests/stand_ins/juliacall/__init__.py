@@ -1,8 +1,8 @@
 """A stand-in for juliacall, for the tests of weanj's Julia worker where no Julia runs.
 
 The real worker (`weanj/_backends/_julia_worker.py`) imports it when `tests/stand_ins`
-comes first on its `PYTHONPATH`, and uses it as it uses juliacall: `Main.seval`,
-`Main.include` (of `julia/src/WeanJ.jl`), `Main.Array`, and the functions of WeanJ.
+comes first on its `PYTHONPATH`, and uses it as it uses juliacall: `Main.seval` (`using
+WeanJ` loads the stand-in WeanJ below), `Main.Array`, and the functions of WeanJ.
 Nothing here is Julia, and nothing it computes is a Julia result:
 
 - WeanJ's kernels answer from the fixtures the Python reference wrote
@@ -16,7 +16,10 @@ Nothing here is Julia, and nothing it computes is a Julia result:
   `gradients` giving one array or None per argument), called with numpy arrays (index
   arrays as they crossed: 1-based) and the parameters; a file with a line
   `# stand-in: does not load: MESSAGE` fails to include with MESSAGE.
-- `$WEANJ_TEST_RECORD`: a file to which every call appends one JSON line (what crossed).
+- `$WEANJ_TEST_RECORD`: a file to which every call appends one JSON line (what crossed),
+  and each import of this module (one per worker started) a `start` line with its pid.
+- `WeanJ.timings` answers times of its own clock (`perf_counter_ns` around the stand-in's
+  Python calls); weanj labels times from a configured stand-in worker as the stand-in's.
 - `$WEANJ_TEST_JULIA_VERSION` (default 1.11.5) is `string(VERSION)`;
   `$WEANJ_TEST_NO_ENZYME` set makes `import Enzyme` fail.
 """
@@ -150,6 +153,45 @@ class WeanJModule:
         )
         return ArrayValue(np.array([fn[0](*_unwrapped(args))]))
 
+    def loss_and_gradient(self, fn, flags, *args, activity="bare", runtime_activity=False):
+        """Julia's `([loss], shadows)` from one reverse pass."""
+        assert isinstance(flags, tuple) and all(type(f) is bool for f in flags), flags
+        record(
+            call="loss_and_gradient",
+            flags=list(flags),
+            activity=activity,
+            runtime_activity=runtime_activity,
+            arrays=_described(args),
+            params=_params(args),
+        )
+        value = ArrayValue(np.array([fn[0](*_unwrapped(args))]))
+        return value, self._shadows(fn, flags, args)
+
+    def timings(self, fn, flags, *args, samples=7, activity="bare", runtime_activity=False):
+        """`(forward_ns=[...], gradient_ns=[...])` of this stand-in's own Python calls,
+        after a warm-up call of each."""
+        import time
+        from types import SimpleNamespace
+
+        record(call="timings", samples=samples, flags=list(flags), activity=activity)
+        plain = _unwrapped(args)
+        times = {"forward": [], "gradient": []}
+        for which, call in (("forward", fn[0]), ("gradient", fn[1])):
+            call(*plain)
+            for _ in range(samples):
+                t0 = time.perf_counter_ns()
+                call(*plain)
+                times[which].append(time.perf_counter_ns() - t0)
+        return SimpleNamespace(forward_ns=times["forward"], gradient_ns=times["gradient"])
+
+    def _shadows(self, fn, flags, args):
+        assert len(flags) == len(args)
+        for flag, a in zip(flags, args, strict=True):
+            if flag and not (isinstance(a, ArrayValue) and a.values.dtype.kind in "fc"):
+                raise JuliaError("ArgumentError: a gradient is taken only with respect to ...")
+        every = fn[1](*_unwrapped(args))
+        return tuple(ArrayValue(g) for g, flag in zip(every, flags, strict=False) if flag)
+
     def enzyme_gradient(self, fn, flags, *args, activity, runtime_activity):
         assert isinstance(flags, tuple) and all(type(f) is bool for f in flags), flags
         assert len(flags) == len(args)
@@ -161,11 +203,7 @@ class WeanJModule:
             arrays=_described(args),
             params=_params(args),
         )
-        for flag, a in zip(flags, args, strict=True):
-            if flag and not (isinstance(a, ArrayValue) and a.values.dtype.kind in "fc"):
-                raise JuliaError("ArgumentError: a gradient is taken only with respect to ...")
-        every = fn[1](*_unwrapped(args))
-        return tuple(ArrayValue(g) for g, flag in zip(every, flags, strict=False) if flag)
+        return self._shadows(fn, flags, args)
 
 
 def _unwrapped(args):
@@ -200,11 +238,11 @@ class MainModule:
             return os.environ.get("WEANJ_TEST_JULIA_VERSION", "1.11.5")
         if code == "import Enzyme" and os.environ.get("WEANJ_TEST_NO_ENZYME"):
             raise JuliaError("ArgumentError: Package Enzyme not found in current path.")
+        if code == "using WeanJ":
+            if os.environ.get("WEANJ_TEST_NO_WEANJ"):
+                raise JuliaError("ArgumentError: Package WeanJ not found in current path.")
+            self.WeanJ = WeanJModule()
         return None
-
-    def include(self, path):
-        record(call="include", path=str(path), before=BEFORE)
-        self.WeanJ = WeanJModule()
 
     @staticmethod
     def Array(values):  # noqa: N802 (Julia's name)
@@ -218,3 +256,4 @@ class MainModule:
 
 
 Main = MainModule()
+record(call="start", pid=os.getpid(), before=BEFORE)
