@@ -39,7 +39,7 @@ import hashlib
 import math
 import secrets
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -300,7 +300,7 @@ def search(
     *,
     max_examples: int,
     stop_at,
-    seed: Hashable,
+    seed: int,
     database: bool,
     first_index: int = 0,
 ) -> Search:
@@ -318,7 +318,9 @@ def search(
     found = Search()
     judged: dict[str, Draw] = {}  # by provenance key: a replayed draw is not recomputed
 
-    @hypothesis_seed(seed)
+    # `@seed` alone turns the database off; `@settings` applied after it (above it) sets
+    # the database again, for a run given no seed: its draws from `seed`, its kept
+    # failures replayed first.
     @settings(
         max_examples=max_examples,
         deadline=None,
@@ -331,6 +333,7 @@ def search(
         print_blob=False,
         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
     )
+    @hypothesis_seed(seed)
     @given(st.data())
     def probe(data):
         case = draw_case(data, ex, cat.strategies, found.refused)
@@ -511,7 +514,7 @@ def run_fuzz(
             here,
             max_examples=left_n,
             stop_at=stop_at,
-            seed=(seed, rounds),  # each round its own draws, all from the run's seed
+            seed=seed + rounds * SEEDS,  # each round its own draws, from the run's seed
             database=database,
             first_index=result.draws,
         )
