@@ -26,6 +26,7 @@ import pytest
 
 import weanj
 from weanj import _registry
+from weanj._cli import main
 from weanj._commands import fuzz as fuzz_command
 
 from .helpers import assert_one_line_error
@@ -156,34 +157,6 @@ def test_finds_odd_n_within_the_default_budget_and_shrinks_it(fuzz_project):
     assert any(p.is_file() for p in database.rglob("*"))
     # Nothing in the project root: no `.hypothesis/`, nothing else new.
     assert sorted(p.name for p in fuzz_project.iterdir()) == before
-
-
-def test_a_seed_gives_the_same_draws_and_the_same_report(fuzz_project):
-    """`--seed S`: the report depends on the seed alone. The database (which a run
-    without a seed reads first and adds to) is neither read nor written, and the report
-    holds no wall-clock figure."""
-    database = fuzz_project / "results" / ".weanj-fuzz" / "31-odd"
-    args = ("fuzz", "31-odd", "--seed", "20261204", "--max-examples", "30")
-    first = weanj_in(fuzz_project, *args)
-    assert first.returncode == 1, first.stdout + first.stderr
-    unseeded = weanj_in(fuzz_project, "fuzz", "31-odd", "--max-examples", "30")
-    assert unseeded.returncode == 1, unseeded.stdout + unseeded.stderr
-    drawn = re.search(
-        r"^  seed (\d+): `weanj fuzz 31-odd --max-examples 30 --seed \1` draws",
-        unseeded.stdout,
-        re.M,
-    )
-    assert drawn, unseeded.stdout  # a run given no seed shows the one it drew
-    kept = sorted(p.relative_to(database) for p in database.rglob("*"))
-    again = weanj_in(fuzz_project, *args)
-    assert again.stdout == first.stdout and again.returncode == 1
-    assert sorted(p.relative_to(database) for p in database.rglob("*")) == kept
-    out = first.stdout
-    assert "  seed 20261204 (given: the draws depend on it alone;" in out
-    assert "; up to 30 draws\n" in out  # no time limit unless --seconds is given
-    assert re.search(r"^fuzz 31-odd: FAIL — \d+ draw\(s\); 1 of 1 pair", out, re.M), out
-    assert not re.search(r"\d s\b", out), out  # no seconds anywhere
-    assert re.match(r"n = 3, S = 2, seed \d+", _failure(out).group(1)), out
 
 
 def test_an_example_strategy_finds_a_tie(fuzz_project):
@@ -394,6 +367,33 @@ def test_int_parameters_are_drawn_above_the_default(where_check_stands, clock, c
     assert dict(found.draw.case.inputs.params) == {"T": 23}, out
     assert re.search(r"^FAIL on n = 1, T = 23, seed \d+", out, re.MULTILINE), out
     assert "T ∈ 1…80 (shrinking towards 20)" in out
+
+
+def test_a_seed_gives_the_same_draws_and_the_same_report(where_check_stands, project, capsys):
+    """`weanj fuzz EX --seed S`: the report depends on the seed alone. The database (which
+    a run without a seed reads first and adds to) is neither read nor written, and the
+    report holds no wall-clock figure."""
+    database = project / "results" / ".weanj-fuzz" / START
+    args = ["fuzz", START, "--pairs", "jax-power", "jax-late", "--max-examples", "15"]
+    assert main([*args, "--seed", "20261204"]) == 1
+    first = capsys.readouterr().out
+    assert main(args) == 1  # no seed: one drawn, shown, and the database filled
+    unseeded = capsys.readouterr().out
+    replay = f"weanj fuzz {START} --pairs jax-power jax-late --max-examples 15 --seed"
+    assert re.search(rf"^  seed \d+: `{replay} \d+` draws the same", unseeded, re.M), unseeded
+    kept = sorted(p.relative_to(database) for p in database.rglob("*"))
+    assert kept
+    assert main([*args, "--seed", "20261204"]) == 1
+    assert capsys.readouterr().out == first
+    assert sorted(p.relative_to(database) for p in database.rglob("*")) == kept
+    assert "  seed 20261204 (given: the draws depend on it alone;" in first
+    assert "; up to 15 draws\n" in first  # no time limit unless --seconds is given
+    assert re.search(rf"^fuzz {START}: FAIL — \d+ draw\(s\); 1 of 1 pair", first, re.M), first
+    assert not re.search(r"\d s\b", first), first  # no seconds anywhere
+    # a different seed, different draws (the same smallest T, maybe another size or seed)
+    assert main([*args, "--seed", "7"]) == 1
+    other = capsys.readouterr().out
+    assert other != first and "T = 23" in _failure(other).group(1)
 
 
 def test_max_examples_bounds_the_draws(agreeing, capsys):
