@@ -1,5 +1,5 @@
-"""`weanj fuzz EX [--pairs A B]... [--max-examples N] [--seconds S]`: differential testing
-of same-family pairs on drawn inputs, with shrinking (Hypothesis).
+"""`weanj fuzz EX [--pairs A B]... [--max-examples N] [--seconds S] [--seed S]`: differential
+testing of same-family pairs on drawn inputs, with shrinking (Hypothesis).
 
 fuzz starts where `weanj check` stands: the pairs are the case table's (`Plan.
 same_family_pairs`, the float64 pairs check judges, with check's ids), and every draw is
@@ -11,28 +11,42 @@ draws are not random:
 2. each declared size (`Sizes.values`, smallest first) at the default parameters;
 3. the default's neighbours: each int parameter at default ± 1, each bool flipped.
 
-A pair failing at 2 or 3 goes on into the search below, for a smaller case: it is reported
-on the smallest failure the search shrinks to ("shrunk from" its first failing draw), or on
-that first draw when the search finds none in the time left.
+A pair failing at 2 or 3 goes on into the search below, for a smaller case.
 
-Then Hypothesis draws: a seed, a size (`Sizes.candidates`, the sizes bisect tries: 1 … 8,
-each power of two from 16 with its odd neighbours up to the largest declared size, every
-declared size; or the shared size through the example's own `generate`) and every
-parameter over its declared range, shrinking towards the default (an int whose range is
-left open, up to int32's maximum, is drawn up to 4× its default, or default + 8); or the
-arrays of one of the example's own strategies (`weanj.fuzz_strategy`: ties, zeros,
-particles on cell boundaries). A draw on which some pair disagrees is a failure;
-Hypothesis shrinks it, and the smallest failing draw is written to `results/EX/cases/`
-with the commands that reproduce it. The pairs that failed leave the search, which goes
-on with the others in the time left.
+Then Hypothesis draws, from the run's seed: a seed of the generator, a size
+(`Sizes.candidates`, the sizes bisect tries: 1 … 8, each power of two from 16 with its odd
+neighbours up to the largest declared size, every declared size; or the shared size
+through the example's own `generate`) and every parameter over its declared range,
+shrinking towards the default (an int whose range is left open, up to int32's maximum, is
+drawn up to 4× its default, or default + 8); or the arrays of one of the example's own
+strategies (`weanj.fuzz_strategy`: ties, zeros, particles on cell boundaries). A draw on
+which some pair disagrees is a failure, which Hypothesis shrinks. The pairs whose failure
+it shrank leave the search, which goes on with the others in the draws and time left.
 
-Hypothesis keeps its database of failing draws under `results/.weanj-fuzz/` (replayed
-first by the next run): nothing is written in the project root. `--seconds` bounds the
-whole run, shrinking included: past it, the next draw that would evaluate anything raises
-`_OutOfTime`, a `BaseException` that Hypothesis lets through (an `assume(False)` there
-would make the data generation depend on the clock, which Hypothesis rejects as flaky).
+**The case reported.** Every failing draw of the run (the first draws included) is noted
+per pair, in draw order; each pair is reported on its smallest failing draw by
+`Case.order` (fewer array elements, then parameters nearer their defaults, then the
+generator's smaller seed; the earlier draw among equals), "shrunk from" its first failing
+draw when that is another. Never Hypothesis's last failing example as such: shrinking can
+end on a larger one than an earlier failure (n = 2047 after 101). The case is written by
+`_pipeline._minimal_case.Case` (bisect's too) to `results/EX/cases/`, with the commands
+that reproduce it.
+
+**The seed.** A run given no `--seed` draws one and shows it, with the command that
+replays its draws; Hypothesis's database of failing draws, under `results/.weanj-fuzz/`
+(nothing is written in the project root), is replayed first and added to. A run given
+`--seed S` neither reads nor writes the database, has no time limit unless `--seconds` is
+given, and prints no wall-clock figure: its report depends on the seed (and the project)
+alone. Each Hypothesis run of the search takes its own seed from the run's (`S + k·2^32`
+for the k-th), set with `@seed`; `@settings` above it sets the database again for
+unseeded runs (`@seed` alone turns it off). `pytest --weanj-fuzz N` seeds each pair from
+its case id (`pair_seed`): the same draws on every run, shown on failure.
+
+`--seconds` bounds the whole run, shrinking included: past it, the next draw that would
+evaluate anything raises `_OutOfTime`, a `BaseException` that Hypothesis lets through (an
+`assume(False)` there would make the data generation depend on the clock, which
+Hypothesis rejects as flaky).
 """
-
 from __future__ import annotations
 
 import hashlib
