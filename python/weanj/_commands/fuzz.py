@@ -47,8 +47,10 @@ evaluate anything raises `_OutOfTime`, a `BaseException` that Hypothesis lets th
 `assume(False)` there would make the data generation depend on the clock, which
 Hypothesis rejects as flaky).
 """
+
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import secrets
@@ -365,7 +367,7 @@ def search(
             raise Disagreement(draw)
 
     try:
-        with with_reporter(lambda text: None):
+        with with_reporter(lambda text: None), _no_local_constants():
             probe()
     except Disagreement as e:
         found.shrunk = e.draw  # Hypothesis's shrunk example, replayed last
@@ -374,6 +376,31 @@ def search(
     except Unsatisfiable:
         pass  # no draw was accepted: reported by the caller from `refused`
     return found
+
+
+@contextlib.contextmanager
+def _no_local_constants():
+    """Hypothesis (6.131 on) now and then draws a constant found in the source of the
+    "local" modules loaded (not the standard library, not site-packages): which those are
+    differs between `weanj fuzz` and pytest, and grows as a run imports, so a seed would
+    not replay its draws. Off while fuzz draws (a private hook: where it is missing, there
+    is nothing to turn off)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - another Hypothesis
+        providers = None
+    hook = getattr(providers, "_get_local_constants", None)
+    cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+    if hook is None or cache is None or not hasattr(providers, "Constants"):
+        yield
+        return
+    cache.clear()  # it holds the local constants of each kind drawn so far
+    providers._get_local_constants = providers.Constants
+    try:
+        yield
+    finally:
+        providers._get_local_constants = hook
+        cache.clear()
 
 
 @dataclass
