@@ -39,8 +39,10 @@ replays its draws; Hypothesis's database of failing draws, under `results/.weanj
 given, and prints no wall-clock figure: its report depends on the seed (and the project)
 alone. Each Hypothesis run of the search takes its own seed from the run's (`S + k·2^32`
 for the k-th), set with `@seed`; `@settings` above it sets the database again for
-unseeded runs (`@seed` alone turns it off). `pytest --weanj-fuzz N` seeds each pair from
-its case id (`pair_seed`): the same draws on every run, shown on failure.
+unseeded runs (`@seed` alone turns it off); the constants Hypothesis would now and then
+draw from the "local" modules loaded are off (`_no_local_constants`: which modules are
+loaded differs between front ends). `pytest --weanj-fuzz N` seeds each pair from its case
+id (`pair_seed`): the same draws on every run, shown on failure.
 
 `--seconds` bounds the whole run, shrinking included: past it, the next draw that would
 evaluate anything raises `_OutOfTime`, a `BaseException` that Hypothesis lets through (an
