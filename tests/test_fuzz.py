@@ -637,3 +637,11 @@ def test_signed_grid_is_reported_on_its_smallest_failing_draw_for_any_seed(
     signed_grid_at_an_even_size,
 ):
     _smallest_of_every_failing_draw(range(1, 7), 30, signed_grid_at_an_even_size)
+
+
+@pytest.mark.parametrize("seed", ["-1", "4294967296", "x"])
+def test_a_seed_out_of_range_is_refused_in_one_line(project, capsys, seed):
+    assert main(["fuzz", "01-jacobi", "--seed", seed]) == 2
+    out, err = capsys.readouterr()
+    assert not out
+    assert_one_line_error(err, "--seed", seed)
