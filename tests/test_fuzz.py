@@ -645,3 +645,19 @@ def test_a_seed_out_of_range_is_refused_in_one_line(project, capsys, seed):
     out, err = capsys.readouterr()
     assert not out
     assert_one_line_error(err, "--seed", seed)
+
+
+@pytest.mark.slow
+def test_signed_grid_fuzz_with_a_seed_twice_prints_the_same_report(
+    signed_grid_at_an_even_size, project
+):
+    """#43's acceptance as a user runs it: `weanj fuzz 06-signed-grid --seed S` twice, the
+    same output byte for byte (the first run fills no database the second could read)."""
+    from .helpers import run_weanj
+
+    args = ("fuzz", SIGNED, "--seed", "2", "--max-examples", "12")
+    first, again = (run_weanj(*args, root=project, cwd=project, timeout=300) for _ in "ab")
+    assert first.returncode == again.returncode == 1, first.stdout + first.stderr
+    assert again.stdout == first.stdout
+    # seed 2 is the seed of the fast test above: the case of #43, reported on 101
+    assert "\nFAIL on m = 4, n = 101, declared size 101\n" in first.stdout, first.stdout
