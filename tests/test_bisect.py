@@ -393,3 +393,27 @@ def test_bisect_over_the_size_lists_the_sizes_where_all_agree(odd_sizes, capsys)
     assert [n for n, word in _tried(out) if word != "refused"] == [15, 16, 17, 31, 32], out
     assert "jax-sum and jax-expanded agree at every n tried (n = 15…17, 31…32)" in out
     assert "minimal case written" not in out
+
+
+def test_the_minimal_case_is_the_case_fuzz_writes_too(odd_sizes, project, capsys):
+    """bisect's minimal case is `_pipeline._minimal_case.Case`, fuzz's type: made at a
+    size by the Sizes generator, written under `results/EX/cases/` byte-identical each
+    time, read back from its file, its reproduce commands its own."""
+    from weanj._pipeline._minimal_case import Case, sized_case
+    from weanj._places import places
+
+    done = bisect_command.bisect(ODD, "jax-sum", "jax-mid", over="n", say=lambda s: None)
+    case = done.minimal
+    assert isinstance(case, Case) and (case.size, case.seed) == (11, odd_sizes.seed)
+    assert case.path == project / "results" / ODD / "cases" / "bisect-jax-sum-jax-mid-n11.h5"
+    assert done.case == case.path and case.inputs.path == case.path  # read back from it
+    written = case.path.read_bytes()
+    made = sized_case(odd_sizes, 11, {}, odd_sizes.seed)
+    assert made.inputs.key() == case.inputs.key()  # the generator's n = 11, as fuzz makes it
+    again = made.write(places(), "bisect-jax-sum-jax-mid-n11")
+    assert again.path.read_bytes() == written
+    cat = _registry.catalog(ODD)
+    assert done.reproduce == again.reproduce(cat.find("jax-sum"), cat.find("jax-mid"), places())
+    assert made.order() == (22, 0.0, odd_sizes.seed)  # 2 × 11 elements, no parameter
+    # a size the example refuses is no case: why, in words
+    assert sized_case(odd_sizes, 3, {}, 0) == "refused (n = 3: needs n >= 10, got 3)"

@@ -281,8 +281,13 @@ def test_weanj_fuzz_finds_an_odd_size_by_itself_where_the_shared_inputs_agree(pr
     assert r.returncode == 1, r.stdout + r.stderr
     assert "\nFAIL on m = 4, n = 101, declared size 101\n" in r.stdout, r.stdout
     assert "shrunk from" not in r.stdout
-    # With draws left, the search shrinks it to the smallest size that parts.
-    r = run_weanj("fuzz", EXAMPLE, "--max-examples", "30", root=project, cwd=project, timeout=300)
+    # With draws left, the search shrinks it to the smallest size that parts (seeded: how
+    # far Hypothesis's shrinking gets depends on its draws; tests/test_fuzz.py checks over
+    # seeds that the case reported is the smallest failing draw, never larger than 101).
+    r = run_weanj(
+        "fuzz", EXAMPLE, "--max-examples", "30", "--seed", "3", root=project, cwd=project,
+        timeout=300,
+    )  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
     assert "Traceback" not in r.stderr
     assert "shared inputs: " not in r.stdout  # they agree: no line about them

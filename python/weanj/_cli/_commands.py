@@ -235,6 +235,7 @@ def cmd_fuzz(args: argparse.Namespace, words: dict) -> int:
         max_examples=args.max_examples,
         seconds=args.seconds,
         timeout=args.timeout,
+        seed=args.seed,
     )
     return done.exit_code
 

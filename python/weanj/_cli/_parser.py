@@ -58,6 +58,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def fuzz_seed(text: str) -> int:
+    """A seed of `weanj fuzz`: an integer from 0 to 2^32 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2^32 - 1, got {text!r}")
+    return value
+
+
 def _example(p: argparse.ArgumentParser) -> None:
     p.add_argument("example", help="an example of the project (weanj list)")
 
@@ -290,7 +301,15 @@ def _fuzz(sub) -> None:
         type=positive_float,
         default=None,
         metavar="S",
-        help="stop after S seconds (default 60)",
+        help="stop after S seconds (default 60; with --seed, no limit)",
+    )
+    p.add_argument(
+        "--seed",
+        type=fuzz_seed,
+        default=None,
+        metavar="S",
+        help="draw from this seed (default: one drawn and shown); the same seed, the same "
+        "draws and report (no database read or kept)",
     )
     _timeout(p, "one evaluation")
 

@@ -19,8 +19,9 @@ input parts ways there.
    (`Sizes.candidates`); once a size fails, every size between the largest agreeing one
    and it is tried, so the answer is the smallest failing size, and "agree at every size
    tried" lists the sizes tried.
-3. The minimal case is written as an inputs file, `results/EX/cases/`, with the commands
-   that reproduce it (`weanj bisect EX A B --inputs CASE` judges the pair on it alone).
+3. The minimal case (`_pipeline._minimal_case.Case`, the one fuzz writes too) is written
+   as an inputs file, `results/EX/cases/`, with the commands that reproduce it (`weanj
+   bisect EX A B --inputs CASE` judges the pair on it alone).
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ from typing import Any
 from .._errors import InputError, WeanjError
 from .._io import _inputs, _jax_cache
 from .._judge._verdict import Verdict
-from .._model import Catalog, Example, Inputs, Param, Variant, from_arrays
+from .._model import Catalog, Example, Inputs, Param, Variant
 from .._pipeline._cases import PairOutcome, judge_pair_on
-from .._pipeline._evaluate import reproduce_command
+from .._pipeline._minimal_case import Case, sized_case
 from .._pipeline._session import Session
-from .._places import Places, places
+from .._places import places
 from .._registry import catalog, same_family_pair
 from .._report._lines import ranges_text
 from .._report._text import message
@@ -49,13 +50,19 @@ REACH = 8
 @dataclass
 class Bisected:
     """What `weanj bisect` found: the lines it printed, the first disagreeing value of the
-    parameter, the minimal case (inputs, file, the outcome there) and how to reproduce it."""
+    parameter, the outcome on the minimal case, the case as written and how to reproduce
+    it."""
 
     lines: list[str] = field(default_factory=list)
     first: int | None = None
     outcome: PairOutcome | None = None
-    case: Path | None = None
+    minimal: Case | None = None
     reproduce: list[str] = field(default_factory=list)
+
+    @property
+    def case(self) -> Path | None:
+        """The case file written, if any."""
+        return None if self.minimal is None else self.minimal.path
 
     @property
     def agree(self) -> bool:
@@ -102,17 +109,6 @@ def smallest_value(disagree: Callable[[int], bool], lo: int, hi: int) -> int | N
     return bad
 
 
-def sized_inputs(ex: Example, size: int, params: dict[str, Any], seed: int) -> Inputs | str:
-    """The inputs of the example's `Sizes` generator at `size`, or why there are none."""
-    try:
-        arrays = ex.sizes.generate(seed, size)
-        return from_arrays(ex, arrays, params, what=f"{ex.sizes.name} = {size}")
-    except InputError as e:
-        return f"refused ({e})"
-    except Exception as e:  # a generator that does not make this size
-        return f"not generated ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]})"
-
-
 def smallest_size(
     ex: Example,
     check: Callable[[Inputs], PairOutcome],
@@ -127,8 +123,8 @@ def smallest_size(
 
     def at(size: int) -> PairOutcome | str:
         if size not in tried:
-            made = sized_inputs(ex, size, params, seed)
-            tried[size] = made if isinstance(made, str) else check(made)
+            made = sized_case(ex, size, params, seed)
+            tried[size] = made if isinstance(made, str) else check(made.inputs)
             shown = tried[size] if isinstance(tried[size], str) else tried[size].word()
             say(f"  {name} = {size}: {shown}")
         return tried[size]
@@ -186,20 +182,6 @@ def _variants(cat: Catalog, a: str, b: str) -> tuple[Variant, Variant]:
         if "float64" not in v.dtypes:
             raise InputError(f"{v.name} does not run in float64, which bisect compares")
     return va, vb
-
-
-def write_case(ex: Example, inputs: Inputs, stem: str, here: Places, *, seed: int) -> Path:
-    """Write `inputs` as `results/EX/cases/<stem>.h5` (an inputs file `weanj run
-    --inputs` reads, with the parameters as attributes)."""
-    return _inputs.write_inputs_file(inputs, here.case_file(ex.name, stem), seed=seed)
-
-
-def reproduce_lines(ex: Example, va: Variant, vb: Variant, case: Path, here: Places) -> list[str]:
-    """The commands that recompute A and B on a case file and judge them."""
-    inputs = _inputs.read_inputs(ex, here, case)
-    lines = [reproduce_command(v, inputs, "float64", here.shown) for v in (va, vb)]
-    lines.append(f"weanj bisect {ex.name} {va.name} {vb.name} --inputs {here.shown(case)}")
-    return lines
 
 
 def bisect(
@@ -305,7 +287,7 @@ def _minimal_case(cat, va, vb, p, result: Bisected, at_first, base, check, here,
     """Step 2 and 3: the smallest size at the value found, the case file and the commands."""
     ex = cat.example
     params = dict((at_first.inputs if at_first is not None else base).params)
-    minimal = at_first
+    minimal, made_at = at_first, None  # the outcome there, and the size it was made at
     stem = f"bisect-{va.name}-{vb.name}" + (
         f"-{p.name}{result.first}" if isinstance(p, Param) else ""
     )
@@ -325,15 +307,14 @@ def _minimal_case(cat, va, vb, p, result: Bisected, at_first, base, check, here,
                 result.outcome = PairOutcome(base)
                 return result
         else:
-            minimal = found
-            size = found.inputs.dims.get(ex.sizes.name)
-            stem += f"-{ex.sizes.name}{size}" if size is not None else ""
+            minimal, made_at = found, found.inputs.dims.get(ex.sizes.name)
+            stem += f"-{ex.sizes.name}{made_at}" if made_at is not None else ""
             tell(f"smallest case: {found.inputs.sizes_text()}")
             tell("\n".join(outcome_lines(found)))
     result.outcome = minimal
-    result.case = write_case(ex, minimal.inputs, stem, here, seed=ex.seed)
+    result.minimal = Case(minimal.inputs, ex.seed, made_at).write(here, stem)
     tell(f"minimal case written to {here.shown(result.case)} ({minimal.inputs.sizes_text()})")
-    result.reproduce = reproduce_lines(ex, va, vb, result.case, here)
+    result.reproduce = result.minimal.reproduce(va, vb, here)
     tell("reproduce it (from the project root):")
     tell("\n".join(f"  {line}" for line in result.reproduce))
     return result

@@ -1,5 +1,5 @@
-"""`weanj fuzz EX [--pairs A B]... [--max-examples N] [--seconds S]`: differential testing
-of same-family pairs on drawn inputs, with shrinking (Hypothesis).
+"""`weanj fuzz EX [--pairs A B]... [--max-examples N] [--seconds S] [--seed S]`: differential
+testing of same-family pairs on drawn inputs, with shrinking (Hypothesis).
 
 fuzz starts where `weanj check` stands: the pairs are the case table's (`Plan.
 same_family_pairs`, the float64 pairs check judges, with check's ids), and every draw is
@@ -11,32 +11,51 @@ draws are not random:
 2. each declared size (`Sizes.values`, smallest first) at the default parameters;
 3. the default's neighbours: each int parameter at default ± 1, each bool flipped.
 
-A pair failing at 2 or 3 goes on into the search below, for a smaller case: it is reported
-on the smallest failure the search shrinks to ("shrunk from" its first failing draw), or on
-that first draw when the search finds none in the time left.
+A pair failing at 2 or 3 goes on into the search below, for a smaller case.
 
-Then Hypothesis draws: a seed, a size (`Sizes.candidates`, the sizes bisect tries: 1 … 8,
-each power of two from 16 with its odd neighbours up to the largest declared size, every
-declared size; or the shared size through the example's own `generate`) and every
-parameter over its declared range, shrinking towards the default (an int whose range is
-left open, up to int32's maximum, is drawn up to 4× its default, or default + 8); or the
-arrays of one of the example's own strategies (`weanj.fuzz_strategy`: ties, zeros,
-particles on cell boundaries). A draw on which some pair disagrees is a failure;
-Hypothesis shrinks it, and the smallest failing draw is written to `results/EX/cases/`
-with the commands that reproduce it. The pairs that failed leave the search, which goes
-on with the others in the time left.
+Then Hypothesis draws, from the run's seed: a seed of the generator, a size
+(`Sizes.candidates`, the sizes bisect tries: 1 … 8, each power of two from 16 with its odd
+neighbours up to the largest declared size, every declared size; or the shared size
+through the example's own `generate`) and every parameter over its declared range,
+shrinking towards the default (an int whose range is left open, up to int32's maximum, is
+drawn up to 4× its default, or default + 8); or the arrays of one of the example's own
+strategies (`weanj.fuzz_strategy`: ties, zeros, particles on cell boundaries). A draw on
+which some pair disagrees is a failure, which Hypothesis shrinks. The pairs whose failure
+it shrank leave the search, which goes on with the others in the draws and time left.
 
-Hypothesis keeps its database of failing draws under `results/.weanj-fuzz/` (replayed
-first by the next run): nothing is written in the project root. `--seconds` bounds the
-whole run, shrinking included: past it, the next draw that would evaluate anything raises
-`_OutOfTime`, a `BaseException` that Hypothesis lets through (an `assume(False)` there
-would make the data generation depend on the clock, which Hypothesis rejects as flaky).
+**The case reported.** Every failing draw of the run (the first draws included) is noted
+per pair, in draw order; each pair is reported on its smallest failing draw by
+`Case.order` (fewer array elements, then parameters nearer their defaults, then the
+generator's smaller seed; the earlier draw among equals), "shrunk from" its first failing
+draw when that is another. Never Hypothesis's last failing example as such: shrinking can
+end on a larger one than an earlier failure (n = 2047 after 101). The case is written by
+`_pipeline._minimal_case.Case` (bisect's too) to `results/EX/cases/`, with the commands
+that reproduce it.
+
+**The seed.** A run given no `--seed` draws one and shows it, with the command that
+replays its draws; Hypothesis's database of failing draws, under `results/.weanj-fuzz/`
+(nothing is written in the project root), is replayed first and added to. A run given
+`--seed S` neither reads nor writes the database, has no time limit unless `--seconds` is
+given, and prints no wall-clock figure: its report depends on the seed (and the project)
+alone. Each Hypothesis run of the search takes its own seed from the run's (`S + k·2^32`
+for the k-th), set with `@seed`; `@settings` above it sets the database again for
+unseeded runs (`@seed` alone turns it off); the constants Hypothesis would now and then
+draw from the "local" modules loaded are off (`_no_local_constants`: which modules are
+loaded differs between front ends). `pytest --weanj-fuzz N` seeds each pair from its case
+id (`pair_seed`): the same draws on every run, shown on failure.
+
+`--seconds` bounds the whole run, shrinking included: past it, the next draw that would
+evaluate anything raises `_OutOfTime`, a `BaseException` that Hypothesis lets through (an
+`assume(False)` there would make the data generation depend on the clock, which
+Hypothesis rejects as flaky).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -48,7 +67,7 @@ from .._errors import InputError, UnavailableError, WeanjError
 from .._io import _inputs, _jax_cache
 from .._model import INT32_MAX, Catalog, Example, Inputs, Param, Variant, from_arrays
 from .._pipeline._cases import PairOutcome, build_plan, fuzz_id, judge_pair_on
-from .._pipeline._evaluate import reproduce_command
+from .._pipeline._minimal_case import Case, sized_case
 from .._pipeline._session import Session
 from .._places import Places, places
 from .._registry import catalog, same_family_pair
@@ -57,8 +76,8 @@ from .._report._text import message
 
 MAX_EXAMPLES = 100
 SECONDS = 60.0
-SHOWN_ELEMENTS = 24  # a case this small is printed in full
-GENERATOR = "generator"
+GENERATOR = "generator"  # a draw from the example's generator (not one of its strategies)
+SEEDS = 2**32  # a run's seed is one of 0 … SEEDS - 1
 OPEN_REACH = 4  # an open int range is drawn up to this many times its default (or +8)
 
 # --- the pairs ---------------------------------------------------------------------------------
@@ -137,40 +156,6 @@ def neighbours(ex: Example) -> list[dict[str, Any]]:
     return out
 
 
-@dataclass
-class Case:
-    """One input judged: the inputs, and how it was made (for the report and shrinking)."""
-
-    inputs: Inputs
-    seed: int
-    size: int | None
-    source: str
-
-    def order(self) -> tuple:
-        """Smaller is simpler: fewer elements, parameters nearer their defaults, smaller seed."""
-        ex = self.inputs.example
-        elements = sum(int(a.size) for a in self.inputs.arrays.values())
-        params = sum(
-            abs(float(v) - float(ex.param(k).default)) for k, v in self.inputs.params.items()
-        )
-        return (elements, params, self.seed)
-
-    def describe(self) -> str:
-        where = f"seed {self.seed}" if self.source == GENERATOR else self.source
-        return f"{self.inputs.sizes_text()}, {where}"
-
-    def values_lines(self, indent: str) -> list[str]:
-        """The arrays themselves, when the case is small enough to read."""
-        arrays = self.inputs.arrays
-        if sum(int(a.size) for a in arrays.values()) > SHOWN_ELEMENTS:
-            return []
-        lines = []
-        for k, a in arrays.items():
-            head = f"{indent}{k} = "  # continuation rows line up under the first
-            lines.extend((head + np.array2string(a, separator=", ", prefix=head)).splitlines())
-        return lines
-
-
 def _sizes(ex: Example) -> tuple[int | None, ...]:
     """The sizes drawn (bisect's candidates: `Sizes.candidates`), and None: the shared
     inputs' own size, through the example's `generate`."""
@@ -211,7 +196,7 @@ def draw_case(data: Any, ex: Example, strategies: tuple, refused: dict[str, int]
         if source == GENERATOR:
             seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
             arrays = dict(ex.generate(seed) if size is None else ex.sizes.generate(seed, size))
-            label = GENERATOR
+            label = None  # said as its seed
         else:
             arrays = dict(source(data.draw))
             label = f"strategy {getattr(source, '__name__', 'strategy')}"
@@ -230,19 +215,47 @@ def draw_case(data: Any, ex: Example, strategies: tuple, refused: dict[str, int]
     return Case(inputs, seed, size, label)
 
 
+# --- the seed ----------------------------------------------------------------------------------
+
+
+def drawn_seed() -> int:
+    """A seed for a run given none (shown, so that the run can be replayed)."""
+    return secrets.randbelow(SEEDS)
+
+
+def pair_seed(case_id: str) -> int:
+    """`pytest --weanj-fuzz`'s seed of a pair: from its case id, the same on every run."""
+    return int.from_bytes(hashlib.sha256(case_id.encode()).digest()[:4], "big") % SEEDS
+
+
+def replay_command(ex: Example, seed: int, pairs=None, max_examples: int | None = None) -> str:
+    """`weanj fuzz EX [--pairs A B]... [--max-examples N] --seed S`."""
+    words = ["weanj", "fuzz", ex.name]
+    for a, b in pairs or ():
+        words += ["--pairs", a.name, b.name]
+    if max_examples is not None and max_examples != MAX_EXAMPLES:
+        words += ["--max-examples", str(max_examples)]
+    return " ".join([*words, "--seed", str(seed)])
+
+
 # --- judging a case ----------------------------------------------------------------------------
 
 
 @dataclass
 class Draw:
-    """A case and each pair's outcome on it."""
+    """A case, each pair's outcome on it, and its place in the run's order of draws."""
 
     case: Case
     outcomes: dict[tuple[str, str], PairOutcome]
+    index: int = 0
 
     @property
     def failing(self) -> dict[tuple[str, str], PairOutcome]:
         return {pair: o for pair, o in self.outcomes.items() if not o.agree}
+
+    def only(self, pairs) -> Draw:
+        """The same draw, with the outcomes of `pairs` alone."""
+        return Draw(self.case, {p: o for p, o in self.outcomes.items() if p in pairs}, self.index)
 
 
 class _OutOfTime(BaseException):
@@ -283,8 +296,8 @@ class Disagreement(Exception):
 class Search:
     """What one Hypothesis run found."""
 
-    failure: Draw | None = None  # the smallest failing draw
-    first: Draw | None = None  # the first failing draw, before shrinking
+    failing: list[Draw] = field(default_factory=list)  # every failing draw, in draw order
+    shrunk: Draw | None = None  # Hypothesis's last failing example: whose pairs it shrank
     draws: int = 0
     out_of_time: bool = False
     refused: dict[str, int] = field(default_factory=dict)
@@ -297,9 +310,23 @@ def database_dir(cat: Catalog, pairs, here: Places):
     return here.fuzz_database(cat.name, digest)
 
 
-def search(session, cat: Catalog, pairs, here: Places, *, max_examples: int, stop_at) -> Search:
-    """One Hypothesis run over `pairs` (module docstring)."""
+def search(
+    session,
+    cat: Catalog,
+    pairs,
+    here: Places,
+    *,
+    max_examples: int,
+    stop_at,
+    seed: int,
+    database: bool,
+    first_index: int = 0,
+) -> Search:
+    """One Hypothesis run over `pairs` (module docstring), its draws from `seed`; with
+    `database`, the failures kept in `results/.weanj-fuzz/` are replayed first (and new
+    ones kept)."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
     from hypothesis.database import DirectoryBasedExampleDatabase
     from hypothesis.errors import Unsatisfiable
@@ -309,16 +336,22 @@ def search(session, cat: Catalog, pairs, here: Places, *, max_examples: int, sto
     found = Search()
     judged: dict[str, Draw] = {}  # by provenance key: a replayed draw is not recomputed
 
+    # `@seed` alone turns the database off; `@settings` applied after it (above it) sets
+    # the database again, for a run given no seed: its draws from `seed`, its kept
+    # failures replayed first.
     @settings(
         max_examples=max_examples,
         deadline=None,
-        database=DirectoryBasedExampleDatabase(database_dir(cat, pairs, here)),
+        database=DirectoryBasedExampleDatabase(database_dir(cat, pairs, here))
+        if database
+        else None,
         verbosity=Verbosity.quiet,
         suppress_health_check=list(HealthCheck),
         report_multiple_bugs=False,
         print_blob=False,
         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
     )
+    @hypothesis_seed(seed)
     @given(st.data())
     def probe(data):
         case = draw_case(data, ex, cat.strategies, found.refused)
@@ -327,19 +360,19 @@ def search(session, cat: Catalog, pairs, here: Places, *, max_examples: int, sto
             if stop_at is not None and time.monotonic() > stop_at:
                 raise _OutOfTime
             judged[key] = judge_draw(session, cat, pairs, case, stop_at)
+            judged[key].index = first_index + found.draws
             found.draws += 1
+            if judged[key].failing:
+                found.failing.append(judged[key])
         draw = judged[key]
         if draw.failing:
-            found.first = found.first or draw
-            if found.failure is None or draw.case.order() < found.failure.case.order():
-                found.failure = draw
             raise Disagreement(draw)
 
     try:
-        with with_reporter(lambda text: None):
+        with with_reporter(lambda text: None), _no_local_constants():
             probe()
     except Disagreement as e:
-        found.failure = e.draw  # Hypothesis's shrunk example, replayed last
+        found.shrunk = e.draw  # Hypothesis's shrunk example, replayed last
     except _OutOfTime:
         found.out_of_time = True
     except Unsatisfiable:
@@ -347,20 +380,52 @@ def search(session, cat: Catalog, pairs, here: Places, *, max_examples: int, sto
     return found
 
 
+@contextlib.contextmanager
+def _no_local_constants():
+    """Hypothesis (6.131 on) now and then draws a constant found in the source of the
+    "local" modules loaded (not the standard library, not site-packages): which those are
+    differs between `weanj fuzz` and pytest, and grows as a run imports, so a seed would
+    not replay its draws. Off while fuzz draws (a private hook: where it is missing, there
+    is nothing to turn off)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - another Hypothesis
+        providers = None
+    hook = getattr(providers, "_get_local_constants", None)
+    cache = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+    if hook is None or cache is None or not hasattr(providers, "Constants"):
+        yield
+        return
+    cache.clear()  # it holds the local constants of each kind drawn so far
+    providers._get_local_constants = providers.Constants
+    try:
+        yield
+    finally:
+        providers._get_local_constants = hook
+        cache.clear()
+
+
 @dataclass
 class Finding:
-    """A failure, shrunk, with its case file."""
+    """A pair's smallest failing draw (`Case.order`; the first found among equals), with its
+    case written, and the pair's first failing draw."""
 
     draw: Draw
     first: Draw | None
-    path: Any  # the case file
+    case: Case  # as written: `case.path` is the case file
     how: str = "drawn"  # "shared inputs", "declared size", "neighbour", "drawn"
+
+    @property
+    def path(self):
+        return self.case.path
 
 
 @dataclass
 class Fuzzed:
     example: Example
     pairs: list[tuple[Variant, Variant]]
+    seed: int = 0
+    seeded: bool = False  # the seed was given: no database, no clock in the report
     findings: list[Finding] = field(default_factory=list)
     draws: int = 0
     seconds: float = 0.0
@@ -383,18 +448,16 @@ class Fuzzed:
         return 0 if self.ok else 1
 
 
-def _seed_cases(ex: Example, shared: Inputs) -> list[tuple[str, Case]]:
+def _first_cases(ex: Example, shared: Inputs) -> list[tuple[str, Case]]:
     """The first draws (module docstring): the shared inputs, the declared sizes, the
     default's neighbours."""
     out = [("shared inputs", Case(shared, ex.seed, None, "the shared inputs"))]
     defaults = dict(shared.params)
     if ex.sizes is not None:
         for size in ex.sizes.values:
-            try:
-                inputs = from_arrays(ex, ex.sizes.generate(ex.seed, size), defaults, what="a size")
-            except Exception:  # a declared size the generator refuses is not a case
-                continue
-            out.append(("declared size", Case(inputs, ex.seed, size, f"declared size {size}")))
+            case = sized_case(ex, size, defaults, ex.seed, f"declared size {size}")
+            if not isinstance(case, str):  # a declared size the generator refuses is no case
+                out.append(("declared size", case))
     for change in neighbours(ex):
         try:
             inputs = shared.with_params(change)
@@ -405,28 +468,56 @@ def _seed_cases(ex: Example, shared: Inputs) -> list[tuple[str, Case]]:
     return out
 
 
+class _Failures:
+    """Each pair's first and smallest failing draw, over every draw of the run in order
+    (`Case.order`; a later draw replaces the kept one only when strictly smaller, so the
+    one reported is never larger than the first)."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple[str, str], tuple[Draw, str]] = {}
+        self.smallest: dict[tuple[str, str], tuple[Draw, str]] = {}
+
+    def note(self, draw: Draw, how: str) -> None:
+        for pair in draw.failing:
+            self.first.setdefault(pair, (draw, how))
+            kept = self.smallest.get(pair)
+            if kept is None or draw.case.order() < kept[0].case.order():
+                self.smallest[pair] = (draw, how)
+
+    def findings(self) -> list[tuple[Draw, Draw, str]]:
+        """(smallest, first, how) per group of pairs sharing both, in draw order."""
+        groups: dict[tuple[int, int], tuple[Draw, Draw, str, list]] = {}
+        for pair, (draw, how) in self.smallest.items():
+            first = self.first[pair][0]
+            groups.setdefault((draw.index, first.index), (draw, first, how, []))[3].append(pair)
+        return [
+            (draw.only(pairs), first, how)
+            for _, (draw, first, how, pairs) in sorted(groups.items())
+        ]
+
+
 def run_fuzz(
     session: Session,
     cat: Catalog,
     pairs: list[tuple[Variant, Variant]],
     here: Places,
     *,
+    seed: int,
+    database: bool = True,
     max_examples: int = MAX_EXAMPLES,
     seconds: float | None = SECONDS,
     say: Callable[[str], None] = print,
 ) -> Fuzzed:
-    """The search (module docstring); each failure is written as a case file."""
+    """The search (module docstring), its draws from `seed`; each failure is written as a
+    case file. With `database`, Hypothesis's kept failures are replayed first."""
     ex = cat.example
     t0 = time.monotonic()
     stop_at = None if seconds is None else t0 + seconds
-    result = Fuzzed(ex, list(pairs))
+    result = Fuzzed(ex, list(pairs), seed=seed, seeded=not database)
     remaining = list(pairs)
-    # A pair failing at a declared size or a neighbour is searched on for a smaller case
-    # (Hypothesis shrinks what it draws, never these first draws); its first failing draw
-    # is what it is reported on if the search finds nothing smaller in the time left.
-    pending: dict[tuple[str, str], tuple[Draw, str]] = {}
+    failures = _Failures()
     shared = _inputs.read_inputs(ex, here)
-    for how, case in _seed_cases(ex, shared):
+    for how, case in _first_cases(ex, shared):
         if not remaining or result.draws >= max_examples:
             break
         try:
@@ -434,58 +525,70 @@ def run_fuzz(
         except _OutOfTime:
             result.out_of_time = True
             break
+        draw.index = result.draws
         result.draws += 1
-        new = {pair: o for pair, o in draw.failing.items() if pair not in pending}
+        new = [pair for pair in draw.failing if pair not in failures.first]
+        failures.note(draw, how)
         if not new:
             continue
         if how == "shared inputs":  # check's own case: reported as it is, at once
             say(f"  {how}: {', '.join(f'{a}~{b}' for a, b in new)} disagree")
-            _found(result, cat, here, draw, None, how)
+            _report(result, cat, here, draw.only(new), None, how)
             remaining = [p for p in remaining if (p[0].name, p[1].name) not in new]
+            for pair in new:  # reported: out of the search's accounts
+                del failures.first[pair], failures.smallest[pair]
         else:
+            # Hypothesis shrinks what it draws, never these first draws: the pair goes on
+            # into the search for a smaller case, and is reported on the smallest found.
             say(
                 f"  {case.source}: {', '.join(f'{a}~{b}' for a, b in new)} disagree "
                 "(searching for a smaller case)"
             )
-            pending.update({pair: (draw, how) for pair in new})
+    rounds = 0
     while remaining and not result.out_of_time:
         left_n = max_examples - result.draws
         if left_n <= 0 or (stop_at is not None and time.monotonic() > stop_at):
             result.out_of_time = stop_at is not None and time.monotonic() > stop_at
             break
-        s = search(session, cat, remaining, here, max_examples=left_n, stop_at=stop_at)
+        s = search(
+            session,
+            cat,
+            remaining,
+            here,
+            max_examples=left_n,
+            stop_at=stop_at,
+            seed=seed + rounds * SEEDS,  # each round its own draws, from the run's seed
+            database=database,
+            first_index=result.draws,
+        )
+        rounds += 1
         result.draws += s.draws
         result.out_of_time = result.out_of_time or s.out_of_time
-        result.cut_short = result.cut_short or (s.out_of_time and s.failure is not None)
+        result.cut_short = result.cut_short or (s.out_of_time and bool(s.failing))
         for why, count in s.refused.items():
             result.refused[why] = result.refused.get(why, 0) + count
-        if s.failure is None:
+        for draw in s.failing:
+            failures.note(draw, "drawn")
+        if s.shrunk is None:
             break
-        seeded = [pending.pop(pair)[0] for pair in s.failure.failing if pair in pending]
-        _found(result, cat, here, s.failure, seeded[0] if seeded else s.first, "drawn")
-        remaining = [p for p in remaining if (p[0].name, p[1].name) not in s.failure.failing]
-    # The pairs whose first failing draw the search did not better: reported on it.
-    by_draw: dict[int, tuple[Draw, str, list[tuple[str, str]]]] = {}
-    for pair, (draw, how) in pending.items():
-        by_draw.setdefault(id(draw), (draw, how, []))[2].append(pair)
-    for draw, how, failing in by_draw.values():
-        only = Draw(draw.case, {p: o for p, o in draw.outcomes.items() if p in failing})
-        _found(result, cat, here, only, None, how)
+        # The pairs Hypothesis shrank leave the search; the others go on with the time left.
+        remaining = [p for p in remaining if (p[0].name, p[1].name) not in s.shrunk.failing]
+    for draw, first, how in failures.findings():
+        _report(result, cat, here, draw, first, how)
     result.seconds = time.monotonic() - t0
     return result
 
 
-def _found(result: Fuzzed, cat: Catalog, here: Places, draw: Draw, first, how: str) -> None:
-    inputs = draw.case.inputs
-    stem = f"fuzz-{inputs.key('float64')[:12]}"
-    path = _inputs.write_inputs_file(inputs, here.case_file(cat.name, stem), seed=draw.case.seed)
-    result.findings.append(Finding(draw, first, path, how))
+def _report(result: Fuzzed, cat: Catalog, here: Places, draw: Draw, first, how: str) -> None:
+    stem = f"fuzz-{draw.case.inputs.key('float64')[:12]}"
+    written = draw.case.write(here, stem)
+    result.findings.append(Finding(draw, first, written, how))
 
 
 def finding_lines(cat: Catalog, f: Finding, here: Places) -> list[str]:
     case = f.draw.case
     out = [f"FAIL on {case.describe()}"]
-    if f.first is not None and f.first.case.order() != case.order():
+    if f.first is not None and f.first.index != f.draw.index:
         out[-1] += f" (shrunk from {f.first.case.describe()})"
     out.extend(case.values_lines("  "))
     out.append(f"  case written to {here.shown(f.path)}")
@@ -494,11 +597,8 @@ def finding_lines(cat: Catalog, f: Finding, here: Places) -> list[str]:
         for j in outcome.judgements:
             if not j.verdict.agreeing:
                 out.extend(f"    {line}" for line in message(j).splitlines())
-        va, vb = cat.find(a), cat.find(b)
-        on = _inputs.read_inputs(cat.example, here, f.path)
         out.append("    reproduce it (from the project root):")
-        out.extend(f"      {reproduce_command(v, on, 'float64', here.shown)}" for v in (va, vb))
-        out.append(f"      weanj bisect {cat.name} {a} {b} --inputs {here.shown(f.path)}")
+        out.extend(f"      {line}" for line in f.case.reproduce(cat.find(a), cat.find(b), here))
     return out
 
 
@@ -511,12 +611,13 @@ def report_lines(cat: Catalog, result: Fuzzed, here: Places) -> list[str]:
     verdict = "FAIL" if result.findings else "ok"
     budget = " (stopped at the time limit)" if result.out_of_time else ""
     if result.cut_short:
-        budget = (
-            " (stopped at the time limit, maybe before shrinking was done: the next run "
-            "starts from the case kept in the database)"
+        budget = " (stopped at the time limit, maybe before shrinking was done" + (
+            ")" if result.seeded else ": the next run starts from the case kept in the database)"
         )
+    # A seeded run's report is a function of its seed: no wall-clock figure in it.
+    took = "" if result.seeded else f" in {result.seconds:.0f} s"
     out.append(
-        f"fuzz {cat.name}: {verdict} — {result.draws} draw(s) in {result.seconds:.0f} s{budget}; "
+        f"fuzz {cat.name}: {verdict} — {result.draws} draw(s){took}{budget}; "
         f"{len(failed)} of {len(result.pairs)} pair(s) disagree"
         + (f": {', '.join(f'{a}~{b}' for a, b in failed)}" if failed else "")
     )
@@ -530,15 +631,20 @@ def fuzz(
     max_examples: int | None = None,
     seconds: float | None = None,
     timeout: float | None = None,
+    seed: int | None = None,
     say: Callable[[str], None] = print,
 ) -> Fuzzed:
-    """`weanj fuzz` (module docstring). **Returns** a `Fuzzed` (`exit_code` 1 when some
-    pair disagrees); its `lines` are what the command printed."""
+    """`weanj fuzz` (module docstring). `seed`: the run's draws (default: one drawn and
+    shown); given, no database and no default time limit, so the report depends on the
+    seed alone. **Returns** a `Fuzzed` (`exit_code` 1 when some pair disagrees); its
+    `lines` are what the command printed."""
     try:
         import hypothesis  # noqa: F401
         from hypothesis.configuration import set_hypothesis_home_dir
     except ImportError:
         raise UnavailableError("weanj fuzz needs Hypothesis: pip install 'weanj[fuzz]'") from None
+    if seed is not None and not 0 <= seed < SEEDS:
+        raise InputError(f"fuzz --seed {seed}: a seed is an integer from 0 to {SEEDS - 1}")
     cat = catalog(example)
     ex = cat.example
     here = places()
@@ -548,7 +654,10 @@ def fuzz(
     every, left_out = fuzz_pairs(cat, shared)
     chosen = chosen_pairs(cat, pairs) if pairs else every
     max_examples = MAX_EXAMPLES if max_examples is None else max_examples
-    seconds = SECONDS if seconds is None else seconds
+    seeded = seed is not None
+    if not seeded:
+        seconds = SECONDS if seconds is None else seconds
+        seed = drawn_seed()
     lines: list[str] = []
 
     def tell(line: str) -> None:
@@ -566,15 +675,34 @@ def fuzz(
         tell(f"  skipped {', '.join(names)}: {why}")
     if not chosen:
         tell(f"fuzz {ex.name}: no same-family pair of float64 variants can run here")
-        return Fuzzed(ex, [], lines=lines)
+        return Fuzzed(ex, [], seed=seed, seeded=seeded, lines=lines)
+    replay = replay_command(ex, seed, chosen if pairs else None, max_examples)
+    kept = here.shown(here.results / ".weanj-fuzz")
+    if seeded:
+        tell(
+            f"  seed {seed} (given: the draws depend on it alone; {kept}/ is neither read nor kept)"
+        )
+    else:
+        tell(
+            f"  seed {seed}: `{replay}` draws the same inputs again (this run first tries the "
+            f"failures kept in {kept}/, which a seeded run neither reads nor keeps)"
+        )
+    budget = f"{max_examples} draws" + ("" if seconds is None else f" or {seconds:g} s")
     tell(
         f"  first the shared inputs, the declared sizes and the defaults' neighbours; then "
-        f"drawn inputs ({drawn_text(ex, cat.strategies)}); up to {max_examples} draws or "
-        f"{seconds:g} s"
+        f"drawn inputs ({drawn_text(ex, cat.strategies)}); up to {budget}"
     )
     with Session(timeout_s=timeout, shown_path=here.shown) as session:
         result = run_fuzz(
-            session, cat, chosen, here, max_examples=max_examples, seconds=seconds, say=tell
+            session,
+            cat,
+            chosen,
+            here,
+            seed=seed,
+            database=not seeded,
+            max_examples=max_examples,
+            seconds=seconds,
+            say=tell,
         )
     result.left_out = left_out
     for line in report_lines(cat, result, here):
@@ -589,19 +717,31 @@ def fuzz(
 
 
 def pytest_fuzz(cat: Catalog, a: Variant, b: Variant, draws: int) -> str | None:
-    """`pytest --weanj-fuzz N`: one pair's search with `draws` draws: None when it agrees
-    throughout, else the failure's report (case file, regions, reproducing commands)."""
+    """`pytest --weanj-fuzz N`: one pair's search with `draws` draws, from the pair's own
+    seed (`pair_seed`: the same on every run, no database): None when it agrees
+    throughout, else the failure's report (case file, regions, reproducing commands) with
+    the `weanj fuzz` command that replays it."""
     from hypothesis.configuration import set_hypothesis_home_dir
 
     here = places()
     set_hypothesis_home_dir(here.results / ".weanj-fuzz")
+    seed = pair_seed(fuzz_id(cat.example, a.family, a.name, b.name))
     with Session(shown_path=here.shown) as session:
         result = run_fuzz(
-            session, cat, [(a, b)], here, max_examples=draws, seconds=None, say=lambda s: None
+            session,
+            cat,
+            [(a, b)],
+            here,
+            seed=seed,
+            database=False,
+            max_examples=draws,
+            seconds=None,
+            say=lambda s: None,
         )
     if result.ok:
         return None
-    return "\n".join(report_lines(cat, result, here))
+    replay = replay_command(cat.example, seed, [(a, b)], draws)
+    return "\n".join([f"seed {seed}: `{replay}` replays it", *report_lines(cat, result, here)])
 
 
 def fuzz_cases(cat: Catalog, inputs: Inputs) -> list[tuple[str, Variant, Variant]]:
