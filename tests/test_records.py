@@ -396,9 +396,9 @@ def _tamper(kind: str, folder: Path) -> str:
 
 # each tamper case, and what the one line says of it
 TAMPERS = {
-    "loss": "its contents do not match their recorded digest",
-    "checks": "its contents do not match their recorded digest",
-    "fault": "its contents do not match their recorded digest",
+    "loss": "its contents do not match their recorded digest (edited?)",
+    "checks": "its contents do not match their recorded digest (edited?)",
+    "fault": "its contents do not match their recorded digest (edited?)",
     "shape": "x has shape (4,), not (6,)",
     "nan": "the gradient of x is not finite",
     "copied": "it records another variant (jax-good)",
