@@ -465,3 +465,45 @@ def test_a_record_not_as_weanj_wrote_it_is_recomputed_with_one_line(port_project
     again = weanj.check(["31-port"], dtype="float64", say=lambda line: None)
     assert not any("discarded" in n for n in again.notes), again.notes
     assert _verdicts(root) == RIGHT
+
+
+# --- relocatable: a copied or cloned project reuses every evaluation -------------------------
+
+
+def _all_reused(root: Path) -> None:
+    r, reuse = _check(root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _reused(reuse, "21-one") == {"jax-a", "jax-b"}, reuse
+    assert _reused(reuse, "22-two") == {"jax-c", "jax-d"}, reuse
+    assert "discarded" not in r.stdout and "evaluations: reused 4 of 4" in r.stdout, r.stdout
+
+
+def test_a_copied_project_reuses_every_evaluation(project, tmp_path_factory):
+    import shutil
+
+    assert _check(project)[0].returncode == 0
+    copy = tmp_path_factory.mktemp("elsewhere") / "copied project"
+    shutil.copytree(project, copy, symlinks=True)  # `cp -r`
+    _all_reused(copy)
+
+
+def test_a_cloned_project_reuses_every_evaluation(project, tmp_path_factory):
+    import subprocess
+
+    def git(*args, cwd):
+        r = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=cwd, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        return r
+
+    assert _check(project)[0].returncode == 0
+    git("init", "-q", cwd=project)
+    git("add", "-A", cwd=project)
+    git("add", "-f", "results", cwd=project)  # run outputs are ignored in a new project
+    git("commit", "-q", "-m", "a project with its evaluations", cwd=project)
+    clone = tmp_path_factory.mktemp("ci") / "checkout"
+    git("clone", "-q", str(project), str(clone), cwd=project.parent)
+    assert (clone / "results" / "22-two" / "evaluations" / "jax-c.npz").is_file()
+    _all_reused(clone)
