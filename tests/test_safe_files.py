@@ -478,3 +478,50 @@ def test_symbolic_link_loops_are_one_line(project, capsys, tmp_path):
         f"{in_store} is not a regular file; weanj reads only regular files"
     )
     assert judgement.exit_code == 1 and "jax-jacobi" not in judgement[EX].subjects
+
+
+# --- never through a link: every file weanj writes replaces a link, never its target ---------
+
+
+def test_check_and_report_never_write_through_a_link(tmp_path):
+    """check.json, the report, a gradient file and an evaluation record, each replaced by a
+    link to a file outside the project: `weanj check` and `weanj report` replace the links
+    and leave the outside files byte for byte as they were (docs/files.md, "Links")."""
+    from .projects import tiny_project, weanj_in
+
+    (tmp_path / "project").mkdir()
+    root = tiny_project(tmp_path / "project")
+    first = weanj_in(root, "check", "--dtype", "float64")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert weanj_in(root, "report").returncode == 0
+    results = root / "results"
+    targets = [
+        results / "10-tiny" / "check.json",
+        results / "report.html",
+        results / "10-tiny" / "gradients" / "jax-a.h5",
+        results / "10-tiny" / "evaluations" / "jax-b.npz",
+    ]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    precious = {}
+    for i, target in enumerate(targets):
+        assert target.is_file(), target
+        kept = outside / f"{i}-{target.name}"
+        kept.write_bytes(f"someone else's file {i}\n".encode())
+        precious[kept] = kept.read_bytes()
+        target.unlink()
+        target.symlink_to(kept)
+    r = weanj_in(root, "check", "--dtype", "float64")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    r = weanj_in(root, "report")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    for kept, data in precious.items():
+        assert kept.read_bytes() == data, kept
+    for target in targets:
+        assert target.is_file() and not target.is_symlink(), target
+    data = json.loads(targets[0].read_text())
+    assert data["verdict"] == "ok"
+    assert targets[1].read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    with h5py.File(targets[2], "r") as f:
+        assert f.attrs["variant"] == "jax-a"
+    assert not list(outside.glob(".*.tmp")) and not list(results.rglob(".*.tmp"))
