@@ -44,7 +44,13 @@ def regenerate_hint(example_name: str) -> str:
 
 def generate_inputs(ex: Example, seed: int | None = None) -> Inputs:
     """The shared inputs of an example, computed from its seed (or `seed`)."""
-    generated = ex.generate(ex.seed if seed is None else seed)
+    seed = ex.seed if seed is None else seed
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise InputError(
+            f"{ex.name}: the inputs' seed must be an integer >= 0 (weanj.Example(seed=...) or "
+            f"seed=), got {seed!r}"
+        )
+    generated = ex.generate(int(seed))
     if not isinstance(generated, Mapping):
         raise InputError(
             f"{ex.name}: generate must return a dict of arrays, got {type(generated).__name__}"
