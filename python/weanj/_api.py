@@ -144,8 +144,6 @@ def evaluate(
     dtype = check_dtype(dtype)
     params = arg.mapping(params, "params", "evaluate")
     timeout = arg.seconds(timeout, "timeout", "evaluate")
-    if inputs is not None and not isinstance(inputs, Inputs):
-        inputs = _path_argument(inputs, "evaluate: inputs (an Inputs or an inputs file)")
     here = places()
     if not isinstance(inputs, Inputs):
         inputs = _inputs.read_inputs(ex, here, _path_argument(inputs, "inputs"))

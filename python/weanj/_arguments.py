@@ -20,12 +20,15 @@ from ._model._kinds import shown
 
 
 def names(value: Any, what: str, function: str) -> list[str] | None:
-    """None, one name (a `str`), or a list or tuple of names: as a list (None stays)."""
+    """None, one name (a `str`, or a `weanj.Example`), or a list or tuple of them: as a
+    list (None stays)."""
+    from ._model import Example
+
     if value is None:
         return None
-    if isinstance(value, str):
+    if isinstance(value, (str, Example)):
         return [value]
-    if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+    if isinstance(value, Sequence) and all(isinstance(v, (str, Example)) for v in value):
         return list(value)
     raise InputError(
         f"{function}: {what} must be a name (str) or a list of names, got {shown(value)}"
