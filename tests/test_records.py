@@ -507,3 +507,24 @@ def test_a_cloned_project_reuses_every_evaluation(project, tmp_path_factory):
     git("clone", "-q", str(project), str(clone), cwd=project.parent)
     assert (clone / "results" / "22-two" / "evaluations" / "jax-c.npz").is_file()
     _all_reused(clone)
+
+
+def test_concurrent_checks_never_leave_or_read_half_a_record(project):
+    """Two `weanj check`s of one project at once: both judge as one would, and what they
+    leave is whole (the next check reuses every evaluation, discarding none)."""
+    import subprocess
+
+    from .helpers import PYTHON
+    from .projects import user_env
+
+    command = [PYTHON, "-m", "weanj", "check", "--dtype", "float64"]
+    runs = [
+        subprocess.Popen(
+            command, cwd=project, env=user_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    for p in runs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0 and b"Traceback" not in err, (out + err).decode()
+    _all_reused(project)

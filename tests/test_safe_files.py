@@ -525,3 +525,26 @@ def test_check_and_report_never_write_through_a_link(tmp_path):
     with h5py.File(targets[2], "r") as f:
         assert f.attrs["variant"] == "jax-a"
     assert not list(outside.glob(".*.tmp")) and not list(results.rglob(".*.tmp"))
+
+
+def test_a_folder_of_the_project_linked_outside_is_never_written_into(tmp_path):
+    """`results/10-tiny/evaluations` a link to a folder outside the project, holding a file
+    of a record's name: `weanj check` neither reads it as a record nor writes there; it
+    says why in one line and judges as before."""
+    from .projects import tiny_project, weanj_in
+
+    (tmp_path / "project").mkdir()
+    root = tiny_project(tmp_path / "project")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "jax-a.npz").write_bytes(b"someone else's file\n")
+    folder = root / "results" / "10-tiny" / "evaluations"
+    folder.parent.mkdir(parents=True)
+    folder.symlink_to(elsewhere, target_is_directory=True)
+    r = weanj_in(root, "check", "--dtype", "float64")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["jax-a.npz"]
+    assert (elsewhere / "jax-a.npz").read_bytes() == b"someone else's file\n"
+    said = [line for line in r.stdout.splitlines() if "could not write" in line]
+    assert said and all("is a symbolic link to" in line for line in said), r.stdout
+    assert "outside the project" in said[0]

@@ -72,8 +72,8 @@ def writable_target(path: Path | str) -> Path:
     file it named (perhaps outside the project) is left byte for byte as it was. A link to
     something that is not a regular file (a device, a pipe, a folder) and such a thing
     itself are refused (`InputFileError`), never replaced: they are nobody's stale output.
-    Folders on the way are followed (a `results/` kept on another disk through a link is
-    the user's choice); only the last name is never written through.
+    (A folder of the project that links outside it is refused by `atomic_path`:
+    `outside_the_project`.)
     """
     path = Path(path)
     try:
@@ -90,6 +90,34 @@ def writable_target(path: Path | str) -> Path:
     return path
 
 
+def outside_the_project(path: Path | str) -> str | None:
+    """Why a write of `path`, inside the current project by its name, would land outside
+    it (a folder on the way is a symbolic link to elsewhere), or None. A path outside the
+    project by its name (an `--out` the user chose) is theirs: None."""
+    try:
+        from .._places import places
+
+        root = Path(os.path.abspath(places().root))
+    except Exception:  # no project (`weanj new` in an empty folder): nothing to stay inside
+        return None
+    target = Path(os.path.abspath(path))
+    if root not in target.parents:
+        return None
+    real_root = Path(os.path.realpath(root))
+    folder = target.parent
+    while folder != root and not os.path.lexists(folder):
+        folder = folder.parent
+    real = Path(os.path.realpath(folder))
+    if real == real_root or real_root in real.parents:
+        return None
+    probe = root
+    for part in folder.relative_to(root).parts:
+        probe = probe / part
+        if probe.is_symlink():
+            return f"its folder {probe} is a symbolic link to {os.path.realpath(probe)}"
+    return f"its folder {folder} leads to {real}"
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path | str) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces `path` in one step (a
@@ -99,6 +127,11 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
     beside the target, and renamed over it: a reader sees the old file or the new one,
     never half of one."""
     path = writable_target(path)
+    why = outside_the_project(path)
+    if why is not None:
+        raise InputFileError(
+            f"refusing to write {path}: {why}, outside the project; weanj writes only inside it"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
     tmp = None
