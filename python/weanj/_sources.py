@@ -142,6 +142,12 @@ def files_digest(files: list[Path], roots: tuple[Path, ...] = ()) -> str:
 PACKAGE = Path(__file__).resolve().parent  # weanj's own package (its digest is separate)
 
 
+def weanj_sources() -> str:
+    """A digest of weanj's own sources: a checkout being edited changes it (named relative
+    to the package, so that another checkout of the same sources has the same digest)."""
+    return files_digest(sorted(PACKAGE.rglob("*.py")), (PACKAGE,))
+
+
 def code_digest(module: str, roots: tuple[Path, ...]) -> str:
     """The digest of the files `module` reaches inside `roots` (weanj's own package left to
     the digest of weanj's sources), named relative to the roots; a module of no file gets

@@ -242,20 +242,19 @@ def generator_digest(ex: Example, places: Places) -> str:
     """The digest of the code of the module that defines the example's generator (what it
     reaches in the project, named relative to it); a built-in example's generator is
     weanj's own code."""
-    from .._sources import PACKAGE, code_digest, inside
+    from .._project import project_config
+    from .._sources import PACKAGE, code_digest, inside, weanj_sources
 
     module = getattr(ex.generate, "__module__", None) or ex.module or ""
     found = sys.modules.get(module)
     origin = getattr(found, "__file__", None)
     if origin and inside(Path(origin).resolve(), (PACKAGE,)):
-        from .._pipeline._records import weanj_sources
-
         return weanj_sources()
-    from .._registry import project
-
-    config = project()
-    roots = (Path(config.root), *(Path(p) for p in config.pythonpath))
-    return code_digest(module, roots)
+    try:
+        pythonpath = tuple(Path(p) for p in project_config(places.root).pythonpath)
+    except Exception:  # a project without [tool.weanj] (the gallery): its root alone
+        pythonpath = ()
+    return code_digest(module, (Path(places.root), *pythonpath))
 
 
 def check_fresh(ex: Example, places: Places, inputs: Inputs) -> None:

@@ -58,19 +58,12 @@ from .._io._h5 import array_sha256
 from .._judge._contract import ERROR, NONFINITE, Fault
 from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
 from .._places import Places
-from .._sources import code_digest, files_digest, text_digest
+from .._sources import code_digest, files_digest, text_digest, weanj_sources
 
 FORMAT = 2
-_PACKAGE = Path(__file__).resolve().parent.parent  # weanj's own package
 _REUSED_FAULTS = (ERROR, NONFINITE)  # timeouts depend on the load; never reused
 _RECORD_TEXT_MAX = 16 * 2**20  # bytes of the record's JSON text (a record is a few kB)
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
-
-
-def weanj_sources() -> str:
-    """A digest of weanj's own sources: a checkout being edited changes it (named relative
-    to the package, so that another checkout of the same sources has the same digest)."""
-    return files_digest(sorted(_PACKAGE.rglob("*.py")), (_PACKAGE,))
 
 
 def canonical(data: Any) -> str:
@@ -97,8 +90,7 @@ def label_of(variant: Variant, dtype: str) -> str:
 
 def check_policy(variant: Variant) -> dict[str, Any]:
     """What decides a gradient check's numbers beside the code: the example's Taylor and
-    central-difference policies, the jvp tolerances and the family the jvp check may
-    borrow a forward mode from."""
+    central-difference policies and the jvp tolerances."""
     from .._judge._compare import TOLERANCES
     from ._gradchecks import OWN_JVP_TOLERANCE
 
@@ -108,20 +100,11 @@ def check_policy(variant: Variant) -> dict[str, Any]:
         p = ex.taylor_for(name)
         taylor[name] = [p.h0, p.directions, p.rate, p.max_steps, p.seed]
     fd = ex.fd
-    family = sorted(_family(variant))
     return {
         "taylor": taylor,
         "fd": [fd.directions, fd.step, fd.threshold, fd.mask is not None, fd.why],
         "jvp": [OWN_JVP_TOLERANCE, TOLERANCES["float64"].grad],
-        "family members": family,
     }
-
-
-def _family(variant: Variant) -> list[str]:
-    from .._registry import _VARIANTS
-
-    table = _VARIANTS.get(variant.example.name, {})
-    return [n for n, v in table.items() if v.family == variant.family] or [variant.name]
 
 
 def _x64() -> bool | None:
