@@ -426,3 +426,122 @@ def test_a_nul_byte_in_a_path_is_one_input_error_naming_the_argument(project, ca
 def test_a_path_that_is_no_path_is_one_input_error(project):
     with pytest.raises(weanj.InputError, match=r"path must be a file path \(str or Path\), got 5"):
         weanj.load_inputs("01-jacobi", 5)
+
+
+# --- wrong calls: one line naming the argument and what it accepts ---------------------------
+
+_X = np.ones(3)
+
+
+def _square(t):
+    return float(np.sum(np.asarray(t) ** 2))
+
+
+WRONG_CALLS = {
+    "check(123)": (lambda: weanj.check(123), weanj.InputError, "examples"),
+    "check variants=5": (
+        lambda: weanj.check("01-jacobi", variants=5),
+        weanj.InputError,
+        "variants",
+    ),
+    "check timeout text": (
+        lambda: weanj.check("01-jacobi", timeout="ten"),
+        weanj.InputError,
+        "timeout",
+    ),
+    "check fresh text": (lambda: weanj.check("01-jacobi", fresh="yes"), weanj.InputError, "fresh"),
+    "check dtype": (lambda: weanj.check("01-jacobi", dtype="float16"), weanj.InputError, "dtype"),
+    "check bad keyword": (lambda: weanj.check("01-jacobi", colour=True), TypeError, "colour"),
+    "diff(1)": (lambda: weanj.diff(1), weanj.InputError, "examples"),
+    "diff unknown": (lambda: weanj.diff("99-nope"), weanj.UnknownNameError, "example"),
+    "taylor_test loss text": (lambda: weanj.taylor_test("x", _X, 2 * _X), weanj.InputError, "loss"),
+    "taylor_test x text": (lambda: weanj.taylor_test(_square, "x", _X), weanj.InputError, "x "),
+    "taylor_test g text": (lambda: weanj.taylor_test(_square, _X, "g"), weanj.InputError, "g "),
+    "evaluate example 1": (lambda: weanj.evaluate(1, "jax-jacobi"), weanj.InputError, "example"),
+    "evaluate variant 3": (lambda: weanj.evaluate("01-jacobi", 3), weanj.InputError, "variant"),
+    "evaluate unknown variant": (
+        lambda: weanj.evaluate("01-jacobi", "jax-nope"),
+        weanj.UnknownNameError,
+        "variant",
+    ),
+    "evaluate params list": (
+        lambda: weanj.evaluate("01-jacobi", "jax-jacobi", params=[1]),
+        weanj.InputError,
+        "params",
+    ),
+    "evaluate unknown parameter": (
+        lambda: weanj.evaluate("01-jacobi", "jax-jacobi", params={"Q": 1}),
+        weanj.InputError,
+        "parameter Q",
+    ),
+    "evaluate timeout text": (
+        lambda: weanj.evaluate("01-jacobi", "jax-jacobi", timeout="x"),
+        weanj.InputError,
+        "timeout",
+    ),
+    "evaluate inputs 5": (
+        lambda: weanj.evaluate("01-jacobi", "jax-jacobi", inputs=5),
+        weanj.InputError,
+        "inputs",
+    ),
+    "variant 5": (lambda: weanj.variant("01-jacobi", 5), weanj.InputError, "variant"),
+    "variant None example": (
+        lambda: weanj.variant(None, "jax-jacobi"),
+        weanj.InputError,
+        "example",
+    ),
+    "load_inputs 3.5": (lambda: weanj.load_inputs(3.5), weanj.InputError, "example"),
+    "load_inputs path 5": (lambda: weanj.load_inputs("01-jacobi", 5), weanj.InputError, "path"),
+    "load_inputs bad keyword": (
+        lambda: weanj.load_inputs("01-jacobi", file="x.h5"),
+        TypeError,
+        "file",
+    ),
+    "generate_inputs seed -1": (
+        lambda: weanj.generate_inputs("01-jacobi", seed=-1),
+        weanj.InputError,
+        "seed",
+    ),
+    "generate_inputs seed text": (
+        lambda: weanj.generate_inputs("01-jacobi", seed="x"),
+        weanj.InputError,
+        "seed",
+    ),
+    "tolerance unknown": (lambda: weanj.tolerance("float16"), weanj.InputError, "dtype"),
+}
+
+
+@pytest.mark.parametrize("call", WRONG_CALLS, ids=list(WRONG_CALLS))
+def test_a_wrong_call_is_one_line_naming_the_argument(call):
+    do, kind, named = WRONG_CALLS[call]
+    with pytest.raises(kind) as info:
+        do()
+    assert type(info.value) is kind or isinstance(info.value, weanj.WeanjError)
+    message = str(info.value)
+    assert named in message, message
+    if isinstance(info.value, weanj.InputError):
+        assert "\n" not in message, message
+        assert "must be" in message or "no parameter" in message, message
+
+
+def test_a_seed_of_the_wrong_kind_in_the_example_is_one_line():
+    ex = weanj.Example(
+        name="98-seeded", arrays=("x",), wrt="x", seed=-3, generate=lambda s: {"x": np.ones(3)}
+    )
+    from weanj._io._inputs import generate_inputs
+
+    with pytest.raises(weanj.InputError, match=r"98-seeded: the inputs' seed must be an integer"):
+        generate_inputs(ex)
+
+
+def test_weanj_new_with_examples_as_text_is_one_line(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.weanj]\nexamples = "a.b"\n')
+    from .projects import weanj_in
+
+    r = weanj_in(tmp_path, "new", "30-foo")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"weanj: error: {tmp_path / 'pyproject.toml'}: [tool.weanj] examples must be a list of "
+        'module names, e.g. examples = ["kernels.smooth"]; nothing was written'
+    ]
+    assert not (tmp_path / "examples").exists()

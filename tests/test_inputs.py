@@ -844,3 +844,40 @@ def test_a_missing_inputs_file_keeps_the_other_examples_results(tiny, tmp_path):
     assert "11-other.h5 does not exist" in missing
     (overall,) = [line for line in lines if line.startswith("overall: ")]
     assert overall.startswith("overall: not judged") and "not judged: 11-other" in overall
+
+
+def test_inputs_the_generator_would_not_write_are_stale(tmp_path):
+    """`generate()` edited (n 64 → 80) and the inputs not regenerated: `weanj check` says
+    the file is stale in one line naming the command, and exits non-zero; an edit that
+    leaves the inputs as they were is accepted without a word."""
+    from .projects import weanj_in, write_project
+
+    module = """\
+import jax.numpy as jnp, numpy as np
+import weanj
+
+ex = weanj.register_example(weanj.Example(
+    name="41-gen", arrays=("x",), wrt="x",
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(64)},
+))
+
+@weanj.jax_variant(ex, "jax-a", family="f")
+def a(x):
+    return jnp.sum(x ** 2)
+"""
+    root = write_project(tmp_path, {"kernels/gen.py": module})
+    assert weanj_in(root, "check", "--dtype", "float64").returncode == 0
+    path = root / "kernels" / "gen.py"
+    path.write_text(module + "# an edit that changes no input\n")
+    r = weanj_in(root, "check", "--dtype", "float64")
+    assert r.returncode == 0 and "stale" not in r.stdout + r.stderr, r.stdout + r.stderr
+    path.write_text(module.replace("standard_normal(64)", "standard_normal(80)"))
+    r = weanj_in(root, "check", "--dtype", "float64")
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    said = " ".join(r.stderr.split())  # one message (wrapped to the terminal's width)
+    assert said.count("is stale") == 1, r.stderr
+    assert "41-gen.h5 is stale: 41-gen's generator now makes other inputs" in said
+    assert said.endswith("regenerate it with `weanj inputs regenerate 41-gen`"), said
+    assert weanj_in(root, "inputs", "regenerate", "41-gen").returncode == 0
+    r = weanj_in(root, "check", "--dtype", "float64")
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -478,3 +478,73 @@ def test_symbolic_link_loops_are_one_line(project, capsys, tmp_path):
         f"{in_store} is not a regular file; weanj reads only regular files"
     )
     assert judgement.exit_code == 1 and "jax-jacobi" not in judgement[EX].subjects
+
+
+# --- never through a link: every file weanj writes replaces a link, never its target ---------
+
+
+def test_check_and_report_never_write_through_a_link(tmp_path):
+    """check.json, the report, a gradient file and an evaluation record, each replaced by a
+    link to a file outside the project: `weanj check` and `weanj report` replace the links
+    and leave the outside files byte for byte as they were (docs/files.md, "Links")."""
+    from .projects import tiny_project, weanj_in
+
+    (tmp_path / "project").mkdir()
+    root = tiny_project(tmp_path / "project")
+    first = weanj_in(root, "check", "--dtype", "float64")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert weanj_in(root, "report").returncode == 0
+    results = root / "results"
+    targets = [
+        results / "10-tiny" / "check.json",
+        results / "report.html",
+        results / "10-tiny" / "gradients" / "jax-a.h5",
+        results / "10-tiny" / "evaluations" / "jax-b.npz",
+    ]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    precious = {}
+    for i, target in enumerate(targets):
+        assert target.is_file(), target
+        kept = outside / f"{i}-{target.name}"
+        kept.write_bytes(f"someone else's file {i}\n".encode())
+        precious[kept] = kept.read_bytes()
+        target.unlink()
+        target.symlink_to(kept)
+    r = weanj_in(root, "check", "--dtype", "float64")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    r = weanj_in(root, "report")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    for kept, data in precious.items():
+        assert kept.read_bytes() == data, kept
+    for target in targets:
+        assert target.is_file() and not target.is_symlink(), target
+    data = json.loads(targets[0].read_text())
+    assert data["verdict"] == "ok"
+    assert targets[1].read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    with h5py.File(targets[2], "r") as f:
+        assert f.attrs["variant"] == "jax-a"
+    assert not list(outside.glob(".*.tmp")) and not list(results.rglob(".*.tmp"))
+
+
+def test_a_folder_of_the_project_linked_outside_is_never_written_into(tmp_path):
+    """`results/10-tiny/evaluations` a link to a folder outside the project, holding a file
+    of a record's name: `weanj check` neither reads it as a record nor writes there; it
+    says why in one line and judges as before."""
+    from .projects import tiny_project, weanj_in
+
+    (tmp_path / "project").mkdir()
+    root = tiny_project(tmp_path / "project")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "jax-a.npz").write_bytes(b"someone else's file\n")
+    folder = root / "results" / "10-tiny" / "evaluations"
+    folder.parent.mkdir(parents=True)
+    folder.symlink_to(elsewhere, target_is_directory=True)
+    r = weanj_in(root, "check", "--dtype", "float64")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["jax-a.npz"]
+    assert (elsewhere / "jax-a.npz").read_bytes() == b"someone else's file\n"
+    said = [line for line in r.stdout.splitlines() if "could not write" in line]
+    assert said and all("is a symbolic link to" in line for line in said), r.stdout
+    assert "outside the project" in said[0]

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _arguments as arg
 from ._errors import InputError, InputFileError, StaleGradientError, WeanjError
 from ._io import _bench, _inputs, _store
 from ._io._gradient_files import _SHA256, fix_hint, read_gradient_file, scan_store
@@ -51,6 +52,12 @@ def _path_argument(path: Any, what: str = "path") -> Any:
     return path
 
 
+def _example(example: Any, function: str) -> Example:
+    """The example an API call names (its name or the `Example`), or one line saying what
+    the argument accepts."""
+    return example_named(arg.example_name(example, function))
+
+
 # --- inputs ----------------------------------------------------------------------------------
 
 
@@ -62,17 +69,18 @@ def inputs_path(example: Example | str) -> Path:
 def read_inputs(example: Example | str, path: Path | str | None = None) -> Inputs:
     """The `Inputs` of an inputs file: the shared inputs (`path` None), or any HDF5 file
     holding the example's arrays."""
-    return _inputs.read_inputs(example_named(example), places(), _path_argument(path))
+    return _inputs.read_inputs(_example(example, "read_inputs"), places(), _path_argument(path))
 
 
 def generate_inputs(example: Example | str, seed: int | None = None) -> Inputs:
     """The shared inputs of an example, computed from its seed (or `seed`)."""
-    return _inputs.generate_inputs(example_named(example), seed)
+    ex = _example(example, "generate_inputs")
+    return _inputs.generate_inputs(ex, arg.seed(seed, "seed", "generate_inputs"))
 
 
 def write_inputs(example: Example | str, path: Path | str | None = None) -> Path:
     """Write the shared inputs file of an example (atomically, byte-identical each time)."""
-    return _inputs.write_inputs(example_named(example), places(), _path_argument(path))
+    return _inputs.write_inputs(_example(example, "write_inputs"), places(), _path_argument(path))
 
 
 def verify_inputs(names: Sequence[str] | None = None) -> list[tuple[str, bool, str]]:
@@ -82,7 +90,7 @@ def verify_inputs(names: Sequence[str] | None = None) -> list[tuple[str, bool, s
 
     here = places()
     out = []
-    for name in names or example_names():
+    for name in arg.names(names, "names", "verify_inputs") or example_names():
         ok, message = _inputs.verify_inputs(example_named(name), here)
         out.append((name, ok, message))
     return out
@@ -95,7 +103,7 @@ def load_inputs(example: Example | str, path: Path | str | None = None) -> dict[
     parameters used for checks (`K`), and `sha256`, the digest of the arrays. The arrays
     are copies: changing them changes nothing weanj holds.
     """
-    inputs = read_inputs(example, path)
+    inputs = _inputs.read_inputs(_example(example, "load_inputs"), places(), _path_argument(path))
     out: dict[str, Any] = {k: np.array(a) for k, a in inputs.arrays.items()}
     out.update(inputs.params)
     out["sha256"] = inputs.digest
@@ -130,9 +138,12 @@ def evaluate(
     """
     from ._judge._contract import Fault
 
-    ex = example_named(example)
+    ex = _example(example, "evaluate")
+    variant = arg.variant_name(variant, "evaluate")
     v = variant if isinstance(variant, Variant) else variant_named(ex, variant)
     dtype = check_dtype(dtype)
+    params = arg.mapping(params, "params", "evaluate")
+    timeout = arg.seconds(timeout, "timeout", "evaluate")
     here = places()
     if not isinstance(inputs, Inputs):
         inputs = _inputs.read_inputs(ex, here, _path_argument(inputs, "inputs"))

@@ -353,7 +353,10 @@ def variant(example_name: str | Example, name: str) -> Variant:
     Unknown names raise an error listing the known ones; a registered variant whose
     backend is missing here raises `UnavailableError` saying what to install.
     """
-    v = registered_variant(example_name, name)
+    from ._arguments import example_name as an_example
+    from ._arguments import variant_name
+
+    v = registered_variant(an_example(example_name, "variant"), variant_name(name, "variant"))
     reason = v.unavailable_reason()
     if reason is not None:
         raise UnavailableError(wrapped(f"variant {name!r} is unavailable here: {reason}"))

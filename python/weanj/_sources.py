@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -111,22 +112,46 @@ def reachable_files(
     return sorted({p for p in seen.values() if p != Path()})
 
 
-def files_digest(files: list[Path]) -> str:
+def relative_name(path: Path, roots: tuple[Path, ...]) -> str:
+    """How a digest names a file: by its path relative to the first of `roots` that holds it
+    (`1:kernels/one.py`, the root's place in the list first), else relative to the first
+    root; never absolute, so that a project moved, copied or cloned elsewhere keeps its
+    digests (docs/DESIGN.md, "Evaluation records")."""
+    path = Path(path)
+    for i, root in enumerate(roots):
+        if root == path or root in path.parents:
+            return f"{i}:{path.relative_to(root).as_posix()}"
+    if roots:
+        return "0:" + Path(os.path.relpath(path, roots[0])).as_posix()
+    return path.name
+
+
+def files_digest(files: list[Path], roots: tuple[Path, ...] = ()) -> str:
+    """The sha256 of the files' names (relative to `roots`: `relative_name`) and bytes."""
     h = hashlib.sha256()
     for path in files:
-        h.update(str(path).encode() + b"\0")
+        h.update(relative_name(path, roots).encode() + b"\0")
         try:
             h.update(path.read_bytes())
         except OSError:
             h.update(b"<unreadable>")
+        h.update(b"\0")
     return h.hexdigest()
 
 
 PACKAGE = Path(__file__).resolve().parent  # weanj's own package (its digest is separate)
 
 
+def weanj_sources() -> str:
+    """A digest of weanj's own sources: a checkout being edited changes it (named relative
+    to the package, so that another checkout of the same sources has the same digest)."""
+    return files_digest(sorted(PACKAGE.rglob("*.py")), (PACKAGE,))
+
+
 def code_digest(module: str, roots: tuple[Path, ...]) -> str:
     """The digest of the files `module` reaches inside `roots` (weanj's own package left to
-    the digest of weanj's sources); a module of no file gets a digest of its name."""
+    the digest of weanj's sources), named relative to the roots; a module of no file gets
+    a digest of its name."""
+    roots = tuple(Path(r).resolve() for r in roots)
     files = reachable_files(module, roots, PACKAGE) if module else []
-    return files_digest(files) if files else text_digest(f"unknown:{module}")
+    return files_digest(files, roots) if files else text_digest(f"unknown:{module}")

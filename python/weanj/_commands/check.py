@@ -95,6 +95,12 @@ def check(
     **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
     """
+    from .. import _arguments as arg
+
+    examples = arg.names(examples, "examples", "check")
+    variants = arg.names(variants, "variants", "check")
+    timeout = arg.seconds(timeout, "timeout", "check")
+    fresh, save = arg.flag(fresh, "fresh", "check"), arg.flag(save, "save", "check")
     cats = restricted(catalogs(examples), variants)
     if not cats:  # nothing checked is not a pass
         raise WeanjError(

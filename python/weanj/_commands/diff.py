@@ -23,6 +23,9 @@ def diff(examples: Sequence[str] | str | None = None) -> Judgement:
 
     **Returns:** the `Judgement` that `weanj diff` prints (`--json`: its `to_json()`).
     """
+    from .._arguments import names
+
+    examples = names(examples, "examples", "diff")
     here = places()
     judgement = Judgement("diff")
     with Session() as session:

@@ -128,6 +128,7 @@ results/*/check.json
 results/report.html
 results/report.md
 results/.weanj-fuzz/
+results/.weanj-inputs-checked.json
 .weanj-cache/
 .*.tmp
 """
@@ -162,8 +163,15 @@ def _add_module(pyproject: Path, module: str) -> str:
     except tomlkit.exceptions.ParseError as e:
         raise InputError(f"{pyproject} is not valid TOML ({e}); nothing was written") from None
     tool = doc.setdefault("tool", tomlkit.table(is_super_table=True))
-    weanj_table = tool.setdefault("weanj", tomlkit.table())
+    weanj_table = tool.setdefault("weanj", tomlkit.table()) if isinstance(tool, dict) else None
+    if not isinstance(weanj_table, dict):
+        raise InputError(f"{pyproject}: [tool.weanj] must be a table; nothing was written")
     examples = weanj_table.setdefault("examples", tomlkit.array())
+    if not isinstance(examples, list) or not all(isinstance(m, str) for m in examples):
+        raise InputError(
+            f"{pyproject}: [tool.weanj] examples must be a list of module names, e.g. "
+            'examples = ["kernels.smooth"]; nothing was written'
+        )
     if module not in examples:
         examples.append(module)
     return tomlkit.dumps(doc)

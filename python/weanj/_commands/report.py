@@ -87,9 +87,9 @@ def pages_of(examples: Sequence[str] | str | None) -> list[ExamplePage]:
 
 def output_path(out: str | Path | None, fmt: str, here: Places) -> tuple[Path, Path]:
     """Where the page goes: `(the path as given, the file written)`. A symbolic link is
-    written through (its target replaced, the link kept); refused in one line where it
-    would replace weanj's own data or something that is not a regular file (a device, a
-    folder, a pipe), the link's target included."""
+    replaced by the page, never written through (docs/files.md, "Links"); refused in one
+    line where it would replace weanj's own data or something that is not a regular file
+    (a device, a folder, a pipe), the link's target included."""
     path = Path(out) if out is not None else here.report(fmt)
     if path.is_dir():
         raise InputError(
@@ -108,7 +108,7 @@ def output_path(out: str | Path | None, fmt: str, here: Places) -> tuple[Path, P
             f"refusing to write the report to {path}: it is not a regular file (a device, a "
             "pipe or a socket); choose a file, or --out - for standard output"
         )
-    return path, target
+    return path, path
 
 
 def report(

@@ -1,7 +1,8 @@
 """Atomic file writes: a temporary file in the target's folder, then `os.replace`.
 
 A crash mid-write leaves the previous file intact (and at worst a `.tmp` file beside
-it); concurrent writers of one path each land a complete file, the last one wins.
+it); concurrent writers of one path each land a complete file, the last one wins. A
+symbolic link at the target is replaced, never written through (docs/files.md, "Links").
 Temporary files left by killed writers are removed by the next write into the folder,
 once they are older than any live writer could be (`STALE_AFTER_S`). Read-merge-write
 cycles (the benchmark files) are serialised with `locked`.
@@ -31,7 +32,9 @@ STALE_AFTER_S = 3600.0
 
 # `.<name>.<8 random characters>.tmp` (tempfile.mkstemp, below), for the data files, pages
 # and pictures weanj writes; nothing else in the folder is touched.
-_TEMPORARY = re.compile(r"\.(?P<name>.+\.(?:h5|json|html|md|png))\.(?:[a-z0-9_]{8}|[0-9]+)\.tmp\Z")
+_TEMPORARY = re.compile(
+    r"\.(?P<name>.+\.(?:h5|json|html|md|png|npz))\.(?:[a-z0-9_]{8}|[0-9]+)\.tmp\Z"
+)
 
 
 def _umask() -> int:
@@ -63,16 +66,20 @@ def remove_stale_temporaries(folder: Path, older_than_s: float = STALE_AFTER_S) 
 
 
 def writable_target(path: Path | str) -> Path:
-    """Where an atomic write of `path` goes: through a symbolic link to the file it names
-    (the link stays; a loop of links, naming no file, is replaced), never over something
-    that is not a regular file (a device, a pipe, a socket, a folder): that is an
-    `InputFileError`, never a file put in its place."""
+    """Where an atomic write of `path` goes: `path` itself, never through a symbolic link.
+
+    A link at `path` is replaced by the file written, as a link of Git's checkout is: the
+    file it named (perhaps outside the project) is left byte for byte as it was. A link to
+    something that is not a regular file (a device, a pipe, a folder) and such a thing
+    itself are refused (`InputFileError`), never replaced: they are nobody's stale output.
+    (A folder of the project that links outside it is refused by `atomic_path`:
+    `outside_the_project`.)
+    """
     path = Path(path)
-    real = Path(os.path.realpath(path))
     try:
-        mode = os.stat(real).st_mode
+        mode = os.stat(path).st_mode  # what the path (or the link's end) is
     except FileNotFoundError:
-        return real
+        return path  # nothing there, or a link to nothing: the link itself is replaced
     except OSError as e:
         if e.errno == errno.ELOOP:  # a loop of links names no file: the link itself is replaced
             return path
@@ -80,15 +87,51 @@ def writable_target(path: Path | str) -> Path:
     if not stat.S_ISREG(mode):
         what = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, pipe or socket)"
         raise InputFileError(f"refusing to write {path}: it is {what}; choose a file")
-    return real
+    return path
+
+
+def outside_the_project(path: Path | str) -> str | None:
+    """Why a write of `path`, inside the current project by its name, would land outside
+    it (a folder on the way is a symbolic link to elsewhere), or None. A path outside the
+    project by its name (an `--out` the user chose) is theirs: None."""
+    try:
+        from .._places import places
+
+        root = Path(os.path.abspath(places().root))
+    except Exception:  # no project (`weanj new` in an empty folder): nothing to stay inside
+        return None
+    target = Path(os.path.abspath(path))
+    if root not in target.parents:
+        return None
+    real_root = Path(os.path.realpath(root))
+    folder = target.parent
+    while folder != root and not os.path.lexists(folder):
+        folder = folder.parent
+    real = Path(os.path.realpath(folder))
+    if real == real_root or real_root in real.parents:
+        return None
+    probe = root
+    for part in folder.relative_to(root).parts:
+        probe = probe / part
+        if probe.is_symlink():
+            return f"its folder {probe} is a symbolic link to {os.path.realpath(probe)}"
+    return f"its folder {folder} leads to {real}"
 
 
 @contextlib.contextmanager
 def atomic_path(path: Path | str) -> Iterator[Path]:
-    """Yield a temporary path to write; on success it replaces `path` in one step (through
-    a symbolic link, never over a device: `writable_target`). An interrupt at any moment
-    leaves no temporary behind."""
+    """Yield a temporary path to write; on success it replaces `path` in one step (a
+    symbolic link at `path` is replaced, never written through; never over a device:
+    `writable_target`). An interrupt at any moment leaves no temporary behind. The
+    temporary file is made new (`mkstemp`: `O_EXCL`, so never an existing file or link)
+    beside the target, and renamed over it: a reader sees the old file or the new one,
+    never half of one."""
     path = writable_target(path)
+    why = outside_the_project(path)
+    if why is not None:
+        raise InputFileError(
+            f"refusing to write {path}: {why}, outside the project; weanj writes only inside it"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
     tmp = None

@@ -17,6 +17,7 @@ regeneration (no timestamps, fixed attribute order, written atomically). Format-
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,13 @@ def regenerate_hint(example_name: str) -> str:
 
 def generate_inputs(ex: Example, seed: int | None = None) -> Inputs:
     """The shared inputs of an example, computed from its seed (or `seed`)."""
-    generated = ex.generate(ex.seed if seed is None else seed)
+    seed = ex.seed if seed is None else seed
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise InputError(
+            f"{ex.name}: the inputs' seed must be an integer >= 0 (weanj.Example(seed=...) or "
+            f"seed=), got {seed!r}"
+        )
+    generated = ex.generate(int(seed))
     if not isinstance(generated, Mapping):
         raise InputError(
             f"{ex.name}: generate must return a dict of arrays, got {type(generated).__name__}"
@@ -223,3 +230,66 @@ def verify_inputs(ex: Example, places: Places) -> tuple[bool, str]:
             f"{path} has attribute(s) {', '.join(wrong)} other than the generator writes; {fix}"
         )
     return True, f"{path}: sha256 {found.digest[:16]}… ok"
+
+
+# --- stale inputs: a shared file the current generator would not write ------------------------
+
+_FRESH_FILE = ".weanj-inputs-checked.json"  # in results/: which files matched which generator
+_fresh_here: set[tuple[str, str, str]] = set()  # (example, inputs sha256, generator digest)
+
+
+def generator_digest(ex: Example, places: Places) -> str:
+    """The digest of the code of the module that defines the example's generator (what it
+    reaches in the project, named relative to it); a built-in example's generator is
+    weanj's own code."""
+    from .._project import project_config
+    from .._sources import PACKAGE, code_digest, inside, weanj_sources
+
+    module = getattr(ex.generate, "__module__", None) or ex.module or ""
+    found = sys.modules.get(module)
+    origin = getattr(found, "__file__", None)
+    if origin and inside(Path(origin).resolve(), (PACKAGE,)):
+        return weanj_sources()
+    try:
+        pythonpath = tuple(Path(p) for p in project_config(places.root).pythonpath)
+    except Exception:  # a project without [tool.weanj] (the gallery): its root alone
+        pythonpath = ()
+    return code_digest(module, (Path(places.root), *pythonpath))
+
+
+def check_fresh(ex: Example, places: Places, inputs: Inputs) -> None:
+    """Refuse shared inputs that the example's generator, as it is now, would not write
+    (`generate` edited, the file not regenerated): `InputFileError`, one line naming
+    `weanj inputs regenerate EX`. Cheap on every command: the file is regenerated in
+    memory and compared (what `weanj inputs verify` does) only when the generator's code
+    changed since the file was last found to match (`results/.weanj-inputs-checked.json`);
+    an edit that leaves the inputs as they were is accepted without a word."""
+    import json
+
+    code = generator_digest(ex, places)
+    mark = (ex.name, inputs.digest, code)
+    if mark in _fresh_here:
+        return
+    ledger = places.results / _FRESH_FILE
+    try:
+        known = json.loads(ledger.read_text(encoding="utf-8")) if ledger.is_file() else {}
+    except (OSError, ValueError, RecursionError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    if known.get(ex.name) != [inputs.digest, code]:
+        seed = inputs.attrs.get("seed", ex.seed)
+        generated = generate_inputs(ex, seed if type(seed) is int else ex.seed)
+        if generated.digest != inputs.digest:
+            raise InputFileError(
+                f"{places.inputs(ex.name)} is stale: {ex.name}'s generator now makes other "
+                f"inputs (sha256 {generated.digest[:12]}…, the file {inputs.digest[:12]}…); "
+                f"regenerate it with {regenerate_hint(ex.name)}"
+            )
+        known[ex.name] = [inputs.digest, code]
+        try:
+            with atomic_path(ledger) as tmp:
+                tmp.write_text(json.dumps(known, sort_keys=True) + "\n", encoding="utf-8")
+        except (OSError, InputFileError):  # a read-only project: checked again next time
+            pass
+    _fresh_here.add(mark)

@@ -75,7 +75,9 @@ def enable(root: Path | None = None) -> Path | None:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             probe = folder / f".weanj-write-test-{os.getpid()}"
-            probe.write_bytes(b"")
+            probe.unlink(missing_ok=True)  # one left by a killed process of this number
+            # a new file, never through a link
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW))
             probe.unlink()
         except OSError as e:  # read-only: run without the cache, said once, not per program
             from .._errors import say

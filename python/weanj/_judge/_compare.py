@@ -50,7 +50,14 @@ REAL_OF = {
 
 def tolerance(dtype: Any) -> Tolerance:
     """The policy for a dtype (complex dtypes: that of their real parts)."""
-    return TOLERANCES[REAL_OF[np.dtype(dtype).name]]
+    try:
+        return TOLERANCES[REAL_OF[np.dtype(dtype).name]]
+    except (KeyError, TypeError):  # one line naming what it accepts, not numpy's error
+        from .._errors import InputError
+
+        raise InputError(
+            f"tolerance: dtype must be float64, float32, complex128 or complex64, got {dtype!r}"
+        ) from None
 
 
 def eps(dtype: Any) -> float:

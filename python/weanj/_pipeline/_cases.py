@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from .._errors import WeanjError
 from .._io._gradient_files import StoreScan, scan_store
-from .._io._inputs import read_inputs
+from .._io._inputs import check_fresh, read_inputs
 from .._judge import _verdict as judge
 from .._judge._contract import Fault
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
@@ -309,6 +309,7 @@ def read_plan(
     """The case table on the shared inputs, with the store as it is (raises the inputs'
     error when they cannot be read: the example is then not judged)."""
     inputs = read_inputs(catalog.example, places)
+    check_fresh(catalog.example, places, inputs)  # not stale: what the generator writes now
     names = {v.name for v in catalog.variants}
     produced = {places.gradients(catalog.name, d).resolve() for d in DTYPES}
 

@@ -247,7 +247,10 @@ def taylor_test(
     **Returns:** a `TaylorResult`: `.rates` (per direction), `.asymptotic` (the rates at the
     smallest resolved steps), `.passes` (the judge's rule), and every step and remainder.
     """
-    x, g = np.asarray(x), np.asarray(g)
+    from .. import _arguments as arg
+
+    loss = arg.function_of_x(loss, "loss", "taylor_test")
+    x, g = arg.numbers(x, "x", "taylor_test"), arg.numbers(g, "g", "taylor_test")
     if x.shape != g.shape:
         raise InputError(f"taylor_test: g has shape {g.shape}, x has {x.shape}")
     for what, value in (("directions", directions), ("seed", seed)):

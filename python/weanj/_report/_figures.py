@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .._errors import UnavailableError
+from .._io._atomic import atomic_path
 from .._judge._compare import ArrayComparison, tolerance
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
@@ -265,6 +266,7 @@ def plot_pairs(
             "@", "_"
         )
         path = folder / name
-        fig.savefig(path, dpi=100)
+        with atomic_path(path) as tmp:  # never through a link at `path`
+            fig.savefig(tmp, dpi=100, format="png")
         out.append((j, path))
     return out
