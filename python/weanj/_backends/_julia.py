@@ -246,6 +246,7 @@ def julia_variant(
     function: str | None = None,
     runtime_activity: bool = False,
     excludes: Any = None,
+    expected: Any = None,
 ) -> Variant:
     """Register a variant of `example` whose loss is a Julia function and whose gradient
     is Enzyme.jl's.
@@ -273,6 +274,7 @@ def julia_variant(
       (julia/README.md).
     - `runtime_activity`: `Enzyme.set_runtime_activity(Reverse)`, for code whose
       activity Enzyme cannot settle statically.
+    - `expected`: its known differences (`weanj.Expected`, one or several).
 
     `grad` returns a C-order numpy array, or `{name: array}` in `wrt` order for several
     `wrt` arrays; `jvp` is None.
@@ -309,6 +311,7 @@ def julia_variant(
             description=description or f"{file or 'WeanJ'}: {loss}; gradient by Enzyme.jl",
             dtypes=dtypes,
             excludes=excludes,
+            expected=expected,
             # what an evaluation record's key holds beyond Python: the kernel's folder (the
             # helpers it may include), or weanj's own Julia package
             sources=tuple(p for p in (path.parent if path else julia_sources(),) if p),
