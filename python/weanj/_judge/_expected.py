@@ -32,13 +32,15 @@ from ._kinds import Verdict
 _UNJUDGED = (Verdict.SKIPPED, Verdict.UNAVAILABLE, Verdict.STALE, Verdict.INFO)
 
 
-def _as_declared(j: Any, e: Expected, reason: str) -> Any:
-    return dataclasses.replace(j, verdict=Verdict.EXPECTED, expected=e, reason=reason)
+def _as_declared(j: Any, e: Expected, reason: str, **more: Any) -> Any:
+    return dataclasses.replace(j, verdict=Verdict.EXPECTED, expected=e, reason=reason, **more)
 
 
-def _not_there(j: Any, e: Expected, found: str) -> Any:
+def _not_there(j: Any, e: Expected, found: str, **more: Any) -> Any:
     reason = f"declared {e.verdict} ({e.reason}), but {found}"
-    return dataclasses.replace(j, verdict=Verdict.UNEXPECTEDLY_OK, expected=e, reason=reason)
+    return dataclasses.replace(
+        j, verdict=Verdict.UNEXPECTEDLY_OK, expected=e, reason=reason, **more
+    )
 
 
 def _otherwise(j: Any, e: Expected, how: str, **more: Any) -> Any:
@@ -75,8 +77,10 @@ def declared_pair(
         if not j.failed:
             return j
         names = "; ".join(e.where(arrays) for e in declared)
-        return _otherwise(j, declared[0], f"differs in {array}, where the declaration names {names}")
+        how = f"differs in {array}, where the declaration names {names}"
+        return _otherwise(j, declared[0], how, declared=names)
     e = mine[0]
+    place = {"declared": e.where(arrays)}
     mask = e.mask(array, arrays or {}, np.shape(g_ref))
     if mask is not None and not mask.any():  # nothing expected on these inputs
         if j.failed:
@@ -85,10 +89,10 @@ def declared_pair(
     c = j.comparison
     if j.verdict.agreeing:
         rel = "" if c is None or c.max_rel is None else f": max|Δ|/max|g_ref| = {c.max_rel:.2e}"
-        return _not_there(j, e, f"{array} agrees{rel}")
+        return _not_there(j, e, f"{array} agrees{rel}", **place)
     if j.verdict != Verdict.FAIL or c is None or e.verdict != "FAIL":
         found = j.verdict if c is not None else f"{j.verdict} ({j.reason})"
-        return _otherwise(j, e, f"declared {e.verdict}, found {found}")
+        return _otherwise(j, e, f"declared {e.verdict}, found {found}", **place)
     if mask is not None:
         away = compare(g_ref, g, keep=~mask, grad_floor=grad_floor)
         if not away.agree:
@@ -101,14 +105,14 @@ def declared_pair(
                 f"differs outside {e.where(arrays)}: {away.differing} other element(s) of "
                 f"{array}, the worst {_at(array, away.worst)} ({where})"
             )
-            return _otherwise(j, e, how, away=away)
+            return _otherwise(j, e, how, away=away, **place)
     if e.bound is not None:
         measured = c.max_rel
         if measured is None or measured > e.bound:
             size = "inf" if measured is None else f"{measured:.2e}"
             how = f"differs by {size}·max|g_ref| in {array}, above the declared bound {e.bound:g}"
-            return _otherwise(j, e, how)
-    return _as_declared(j, e, e.reason)
+            return _otherwise(j, e, how, **place)
+    return _as_declared(j, e, e.reason, **place)
 
 
 def declared_check(j: Any, declared: Sequence[Expected]) -> Any:

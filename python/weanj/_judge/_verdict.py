@@ -53,6 +53,7 @@ class CaseJudgement:
     info: dict[str, Any] = field(default_factory=dict)  # extra numbers (central differences)
     expected: Expected | None = None  # the declaration it was held to (`weanj.Expected`)
     departure: str = ""  # how it differs from that declaration ("" when as declared)
+    declared: str = ""  # where it declares a difference, on these inputs (`x[0]`)
 
     @property
     def failed(self) -> bool:
@@ -333,6 +334,17 @@ class ExampleJudgement:
     def state(self) -> str:
         """`ok`, the worst failing verdict, or `not judged`."""
         return "not judged" if self.verdict is None else str(self.verdict)
+
+    @property
+    def expected(self) -> dict[Expected, list[CaseJudgement]]:
+        """`{declaration: its cases judged as declared}`: the expected differences (one
+        per declared difference, however many arrays, dtypes and references show it)."""
+        out: dict[Any, list[CaseJudgement]] = {}
+        for j in self.judgements:
+            if j.verdict == Verdict.EXPECTED and j.expected is not None:
+                e = j.expected
+                out.setdefault((e.variant, e.against, e.check, e.reason), []).append(j)
+        return {cases[0].expected: cases for cases in out.values()}
 
     def of_kind(self, kind: str) -> list[CaseJudgement]:
         return [j for j in self.judgements if j.kind == kind]

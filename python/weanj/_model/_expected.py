@@ -26,7 +26,7 @@ DECLARABLE = ("FAIL", "error", "NaN/Inf")
 CHECKS = ("run", "taylor", "jvp")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one declaration is itself (its elements may be a function)
 class Expected:
     """A known difference, declared: `expected=` on a variant or on the `weanj.Example`.
 
