@@ -70,9 +70,7 @@ def declared_pair(
     if not declared or j.verdict in _UNJUDGED:
         return j
     array = j.array
-    mine = sorted(
-        (e for e in declared if e.array in (None, array)), key=lambda e: e.array is None
-    )
+    mine = sorted((e for e in declared if e.array in (None, array)), key=lambda e: e.array is None)
     if not mine:  # declared for another array of the pair
         if not j.failed:
             return j

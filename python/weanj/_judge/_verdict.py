@@ -30,8 +30,6 @@ from ._kinds import Verdict as Verdict
 from ._taylor import DirectionalResult, TaylorResult
 
 
-
-
 @dataclass
 class CaseJudgement:
     """The answer to one case of the case table."""
