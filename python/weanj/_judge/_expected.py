@@ -84,7 +84,7 @@ def declared_pair(
         how = f"differs in {array}, where the declaration names {names}"
         return _otherwise(j, declared[0], how, declared=names)
     e = mine[0]
-    place = {"declared": e.where(arrays)}
+    place = {"declared": e.where(arrays, array)}
     mask = e.mask(array, arrays or {}, np.shape(g_ref))
     if mask is not None and not mask.any():  # nothing expected on these inputs
         if j.failed:
@@ -106,7 +106,7 @@ def declared_pair(
                 else f"{away.max_rel if away.max_rel is not None else float('inf'):.2e}·max|g_ref|"
             )
             how = (
-                f"differs outside {e.where(arrays)}: {away.differing} other element(s) of "
+                f"differs outside {e.where(arrays, array)}: {away.differing} other element(s) of "
                 f"{array}, the worst {_at(array, away.worst)} ({where})"
             )
             return _otherwise(j, e, how, away=away, **place)

@@ -12,6 +12,7 @@ than declared, it fails saying how. Nothing here knows the judge or the registry
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -145,12 +146,19 @@ class Expected:
             return out
         found = self.elements(arrays) if callable(self.elements) else self.elements
         for i in found:
-            out[_index(i)] = True
+            try:
+                out[_index(i)] = True
+            except IndexError:
+                raise DefinitionError(
+                    f"weanj.Expected ({self.reason}): element {i!r} is outside {array}, of "
+                    f"shape {shape}"
+                ) from None
         return out
 
-    def where(self, arrays: Mapping[str, np.ndarray] | None = None) -> str:
-        """The declared place in words: `x`, `x[0]`, `w[5], w[6]`, `x[2:5, :]`."""
-        array = self.array or "any array"
+    def where(self, arrays: Mapping[str, np.ndarray] | None = None, array: str = "") -> str:
+        """The declared place in words: `x`, `x[0]`, `w[5], w[6]`, `x[2:5, :]` (`array`:
+        the one judged, where the declaration names none)."""
+        array = self.array or array or "any array"
         if self.region is not None:
             return f"{array}[{', '.join(_slice_text(s) for s in self.region)}]"
         if self.elements is None:
@@ -189,7 +197,9 @@ def _index(i: Any) -> tuple[int, ...]:
     if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
         return (int(i),)
     try:
-        return tuple(int(k) for k in i)
+        if isinstance(i, (str, bytes)):
+            raise TypeError
+        return tuple(operator.index(k) for k in i)
     except TypeError:
         raise DefinitionError(
             f"weanj.Expected: element {i!r} is not an index (an int or a tuple of ints)"
