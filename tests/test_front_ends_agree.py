@@ -678,3 +678,206 @@ def test_a_variant_wrong_from_step_31_is_found_by_fuzz_at_once_with_checks_pair_
     assert fz.lines[-1].endswith(
         "2 of 3 pair(s) disagree: jax-steps-loop~jax-steps-late, jax-steps-scan~jax-steps-late"
     )
+
+
+# --- declared expectations (issue 40) ---------------------------------------------------------
+# A second throwaway project, `40-declared`: five families, each a reference `jax-F-ref`
+# (L = Σ (x − y)²) and a variant `jax-F` declared with `weanj.Expected` to differ from it.
+# The variant adds one planted term a[i]², so ∂L/∂a[i] grows by 2·a[i] and nothing else
+# moves (its gradient is its loss's derivative: its Taylor and jvp checks pass):
+#
+# - `declared`: x[2] planted, declared at x[2] with a bound above the difference: expected;
+# - `agrees`: nothing planted, the same declaration: unexpectedly ok (x), ok (y);
+# - `bounded`: x[2] planted, declared with a bound below the difference: FAIL, naming both;
+# - `array`: y[2] planted, declared in x: x unexpectedly ok, y FAIL naming y and x[2];
+# - `region`: x[5] planted, declared in x[0:3]: FAIL naming x[5] and x[0:3].
+
+DECLARED = "40-declared"
+DECLARED_MODULE = textwrap.dedent(
+    """
+    import jax.numpy as jnp
+    import numpy as np
+    import weanj
+
+
+    def generate(seed):  # x far from y: every planted term is far beyond the tolerance
+        rng = np.random.default_rng(seed)
+        return {"x": rng.uniform(1, 2, 8), "y": rng.uniform(-1, 0, 8)}
+
+
+    ex = weanj.register_example(weanj.Example(
+        name="40-declared", arrays=("x", "y"), wrt=("x", "y"), generate=generate,
+    ))
+    ONLY = ("float64",)
+
+
+    def base(x, y):
+        return jnp.sum((x - y) ** 2)
+
+
+    def planted(array, i):
+        def loss(x, y):
+            return base(x, y) + (x if array == "x" else y)[i] ** 2
+
+        return loss
+
+
+    def at(**where):
+        return weanj.Expected(reason="a planted term", array="x", **where)
+
+
+    CASES = {
+        "declared": (planted("x", 2), at(elements=[2], bound=10.0)),
+        "agrees": (base, at(elements=[2])),
+        "bounded": (planted("x", 2), at(elements=[2], bound=1e-3)),
+        "array": (planted("y", 2), at(elements=[2])),
+        "region": (planted("x", 5), at(region=np.s_[0:3])),
+    }
+    for family, (loss, declared) in CASES.items():
+        weanj.jax_variant(ex, f"jax-{family}-ref", family=family, loss=base, dtypes=ONLY)
+        weanj.jax_variant(
+            ex, f"jax-{family}", family=family, loss=loss, dtypes=ONLY, expected=declared
+        )
+    """
+)
+
+
+def _declared_case(family: str, array: str) -> str:
+    return f"{DECLARED}::{family}::jax-{family}-ref~jax-{family}::{array}"
+
+
+# Every declared pair's verdict, per array, derived from the plants above.
+DECLARED_PAIRS = {
+    _declared_case("declared", "x"): "expected",
+    _declared_case("declared", "y"): "ok",
+    _declared_case("agrees", "x"): "unexpectedly ok",
+    _declared_case("agrees", "y"): "ok",
+    _declared_case("bounded", "x"): "FAIL",
+    _declared_case("bounded", "y"): "ok",
+    _declared_case("array", "x"): "unexpectedly ok",
+    _declared_case("array", "y"): "FAIL",
+    _declared_case("region", "x"): "FAIL",
+    _declared_case("region", "y"): "ok",
+}
+DECLARED_ITEM = re.compile(r"^weanj::(\S+) (PASSED|FAILED|SKIPPED|XFAIL)", re.MULTILINE)
+DECLARED_OUTCOME = {
+    "ok": "PASSED",
+    "expected": "XFAIL",
+    "unexpectedly ok": "FAILED",
+    "FAIL": "FAILED",
+}
+
+
+@pytest.fixture(scope="module")
+def declared(tmp_path_factory):
+    """The project of declared differences, and what each front end says of it."""
+    root = tmp_path_factory.mktemp("declared")
+    write_project(
+        root, {"fe_declared.py": DECLARED_MODULE, "conftest.py": OBSERVER}, regenerate=False
+    )
+    quiet = lambda line: None  # noqa: E731
+    with loaded(root, "fe_declared"):
+        weanj.write_inputs(DECLARED)
+        inputs = weanj.load_inputs(DECLARED)
+        api = weanj.check(DECLARED, say=quiet)  # weanj.check(), as in a notebook
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["check", DECLARED])
+        cli = (code, out.getvalue())
+        diff = _cli_json("diff", DECLARED, "--json")
+        report = weanj.report(DECLARED, out=root / "report.html")
+    verdicts_file = tmp_path_factory.mktemp("observer") / "verdicts.json"
+    tests = pytest_weanj_in(root, "-v", "-rx", env=user_env(VERDICTS_FILE=str(verdicts_file)))
+    return {
+        "inputs": inputs,
+        "api": api,
+        "cli": cli,
+        "diff": diff,
+        "report": report,
+        "html": (root / "report.html").read_text(),
+        "pytest": tests,
+        "observed": json.loads(verdicts_file.read_text()),
+    }
+
+
+def test_declared_differences_get_one_verdict_in_every_front_end(declared):
+    api = declared["api"]
+    assert {c: v for c, v in api.verdicts().items() if c in DECLARED_PAIRS} == DECLARED_PAIRS
+    code, text = declared["cli"]
+    assert code == 1  # unexpectedly ok and the departures fail
+    diff = {j["case"]: j["verdict"] for j in declared["diff"]["pairs"]}
+    assert {c: diff[c] for c in DECLARED_PAIRS} == DECLARED_PAIRS
+    assert declared["diff"]["exit_code"] == 1
+    page = declared["report"].pages[0]
+    assert {j.case: str(j.verdict) for j in page.ej.judgements if j.case in DECLARED_PAIRS} == (
+        DECLARED_PAIRS
+    )
+    # pytest --weanj: expected is an xfail, unexpectedly ok a strict XPASS (a failure).
+    tests = declared["pytest"]
+    outcomes = dict(DECLARED_ITEM.findall(tests.stdout))
+    assert {c: outcomes[c] for c in DECLARED_PAIRS} == {
+        c: DECLARED_OUTCOME[v] for c, v in DECLARED_PAIRS.items()
+    }, tests.stdout
+    observed = declared["observed"]
+    assert {c: observed[c][0] for c in DECLARED_PAIRS} == DECLARED_PAIRS
+    assert tests.stdout.count("[XPASS(strict)]") >= 2, tests.stdout
+    assert f"XFAIL weanj::{_declared_case('declared', 'x')} - expected: a planted term" in (
+        tests.stdout
+    )
+    # Only what departs from its declaration fails: no gradient check, no run.
+    failing = {j.case for j in api.failures}
+    assert failing == {c for c, v in DECLARED_PAIRS.items() if Verdict(v).failing}
+
+
+def test_the_expected_difference_passes_and_is_named_with_its_reason(declared):
+    api, (_, text) = declared["api"], declared["cli"]
+    j = api[DECLARED].by_case()[_declared_case("declared", "x")]
+    assert j.verdict == Verdict.EXPECTED and not j.failed
+    assert j.reason == "a planted term" and j.declared == "x[2]"
+    assert re.search(r"^  jax-declared-ref\s+jax-declared\s+x\s.*expected$", text, re.MULTILINE)
+    assert "    jax-declared vs its family (x[2], 1 case(s)): a planted term" in text
+    assert "40-declared: FAIL (5 failure(s), 1 expected difference)" in text
+    pair = next(
+        p for p in declared["diff"]["pairs"] if p["case"] == _declared_case("declared", "x")
+    )
+    assert pair["expected"]["reason"] == "a planted term" and pair["expected"]["where"] == "x[2]"
+    assert pair["departure"] is None
+    assert [e["cases"] for e in declared["diff"]["expected"]] == [[_declared_case("declared", "x")]]
+    # the report: a colour and a column of its own, with the reason
+    html = declared["html"]
+    assert '<td class="expected">expected</td>' in html
+    assert "x[2], at most 10·max|g_ref|: a planted term" in html
+    # a notebook shows the same
+    notebook = api._repr_html_()
+    assert "expected" in notebook and "a planted term" in notebook
+    assert "1 expected difference" in repr(api)
+
+
+def test_a_departure_from_the_declaration_fails_saying_how(declared):
+    by_case = declared["api"][DECLARED].by_case()
+    x, y = declared["inputs"]["x"], declared["inputs"]["y"]
+    # the measured difference, apart from the judge: 2·x[2] over max|2(x − y)|
+    measured = abs(x[2]) / np.max(np.abs(x - y))
+    assert measured > 1e-3 and measured < 10.0  # the premises of `bounded` and `declared`
+    bounded = by_case[_declared_case("bounded", "x")]
+    assert bounded.verdict == Verdict.FAIL
+    assert bounded.departure == (
+        f"differs by {measured:.2e}·max|g_ref| in x, above the declared bound 0.001"
+    )
+    agrees = by_case[_declared_case("agrees", "x")]
+    assert agrees.verdict == Verdict.UNEXPECTEDLY_OK
+    assert agrees.reason.startswith("declared FAIL (a planted term), but x agrees")
+    array = by_case[_declared_case("array", "y")]
+    assert array.verdict == Verdict.FAIL
+    assert array.departure == "differs in y, where the declaration names x[2]"
+    region = by_case[_declared_case("region", "x")]
+    assert region.verdict == Verdict.FAIL
+    assert region.departure.startswith(
+        "differs outside x[0:3]: 1 other element(s) of x, the worst x[5]"
+    )
+    # the same words in every front end
+    diff = {j["case"]: j for j in declared["diff"]["pairs"]}
+    for j in (bounded, array, region):
+        assert diff[j.case]["departure"] == j.departure
+        assert j.departure in declared["pytest"].stdout
+        assert j.departure in declared["cli"][1]

@@ -295,7 +295,12 @@ def test_markdown_is_a_short_github_summary_naming_the_failure(ports):
     md = (ports / "summary.md").read_text(encoding="utf-8")
     assert len(md) < 65_000
     heads = assert_github_tables(md)
-    assert heads[0] == ["example", "verdict", "what fails (variant · array)", "missing"]
+    assert heads[0] == [
+        "example",
+        "verdict",
+        "what fails (variant · array), what differs as declared",
+        "missing",
+    ]
     assert sum(h[0] == "variant" for h in heads) == 2
     first = md.split("\n\n", 2)[2].split("\n\n")[0]
     assert "`jax-wrong` · `x`: FAIL: differs from jax-loop, jax-scan" in first, first

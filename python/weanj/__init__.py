@@ -74,6 +74,7 @@ from ._judge._verdict import Verdict as Verdict  # noqa: E402
 from ._model import Array as Array  # noqa: E402
 from ._model import Catalog as Catalog  # noqa: E402
 from ._model import Example as Example  # noqa: E402
+from ._model import Expected as Expected  # noqa: E402
 from ._model import FDPolicy as FDPolicy  # noqa: E402
 from ._model import Functions as Functions  # noqa: E402
 from ._model import Gradient as Gradient  # noqa: E402

@@ -7,7 +7,9 @@ float32 against the family's float64 reference, the Taylor and jvp checks, every
 recorded or other file of the store), with the case ids
 (`02-gauss-seidel::lex::jax-lex~jax-wavefront`), and needs no test code of its own. Each
 item asks the one judge, as `weanj check` does, and renders its verdict: failing
-verdicts fail, `stale`, `skipped` and `unavailable` skip saying why, the rest pass.
+verdicts fail, `stale`, `skipped` and `unavailable` skip saying why, `expected` (a
+difference declared with `weanj.Expected`) is an xfail with its reason, `unexpectedly ok`
+a failure that says `[XPASS(strict)]` as pytest does, the rest pass.
 `--weanj-record` (re)writes the recorded references instead (pytest-regressions'
 `--force-regen`); `--weanj-fuzz N` adds a fuzz search of each same-family pair.
 
@@ -66,8 +68,12 @@ class WeanjItem(pytest.Item):
 
         j = judge_case(self.plan, self.case, self.config.stash[_SESSION])
         self.judgement = j
+        if j.verdict == Verdict.UNEXPECTEDLY_OK:  # pytest's words for a strict XPASS
+            raise _Failed(f"[XPASS(strict)] {message(j)}")
         if j.failed:
             raise _Failed(message(j))
+        if j.verdict == Verdict.EXPECTED:  # a declared difference, as declared
+            pytest.xfail(f"{j.verdict}: {j.reason}")
         if j.verdict in (Verdict.SKIPPED, Verdict.STALE, Verdict.UNAVAILABLE):
             pytest.skip(f"{j.verdict}: {j.reason}")
 

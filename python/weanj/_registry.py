@@ -34,7 +34,7 @@ from ._errors import (
     wrapped,
 )
 from ._interrupts import CalledExit, guarded_import
-from ._model import Catalog, Example, Variant
+from ._model import Catalog, Example, Expected, Variant
 from ._project import BUILTIN, ProjectConfig, project_config
 from ._sources import code_digest
 
@@ -319,12 +319,39 @@ def catalog(name: str | Example) -> Catalog:
     """An example with its variants, kink declarations and fuzz strategies."""
     ex = example(name)
     kinks = {pair: why for (owner, pair), why in _AT_KINKS.items() if owner == ex.name}
+    variants = tuple(_VARIANTS[ex.name].values())
     return Catalog(
         ex,
-        tuple(_VARIANTS[ex.name].values()),
+        variants,
         kinks,
         tuple(_STRATEGIES.get(ex.name, ())),
+        _declarations(ex, variants),
     )
+
+
+def _declarations(ex: Example, variants: tuple[Variant, ...]) -> tuple[Expected, ...]:
+    """The example's and its variants' `expected=`, each checked against the registry: the
+    variants it names exist, a pair is of one family, the array is one of `wrt`."""
+    table = {v.name: v for v in variants}
+    found = (*ex.expected, *(e for v in variants for e in v.expected))
+    for e in found:
+        for name in (e.variant, e.against):
+            if name is not None and name not in table:
+                raise DefinitionError(
+                    f"{ex.name}: weanj.Expected names {name!r}, which is not a variant of "
+                    f"{ex.name}{_suggest(name, table)}"
+                )
+        if e.against is not None and table[e.against].family != table[e.variant].family:
+            raise DefinitionError(
+                f"{ex.name}: weanj.Expected pairs {e.variant} with {e.against}, which are not "
+                "of one family (pairs across families are for information only)"
+            )
+        if e.array is not None and e.array not in ex.wrt_names:
+            raise DefinitionError(
+                f"{ex.name}: weanj.Expected names array {e.array!r}; the gradient arrays are "
+                f"{', '.join(ex.wrt_names)}"
+            )
+    return found
 
 
 def catalogs(names: list[str] | tuple[str, ...] | str | None = None) -> list[Catalog]:

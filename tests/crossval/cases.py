@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 import weanj
+from weanj._judge._compare import tolerance
 from weanj._judge._contract import Fault
 from weanj._judge._verdict import CaseJudgement, Verdict
 from weanj._pipeline import _cases
@@ -46,17 +47,6 @@ REFERENCES = {
     "04-tridiagonal": "reference_tridiagonal",
     "05-deposition": "reference_deposition",
     "06-signed-grid": "reference_signed_grid",
-}
-
-# Variants the gallery keeps because they part ways with their family on the shared
-# inputs: the hazard their example shows. Their pairs on the shared inputs are skipped
-# here, saying why; the example's own tests assert where, by how much and why they part.
-PARTS_BY_DESIGN = {
-    ("06-signed-grid", "jax-signfit"): (
-        "the literal port of 06-signed-grid: on a CPU, XLA computes the midpoint of n = 11 "
-        "as fma(5, RN(1/5), -1) = 5.6e-17, not 0, and sign(t) flips "
-        "(tests/crossval/test_signed_grid.py asserts where and why)"
-    ),
 }
 
 _BACKEND_MARKS = {
@@ -140,13 +130,6 @@ def table_cases(
                 continue
             names = [p.subjects[s].variant for s in case.subjects if s in p.subjects]
             marks = _marks(example, [v.name for v in names if v is not None], skips=False)
-            parting = [
-                PARTS_BY_DESIGN[example, v.name]
-                for v in names
-                if v is not None and (example, v.name) in PARTS_BY_DESIGN
-            ]
-            if case.kind == "pair" and parting:
-                marks.append(pytest.mark.skip(reason=f"{case.id}: {parting[0]}"))
             if slow_if is not None and slow_if(p, case):
                 marks.append(pytest.mark.slow)
             skip = p.skip_of(case)
@@ -185,6 +168,27 @@ def subject(example: str, label: str) -> weanj.Gradient:
     found = _cases.subject_outcome(plan_of(example), label, SESSION)
     assert not isinstance(found, Fault), f"{label}: {found.verdict}: {found.line}"
     return found
+
+
+def assert_as_declared(example: str, j: CaseJudgement) -> None:
+    """A pair judged `expected` (a gallery variant kept for the hazard it shows, declared
+    with `weanj.Expected`), checked by hand on the arrays compared: they differ beyond the
+    tolerance, only at the declared elements, and by no more than the declared bound."""
+    e = j.expected
+    assert e is not None and j.comparison is not None, message(j)
+    a, b = (subject(example, label) for label in j.subjects)
+    ga, gb = np.asarray(a.gradients[j.array]), np.asarray(b.gradients[j.array])
+    scale = float(np.max(np.abs(ga)))
+    allowed = max(tolerance(j.comparison.dtype).grad * scale, j.comparison.grad_floor)
+    beyond = np.abs(gb.astype(np.float64) - ga.astype(np.float64)) > allowed
+    declared = e.mask(j.array, plan_of(example).inputs.arrays, ga.shape)
+    assert beyond.any(), f"{j.case}: declared to differ, and nothing does: {message(j)}"
+    if declared is not None:
+        outside = np.argwhere(beyond & ~declared)
+        assert not outside.size, f"{j.case}: differs outside {j.declared}, at {outside.tolist()}"
+    if e.bound is not None:
+        measured = float(np.max(np.abs(gb - ga))) / scale
+        assert measured <= e.bound, f"{j.case}: {measured:.2e} above the bound {e.bound}"
 
 
 def assert_judged(j: CaseJudgement, *verdicts: Verdict) -> None:

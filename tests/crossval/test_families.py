@@ -15,6 +15,7 @@ from weanj._report._text import message
 
 from . import reference
 from .cases import (
+    assert_as_declared,
     assert_judged,
     assert_within_policy,
     family_cases,
@@ -45,9 +46,12 @@ def test_same_family_pair_agrees(example, case_id):
     # `pytest --weanj`'s own case, answered by the judge; then the policy once more, by
     # hand, on the arrays it compared (a judge that passed everything would not pass this).
     j = judge(example, case_id)
-    assert_judged(j, Verdict.OK, Verdict.KINKS)
+    assert_judged(j, Verdict.OK, Verdict.KINKS, Verdict.EXPECTED)
     if j.verdict == Verdict.KINKS:  # only a pair declared with weanj.differ_at_kinks
         assert j.kinks and j.away is not None and j.away.agree, message(j)
+        return
+    if j.verdict == Verdict.EXPECTED:  # only a pair declared with weanj.Expected
+        assert_as_declared(example, j)
         return
     a, b = (subject(example, label) for label in j.subjects)
     assert_within_policy(
@@ -78,8 +82,11 @@ def test_float32_within_its_tolerance_of_the_family_reference(example, case_id):
     # Each variant run in float32 on the shared inputs (cast once), against its family's
     # float64 reference, under the float32 policy (1e-5 loss, 1e-4·max|g_ref|).
     j = judge(example, case_id)
-    assert_judged(j, Verdict.OK)
+    assert_judged(j, Verdict.OK, Verdict.EXPECTED)
     assert j.comparison.dtype == "float32", message(j)
+    if j.verdict == Verdict.EXPECTED:  # only a pair declared with weanj.Expected
+        assert_as_declared(example, j)
+        return
     ref, single = (subject(example, label) for label in j.subjects)
     assert ref.dtype == "float64" and single.dtype == "float32"
     g = single.gradients[j.array]

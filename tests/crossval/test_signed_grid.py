@@ -14,8 +14,8 @@
 The sweeps over sizes evaluate each port's own loss function (what `weanj.jax_variant`
 registered) and its gradient from one compiled program per size (`jax.value_and_grad`),
 half the compilations of `.loss` and `.grad`; `weanj check` runs the registered variants.
-- `weanj check 06-signed-grid` (a subprocess, as a user runs it) fails the literal port
-  and passes the integer port: exit 1, every failing case naming `jax-signfit`.
+- `weanj check 06-signed-grid` (a subprocess, as a user runs it) exits 0 with the literal
+  port as its one expected difference (`weanj.Expected`, at x[0] and w[5], with its reason).
 - The validator's one-line rejections.
 """
 
@@ -28,6 +28,7 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
+import h5py
 import jax
 import numpy as np
 import pytest
@@ -233,31 +234,42 @@ def test_the_compiled_grid_multiplies_by_the_rounded_reciprocal():
 # --- weanj check, as a user runs it ---------------------------------------------------------
 
 
-def test_weanj_check_fails_the_literal_port_and_passes_the_integer_port(project):
-    """On the shared inputs (n = 11), in a project that lists the example: exit 1; the
-    failing cases are exactly the pairs with the literal port (against the integer port
-    and the recorded reference), and the integer port agrees with the recorded one."""
+def test_weanj_check_passes_with_the_literal_port_as_its_one_expected_difference(project):
+    """On the shared inputs (n = 11), in a project that lists the example: exit 0 and "1
+    expected difference", named with its reason; the literal port's pairs (against the
+    integer port and the recorded reference, in float64) are `expected` exactly where
+    the fused midpoint flips sign(t): x[0] and w[5], the midpoint (n - 1)/2; every other
+    pair and every gradient check is ok."""
     needs_fma()
+    from weanj.examples import signed_grid
+
     (project / "pyproject.toml").write_text(
         '[tool.weanj]\nexamples = ["weanj.examples.signed_grid"]\n'
     )
     r = run_weanj("check", EXAMPLE, "--dtype", "float64", root=project, cwd=project, timeout=300)
-    assert r.returncode == 1, r.stdout + r.stderr
-    assert re.search(rf"^  {INTEGER}\s+{LITERAL}\s+x\s.*FAIL$", r.stdout, re.MULTILINE), r.stdout
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(rf"^  {INTEGER}\s+{LITERAL}\s+x\s.*expected$", r.stdout, re.MULTILINE)
+    assert f"  {EXAMPLE}: ok (1 expected difference)" in r.stdout, r.stdout
+    assert re.search(r"^overall: ok — .*, 1 expected difference, ", r.stdout, re.MULTILINE)
+    assert f"    {LITERAL} vs its family (x[0]; w[5], 4 case(s)): {signed_grid.HAZARD}" in r.stdout
     verdicts = json.loads((project / "results" / EXAMPLE / "check.json").read_text())
     pairs = {tuple(p["subjects"]) + (p["array"],): p for p in verdicts["pairs"]}
     recorded = f"recorded/{INTEGER}"
+    with h5py.File(project / "shared_inputs" / f"{EXAMPLE}.h5", "r") as f:  # as committed
+        n = f["w"].shape[0]
+    assert n % 2 == 1 and n in parting_sizes([n])  # the premise: n = 11 parts ways
+    where = {"x": "x[0]", "w": f"w[{(n - 1) // 2}]"}
     for array in ("x", "w"):
-        assert pairs[(INTEGER, LITERAL, array)]["verdict"] == "FAIL"
         assert pairs[(INTEGER, recorded, array)]["verdict"] == "ok"
         with_literal = [p for k, p in pairs.items() if LITERAL in k and k[-1] == array]
-        assert with_literal and all(p["verdict"] == "FAIL" for p in with_literal)
-    failing = [p["case"] for p in verdicts["pairs"] + verdicts["checks"] if p["failed"]]
-    assert failing and all(
-        f"{LITERAL}~" in c or c.endswith(f"~{LITERAL}") or f"~{LITERAL}::" in c for c in failing
-    ), failing
-    checks = [c for c in verdicts["checks"] if c["subjects"] == [INTEGER]]
-    assert checks and all(c["verdict"] == "ok" for c in checks)
+        assert len(with_literal) == 2  # against the integer port and the recorded one
+        for p in with_literal:
+            assert p["verdict"] == "expected" and not p["failed"]
+            assert p["expected"]["where"] == where[array]
+            assert p["expected"]["reason"] == signed_grid.HAZARD
+            assert p["differing_at"] == [[0 if array == "x" else (n - 1) // 2]]
+    assert not [p["case"] for p in verdicts["pairs"] + verdicts["checks"] if p["failed"]]
+    assert all(c["verdict"] == "ok" for c in verdicts["checks"] if c["verdict"] != "skipped")
 
 
 def test_weanj_fuzz_finds_an_odd_size_by_itself_where_the_shared_inputs_agree(project):

@@ -11,6 +11,7 @@ is imported only when such a variant is built.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from .._model import Example, Functions
 from ._jax import Precise, jax_variant, stored_convention
@@ -74,6 +75,7 @@ def enzyme_variant(
     description: str = "",
     dtypes: tuple[str, ...] = ("float64", "float32"),
     excludes: Callable | None = None,
+    expected: Any = None,
 ):
     """Register a variant whose gradient is Enzyme's (Enzyme-JAX) of the JAX `loss`; a
     decorator when `loss` is not given:
@@ -99,6 +101,7 @@ def enzyme_variant(
         description=described,
         dtypes=dtypes,
         excludes=excludes,
+        expected=expected,
         functions=lambda ex, fn, grad: enzyme_functions(ex, fn),
     )
 

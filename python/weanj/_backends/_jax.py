@@ -118,6 +118,7 @@ def jax_variant(
     dtypes: tuple[str, ...] = ("float64", "float32"),
     excludes: Callable | None = None,
     functions: Callable = jit_functions,
+    expected: Any = None,
 ) -> Any:
     """Register a JAX loss function as a variant of `example`; a decorator when `loss`
     is not given:
@@ -133,7 +134,8 @@ def jax_variant(
     `dtypes` the dtypes it supports; `excludes(arrays, params) -> reason or None` the
     inputs it is known not to handle (skipped there, with the reason); `description`
     defaults to the first line of the function's docstring; `functions(example, loss,
-    grad) -> Functions` builds it (Enzyme-JAX's variants differ only there).
+    grad) -> Functions` builds it (Enzyme-JAX's variants differ only there);
+    `expected` its known differences (`weanj.Expected`, one or several).
     **Returns:** as a decorator the function unchanged (siblings can reuse it); called
     with `loss=`, the registered `Variant`.
     """
@@ -142,6 +144,7 @@ def jax_variant(
     def register(fn: Callable) -> Variant:
         described = description(fn) if callable(description) else description
         fields = dict(backend=backend, requires=tuple(requires), dtypes=dtypes, excludes=excludes)
+        fields["expected"] = expected
         return register_variant(
             Variant(
                 ex,

@@ -312,6 +312,7 @@ def julia_variant(
     function: str | None = None,
     runtime_activity: bool = False,
     excludes: Any = None,
+    expected: Any = None,
 ) -> Variant:
     """Register a variant of `example` whose loss is a Julia function and whose gradient
     is Enzyme.jl's.
@@ -339,6 +340,7 @@ def julia_variant(
       (julia/README.md).
     - `runtime_activity`: `Enzyme.set_runtime_activity(Reverse)`, for code whose
       activity Enzyme cannot settle statically.
+    - `expected`: its known differences (`weanj.Expected`, one or several).
 
     `grad` returns a C-order numpy array, or `{name: array}` in `wrt` order for several
     `wrt` arrays; `jvp` is None.
@@ -375,6 +377,7 @@ def julia_variant(
             description=description or f"{file or 'WeanJ'}: {loss}; gradient by Enzyme.jl",
             dtypes=dtypes,
             excludes=excludes,
+            expected=expected,
             # what an evaluation record's key holds beyond Python: the kernel's file and
             # the files it includes (so an edit of one file recomputes its variants
             # only), or weanj's own Julia package

@@ -20,14 +20,15 @@ import numpy as np
 
 from .._errors import ExcludedError, InputError, UnavailableError, VariantError, WeanjError
 from .._model import COMPLEX_OF, Example
+from ._kinds import Verdict
 
-# A fault's verdict, as `Verdict` spells it (`Verdict(fault.verdict)`).
+# A fault's verdict (`Verdict` is a `str`: a fault read back from a record compares equal).
 ERROR, NONFINITE, TIMEOUT, UNAVAILABLE, SKIPPED = (
-    "error",
-    "NaN/Inf",
-    "timeout",
-    "unavailable",
-    "skipped",
+    Verdict.ERROR,
+    Verdict.NONFINITE,
+    Verdict.TIMEOUT,
+    Verdict.UNAVAILABLE,
+    Verdict.SKIPPED,
 )
 
 
@@ -48,11 +49,11 @@ class Fault:
     def error(self, after: str = "") -> WeanjError:
         """The exception the Python API and `weanj run` raise for it: `UnavailableError`,
         `ExcludedError` (skipped) or `VariantError` (its line, then `after`)."""
-        if self.verdict == "unavailable":
+        if self.verdict == UNAVAILABLE:
             return UnavailableError(self.what)
-        if self.verdict == "skipped":
+        if self.verdict == SKIPPED:
             return ExcludedError(self.what)
-        what = self.line if self.verdict == "error" else f"{self.verdict}: {self.line}"
+        what = self.line if self.verdict == ERROR else f"{self.verdict}: {self.line}"
         return VariantError(f"{what}{after}")
 
 

@@ -5,96 +5,29 @@ verdict, and the numbers behind it (an `ArrayComparison`, a `TaylorResult`, a
 `DirectionalResult`, a reason). `weanj check`, `weanj diff`, `weanj report`, `weanj
 bisect`, `weanj fuzz` and `pytest --weanj` only render judgements (`_report`).
 
-Verdicts (docs/DESIGN.md, "The judge"), from the worst down (`RANKING`):
-
-- `FAIL`: outside the tolerance policy, a gradient check that failed, a bad file;
-- `error`: the variant itself is at fault (it raised; it returned outputs of the wrong
-  shape, kind, number or dtype, or a loss that is not a scalar);
-- `NaN/Inf`: a NaN or Inf in a loss or gradient;
-- `timeout`: a run that exceeded its time limit;
-- `stale`: a file computed on other inputs (with the command that recomputes it);
-- `kinks`: a pair declared with `weanj.differ_at_kinks` that agrees away from the kinks;
-- `unavailable`: a variant that cannot run here (its backend is missing);
-- `skipped`: what is not judged, with the reason (a variant declared not to apply, a
-  check no member can do, a pair not compared because one side is at fault);
-- `info`: two families (different algorithms), compared for information;
-- `ok`: within the tolerance policy / the check passed.
-
-FAIL, error, NaN/Inf and timeout are failures (`Verdict.failing`); ok and kinks are
-agreement (`Verdict.agreeing`). No other list of verdicts exists anywhere.
+The verdicts themselves (label, colour, whether each fails or agrees, their rank) are
+defined once, in `_kinds.Verdict`; a declared expectation (`weanj.Expected`) is applied
+to a case's judgement here too (`_expected`), so `expected` and `unexpectedly ok` are
+the judge's, like every other verdict.
 """
 
 from __future__ import annotations
 
-import enum
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .._model import Gradient, Inputs
+from .._model import Expected, Gradient, Inputs
 from ._compare import ArrayComparison, compare, floor_of
 from ._contract import Fault
+from ._expected import declared_check as declared_check
+from ._expected import declared_pair
+from ._kinds import KINDS as KINDS
+from ._kinds import RANKING as RANKING
+from ._kinds import Verdict as Verdict
 from ._taylor import DirectionalResult, TaylorResult
-
-
-class Verdict(str, enum.Enum):
-    OK = "ok"
-    FAIL = "FAIL"
-    ERROR = "error"
-    NONFINITE = "NaN/Inf"
-    TIMEOUT = "timeout"
-    STALE = "stale"
-    KINKS = "kinks"
-    UNAVAILABLE = "unavailable"
-    SKIPPED = "skipped"
-    INFO = "info"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def failing(self) -> bool:
-        """A failure: the command exits 1 and pytest fails the item."""
-        return self in _FAILING
-
-    @property
-    def agreeing(self) -> bool:
-        """Two ports agree (what bisect and fuzz search the end of)."""
-        return self in (Verdict.OK, Verdict.KINKS)
-
-    @property
-    def rank(self) -> int:
-        """0 for the worst (`RANKING`)."""
-        return RANKING.index(self)
-
-    @classmethod
-    def parse(cls, text: str) -> Verdict:
-        """The verdict a file or a report row spells (a `ValueError` for anything else)."""
-        return cls(text)
-
-    @staticmethod
-    def worst(verdicts: Iterable[Verdict]) -> Verdict | None:
-        """The worst of some verdicts (what a cell of several judgements shows)."""
-        return min(verdicts, key=lambda v: v.rank, default=None)
-
-
-_FAILING = frozenset({Verdict.FAIL, Verdict.ERROR, Verdict.NONFINITE, Verdict.TIMEOUT})
-RANKING = (
-    Verdict.FAIL,
-    Verdict.ERROR,
-    Verdict.NONFINITE,
-    Verdict.TIMEOUT,
-    Verdict.STALE,
-    Verdict.KINKS,
-    Verdict.UNAVAILABLE,
-    Verdict.SKIPPED,
-    Verdict.INFO,
-    Verdict.OK,
-)
-KINDS = ("run", "pair", "taylor", "jvp", "file")
 
 
 @dataclass
@@ -116,6 +49,9 @@ class CaseJudgement:
     taylor: TaylorResult | None = None
     directional: DirectionalResult | None = None
     info: dict[str, Any] = field(default_factory=dict)  # extra numbers (central differences)
+    expected: Expected | None = None  # the declaration it was held to (`weanj.Expected`)
+    departure: str = ""  # how it differs from that declaration ("" when as declared)
+    declared: str = ""  # where it declares a difference, on these inputs (`x[0]`)
 
     @property
     def failed(self) -> bool:
@@ -175,11 +111,35 @@ def judge_pair(
     kinks: str | None = None,
     keep: np.ndarray | None = None,
     info: bool = False,
+    expected: tuple[Expected, ...] = (),
+    arrays: Any = None,
 ) -> CaseJudgement:
     """`b` against the reference `a`, on one gradient array. `info`: two families, for
     information; a declared kink pair (`kinks`, with the mask `keep` of entries away from
-    the kinks) that agrees away from them gives `kinks`. The floors of the tolerance come
-    from the runs' rounding noise (`Gradient.noise`, `_compare.floor_of`)."""
+    the kinks) that agrees away from them gives `kinks`; a pair declared with
+    `weanj.Expected` (`expected`, on the inputs' `arrays`) is held to its declarations
+    (`_expected`). The floors of the tolerance come from the runs' rounding noise
+    (`Gradient.noise`, `_compare.floor_of`)."""
+    j = _judge_pair(case, a, b, array, kinks=kinks, keep=keep, info=info)
+    if not expected:
+        return j
+    ga, gb = np.asarray(a.gradients[array]), np.asarray(b.gradients[array])
+    if ga.shape != gb.shape:
+        return declared_pair(j, expected, ga, ga, arrays=arrays)
+    floor = floor_of(a, b, array)
+    return declared_pair(j, expected, ga, gb, grad_floor=floor, arrays=arrays)
+
+
+def _judge_pair(
+    case: str,
+    a: Gradient,
+    b: Gradient,
+    array: str,
+    *,
+    kinks: str | None,
+    keep: np.ndarray | None,
+    info: bool,
+) -> CaseJudgement:
     what = {"family": a.family, "subjects": (a.label, b.label), "array": array}
     if info or a.family != b.family:
         what["family"] = f"{a.family} vs {b.family}"
@@ -372,6 +332,17 @@ class ExampleJudgement:
     def state(self) -> str:
         """`ok`, the worst failing verdict, or `not judged`."""
         return "not judged" if self.verdict is None else str(self.verdict)
+
+    @property
+    def expected(self) -> dict[Expected, list[CaseJudgement]]:
+        """`{declaration: its cases judged as declared}`: the expected differences (one
+        per declared difference, however many arrays, dtypes and references show it)."""
+        out: dict[Any, list[CaseJudgement]] = {}
+        for j in self.judgements:
+            if j.verdict == Verdict.EXPECTED and j.expected is not None:
+                e = j.expected
+                out.setdefault((e.variant, e.against, e.check, e.reason), []).append(j)
+        return {cases[0].expected: cases for cases in out.values()}
 
     def of_kind(self, kind: str) -> list[CaseJudgement]:
         return [j for j in self.judgements if j.kind == kind]

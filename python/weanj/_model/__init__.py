@@ -7,6 +7,7 @@ from ._example import FDPolicy as FDPolicy
 from ._example import Sizes as Sizes
 from ._example import TaylorPolicy as TaylorPolicy
 from ._example import check_name as check_name
+from ._expected import Expected as Expected
 from ._gradient import Gradient as Gradient
 from ._inputs import Inputs as Inputs
 from ._inputs import from_arrays as from_arrays

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ._example import Example
+from ._expected import Expected
 from ._variant import Variant
 
 
@@ -23,6 +24,7 @@ class Catalog:
     variants: tuple[Variant, ...]
     kinks: Mapping[frozenset, str] = field(default_factory=dict)  # {{a, b}: why}
     strategies: tuple[Callable, ...] = ()
+    expectations: tuple[Expected, ...] = ()  # the example's and its variants' `expected=`
 
     def __repr__(self) -> str:
         names = ", ".join(v.name for v in self.variants)
@@ -48,6 +50,18 @@ class Catalog:
         if a is None or b is None or a is b:
             return None
         return self.kinks.get(frozenset((a.name, b.name)))
+
+    def declared_pair(self, a: Variant | None, b: Variant | None) -> tuple[Expected, ...]:
+        """The declarations of the pair of `a` and `b` (`weanj.Expected`)."""
+        if a is None or b is None:
+            return ()
+        return tuple(e for e in self.expectations if e.concerns_pair(a.name, b.name))
+
+    def declared_check(self, kind: str, v: Variant | None) -> tuple[Expected, ...]:
+        """The declarations of `v`'s run or gradient check of `kind`."""
+        if v is None:
+            return ()
+        return tuple(e for e in self.expectations if e.concerns_check(kind, v.name))
 
     def unavailable(self) -> dict[str, str]:
         """`{variant name: why it cannot run here}`."""

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import DefinitionError, InputError
+from ._expected import as_declarations
 from ._kinds import DTYPES, Array, as_array, spelled_shape
 from ._params import Param
 
@@ -157,6 +158,8 @@ class Example:
     - `taylor`: the Taylor test (`weanj.TaylorPolicy`), one for every array or a dict
       `{wrt name: TaylorPolicy}` (arrays not named take the default).
     - `stem`: the stem shared by the Python module and the Julia file.
+    - `expected`: known differences between its variants (`weanj.Expected`, each naming
+      its variant), judged as declared (docs/verdicts.md, "Declaring expectations").
     """
 
     name: str
@@ -173,6 +176,7 @@ class Example:
     fd: FDPolicy = field(default_factory=FDPolicy)
     taylor: TaylorPolicy | Mapping[str, TaylorPolicy] = field(default_factory=TaylorPolicy)
     stem: str = ""
+    expected: Any = field(default=(), compare=False)
     module: str = field(default="", compare=False)  # set when registered
     code: str = field(default="", compare=False, repr=False)  # its code's digest, as imported
     specs: tuple[Array, ...] = field(default=(), init=False, repr=False, compare=False)
@@ -233,6 +237,13 @@ class Example:
         if not isinstance(self.fd, FDPolicy):
             raise DefinitionError(f"example {self.name}: fd must be a weanj.FDPolicy")
         object.__setattr__(self, "wrt", wrt[0] if len(wrt) == 1 else wrt)
+        declared = as_declarations(self.expected, f"example {self.name}")
+        if any(d.variant is None for d in declared):
+            raise DefinitionError(
+                f"example {self.name}: each of its expected= names its variant "
+                "(weanj.Expected('jax-a', reason=...))"
+            )
+        object.__setattr__(self, "expected", declared)
         object.__setattr__(self, "params", params)
         object.__setattr__(self, "validate", self.validate or _no_check)
         object.__setattr__(self, "describe", self.describe or _nothing_to_describe)

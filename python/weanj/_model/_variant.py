@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from .._environment import distribution_versions
 from .._errors import DefinitionError, InputError, UnavailableError
 from ._example import Example, check_name
+from ._expected import as_declarations
 from ._kinds import DTYPES
 
 # Backends that are extras of weanj itself: `pip install 'weanj[<backend>]'` installs them.
@@ -128,6 +129,8 @@ class Variant:
       skipped with the reason, never judged.
     - `sources`: files its code lives in beyond Python modules (a Julia kernel): part of
       what an evaluation record's key holds (docs/DESIGN.md, "Evaluation records").
+    - `expected`: differences of this variant known and kept (`weanj.Expected`): judged
+      as declared (docs/verdicts.md, "Declaring expectations").
     """
 
     example: Example
@@ -143,6 +146,7 @@ class Variant:
     dtypes: tuple[str, ...] = DTYPES
     excludes: Callable[[Any, Any], str | None] | None = None
     sources: tuple = ()
+    expected: Any = field(default=(), compare=False)
     _built: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -163,6 +167,8 @@ class Variant:
             )
         object.__setattr__(self, "dtypes", tuple(d for d in DTYPES if d in dtypes))
         object.__setattr__(self, "requires", tuple(self.requires))
+        declared = as_declarations(self.expected, f"variant {self.name}")
+        object.__setattr__(self, "expected", tuple(d.on(self.name) for d in declared))
 
     def unavailable_reason(self) -> str | None:
         """Why this variant cannot run here, or None when it can."""

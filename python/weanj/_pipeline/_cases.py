@@ -346,9 +346,10 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
             wide = label_of(s.variant, "float64")
             if wide in p.subjects:
                 wider = subject_outcome(p, wide, session)
-        return judge.judge_run(
+        j = judge.judge_run(
             case.id, label, subject_outcome(p, label, session), family=case.family, wider=wider
         )
+        return judge.declared_check(j, p.catalog.declared_check("run", s.variant))
     what["array"] = case.array
     outcomes = [subject_outcome(p, label, session) for label in case.subjects]
     for label, outcome in zip(case.subjects, outcomes, strict=True):
@@ -363,18 +364,22 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     what.pop("array")
     try:
         if case.kind == "taylor":
-            return taylor_judgement(session, case.id, p.inputs, g, case.array, **what)
-        return jvp_judgement(session, case.id, p.catalog, p.inputs, g, case.array, **what)
+            j = taylor_judgement(session, case.id, p.inputs, g, case.array, **what)
+        else:
+            j = jvp_judgement(session, case.id, p.catalog, p.inputs, g, case.array, **what)
     except TimeoutError as e:
-        return CaseJudgement(
+        j = CaseJudgement(
             case.id, case.kind, Verdict.TIMEOUT, reason=str(e), array=case.array, **what
         )
+    return judge.declared_check(j, p.catalog.declared_check(case.kind, g.of))
 
 
 def _judge_pair(
     p: Plan, case: Case, a: Gradient, b: Gradient, *, session: Session
 ) -> CaseJudgement:
-    return judge_pair_of(p.catalog, p.inputs, case.id, a, b, case.array, session, info=case.info)
+    return judge_pair_of(
+        p.catalog, p.inputs, case.id, a, b, case.array, session, info=case.info, declared=True
+    )
 
 
 def judge_pair_of(
@@ -387,12 +392,25 @@ def judge_pair_of(
     session: Session,
     *,
     info: bool = False,
+    declared: bool = False,
 ) -> CaseJudgement:
     """How a pair is judged, whoever asks: a declared kink pair away from the kinks of
-    these inputs, any other by the tolerance policy."""
+    these inputs, any other by the tolerance policy; with `declared` (the case table),
+    held to the pair's `weanj.Expected` declarations."""
     why = catalog.kink_difference(a.of, b.of)
     keep = session.masks(catalog.example, inputs)[array] if why is not None else None
-    return judge.judge_pair(case_id, a, b, array, kinks=why, keep=keep, info=info)
+    expected = catalog.declared_pair(a.of, b.of) if declared and not info else ()
+    return judge.judge_pair(
+        case_id,
+        a,
+        b,
+        array,
+        kinks=why,
+        keep=keep,
+        info=info,
+        expected=expected,
+        arrays=inputs.arrays,
+    )
 
 
 def judge_plan(p: Plan, session: Session) -> ExampleJudgement:

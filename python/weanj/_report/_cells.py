@@ -151,6 +151,22 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
             [(j.array or "", j.case) for j in kinks],
             "\n".join(summary(j) for j in kinks),
         )
+    # the declared variant's cell says it; its partners simply agree with the rest
+    expected = [
+        j
+        for j in mine
+        if j.verdict == Verdict.EXPECTED and j.expected and j.expected.variant == label
+    ]
+    if expected:
+        text = f"expected ×{len(expected)}" + (
+            f", ok ×{len(mine) - len(expected)}" if len(mine) > len(expected) else ""
+        )
+        return Cell(
+            text,
+            "expected",
+            [(j.array or "", j.case) for j in expected],
+            "\n".join(summary(j) for j in expected),
+        )
     return Cell(f"ok ×{len(mine)}", "ok", [], "agrees with every member of its family compared")
 
 

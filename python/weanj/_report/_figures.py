@@ -149,6 +149,8 @@ def draw_pair(j: CaseJudgement, a: Gradient, b: Gradient):
         head += (
             f"\nonly at the kinks, as declared ({j.kinks}); away from them {relative_text(j.away)}"
         )
+    if j.verdict == Verdict.EXPECTED and j.expected is not None:
+        head += f"\nas declared: {j.declared or j.expected.where()}"
     head = plain(_wrapped(head, 80 if values.ndim == 2 else 110))
     tol, quantity = bound(c)
     if values.ndim <= 1:
@@ -232,12 +234,12 @@ def _slices_and_projections(values: np.ndarray, bad: np.ndarray, j: CaseJudgemen
 
 
 def chosen_pairs(ej: ExampleJudgement, *, recorded: bool = False) -> list[CaseJudgement]:
-    """The pairs worth a picture: the failing ones and those differing at kinks; when
-    none, every same-family pair (without recorded references, unless asked)."""
+    """The pairs worth a picture: the failing ones and those differing at kinks or as
+    declared; when none, every same-family pair (without recorded references, unless asked)."""
     pairs = [
         j for j in ej.of_kind("pair") if j.comparison is not None or j.verdict == Verdict.NONFINITE
     ]
-    notable = [j for j in pairs if j.failed or j.verdict == Verdict.KINKS]
+    notable = [j for j in pairs if j.failed or j.verdict in (Verdict.KINKS, Verdict.EXPECTED)]
     if notable:
         return notable
     same = [j for j in pairs if j.verdict == Verdict.OK]

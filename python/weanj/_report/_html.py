@@ -25,7 +25,7 @@ from ._figures import plain
 from ._html_bench import _dl, benchmarks, provenance
 from ._html_parts import CSP, STYLE, badge, cell, e, img, link, table, verdict_class
 from ._page_model import ExamplePage, anchor, overall, same_family_pairs
-from ._text import index, julia, num, region_lines, summary, ulp_text
+from ._text import declared_text, index, julia, num, region_lines, summary, ulp_text
 
 # --- the top -------------------------------------------------------------------------------
 
@@ -48,13 +48,29 @@ def summary_table(pages: list[ExamplePage]) -> str:
             what = f"not judged: {e(p.error)}"
         else:
             what = "every judged pair, check and file agrees" if p.verdict == "ok" else ""
+        if p.error is None and p.ej.expected:
+            items = "".join(
+                f"<li>{badge('expected')} <code>{e(declared.what())}</code>"
+                + (f" · <code>{e(where)}</code>" if where else "")
+                + f": {e(declared.reason)} → "
+                + ", ".join(link(j.array or j.kind, j.case) for j in cases)
+                + "</li>"
+                for declared, cases in p.ej.expected.items()
+                for where in ["; ".join(dict.fromkeys(j.declared for j in cases if j.declared))]
+            )
+            what = (what if p.failures else "") + f'<ul class="tight">{items}</ul>'
         missing = "<br>".join(e(m) for m in p.missing) or "—"
         rows.append(
             f'<tr><td>{link(p.name, p.name)}</td><td class="{verdict_class(p.verdict)}">'
             f'{e(p.verdict)}</td><td>{what}</td><td class="note">{missing}</td></tr>'
         )
     return table(
-        ["example", "verdict", "what fails (variant · array → evidence)", "missing"],
+        [
+            "example",
+            "verdict",
+            "what fails, what differs as declared (variant · array → evidence)",
+            "missing",
+        ],
         rows,
         "summary",
     )
@@ -250,8 +266,21 @@ def pair_row(j: CaseJudgement, drawn: set[str]) -> str:
         f'<tr{ident} title="{e(summary(j))}"><td><code>{e(ref)}</code></td>'
         f"<td><code>{name}</code></td>"
         f"<td><code>{e(j.array)}</code></td>{cells}"
-        f'<td class="{verdict_class(str(j.verdict))}">{e(j.verdict)}</td></tr>'
+        f'<td class="{verdict_class(str(j.verdict))}">{e(j.verdict)}</td>'
+        f'<td class="note">{e(declared_cell(j))}</td></tr>'
     )
+
+
+def declared_cell(j: CaseJudgement) -> str:
+    """What a case was declared to be (`weanj.Expected`), why, and how it departs."""
+    if j.expected is None:
+        return ""
+    text = f"{declared_text(j)}: {j.expected.reason}"
+    if j.verdict == Verdict.UNEXPECTEDLY_OK:
+        text += " — but it agrees"
+    elif j.departure:
+        text += f" — not as declared: {j.departure}"
+    return text
 
 
 def evidence(p: ExamplePage, have_matplotlib: bool) -> str:
@@ -306,6 +335,7 @@ def tables(p: ExamplePage, drawn: set[str]) -> list[str]:
         "|ΔL|/|L|",
         "beyond tol. (elements in regions)",
         "verdict",
+        "declared (weanj.Expected)",
     ]
     pairs = [j for j in p.ej.of_kind("pair") if j.verdict != Verdict.SKIPPED]
     same = same_family_pairs(p.ej)
@@ -338,12 +368,17 @@ def tables(p: ExamplePage, drawn: set[str]) -> list[str]:
         rows = [
             f'<tr id="{e(j["case"])}"><td><code>{e(j["subjects"][0])}</code></td><td>{e(j["kind"])}'
             f'</td><td><code>{e(j["array"])}</code></td><td class="{verdict_class(j["verdict"])}">'
-            f"{e(j['verdict'])}</td><td>{e(j['summary'].split(': ', 2)[-1])}</td></tr>"
+            f"{e(j['verdict'])}</td><td>{e(j['summary'].split(': ', 2)[-1])}</td>"
+            f'<td class="note">{e(_declared_json(j))}</td></tr>'
             for j in shown
         ]
         out.append(
             f"<h4>gradient checks ({e(p.check.note)})</h4>"
-            + table(["variant", "check", "array", "verdict", "numbers"], rows, "checks")
+            + table(
+                ["variant", "check", "array", "verdict", "numbers", "declared (weanj.Expected)"],
+                rows,
+                "checks",
+            )
         )
     files = p.ej.of_kind("file")
     if files:
@@ -362,6 +397,17 @@ def tables(p: ExamplePage, drawn: set[str]) -> list[str]:
             names = ", ".join(f"<code>{e(j.case.split('::file::', 1)[1])}</code>" for j in fine)
             out.append(f'<p class="note">{len(fine)} file(s) read, current and finite: {names}</p>')
     return out
+
+
+def _declared_json(j: dict) -> str:
+    """`declared_cell` of a check as `check.json` holds it."""
+    declared = j.get("expected")
+    if not isinstance(declared, dict):
+        return ""
+    text = f"{declared.get('verdict', '')}: {declared.get('reason', '')}"
+    if j.get("departure"):
+        text += f" — not as declared: {j['departure']}"
+    return text
 
 
 def render(pages: list[ExamplePage], env: dict[str, str]) -> str:

@@ -31,7 +31,8 @@ h3{margin-top:1.6em}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.25em .5em;vertical-align:top;text-align:left}
 th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}
 code{font-size:.95em;white-space:nowrap}td.n{white-space:nowrap}.ok{background:#dff3df}.fail{background:#f9d6d5;font-weight:bold}
-.kinks{background:#fbeec8}.info{background:#e1ecf7}.skip{background:#eee;color:#555}
+.kinks{background:#fbeec8}.expected{background:#e8def8}.info{background:#e1ecf7}
+.skip{background:#eee;color:#555}
 .stale{background:#fff6cc}.overall{font-size:1.3em;padding:.4em .7em;display:inline-block}
 .note{color:#555}.pic{margin:1em 0 2em}.pic img{max-width:100%;border:1px solid #ddd}
 nav a{margin-right:1em}ul.tight{margin:.3em 0}section.example{margin-bottom:1em}
@@ -50,14 +51,7 @@ def verdict_class(verdict: str) -> str:
         v = Verdict.parse(str(verdict))
     except ValueError:
         return ""
-    if v.failing:
-        return "fail"
-    return {
-        Verdict.OK: "ok",
-        Verdict.KINKS: "kinks",
-        Verdict.INFO: "info",
-        Verdict.STALE: "stale",
-    }.get(v, "skip")
+    return v.colour
 
 
 def badge(verdict: str) -> str:

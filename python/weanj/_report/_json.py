@@ -62,6 +62,9 @@ def judgement_json(j: CaseJudgement) -> dict[str, Any]:
     }
     if j.command:
         out["command"] = j.command
+    if j.expected is not None:  # the declaration it was held to, and how it differs
+        out["expected"] = {**j.expected.to_json(), "where": j.declared or j.expected.where()}
+        out["departure"] = j.departure or None
     if j.blocked_by:
         out["blocked_by"] = j.blocked_by
     if j.comparison is not None:
@@ -162,6 +165,15 @@ def example_json(ej: ExampleJudgement) -> dict[str, Any]:
             if j.verdict == Verdict.SKIPPED and j.kind != "file"
         ],
         "failures": [summary(j) for j in ej.failures],
+        "expected": [
+            {
+                **e.to_json(),
+                "where": "; ".join(dict.fromkeys(j.declared for j in cases if j.declared))
+                or e.where(),
+                "cases": [j.case for j in cases],
+            }
+            for e, cases in ej.expected.items()
+        ],
         "verdict": ej.state,
         "ok": ej.ok,
         "reuse": dict(ej.reuse),

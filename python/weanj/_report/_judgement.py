@@ -68,6 +68,16 @@ class Judgement:
             return 2
         return 0 if self.ok else 1
 
+    @property
+    def expected(self) -> list[CaseJudgement]:
+        """Every case that differs as declared (`weanj.Expected`): verdict `expected`."""
+        return [
+            j
+            for ej in self.examples.values()
+            for j in ej.judgements
+            if j.verdict == Verdict.EXPECTED
+        ]
+
     def verdicts(self) -> dict[str, str]:
         """`{case id: verdict}` of every case of every example (what front ends compare)."""
         return {j.case: str(j.verdict) for ej in self for j in ej.judgements}
@@ -98,10 +108,14 @@ class Judgement:
         }
 
     def __repr__(self) -> str:
+        from ._lines import expected_count
+
         parts = []
         for ej in self:
-            fails = len(ej.failures)
-            parts.append(f"{ej.name}: {ej.state}" + (f" ({fails} failure(s))" if fails else ""))
+            notes = [f"{len(ej.failures)} failure(s)"] if ej.failures else []
+            if ej.expected:
+                notes.append(expected_count(len(ej.expected)))
+            parts.append(f"{ej.name}: {ej.state}" + (f" ({', '.join(notes)})" if notes else ""))
         shown = "; ".join(parts[:8]) + ("; …" if len(parts) > 8 else "")
         return f"<weanj {self.command}: {self.verdict} — {shown}>"
 

@@ -177,6 +177,30 @@ def message(j: CaseJudgement) -> str:
     return "\n".join([summary(j), *details(j)])
 
 
+def expected_count(n: int) -> str:
+    """`1 expected difference`, `2 expected differences`."""
+    return f"{n} expected difference{'' if n == 1 else 's'}"
+
+
+def declared_text(j: CaseJudgement) -> str:
+    """A judgement's declaration: its place and bound (`x[0], at most 0.5·max|g_ref|`)."""
+    e = j.expected
+    if e is None:
+        return ""
+    bound = f", at most {e.bound:g}·max|g_ref|" if e.bound is not None else ""
+    return f"{j.declared or e.where()}{bound}"
+
+
+def expected_lines(ej, indent: str = "    ") -> list[str]:
+    """One line per declared difference that shows as declared: which, where, why."""
+    out = []
+    for e, cases in ej.expected.items():
+        places = [c.declared for c in cases if c.declared]
+        where = "; ".join(dict.fromkeys(places)) or (e.check or "")
+        out.append(f"{indent}{e.what()} ({where}, {len(cases)} case(s)): {e.reason}")
+    return out
+
+
 def ranges_text(values) -> str:
     """`1…8, 15…17, 31…33` for a set of integers (the sizes bisect tried, fuzz draws)."""
     out, run = [], []

@@ -67,7 +67,7 @@ def _short(text: str) -> str:
 
 def summary_table(pages: list[ExamplePage]) -> list[str]:
     out = [
-        "| example | verdict | what fails (variant · array) | missing |",
+        "| example | verdict | what fails (variant · array), what differs as declared | missing |",
         "| --- | --- | --- | --- |",
     ]
     for p in pages:
@@ -81,6 +81,11 @@ def summary_table(pages: list[ExamplePage]) -> list[str]:
             fails += f"; … and {len(p.failures) - 5} more"
         if not fails and p.error is not None:
             fails = prose(_short(f"not judged: {p.error}"))
+        if p.ej is not None and p.ej.expected:  # what differs as declared, with the reason
+            declared = "; ".join(
+                f"expected: {code(e.what())}: {prose(_short(e.reason))}" for e in p.ej.expected
+            )
+            fails = f"{fails}; {declared}" if fails else declared
         verdict = f"**{p.verdict}**" if p.verdict != "ok" else "ok"
         missing = "; ".join(prose(_short(m)) for m in p.missing) or "—"
         out.append(f"| {code(p.name)} | {verdict} | {fails or '—'} | {missing} |")

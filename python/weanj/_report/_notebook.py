@@ -19,6 +19,7 @@ SCOPED_STYLE = (
     ".weanj-judgement .ok{background:#dff3df}"
     ".weanj-judgement .fail{background:#f9d6d5;font-weight:bold}"
     ".weanj-judgement .kinks{background:#fbeec8}.weanj-judgement .info{background:#e1ecf7}"
+    ".weanj-judgement .expected{background:#e8def8}"
     ".weanj-judgement .skip{background:#eee;color:#555}"
     ".weanj-judgement .stale{background:#fff6cc}"
     ".weanj-judgement img{max-width:100%}"
@@ -37,6 +38,13 @@ def _summary_rows(judgement) -> list[str]:
                 what.append(
                     f"<li><code>{e(j.case)}</code>{where}: {e(summary(j).split(': ', 2)[-1])}</li>"
                 )
+        for declared, cases in ej.expected.items():
+            where = "; ".join(dict.fromkeys(j.declared for j in cases if j.declared))
+            what.append(
+                f"<li>{badge('expected')} <code>{e(declared.what())}</code>"
+                + (f" · <code>{e(where)}</code>" if where else "")
+                + f": {e(declared.reason)}</li>"
+            )
         body = f'<ul style="margin:.2em 0">{"".join(what)}</ul>' if what else ""
         if ej.error is not None:
             body = e(ej.error)
@@ -105,7 +113,9 @@ def _pictures(ej: ExampleJudgement, limit: int) -> list[str]:
 def judgement_html(judgement, *, max_pictures: int = 6) -> str:
     head = f"<p><b>weanj {e(judgement.command)}</b>: {badge(judgement.verdict)}</p>"
     parts = [f'<div class="weanj-judgement"><style>{SCOPED_STYLE}</style>', head]
-    parts.append(table(["example", "verdict", "what fails"], _summary_rows(judgement)))
+    parts.append(
+        table(["example", "verdict", "what fails, what is expected"], _summary_rows(judgement))
+    )
     left = max_pictures
     for ej in judgement:
         if ej.error is not None:

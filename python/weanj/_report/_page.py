@@ -391,11 +391,11 @@ def _failures(page: ExamplePage) -> None:
 
 
 def _pictures(ej: ExampleJudgement) -> tuple[list[CaseJudgement], int]:
-    """The pairs drawn: failing and kink pairs (float64 ones first, then worst first); when
-    none, the agreeing same-family pair of the largest error and every pair of family
+    """The pairs drawn: failing, kink and expected pairs (float64 ones first, then worst
+    first); when none, the agreeing same-family pair of the largest error and every pair of family
     references (`info`)."""
     pairs = [j for j in ej.of_kind("pair") if j.comparison is not None]
-    notable = [j for j in pairs if j.failed or j.verdict == Verdict.KINKS]
+    notable = [j for j in pairs if j.failed or j.verdict in (Verdict.KINKS, Verdict.EXPECTED)]
     if notable:
         notable.sort(key=lambda j: (j.subjects[1].endswith("@float32"), -_badness(j)))
         return notable[:MAX_PICTURES], max(0, len(notable) - MAX_PICTURES)

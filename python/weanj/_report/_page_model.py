@@ -13,6 +13,7 @@ from typing import Any
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Example
 from ._cells import Cell, same_family_pairs, suspects  # noqa: F401 (the page's cells)
+from ._lines import expected_count
 from ._verdicts_file import CheckVerdicts
 
 
@@ -99,6 +100,9 @@ def overall(pages: list[ExamplePage]) -> tuple[str, str]:
         parts.append(f"failing: {', '.join(failed)}")
     if unjudged:
         parts.append(f"not judged: {', '.join(unjudged)}")
+    expected = sum(len(p.ej.expected) for p in pages if p.ej is not None)
+    if expected:
+        parts.append(f"{expected_count(expected)} (declared, shown with the reason)")
     no_checks = [p.name for p in pages if p.error is None and not p.check.current]
     if no_checks:
         parts.append(f"no current gradient checks for {', '.join(no_checks)} (weanj check)")

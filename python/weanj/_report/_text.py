@@ -13,7 +13,10 @@ from ._cells import accused, check_cell, family_cell, float32_cell
 from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     box,
     comparison_text,
+    declared_text,
     details,
+    expected_count,
+    expected_lines,
     fault_text,
     index,
     julia,
@@ -73,7 +76,7 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
         if "@" in label:
             continue
         if run.verdict != Verdict.OK:
-            if run.verdict.failing:
+            if run.verdict.failing or run.verdict == Verdict.EXPECTED:
                 out.append(f"  {label:<24} {run.family:<13} {run.verdict}: {run.reason}")
             continue
         g = ej.subjects.get(label)
@@ -123,7 +126,7 @@ def pair_lines(ej: ExampleJudgement, *, everything: bool) -> list[str]:
             for j in pairs
             if j.subjects[0] == firsts.get(j.family)
             or j.failed
-            or j.verdict in (Verdict.KINKS, Verdict.INFO)
+            or j.verdict in (Verdict.KINKS, Verdict.EXPECTED, Verdict.INFO)
         ]
     if not pairs:
         return []
@@ -154,6 +157,8 @@ def pair_lines(ej: ExampleJudgement, *, everything: bool) -> list[str]:
                     f"    only at the kinks, as declared ({j.kinks}); "
                     f"away from them {num(j.away.max_rel)}"
                 )
+            if j.expected is not None and j.verdict == Verdict.EXPECTED:
+                out.append(f"    as declared: {declared_text(j)}")
     return out
 
 
@@ -212,13 +217,19 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     if fine:
         out.append(f"  {fine} file(s) of the store and recorded/ read, current and finite")
     out.extend(ej.notes)
+    expected = expected_lines(ej)
+    if expected:
+        out.append("  expected differences (declared with weanj.Expected; they pass):")
+        out.extend(expected)
     failing = failure_lines(ej, indent="    ")
     if failing:
         out.append("  failures:")
         out.extend(failing)
+    notes = [f"{len(failing)} failure(s)"] if failing else []
+    if expected:
+        notes.append(expected_count(len(expected)))
     out.append(
-        f"  {ej.name}: {'ok' if ej.ok else 'FAIL'}"
-        + (f" ({len(failing)} failure(s))" if failing else "")
+        f"  {ej.name}: {'ok' if ej.ok else 'FAIL'}" + (f" ({', '.join(notes)})" if notes else "")
     )
     return out
 
@@ -241,9 +252,12 @@ def overall_line(results: list[ExampleJudgement], seconds: float, dtypes: tuple[
     unchecked = [d for d in ("float64", "float32") if d not in dtypes]
     note = f"; {'/'.join(unchecked)} not checked (weanj check --dtype both)" if unchecked else ""
     verdict = "FAIL" if failed else ("not judged" if unjudged else "ok")
+    expected = sum(len(ej.expected) for ej in results if ej.judged)
     return (
         f"overall: {verdict} — {len(results)} example(s), {runs} run(s) in "
-        f"{' and '.join(dtypes)}, {skipped} case(s) skipped or unavailable, {seconds:.0f} s{note}"
+        f"{' and '.join(dtypes)}, {skipped} case(s) skipped or unavailable"
+        + (f", {expected_count(expected)}" if expected else "")
+        + f", {seconds:.0f} s{note}"
         + (f"; failed: {', '.join(failed)}" if failed else "")
         + (f"; not judged: {', '.join(unjudged)}" if unjudged else "")
     )

@@ -1,0 +1,138 @@
+"""Declared expectations, applied by the judge (docs/verdicts.md, "Declaring
+expectations").
+
+A case a `weanj.Expected` concerns is first judged as any other (`_verdict`); the
+declaration then decides, here and nowhere else:
+
+- the difference shows as declared (its verdict; in the declared array, only at the
+  declared elements or region, within the bound): `expected`, with the reason;
+- it does not show (the pair agrees, the check passes, the run is ok): `unexpectedly ok`,
+  a failure, as pytest's `xfail(strict=True)` makes an XPASS one;
+- it shows otherwise (another array, elements outside the declared ones, larger than
+  the bound, another verdict): the case keeps its failing verdict and its reason says
+  how it differs from the declaration, naming both.
+
+A declaration whose elements are chosen from the inputs and are none on these inputs
+expects nothing here: the case is judged as if undeclared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._model import Expected
+from ._compare import compare
+from ._kinds import Verdict
+
+# Verdicts that say nothing about a difference: a declaration leaves them as they are.
+_UNJUDGED = (Verdict.SKIPPED, Verdict.UNAVAILABLE, Verdict.STALE, Verdict.INFO)
+
+
+def _as_declared(j: Any, e: Expected, reason: str, **more: Any) -> Any:
+    return dataclasses.replace(j, verdict=Verdict.EXPECTED, expected=e, reason=reason, **more)
+
+
+def _not_there(j: Any, e: Expected, found: str, **more: Any) -> Any:
+    reason = f"declared {e.verdict} ({e.reason}), but {found}"
+    return dataclasses.replace(
+        j, verdict=Verdict.UNEXPECTEDLY_OK, expected=e, reason=reason, **more
+    )
+
+
+def _otherwise(j: Any, e: Expected, how: str, **more: Any) -> Any:
+    """A failing judgement that differs from its declaration: its verdict stays, its
+    reason says how (`departure`), naming the declaration."""
+    reason = f"not as declared: {how} (declared: {e.reason})"
+    if j.reason:
+        reason += f"; {j.reason}"
+    verdict = j.verdict if j.verdict.failing else Verdict.FAIL
+    return dataclasses.replace(j, verdict=verdict, expected=e, departure=how, reason=reason, **more)
+
+
+def _at(array: str, index: tuple[int, ...]) -> str:
+    return f"{array}[{', '.join(str(i) for i in index)}]"
+
+
+def declared_pair(
+    j: Any,
+    declared: Sequence[Expected],
+    g_ref: np.ndarray,
+    g: np.ndarray,
+    *,
+    grad_floor: float = 0.0,
+    arrays: Mapping[str, np.ndarray] | None = None,
+) -> Any:
+    """A pair's judgement on one gradient array, held to the pair's declarations."""
+    if not declared or j.verdict in _UNJUDGED:
+        return j
+    array, c = j.array, j.comparison
+    # The pair has one loss: a declared difference moves it (the gradient is the loss's),
+    # so each array is held to the declaration on its gradient alone.
+    gradient = None
+    if c is not None and not c.nonfinite:
+        gradient = compare(g_ref, g, grad_floor=grad_floor)
+    differs = j.failed if gradient is None else not gradient.agree
+    mine = sorted((e for e in declared if e.array in (None, array)), key=lambda e: e.array is None)
+    if not mine:  # declared for another array of the pair
+        names = "; ".join(e.where(arrays) for e in declared)
+        if not differs:
+            return _loss_only(j, declared[0]) if j.failed else j
+        how = f"differs in {array}, where the declaration names {names}"
+        return _otherwise(j, declared[0], how, declared=names)
+    e = mine[0]
+    place = {"declared": e.where(arrays, array)}
+    mask = e.mask(array, arrays or {}, np.shape(g_ref))
+    if mask is not None and not mask.any():  # nothing expected on these inputs
+        if j.failed:
+            return _otherwise(j, e, f"differs in {array}, where the declaration names no element")
+        return j
+    if not differs:
+        rel = "" if gradient is None or gradient.max_rel is None else gradient.max_rel
+        rel = f": max|Δ|/max|g_ref| = {rel:.2e}" if rel != "" else ""
+        return _not_there(j, e, f"{array} agrees{rel}", **place)
+    if j.verdict != Verdict.FAIL or c is None or e.verdict != "FAIL":
+        found = j.verdict if c is not None else f"{j.verdict} ({j.reason})"
+        return _otherwise(j, e, f"declared {e.verdict}, found {found}", **place)
+    if mask is not None:
+        away = compare(g_ref, g, keep=~mask, grad_floor=grad_floor)
+        if not away.agree:
+            where = (
+                "NaN/Inf"
+                if away.nonfinite
+                else f"{away.max_rel if away.max_rel is not None else float('inf'):.2e}·max|g_ref|"
+            )
+            how = (
+                f"differs outside {e.where(arrays, array)}: {away.differing} other element(s) of "
+                f"{array}, the worst {_at(array, away.worst)} ({where})"
+            )
+            return _otherwise(j, e, how, away=away, **place)
+    if e.bound is not None:
+        measured = c.max_rel
+        if measured is None or measured > e.bound:
+            size = "inf" if measured is None else f"{measured:.2e}"
+            how = f"differs by {size}·max|g_ref| in {array}, above the declared bound {e.bound:g}"
+            return _otherwise(j, e, how, **place)
+    return _as_declared(j, e, e.reason, **place)
+
+
+def _loss_only(j: Any, e: Expected) -> Any:
+    """An array of a declared pair whose gradient agrees and whose loss differs: the loss
+    moved with the declared difference; the array is ok."""
+    reason = f"its loss differs with the declared difference ({e.reason})"
+    return dataclasses.replace(j, verdict=Verdict.OK, reason=reason)
+
+
+def declared_check(j: Any, declared: Sequence[Expected]) -> Any:
+    """A run's or a gradient check's judgement, held to its declarations."""
+    if not declared or j.verdict in _UNJUDGED:
+        return j
+    e = declared[0]
+    if j.verdict == Verdict.OK:
+        return _not_there(j, e, f"{j.kind} is ok")
+    if str(j.verdict) == e.verdict:
+        return _as_declared(j, e, f"{e.reason}; {j.reason}" if j.reason else e.reason)
+    return _otherwise(j, e, f"declared {e.verdict}, found {j.verdict}")

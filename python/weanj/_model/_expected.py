@@ -1,0 +1,232 @@
+"""A declared expectation: a difference a project knows of and keeps, as data.
+
+Some pairs differ on purpose: a literal port kept to show a hazard, a float32 variant
+known to lose a digit on one input, a Julia AD that disagrees with Enzyme on a branch.
+`weanj.Expected` says which pair (or which variant's run or gradient check), why, and as
+much of the difference as is known: the verdict, the gradient array, the elements or the
+region, and a bound on its size. The judge (`_judge._expected`) holds every case it
+concerns to it: as declared, `expected` (it passes, with the reason); not there at all,
+`unexpectedly ok` (it fails: strict, like pytest's `xfail(strict=True)`); there but other
+than declared, it fails saying how. Nothing here knows the judge or the registry.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._errors import DefinitionError
+
+# What a declaration may expect (as `Verdict` spells them): a pair or a gradient check that
+# fails, or a run whose variant is at fault.
+DECLARABLE = ("FAIL", "error", "NaN/Inf")
+CHECKS = ("run", "taylor", "jvp")
+
+
+@dataclass(frozen=True, eq=False)  # one declaration is itself (its elements may be a function)
+class Expected:
+    """A known difference, declared: `expected=` on a variant or on the `weanj.Example`.
+
+    **Arguments:**
+
+    - `variant`, `against`: which pair. On a variant both are optional: by default the
+      variant against every other member of its family it is compared with (its
+      family's reference first); `against` names one. On an example, `variant` is
+      required.
+    - `reason`: why, one sentence (shown with the verdict).
+    - `check`: `"taylor"` or `"jvp"`: the variant's gradient check instead of a pair;
+      `"run"`: its run (implied by `verdict="error"` or `"NaN/Inf"`).
+    - `verdict`: what is expected: `"FAIL"` (default), `"error"`, `"NaN/Inf"`.
+    - `array`: the gradient array that differs (default: any).
+    - `elements`: the indices where it differs (`[0]`, `[(2, 3), (2, 4)]`), or
+      `arrays -> indices` (they may depend on the inputs; none: not expected to differ
+      on these inputs); `region`: a box of it (`numpy.s_[2:5, :]`). Elsewhere the pair
+      must agree under the tolerance policy.
+    - `bound`: the largest difference expected, relative to the reference
+      (`max|Δ| / max|g_ref|`, the `rel` of `weanj check`).
+    """
+
+    variant: str | None = None
+    against: str | None = None
+    reason: str = ""
+    check: str | None = None
+    verdict: str = "FAIL"
+    array: str | None = None
+    elements: Iterable[Any] | Callable[[Mapping[str, np.ndarray]], Iterable[Any]] | None = None
+    region: Any = None
+    bound: float | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.reason, str) or not self.reason.strip() or "\n" in self.reason:
+            raise DefinitionError("weanj.Expected needs a reason: one line saying why")
+        if self.verdict not in DECLARABLE:
+            raise DefinitionError(
+                f"weanj.Expected: verdict {self.verdict!r} is not one of {', '.join(DECLARABLE)}"
+            )
+        check = self.check
+        if check is None and self.verdict != "FAIL":
+            check = "run"  # a variant at fault shows in its run
+        if check is not None and check not in CHECKS:
+            raise DefinitionError(
+                f"weanj.Expected: check {check!r} is not one of {', '.join(CHECKS)}"
+            )
+        if check is not None and self.against is not None:
+            raise DefinitionError(
+                "weanj.Expected: a check is the variant's own; it has no `against`"
+            )
+        if check == "run" and self.verdict == "FAIL":
+            raise DefinitionError(
+                "weanj.Expected: a run does not FAIL; expect verdict 'error' or 'NaN/Inf'"
+            )
+        if check == "run" and (self.elements, self.region, self.bound) != (None, None, None):
+            raise DefinitionError(
+                "weanj.Expected: a run has no elements, region or bound (those are a pair's)"
+            )
+        if self.elements is not None and self.region is not None:
+            raise DefinitionError("weanj.Expected: give elements or a region, not both")
+        if self.bound is not None:
+            if check is not None:
+                raise DefinitionError("weanj.Expected: a bound is a pair's (max|Δ|/max|g_ref|)")
+            if isinstance(self.bound, bool) or not isinstance(self.bound, (int, float)):
+                raise DefinitionError(f"weanj.Expected: bound must be a number, got {self.bound!r}")
+            if not np.isfinite(self.bound) or self.bound <= 0:
+                raise DefinitionError(f"weanj.Expected: bound must be positive, got {self.bound}")
+        region = self.region
+        if region is not None and not isinstance(region, tuple):
+            region = (region,)
+        if region is not None and not all(isinstance(s, (slice, int)) for s in region):
+            raise DefinitionError(
+                "weanj.Expected: region is a box of slices, e.g. numpy.s_[2:5, :]"
+            )
+        elements = self.elements
+        if elements is not None and not callable(elements):
+            elements = tuple(_index(i) for i in elements)
+        object.__setattr__(self, "check", check)
+        object.__setattr__(self, "region", region)
+        object.__setattr__(self, "elements", elements)
+
+    def __repr__(self) -> str:
+        return f"Expected({self.what()!r}, reason={self.reason!r})"
+
+    # --- what it names ----------------------------------------------------------------
+
+    def on(self, variant: str) -> Expected:
+        """This declaration given on `variant` (`expected=` of a variant constructor)."""
+        if self.variant not in (None, variant):
+            raise DefinitionError(
+                f"variant {variant}: its expected= names variant {self.variant!r}; on a variant, "
+                "leave variant out (or name the other side with against=)"
+            )
+        return self if self.variant == variant else _replace(self, variant=variant)
+
+    def concerns_pair(self, a: str, b: str) -> bool:
+        """Whether it declares the pair of variants `a` and `b` (of one family)."""
+        if self.check is not None or a == b or self.variant not in (a, b):
+            return False
+        other = b if self.variant == a else a
+        return self.against is None or self.against == other
+
+    def concerns_check(self, kind: str, variant: str) -> bool:
+        return self.check == kind and self.variant == variant
+
+    def mask(self, array: str, arrays: Mapping[str, np.ndarray], shape: tuple) -> np.ndarray | None:
+        """The declared elements of `array` as booleans shaped `shape` (None: the whole
+        array; an empty mask: not expected to differ on these inputs)."""
+        if self.array is not None and self.array != array:
+            return np.zeros(shape, bool)
+        if self.elements is None and self.region is None:
+            return None
+        out = np.zeros(shape, bool)
+        if self.region is not None:
+            out[self.region] = True
+            return out
+        found = self.elements(arrays) if callable(self.elements) else self.elements
+        for i in found:
+            try:
+                out[_index(i)] = True
+            except IndexError:
+                raise DefinitionError(
+                    f"weanj.Expected ({self.reason}): element {i!r} is outside {array}, of "
+                    f"shape {shape}"
+                ) from None
+        return out
+
+    def where(self, arrays: Mapping[str, np.ndarray] | None = None, array: str = "") -> str:
+        """The declared place in words: `x`, `x[0]`, `w[5], w[6]`, `x[2:5, :]` (`array`:
+        the one judged, where the declaration names none)."""
+        array = self.array or array or "any array"
+        if self.region is not None:
+            return f"{array}[{', '.join(_slice_text(s) for s in self.region)}]"
+        if self.elements is None:
+            return array
+        found = self.elements
+        if callable(found):
+            if arrays is None:
+                return f"{array} (elements chosen from the inputs)"
+            found = tuple(_index(i) for i in found(arrays))
+        if not found:
+            return f"no element of {array}"
+        return ", ".join(f"{array}[{', '.join(str(k) for k in i)}]" for i in found)
+
+    def what(self) -> str:
+        """Which cases: `jax-a vs its family`, `jax-a~jax-b`, `jax-a::taylor`."""
+        if self.check is not None:
+            return f"{self.variant}::{self.check}"
+        if self.against is not None:
+            return f"{self.variant} vs {self.against}"
+        return f"{self.variant} vs its family"
+
+    def to_json(self, arrays: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
+        return {
+            "variant": self.variant,
+            "against": self.against,
+            "check": self.check,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "array": self.array,
+            "where": self.where(arrays),
+            "bound": self.bound,
+        }
+
+
+def _index(i: Any) -> tuple[int, ...]:
+    if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
+        return (int(i),)
+    try:
+        if isinstance(i, (str, bytes)):
+            raise TypeError
+        return tuple(operator.index(k) for k in i)
+    except TypeError:
+        raise DefinitionError(
+            f"weanj.Expected: element {i!r} is not an index (an int or a tuple of ints)"
+        ) from None
+
+
+def _slice_text(s: Any) -> str:
+    if isinstance(s, int):
+        return str(s)
+    lo = "" if s.start is None else str(s.start)
+    hi = "" if s.stop is None else str(s.stop)
+    return f"{lo}:{hi}" if s.step is None else f"{lo}:{hi}:{s.step}"
+
+
+def _replace(e: Expected, **changes: Any) -> Expected:
+    import dataclasses
+
+    fields = {f.name: getattr(e, f.name) for f in dataclasses.fields(e)}
+    fields.update(changes)
+    return Expected(**fields)
+
+
+def as_declarations(value: Any, where: str) -> tuple[Expected, ...]:
+    """`expected=` as a tuple of declarations (one, several, or None)."""
+    if value is None:
+        return ()
+    found = (value,) if isinstance(value, Expected) else tuple(value)
+    if not all(isinstance(e, Expected) for e in found):
+        raise DefinitionError(f"{where}: expected= takes weanj.Expected declarations")
+    return found
