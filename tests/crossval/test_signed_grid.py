@@ -26,7 +26,6 @@ import json
 import platform
 import re
 from fractions import Fraction
-from pathlib import Path
 
 import h5py
 import jax
@@ -35,7 +34,7 @@ import pytest
 
 import weanj
 
-from ..helpers import run_weanj
+from ..helpers import needs_xla_cpu, run_weanj
 from . import reference_signed_grid as reference
 
 EXAMPLE = "06-signed-grid"
@@ -60,22 +59,11 @@ def parting_sizes(sizes, dtype=np.float64) -> set[int]:
     return {n for n in sizes if n % 2 == 1 and fused_midpoint(n, dtype) != 0.0}
 
 
-def cpu_has_fma() -> bool | None:
-    """Whether this CPU has a fused multiply-add instruction (None: cannot tell)."""
-    machine = platform.machine().lower()
-    if machine in ("aarch64", "arm64"):
-        return True
-    if machine in ("x86_64", "amd64"):
-        try:
-            text = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return None
-        return bool(re.search(r"^flags\s*:.*\bfma\b", text, re.MULTILINE))
-    return None
-
-
 def needs_fma():
-    if not cpu_has_fma():
+    from weanj.examples import signed_grid
+
+    needs_xla_cpu("XLA's contraction of t = -1 + i·c into a fused multiply-add")
+    if not signed_grid.xla_fuses_here():
         pytest.skip(
             f"this CPU ({platform.machine()}) has no fused multiply-add that XLA could "
             "contract t = -1 + i·c into, or it cannot be told from /proc/cpuinfo"
@@ -285,7 +273,9 @@ def test_weanj_fuzz_finds_an_odd_size_by_itself_where_the_shared_inputs_agree(pr
     (project / "pyproject.toml").write_text(
         '[tool.weanj]\nexamples = ["weanj.examples.signed_grid"]\n'
     )
-    even = from_arrays(weanj.example(EXAMPLE), sg.generate(6, 10))
+    # The module's own Example, not a lookup: a lookup would load the registry of this
+    # project (06 alone) into this test process, for the tests after it.
+    even = from_arrays(sg.EXAMPLE, sg.generate(6, 10))
     write_inputs_file(even, project / "shared_inputs" / f"{EXAMPLE}.h5", seed=6)
     # No draw left for the search after the shared inputs and the first declared size:
     # reported on that first failure, as it is.

@@ -57,7 +57,11 @@ last and judged against them.
 
 from __future__ import annotations
 
+import functools
+import platform
+import re
 from collections.abc import Mapping
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -193,12 +197,34 @@ HAZARD = (
 )
 
 
+@functools.cache
+def xla_fuses_here() -> bool:
+    """Whether XLA contracts the literal port's `-1 + i·RN(2/(n-1))` into a fused
+    multiply-add here: on its CPU backend, where the CPU has an FMA instruction. JAX's
+    GPU code (seen on an H200) rounds the product and the sum apart, and the port agrees
+    there: the declaration then declares nothing, so the pair is judged as any other."""
+    if jax.default_backend() != "cpu":
+        return False
+    machine = platform.machine().lower()
+    if machine in ("aarch64", "arm64"):
+        return True
+    if machine in ("x86_64", "amd64"):
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return False
+        return bool(re.search(r"^flags\s*:.*\bfma\b", text, re.MULTILINE))
+    return False
+
+
 def midpoint(arrays) -> list[int]:
-    """The element of w whose sign flips (none at even n, or where (n-1)/2 is 2^j)."""
+    """The element of w whose sign flips: none at even n, where (n-1)/2 is a power of two
+    (RN(1/k) is then 1/k exactly, and k·RN(1/k) - 1 = 0 in any dtype), or where XLA does
+    not fuse (`xla_fuses_here`)."""
     n = np.shape(arrays["w"])[0]
     half = (n - 1) // 2
     flips = n % 2 == 1 and half & (half - 1) != 0
-    return [half] if flips else []
+    return [half] if flips and xla_fuses_here() else []
 
 
 weanj.jax_variant(
