@@ -46,6 +46,7 @@ RESERVED_NAMES = frozenset(
         "pairs",
         "seconds",
         "fresh",
+        "seed",
         "help",
         "version",
     }
