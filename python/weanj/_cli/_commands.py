@@ -144,6 +144,9 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         dtype=args.dtype,
         timeout=args.timeout,
         fresh=args.fresh,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        processes=args.processes,
     )
     print("\n".join(judgement.lines()))
     for name, error in judgement.not_judged.items():  # printed once, on stderr
