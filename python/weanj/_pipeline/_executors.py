@@ -210,7 +210,7 @@ class DaskExecutor:
                 client = stack.enter_context(distributed.Client(cluster))
             else:
                 try:
-                    client = stack.enter_context(distributed.Client(self.address, timeout="20s"))
+                    client = stack.enter_context(distributed.Client(self.address, timeout="10s"))
                 except (OSError, TimeoutError, ValueError) as e:
                     raise InputError(
                         f"cannot reach the Dask scheduler at {self.address} ({first_line(e)})"
