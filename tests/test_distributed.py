@@ -293,16 +293,12 @@ def test_run_sharded_on_two_processes(project):
     """`weanj run 01-jacobi jax-jacobi-sharded --processes 2`: two local processes under
     jax.distributed (CPU collectives), each with one device; the loss and gradient equal
     the single-process run's within the family's tolerance."""
-    import h5py
-
+    import weanj
+    from weanj._commands.run import run
     from weanj._judge._compare import TOLERANCES
 
     env = subprocess_env(project)
-    one = run_python(
-        "-m", "weanj", "run", "01-jacobi", "jax-jacobi-sharded", "--out", "one.h5",
-        env=env, cwd=project, timeout=300,
-    )  # fmt: skip
-    assert one.returncode == 0, one.stderr
+    run("01-jacobi", "jax-jacobi-sharded", out=project / "one.h5")  # one process, here
     two = run_python(
         "-m", "weanj", "run", "01-jacobi", "jax-jacobi-sharded", "--processes", "2",
         "--out", "two.h5", env=env, cwd=project, timeout=300,
@@ -310,10 +306,17 @@ def test_run_sharded_on_two_processes(project):
     assert two.returncode == 0, two.stdout + two.stderr
     assert "2 processes" in two.stdout + two.stderr
     tol = TOLERANCES["float64"]
-    with h5py.File(project / "one.h5") as a, h5py.File(project / "two.h5") as b:
-        la, lb = float(a.attrs["loss"]), float(b.attrs["loss"])
-        assert abs(la - lb) <= tol.loss * abs(la)
-        ga, gb = np.asarray(a["theta"]), np.asarray(b["theta"])
+    a = weanj.load_gradient("01-jacobi", "jax-jacobi-sharded", path=project / "one.h5")
+    b = weanj.load_gradient("01-jacobi", "jax-jacobi-sharded", path=project / "two.h5")
+    assert abs(a.loss - b.loss) <= tol.loss * abs(a.loss)
+    (name,) = a.gradients
+    ga, gb = a.gradients[name], b.gradients[name]
     assert ga.shape == gb.shape
     assert np.max(np.abs(ga - gb)) <= tol.grad * np.max(np.abs(ga))
-    assert not np.array_equal(ga, np.zeros_like(ga))
+    assert np.any(ga != 0)
+    plain = run_python(
+        "-m", "weanj", "run", "01-jacobi", "jax-jacobi", "--processes", "2",
+        env=env, cwd=project,
+    )  # fmt: skip
+    assert plain.returncode == 2
+    assert_one_line_error(plain.stderr, "jax-jacobi is not one")
