@@ -320,3 +320,22 @@ def test_run_sharded_on_two_processes(project):
     )  # fmt: skip
     assert plain.returncode == 2
     assert_one_line_error(plain.stderr, "jax-jacobi is not one")
+
+
+@pytest.mark.slow
+def test_check_sharded_on_two_processes(project):
+    """`weanj check --processes 2`: the sharded variant is evaluated under jax.distributed
+    (its progress line says so), judged against its family's single-process member: ok;
+    no evaluation record of it is written (a record holds a one-process evaluation)."""
+    r = run_python(
+        "-m", "weanj", "check", "01-jacobi", "--variants", "jax-jacobi", "jax-jacobi-sharded",
+        "--dtype", "float64", "--processes", "2",
+        env=subprocess_env(project), cwd=project, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "01-jacobi jax-jacobi-sharded: " in r.stderr and "(on 2 processes)" in r.stderr
+    found = verdicts(project)["01-jacobi"]
+    assert found["01-jacobi::jacobi::jax-jacobi~jax-jacobi-sharded"] == "ok", found
+    records = project / "results" / "01-jacobi" / "evaluations"
+    assert (records / "jax-jacobi.npz").is_file()
+    assert not (records / "jax-jacobi-sharded.npz").exists()

@@ -94,20 +94,61 @@ def executor_for(
             "give --workers (a local cluster) or --scheduler (an existing one), not both"
         )
     if workers == 0:
-        return InProcess()
+        return InProcess(processes=processes)
     address = scheduler if workers is None else None
     if workers is None and address is None and config is not None:
         address = scheduler_of(config)
     if workers is None and address is None:
-        return InProcess()
+        return InProcess(processes=processes)
     _distributed()  # one line naming the extra, before anything is read or run
-    return DaskExecutor(workers=workers, address=address)
+    return DaskExecutor(workers=workers, address=address, processes=processes)
+
+
+def _across_processes(plans: dict, delivered: Delivered, processes, timeout, counter, shown):
+    """`--processes P`: every sharded variant's evaluation under jax.distributed on P
+    local processes, in this process's turn (one cluster at a time: they share the
+    cores). Never reused from, nor written to, the evaluation records: a record holds the
+    evaluation on one process's devices, and a later check without `--processes` reuses
+    that. **Returns** the `(example, label)`s evaluated."""
+    from ._processes import evaluate_across
+
+    done = set()
+    for plan in plans.values():
+        if not hasattr(plan, "subjects"):
+            continue
+        for s in plan.subjects.values():
+            if not s.live or s.skip is not None or not s.variant.multi_device:
+                continue
+            t0 = time.perf_counter()
+            found = evaluate_across(
+                s.variant, plan.inputs, s.dtype, processes, timeout=timeout, shown_path=shown
+            )
+            delivered.deliver(s.variant, plan.inputs, s.dtype, found)
+            seconds = f"{time.perf_counter() - t0:.1f} s"
+            counter.line(s.variant, s.dtype, found, seconds, f"{processes} processes")
+            done.add(_label_key(s.variant, s.dtype))
+    return done
+
+
+class _Unless:
+    """check's progress, but silent for the evaluations already said."""
+
+    def __init__(self, progress, said: set):
+        self.progress, self.said = progress, said
+
+    def __call__(self, label, found, seconds, reused) -> None:
+        if (self.progress.example, label) not in self.said:
+            self.progress(label, found, seconds, reused)
 
 
 class InProcess:
-    """Every evaluation in this process, when the judge asks for it (today's weanj)."""
+    """Every evaluation in this process, when the judge asks for it (today's weanj);
+    with `processes`, the sharded variants' first, under jax.distributed."""
 
     name = "in-process"
+
+    def __init__(self, *, processes: int | None = None):
+        self.processes = processes
 
     @contextlib.contextmanager
     def session(
@@ -120,6 +161,12 @@ class InProcess:
         shown_path: Callable,
         records: Any,
     ) -> Iterator[Session]:
+        if self.processes:
+            delivered = Delivered(records)
+            counter = _Counter(progress, say)
+            said = _across_processes(plans, delivered, self.processes, timeout, counter, shown_path)
+            records = delivered
+            progress = _Unless(progress, said) if progress is not None else None
         with Session(
             timeout_s=timeout,
             say=say,
@@ -186,9 +233,16 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, *, workers: int | None = None, address: str | None = None):
+    def __init__(
+        self,
+        *,
+        workers: int | None = None,
+        address: str | None = None,
+        processes: int | None = None,
+    ):
         self.workers = workers
         self.address = address
+        self.processes = processes
         self.dashboard: str | None = None
 
     @contextlib.contextmanager
@@ -230,14 +284,22 @@ class DaskExecutor:
         records: Any,
     ) -> Iterator[Session]:
         delivered = Delivered(records)
+        across = set()
+        if self.processes:
+            counter = _Counter(progress, say)
+            across = _across_processes(
+                plans, delivered, self.processes, timeout, counter, shown_path
+            )
         with self.client(say) as client:
-            self.evaluate(client, plans, delivered, timeout, say, progress, shown_path)
+            self.evaluate(client, plans, delivered, timeout, say, progress, shown_path, across)
         with Session(
             timeout_s=timeout, say=say, on_evaluated=None, shown_path=shown_path, records=delivered
         ) as session:
             yield session
 
-    def evaluate(self, client, plans, delivered: Delivered, timeout, say, progress, shown) -> None:
+    def evaluate(
+        self, client, plans, delivered: Delivered, timeout, say, progress, shown, across=()
+    ) -> None:
         """Every live evaluation of the plans: reused ones from their records, the others
         as tasks, each delivered as it comes back."""
         from .._registry import project
@@ -258,6 +320,8 @@ class DaskExecutor:
                 if not s.live or s.skip is not None:
                     continue
                 v = s.variant
+                if _label_key(v, s.dtype) in across:  # evaluated under jax.distributed
+                    continue
                 found = records.recall(v, inputs, s.dtype) if records is not None else None
                 if found is not None:  # reused: no task
                     delivered.deliver(v, inputs, s.dtype, found)
