@@ -11,8 +11,9 @@ anywhere, and run again.
   `$DASK_SCHEDULER_ADDRESS` or `[tool.weanj] scheduler`: an existing cluster; the extra
   `weanj[distributed]`): every evaluation not reused from its record is a task. The
   records are consulted *before* anything is sent (a reused evaluation costs no task);
-  each example's inputs are scattered once to every worker, not sent with each task;
-  each worker loads the same project (`$WEANJ_ROOT`, its `[tool.weanj]` modules and
+  each example's inputs go once to every worker, not with each task (a worker plugin,
+  `_dask_plugin`, which Dask also hands to a worker that joins or restarts later); each
+  worker loads the same project (`$WEANJ_ROOT`, its `[tool.weanj]` modules and
   `pythonpath`) and keeps JAX's compilation cache where the project keeps it. What comes
   back is data (loss, gradients, noise, check numbers, seconds, or the fault); the client
   alone writes the store, the records and `check.json`, after every task is in, and the
@@ -253,6 +254,8 @@ class DaskExecutor:
         # Dask's own INFO lines (workers starting, closing) are not weanj's progress.
         for name in ("distributed", "distributed.scheduler", "distributed.nanny"):
             logging.getLogger(name).setLevel(logging.WARNING)
+        # a result lost with its worker is fetched again here, and said in its line
+        logging.getLogger("distributed.client").setLevel(logging.ERROR)
         with contextlib.ExitStack() as stack:
             if self.address is None:
                 cluster = stack.enter_context(_local_cluster(distributed, self.workers))
@@ -309,7 +312,8 @@ class DaskExecutor:
         setup = worker_setup(project())
         _ready_everywhere(client, setup)
         token = uuid.uuid4().hex[:8]
-        scattered: dict[str, Any] = {}
+        payloads: dict[str, dict] = {}
+        todo: list[tuple] = []
         futures: dict[Any, tuple] = {}
         counter = _Counter(progress, say)
         for plan in plans.values():
@@ -327,27 +331,34 @@ class DaskExecutor:
                     delivered.deliver(v, inputs, s.dtype, found)
                     counter.line(v, s.dtype, found, "reused")
                     continue
-                if inputs.digest not in scattered:  # once per worker, not once per task
-                    scattered[inputs.digest] = client.scatter(
-                        [_inputs_payload(inputs)], broadcast=True, hash=False
-                    )[0]
-                key = f"weanj-{v.example.name}-{label_of(v, s.dtype)}-{token}"
-                future = client.submit(
-                    evaluate_task,
-                    setup,
-                    scattered[inputs.digest],
-                    v.example.name,
-                    v.name,
-                    s.dtype,
-                    timeout,
-                    key=key,
-                    pure=False,
-                )
-                futures[future] = (v, inputs, s.dtype)
+                payloads.setdefault(inputs.digest, _inputs_payload(inputs))
+                todo.append((v, inputs, s.dtype))
+        plugin = f"weanj-{token}"
+        if todo:  # the inputs travel once per worker, with the project (`_dask_plugin`)
+            from ._dask_plugin import WeanjProject
+
+            client.register_plugin(WeanjProject(setup, payloads), name=plugin)
+        for v, inputs, dtype in todo:
+            args = (setup, inputs.digest, v.example.name, v.name, dtype, timeout)
+            key = f"weanj-{v.example.name}-{label_of(v, dtype)}-{token}"
+            future = client.submit(evaluate_task, *args, key=key, pure=False)
+            futures[future] = (v, inputs, dtype, args, 1)
         try:
-            for future in distributed.as_completed(list(futures)):
-                v, inputs, dtype = futures[future]
-                found, checks, where, seconds = _result(future, v, inputs, dtype, shown)
+            flow = distributed.as_completed(list(futures))
+            for future in flow:
+                v, inputs, dtype, args, attempt = futures[future]
+                try:
+                    found, checks, where, seconds = _result(future, v, inputs, dtype, shown)
+                except _Lost as e:
+                    if attempt < _ATTEMPTS:  # pure: computing it again is safe
+                        again = client.submit(
+                            evaluate_task, *args, key=f"{future.key}-{attempt + 1}", pure=False
+                        )
+                        futures[again] = (v, inputs, dtype, args, attempt + 1)
+                        flow.add(again)
+                        continue
+                    command = reproduce_command(v, inputs, dtype, shown)
+                    found, checks, where, seconds = Fault(ERROR, str(e), command), {}, "", 0.0
                 delivered.deliver(v, inputs, dtype, found, checks)
                 if records is not None and not _worker_died(found):
                     records.keep(v, inputs, dtype, found)
@@ -355,6 +366,19 @@ class DaskExecutor:
         except BaseException:  # Ctrl-C: nothing written yet; the tasks are cancelled
             client.cancel(list(futures), force=True)
             raise
+        finally:
+            if todo:  # a long-lived cluster keeps no run's inputs
+                with contextlib.suppress(Exception):
+                    client.unregister_worker_plugin(plugin)
+
+
+# A result lost after its task finished (its worker died before the client fetched it):
+# the task is submitted again, this many times in all.
+_ATTEMPTS = 3
+
+
+class _Lost(Exception):
+    """A finished task's result that could not be fetched."""
 
 
 class _Counter:
@@ -411,10 +435,14 @@ def _result(future, v: Variant, inputs: Inputs, dtype: str, shown):
                 "worker; see that worker's log)"
             )
             return Fault(ERROR, what, command), {}, worker, 0.0
-        return Fault(ERROR, f"{v.name} on a Dask worker: {first_line(e)}", command), {}, "", 0.0
-    if future.status == "cancelled":
-        return Fault(ERROR, f"{v.name}: its Dask task was cancelled", command), {}, "", 0.0
-    out = future.result()
+        what = f"{_DIED} could not evaluate {v.name}: {first_line(e)}"
+        return Fault(ERROR, what, command), {}, "", 0.0
+    try:
+        out = future.result()
+    except Exception as e:  # cancelled, or lost with its worker: not the variant's doing
+        raise _Lost(
+            f"{_DIED} holding the result of {v.name} lost it ({first_line(e)}), {_ATTEMPTS} times"
+        ) from None
     _add_to_clock(out.get("compile"))
     found = out["found"]
     if isinstance(found, Gradient):  # back to this process's example and variant
@@ -472,7 +500,7 @@ def _ready_everywhere(client, setup: dict) -> None:
 
 # --- the worker's side -----------------------------------------------------------------------
 
-_WORKER: dict[str, Any] = {"root": None, "inputs": {}}
+_WORKER: dict[str, Any] = {"root": None, "inputs": {}, "payloads": {}, "error": None}
 _WORKER_LOCK = threading.Lock()
 
 
@@ -507,7 +535,7 @@ def worker_ready(setup: dict) -> str | None:
 
 
 def _worker_inputs(example: Any, payload: dict) -> Inputs:
-    """The scattered inputs as `Inputs` of this worker's example (once per worker)."""
+    """The run's inputs as `Inputs` of this worker's example (once per worker)."""
     key = (payload["example"], payload["digest"], tuple(sorted(payload["params"].items())))
     found = _WORKER["inputs"].get(key)
     if found is None:
@@ -548,9 +576,9 @@ class _Kept:
 
 
 def evaluate_task(
-    setup: dict, payload: dict, example: str, variant: str, dtype: str, timeout: float | None
+    setup: dict, digest: str, example: str, variant: str, dtype: str, timeout: float | None
 ) -> dict:
-    """One evaluation on a worker: the variant's loss, gradient and noise on the scattered
+    """One evaluation on a worker: the variant's loss, gradient and noise on the run's
     inputs and, in float64, its gradient checks' numbers, as the in-process session
     computes them (the same functions)."""
     from .._io import _jax_cache
@@ -565,6 +593,9 @@ def evaluate_task(
     v = cat.find(variant)
     if v is None:
         raise WeanjError(f"this worker's project has no variant {variant} of {example}")
+    payload = _WORKER["payloads"].get(digest)
+    if payload is None:
+        raise WeanjError(f"this worker did not receive the inputs {digest[:12]}… of {example}")
     inputs = _worker_inputs(cat.example, payload)
     kept = _Kept()
     clock = _jax_cache.clock()
