@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -43,8 +44,8 @@ def verdicts(root: Path) -> dict[str, dict[str, str]]:
 
 
 def example_lines(stdout: str) -> list[str]:
-    """The per-example verdict lines of `weanj check` (the `EX: VERDICT` headers)."""
-    return [line.split(" (")[0] for line in stdout.splitlines() if line and line[0].isdigit()]
+    """The per-example verdict lines of `weanj check` (`  01-jacobi: ok`)."""
+    return [line for line in stdout.splitlines() if re.match(r"  \d\d-[\w-]+: \S", line)]
 
 
 def _folder(path: Path) -> Path:
@@ -79,7 +80,7 @@ def test_workers_judge_as_in_process(tmp_path):
     assert spread.returncode == local.returncode, spread.stderr
     assert "Traceback" not in spread.stderr
     assert verdicts(root) == expected
-    assert example_lines(spread.stdout) == example_lines(local.stdout)
+    assert example_lines(spread.stdout) == example_lines(local.stdout) != []
     assert "local Dask cluster of 2 worker" in spread.stderr
     assert "dashboard http://127.0.0.1:" in spread.stderr
     tasks = [line for line in spread.stderr.splitlines() if line.startswith("[")]
@@ -92,6 +93,23 @@ def test_workers_judge_as_in_process(tmp_path):
     reused = [line for line in again.stderr.splitlines() if line.startswith("[")]
     assert len(reused) == 6 and all(": reused, ok" in line for line in reused), reused
     assert verdicts(root) == expected
+
+
+@pytest.mark.slow
+def test_gallery_on_two_workers(project):
+    """The built-in gallery: `weanj check --workers 2` gives the per-example verdicts, the
+    check.json verdicts and the exit status of `weanj check` (both cold, `--fresh`)."""
+    env = subprocess_env(project)
+    local = run_python("-m", "weanj", "check", "--fresh", env=env, cwd=project, timeout=1800)
+    expected = verdicts(project)
+    assert expected and "Traceback" not in local.stderr
+    spread = run_python(
+        "-m", "weanj", "check", "--fresh", "--workers", "2", env=env, cwd=project, timeout=1800
+    )
+    assert "Traceback" not in spread.stderr, spread.stderr
+    assert spread.returncode == local.returncode, spread.stdout + spread.stderr
+    assert example_lines(spread.stdout) == example_lines(local.stdout)
+    assert verdicts(project) == expected
 
 
 def test_without_the_extra_one_line(tmp_path):
@@ -176,7 +194,8 @@ def dask_cluster(folder: Path, workers: int = 2, **scheduler_env: str):
 
 # `13-dying`: `jax-once` kills the worker process that first traces it in float64 (a
 # marker file says it did), `jax-always` every Dask worker process that traces it (the
-# test's workers have $WEANJ_TEST_DASK_WORKER); in a process that is no Dask worker both compute what `jax-ok` computes.
+# test's workers have $WEANJ_TEST_DASK_WORKER); in a process that is no Dask worker both
+# compute what `jax-ok` computes.
 DYING = """\
 import os
 from pathlib import Path
