@@ -92,14 +92,15 @@ def per_task_costs(workers: int) -> dict:
 
     import weanj
     from weanj._io._inputs import read_inputs
-    from weanj._pipeline._executors import _inputs_payload, worker_setup
+    from weanj._pipeline._executors import worker_setup
+    from weanj._pipeline._processes import inputs_payload
     from weanj._places import places
     from weanj._registry import catalogs, project
 
     inputs_bytes = []
     for cat in catalogs():
         inputs = read_inputs(cat.example, places())
-        inputs_bytes.append(len(pickle.dumps(_inputs_payload(inputs))))
+        inputs_bytes.append(len(pickle.dumps(inputs_payload(inputs))))
     setup = worker_setup(project())
     task = (setup, "0" * 64, "01-jacobi", "jax-jacobi", "float64", None)
     task_bytes = len(pickle.dumps(task))

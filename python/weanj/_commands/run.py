@@ -110,7 +110,9 @@ def run(
         from .._pipeline._processes import check_sharded, evaluate_across
 
         check_sharded(v)
-        found = evaluate_across(v, chosen, dtype, processes, timeout=timeout, shown_path=here.shown)
+        found = evaluate_across(
+            v, chosen, dtype, processes, root=here.root, timeout=timeout, shown_path=here.shown
+        )
     if isinstance(found, Fault):
         raise found.error("; nothing was saved")
     target = _store.check_target(

@@ -1,10 +1,20 @@
-"""The worker plugin of a `weanj check` on Dask (imported only where Dask is installed):
-each worker process, and each one that joins or restarts later, loads the client's
-project and receives the run's inputs, once (`_executors`)."""
+"""The Dask side of `weanj check --workers`/`--scheduler` (imported only where Dask is
+installed): the worker plugin that gives each worker process, and each one that joins or
+restarts later, the client's project and the run's inputs, once; and the functions a
+task and `client.run` call. Each names the worker-side front end, `weanj._worker`, by
+its name: the client never imports it (docs/DESIGN.md, "Layout")."""
 
 from __future__ import annotations
 
+import importlib
+
 from distributed import WorkerPlugin
+
+WORKER_SIDE = "weanj._worker"
+
+
+def _worker_side():
+    return importlib.import_module(WORKER_SIDE)
 
 
 class WeanjProject(WorkerPlugin):
@@ -17,13 +27,17 @@ class WeanjProject(WorkerPlugin):
         self.payloads = payloads
 
     def setup(self, worker) -> None:
-        from ._executors import _WORKER, worker_ready
-
-        _WORKER["error"] = worker_ready(self.setup_of)
-        _WORKER["payloads"].update(self.payloads)
+        _worker_side().plugin_setup(self.setup_of, self.payloads)
 
     def teardown(self, worker) -> None:
-        from ._executors import _WORKER
+        _worker_side().plugin_teardown(self.payloads)
 
-        for digest in self.payloads:
-            _WORKER["payloads"].pop(digest, None)
+
+def ready(setup: dict) -> str | None:
+    """Load the project in this worker (`client.run`): None, or why it cannot."""
+    return _worker_side().worker_ready(setup)
+
+
+def run_task(*args):
+    """One evaluation, on a worker (`_worker.evaluate_task`)."""
+    return _worker_side().evaluate_task(*args)

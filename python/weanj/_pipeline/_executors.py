@@ -30,21 +30,19 @@ finish. Ctrl-C cancels the tasks; nothing has been written by then.
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import os
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from .._errors import InputError, WeanjError
 from .._judge._contract import ERROR, Fault
 from .._model import Gradient, Inputs, Variant
 from ._evaluate import first_line, label_of, reproduce_command
+from ._processes import inputs_payload
 from ._session import Session
 
 EXTRA = "pip install 'weanj[distributed]'"
@@ -95,17 +93,17 @@ def executor_for(
             "give --workers (a local cluster) or --scheduler (an existing one), not both"
         )
     if workers == 0:
-        return InProcess(processes=processes)
+        return InProcess(config, processes=processes)
     address = scheduler if workers is None else None
     if workers is None and address is None and config is not None:
         address = scheduler_of(config)
     if workers is None and address is None:
-        return InProcess(processes=processes)
+        return InProcess(config, processes=processes)
     _distributed()  # one line naming the extra, before anything is read or run
-    return DaskExecutor(workers=workers, address=address, processes=processes)
+    return DaskExecutor(config, workers=workers, address=address, processes=processes)
 
 
-def _across_processes(plans: dict, delivered: Delivered, processes, timeout, counter, shown):
+def _across_processes(plans: dict, delivered: Delivered, processes, timeout, counter, shown, root):
     """`--processes P`: every sharded variant's evaluation under jax.distributed on P
     local processes, in this process's turn (one cluster at a time: they share the
     cores). Never reused from, nor written to, the evaluation records: a record holds the
@@ -122,7 +120,13 @@ def _across_processes(plans: dict, delivered: Delivered, processes, timeout, cou
                 continue
             t0 = time.perf_counter()
             found = evaluate_across(
-                s.variant, plan.inputs, s.dtype, processes, timeout=timeout, shown_path=shown
+                s.variant,
+                plan.inputs,
+                s.dtype,
+                processes,
+                root=root,
+                timeout=timeout,
+                shown_path=shown,
             )
             delivered.deliver(s.variant, plan.inputs, s.dtype, found)
             seconds = f"{time.perf_counter() - t0:.1f} s"
@@ -148,7 +152,8 @@ class InProcess:
 
     name = "in-process"
 
-    def __init__(self, *, processes: int | None = None):
+    def __init__(self, config: Any = None, *, processes: int | None = None):
+        self.config = config
         self.processes = processes
 
     @contextlib.contextmanager
@@ -236,11 +241,13 @@ class DaskExecutor:
 
     def __init__(
         self,
+        config: Any = None,
         *,
         workers: int | None = None,
         address: str | None = None,
         processes: int | None = None,
     ):
+        self.config = config
         self.workers = workers
         self.address = address
         self.processes = processes
@@ -291,7 +298,7 @@ class DaskExecutor:
         if self.processes:
             counter = _Counter(progress, say)
             across = _across_processes(
-                plans, delivered, self.processes, timeout, counter, shown_path
+                plans, delivered, self.processes, timeout, counter, shown_path, self.config.root
             )
         with self.client(say) as client:
             self.evaluate(client, plans, delivered, timeout, say, progress, shown_path, across)
@@ -305,11 +312,9 @@ class DaskExecutor:
     ) -> None:
         """Every live evaluation of the plans: reused ones from their records, the others
         as tasks, each delivered as it comes back."""
-        from .._registry import project
-
         distributed = _distributed()
         records = delivered.records
-        setup = worker_setup(project())
+        setup = worker_setup(self.config)
         _ready_everywhere(client, setup)
         token = uuid.uuid4().hex[:8]
         payloads: dict[str, dict] = {}
@@ -331,17 +336,19 @@ class DaskExecutor:
                     delivered.deliver(v, inputs, s.dtype, found)
                     counter.line(v, s.dtype, found, "reused")
                     continue
-                payloads.setdefault(inputs.digest, _inputs_payload(inputs))
+                payloads.setdefault(inputs.digest, inputs_payload(inputs))
                 todo.append((v, inputs, s.dtype))
         plugin = f"weanj-{token}"
         if todo:  # the inputs travel once per worker, with the project (`_dask_plugin`)
             from ._dask_plugin import WeanjProject
 
             client.register_plugin(WeanjProject(setup, payloads), name=plugin)
+        from ._dask_plugin import run_task
+
         for v, inputs, dtype in todo:
             args = (setup, inputs.digest, v.example.name, v.name, dtype, timeout)
             key = f"weanj-{v.example.name}-{label_of(v, dtype)}-{token}"
-            future = client.submit(evaluate_task, *args, key=key, pure=False)
+            future = client.submit(run_task, *args, key=key, pure=False)
             futures[future] = (v, inputs, dtype, args, 1)
         try:
             flow = distributed.as_completed(list(futures))
@@ -352,7 +359,7 @@ class DaskExecutor:
                 except _Lost as e:
                     if attempt < _ATTEMPTS:  # pure: computing it again is safe
                         again = client.submit(
-                            evaluate_task, *args, key=f"{future.key}-{attempt + 1}", pure=False
+                            run_task, *args, key=f"{future.key}-{attempt + 1}", pure=False
                         )
                         futures[again] = (v, inputs, dtype, args, attempt + 1)
                         flow.add(again)
@@ -460,23 +467,9 @@ def _local_cluster(distributed, workers: int) -> Iterator[Any]:
         processes=True,
         host="127.0.0.1",
         dashboard_address="127.0.0.1:0",
-        silence_logs=logging.WARNING,
+        silence_logs=logging.CRITICAL,  # a task that fails is said in its line
     ) as cluster:
         yield cluster
-
-
-def _inputs_payload(inputs: Inputs) -> dict:
-    """An example's inputs as plain data (the worker rebuilds them with its own example)."""
-    return {
-        "example": inputs.example.name,
-        "arrays": {k: inputs.arrays[k] for k in inputs.arrays},
-        "params": dict(inputs.params),
-        "digest": inputs.digest,
-        "path": None if inputs.path is None else str(inputs.path),
-        "shared": inputs.shared,
-        "attrs": dict(inputs.attrs),
-        "legacy": inputs.legacy,
-    }
 
 
 def worker_setup(config: Any) -> dict:
@@ -493,151 +486,17 @@ def _ready_everywhere(client, setup: dict) -> None:
         client.wait_for_workers(1, timeout=60)
     except TimeoutError:
         raise WeanjError("the Dask cluster has no worker (waited 60 s)") from None
-    for worker, error in sorted(client.run(worker_ready, setup).items()):
+    from ._dask_plugin import ready
+
+    for worker, error in sorted(client.run(ready, setup).items()):
         if error:
             raise WeanjError(f"Dask worker {worker} cannot load the project: {error}")
-
-
-# --- the worker's side -----------------------------------------------------------------------
-
-_WORKER: dict[str, Any] = {"root": None, "inputs": {}, "payloads": {}, "error": None}
-_WORKER_LOCK = threading.Lock()
-
-
-def worker_ready(setup: dict) -> str | None:
-    """Load the client's project in this worker process (once): its root as
-    `$WEANJ_ROOT`, the compilation cache where the client keeps it unless this worker's
-    own `$WEANJ_COMPILATION_CACHE` says otherwise (a node-local disk). **Returns** None, or
-    why it cannot (one line)."""
-    from .._io import _jax_cache
-
-    with _WORKER_LOCK:
-        root = setup["root"]
-        if _WORKER["root"] == root:
-            return None
-        if _WORKER["root"] is not None:
-            return (
-                f"this worker process already serves the project {_WORKER['root']}; a weanj "
-                "worker serves one project (start workers for each)"
-            )
-        try:
-            os.environ["WEANJ_ROOT"] = root
-            if setup.get("cache") and _jax_cache.VARIABLE not in os.environ:
-                os.environ[_jax_cache.VARIABLE] = setup["cache"]
-            from .._registry import project
-
-            project()  # imports the example modules (their folders on sys.path)
-            _jax_cache.enable(Path(root))
-        except Exception as e:  # noqa: BLE001 - said in one line by the client
-            return first_line(e)
-        _WORKER["root"] = root
-        return None
-
-
-def _worker_inputs(example: Any, payload: dict) -> Inputs:
-    """The run's inputs as `Inputs` of this worker's example (once per worker)."""
-    key = (payload["example"], payload["digest"], tuple(sorted(payload["params"].items())))
-    found = _WORKER["inputs"].get(key)
-    if found is None:
-        from .._model._inputs import _frozen
-
-        found = Inputs(
-            example,
-            _frozen(payload["arrays"]),
-            MappingProxyType(dict(payload["params"])),
-            payload["digest"],
-            path=None if payload["path"] is None else Path(payload["path"]),
-            shared=payload["shared"],
-            attrs=MappingProxyType(dict(payload["attrs"])),
-            legacy=payload["legacy"],
-        )
-        _WORKER["inputs"][key] = found
-    return found
-
-
-class _Kept:
-    """The records of a worker's session: nothing to recall; the checks' numbers kept, to
-    go back to the client."""
-
-    def __init__(self):
-        self.checks: dict[tuple[str, str], dict] = {}
-
-    def recall(self, *_):
-        return None
-
-    def keep(self, *_):
-        pass
-
-    def recall_check(self, *_):
-        return None
-
-    def keep_check(self, variant, dtype, kind, array, numbers) -> None:
-        self.checks[(kind, array)] = numbers
-
-
-def evaluate_task(
-    setup: dict, digest: str, example: str, variant: str, dtype: str, timeout: float | None
-) -> dict:
-    """One evaluation on a worker: the variant's loss, gradient and noise on the run's
-    inputs and, in float64, its gradient checks' numbers, as the in-process session
-    computes them (the same functions)."""
-    from .._io import _jax_cache
-    from .._places import Places
-    from .._registry import catalog
-    from ._gradchecks import jvp_judgement, taylor_judgement
-
-    error = worker_ready(setup)
-    if error:
-        raise WeanjError(error)
-    cat = catalog(example)
-    v = cat.find(variant)
-    if v is None:
-        raise WeanjError(f"this worker's project has no variant {variant} of {example}")
-    payload = _WORKER["payloads"].get(digest)
-    if payload is None:
-        raise WeanjError(f"this worker did not receive the inputs {digest[:12]}… of {example}")
-    inputs = _worker_inputs(cat.example, payload)
-    kept = _Kept()
-    clock = _jax_cache.clock()
-    before = _clock_figures(clock)
-    t0 = time.perf_counter()
-    with Session(
-        timeout_s=timeout,
-        say=lambda _: None,
-        shown_path=Places(Path(setup["root"])).shown,
-        records=kept,
-    ) as session:
-        found = session.outcome(v, inputs, dtype)
-        if isinstance(found, Gradient) and dtype == "float64":
-            for array in cat.example.wrt_names:
-                for kind in CHECK_KINDS:
-                    try:
-                        if kind == "taylor":
-                            taylor_judgement(session, "", inputs, found, array)
-                        else:
-                            jvp_judgement(session, "", cat, inputs, found, array)
-                    except TimeoutError as e:
-                        kept.checks[(kind, array)] = {"timeout": str(e)}
-                    except Exception:  # noqa: BLE001 - left to the client, which then
-                        pass  # computes it itself, exactly as in-process
-    seconds = time.perf_counter() - t0
-    if isinstance(found, Gradient):
-        found = copy.copy(found)
-        found.example = found.of = None  # this process's objects stay here
-    compiled = [a - b for a, b in zip(_clock_figures(clock), before, strict=True)]
-    return {
-        "found": found,
-        "checks": kept.checks,
-        "worker": _address(),
-        "seconds": seconds,
-        "compile": compiled,
-    }
 
 
 _CLOCK_FIGURES = ("compiled_s", "retrieval_s", "hits", "requests")
 
 
-def _clock_figures(clock) -> list:
+def clock_figures(clock) -> list:
     return [getattr(clock, name) for name in _CLOCK_FIGURES]
 
 
@@ -650,12 +509,3 @@ def _add_to_clock(figures) -> None:
     clock = _jax_cache.clock()
     for name, value in zip(_CLOCK_FIGURES, figures or (), strict=False):
         setattr(clock, name, getattr(clock, name) + value)
-
-
-def _address() -> str:
-    try:
-        from distributed import get_worker
-
-        return get_worker().address
-    except Exception:  # noqa: BLE001 - a label only
-        return f"pid {os.getpid()}"

@@ -4,7 +4,7 @@
 A multi-device variant (`multi_device=True`, e.g. `jax-jacobi-sharded`) spans the
 devices `weanj.set_devices` selects, by default every device JAX sees. Past one host,
 JAX sees the devices of every process of a `jax.distributed` cluster; this module makes
-one on this machine: P processes of `python -m weanj._pipeline._processes`, each calling
+one on this machine: P processes of `python -m weanj._worker`, each calling
 `jax.distributed.initialize(coordinator_address="127.0.0.1:PORT", num_processes=P,
 process_id=i)` (process 0 is the coordinator) on the CPU backend, whose collectives
 across processes are gloo's (`jax_cpu_collectives_implementation`, gloo by default in
@@ -17,7 +17,8 @@ through a file in a temporary folder; the parent alone writes the store.
 
 Under SLURM, a script that `srun` starts on every task calls `jax.distributed.initialize()`
 with no arguments (JAX reads the coordinator, the process count and the id from SLURM's
-environment) and then `evaluate_here`, or the variant itself (docs/distributed.md).
+environment) and then `weanj._worker.evaluate_here`, or the variant itself
+(docs/distributed.md).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 from .._errors import InputError
 from .._judge._contract import ERROR, Fault
 from .._model import Gradient, Inputs, Variant
-from ._evaluate import first_line, reproduce_command
+from ._evaluate import reproduce_command
 
 COLLECTIVES = "gloo"  # the CPU backend's collectives across processes
 
@@ -60,17 +61,15 @@ def evaluate_across(
     dtype: str,
     processes: int,
     *,
+    root: Path | str,
     timeout: float | None = None,
     shown_path=str,
 ) -> Gradient | Fault:
     """The variant's evaluation on `processes` local processes under jax.distributed (the
     module docstring), as `_evaluate.evaluate` returns it: the `Gradient` (its `extra`
     says `processes`), or the fault; a process that fails is this evaluation's `error`."""
-    from .._registry import project
-    from ._executors import _inputs_payload
-
     command = reproduce_command(variant, inputs, dtype, shown_path) + f" --processes {processes}"
-    root = str(Path(project().root).resolve())
+    root = str(Path(root).resolve())
     with tempfile.TemporaryDirectory(prefix="weanj-processes-") as scratch:
         request = Path(scratch) / "request.pickle"
         result = Path(scratch) / "result.pickle"
@@ -82,7 +81,7 @@ def evaluate_across(
                     "variant": variant.name,
                     "dtype": dtype,
                     "timeout": timeout,
-                    "inputs": _inputs_payload(inputs),
+                    "inputs": inputs_payload(inputs),
                     "processes": processes,
                 },
                 f,
@@ -99,7 +98,7 @@ def evaluate_across(
                             [
                                 sys.executable,
                                 "-m",
-                                "weanj._pipeline._processes",
+                                "weanj._worker",
                                 f"127.0.0.1:{port}",
                                 str(processes),
                                 str(i),
@@ -155,97 +154,15 @@ def _last_line(log: Path) -> str:
     return (useful or [""])[-1].strip()[:200]
 
 
-# --- one process of the cluster -------------------------------------------------------------
-
-
-def _gathering(fn):
-    """`fn`, its result made whole on every process (an array sharded over other
-    processes' devices cannot be read here until it is gathered)."""
-
-    def gathered(*args):
-        import jax
-        from jax.experimental import multihost_utils
-
-        def whole(x):
-            if isinstance(x, jax.Array) and not x.is_fully_addressable:
-                return multihost_utils.process_allgather(x, tiled=True)
-            return x
-
-        return jax.tree_util.tree_map(whole, fn(*args))
-
-    return gathered
-
-
-def _one_process(coordinator: str, processes: int, index: int, request: Path, result: Path):
-    import jax
-
-    jax.config.update("jax_cpu_collectives_implementation", COLLECTIVES)
-    jax.distributed.initialize(
-        coordinator_address=coordinator, num_processes=processes, process_id=index
-    )
-    try:
-        with open(request, "rb") as f:
-            asked = pickle.load(f)
-        found = evaluate_here(asked)
-        if index == 0:
-            from .._io._atomic import atomic_path
-
-            with atomic_path(result) as tmp, open(tmp, "wb") as f:
-                pickle.dump(found, f)
-    finally:
-        jax.distributed.shutdown()
-
-
-def evaluate_here(asked: dict) -> Gradient | Fault:
-    """The evaluation in this process of a `jax.distributed` cluster (already started):
-    the project loaded from `asked["root"]`, the variant's functions made to gather."""
-    from .._io import _jax_cache
-    from .._model._variant import Checked, Functions
-    from .._places import Places
-    from .._registry import catalog
-    from .._watch import Watch
-    from ._evaluate import evaluate
-    from ._executors import _worker_inputs
-
-    os.environ["WEANJ_ROOT"] = asked["root"]
-    _jax_cache.enable(Path(asked["root"]))
-    cat = catalog(asked["example"])
-    v = cat.find(asked["variant"])
-    inputs = _worker_inputs(cat.example, asked["inputs"])
-    fns = v.functions()
-    ex = cat.example
-    # this process's copy of the variant: its built functions gather what they return
-    v._built["fns"] = Functions(
-        *(
-            None if f is None else Checked(ex, v.name, _gathering(f.fn), tangents=k == 2)
-            for k, f in enumerate(fns)
-        )
-    )
-    found = evaluate(
-        v,
-        inputs,
-        asked["dtype"],
-        Watch(timeout_s=asked["timeout"], say=lambda _: None),
-        shown_path=Places(Path(asked["root"])).shown,
-    )
-    if isinstance(found, Gradient):
-        import jax
-
-        found.extra["processes"] = asked["processes"]
-        found.extra["devices"] = jax.device_count()
-        found.example = found.of = None
-    return found
-
-
-def main(argv: list[str]) -> int:
-    coordinator, processes, index, request, result = argv
-    try:
-        _one_process(coordinator, int(processes), int(index), Path(request), Path(result))
-    except Exception as e:  # noqa: BLE001 - the parent reads this line from the log
-        print(f"weanj: {first_line(e)}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def inputs_payload(inputs: Inputs) -> dict:
+    """An example's inputs as plain data (the worker rebuilds them with its own example)."""
+    return {
+        "example": inputs.example.name,
+        "arrays": {k: inputs.arrays[k] for k in inputs.arrays},
+        "params": dict(inputs.params),
+        "digest": inputs.digest,
+        "path": None if inputs.path is None else str(inputs.path),
+        "shared": inputs.shared,
+        "attrs": dict(inputs.attrs),
+        "legacy": inputs.legacy,
+    }
