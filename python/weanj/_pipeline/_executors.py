@@ -170,7 +170,9 @@ class InProcess:
         if self.processes:
             delivered = Delivered(records)
             counter = _Counter(progress, say)
-            said = _across_processes(plans, delivered, self.processes, timeout, counter, shown_path)
+            said = _across_processes(
+                plans, delivered, self.processes, timeout, counter, shown_path, self.config.root
+            )
             records = delivered
             progress = _Unless(progress, said) if progress is not None else None
         with Session(
