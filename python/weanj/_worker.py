@@ -31,7 +31,13 @@ from ._pipeline._session import Session
 
 # --- a Dask worker ---------------------------------------------------------------------------
 
-_WORKER: dict[str, Any] = {"root": None, "inputs": {}, "payloads": {}, "error": None}
+_WORKER: dict[str, Any] = {
+    "root": None,
+    "inputs": {},
+    "payloads": {},
+    "error": None,
+    "sessions": {},  # {thread: ((run, timeout), Session)}
+}
 _WORKER_LOCK = threading.Lock()
 
 
@@ -106,6 +112,23 @@ class _Kept:
         self.checks[(kind, array)] = numbers
 
 
+def _session_of(setup: dict, timeout: float | None) -> Session:
+    """This worker thread's session for this run: what one process shares between the
+    members of a family in-process (a sibling's forward mode for the jvp check, an
+    example's kink masks) is computed once per worker, not once per task. A new run
+    (another `setup["run"]`) starts a new session; the plugin's teardown drops them."""
+    from ._places import Places
+
+    run = (setup.get("run"), timeout)
+    held = _WORKER["sessions"].get(threading.get_ident())
+    if held is None or held[0] != run:
+        session = Session(
+            timeout_s=timeout, say=lambda _: None, shown_path=Places(Path(setup["root"])).shown
+        )
+        held = _WORKER["sessions"][threading.get_ident()] = (run, session)
+    return held[1]
+
+
 def evaluate_task(
     setup: dict, digest: str, example: str, variant: str, dtype: str, timeout: float | None
 ) -> dict:
@@ -114,7 +137,6 @@ def evaluate_task(
     computes them (the same functions)."""
     from ._io import _jax_cache
     from ._pipeline._gradchecks import jvp_judgement, taylor_judgement
-    from ._places import Places
     from ._registry import catalog
 
     error = worker_ready(setup)
@@ -132,25 +154,21 @@ def evaluate_task(
     clock = _jax_cache.clock()
     before = clock_figures(clock)
     t0 = time.perf_counter()
-    with Session(
-        timeout_s=timeout,
-        say=lambda _: None,
-        shown_path=Places(Path(setup["root"])).shown,
-        records=kept,
-    ) as session:
-        found = session.outcome(v, inputs, dtype)
-        if isinstance(found, Gradient) and dtype == "float64":
-            for array in cat.example.wrt_names:
-                for kind in CHECK_KINDS:
-                    try:
-                        if kind == "taylor":
-                            taylor_judgement(session, "", inputs, found, array)
-                        else:
-                            jvp_judgement(session, "", cat, inputs, found, array)
-                    except TimeoutError as e:
-                        kept.checks[(kind, array)] = {"timeout": str(e)}
-                    except Exception:  # noqa: BLE001 - left to the client, which then
-                        pass  # computes it itself, exactly as in-process
+    session = _session_of(setup, timeout)
+    session.records = kept  # this task's checks' numbers, to go back with it
+    found = session.outcome(v, inputs, dtype)
+    if isinstance(found, Gradient) and dtype == "float64":
+        for array in cat.example.wrt_names:
+            for kind in CHECK_KINDS:
+                try:
+                    if kind == "taylor":
+                        taylor_judgement(session, "", inputs, found, array)
+                    else:
+                        jvp_judgement(session, "", cat, inputs, found, array)
+                except TimeoutError as e:
+                    kept.checks[(kind, array)] = {"timeout": str(e)}
+                except Exception:  # noqa: BLE001 - left to the client, which then
+                    pass  # computes it itself, exactly as in-process
     seconds = time.perf_counter() - t0
     if isinstance(found, Gradient):
         found = copy.copy(found)
@@ -172,8 +190,11 @@ def plugin_setup(setup: dict, payloads: dict) -> None:
 
 
 def plugin_teardown(payloads: dict) -> None:
+    """The run is over: its inputs and sessions go."""
     for digest in payloads:
         _WORKER["payloads"].pop(digest, None)
+    _WORKER["sessions"].clear()
+    _WORKER["inputs"].clear()
 
 
 def _address() -> str:

@@ -316,9 +316,9 @@ class DaskExecutor:
         as tasks, each delivered as it comes back."""
         distributed = _distributed()
         records = delivered.records
-        setup = worker_setup(self.config)
-        _ready_everywhere(client, setup)
         token = uuid.uuid4().hex[:8]
+        setup = {**worker_setup(self.config), "run": token}
+        _ready_everywhere(client, setup)
         payloads: dict[str, dict] = {}
         todo: list[tuple] = []
         futures: dict[Any, tuple] = {}
