@@ -17,6 +17,7 @@ table where one lies on the way up. The table:
     builtin = false          # true: weanj's own examples too
     entry-points = false     # true: every installed `weanj.examples` entry point;
                              # or a list of entry-point names: only those
+    scheduler = "tcp://host:8786"   # weanj check's Dask scheduler (docs/distributed.md)
 
 This module knows nothing of the registry (which loads what the table lists) or of
 where files go (`_places`).
@@ -145,7 +146,7 @@ class ProjectConfig:
         return f"project {self.root} ({self.how or 'given'})"
 
 
-_KEYS = {"examples", "builtin", "entry-points", "pythonpath"}
+_KEYS = {"examples", "builtin", "entry-points", "pythonpath", "scheduler"}
 
 
 def _strings(pyproject: Path, key: str, value, example: str) -> tuple[str, ...]:

@@ -91,6 +91,7 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
         out=args.out,
         force=args.force,
         timeout=args.timeout,
+        processes=args.processes,
     )
     g = done.gradient
     shown = "".join(f"{k}={val} " for k, val in g.params.items())
@@ -99,6 +100,8 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
         f"{g.example.name} {g.variant} {shown}{g.dtype}: loss "
         f"= {g.loss:.15e}  {norms}  ({g.seconds:.2f} s)"
     )
+    if "processes" in g.extra:
+        print(f"evaluated under jax.distributed on {g.extra['processes']} processes")
     print(f"saved {done.path}")
     if done.note:
         print(done.note)
@@ -144,6 +147,9 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         dtype=args.dtype,
         timeout=args.timeout,
         fresh=args.fresh,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        processes=args.processes,
     )
     print("\n".join(judgement.lines()))
     for name, error in judgement.not_judged.items():  # printed once, on stderr

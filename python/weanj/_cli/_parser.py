@@ -69,6 +69,28 @@ def fuzz_seed(text: str) -> int:
     return value
 
 
+def count(text: str) -> int:
+    """An integer >= 0 (`--workers 0`: in this process)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _processes(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--processes",
+        type=positive_int,
+        default=None,
+        metavar="P",
+        help="run the sharded (multi-device) variants under jax.distributed on P local "
+        "processes (docs/distributed.md)",
+    )
+
+
 def _example(p: argparse.ArgumentParser) -> None:
     p.add_argument("example", help="an example of the project (weanj list)")
 
@@ -111,6 +133,7 @@ def _run(sub) -> None:
         action="store_true",
         help="replace a recorded reference (the old one is kept aside)",
     )
+    _processes(p)
     _timeout(p, "the variant")
 
 
@@ -133,6 +156,21 @@ def _check(sub) -> None:
         help="recompute every evaluation (default: reuse those whose inputs, code and "
         "versions did not change)",
     )
+    p.add_argument(
+        "--workers",
+        type=count,
+        default=None,
+        metavar="N",
+        help="evaluate on a local Dask cluster of N worker processes (0: in this process; "
+        "needs weanj[distributed])",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="evaluate on the Dask cluster of this scheduler (default: $DASK_SCHEDULER_ADDRESS, "
+        "else [tool.weanj] scheduler, else in this process)",
+    )
+    _processes(p)
     _timeout(p, "a variant")
 
 

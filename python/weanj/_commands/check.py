@@ -18,8 +18,8 @@ from .._io import _jax_cache, _store
 from .._judge._contract import Fault
 from .._model import DTYPES, Catalog, Gradient
 from .._pipeline._cases import Plan, judge_plan, not_judged, read_plan
+from .._pipeline._executors import executor_for
 from .._pipeline._records import Records
-from .._pipeline._session import Session
 from .._places import Places, places
 from .._registry import catalogs, project
 from .._report._judgement import Judgement
@@ -75,6 +75,9 @@ def check(
     fresh: bool = False,
     say: Callable[[str], None] = say,
     save: bool = True,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    processes: int | None = None,
 ) -> Judgement:
     """Run, check and judge every available variant of each example (default: all).
 
@@ -91,6 +94,12 @@ def check(
     - `say`: where progress goes (stderr by default).
     - `save`: write each gradient to the store and the verdicts to
       `results/<example>/check.json` (what `weanj diff` and `weanj report` read).
+    - `workers`: evaluate on a local Dask cluster of this many worker processes (0: in
+      this process); `scheduler`: on the Dask cluster at this address (default: the
+      project's, `$DASK_SCHEDULER_ADDRESS` or `[tool.weanj] scheduler`, else in this
+      process). Needs `weanj[distributed]`; docs/distributed.md.
+    - `processes`: evaluate the sharded (multi-device) variants under `jax.distributed`
+      on this many local processes.
 
     **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
@@ -107,6 +116,7 @@ def check(
             f"no examples to check in {project().describe()}: its example modules register none"
         )
     here = places()
+    executor = executor_for(workers, scheduler, project(), processes=processes)
     _jax_cache.enable()
     clock = _jax_cache.clock()
     t0 = time.perf_counter()
@@ -127,8 +137,8 @@ def check(
     )
     progress = _Progress(total, say)
     records = Records(here, project(), fresh=fresh) if save else None
-    with Session(
-        timeout_s=timeout, say=say, on_evaluated=progress, shown_path=here.shown, records=records
+    with executor.session(
+        plans, timeout=timeout, say=say, progress=progress, shown_path=here.shown, records=records
     ) as session:
         for cat in cats:
             p = plans[cat.name]

@@ -77,6 +77,7 @@ def run(
     out: str | Path | None = None,
     force: bool = False,
     timeout: float | None = None,
+    processes: int | None = None,
 ) -> Run:
     """Evaluate one variant and save its gradient (module docstring)."""
     ex = example_named(example)
@@ -103,7 +104,15 @@ def run(
             chosen.key(dtype),
         )
         _store.check_target(out, planned, shared_key, here, force=force)
-    found = evaluate(v, chosen, dtype, Watch(timeout_s=timeout), shown_path=here.shown)
+    if processes is None:
+        found = evaluate(v, chosen, dtype, Watch(timeout_s=timeout), shown_path=here.shown)
+    else:  # a sharded variant under jax.distributed on P local processes
+        from .._pipeline._processes import check_sharded, evaluate_across
+
+        check_sharded(v)
+        found = evaluate_across(
+            v, chosen, dtype, processes, root=here.root, timeout=timeout, shown_path=here.shown
+        )
     if isinstance(found, Fault):
         raise found.error("; nothing was saved")
     target = _store.check_target(

@@ -47,6 +47,9 @@ RESERVED_NAMES = frozenset(
         "seconds",
         "fresh",
         "seed",
+        "workers",
+        "scheduler",
+        "processes",
         "help",
         "version",
     }

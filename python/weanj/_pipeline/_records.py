@@ -17,7 +17,7 @@ with its key: the sha256 of
   package, found by reading the imports (`ast`), not by running anything; and the
   variant's own source files beyond Python (a Julia kernel); a change in one example's
   module changes only the keys of the examples that reach it;
-- **the project's `[tool.weanj]` table**;
+- **the project's `[tool.weanj]` table** (but `scheduler`);
 - **the versions**: weanj (and, for a checkout of weanj, a digest of its own sources),
   jax, jaxlib, numpy, and the variant's backend (`Variant.backend_version()`: Enzyme-JAX,
   kernex, Julia and its packages).
@@ -62,6 +62,8 @@ from .._sources import code_digest, files_digest, text_digest, weanj_sources
 
 FORMAT = 2
 _REUSED_FAULTS = (ERROR, NONFINITE)  # timeouts depend on the load; never reused
+# `[tool.weanj]` keys that change where an evaluation runs, never a number of it.
+NOT_IN_THE_KEY = frozenset({"scheduler"})
 _RECORD_TEXT_MAX = 16 * 2**20  # bytes of the record's JSON text (a record is a few kB)
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 
@@ -190,7 +192,8 @@ class Records:
     def parts(self, variant: Variant, inputs: Inputs, dtype: str) -> dict[str, Any]:
         if not self._weanj:
             self._weanj = weanj_sources()
-        table = json.dumps(self.config.table, sort_keys=True, default=str)
+        table = {k: v for k, v in self.config.table.items() if k not in NOT_IN_THE_KEY}
+        table = json.dumps(table, sort_keys=True, default=str)
         return {
             "example": variant.example.name,
             "variant": variant.name,

@@ -1,0 +1,168 @@
+"""A sharded variant under `jax.distributed`: one evaluation on P local processes
+(`weanj run EX V --processes P`, `weanj check --processes P`; docs/distributed.md).
+
+A multi-device variant (`multi_device=True`, e.g. `jax-jacobi-sharded`) spans the
+devices `weanj.set_devices` selects, by default every device JAX sees. Past one host,
+JAX sees the devices of every process of a `jax.distributed` cluster; this module makes
+one on this machine: P processes of `python -m weanj._worker`, each calling
+`jax.distributed.initialize(coordinator_address="127.0.0.1:PORT", num_processes=P,
+process_id=i)` (process 0 is the coordinator) on the CPU backend, whose collectives
+across processes are gloo's (`jax_cpu_collectives_implementation`, gloo by default in
+jax 0.10). Every process loads the project, reads the same inputs and runs the same
+evaluation (`_evaluate.evaluate`: loss, gradient, contract checks, rounding noise),
+the SPMD way: the inputs are host-local numpy arrays, replicated; a gradient sharded
+over the processes' devices is all-gathered (`multihost_utils.process_allgather`) before
+it is checked, so every process holds the whole of it. Process 0 hands the result back
+through a file in a temporary folder; the parent alone writes the store.
+
+Under SLURM, a script that `srun` starts on every task calls `jax.distributed.initialize()`
+with no arguments (JAX reads the coordinator, the process count and the id from SLURM's
+environment) and then `weanj._worker.evaluate_here`, or the variant itself
+(docs/distributed.md).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .._errors import InputError
+from .._judge._contract import ERROR, Fault
+from .._model import Gradient, Inputs, Variant
+from ._evaluate import reproduce_command
+
+COLLECTIVES = "gloo"  # the CPU backend's collectives across processes
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the coordinator's)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_sharded(variant: Variant) -> None:
+    """`--processes` is for multi-device variants; one line otherwise."""
+    if not variant.multi_device:
+        raise InputError(
+            f"--processes runs a sharded (multi_device) variant across processes; "
+            f"{variant.name} is not one"
+        )
+
+
+def evaluate_across(
+    variant: Variant,
+    inputs: Inputs,
+    dtype: str,
+    processes: int,
+    *,
+    root: Path | str,
+    timeout: float | None = None,
+    shown_path=str,
+) -> Gradient | Fault:
+    """The variant's evaluation on `processes` local processes under jax.distributed (the
+    module docstring), as `_evaluate.evaluate` returns it: the `Gradient` (its `extra`
+    says `processes`), or the fault; a process that fails is this evaluation's `error`."""
+    command = reproduce_command(variant, inputs, dtype, shown_path) + f" --processes {processes}"
+    root = str(Path(root).resolve())
+    with tempfile.TemporaryDirectory(prefix="weanj-processes-") as scratch:
+        request = Path(scratch) / "request.pickle"
+        result = Path(scratch) / "result.pickle"
+        with open(request, "wb") as f:
+            pickle.dump(
+                {
+                    "root": root,
+                    "example": variant.example.name,
+                    "variant": variant.name,
+                    "dtype": dtype,
+                    "timeout": timeout,
+                    "inputs": inputs_payload(inputs),
+                    "processes": processes,
+                },
+                f,
+            )
+        port = free_port()
+        env = {**os.environ, "WEANJ_ROOT": root}
+        logs = [Path(scratch) / f"process-{i}.log" for i in range(processes)]
+        procs = []
+        try:
+            for i in range(processes):
+                with open(logs[i], "wb") as log:
+                    procs.append(
+                        subprocess.Popen(
+                            [
+                                sys.executable,
+                                "-m",
+                                "weanj._worker",
+                                f"127.0.0.1:{port}",
+                                str(processes),
+                                str(i),
+                                str(request),
+                                str(result),
+                            ],
+                            stdout=log,
+                            stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL,
+                            env=env,
+                            cwd=root,
+                        )
+                    )
+            limit = None if timeout is None else 4 * timeout + 120  # start-up, four calls
+            codes = []
+            for p in procs:
+                try:
+                    codes.append(p.wait(timeout=limit))
+                except subprocess.TimeoutExpired:
+                    return Fault(
+                        "timeout",
+                        f"{variant.name} on {processes} processes took longer than {limit:g} s",
+                        command,
+                    )
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        failed = [(i, c) for i, c in enumerate(codes) if c != 0]
+        if failed or not result.is_file():
+            i, code = failed[0] if failed else (0, 0)
+            last = _last_line(logs[i])
+            return Fault(
+                ERROR,
+                f"{variant.name} under jax.distributed: process {i} of {processes} exited "
+                f"with code {code}" + (f" ({last})" if last else ""),
+                command,
+            )
+        with open(result, "rb") as f:
+            found = pickle.load(f)
+    if isinstance(found, Gradient):
+        found.example, found.of = variant.example, variant
+    return found
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
+    except OSError:
+        return ""
+    useful = [x for x in lines if not x.startswith("[Gloo]")]
+    return (useful or [""])[-1].strip()[:200]
+
+
+def inputs_payload(inputs: Inputs) -> dict:
+    """An example's inputs as plain data (the worker rebuilds them with its own example)."""
+    return {
+        "example": inputs.example.name,
+        "arrays": {k: inputs.arrays[k] for k in inputs.arrays},
+        "params": dict(inputs.params),
+        "digest": inputs.digest,
+        "path": None if inputs.path is None else str(inputs.path),
+        "shared": inputs.shared,
+        "attrs": dict(inputs.attrs),
+        "legacy": inputs.legacy,
+    }
