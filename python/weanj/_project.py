@@ -135,6 +135,7 @@ class ProjectConfig:
     how: str = ""  # how the root was found
     pythonpath: tuple[Path, ...] = ()  # folders put on sys.path before the modules import
     table: dict | None = None  # the table as read (part of what an evaluation depends on)
+    x64: bool | None = None  # `x64 = true|false`: the program's JAX 64-bit types (None: undeclared)
 
     @property
     def where(self) -> str:
@@ -145,7 +146,7 @@ class ProjectConfig:
         return f"project {self.root} ({self.how or 'given'})"
 
 
-_KEYS = {"examples", "builtin", "entry-points", "pythonpath"}
+_KEYS = {"examples", "builtin", "entry-points", "pythonpath", "x64"}
 
 
 def _strings(pyproject: Path, key: str, value, example: str) -> tuple[str, ...]:
@@ -199,6 +200,12 @@ def project_config(root: Path | None = None) -> ProjectConfig:
             f"{pyproject}: [tool.weanj] entry-points must be true, false or a list of "
             'entry-point names, e.g. entry-points = ["heat"]'
         )
+    x64 = table.get("x64")
+    if x64 is not None and not isinstance(x64, bool):
+        raise ProjectError(
+            f"{pyproject}: [tool.weanj] x64 must be true or false (JAX's 64-bit types in the "
+            "program that runs the examples)"
+        )
     return ProjectConfig(
         root,
         examples,
@@ -208,4 +215,5 @@ def project_config(root: Path | None = None) -> ProjectConfig:
         how=how,
         pythonpath=tuple(pythonpath),
         table=table,
+        x64=x64,
     )

@@ -38,6 +38,7 @@ from .._judge._contract import Fault
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
 from .._places import PRODUCED, RECORDED, Places
+from .._x64 import x64_configuration
 from ._evaluate import label_of
 from ._gradchecks import jvp_judgement, taylor_judgement
 from ._session import Session
@@ -345,9 +346,12 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
             wide = label_of(s.variant, "float64")
             if wide in p.subjects:
                 wider = subject_outcome(p, wide, session)
-        return judge.judge_run(
+        j = judge.judge_run(
             case.id, label, subject_outcome(p, label, session), family=case.family, wider=wider
         )
+        if s.variant is not None and s.variant.backend != "julia":
+            j.info["x64"] = x64_configuration(s.variant).to_json()  # shown by every view
+        return j
     what["array"] = case.array
     outcomes = [subject_outcome(p, label, session) for label in case.subjects]
     for label, outcome in zip(case.subjects, outcomes, strict=True):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _x64
 from .._errors import ExcludedError, UnavailableError, WeanjError
 from .._judge._contract import (
     ERROR,
@@ -28,6 +29,7 @@ from .._judge._contract import (
 )
 from .._model import Gradient, Inputs, Variant
 from .._watch import Watch
+from .._x64 import x64_configuration
 
 # The perturbation that measures a run's rounding level, and its seed.
 _NOISE_SEED = 20261202
@@ -108,6 +110,32 @@ def _noise(fns, args, loss: float, gradients: dict, ex, dtype: str, watch, label
     return out
 
 
+def _dtype_name(value: Any) -> str:
+    """The dtype of what a loss or grad returned (its first array), or ""."""
+    if isinstance(value, dict):
+        value = next(iter(value.values()), None)
+    elif isinstance(value, (tuple, list)):
+        value = value[0] if value else None
+    try:
+        return np.asarray(value).dtype.name
+    except Exception:
+        return ""
+
+
+def _x64_line(variant: Variant, dtype: str, returned: dict[str, Any]) -> str | None:
+    """The fault line of a run whose dtype follows from its program's x64 configuration
+    (`_x64.fault_line`): a float64 run computed in float32 with x64 off, a float32 run
+    promoted to 64 bits with it on. None for any other breach."""
+    if variant.backend == "julia":
+        return None
+    config = x64_configuration(variant)
+    for what, value in reversed(returned.items()):  # the last call made is the one at fault
+        found = _x64.fault_line(variant.name, config, _dtype_name(value), dtype, what)
+        if found is not None:
+            return found
+    return None
+
+
 def evaluate(
     variant: Variant, inputs: Inputs, dtype: str, watch: Watch, *, shown_path=str
 ) -> Gradient | Fault:
@@ -129,11 +157,13 @@ def evaluate(
         return fault(SKIPPED, f"{variant.name} does not apply to these inputs: {excluded}")
     args = inputs.args(dtype)
     where = f"{ex.name} {label}"
+    returned: dict[str, Any] = {}
     try:
         fns = variant.built  # builds on first use: an optional backend may refuse here
         t0 = time.perf_counter()
-        loss = checked_loss(watch.run(lambda: fns.loss(*args), where), dtype)
-        raw_grad = watch.run(lambda: fns.grad(*args), where)
+        returned["the loss"] = watch.run(lambda: fns.loss(*args), where)
+        loss = checked_loss(returned["the loss"], dtype)
+        returned["the gradient"] = raw_grad = watch.run(lambda: fns.grad(*args), where)
         seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
     except TimeoutError as e:
@@ -143,7 +173,7 @@ def evaluate(
     except UnavailableError as e:
         return fault(UNAVAILABLE, first_line(e))
     except Breach as e:
-        return fault(ERROR, f"{variant.name} {e}")
+        return fault(ERROR, _x64_line(variant, dtype, returned) or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
         return fault(ERROR, f"{variant.name} {first_line(e)}")
     g = Gradient(

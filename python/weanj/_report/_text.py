@@ -92,7 +92,22 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
             f"{cells[1].terminal():<10} {cells[2].terminal():<12} {cells[3].terminal():<22} "
             f"{time_s}"
         )
-    return out
+    return out + x64_lines(ej)
+
+
+def x64_lines(ej: ExampleJudgement) -> list[str]:
+    """Which JAX x64 configuration the runs used, and where it comes from (one line per
+    configuration: `x64 on (x64 = true in [tool.weanj] of …): jax-a, jax-b`)."""
+    groups: dict[tuple, list[str]] = {}
+    for run in ej.of_kind("run"):
+        x64 = run.info.get("x64")
+        if x64 and "@" not in run.subjects[0]:
+            key = (x64["enabled"], x64["source"])
+            groups.setdefault(key, []).append(run.subjects[0])
+    return [
+        f"  x64 {'on' if on else 'off'} ({source}): {', '.join(labels)}"
+        for (on, source), labels in groups.items()
+    ]
 
 
 def pair_row(j: CaseJudgement) -> str:
