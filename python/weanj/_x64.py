@@ -159,9 +159,9 @@ def fault_line(name: str, config: X64, returned: str, dtype: str, what: str) -> 
     if dtype == "float32" and returned in ("float64", "complex128") and config.enabled:
         return (
             f"{name} returned {returned} for float32 inputs ({what}): x64 is on "
-            f"({config.source}), and default-dtype arrays such as jnp.arange/jnp.zeros are "
-            "64-bit under x64 and promote the computation (give them the inputs' dtype, "
-            "e.g. jnp.arange(n, dtype=x.dtype)), or declare the variant float64-only "
-            '(dtypes=("float64",))'
+            f"({config.source}), so default-dtype arrays (jnp.arange, jnp.zeros, constants "
+            "made by jnp.array) are 64-bit and promote a float32 computation; give them the "
+            "inputs' dtype (jnp.zeros(k, dtype=x.dtype)), or declare the variant "
+            'float64-only (dtypes=("float64",))'
         )
     return None
