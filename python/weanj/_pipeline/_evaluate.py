@@ -72,10 +72,17 @@ def first_line(e: BaseException) -> str:
     return f"raised {type(e).__name__}" + (f": {text}" if text else "")
 
 
-def _perturbed(inputs: Inputs, dtype: str) -> tuple:
+# How many random-sign perturbations measure a loss's rounding level: one sample may
+# happen not to move a loss that cancels (or a quantised one) at all; the largest of a
+# few rarely stays at zero where rounding does not.
+NOISE_SAMPLES = 4
+
+
+def _perturbed(inputs: Inputs, dtype: str, sample: int = 0) -> tuple:
     """The arguments with every float (and complex) input moved by about one unit in the
-    last place, signs seeded: what measures the computation's rounding level."""
-    rng = np.random.default_rng(_NOISE_SEED)
+    last place, signs seeded (one draw per `sample`): what measures the computation's
+    rounding level."""
+    rng = np.random.default_rng(_NOISE_SEED if sample == 0 else [_NOISE_SEED, sample])
     eps = float(np.finfo(dtype).eps)
     arrays = inputs.run_arrays(dtype)
     moved = {}
@@ -88,18 +95,40 @@ def _perturbed(inputs: Inputs, dtype: str) -> tuple:
     return inputs.example.args(moved, inputs.params)
 
 
-def _noise(fns, args, loss: float, gradients: dict, ex, dtype: str, watch, label) -> dict:
-    """`{"loss": |L̃ − L|, array: median |g̃ − g|}` on the perturbed inputs ({} if that run
-    fails or is not finite: the floors are then unknown, and zero). The median, not the
-    maximum: at a kink a one-ulp move may change the branch, and with it a few entries by
-    far more than rounding."""
+def backward_level(inputs: Inputs, gradients: dict, dtype: str) -> float:
+    """ε·Σ|x_i·∂L/∂x_i| over the wrt arrays: how far the loss moves when every input it is
+    differentiated by moves by one rounding (ε relative) in the worst direction. A
+    backward-stable computation's rounding error is of this size (it is the exact loss
+    of inputs moved by a few ε), and it does not need the loss to be large: a determinant
+    of a nearly singular matrix, whose cofactors are large, gets a floor to match."""
+    eps = float(np.finfo(dtype).eps)
+    arrays = inputs.run_arrays(dtype)
+    total = 0.0
+    for name, g in gradients.items():
+        with np.errstate(invalid="ignore", over="ignore"):
+            total += float(np.sum(np.abs(np.asarray(arrays[name])) * np.abs(g)))
+    return eps * total
+
+
+def _noise(fns, inputs: Inputs, loss: float, gradients: dict, ex, dtype: str, watch, label) -> dict:
+    """`{"loss": level, array: median |g̃ − g|}` ({} if a perturbed run fails or is not
+    finite: the floors are then unknown, and zero). The loss's level is the largest of
+    its moves under `NOISE_SAMPLES` perturbations and `backward_level`; a gradient's is
+    the median of one perturbation's moves, not the maximum: at a kink a one-ulp move may
+    change the branch, and with it a few entries by far more than rounding."""
     shapes = {k: np.shape(v) for k, v in gradients.items()}
     try:
+        args = _perturbed(inputs, dtype)
         loss_t = checked_loss(watch.run(lambda: fns.loss(*args), label), dtype)
         grads_t = checked_gradients(ex, watch.run(lambda: fns.grad(*args), label), dtype, shapes)
+        moves = [abs(loss_t - loss)]
+        for sample in range(1, NOISE_SAMPLES):
+            more = _perturbed(inputs, dtype, sample)
+            moved = watch.run(lambda more=more: fns.loss(*more), label)
+            moves.append(abs(checked_loss(moved, dtype) - loss))
     except Exception:  # the measurement is a refinement; the run itself stood
         return {}
-    out = {"loss": abs(loss_t - loss)}
+    out = {"loss": max(*moves, backward_level(inputs, gradients, dtype))}
     for name, g in gradients.items():
         wide = np.complex128 if np.iscomplexobj(g) else np.float64
         with np.errstate(invalid="ignore", over="ignore"):
@@ -194,5 +223,5 @@ def evaluate(
     )
     if not g.finite:
         return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
-    g.noise = _noise(fns, _perturbed(inputs, dtype), loss, gradients, ex, dtype, watch, where)
+    g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
     return g

@@ -110,6 +110,16 @@ def x64_lines(ej: ExampleJudgement) -> list[str]:
     ]
 
 
+def declared_lines(ej: ExampleJudgement) -> list[str]:
+    """The tolerances the example declares, where the judge applied them (one line per
+    family: `family sq: declared tolerance loss 1e-09, grad 1e-09 (why)`)."""
+    declared: dict[str, str] = {}
+    for j in ej.of_kind("pair"):
+        if j.comparison is not None and j.comparison.declared is not None:
+            declared.setdefault(j.family, j.comparison.declared.describe())
+    return [f"  family {family}: {text}" for family, text in declared.items()]
+
+
 def pair_row(j: CaseJudgement) -> str:
     c = j.comparison
     ref, other = j.subjects
@@ -218,6 +228,7 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     if blocked:
         out.append(blocked)
     out.extend(pair_lines(ej, everything=mode != "check"))
+    out.extend(declared_lines(ej))
     files = ej.of_kind("file")
     for j in files:
         if j.verdict != Verdict.OK:
