@@ -22,7 +22,7 @@ the first elements in C order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ class Tolerance:
 
     loss: float
     grad: float
-    why: str = ""
+    why: str = field(default="", repr=False)
 
     def __post_init__(self):
         for name in ("loss", "grad"):
