@@ -135,6 +135,13 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
     return judgement.exit_code
 
 
+def cmd_clean(args: argparse.Namespace, words: dict) -> int:
+    from .._commands.clean import clean
+
+    clean(args.examples or None, dry_run=args.dry_run, say=print)
+    return 0
+
+
 def cmd_check(args: argparse.Namespace, words: dict) -> int:
     from .._commands.check import check
 
@@ -249,6 +256,7 @@ COMMANDS = {
     "run": cmd_run,
     "diff": cmd_diff,
     "check": cmd_check,
+    "clean": cmd_clean,
     "bench": cmd_bench,
     "plot": cmd_plot,
 }

@@ -232,6 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     _report(sub)
     _bisect(sub)
     _fuzz(sub)
+    p = sub.add_parser(
+        "clean",
+        help="remove the stored results of variants and examples no longer registered",
+    )
+    p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
+    p.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
     return parser
 
 

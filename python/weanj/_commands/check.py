@@ -49,7 +49,14 @@ def restricted(cats: list[Catalog], variants: Sequence[str] | None) -> list[Cata
         raise UnknownNameError(
             with_list(f"unknown variant(s) {', '.join(unknown)}", "known variants", sorted(known))
         )
-    return [replace(c, variants=tuple(v for v in c.variants if v.name in wanted)) for c in cats]
+    return [
+        replace(
+            c,
+            variants=tuple(v for v in c.variants if v.name in wanted),
+            left_out=frozenset(v.name for v in c.variants if v.name not in wanted),
+        )
+        for c in cats
+    ]
 
 
 class _Progress:
@@ -150,6 +157,12 @@ def check(
             judgement.notes.append(
                 f"evaluations: reused {reused} of {total} (weanj check --fresh recomputes them all)"
             )
+    if examples is None or not examples:
+        from .clean import orphans_note
+
+        orphans = orphans_note(here, [c.name for c in catalogs(None)])
+        if orphans:
+            judgement.notes.append(orphans)
     judgement.notes.append(clock.summary())
     return judgement
 

@@ -23,6 +23,8 @@ class Catalog:
     variants: tuple[Variant, ...]
     kinks: Mapping[frozenset, str] = field(default_factory=dict)  # {{a, b}: why}
     strategies: tuple[Callable, ...] = ()
+    # registered variants left out of this run (`--variants`): their files are not judged
+    left_out: frozenset = frozenset()
 
     def __repr__(self) -> str:
         names = ", ".join(v.name for v in self.variants)

@@ -113,6 +113,8 @@ class Plan:
     subjects: dict[str, Subject] = field(default_factory=dict)
     cases: list[Case] = field(default_factory=list)
     files: dict[str, CaseJudgement] = field(default_factory=dict)  # file cases, judged
+    ignored: list[Gradient] = field(default_factory=list)  # files of variants not registered
+    notes: list[str] = field(default_factory=list)  # said once with the example's judgement
 
     @property
     def example(self) -> Example:
@@ -146,6 +148,26 @@ class Plan:
         return out
 
 
+def unregistered(g: Gradient) -> bool:
+    """A store file of a variant the project no longer registers: a file of the produced
+    store (`gradients/`) that a weanj evaluation wrote (it carries the run's rounding
+    level, `noise_loss`; a user's experiment saved with `weanj.save_gradient` does not)
+    under a name no registered variant has. Such a file is never judged, and `weanj
+    clean` removes it."""
+    return g.source == "store" and g.of is None and bool(g.noise)
+
+
+def ignored_note(example: str, files: list[Gradient], places: Places | None) -> str:
+    """The one line every command that reads the store says about the files it ignored."""
+    shown = places.shown if places is not None else str
+    folders = sorted({shown(g.path.parent) for g in files if g.path is not None})
+    names = ", ".join(sorted({g.label for g in files}))
+    return (
+        f"  ignored {len(files)} file(s) of variants no longer registered ({names}) in "
+        f"{', '.join(folders)}; `weanj clean {example}` removes them"
+    )
+
+
 def build_plan(
     catalog: Catalog,
     inputs: Inputs,
@@ -168,7 +190,14 @@ def build_plan(
             g.of = catalog.find(g.variant)
             if g.source == "store" and live and g.of is not None:
                 continue  # this run replaces the registered variants' own files
+            if g.of is None and g.variant in catalog.left_out:
+                continue  # a registered variant this run leaves out (`--variants`)
+            if unregistered(g):
+                p.ignored.append(g)  # a variant no longer registered: never judged
+                continue
             stored[g.label] = g
+        if p.ignored:
+            p.notes.append(ignored_note(ex.name, p.ignored, places))
         for path, message in scan.problems:
             case_id = file_id(ex, _file_label(path, places))
             p.files[case_id] = judge.unreadable(case_id, message)
@@ -401,6 +430,7 @@ def judge_pair_of(
 def judge_plan(p: Plan, session: Session) -> ExampleJudgement:
     """Every case of a plan, judged in order."""
     result = ExampleJudgement(p.example, p.inputs, dtypes=p.dtypes)
+    result.notes.extend(p.notes)
     for case in p.cases:
         result.judgements.append(judge_case(p, case, session))
     for label, s in p.subjects.items():
