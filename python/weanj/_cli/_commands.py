@@ -91,6 +91,7 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
         out=args.out,
         force=args.force,
         timeout=args.timeout,
+        traceback=args.traceback,
     )
     g = done.gradient
     shown = "".join(f"{k}={val} " for k, val in g.params.items())

@@ -100,6 +100,11 @@ def _run(sub) -> None:
         action="store_true",
         help="replace a recorded reference (the old one is kept aside)",
     )
+    p.add_argument(
+        "--traceback",
+        action="store_true",
+        help="where the variant raises, print its whole traceback (stderr)",
+    )
     _timeout(p, "the variant")
 
 

@@ -102,6 +102,10 @@ class Case:
     info: bool = False  # a pair across families: for information, never a failure
 
 
+# A subject's skip that means "not run here" (any other is a fault the last check found).
+_NOT_RUN = ("unavailable", "skipped")
+
+
 @dataclass
 class Plan:
     """The case table of one example on some inputs."""
@@ -130,7 +134,7 @@ class Plan:
             return None
         for label in case.subjects:
             s = self.subjects.get(label)
-            if s is not None and s.skip is not None:
+            if s is not None and s.skip is not None and s.skip.verdict in _NOT_RUN:
                 return s.skip
         return None
 
@@ -177,6 +181,7 @@ def build_plan(
     dtypes: tuple[str, ...] = DTYPES,
     checks: bool = True,
     places: Places | None = None,
+    faults: dict[str, Fault] | None = None,
 ) -> Plan:
     """The case table of an example. `live`: registered variants are evaluated (check,
     pytest); otherwise their store files are judged (diff). `scan`: the store's files
@@ -201,7 +206,7 @@ def build_plan(
         for path, message in scan.problems:
             case_id = file_id(ex, _file_label(path, places))
             p.files[case_id] = judge.unreadable(case_id, message)
-    _add_subjects(p, stored)
+    _add_subjects(p, stored, faults or {})
     _add_runs(p)
     _add_pairs(p)
     if live and checks:
@@ -232,7 +237,9 @@ def _skip(p: Plan, v: Variant, dtype: str) -> Fault | None:
     return None
 
 
-def _add_subjects(p: Plan, stored: dict[str, Gradient]) -> None:
+def _add_subjects(p: Plan, stored: dict[str, Gradient], faults: dict[str, Fault]) -> None:
+    """The subjects; `faults`: what the last check found at fault, for a plan of the store
+    (diff): a variant whose last evaluation was a fault has no file, and is that fault."""
     ex = p.example
     for family, members in p.catalog.families().items():
         for v in members:
@@ -244,6 +251,8 @@ def _add_subjects(p: Plan, stored: dict[str, Gradient]) -> None:
                     g = stored.pop(label)
                     if _file_case(p, label, g, v):
                         p.subjects[label] = Subject(label, family, dtype, v, gradient=g)
+                elif label in faults:
+                    p.subjects[label] = Subject(label, family, dtype, v, skip=faults[label])
     for label, g in sorted(stored.items()):
         if g.source == "file" and g.of is not None:
             case_id = file_id(ex, label)
@@ -335,9 +344,11 @@ def read_plan(
     live: bool,
     dtypes: tuple[str, ...] = DTYPES,
     checks: bool = True,
+    faults: dict[str, Fault] | None = None,
 ) -> Plan:
     """The case table on the shared inputs, with the store as it is (raises the inputs'
-    error when they cannot be read: the example is then not judged)."""
+    error when they cannot be read: the example is then not judged); `faults`: the last
+    check's faults, for a plan of the store (`build_plan`)."""
     inputs = read_inputs(catalog.example, places)
     names = {v.name for v in catalog.variants}
     produced = {places.gradients(catalog.name, d).resolve() for d in DTYPES}
@@ -346,7 +357,16 @@ def read_plan(
         return live and path.stem in names and path.parent.resolve() in produced
 
     scan = scan_store(catalog.example, places, skip=replaced)
-    return build_plan(catalog, inputs, scan, live=live, dtypes=dtypes, checks=checks, places=places)
+    return build_plan(
+        catalog,
+        inputs,
+        scan,
+        live=live,
+        dtypes=dtypes,
+        checks=checks,
+        places=places,
+        faults=faults(inputs) if callable(faults) else faults,
+    )
 
 
 # --- judging -------------------------------------------------------------------------------
@@ -434,7 +454,7 @@ def judge_plan(p: Plan, session: Session) -> ExampleJudgement:
     for case in p.cases:
         result.judgements.append(judge_case(p, case, session))
     for label, s in p.subjects.items():
-        if s.skip is not None:
+        if s.skip is not None and s.skip.verdict in _NOT_RUN:
             target = result.unavailable if s.skip.verdict == "unavailable" else result.skipped
             target[label] = s.skip.what
             continue

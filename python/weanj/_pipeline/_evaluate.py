@@ -9,6 +9,7 @@ Only weanj's own mistakes raise.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -76,6 +77,43 @@ def first_line(e: BaseException) -> str:
 # happen not to move a loss that cancels (or a quantised one) at all; the largest of a
 # few rarely stays at zero where rounding does not.
 NOISE_SAMPLES = 4
+
+
+def _library_folders() -> tuple[str, ...]:
+    """Folders of code that is not the project's: the standard library, installed
+    packages, weanj itself."""
+    import sysconfig
+    from pathlib import Path
+
+    paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths.add(str(Path(__file__).resolve().parent.parent))  # weanj's package
+    return tuple(str(Path(p).resolve()) + os.sep for p in paths if p)
+
+
+def raised_at(e: BaseException) -> str:
+    """` (at kernels/heat.py:17)`: the innermost frame of the exception's traceback in the
+    project's own code (not the standard library, an installed package or weanj), its
+    path relative to the current folder where it lies inside; "" where there is none."""
+    from pathlib import Path
+
+    skip = _library_folders()
+    found = None
+    tb = e.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not name.startswith("<"):
+            path = str(Path(name).resolve())
+            if not path.startswith(skip):
+                found = (path, tb.tb_lineno)
+        tb = tb.tb_next
+    if found is None:
+        return ""
+    path, line = found
+    try:
+        path = str(Path(path).relative_to(Path.cwd().resolve()))
+    except ValueError:
+        pass
+    return f" (at {path}:{line})"
 
 
 def _perturbed(inputs: Inputs, dtype: str, sample: int = 0) -> tuple:
@@ -204,7 +242,7 @@ def evaluate(
     except Breach as e:
         return fault(ERROR, _x64_line(variant, dtype, returned) or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
-        return fault(ERROR, f"{variant.name} {first_line(e)}")
+        return fault(ERROR, f"{variant.name} {first_line(e)}{raised_at(e)}")
     g = Gradient(
         ex,
         variant.name,
