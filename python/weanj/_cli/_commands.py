@@ -152,6 +152,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         dtype=args.dtype,
         timeout=args.timeout,
         fresh=args.fresh,
+        require=args.require,
     )
     print("\n".join(judgement.lines()))
     for name, error in judgement.not_judged.items():  # printed once, on stderr

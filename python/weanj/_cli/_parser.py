@@ -120,7 +120,19 @@ def _check(sub) -> None:
         help="dtypes under test (default: both: float64, "
         "then float32 against the float64 references)",
     )
-    p.add_argument("--variants", nargs="+", metavar="VARIANT", help="only these variants")
+    p.add_argument(
+        "--variants",
+        nargs="+",
+        metavar="VARIANT",
+        help="only these variants, run and judged (the others' stored files are left aside)",
+    )
+    p.add_argument(
+        "--require",
+        action="append",
+        metavar="BACKEND",
+        help="fail when a variant of this backend (or this name) cannot run here, e.g. "
+        "--require julia (default: [tool.weanj] require)",
+    )
     p.add_argument(
         "--fresh",
         action="store_true",

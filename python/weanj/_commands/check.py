@@ -16,6 +16,7 @@ from dataclasses import replace
 from .._errors import InputError, WeanjError, say
 from .._io import _jax_cache, _store
 from .._judge._contract import Fault
+from .._judge._suspects import suspects as find_suspects
 from .._model import DTYPES, Catalog, Gradient
 from .._pipeline._cases import Plan, judge_plan, not_judged, read_plan
 from .._pipeline._records import Records
@@ -82,6 +83,7 @@ def check(
     fresh: bool = False,
     say: Callable[[str], None] = say,
     save: bool = True,
+    require: Sequence[str] | None = None,
 ) -> Judgement:
     """Run, check and judge every available variant of each example (default: all).
 
@@ -98,6 +100,8 @@ def check(
     - `say`: where progress goes (stderr by default).
     - `save`: write each gradient to the store and the verdicts to
       `results/<example>/check.json` (what `weanj diff` and `weanj report` read).
+    - `require`: backends or variant names that must run (default: `[tool.weanj]
+      require`); one that did not makes the check fail, naming it.
 
     **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
@@ -157,6 +161,9 @@ def check(
             judgement.notes.append(
                 f"evaluations: reused {reused} of {total} (weanj check --fresh recomputes them all)"
             )
+    required = set(project().require if require is None else require)
+    judgement.did_not_run = did_not_run(cats, required)
+    judgement.suspects = [(ej.name, s) for ej in judgement if ej.judged for s in find_suspects(ej)]
     if examples is None or not examples:
         from .clean import orphans_note
 
@@ -165,6 +172,30 @@ def check(
             judgement.notes.append(orphans)
     judgement.notes.append(clock.summary())
     return judgement
+
+
+def _short(why: str) -> str:
+    """The first clause of why a variant is unavailable (`no Julia found`)."""
+    for mark in (" (", "; ", ": "):
+        why = why.split(mark)[0]
+    return why.strip()
+
+
+def did_not_run(cats: list[Catalog], required: set[str]) -> list[tuple[str, str, bool]]:
+    """`[(variant, why, required)]`: the Julia variants and family references that could
+    not run here (what an `ok` leans on without them), and any variant `required` names by
+    name or backend."""
+    out = []
+    for cat in cats:
+        firsts = {members[0].name for members in cat.families().values()}
+        for v in cat.variants:
+            why = v.unavailable_reason()
+            if why is None:
+                continue
+            needed = v.name in required or v.backend in required
+            if needed or v.backend == "julia" or v.name in firsts:
+                out.append((v.name, _short(why), needed))
+    return out
 
 
 def _save(ej, here: Places) -> None:

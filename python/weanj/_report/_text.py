@@ -249,7 +249,36 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     return out
 
 
-def overall_line(results: list[ExampleJudgement], seconds: float, dtypes: tuple[str, ...]) -> str:
+def suspect_lines(found: list) -> list[str]:
+    """The end of `weanj check`: the judge's most likely wrong variant(s) of each failing
+    family, and the commands that look closer."""
+    if not found:
+        return []
+    out = ["suspects (the judge's most likely wrong variants, per failing family):"]
+    for example, s in found:
+        arrays = ", ".join(dict.fromkeys(j.array for j in s.against if j.array)) or "the loss"
+        closer = [f"`weanj diff {example}`"]
+        if "@" not in s.label and "@" not in s.reference and "/" not in s.reference + s.label:
+            closer.append(f"`weanj bisect {example} {s.reference} {s.label}`")
+        out.append(
+            f"  {example} family {s.family}: {s.label} (FAIL vs {s.reference}: {arrays}); "
+            f"look closer: {', '.join(closer)}"
+        )
+    return out
+
+
+def _did_not_run_text(missing: list[tuple[str, str, bool]]) -> str:
+    shown = [f"{label} did not run ({why})" for label, why, _ in missing[:3]]
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return "; ".join(shown) + more
+
+
+def overall_line(
+    results: list[ExampleJudgement],
+    seconds: float,
+    dtypes: tuple[str, ...],
+    did_not_run: list[tuple[str, str, bool]] = (),
+) -> str:
     runs = sum(
         1
         for ej in results
@@ -266,7 +295,12 @@ def overall_line(results: list[ExampleJudgement], seconds: float, dtypes: tuple[
     unjudged = [ej.name for ej in results if not ej.judged]
     unchecked = [d for d in ("float64", "float32") if d not in dtypes]
     note = f"; {'/'.join(unchecked)} not checked (weanj check --dtype both)" if unchecked else ""
-    verdict = "FAIL" if failed else ("not judged" if unjudged else "ok")
+    required = [m for m in did_not_run if m[2]]
+    verdict = "FAIL" if failed or required else ("not judged" if unjudged else "ok")
+    if required:
+        verdict += f" — required but not run: {_did_not_run_text(required)}"
+    elif did_not_run and verdict == "ok":
+        verdict += f" — JAX only: {_did_not_run_text(list(did_not_run))}"
     return (
         f"overall: {verdict} — {len(results)} example(s), {runs} run(s) in "
         f"{' and '.join(dtypes)}, {skipped} case(s) skipped or unavailable, {seconds:.0f} s{note}"
