@@ -207,3 +207,38 @@ def test_a_declared_tolerance_is_applied_and_shown(floors):
     assert "declared tolerance" not in check.stdout.split("== 33-declared")[0]
     diff = weanj_in(root, "diff", "33-declared")
     assert "declared tolerance loss 1e-09, grad 1e-09" in diff.stdout, diff.stdout
+
+
+COMPARE = """\
+import json, weanj
+out = {}
+for ex, a, b in (("30-det", "jax-cofactor", "jax-lu"), ("31-kmeans", "jax-difference",
+        "jax-expanded"), ("32-square", "jax-square", "jax-off"), ("33-declared", "jax-square",
+        "jax-off")):
+    c = weanj.compare(weanj.load_gradient(ex, a), weanj.load_gradient(ex, b))
+    out[ex] = [c.agree, c.decided_by["loss"], c.loss_floor]
+print(json.dumps(out))
+"""
+
+
+def test_weanj_compare_on_a_checks_stored_arrays_gives_the_checks_verdict(floors):
+    from .projects import run_in
+
+    root, _, judged = floors
+    r = run_in(root, "-c", COMPARE)
+    assert r.returncode == 0, r.stderr
+    found = json.loads(r.stdout)
+    pairs = {
+        "30-det": ("jax-cofactor", "jax-lu"),
+        "31-kmeans": ("jax-difference", "jax-expanded"),
+        "32-square": ("jax-square", "jax-off"),
+        "33-declared": ("jax-square", "jax-off"),
+    }
+    for ex, pair in pairs.items():
+        j = _pairs(judged[ex])[pair]
+        agree, decided, floor = found[ex]
+        assert agree == (j["verdict"] == "ok"), ex
+        assert floor == j["loss_floor"] and decided == (
+            "floor" if j["loss_floored"] else "tolerance"
+        )
+    assert found["30-det"][1] == "floor" and found["32-square"][1] == "tolerance"

@@ -127,3 +127,28 @@ def test_an_example_no_longer_registered_is_named_once_and_cleaned(three):
         np.frombuffer((gone / "recorded" / "jax-a.h5").read_bytes(), np.uint8),
         np.frombuffer(source.read_bytes(), np.uint8),
     )
+
+
+SAVE = """\
+import numpy as np, weanj
+x = np.linspace(-1.0, 1.0, 8)
+print(weanj.save_inputs("40-three", {"x": x}))
+"""
+
+
+def test_inputs_written_from_given_arrays_are_judged_like_generated_ones(three):
+    from .helpers import inputs_sha256
+
+    root, _ = three
+    r = run_in(root, "-c", SAVE)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("shared_inputs/40-three.h5")
+    check = weanj_in(root, "check", "40-three")
+    assert check.returncode == 0, check.stdout + check.stderr
+    data = json.loads((root / "results" / "40-three" / "check.json").read_text())
+    x = np.linspace(-1.0, 1.0, 8)
+    assert data["inputs_sha256"] == inputs_sha256({"x": x})
+    (g,) = [g for g in data["gradients"] if g["label"] == "jax-a"]
+    assert g["loss"] == pytest.approx(float(np.sum(np.sin(x) ** 2)), rel=1e-14)
+    refused = run_in(root, "-c", SAVE.replace('{"x": x}', '{"y": x}'))  # not its array
+    assert refused.returncode == 1 and "weanj._errors.InputError" in refused.stderr

@@ -80,15 +80,21 @@ def eps(dtype: Any) -> float:
 NOISE_MULTIPLE = 100.0
 
 
+def floor_from(levels: list[tuple[float, Any]], judged: Any) -> float:
+    """`NOISE_MULTIPLE` times the largest of the rounding levels `[(level, run dtype)]`,
+    each scaled from its run's dtype to the `judged` one (ε_judged / ε_run)."""
+    scale = eps(judged)
+    return NOISE_MULTIPLE * max((float(v) * scale / eps(d) for v, d in levels), default=0.0)
+
+
 def floor_of(a: Any, b: Any, key: str) -> float:
     """The floor of `key` ("loss" or a gradient array) for a pair: `NOISE_MULTIPLE` times
     the larger rounding level of its two runs, each scaled from its own dtype to the one
     that judges the pair (ε_judged / ε_run: a float64 run's level is worth 2²⁹ times as
     much in float32). The same rule in float64 and float32 (docs/verdicts.md); 0 where
     the levels are unknown (a file written before they were measured)."""
-    judged = eps(coarser(a.dtype, b.dtype))
-    levels = [float(g.noise.get(key, 0.0)) * judged / eps(g.dtype) for g in (a, b) if g.noise]
-    return NOISE_MULTIPLE * max(levels, default=0.0)
+    levels = [(g.noise.get(key, 0.0), g.dtype) for g in (a, b) if g.noise]
+    return floor_from(levels, coarser(a.dtype, b.dtype))
 
 
 def declared_between(a: Any, b: Any) -> Tolerance | None:
@@ -241,6 +247,15 @@ class ArrayComparison:
         return self.grad_floor > self.tolerance.grad * self.reference_max
 
     @property
+    def decided_by(self) -> dict[str, str]:
+        """Which bound decided, for the loss and the gradient: "tolerance" (relative) or
+        "floor" (the rounding floor, larger here)."""
+        return {
+            "loss": "floor" if self.loss_floored else "tolerance",
+            "grad": "floor" if self.floored else "tolerance",
+        }
+
+    @property
     def loss_floored(self) -> bool:
         """The noise floor, not the relative tolerance, bounds the loss's |ΔL|."""
         if self.loss_abs is None:
@@ -279,19 +294,51 @@ def compare(
     *,
     keep: np.ndarray | None = None,
     dtype: str | None = None,
-    loss_floor: float = 0.0,
-    grad_floor: float = 0.0,
+    loss_floor: float | None = None,
+    grad_floor: float | None = None,
     declared: Tolerance | None = None,
+    noise_ref: dict[str, float] | None = None,
+    noise: dict[str, float] | None = None,
+    array: str | None = None,
 ) -> ArrayComparison:
-    """Compare the array `g` with `g_ref` (same shape) under the tolerance policy.
+    """Compare the array `g` with `g_ref` (same shape) under the judge's rule: the
+    tolerance policy with its rounding floors (docs/verdicts.md, "The floors").
 
-    `keep` (booleans shaped like the arrays) restricts the comparison to its True
-    elements (a declared kink pair away from the kinks); `dtype` forces the policy's
-    dtype (default: the coarser of the two arrays'); `loss_floor` and `grad_floor` are the
-    absolute noise floors (`floor_of`; 0: none); `declared` a tolerance the example declares
-    (`declared_between`), which raises the dtype's.
+    `g_ref` and `g` may be two `weanj.Gradient`s (what `weanj.load_gradient` returns, a
+    check's stored arrays): their losses, rounding levels (`.noise`), dtypes and the
+    example's declared tolerance then give exactly the verdict `weanj check` gives, on
+    `array` (default: the first `wrt` array). For plain arrays, the floors come from
+    `loss_floor`/`grad_floor` (absolute) or from the runs' rounding levels
+    `noise_ref`/`noise` (`{"loss": level, "grad": level}`, as `Gradient.noise` holds them,
+    scaled by the arrays' dtypes the judge's way; 0 where neither is given). `keep`
+    (booleans shaped like the arrays) restricts the comparison to its True elements;
+    `dtype` forces the policy's dtype (default: the coarser of the two arrays');
+    `declared` a tolerance the example declares, which raises the dtype's. The result's
+    `decided_by` says which bound decided.
     """
+    if hasattr(g_ref, "gradients") and hasattr(g, "gradients"):
+        name = array or next(iter(g_ref.gradients))
+        floors = {
+            "loss_floor": floor_of(g_ref, g, "loss") if loss_floor is None else loss_floor,
+            "grad_floor": floor_of(g_ref, g, name) if grad_floor is None else grad_floor,
+        }
+        return compare(
+            g_ref.gradients[name],
+            g.gradients[name],
+            g_ref.loss if loss_ref is None else loss_ref,
+            g.loss if loss is None else loss,
+            keep=keep,
+            dtype=dtype,
+            declared=declared if declared is not None else declared_between(g_ref, g),
+            **floors,
+        )
     g_ref, g = np.asarray(g_ref), np.asarray(g)
+    judged_by = dtype or coarser(g_ref.dtype, g.dtype)
+    runs = [(n, a.dtype) for n, a in ((noise_ref, g_ref), (noise, g)) if n]
+    if loss_floor is None:
+        loss_floor = floor_from([(n.get("loss", 0.0), d) for n, d in runs], judged_by)
+    if grad_floor is None:
+        grad_floor = floor_from([(n.get("grad", 0.0), d) for n, d in runs], judged_by)
     if g_ref.shape != g.shape:
         raise ValueError(f"gradient shapes differ: {g_ref.shape} vs {g.shape}")
     judged = dtype or coarser(g_ref.dtype, g.dtype)
