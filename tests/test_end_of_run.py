@@ -138,3 +138,39 @@ def test_a_reference_that_did_not_run_is_named_and_required_fails(heat):
     (root / "pyproject.toml").write_text(table)
     declared = weanj_in(root, "check", "--dtype", "float64")
     assert declared.returncode == 1 and "required but not run: julia-heat" in declared.stdout
+
+
+TWO_ARRAYS = """\
+import jax.numpy as jnp, numpy as np
+import weanj
+
+ex = weanj.register_example(weanj.Example(
+    name="43-two", arrays=("a", "b"), wrt=("a", "b"),
+    generate=lambda seed: {"a": np.random.default_rng(seed).standard_normal(6),
+                           "b": np.random.default_rng(seed + 1).standard_normal(6)}))
+
+@weanj.jax_variant(ex, "jax-one", family="ab")
+def one(a, b):
+    return jnp.sum(a * b)
+
+@weanj.jax_variant(ex, "jax-two", family="ab")
+def two(a, b):
+    return jnp.dot(a, b)
+
+@weanj.jax_variant(ex, "jax-three", family="ab")
+def three(a, b):
+    return jnp.sum(b * a)
+
+@weanj.jax_variant(ex, "jax-bad", family="ab")
+def bad(a, b):
+    return jnp.sum(a * b) + 1e-3 * jnp.sum(a)
+"""
+
+
+def test_the_family_agreement_column_counts_variants_not_pair_array_rows(tmp_path):
+    root = write_project(tmp_path, {"kernels/two.py": TWO_ARRAYS})
+    check = weanj_in(root, "check", "--dtype", "float64")
+    table = check.stdout.split("  pairs (")[0].splitlines()  # the variants' table
+    rows = {line.split()[0]: line for line in table if line[2:6] == "jax-"}
+    # three others each, over two gradient arrays: counted as members (3), not rows (6)
+    assert "ok ×2; FAIL vs" in rows["jax-one"] and "FAIL vs 3 of 3" in rows["jax-bad"]
