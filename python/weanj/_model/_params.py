@@ -46,6 +46,8 @@ RESERVED_NAMES = frozenset(
         "pairs",
         "seconds",
         "fresh",
+        "require",
+        "traceback",
         "help",
         "version",
     }

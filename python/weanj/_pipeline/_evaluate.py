@@ -97,15 +97,22 @@ def raised_at(e: BaseException) -> str:
     from pathlib import Path
 
     skip = _library_folders()
+    chain: list[BaseException] = []
+    while e is not None and e not in chain:  # the cause first: `sys.exit` inside a kernel
+        chain.insert(0, e)
+        e = e.__cause__ or e.__context__
     found = None
-    tb = e.__traceback__
-    while tb is not None:
-        name = tb.tb_frame.f_code.co_filename
-        if not name.startswith("<"):
-            path = str(Path(name).resolve())
-            if not path.startswith(skip):
-                found = (path, tb.tb_lineno)
-        tb = tb.tb_next
+    for exc in chain:
+        tb = exc.__traceback__
+        while tb is not None:
+            name = tb.tb_frame.f_code.co_filename
+            if not name.startswith("<"):
+                path = str(Path(name).resolve())
+                if not path.startswith(skip):
+                    found = (path, tb.tb_lineno)
+            tb = tb.tb_next
+        if found is not None:
+            break
     if found is None:
         return ""
     path, line = found
