@@ -104,3 +104,21 @@ def test_diff_lists_every_fault_of_the_last_check_with_its_pairs_not_compared(fa
         "  gradient checks (Taylor, jvp): judged by `weanj check`, not by diff "
         "(results/41-faults/check.json): all passed or skipped"
     ) in diff.stdout
+
+
+def test_the_report_and_pytest_weanj_list_the_same_faults(faults):
+    from .projects import pytest_weanj_in
+
+    root, _, _, _ = faults
+    report = weanj_in(root, "report")
+    assert report.returncode == 0, report.stderr
+    page = (root / "results" / "report.html").read_text()
+    assert "jax-ramp@float32" in page
+    assert "returned float64 for float32 inputs (the loss): x64 is on" in page
+    assert f"(at kernels/faults.py:{LINE})" in page
+    tests = pytest_weanj_in(root, "-rf", "-q", "-p", "no:randomly")
+    assert tests.returncode == 1
+    failed = [line for line in tests.stdout.splitlines() if line.startswith("FAILED ")]
+    assert any("41-faults::f::jax-ramp@float32::run" in line for line in failed), tests.stdout
+    assert any("41-faults::f::jax-edges::run" in line for line in failed), tests.stdout
+    assert f"(at kernels/faults.py:{LINE})" in tests.stdout
