@@ -98,6 +98,12 @@ def test_a_project_declaring_x64_passes_in_float64_and_names_the_float32_promoti
         'variant float64-only (dtypes=("float64",))'
     )
     assert r.returncode == 1
+    # the configuration is stored with the gradient, and diff (which runs nothing) shows it
+    assert g["x64"] == f"x64 on ({source})"
+    env = {k: v for k, v in user_env().items() if k != "JAX_ENABLE_X64"}
+    diff = run_in(root, "-m", "weanj", "diff", "20-ramp", env=env)
+    (row,) = [line for line in diff.stdout.splitlines() if line.startswith("  jax-ramp ")]
+    assert row.endswith(f"x64 on ({source})")
 
 
 def _inputs(root: Path) -> np.ndarray:

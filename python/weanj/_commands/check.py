@@ -25,6 +25,7 @@ from .._places import Places, places
 from .._registry import catalogs, project
 from .._report._judgement import Judgement
 from .._report._verdicts_file import write_check_verdicts
+from .._x64 import x64_configuration
 
 DTYPE_CHOICES = ("both", "float64", "float32")
 
@@ -203,5 +204,7 @@ def _save(ej, here: Places) -> None:
     verdicts say what happened)."""
     for g in ej.subjects.values():
         if g.source == "run":
+            if g.of is not None and g.of.backend != "julia":  # a reused evaluation too
+                g.extra.setdefault("x64", x64_configuration(g.of).describe())
             target = here.gradient(ej.name, g.variant, g.dtype)
             _store.write_gradient(g, target, here)

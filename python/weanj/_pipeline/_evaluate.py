@@ -269,4 +269,6 @@ def evaluate(
     if not g.finite:
         return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
     g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
+    if variant.backend != "julia":
+        g.extra["x64"] = x64_configuration(variant).describe()  # stored with the gradient
     return g

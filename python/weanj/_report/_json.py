@@ -135,6 +135,7 @@ def gradient_json(g: Gradient) -> dict[str, Any]:
         "nonfinite": not g.finite,
         "nonfinite_count": g.nonfinite_count,
         "noise": {k: finite(v) for k, v in g.noise.items()},
+        "x64": g.extra.get("x64") if isinstance(g.extra.get("x64"), str) else None,
     }
 
 

@@ -213,9 +213,10 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     else:
         for label, g in ej.subjects.items():
             loss = "loss ?" if g.loss is None else f"loss {g.loss:.15e}"
+            x64 = f"  {g.extra['x64']}" if isinstance(g.extra.get("x64"), str) else ""
             out.append(
                 f"  {label:<26} {g.family:<13} {g.dtype:<8} "
-                f"{loss}  {g.backend_version or g.backend}"
+                f"{loss}  {g.backend_version or g.backend}{x64}"
             )
     out.extend(_skips(ej))
     masked = next((j.info["masked"] for j in ej.of_kind("taylor") if "masked" in j.info), None)
