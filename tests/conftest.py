@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The test suite is a program that runs JAX with 64-bit types on, as weanj's own examples
+# declare theirs (`[tool.weanj] x64 = true`): the variants its tests register in this
+# process, and the user projects it runs in subprocesses, inherit the setting (weanj
+# switches nothing, docs/DESIGN.md §2.2). The tests of that rule (test_x64.py) start their
+# subprocesses without it.
+os.environ.setdefault("JAX_ENABLE_X64", "1")
+if "jax" in sys.modules:
+    sys.modules["jax"].config.update("jax_enable_x64", os.environ["JAX_ENABLE_X64"] == "1")
 
 
 @pytest.fixture

@@ -217,8 +217,9 @@ def loaded(root: Path, *modules: str):
     (`weanj.check()`, `weanj.diff()`, `weanj.report()`, `bisect`, `fuzz`, the command
     line's `main`): `$WEANJ_ROOT` is `root` (every path weanj reads or writes is under it),
     `root` is on `sys.path`, and the example `modules` are imported as the registry imports
-    a project's (a module that flips `jax_enable_x64` is named in a warning and the setting
-    put back). Afterwards the examples they registered are withdrawn and the modules (and
+    a project's (each as its own program: what it leaves `jax_enable_x64` at is its
+    variants' configuration, and the process's setting is put back). Afterwards the
+    examples they registered are withdrawn and the modules (and
     the project's `toy_kernels`) forgotten. The registry of this process is loaded first
     (weanj's own examples), so that nothing of the project outlives the block."""
     import weanj

@@ -271,7 +271,9 @@ def test_a_broken_variant_is_one_error_and_the_others_still_run(example, capsys)
     by_case = ej.by_case()
     # The variant's fault is its `run` case, in each dtype, with the command that
     # reproduces it; nothing of it was saved.
-    what = "jax-broken raised RuntimeError: lowering failed"
+    # with the innermost line of the project's own code that raised (here, this file)
+    line = broken.__code__.co_firstlineno + 1
+    what = f"jax-broken raised RuntimeError: lowering failed (at tests/test_check.py:{line})"
     for dtype, flag in (("", ""), ("@float32", " --dtype float32")):
         run = by_case[_case(f"jax-broken{dtype}::run")]
         assert (run.verdict, run.reason) == ("error", what)

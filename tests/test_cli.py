@@ -336,6 +336,7 @@ _POSITIONALS = {
     "report": [],
     "bisect": ["01-jacobi", "jax-jacobi", "jax-jacobi-adjoint"],
     "fuzz": ["01-jacobi"],
+    "clean": ["01-jacobi"],
 }
 # A value each option would accept, so that taking the prefix for it would run the command.
 _VALUES = {

@@ -68,6 +68,11 @@ def os_exit(a):
 """
 
 
+def _line(text: str) -> int:
+    """The line of `kernels.py` (EXITING_VARIANTS) that holds `text`: where it exits."""
+    return EXITING_VARIANTS.splitlines().index(text) + 1
+
+
 def test_a_variant_that_exits_while_evaluated_is_its_error_not_a_pass(tmp_path):
     """`sys.exit(0)` or `os._exit(0)` in a loss used to end `weanj check` with 0. Each is
     now that variant's `error` (one `run` case, with the command that reproduces it); the
@@ -86,12 +91,14 @@ def test_a_variant_that_exits_while_evaluated_is_its_error_not_a_pass(tmp_path):
     assert judged["faults"] == {
         "jax-sys-exit": {
             "verdict": "error",
-            "reason": "jax-sys-exit raised CalledExit: 12-exits jax-sys-exit called sys.exit(0)",
+            "reason": "jax-sys-exit raised CalledExit: 12-exits jax-sys-exit called sys.exit(0) "
+            f"(at kernels.py:{_line('    sys.exit(0)')})",
             "command": "weanj run 12-exits jax-sys-exit",
         },
         "jax-os-exit": {
             "verdict": "error",
-            "reason": "jax-os-exit raised CalledExit: os._exit(0) was called",
+            "reason": "jax-os-exit raised CalledExit: os._exit(0) was called "
+            f"(at kernels.py:{_line('    os._exit(0)')})",
             "command": "weanj run 12-exits jax-os-exit",
         },
     }

@@ -104,5 +104,6 @@ from ._registry import unavailable_variants as unavailable_variants  # noqa: E40
 from ._registry import variant as variant  # noqa: E402
 from ._registry import variants as variants  # noqa: E402
 from ._report._judgement import Judgement as Judgement  # noqa: E402
+from ._saved_inputs import save_inputs as save_inputs  # noqa: E402
 
 _release(_held)

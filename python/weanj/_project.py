@@ -136,6 +136,8 @@ class ProjectConfig:
     how: str = ""  # how the root was found
     pythonpath: tuple[Path, ...] = ()  # folders put on sys.path before the modules import
     table: dict | None = None  # the table as read (part of what an evaluation depends on)
+    x64: bool | None = None  # `x64 = true|false`: the program's JAX 64-bit types (None: undeclared)
+    require: tuple[str, ...] = ()  # backends or variants that must run (else the check fails)
 
     @property
     def where(self) -> str:
@@ -146,7 +148,7 @@ class ProjectConfig:
         return f"project {self.root} ({self.how or 'given'})"
 
 
-_KEYS = {"examples", "builtin", "entry-points", "pythonpath", "scheduler"}
+_KEYS = {"examples", "builtin", "entry-points", "pythonpath", "scheduler", "x64", "require"}
 
 
 def _strings(pyproject: Path, key: str, value, example: str) -> tuple[str, ...]:
@@ -200,6 +202,15 @@ def project_config(root: Path | None = None) -> ProjectConfig:
             f"{pyproject}: [tool.weanj] entry-points must be true, false or a list of "
             'entry-point names, e.g. entry-points = ["heat"]'
         )
+    x64 = table.get("x64")
+    if x64 is not None and not isinstance(x64, bool):
+        raise ProjectError(
+            f"{pyproject}: [tool.weanj] x64 must be true or false (JAX's 64-bit types in the "
+            "program that runs the examples)"
+        )
+    require = _strings(
+        pyproject, "require", table.get("require", []), 'backends, e.g. require = ["julia"]'
+    )
     return ProjectConfig(
         root,
         examples,
@@ -209,4 +220,6 @@ def project_config(root: Path | None = None) -> ProjectConfig:
         how=how,
         pythonpath=tuple(pythonpath),
         table=table,
+        x64=x64,
+        require=require,
     )

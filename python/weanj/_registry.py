@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import _x64
 from ._errors import (
     DefinitionError,
     InputError,
@@ -29,7 +30,6 @@ from ._errors import (
     UnavailableError,
     UnknownNameError,
     WeanjError,
-    say,
     with_list,
     wrapped,
 )
@@ -89,6 +89,7 @@ def register_variant(variant: Variant) -> Variant:
     if variant.name in table:
         raise DefinitionError(f"variant {variant.name!r} of {name} is registered twice")
     table[variant.name] = variant
+    _x64.registered(name, variant.name, _state["loading"])
     return variant
 
 
@@ -97,6 +98,7 @@ def unregister_example(name: str) -> None:
     _EXAMPLES.pop(name, None)
     _VARIANTS.pop(name, None)
     _STRATEGIES.pop(name, None)
+    _x64.forget_example(name)
     for key in [k for k in _AT_KINKS if k[0] == name]:
         del _AT_KINKS[key]
 
@@ -155,23 +157,16 @@ def _caller_module() -> str:
 # --- loading a project's example modules ------------------------------------------------
 
 
-def _x64() -> bool | None:
-    """JAX's `jax_enable_x64` now, or None where JAX is not imported."""
-    jax = sys.modules.get("jax")
-    return None if jax is None else bool(jax.config.jax_enable_x64)
-
-
 def _import_example_module(module: str, where: str) -> None:
     """Import one module that registers examples; any failure (an exception, `sys.exit`,
     `os._exit`) is one line naming it, and whatever it registered is taken back. A module
-    that changes `jax_enable_x64` while importing is named in a warning, and the setting is
-    put back: weanj's runs choose their precision themselves."""
+    imports as its own program (`_x64.importing`): what it leaves `jax_enable_x64` at is
+    the configuration its variants run in, and the process's setting is put back."""
     before = {name: dict(table) for name, table in _VARIANTS.items()}
     kinks_before = dict(_AT_KINKS)
-    x64 = _x64()
     _state["loading"] = module
     try:
-        with guarded_import() as interrupted:
+        with _x64.importing(module, _declared_x64(module)), guarded_import() as interrupted:
             try:
                 importlib.import_module(module)
             except KeyboardInterrupt:
@@ -198,17 +193,19 @@ def _import_example_module(module: str, where: str) -> None:
     )
     for name in set(_EXAMPLES) - set(before) if roots else ():  # as imported: the records' key
         object.__setattr__(_EXAMPLES[name], "code", code_digest(module, roots))
-    after = _x64()
-    if after is not None and after != bool(x64):
-        sys.modules["jax"].config.update("jax_enable_x64", bool(x64))
-        say(
-            wrapped(
-                f"weanj: warning: example module {module!r} turned jax_enable_x64 "
-                f"{'on' if after else 'off'} while importing; weanj set it back (float64 runs "
-                "enable 64-bit types themselves; a float32 run that returns float64 is "
-                "reported as that variant's error)"
-            )
-        )
+
+
+def _declared_x64(module: str) -> _x64.X64 | None:
+    """The x64 setting the project declares for `module`'s program, if any: weanj's own
+    examples declare theirs (`_x64.BUILTIN_X64`) wherever they load."""
+    config = _state["config"]
+    own = config is not None and config.pyproject is not None and module in config.examples
+    if module in BUILTIN and not own:
+        return _x64.X64(_x64.BUILTIN_X64, _x64.BUILTIN_SOURCE)
+    if config is not None and config.x64 is not None:
+        where = config.pyproject or config.root
+        return _x64.X64(config.x64, f"x64 = {str(config.x64).lower()} in [tool.weanj] of {where}")
+    return None
 
 
 def _load_error(module: str, where: str, e: BaseException) -> BaseException:

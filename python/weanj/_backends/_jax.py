@@ -3,8 +3,9 @@
 `jax_variant` registers a loss function; `jit_functions` turns a loss (and an optional
 hand-written gradient) into the `Functions` of a variant: `loss`, `grad` (reverse mode,
 `jax.grad` over the `wrt` arrays) and `jvp` (forward mode, `jax.jvp`, for the
-forward-vs-reverse check). Every function runs with 64-bit types enabled for its own call
-(`Precise`), so float64 inputs are computed in float64 whatever the session's setting.
+forward-vs-reverse check). Every function runs in the x64 configuration of its variant's
+program (`Precise`, `_x64`): weanj never switches JAX's 64-bit types on for a program that
+has them off, nor off for one that has them on.
 
 Complex arrays: `jax.grad` of a real loss returns the conjugate of the steepest-ascent
 direction `∂L/∂Re z + i·∂L/∂Im z`, which is what weanj stores and compares (and what
@@ -22,28 +23,46 @@ from .._registry import example_of, register_variant
 
 
 class Precise:
-    """A `jax.jit` function that runs with 64-bit types enabled.
+    """A `jax.jit` function run in its variant's x64 configuration (`_x64.pinned`).
 
-    float64 inputs are computed in float64 whatever the user's `jax_enable_x64` setting,
-    and float32 inputs in float32; the user's own JAX code is left as configured. The
-    jitted function itself is `.jitted`; `.lower(...)` works as on `jax.jit` functions.
+    `configured() -> X64 | None` says which (None: the session's setting, untouched);
+    `jax_variant` sets it once the variant is registered. The jitted function itself is
+    `.jitted`; `.lower(...)` works as on `jax.jit` functions.
     """
 
-    def __init__(self, jitted: Callable):
+    def __init__(self, jitted: Callable, configured: Callable[[], Any] | None = None):
         self.jitted = jitted
+        self.configured = configured
         functools.update_wrapper(self, jitted)
 
-    def __call__(self, *args, **kwargs):
+    def _context(self):
+        import contextlib
+
         import jax
 
-        with jax.enable_x64(True):
+        config = self.configured() if self.configured is not None else None
+        # jax.enable_x64 holds for this thread only: a call under the watch's thread sees it
+        return contextlib.nullcontext() if config is None else jax.enable_x64(config.enabled)
+
+    def __call__(self, *args, **kwargs):
+        with self._context():
             return self.jitted(*args, **kwargs)
 
     def lower(self, *args, **kwargs):
-        import jax
-
-        with jax.enable_x64(True):
+        with self._context():
             return self.jitted.lower(*args, **kwargs)
+
+
+def configured_build(functions: Callable, ex: Example, name: str, *args) -> Any:
+    """`functions(ex, *args)`, its `Precise` functions run in variant `name`'s
+    configuration (looked up at each call: it is known once its module has imported)."""
+    from .. import _x64
+
+    built = functions(ex, *args)
+    for fn in built if isinstance(built, tuple) else ():
+        if isinstance(fn, Precise) and fn.configured is None:
+            fn.configured = functools.partial(_x64.pinned_by_name, ex.name, name)
+    return built
 
 
 def stored_convention(example: Example, gradients: dict[str, Any]) -> dict[str, Any]:
@@ -150,7 +169,7 @@ def jax_variant(
                 ex,
                 name,
                 family,
-                build=functools.partial(functions, ex, fn, grad),
+                build=functools.partial(configured_build, functions, ex, name, fn, grad),
                 versions=(*requires, "jax", "jaxlib"),
                 multi_device=multi_device,
                 description=described or first_doc_line(fn),

@@ -92,6 +92,7 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
         force=args.force,
         timeout=args.timeout,
         processes=args.processes,
+        traceback=args.traceback,
     )
     g = done.gradient
     shown = "".join(f"{k}={val} " for k, val in g.params.items())
@@ -138,6 +139,13 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
     return judgement.exit_code
 
 
+def cmd_clean(args: argparse.Namespace, words: dict) -> int:
+    from .._commands.clean import clean
+
+    clean(args.examples or None, dry_run=args.dry_run, say=print)
+    return 0
+
+
 def cmd_check(args: argparse.Namespace, words: dict) -> int:
     from .._commands.check import check
 
@@ -150,6 +158,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         workers=args.workers,
         scheduler=args.scheduler,
         processes=args.processes,
+        require=args.require,
     )
     print("\n".join(judgement.lines()))
     for name, error in judgement.not_judged.items():  # printed once, on stderr
@@ -256,6 +265,7 @@ COMMANDS = {
     "run": cmd_run,
     "diff": cmd_diff,
     "check": cmd_check,
+    "clean": cmd_clean,
     "bench": cmd_bench,
     "plot": cmd_plot,
 }

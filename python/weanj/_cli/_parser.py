@@ -134,6 +134,11 @@ def _run(sub) -> None:
         help="replace a recorded reference (the old one is kept aside)",
     )
     _processes(p)
+    p.add_argument(
+        "--traceback",
+        action="store_true",
+        help="where the variant raises, print its whole traceback (stderr)",
+    )
     _timeout(p, "the variant")
 
 
@@ -149,7 +154,19 @@ def _check(sub) -> None:
         help="dtypes under test (default: both: float64, "
         "then float32 against the float64 references)",
     )
-    p.add_argument("--variants", nargs="+", metavar="VARIANT", help="only these variants")
+    p.add_argument(
+        "--variants",
+        nargs="+",
+        metavar="VARIANT",
+        help="only these variants, run and judged (the others' stored files are left aside)",
+    )
+    p.add_argument(
+        "--require",
+        action="append",
+        metavar="BACKEND",
+        help="fail when a variant of this backend (or this name) cannot run here, e.g. "
+        "--require julia (default: [tool.weanj] require)",
+    )
     p.add_argument(
         "--fresh",
         action="store_true",
@@ -281,6 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
     _report(sub)
     _bisect(sub)
     _fuzz(sub)
+    p = sub.add_parser(
+        "clean",
+        help="remove the stored results of variants and examples no longer registered",
+    )
+    p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
+    p.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
     return parser
 
 

@@ -38,6 +38,7 @@ from .._pipeline._evaluate import first_line
 from .._places import places
 from .._registry import catalog, chosen_variants
 from .._watch import Watch
+from .._x64 import x64_configuration
 
 
 def _say(message: str) -> None:
@@ -160,7 +161,8 @@ def _point(
 
     with jax.default_device(device):
         arrays = measure.generator_for(ex, dict(p.dims), shared)(p.size)
-        args, n_entries = measure.call_args(ex, arrays, dict(p.params), p.dtype, where)
+        x64 = x64_configuration(v).enabled
+        args, n_entries = measure.call_args(ex, arrays, dict(p.params), p.dtype, where, x64)
         if p.timed:
             return measure.measure(v, args, n_entries, p.size, budget_s=budget_s, samples=samples)
         return measure.memory_only(v, args, n_entries)

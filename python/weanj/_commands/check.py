@@ -16,6 +16,7 @@ from dataclasses import replace
 from .._errors import InputError, WeanjError, say
 from .._io import _jax_cache, _store
 from .._judge._contract import Fault
+from .._judge._suspects import suspects as find_suspects
 from .._model import DTYPES, Catalog, Gradient
 from .._pipeline._cases import Plan, judge_plan, not_judged, read_plan
 from .._pipeline._executors import executor_for
@@ -24,6 +25,7 @@ from .._places import Places, places
 from .._registry import catalogs, project
 from .._report._judgement import Judgement
 from .._report._verdicts_file import write_check_verdicts
+from .._x64 import x64_configuration
 
 DTYPE_CHOICES = ("both", "float64", "float32")
 
@@ -49,7 +51,14 @@ def restricted(cats: list[Catalog], variants: Sequence[str] | None) -> list[Cata
         raise UnknownNameError(
             with_list(f"unknown variant(s) {', '.join(unknown)}", "known variants", sorted(known))
         )
-    return [replace(c, variants=tuple(v for v in c.variants if v.name in wanted)) for c in cats]
+    return [
+        replace(
+            c,
+            variants=tuple(v for v in c.variants if v.name in wanted),
+            left_out=frozenset(v.name for v in c.variants if v.name not in wanted),
+        )
+        for c in cats
+    ]
 
 
 class _Progress:
@@ -78,6 +87,7 @@ def check(
     workers: int | None = None,
     scheduler: str | None = None,
     processes: int | None = None,
+    require: Sequence[str] | None = None,
 ) -> Judgement:
     """Run, check and judge every available variant of each example (default: all).
 
@@ -100,6 +110,8 @@ def check(
       process). Needs `weanj[distributed]`; docs/distributed.md.
     - `processes`: evaluate the sharded (multi-device) variants under `jax.distributed`
       on this many local processes.
+    - `require`: backends or variant names that must run (default: `[tool.weanj]
+      require`); one that did not makes the check fail, naming it.
 
     **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
@@ -166,8 +178,41 @@ def check(
             judgement.notes.append(
                 f"evaluations: reused {reused} of {total} (weanj check --fresh recomputes them all)"
             )
+    required = set(project().require if require is None else require)
+    judgement.did_not_run = did_not_run(cats, required)
+    judgement.suspects = [(ej.name, s) for ej in judgement if ej.judged for s in find_suspects(ej)]
+    if examples is None or not examples:
+        from .clean import orphans_note
+
+        orphans = orphans_note(here, [c.name for c in catalogs(None)])
+        if orphans:
+            judgement.notes.append(orphans)
     judgement.notes.append(clock.summary())
     return judgement
+
+
+def _short(why: str) -> str:
+    """The first clause of why a variant is unavailable (`no Julia found`)."""
+    for mark in (" (", "; ", ": "):
+        why = why.split(mark)[0]
+    return why.strip()
+
+
+def did_not_run(cats: list[Catalog], required: set[str]) -> list[tuple[str, str, bool]]:
+    """`[(variant, why, required)]`: the Julia variants and family references that could
+    not run here (what an `ok` leans on without them), and any variant `required` names by
+    name or backend."""
+    out = []
+    for cat in cats:
+        firsts = {members[0].name for members in cat.families().values()}
+        for v in cat.variants:
+            why = v.unavailable_reason()
+            if why is None:
+                continue
+            needed = v.name in required or v.backend in required
+            if needed or v.backend == "julia" or v.name in firsts:
+                out.append((v.name, _short(why), needed))
+    return out
 
 
 def _save(ej, here: Places) -> None:
@@ -175,5 +220,7 @@ def _save(ej, here: Places) -> None:
     verdicts say what happened)."""
     for g in ej.subjects.values():
         if g.source == "run":
+            if g.of is not None and g.of.backend != "julia":  # a reused evaluation too
+                g.extra.setdefault("x64", x64_configuration(g.of).describe())
             target = here.gradient(ej.name, g.variant, g.dtype)
             _store.write_gradient(g, target, here)

@@ -7,9 +7,11 @@ with the recorded references and every other file of the store.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from .._errors import WeanjError
+from .._judge._contract import Fault
 from .._judge._verdict import CaseJudgement
 from .._pipeline._cases import judge_plan, not_judged, read_plan
 from .._pipeline._session import Session
@@ -31,15 +33,58 @@ def diff(examples: Sequence[str] | str | None = None) -> Judgement:
     with Session() as session:
         for cat in catalogs(examples):
             try:
-                p = read_plan(cat, here, live=False, checks=False)
+                faults = functools.partial(last_faults, cat)
+                p = read_plan(cat, here, live=False, checks=False, faults=faults)
             except WeanjError as e:
                 judgement.examples[cat.name] = not_judged(cat, e)
                 continue
-            judgement.examples[cat.name] = judge_plan(p, session)
+            ej = judge_plan(p, session)
+            ej.notes.append(checks_note(cat.name, p.inputs))
+            judgement.examples[cat.name] = ej
     judgement.dtypes = tuple(
         sorted({g.dtype for ej in judgement for g in ej.subjects.values()}, reverse=True)
     ) or ("float64",)
     return judgement
+
+
+def last_faults(cat, inputs) -> dict[str, Fault]:
+    """`{label: Fault}`: the variants whose last evaluation (by `weanj check`, on these
+    inputs) was a fault; a fault saves no file, so only the check's verdicts say it."""
+    from .._report._verdicts_file import read_check_verdicts
+
+    found = read_check_verdicts(cat.name, inputs.key("float64"), places())
+    if not found.current:
+        return {}
+    names = {v.name for v in cat.variants}
+    out = {}
+    for label, f in (found.data.get("faults") or {}).items():
+        if not isinstance(f, dict) or label.split("@")[0] not in names:
+            continue
+        verdict = f.get("verdict")
+        if verdict in ("error", "NaN/Inf", "timeout") and isinstance(f.get("reason"), str):
+            out[label] = Fault(verdict, f["reason"], str(f.get("command") or ""))
+    return out
+
+
+def checks_note(example: str, inputs) -> str:
+    """One line: diff judges stored gradients only; where the gradient checks are, and
+    which of them the last check failed."""
+    from .._report._verdicts_file import read_check_verdicts
+
+    here = places()
+    found = read_check_verdicts(example, inputs.key("float64"), here)
+    where = here.shown(found.path)
+    if not found.current:
+        return f"  gradient checks (Taylor, jvp): not judged by diff; {found.note}"
+    failed = [
+        str(j.get("summary") or j.get("case"))
+        for j in found.data.get("checks") or []
+        if isinstance(j, dict) and j.get("failed")
+    ]
+    head = f"  gradient checks (Taylor, jvp): judged by `weanj check`, not by diff ({where})"
+    if not failed:
+        return f"{head}: all passed or skipped"
+    return f"{head}: {len(failed)} failed: " + "; ".join(failed)
 
 
 def pairs_to_draw(judgement: Judgement, *, recorded: bool = False) -> list[CaseJudgement]:

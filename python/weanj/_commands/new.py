@@ -34,6 +34,10 @@ import numpy as np
 
 import weanj
 
+# A float64 program, as its Julia twin (Float64) is: weanj runs each variant in the x64
+# configuration its module leaves, and never switches it on (docs/verdicts.md, "x64").
+jax.config.update("jax_enable_x64", True)
+
 
 def generate(seed, n=64):
     """The inputs: a random signal x and a random target y, both of length n."""

@@ -67,6 +67,21 @@ def apart_note(g: Gradient, shared: Inputs | None) -> str:
     )
 
 
+def _print_traceback(v, chosen, dtype: str) -> None:
+    """Call the variant's loss and gradient again, unguarded, and print the traceback of
+    what it raises (`weanj run --traceback`)."""
+    import sys
+    import traceback
+
+    args = chosen.args(dtype)
+    try:
+        fns = v.built
+        fns.loss(*args)
+        fns.grad(*args)
+    except Exception:
+        traceback.print_exc(file=sys.stderr)
+
+
 def run(
     example: str,
     variant: str,
@@ -78,8 +93,10 @@ def run(
     force: bool = False,
     timeout: float | None = None,
     processes: int | None = None,
+    traceback: bool = False,
 ) -> Run:
-    """Evaluate one variant and save its gradient (module docstring)."""
+    """Evaluate one variant and save its gradient (module docstring). `traceback`: where
+    the variant raises, print the whole traceback on stderr before its one line."""
     ex = example_named(example)
     v = variant_named(ex, variant)
     dtype = check_dtype(dtype)
@@ -114,7 +131,11 @@ def run(
             v, chosen, dtype, processes, root=here.root, timeout=timeout, shown_path=here.shown
         )
     if isinstance(found, Fault):
-        raise found.error("; nothing was saved")
+        raised = found.verdict == "error" and f"{v.name} raised " in found.what
+        if traceback and raised:
+            _print_traceback(v, chosen, dtype)
+        hint = " (--traceback prints the whole traceback)" if raised and not traceback else ""
+        raise found.error(f"; nothing was saved{hint}")
     target = _store.check_target(
         out if out is not None else default_path(found, shared, here),
         found,

@@ -26,7 +26,7 @@ FORMAT = 2
 
 _REQUIRED = ("variant", "family", "example", "dtype", "inputs_sha256")
 
-_OPTIONAL_TEXT = ("backend", "backend_version", "created", "key")
+_OPTIONAL_TEXT = ("backend", "backend_version", "created", "key", "x64")
 _OPTIONAL_NUMBERS = ("loss", "noise_loss")
 
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
@@ -181,7 +181,10 @@ def read_gradient_file(
         path=path,
         source=source,
         format=fmt,
-        extra={k: v for k, v in attrs.items() if k not in known},
+        extra={
+            **{k: v for k, v in attrs.items() if k not in known},
+            **({"x64": attrs["x64"]} if "x64" in attrs else {}),  # the run's configuration
+        },
         noise=noise,
     )
 

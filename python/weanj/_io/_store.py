@@ -138,6 +138,8 @@ def _attributes(g: Gradient) -> dict[str, Any]:
         attrs["loss"] = float(g.loss)
     if "loss" in g.noise:
         attrs["noise_loss"] = float(g.noise["loss"])
+    if isinstance(g.extra.get("x64"), str):  # the JAX x64 configuration it ran in (`_x64`)
+        attrs["x64"] = g.extra["x64"]
     return attrs
 
 

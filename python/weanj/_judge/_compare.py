@@ -1,24 +1,28 @@
 """Comparing gradient arrays: the tolerance policy, the elementwise comparison, ULPs and
 the regions where two arrays part ways.
 
-The policy (docs/DESIGN.md, "Tolerance policy"): variants of one family agree when
-`|ΔL| ≤ max(loss·|L_ref|, F_L)` and `|Δg| ≤ max(grad·max|g_ref|, F_g)` at every element
-of every gradient array; a pair of mixed dtypes is judged by the coarser one. The floors
-`F` come from the computation itself, not from a constant: `NOISE_MULTIPLE` times its
-rounding noise, measured by moving every float input by one unit in the last place
-(`Gradient.noise`: how far the loss moved, and the median of how far each gradient entry
-moved). A loss that cancels to ~1e-15 out of terms of order 1 moves by about as much, so
-0.0 against -1.8e-15 agrees, while a difference of 1e-9 on the same loss still fails; a
-reference gradient that is all zeros is judged in absolute terms the same way. Where a
-loss does not cancel, its noise is a few ulps of it and the floor stays below the relative
-tolerance, which then decides as before. The elements beyond the tolerance are grouped
+The policy (docs/DESIGN.md, "Tolerance policy"; docs/verdicts.md, "The floors"):
+variants of one family agree when `|ΔL| ≤ max(loss·|L_ref|, F_L)` and
+`|Δg| ≤ max(grad·max|g_ref|, F_g)` at every element of every gradient array; a pair of
+mixed dtypes is judged by the coarser one; a tolerance the example declares for the family
+(`Example.tolerance`, `family_tolerance`) raises `loss` and `grad`. The floors `F` estimate
+the rounding error of the computations, not a constant: `NOISE_MULTIPLE` times the larger
+rounding level of the two runs (`Gradient.noise`, measured by `_pipeline._evaluate`: for
+the loss, the largest of how far it moved under several random-sign one-ulp perturbations
+of the inputs and ε·Σ|x_i·∂L/∂x_i|, what a backward-stable computation's rounding can
+move it; for each gradient array, the median move of its entries), each scaled from its
+run's dtype to the judged one (a float64 run's level times ε32/ε64 in a float32 pair).
+A loss that cancels to ~1e-15 out of terms of order 1 moves by about as much, so 0.0
+against -1.8e-15 agrees, while a difference of 1e-10 relative on a well-conditioned loss
+still fails; a reference gradient that is all zeros is judged in absolute terms the same
+way. The elements beyond the tolerance are grouped
 into connected regions (any rank), so a report can say *where* two ports differ, not only
 the first elements in C order.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,10 +30,23 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Same-family agreement: `|ΔL| ≤ loss·|L|` and `|Δg| ≤ grad·max|g_ref|` elementwise."""
+    """Same-family agreement: `|ΔL| ≤ loss·|L|` and `|Δg| ≤ grad·max|g_ref|` elementwise;
+    declared on an example (`Example(tolerance=...)`), `why` says what needs it."""
 
     loss: float
     grad: float
+    why: str = field(default="", repr=False)
+
+    def __post_init__(self):
+        for name in ("loss", "grad"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"Tolerance {name} must be a number ≥ 0, got {value!r}")
+
+    def describe(self) -> str:
+        """`declared tolerance loss 1e-06, grad 1e-06 (why)`."""
+        why = f" ({self.why})" if self.why else ""
+        return f"declared tolerance loss {self.loss:g}, grad {self.grad:g}{why}"
 
 
 # Why these numbers: a K-sweep iteration in float64 accumulates O(K·n) roundings of
@@ -70,14 +87,29 @@ def eps(dtype: Any) -> float:
 NOISE_MULTIPLE = 100.0
 
 
+def floor_from(levels: list[tuple[float, Any]], judged: Any) -> float:
+    """`NOISE_MULTIPLE` times the largest of the rounding levels `[(level, run dtype)]`,
+    each scaled from its run's dtype to the `judged` one (ε_judged / ε_run)."""
+    scale = eps(judged)
+    return NOISE_MULTIPLE * max((float(v) * scale / eps(d) for v, d in levels), default=0.0)
+
+
 def floor_of(a: Any, b: Any, key: str) -> float:
-    """The floor of `key` ("loss" or a gradient array) for a pair: `NOISE_MULTIPLE` times the
-    larger rounding noise of the runs of the pair's finer dtype (a float32 run against its
-    float64 reference is held to the float32 tolerance, never to its own noise); 0 where
-    the noise is unknown (a file written before it was measured)."""
-    finest = min((g.dtype for g in (a, b)), key=lambda d: eps(d))
-    noise = [float(g.noise.get(key, 0.0)) for g in (a, b) if g.dtype == finest and g.noise]
-    return NOISE_MULTIPLE * max(noise, default=0.0)
+    """The floor of `key` ("loss" or a gradient array) for a pair: `NOISE_MULTIPLE` times
+    the larger rounding level of its two runs, each scaled from its own dtype to the one
+    that judges the pair (ε_judged / ε_run: a float64 run's level is worth 2²⁹ times as
+    much in float32). The same rule in float64 and float32 (docs/verdicts.md); 0 where
+    the levels are unknown (a file written before they were measured)."""
+    levels = [(g.noise.get(key, 0.0), g.dtype) for g in (a, b) if g.noise]
+    return floor_from(levels, coarser(a.dtype, b.dtype))
+
+
+def declared_between(a: Any, b: Any) -> Tolerance | None:
+    """The tolerance the example declares for the pair's family (None: the default)."""
+    if a.family != b.family:
+        return None
+    found = a.example.declared_tolerance(a.family)
+    return found if isinstance(found, Tolerance) else None
 
 
 def coarser(*dtypes: Any) -> str:
@@ -204,6 +236,7 @@ class ArrayComparison:
     reference_max: float = 0.0  # max |g_ref| over the compared elements
     grad_floor: float = 0.0  # F_g: the gradient's noise floor (absolute)
     loss_floor: float = 0.0  # F_L: the loss's noise floor (absolute)
+    declared: Tolerance | None = None  # the example's declared tolerance, where it applied
 
     @property
     def reference_zero(self) -> bool:
@@ -211,9 +244,31 @@ class ArrayComparison:
         return self.reference_max == 0 and not self.nonfinite
 
     @property
+    def tolerance(self) -> Tolerance:
+        """The relative tolerance that applied: the dtype's, raised by a declared one."""
+        return applied(self.dtype, self.declared)
+
+    @property
     def floored(self) -> bool:
         """The noise floor, not the relative tolerance, bounds the gradient's |Δ|."""
-        return self.grad_floor > tolerance(self.dtype).grad * self.reference_max
+        return self.grad_floor > self.tolerance.grad * self.reference_max
+
+    @property
+    def decided_by(self) -> dict[str, str]:
+        """Which bound decided, for the loss and the gradient: "tolerance" (relative) or
+        "floor" (the rounding floor, larger here)."""
+        return {
+            "loss": "floor" if self.loss_floored else "tolerance",
+            "grad": "floor" if self.floored else "tolerance",
+        }
+
+    @property
+    def loss_floored(self) -> bool:
+        """The noise floor, not the relative tolerance, bounds the loss's |ΔL|."""
+        if self.loss_abs is None:
+            return False
+        ref = self.loss_abs / self.loss_rel if self.loss_rel else 0.0
+        return self.loss_floor > self.tolerance.loss * ref
 
     @property
     def worst_julia(self) -> tuple[int, ...]:
@@ -230,6 +285,14 @@ def _relative(abs_: float, ref: float) -> float | None:
     return 0.0 if abs_ == 0 else None
 
 
+def applied(dtype: str, declared: Tolerance | None) -> Tolerance:
+    """The dtype's tolerance, raised where `declared` is larger."""
+    tol = tolerance(dtype)
+    if declared is None:
+        return tol
+    return Tolerance(max(tol.loss, declared.loss), max(tol.grad, declared.grad), declared.why)
+
+
 def compare(
     g_ref: Any,
     g: Any,
@@ -238,21 +301,55 @@ def compare(
     *,
     keep: np.ndarray | None = None,
     dtype: str | None = None,
-    loss_floor: float = 0.0,
-    grad_floor: float = 0.0,
+    loss_floor: float | None = None,
+    grad_floor: float | None = None,
+    declared: Tolerance | None = None,
+    noise_ref: dict[str, float] | None = None,
+    noise: dict[str, float] | None = None,
+    array: str | None = None,
 ) -> ArrayComparison:
-    """Compare the array `g` with `g_ref` (same shape) under the tolerance policy.
+    """Compare the array `g` with `g_ref` (same shape) under the judge's rule: the
+    tolerance policy with its rounding floors (docs/verdicts.md, "The floors").
 
-    `keep` (booleans shaped like the arrays) restricts the comparison to its True
-    elements (a declared kink pair away from the kinks); `dtype` forces the policy's
-    dtype (default: the coarser of the two arrays'); `loss_floor` and `grad_floor` are the
-    absolute noise floors (`floor_of`; 0: none).
+    `g_ref` and `g` may be two `weanj.Gradient`s (what `weanj.load_gradient` returns, a
+    check's stored arrays): their losses, rounding levels (`.noise`), dtypes and the
+    example's declared tolerance then give exactly the verdict `weanj check` gives, on
+    `array` (default: the first `wrt` array). For plain arrays, the floors come from
+    `loss_floor`/`grad_floor` (absolute) or from the runs' rounding levels
+    `noise_ref`/`noise` (`{"loss": level, "grad": level}`, as `Gradient.noise` holds them,
+    scaled by the arrays' dtypes the judge's way; 0 where neither is given). `keep`
+    (booleans shaped like the arrays) restricts the comparison to its True elements;
+    `dtype` forces the policy's dtype (default: the coarser of the two arrays');
+    `declared` a tolerance the example declares, which raises the dtype's. The result's
+    `decided_by` says which bound decided.
     """
+    if hasattr(g_ref, "gradients") and hasattr(g, "gradients"):
+        name = array or next(iter(g_ref.gradients))
+        floors = {
+            "loss_floor": floor_of(g_ref, g, "loss") if loss_floor is None else loss_floor,
+            "grad_floor": floor_of(g_ref, g, name) if grad_floor is None else grad_floor,
+        }
+        return compare(
+            g_ref.gradients[name],
+            g.gradients[name],
+            g_ref.loss if loss_ref is None else loss_ref,
+            g.loss if loss is None else loss,
+            keep=keep,
+            dtype=dtype,
+            declared=declared if declared is not None else declared_between(g_ref, g),
+            **floors,
+        )
     g_ref, g = np.asarray(g_ref), np.asarray(g)
+    judged_by = dtype or coarser(g_ref.dtype, g.dtype)
+    runs = [(n, a.dtype) for n, a in ((noise_ref, g_ref), (noise, g)) if n]
+    if loss_floor is None:
+        loss_floor = floor_from([(n.get("loss", 0.0), d) for n, d in runs], judged_by)
+    if grad_floor is None:
+        grad_floor = floor_from([(n.get("grad", 0.0), d) for n, d in runs], judged_by)
     if g_ref.shape != g.shape:
         raise ValueError(f"gradient shapes differ: {g_ref.shape} vs {g.shape}")
     judged = dtype or coarser(g_ref.dtype, g.dtype)
-    tol = tolerance(judged)
+    tol = applied(judged, declared)
     keep = np.ones(g.shape, bool) if keep is None else np.asarray(keep, bool)
     wide = np.complex128 if np.iscomplexobj(g) or np.iscomplexobj(g_ref) else np.float64
     finite = np.isfinite(g) & np.isfinite(g_ref)
@@ -312,4 +409,5 @@ def compare(
         reference_max=reference_max,
         grad_floor=float(grad_floor),
         loss_floor=float(loss_floor),
+        declared=declared,
     )

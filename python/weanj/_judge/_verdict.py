@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .._model import Expected, Gradient, Inputs
-from ._compare import ArrayComparison, compare, floor_of
+from ._compare import ArrayComparison, compare, declared_between, floor_of
 from ._contract import Fault
 from ._expected import declared_check as declared_check
 from ._expected import declared_pair
@@ -147,7 +147,11 @@ def _judge_pair(
     if ga.shape != gb.shape:
         reason = f"{array} has shape {gb.shape} in {b.label} but {ga.shape} in {a.label}"
         return CaseJudgement(case, "pair", Verdict.FAIL, reason=reason, **what)
-    floors = {"loss_floor": floor_of(a, b, "loss"), "grad_floor": floor_of(a, b, array)}
+    floors = {
+        "loss_floor": floor_of(a, b, "loss"),
+        "grad_floor": floor_of(a, b, array),
+        "declared": declared_between(a, b),
+    }
     c = compare(ga, gb, a.loss, b.loss, **floors)
     if c.nonfinite:
         return CaseJudgement(

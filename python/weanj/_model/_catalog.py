@@ -25,6 +25,8 @@ class Catalog:
     kinks: Mapping[frozenset, str] = field(default_factory=dict)  # {{a, b}: why}
     strategies: tuple[Callable, ...] = ()
     expectations: tuple[Expected, ...] = ()  # the example's and its variants' `expected=`
+    # registered variants left out of this run (`--variants`): their files are not judged
+    left_out: frozenset = frozenset()
 
     def __repr__(self) -> str:
         names = ", ".join(v.name for v in self.variants)

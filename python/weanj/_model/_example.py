@@ -160,6 +160,10 @@ class Example:
     - `stem`: the stem shared by the Python module and the Julia file.
     - `expected`: known differences between its variants (`weanj.Expected`, each naming
       its variant), judged as declared (docs/verdicts.md, "Declaring expectations").
+    - `tolerance`: a declared `weanj.Tolerance(loss=, grad=, why=)` for mathematics that
+      needs more than the default (relative; the larger of it and the dtype's default
+      applies, and every view shows it); `family_tolerance`: `{family: Tolerance}`, for
+      one family only.
     """
 
     name: str
@@ -180,6 +184,8 @@ class Example:
     module: str = field(default="", compare=False)  # set when registered
     code: str = field(default="", compare=False, repr=False)  # its code's digest, as imported
     specs: tuple[Array, ...] = field(default=(), init=False, repr=False, compare=False)
+    tolerance: Any = None  # a declared weanj.Tolerance (docs/verdicts.md)
+    family_tolerance: Mapping[str, Any] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}={p.default!r}" for p in self.params)
@@ -191,6 +197,14 @@ class Example:
 
     def __post_init__(self):
         check_name("example", self.name)
+        for declared in (self.tolerance, *dict(self.family_tolerance).values()):
+            if declared is not None and not all(
+                isinstance(getattr(declared, k, None), (int, float)) for k in ("loss", "grad")
+            ):
+                raise DefinitionError(
+                    f"example {self.name}: a declared tolerance must be a weanj.Tolerance("
+                    f"loss=, grad=, why=), got {declared!r}"
+                )
         object.__setattr__(self, "specs", _array_specs(self))
         object.__setattr__(self, "arrays", tuple(a.name for a in self.specs))
         wrt = (self.wrt,) if isinstance(self.wrt, str) else tuple(self.wrt)
@@ -289,6 +303,10 @@ class Example:
                 return p
         known = ", ".join(self.param_names) or "none"
         raise InputError(f"{self.name} has no parameter {name!r} (parameters: {known})")
+
+    def declared_tolerance(self, family: str) -> Any:
+        """The tolerance declared for `family` (its own, else the example's), or None."""
+        return self.family_tolerance.get(family, self.tolerance)
 
     def taylor_for(self, array: str) -> TaylorPolicy:
         if isinstance(self.taylor, Mapping):

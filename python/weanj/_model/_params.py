@@ -50,6 +50,8 @@ RESERVED_NAMES = frozenset(
         "workers",
         "scheduler",
         "processes",
+        "require",
+        "traceback",
         "help",
         "version",
     }

@@ -38,6 +38,7 @@ from .._judge._contract import Fault
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
 from .._places import PRODUCED, RECORDED, Places
+from .._x64 import x64_configuration
 from ._evaluate import label_of
 from ._gradchecks import jvp_judgement, taylor_judgement
 from ._session import Session
@@ -101,6 +102,10 @@ class Case:
     info: bool = False  # a pair across families: for information, never a failure
 
 
+# A subject's skip that means "not run here" (any other is a fault the last check found).
+_NOT_RUN = ("unavailable", "skipped")
+
+
 @dataclass
 class Plan:
     """The case table of one example on some inputs."""
@@ -112,6 +117,8 @@ class Plan:
     subjects: dict[str, Subject] = field(default_factory=dict)
     cases: list[Case] = field(default_factory=list)
     files: dict[str, CaseJudgement] = field(default_factory=dict)  # file cases, judged
+    ignored: list[Gradient] = field(default_factory=list)  # files of variants not registered
+    notes: list[str] = field(default_factory=list)  # said once with the example's judgement
 
     @property
     def example(self) -> Example:
@@ -127,7 +134,7 @@ class Plan:
             return None
         for label in case.subjects:
             s = self.subjects.get(label)
-            if s is not None and s.skip is not None:
+            if s is not None and s.skip is not None and s.skip.verdict in _NOT_RUN:
                 return s.skip
         return None
 
@@ -145,6 +152,26 @@ class Plan:
         return out
 
 
+def unregistered(g: Gradient) -> bool:
+    """A store file of a variant the project no longer registers: a file of the produced
+    store (`gradients/`) that a weanj evaluation wrote (it carries the run's rounding
+    level, `noise_loss`; a user's experiment saved with `weanj.save_gradient` does not)
+    under a name no registered variant has. Such a file is never judged, and `weanj
+    clean` removes it."""
+    return g.source == "store" and g.of is None and bool(g.noise)
+
+
+def ignored_note(example: str, files: list[Gradient], places: Places | None) -> str:
+    """The one line every command that reads the store says about the files it ignored."""
+    shown = places.shown if places is not None else str
+    folders = sorted({shown(g.path.parent) for g in files if g.path is not None})
+    names = ", ".join(sorted({g.label for g in files}))
+    return (
+        f"  ignored {len(files)} file(s) of variants no longer registered ({names}) in "
+        f"{', '.join(folders)}; `weanj clean {example}` removes them"
+    )
+
+
 def build_plan(
     catalog: Catalog,
     inputs: Inputs,
@@ -154,6 +181,7 @@ def build_plan(
     dtypes: tuple[str, ...] = DTYPES,
     checks: bool = True,
     places: Places | None = None,
+    faults: dict[str, Fault] | None = None,
 ) -> Plan:
     """The case table of an example. `live`: registered variants are evaluated (check,
     pytest); otherwise their store files are judged (diff). `scan`: the store's files
@@ -167,11 +195,18 @@ def build_plan(
             g.of = catalog.find(g.variant)
             if g.source == "store" and live and g.of is not None:
                 continue  # this run replaces the registered variants' own files
+            if g.of is None and g.variant in catalog.left_out:
+                continue  # a registered variant this run leaves out (`--variants`)
+            if unregistered(g):
+                p.ignored.append(g)  # a variant no longer registered: never judged
+                continue
             stored[g.label] = g
+        if p.ignored:
+            p.notes.append(ignored_note(ex.name, p.ignored, places))
         for path, message in scan.problems:
             case_id = file_id(ex, _file_label(path, places))
             p.files[case_id] = judge.unreadable(case_id, message)
-    _add_subjects(p, stored)
+    _add_subjects(p, stored, faults or {})
     _add_runs(p)
     _add_pairs(p)
     if live and checks:
@@ -202,7 +237,9 @@ def _skip(p: Plan, v: Variant, dtype: str) -> Fault | None:
     return None
 
 
-def _add_subjects(p: Plan, stored: dict[str, Gradient]) -> None:
+def _add_subjects(p: Plan, stored: dict[str, Gradient], faults: dict[str, Fault]) -> None:
+    """The subjects; `faults`: what the last check found at fault, for a plan of the store
+    (diff): a variant whose last evaluation was a fault has no file, and is that fault."""
     ex = p.example
     for family, members in p.catalog.families().items():
         for v in members:
@@ -214,6 +251,8 @@ def _add_subjects(p: Plan, stored: dict[str, Gradient]) -> None:
                     g = stored.pop(label)
                     if _file_case(p, label, g, v):
                         p.subjects[label] = Subject(label, family, dtype, v, gradient=g)
+                elif label in faults:
+                    p.subjects[label] = Subject(label, family, dtype, v, skip=faults[label])
     for label, g in sorted(stored.items()):
         if g.source == "file" and g.of is not None:
             case_id = file_id(ex, label)
@@ -305,9 +344,11 @@ def read_plan(
     live: bool,
     dtypes: tuple[str, ...] = DTYPES,
     checks: bool = True,
+    faults: dict[str, Fault] | None = None,
 ) -> Plan:
     """The case table on the shared inputs, with the store as it is (raises the inputs'
-    error when they cannot be read: the example is then not judged)."""
+    error when they cannot be read: the example is then not judged); `faults`: the last
+    check's faults, for a plan of the store (`build_plan`)."""
     inputs = read_inputs(catalog.example, places)
     check_fresh(catalog.example, places, inputs)  # not stale: what the generator writes now
     names = {v.name for v in catalog.variants}
@@ -317,7 +358,16 @@ def read_plan(
         return live and path.stem in names and path.parent.resolve() in produced
 
     scan = scan_store(catalog.example, places, skip=replaced)
-    return build_plan(catalog, inputs, scan, live=live, dtypes=dtypes, checks=checks, places=places)
+    return build_plan(
+        catalog,
+        inputs,
+        scan,
+        live=live,
+        dtypes=dtypes,
+        checks=checks,
+        places=places,
+        faults=faults(inputs) if callable(faults) else faults,
+    )
 
 
 # --- judging -------------------------------------------------------------------------------
@@ -349,6 +399,8 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
         j = judge.judge_run(
             case.id, label, subject_outcome(p, label, session), family=case.family, wider=wider
         )
+        if s.variant is not None and s.variant.backend != "julia":
+            j.info["x64"] = x64_configuration(s.variant).to_json()  # shown by every view
         return judge.declared_check(j, p.catalog.declared_check("run", s.variant))
     what["array"] = case.array
     outcomes = [subject_outcome(p, label, session) for label in case.subjects]
@@ -416,10 +468,11 @@ def judge_pair_of(
 def judge_plan(p: Plan, session: Session) -> ExampleJudgement:
     """Every case of a plan, judged in order."""
     result = ExampleJudgement(p.example, p.inputs, dtypes=p.dtypes)
+    result.notes.extend(p.notes)
     for case in p.cases:
         result.judgements.append(judge_case(p, case, session))
     for label, s in p.subjects.items():
-        if s.skip is not None:
+        if s.skip is not None and s.skip.verdict in _NOT_RUN:
             target = result.unavailable if s.skip.verdict == "unavailable" else result.skipped
             target[label] = s.skip.what
             continue

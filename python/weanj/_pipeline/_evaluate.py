@@ -9,11 +9,13 @@ Only weanj's own mistakes raise.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 import numpy as np
 
+from .. import _x64
 from .._errors import ExcludedError, UnavailableError, WeanjError
 from .._judge._contract import (
     ERROR,
@@ -28,6 +30,7 @@ from .._judge._contract import (
 )
 from .._model import Gradient, Inputs, Variant
 from .._watch import Watch
+from .._x64 import x64_configuration
 
 # The perturbation that measures a run's rounding level, and its seed.
 _NOISE_SEED = 20261202
@@ -70,10 +73,61 @@ def first_line(e: BaseException) -> str:
     return f"raised {type(e).__name__}" + (f": {text}" if text else "")
 
 
-def _perturbed(inputs: Inputs, dtype: str) -> tuple:
+# How many random-sign perturbations measure a loss's rounding level: one sample may
+# happen not to move a loss that cancels (or a quantised one) at all; the largest of a
+# few rarely stays at zero where rounding does not.
+NOISE_SAMPLES = 4
+
+
+def _library_folders() -> tuple[str, ...]:
+    """Folders of code that is not the project's: the standard library, installed
+    packages, weanj itself."""
+    import sysconfig
+    from pathlib import Path
+
+    paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths.add(str(Path(__file__).resolve().parent.parent))  # weanj's package
+    return tuple(str(Path(p).resolve()) + os.sep for p in paths if p)
+
+
+def raised_at(e: BaseException) -> str:
+    """` (at kernels/heat.py:17)`: the innermost frame of the exception's traceback in the
+    project's own code (not the standard library, an installed package or weanj), its
+    path relative to the current folder where it lies inside; "" where there is none."""
+    from pathlib import Path
+
+    skip = _library_folders()
+    chain: list[BaseException] = []
+    while e is not None and e not in chain:  # the cause first: `sys.exit` inside a kernel
+        chain.insert(0, e)
+        e = e.__cause__ or e.__context__
+    found = None
+    for exc in chain:
+        tb = exc.__traceback__
+        while tb is not None:
+            name = tb.tb_frame.f_code.co_filename
+            if not name.startswith("<"):
+                path = str(Path(name).resolve())
+                if not path.startswith(skip):
+                    found = (path, tb.tb_lineno)
+            tb = tb.tb_next
+        if found is not None:
+            break
+    if found is None:
+        return ""
+    path, line = found
+    try:
+        path = str(Path(path).relative_to(Path.cwd().resolve()))
+    except ValueError:
+        pass
+    return f" (at {path}:{line})"
+
+
+def _perturbed(inputs: Inputs, dtype: str, sample: int = 0) -> tuple:
     """The arguments with every float (and complex) input moved by about one unit in the
-    last place, signs seeded: what measures the computation's rounding level."""
-    rng = np.random.default_rng(_NOISE_SEED)
+    last place, signs seeded (one draw per `sample`): what measures the computation's
+    rounding level."""
+    rng = np.random.default_rng(_NOISE_SEED if sample == 0 else [_NOISE_SEED, sample])
     eps = float(np.finfo(dtype).eps)
     arrays = inputs.run_arrays(dtype)
     moved = {}
@@ -86,29 +140,58 @@ def _perturbed(inputs: Inputs, dtype: str) -> tuple:
     return inputs.example.args(moved, inputs.params)
 
 
-def _loss_and_grad(fns, args: tuple, watch: Watch, label: str, dtype: str) -> tuple[Any, Any]:
+def _loss_and_grad(
+    fns, args: tuple, watch: Watch, label: str, dtype: str, returned: dict | None = None
+) -> tuple[Any, Any]:
     """The loss (held to the contract) and the raw gradient: one watched call where the
     backend computes both at once (`Functions.value_and_grad`: a Julia variant's one
-    request), else the loss, checked before the gradient is asked for."""
+    request), else the loss, checked before the gradient is asked for. `returned` keeps
+    what came back, for the fault line of a run at odds with its x64 configuration."""
+    returned = {} if returned is None else returned
     if fns.value_and_grad is not None:
-        raw_loss, raw_grad = watch.run(lambda: fns.value_and_grad(*args), label)
-        return checked_loss(raw_loss, dtype), raw_grad
-    loss = checked_loss(watch.run(lambda: fns.loss(*args), label), dtype)
-    return loss, watch.run(lambda: fns.grad(*args), label)
+        both = watch.run(lambda: fns.value_and_grad(*args), label)
+        returned["the loss"], returned["the gradient"] = both
+        return checked_loss(both[0], dtype), both[1]
+    returned["the loss"] = watch.run(lambda: fns.loss(*args), label)
+    loss = checked_loss(returned["the loss"], dtype)
+    returned["the gradient"] = raw_grad = watch.run(lambda: fns.grad(*args), label)
+    return loss, raw_grad
 
 
-def _noise(fns, args, loss: float, gradients: dict, ex, dtype: str, watch, label) -> dict:
-    """`{"loss": |L̃ − L|, array: median |g̃ − g|}` on the perturbed inputs ({} if that run
-    fails or is not finite: the floors are then unknown, and zero). The median, not the
-    maximum: at a kink a one-ulp move may change the branch, and with it a few entries by
-    far more than rounding."""
+def backward_level(inputs: Inputs, gradients: dict, dtype: str) -> float:
+    """ε·Σ|x_i·∂L/∂x_i| over the wrt arrays: how far the loss moves when every input it is
+    differentiated by moves by one rounding (ε relative) in the worst direction. A
+    backward-stable computation's rounding error is of this size (it is the exact loss
+    of inputs moved by a few ε), and it does not need the loss to be large: a determinant
+    of a nearly singular matrix, whose cofactors are large, gets a floor to match."""
+    eps = float(np.finfo(dtype).eps)
+    arrays = inputs.run_arrays(dtype)
+    total = 0.0
+    for name, g in gradients.items():
+        with np.errstate(invalid="ignore", over="ignore"):
+            total += float(np.sum(np.abs(np.asarray(arrays[name])) * np.abs(g)))
+    return eps * total
+
+
+def _noise(fns, inputs: Inputs, loss: float, gradients: dict, ex, dtype: str, watch, label) -> dict:
+    """`{"loss": level, array: median |g̃ − g|}` ({} if a perturbed run fails or is not
+    finite: the floors are then unknown, and zero). The loss's level is the largest of
+    its moves under `NOISE_SAMPLES` perturbations and `backward_level`; a gradient's is
+    the median of one perturbation's moves, not the maximum: at a kink a one-ulp move may
+    change the branch, and with it a few entries by far more than rounding."""
     shapes = {k: np.shape(v) for k, v in gradients.items()}
     try:
+        args = _perturbed(inputs, dtype)
         loss_t, raw_grad = _loss_and_grad(fns, args, watch, label, dtype)
         grads_t = checked_gradients(ex, raw_grad, dtype, shapes)
+        moves = [abs(loss_t - loss)]
+        for sample in range(1, NOISE_SAMPLES):
+            more = _perturbed(inputs, dtype, sample)
+            moved = watch.run(lambda more=more: fns.loss(*more), label)
+            moves.append(abs(checked_loss(moved, dtype) - loss))
     except Exception:  # the measurement is a refinement; the run itself stood
         return {}
-    out = {"loss": abs(loss_t - loss)}
+    out = {"loss": max(*moves, backward_level(inputs, gradients, dtype))}
     for name, g in gradients.items():
         wide = np.complex128 if np.iscomplexobj(g) else np.float64
         with np.errstate(invalid="ignore", over="ignore"):
@@ -117,6 +200,32 @@ def _noise(fns, args, loss: float, gradients: dict, ex, dtype: str, watch, label
     if not all(np.isfinite(v) for v in out.values()):
         return {}
     return out
+
+
+def _dtype_name(value: Any) -> str:
+    """The dtype of what a loss or grad returned (its first array), or ""."""
+    if isinstance(value, dict):
+        value = next(iter(value.values()), None)
+    elif isinstance(value, (tuple, list)):
+        value = value[0] if value else None
+    try:
+        return np.asarray(value).dtype.name
+    except Exception:
+        return ""
+
+
+def _x64_line(variant: Variant, dtype: str, returned: dict[str, Any]) -> str | None:
+    """The fault line of a run whose dtype follows from its program's x64 configuration
+    (`_x64.fault_line`): a float64 run computed in float32 with x64 off, a float32 run
+    promoted to 64 bits with it on. None for any other breach."""
+    if variant.backend == "julia":
+        return None
+    config = x64_configuration(variant)
+    for what, value in reversed(returned.items()):  # the last call made is the one at fault
+        found = _x64.fault_line(variant.name, config, _dtype_name(value), dtype, what)
+        if found is not None:
+            return found
+    return None
 
 
 def evaluate(
@@ -140,10 +249,11 @@ def evaluate(
         return fault(SKIPPED, f"{variant.name} does not apply to these inputs: {excluded}")
     args = inputs.args(dtype)
     where = f"{ex.name} {label}"
+    returned: dict[str, Any] = {}
     try:
         fns = variant.built  # builds on first use: an optional backend may refuse here
         t0 = time.perf_counter()
-        loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype)
+        loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype, returned)
         seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
     except TimeoutError as e:
@@ -153,9 +263,9 @@ def evaluate(
     except UnavailableError as e:
         return fault(UNAVAILABLE, first_line(e))
     except Breach as e:
-        return fault(ERROR, f"{variant.name} {e}")
+        return fault(ERROR, _x64_line(variant, dtype, returned) or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
-        return fault(ERROR, f"{variant.name} {first_line(e)}")
+        return fault(ERROR, f"{variant.name} {first_line(e)}{raised_at(e)}")
     g = Gradient(
         ex,
         variant.name,
@@ -174,5 +284,7 @@ def evaluate(
     )
     if not g.finite:
         return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
-    g.noise = _noise(fns, _perturbed(inputs, dtype), loss, gradients, ex, dtype, watch, where)
+    g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
+    if variant.backend != "julia":
+        g.extra["x64"] = x64_configuration(variant).describe()  # stored with the gradient
     return g

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._errors import InputError
 from .._judge import _verdict as judge
-from .._judge._compare import TOLERANCES
+from .._judge._compare import NOISE_MULTIPLE, TOLERANCES, Tolerance
 from .._judge._taylor import (
     AT_ROUNDING,
     RESOLVED,
@@ -356,6 +356,19 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
     return j
 
 
+def _jvp_floor(g: Gradient, array: str, dx: np.ndarray, scale: float) -> float:
+    """The relative tolerance below which forward and reverse mode cannot be told apart:
+    the gradient's rounding level (`Gradient.noise`, as the pairs' floor) carried along
+    `dx`, `NOISE_MULTIPLE·level·Σ|dx_i| / Σ|g_i dx_i|`; and a tolerance the example
+    declares for the family (its `grad`)."""
+    declared = g.example.declared_tolerance(g.family)
+    floor = declared.grad if isinstance(declared, Tolerance) else 0.0
+    level = float(g.noise.get(array, 0.0)) if g.noise else 0.0
+    if scale > 0 and level > 0:
+        floor = max(floor, NOISE_MULTIPLE * level * float(np.sum(np.abs(dx))) / scale)
+    return floor
+
+
 def jvp_judgement(
     session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array: str, **what: Any
 ):
@@ -385,7 +398,10 @@ def jvp_judgement(
         except Exception as e:
             why[v.name] = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
             continue
-        tol = OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad
+        tol = max(
+            OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad,
+            _jvp_floor(g, array, dx, scale),
+        )
         result = DirectionalResult(array, v.name, forward, reverse, scale, tol)
         _keep(session, g, "jvp", array, {"result": result.to_json()})
         return judge.judge_directional(case, result, **what)

@@ -159,7 +159,7 @@ def placement(device, multi_device: bool):
 
 
 def call_args(
-    ex: Example, arrays: Mapping[str, Any], params: dict, dtype: str, device
+    ex: Example, arrays: Mapping[str, Any], params: dict, dtype: str, device, x64: bool = True
 ) -> tuple[tuple, int]:
     """The call arguments on `device` (a device or a sharding; numpy arrays for None),
     and N, the number of gradient entries."""
@@ -169,9 +169,9 @@ def call_args(
     run = inputs.run_arrays(dtype)
     n_entries = int(sum(np.size(run[name]) for name in ex.wrt_names))
     if device is not None:
-        # Placed once, before timing, so the clock sees no host-to-device copies; with
-        # 64-bit types on, so float64 stays float64 (variants run that way too).
-        with jax.enable_x64(True):
+        # Placed once, before timing, so the clock sees no host-to-device copies; in the
+        # variant's x64 configuration (`x64`), as its calls run (`_x64`).
+        with jax.enable_x64(x64):
             run = {k: jax.device_put(a, device) for k, a in run.items()}
     return ex.args(run, inputs.params), n_entries
 

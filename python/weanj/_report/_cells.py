@@ -128,25 +128,28 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
         if blocked:
             return Cell("not compared", "skipped", [], blocked[0].reason)
         return Cell("—", "", [], "no other member of its family was compared with it")
+
+    def other(j: CaseJudgement) -> str:
+        return next(s for s in j.subjects if s != label)
+
+    # counted in members, not in (pair, array) rows: a family of four others is "of 4"
+    members = dict.fromkeys(other(j) for j in mine)
     failing = [j for j in mine if j.failed]
     if failing:
-        links = [
-            (f"{next(s for s in j.subjects if s != label)} ({j.array})", j.case) for j in failing
-        ]
+        links = [(f"{other(j)} ({j.array})", j.case) for j in failing]
         why = "\n".join(summary(j) for j in failing)
+        against = dict.fromkeys(other(j) for j in failing)
         if label in accused:
             worst = Verdict.worst(j.verdict for j in failing)
-            return Cell(f"FAIL vs {len(failing)} of {len(mine)}", str(worst), links, why)
+            return Cell(f"FAIL vs {len(against)} of {len(members)}", str(worst), links, why)
         # It fails only against the family's suspects: the suspects are the news.
-        against = ", ".join(
-            dict.fromkeys(next(s for s in j.subjects if s != label) for j in failing)
-        )
-        text = f"ok ×{len(mine) - len(failing)}; FAIL vs"  # the links name them
-        return Cell(text, "differs", links, why, plain=f"{text} {against}")
+        text = f"ok ×{len(members) - len(against)}; FAIL vs"  # the links name them
+        return Cell(text, "differs", links, why, plain=f"{text} {', '.join(against)}")
     kinks = [j for j in mine if j.verdict == Verdict.KINKS]
     if kinks:
+        at_kinks = dict.fromkeys(other(j) for j in kinks)
         return Cell(
-            f"kinks ({len(kinks)}), ok {len(mine) - len(kinks)}",
+            f"kinks ({len(at_kinks)}), ok {len(members) - len(at_kinks)}",
             "kinks",
             [(j.array or "", j.case) for j in kinks],
             "\n".join(summary(j) for j in kinks),
@@ -158,16 +161,16 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
         if j.verdict == Verdict.EXPECTED and j.expected and j.expected.variant == label
     ]
     if expected:
-        text = f"expected ×{len(expected)}" + (
-            f", ok ×{len(mine) - len(expected)}" if len(mine) > len(expected) else ""
-        )
+        declared = dict.fromkeys(other(j) for j in expected)
+        rest = len(members) - len(declared)
+        text = f"expected ×{len(declared)}" + (f", ok ×{rest}" if rest else "")
         return Cell(
             text,
             "expected",
             [(j.array or "", j.case) for j in expected],
             "\n".join(summary(j) for j in expected),
         )
-    return Cell(f"ok ×{len(mine)}", "ok", [], "agrees with every member of its family compared")
+    return Cell(f"ok ×{len(members)}", "ok", [], "agrees with every member of its family compared")
 
 
 def accused(ej: ExampleJudgement) -> set[str]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .._judge._compare import ArrayComparison, tolerance
+from .._judge._compare import ArrayComparison
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
 from ._text import summary, ulp_text
@@ -21,7 +21,7 @@ def finite(x: float | None) -> float | None:
 
 
 def comparison_json(c: ArrayComparison) -> dict[str, Any]:
-    tol = tolerance(c.dtype)
+    tol = c.tolerance
     equal = c.max_abs == 0
     return {
         "max_abs": finite(c.max_abs),
@@ -44,6 +44,10 @@ def comparison_json(c: ArrayComparison) -> dict[str, Any]:
         "loss_rel": finite(c.loss_rel),
         "dtype": c.dtype,
         "tolerance": {"grad": tol.grad, "loss": tol.loss},
+        "declared": None
+        if c.declared is None
+        else {"grad": c.declared.grad, "loss": c.declared.loss, "why": c.declared.why},
+        "loss_floored": c.loss_floored,
         "nonfinite": c.nonfinite,
     }
 
@@ -134,6 +138,7 @@ def gradient_json(g: Gradient) -> dict[str, Any]:
         "nonfinite": not g.finite,
         "nonfinite_count": g.nonfinite_count,
         "noise": {k: finite(v) for k, v in g.noise.items()},
+        "x64": g.extra.get("x64") if isinstance(g.extra.get("x64"), str) else None,
     }
 
 

@@ -34,6 +34,9 @@ class Judgement:
     dtypes: tuple[str, ...] = ("float64",)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)  # compilation, reuse, what else was done
+    # variants that did not run and that the result leans on: [(label, why, required)]
+    did_not_run: list[tuple[str, str, bool]] = field(default_factory=list)
+    suspects: list[Any] = field(default_factory=list)  # `_judge._suspects.Suspect`s, by example
 
     def __getitem__(self, name: str) -> ExampleJudgement:
         return self.examples[name]
@@ -46,7 +49,12 @@ class Judgement:
 
     @property
     def ok(self) -> bool:
-        return all(ej.ok for ej in self.examples.values())
+        return all(ej.ok for ej in self.examples.values()) and not self.required_missing
+
+    @property
+    def required_missing(self) -> list[tuple[str, str, bool]]:
+        """The variants the project requires (`require`) that did not run."""
+        return [m for m in self.did_not_run if m[2]]
 
     @property
     def failures(self) -> list[CaseJudgement]:
@@ -59,6 +67,8 @@ class Judgement:
     @property
     def verdict(self) -> str:
         if any(ej.judged and not ej.ok for ej in self.examples.values()):
+            return "FAIL"
+        if self.required_missing:
             return "FAIL"
         return "not judged" if self.not_judged else "ok"
 
@@ -86,13 +96,14 @@ class Judgement:
 
     def lines(self) -> list[str]:
         """The terminal's text: each example's block, then the overall line and notes."""
-        from ._text import example_lines, overall_line
+        from ._text import example_lines, overall_line, suspect_lines
 
         out = []
         for ej in self:
             out.extend(example_lines(ej, mode=self.command))
         if self.command == "check":
-            out.append(overall_line(list(self), self.seconds, self.dtypes))
+            out.append(overall_line(list(self), self.seconds, self.dtypes, self.did_not_run))
+            out.extend(suspect_lines(self.suspects))
         out.extend(self.notes)
         return out
 
@@ -105,6 +116,19 @@ class Judgement:
             "ok": self.ok,
             "dtypes": list(self.dtypes),
             "examples": [example_json(ej) for ej in self],
+            "did_not_run": [
+                {"variant": label, "why": why, "required": required}
+                for label, why, required in self.did_not_run
+            ],
+            "suspects": [
+                {
+                    "example": example,
+                    "family": s.family,
+                    "variant": s.label,
+                    "against": [j.case for j in s.against],
+                }
+                for example, s in self.suspects
+            ],
         }
 
     def __repr__(self) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from .._judge._compare import ArrayComparison, tolerance
+from .._judge._compare import ArrayComparison
 from .._judge._verdict import CaseJudgement, Verdict
 
 MAX_REGION_LINES = 6
@@ -76,7 +76,7 @@ def relative_text(c: ArrayComparison) -> str:
 
 
 def comparison_text(c: ArrayComparison) -> str:
-    tol = tolerance(c.dtype)
+    tol = c.tolerance
     if c.max_abs == 0:
         text = "bitwise equal"
     else:
@@ -95,9 +95,11 @@ def comparison_text(c: ArrayComparison) -> str:
                 f"noise floor {num(c.loss_floor)})"
             )
         else:
-            beyond = c.loss_rel > tol.loss and c.loss_floor > 0
+            beyond = (c.loss_rel > tol.loss or c.loss_floored) and c.loss_floor > 0
             floor = f", noise floor {num(c.loss_floor)}" if beyond else ""
             text += f"; |ΔL|/|L| = {num(c.loss_rel)} (tolerance {tol.loss:g}{floor})"
+    if c.declared is not None:
+        text += f"; {c.declared.describe()}"
     return text
 
 

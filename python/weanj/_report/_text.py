@@ -95,7 +95,32 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
             f"{cells[1].terminal():<10} {cells[2].terminal():<12} {cells[3].terminal():<22} "
             f"{time_s}"
         )
-    return out
+    return out + x64_lines(ej)
+
+
+def x64_lines(ej: ExampleJudgement) -> list[str]:
+    """Which JAX x64 configuration the runs used, and where it comes from (one line per
+    configuration: `x64 on (x64 = true in [tool.weanj] of …): jax-a, jax-b`)."""
+    groups: dict[tuple, list[str]] = {}
+    for run in ej.of_kind("run"):
+        x64 = run.info.get("x64")
+        if x64 and "@" not in run.subjects[0]:
+            key = (x64["enabled"], x64["source"])
+            groups.setdefault(key, []).append(run.subjects[0])
+    return [
+        f"  x64 {'on' if on else 'off'} ({source}): {', '.join(labels)}"
+        for (on, source), labels in groups.items()
+    ]
+
+
+def declared_lines(ej: ExampleJudgement) -> list[str]:
+    """The tolerances the example declares, where the judge applied them (one line per
+    family: `family sq: declared tolerance loss 1e-09, grad 1e-09 (why)`)."""
+    declared: dict[str, str] = {}
+    for j in ej.of_kind("pair"):
+        if j.comparison is not None and j.comparison.declared is not None:
+            declared.setdefault(j.family, j.comparison.declared.describe())
+    return [f"  family {family}: {text}" for family, text in declared.items()]
 
 
 def pair_row(j: CaseJudgement) -> str:
@@ -193,9 +218,10 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     else:
         for label, g in ej.subjects.items():
             loss = "loss ?" if g.loss is None else f"loss {g.loss:.15e}"
+            x64 = f"  {g.extra['x64']}" if isinstance(g.extra.get("x64"), str) else ""
             out.append(
                 f"  {label:<26} {g.family:<13} {g.dtype:<8} "
-                f"{loss}  {g.backend_version or g.backend}"
+                f"{loss}  {g.backend_version or g.backend}{x64}"
             )
     out.extend(_skips(ej))
     masked = next((j.info["masked"] for j in ej.of_kind("taylor") if "masked" in j.info), None)
@@ -208,6 +234,7 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     if blocked:
         out.append(blocked)
     out.extend(pair_lines(ej, everything=mode != "check"))
+    out.extend(declared_lines(ej))
     files = ej.of_kind("file")
     for j in files:
         if j.verdict != Verdict.OK:
@@ -234,7 +261,36 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     return out
 
 
-def overall_line(results: list[ExampleJudgement], seconds: float, dtypes: tuple[str, ...]) -> str:
+def suspect_lines(found: list) -> list[str]:
+    """The end of `weanj check`: the judge's most likely wrong variant(s) of each failing
+    family, and the commands that look closer."""
+    if not found:
+        return []
+    out = ["suspects (the judge's most likely wrong variants, per failing family):"]
+    for example, s in found:
+        arrays = ", ".join(dict.fromkeys(j.array for j in s.against if j.array)) or "the loss"
+        closer = [f"`weanj diff {example}`"]
+        if "@" not in s.label and "@" not in s.reference and "/" not in s.reference + s.label:
+            closer.append(f"`weanj bisect {example} {s.reference} {s.label}`")
+        out.append(
+            f"  {example} family {s.family}: {s.label} (FAIL vs {s.reference}: {arrays}); "
+            f"look closer: {', '.join(closer)}"
+        )
+    return out
+
+
+def _did_not_run_text(missing: list[tuple[str, str, bool]]) -> str:
+    shown = [f"{label} did not run ({why})" for label, why, _ in missing[:3]]
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return "; ".join(shown) + more
+
+
+def overall_line(
+    results: list[ExampleJudgement],
+    seconds: float,
+    dtypes: tuple[str, ...],
+    did_not_run: list[tuple[str, str, bool]] = (),
+) -> str:
     runs = sum(
         1
         for ej in results
@@ -251,7 +307,12 @@ def overall_line(results: list[ExampleJudgement], seconds: float, dtypes: tuple[
     unjudged = [ej.name for ej in results if not ej.judged]
     unchecked = [d for d in ("float64", "float32") if d not in dtypes]
     note = f"; {'/'.join(unchecked)} not checked (weanj check --dtype both)" if unchecked else ""
-    verdict = "FAIL" if failed else ("not judged" if unjudged else "ok")
+    required = [m for m in did_not_run if m[2]]
+    verdict = "FAIL" if failed or required else ("not judged" if unjudged else "ok")
+    if required:
+        verdict += f" — required but not run: {_did_not_run_text(required)}"
+    elif did_not_run and verdict == "ok":
+        verdict += f" — JAX only: {_did_not_run_text(list(did_not_run))}"
     expected = sum(len(ej.expected) for ej in results if ej.judged)
     return (
         f"overall: {verdict} — {len(results)} example(s), {runs} run(s) in "
