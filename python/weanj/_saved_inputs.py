@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import InputError
-from ._io._inputs import write_inputs_file
+from ._io._inputs import GIVEN, write_inputs_file
 from ._model import Example
 from ._model._inputs import from_arrays
 from ._places import places
@@ -47,4 +47,4 @@ def save_inputs(
         )
     inputs = from_arrays(ex, arrays, params, what=f"the arrays given to save_inputs({ex.name!r})")
     target = Path(path) if path is not None else places().inputs(ex.name)
-    return write_inputs_file(inputs, target, seed=ex.seed)
+    return write_inputs_file(inputs, target, seed=ex.seed, origin=GIVEN)

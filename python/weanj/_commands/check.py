@@ -182,7 +182,7 @@ def check(
     judgement.did_not_run = did_not_run(cats, required)
     judgement.suspects = [(ej.name, s) for ej in judgement if ej.judged for s in find_suspects(ej)]
     if examples is None or not examples:
-        from .clean import orphans_note
+        from .._pipeline._stale import orphans_note
 
         orphans = orphans_note(here, [c.name for c in catalogs(None)])
         if orphans:

@@ -58,24 +58,32 @@ def generate_inputs(ex: Example, seed: int | None = None) -> Inputs:
     return from_arrays(ex, generated, what=f"{ex.name}'s generator")
 
 
-def file_attributes(inputs: Inputs, seed: int) -> dict[str, Any]:
+# `origin` of a file written from arrays a user gave (`weanj.save_inputs`), not by the
+# example's generator: never refused as stale for not being what the generator makes.
+GIVEN = "given arrays"
+
+
+def file_attributes(inputs: Inputs, seed: int, origin: str | None = None) -> dict[str, Any]:
     """The attributes of an inputs file, in their fixed order."""
     ex = inputs.example
     attrs: dict[str, Any] = {"format": FORMAT, "example": ex.name}
     attrs.update(ex.describe(dict(inputs.arrays)))
     attrs.update(inputs.params)
     attrs.update(seed=int(seed), generator=GENERATOR, layout="C", sha256=inputs.digest)
+    if origin is not None:
+        attrs["origin"] = origin
     return attrs
 
 
-def write_inputs_file(inputs: Inputs, path: Path, *, seed: int) -> Path:
-    """Write `inputs` as an inputs file (atomically, byte-identical each time)."""
+def write_inputs_file(inputs: Inputs, path: Path, *, seed: int, origin: str | None = None) -> Path:
+    """Write `inputs` as an inputs file (atomically, byte-identical each time); `origin`:
+    `GIVEN` for arrays a user gave rather than the generator's."""
     try:
         with atomic_path(path) as tmp:
             with h5py.File(tmp, "w", track_order=False) as f:
                 for name in inputs.example.arrays:
                     write_array(f, name, inputs.arrays[name])
-                write_attributes(f, file_attributes(inputs, seed))
+                write_attributes(f, file_attributes(inputs, seed, origin))
             trust_file(tmp)  # weanj wrote these bytes itself: no need to probe them on reading
     except OSError as e:
         raise InputFileError(f"cannot write inputs file {path} ({e.strerror or e})") from None
@@ -266,6 +274,8 @@ def check_fresh(ex: Example, places: Places, inputs: Inputs) -> None:
     an edit that leaves the inputs as they were is accepted without a word."""
     import json
 
+    if inputs.attrs.get("origin") == GIVEN:  # the user's own arrays: no generator to follow
+        return
     code = generator_digest(ex, places)
     mark = (ex.name, inputs.digest, code)
     if mark in _fresh_here:

@@ -59,6 +59,7 @@ from .._judge._contract import ERROR, NONFINITE, Fault
 from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
+from .._x64 import x64_configuration
 
 FORMAT = 2
 _REUSED_FAULTS = (ERROR, NONFINITE)  # timeouts depend on the load; never reused
@@ -107,19 +108,6 @@ def check_policy(variant: Variant) -> dict[str, Any]:
         "fd": [fd.directions, fd.step, fd.threshold, fd.mask is not None, fd.why],
         "jvp": [OWN_JVP_TOLERANCE, TOLERANCES["float64"].grad],
     }
-
-
-def _x64() -> bool | None:
-    """The jax_enable_x64 setting an evaluation runs under (None: jax not imported)."""
-    import sys
-
-    jax = sys.modules.get("jax")
-    if jax is None:
-        return None
-    try:
-        return bool(jax.config.jax_enable_x64)
-    except AttributeError:
-        return None
 
 
 @dataclass
@@ -204,7 +192,7 @@ class Records:
             "config": text_digest(table),
             "versions": {**core_versions(), "weanj sources": self._weanj},
             "backend": variant.backend_version(),
-            "x64": _x64(),
+            "x64": x64_configuration(variant).enabled,  # as the variant runs (not where from)
             "checks": text_digest(canonical(check_policy(variant))),
         }
 
