@@ -69,7 +69,7 @@ from .._judge._expected import beyond_declaration
 from .._judge._kinds import Verdict
 from .._model import INT32_MAX, Catalog, Example, Inputs, Param, Variant, from_arrays
 from .._pipeline._cases import PairOutcome, build_plan, fuzz_id, judge_pair_on
-from .._pipeline._minimal_case import Case, sized_case
+from .._pipeline._minimal_case import Case, declared_line, sized_case
 from .._pipeline._session import Session
 from .._places import Places, places
 from .._registry import catalog, same_family_pair
@@ -228,20 +228,6 @@ def drawn_seed() -> int:
 def pair_seed(case_id: str) -> int:
     """`pytest --weanj-fuzz`'s seed of a pair: from its case id, the same on every run."""
     return int.from_bytes(hashlib.sha256(case_id.encode()).digest()[:4], "big") % SEEDS
-
-
-def declared_lines(cat: Catalog, pairs) -> list[str]:
-    """One line per pair declared to differ (`weanj.Expected`), with its reasons: only
-    where it differs beyond the declaration is it reported."""
-    out = []
-    for a, b in pairs:
-        reasons = dict.fromkeys(e.reason for e in cat.declared_pair(a, b))
-        if reasons:
-            out.append(
-                f"  {a.name}~{b.name} is declared to differ ({'; '.join(reasons)}): reported "
-                "only where it differs beyond the declaration"
-            )
-    return out
 
 
 def replay_command(ex: Example, seed: int, pairs=None, max_examples: int | None = None) -> str:
@@ -713,8 +699,8 @@ def fuzz(
         by_reason.setdefault(why, []).append(name)
     for why, names in by_reason.items():
         tell(f"  skipped {', '.join(names)}: {why}")
-    for line in declared_lines(cat, chosen):
-        tell(line)
+    for line in filter(None, (declared_line(cat, a, b) for a, b in chosen)):
+        tell(f"  {line}")
     if not chosen:
         tell(f"fuzz {ex.name}: no same-family pair of float64 variants can run here")
         return Fuzzed(ex, [], seed=seed, seeded=seeded, lines=lines)
