@@ -23,6 +23,14 @@ strategies (`weanj.fuzz_strategy`: ties, zeros, particles on cell boundaries). A
 which some pair disagrees is a failure, which Hypothesis shrinks. The pairs whose failure
 it shrank leave the search, which goes on with the others in the draws and time left.
 
+**Declared pairs.** Each draw is judged with the pairs' declarations (`weanj.Expected`),
+by the judge: a declared pair is said to be so (`_minimal_case.declared_line`), and fails a
+draw only where it differs beyond its declaration (`_judge._expected.beyond_declaration`:
+another array or elements, above the bound, another verdict). A draw where it differs as
+declared passes and is counted ("A~B: N draw(s) differed as declared (expected)"); so does
+one where the declared difference does not show (a declaration is made on the shared
+inputs; `weanj check` holds it there).
+
 **The case reported.** Every failing draw of the run (the first draws included) is noted
 per pair, in draw order; each pair is reported on its smallest failing draw by
 `Case.order` (fewer array elements, then parameters nearer their defaults, then the
