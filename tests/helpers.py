@@ -260,9 +260,10 @@ def typed_gradient(arrays: dict, S: int, nu: float, upwind: bool) -> dict[str, n
 
 def graph_fields() -> dict:
     """The arrays, `wrt` and parameters of the graph examples that cross the Julia bridge
-    (test_julia_bridge against a stand-in juliacall, crossval/test_julia against Julia): x
-    (float), z (complex), edges (int32 0-based indices into z, `index=True`), mask (bool)
-    and w (float, not differentiated); a float, an int and a bool parameter; wrt z, then x."""
+    (test_julia_worker against a stand-in juliacall, test_julia_variants refusing their
+    mistakes, crossval/test_julia against Julia): x (float), z (complex), edges (int32
+    0-based indices into z, `index=True`), mask (bool) and w (float, not differentiated);
+    a float, an int and a bool parameter; wrt z, then x."""
     import weanj
 
     return {

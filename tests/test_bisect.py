@@ -320,6 +320,12 @@ ODD = "93-odd-n"
 def odd_sizes(project):
     """Sizes n >= 10 only (the example's `validate`); `jax-mid` is wrong exactly at odd n,
     where its grid has a midpoint, and agrees at every even n (the shared inputs: n = 16)."""
+    yield _odd_example()
+    _registry.unregister_example(ODD)
+
+
+def _odd_example(expected=()):
+    """`odd_sizes`'s example, `expected=` its declarations."""
     import jax.numpy as jnp
 
     def generate(seed, n=16):
@@ -339,6 +345,7 @@ def odd_sizes(project):
             generate=generate,
             validate=validate,
             sizes=weanj.Sizes(generate=generate, values=(16, 32)),
+            expected=expected,
         )
     )
 
@@ -357,7 +364,25 @@ def odd_sizes(project):
         ex, "jax-expanded", family="g", loss=lambda x, y: jnp.sum(x * x - 2 * x * y + y * y)
     )
     weanj.write_inputs(ODD)
-    yield ex
+    return ex
+
+
+MIDPOINT = "the midpoint's term weighs 1.001"
+
+
+def midpoint(arrays) -> list[int]:
+    n = arrays["x"].shape[0]
+    return [n // 2] if n % 2 == 1 else []
+
+
+@pytest.fixture
+def declared_odd(project, request):
+    """`odd_sizes`, with `jax-mid` declared to differ from `jax-sum` in x at the elements
+    `request.param` (a list, or a function of the arrays)."""
+    declared = weanj.Expected(
+        variant="jax-mid", against="jax-sum", reason=MIDPOINT, array="x", elements=request.param
+    )
+    yield _odd_example(expected=(declared,))
     _registry.unregister_example(ODD)
 
 
@@ -417,3 +442,42 @@ def test_the_minimal_case_is_the_case_fuzz_writes_too(odd_sizes, project, capsys
     assert made.order() == (22, 0.0, odd_sizes.seed)  # 2 × 11 elements, no parameter
     # a size the example refuses is no case: why, in words
     assert sized_case(odd_sizes, 3, {}, 0) == "refused (n = 3: needs n >= 10, got 3)"
+
+
+@pytest.mark.parametrize("declared_odd", [midpoint], indirect=True)
+def test_bisect_on_a_declared_pair_looks_beyond_its_declaration(declared_odd, capsys):
+    """Declared where it differs (the midpoint of every odd n: the test above measures
+    it), the pair is said to be declared, with the reason, and differs as declared at
+    each odd size tried: nothing beyond it, exit 0."""
+    assert main(["bisect", ODD, "jax-sum", "jax-mid", "--over", "n"]) == 0
+    out = capsys.readouterr().out
+    declared = (
+        f"jax-sum~jax-mid is declared to differ ({MIDPOINT}): searching for where it differs "
+        "beyond the declaration"
+    )
+    assert out.splitlines()[1] == declared, out
+    tried = [(n, word) for n, word in _tried(out) if word != "refused"]
+    assert tried == [(n, "expected" if n % 2 else "ok") for n in (15, 16, 17, 31, 32)], out
+    assert (
+        "jax-sum and jax-mid agree, or differ only as declared, at every n tried (n = 15…17, 31…32)"
+    ) in out
+    assert "minimal case written" not in out
+
+
+@pytest.mark.parametrize("declared_odd", [[0]], indirect=True)
+def test_bisect_finds_where_a_declared_pair_differs_beyond_its_declaration(
+    declared_odd, capsys, project
+):
+    """Declared at x[0], where it does not differ: at an even size the declared difference
+    does not show, which is no failure of the search (`ok`); at an odd size it differs
+    outside x[0], beyond the declaration: the smallest such size, n = 11, is the case,
+    its message naming the declaration and the element (x[5], the midpoint)."""
+    assert main(["bisect", ODD, "jax-sum", "jax-mid", "--over", "n"]) == 1
+    out = capsys.readouterr().out
+    refused = [(n, "refused") for n in range(1, 9)]
+    assert _tried(out) == [*refused, (15, "FAIL"), (9, "refused"), (10, "ok"), (11, "FAIL")], out
+    assert "  n = 10: ok (the declared difference does not show)" in out
+    assert "smallest case: n = 11" in out
+    assert "not as declared: differs outside x[0]: 1 other element(s) of x, the worst x[5] " in out
+    assert f"(declared: {MIDPOINT})" in out
+    assert (project / "results" / ODD / "cases" / "bisect-jax-sum-jax-mid-n11.h5").is_file()

@@ -563,7 +563,10 @@ def test_each_pair_is_reported_on_its_smallest_failing_draw_not_the_last():
     assert _case(ex, 7, S=3).order() == (14, 1.0, 0)  # elements, distance, seed
 
 
-SIGNED = "06-signed-grid"
+# 06-signed-grid's two JAX ports, as a user project registers them again without the
+# literal port's declaration (tests/crossval/test_signed_grid.py, `signfit_copy`): the
+# gallery's own declaration would make every difference fuzz finds there an expected one.
+SIGNED = "96-signfit-copy"
 
 
 def _parts(n: int) -> bool:
@@ -573,22 +576,20 @@ def _parts(n: int) -> bool:
     return n % 2 == 1 and k & (k - 1) != 0
 
 
+def _signfit_copy(project, expected: str = "None"):
+    """The copy, registered here and in `project` (for `weanj` subprocesses), with its
+    shared inputs at n = 10 (no midpoint: the ports agree)."""
+    from .crossval.test_signed_grid import COPY, needs_fma, signfit_copy
+
+    assert COPY == SIGNED
+    needs_fma()
+    return signfit_copy(project, expected=expected, in_process=True)
+
+
 @pytest.fixture
 def signed_grid_at_an_even_size(project, monkeypatch):
-    """06-signed-grid with its shared inputs at n = 10 (no midpoint: the ports agree), and
-    every draw fuzz judges recorded."""
-    from weanj._io._inputs import write_inputs_file
-    from weanj._model._inputs import from_arrays
-    from weanj.examples import signed_grid
-
-    from .crossval.test_signed_grid import needs_fma
-
-    needs_fma()
-    (project / "pyproject.toml").write_text(
-        '[tool.weanj]\nexamples = ["weanj.examples.signed_grid"]\n'
-    )
-    even = from_arrays(weanj.example(SIGNED), signed_grid.generate(6, 10))
-    write_inputs_file(even, project / "shared_inputs" / f"{SIGNED}.h5", seed=6)
+    """The copy, undeclared, with every draw fuzz judges recorded."""
+    _signfit_copy(project)
     judged = []
     judge = fuzz_command.judge_draw
 
@@ -597,7 +598,8 @@ def signed_grid_at_an_even_size(project, monkeypatch):
         return judged[-1]
 
     monkeypatch.setattr(fuzz_command, "judge_draw", recorded)
-    return judged
+    yield judged
+    _registry.unregister_example(SIGNED)
 
 
 def _smallest_of_every_failing_draw(seeds, max_examples, judged) -> list:
@@ -637,6 +639,52 @@ def test_signed_grid_is_reported_on_its_smallest_failing_draw_for_any_seed(
     signed_grid_at_an_even_size,
 ):
     _smallest_of_every_failing_draw(range(1, 7), 30, signed_grid_at_an_even_size)
+
+
+@pytest.fixture
+def signed_grid_bounded_too_tightly(project):
+    """The copy, the literal port declared at x[0] and the midpoint of w as the gallery
+    declares it, but with w bounded by 0.1·max|g_ref|: less than it differs."""
+    yield _signfit_copy(
+        project,
+        expected="""(
+        weanj.Expected(reason="the midpoint's sign flips", array="x",
+                       elements=lambda arrays: [0] if sg.midpoint(arrays) else []),
+        weanj.Expected(reason="the midpoint's sign flips", array="w", elements=sg.midpoint,
+                       bound=0.1),
+    )""",
+    )
+    _registry.unregister_example(SIGNED)
+
+
+def test_a_declared_pair_differing_above_its_bound_is_reported_with_the_measured_value(
+    signed_grid_bounded_too_tightly,
+):
+    """Where the literal port differs in w by more than the declared bound, fuzz reports
+    the pair, beyond its declaration: the bound and the value measured, which is the
+    flipped residual's |(s - x[0])² - x[0]²| over max|∂L/∂w| of the loop (computed here by
+    the tests' own reference, with s the sign of the fused midpoint)."""
+    from .crossval import reference_signed_grid as reference
+    from .crossval.test_signed_grid import INTEGER, LITERAL, fused_midpoint
+
+    done = fuzz_command.fuzz(SIGNED, seed=2, max_examples=12, say=lambda s: None)
+    assert done.exit_code == 1 and len(done.findings) == 1, done.lines
+    (found,) = done.findings
+    arrays = found.draw.case.inputs.arrays
+    n, x0 = arrays["w"].shape[0], float(arrays["x"][0])
+    assert _parts(n)
+    s = np.sign(fused_midpoint(n))
+    g_ref = reference.gradient("signfit", arrays)["w"]  # the loop's ∂L/∂w = r²
+    measured = abs((s - x0) ** 2 - x0**2) / np.max(np.abs(g_ref))
+    assert measured > 0.1
+    text = "\n".join(done.lines)
+    assert f"  {INTEGER} vs {LITERAL} (beyond its declaration):" in text
+    assert (
+        f"not as declared: differs by {measured:.2e}·max|g_ref| in w, above the declared "
+        "bound 0.1 (declared: the midpoint's sign flips)"
+    ) in text, text
+    assert "::x: expected: the midpoint's sign flips" in text  # x, as declared beside it
+    assert f"1 of 1 pair(s) disagree: {INTEGER}~{LITERAL}" in done.lines[-1]
 
 
 @pytest.mark.parametrize("seed", ["-1", "4294967296", "x"])

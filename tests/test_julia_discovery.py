@@ -18,40 +18,32 @@ import pytest
 
 from weanj._backends import _julia, _julia_find
 
-from .julia_helpers import forget_julia
-from .test_julia_bridge import SETTINGS, calls, fake_julia, juliaup_install
+from . import julia_helpers
+from .julia_helpers import (
+    calls,
+    fake_julia,
+    juliaup_install,
+    one_line,
+)
+
+# The shared fixtures (tests/julia_helpers.py), under their names here.
+no_julia = julia_helpers.no_julia
 
 # OPENSSL_VERSION_INFO as the ssl module gives it: (major, minor, fix, patch, status).
 OPENSSL_35 = (3, 5, 1, 0, 15)
 OPENSSL_30 = (3, 0, 13, 0, 15)
 
 
-@pytest.fixture
-def no_julia(tmp_path, monkeypatch):
-    """No Julia anywhere: no settings, an empty PATH folder (returned), a bare HOME, no
-    worker and no failed start remembered; this Python's OpenSSL 3.5."""
-    for var in SETTINGS:
-        monkeypatch.delenv(var, raising=False)
-    path_dir = tmp_path / "bin"
-    path_dir.mkdir()
-    monkeypatch.setenv("PATH", str(path_dir))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+@pytest.fixture(autouse=True)
+def openssl_35(monkeypatch):
+    """This Python's OpenSSL 3.5 (a test of an older one sets it again)."""
     monkeypatch.setattr(ssl, "OPENSSL_VERSION_INFO", OPENSSL_35)
-    _julia_find._probe_version.cache_clear()
-    forget_julia()
-    yield path_dir
-    forget_julia()
-
-
-def _one_line(text: str) -> str:
-    assert "\n" not in text.strip(), text
-    return text
 
 
 def test_without_julia_the_reason_is_one_line_saying_how_to_get_it(no_julia):
     julia, why = _julia_find.find_julia()
     assert julia is None
-    _one_line(why)
+    one_line(why)
     assert "juliaup add 1.13" in why and "WEANJ_JULIA" in why
     assert _julia.unavailable_reason() == why
 
@@ -73,14 +65,14 @@ def test_a_program_that_does_not_answer_as_julia_is_passed_over_in_one_line(no_j
     fake = fake_julia(no_julia / "julia", None)
     julia, why = _julia_find.find_julia()
     assert julia is None
-    assert str(fake) in _one_line(why) and "not a working Julia" in why
+    assert str(fake) in one_line(why) and "not a working Julia" in why
 
 
 def test_a_julia_that_hangs_is_given_up_on(no_julia, monkeypatch):
     monkeypatch.setattr(_julia_find, "VERSION_TIMEOUT_S", 0.5)
     fake_julia(no_julia / "julia", "1.11.5", delay=5)
     julia, why = _julia_find.find_julia()
-    assert julia is None and "did not answer" in _one_line(why)
+    assert julia is None and "did not answer" in one_line(why)
 
 
 def test_weanj_setting_wins_over_path(no_julia, tmp_path, monkeypatch):
@@ -96,7 +88,7 @@ def test_a_broken_explicit_setting_is_reported_not_skipped(no_julia, tmp_path, m
     monkeypatch.setenv(var, str(tmp_path / "nowhere" / "julia"))
     julia, why = _julia_find.find_julia()
     assert julia is None
-    assert f"{var}=" in _one_line(why)
+    assert f"{var}=" in one_line(why)
 
 
 @pytest.mark.parametrize("var", [_julia_find.ENV_VAR, "PYTHON_JULIAPKG_EXE"])
@@ -106,7 +98,7 @@ def test_an_explicit_julia_114_is_refused_naming_the_fix(no_julia, tmp_path, mon
     monkeypatch.setenv(var, str(chosen))
     julia, why = _julia_find.find_julia()
     assert julia is None
-    assert f"{var}={chosen} is Julia 1.14.0-DEV (newer than 1.13" in _one_line(why)
+    assert f"{var}={chosen} is Julia 1.14.0-DEV (newer than 1.13" in one_line(why)
     assert "juliaup add 1.13" in why
 
 
@@ -173,7 +165,7 @@ def test_with_an_older_openssl_only_julia_112_is_one_line_naming_both_remedies(
     juliaup_install(depot, "julia-1.13.1+0.x64.linux.gnu")
     julia, why = _julia_find.find_julia()
     assert julia is None
-    _one_line(why)
+    one_line(why)
     assert "Julia 1.12.6 needs a Python whose OpenSSL is 3.5 or newer, and this one has " in why
     assert "OpenSSL 3.0.13" in why and f"(at {launcher})" in why and "Julia 1.13.1" in why
     # both remedies: a Python with a newer OpenSSL (and how to see one's own), or 1.11
@@ -190,7 +182,7 @@ def test_with_an_older_openssl_an_explicit_julia_113_is_refused_in_one_line(
     monkeypatch.setenv(_julia_find.ENV_VAR, str(chosen))
     julia, why = _julia_find.find_julia()
     assert julia is None
-    assert _one_line(why).startswith(f"WEANJ_JULIA={chosen}: Julia 1.13.1 needs a Python whose")
+    assert one_line(why).startswith(f"WEANJ_JULIA={chosen}: Julia 1.13.1 needs a Python whose")
     assert why.endswith(_julia_find.OPENSSL_FIX)
     # With OpenSSL 3.5 the same setting is used.
     monkeypatch.setattr(ssl, "OPENSSL_VERSION_INFO", OPENSSL_35)
@@ -279,7 +271,7 @@ def test_discovery_accepts_or_refuses_each_version_saying_why(no_julia, version,
         assert (found.path, found.version, found.why) == (fake, version, None)
     else:
         assert found.path is None
-        assert f"no usable Julia: Julia {version} at {fake} ({reason}); " in _one_line(found.why)
+        assert f"no usable Julia: Julia {version} at {fake} ({reason}); " in one_line(found.why)
         assert found.why.endswith(f"need {_julia_find.SUPPORTED_TEXT}: {_julia_find.fix_version()}")
     assert calls(fake) == ["--version"]
 
@@ -295,10 +287,10 @@ def test_with_an_older_openssl_only_1_10_3_to_1_11_are_accepted(
     if reason is None and key[:2] < (1, 12):
         assert (found.path, found.version) == (fake, version)
     elif reason is None:  # 1.12 and 1.13: the OpenSSL line, with both remedies
-        assert found.path is None and "needs a Python whose OpenSSL is 3.5" in _one_line(found.why)
+        assert found.path is None and "needs a Python whose OpenSSL is 3.5" in one_line(found.why)
         assert found.why.endswith(_julia_find.OPENSSL_FIX)
     else:
-        assert found.path is None and reason in _one_line(found.why)
+        assert found.path is None and reason in one_line(found.why)
         assert found.why.endswith(
             "run `juliaup add 1.11` (or set WEANJ_JULIA=/path/to/julia-1.11/bin/julia)"
         )
@@ -312,7 +304,7 @@ def test_julia_1_10_2_on_path_is_passed_over_saying_why(no_julia, tmp_path, monk
     old = fake_julia(no_julia / "julia", "1.10.2")
     julia, why = _julia_find.find_julia()
     assert julia is None
-    assert f"Julia 1.10.2 at {old} (older than 1.10.3" in _one_line(why)
+    assert f"Julia 1.10.2 at {old} (older than 1.10.3" in one_line(why)
     assert "juliaup add 1.13" in why
     juliaup_install(depot, "julia-1.10.2+0.x64.linux.gnu")
     assert _julia_find.find_julia()[0] is None  # juliaup's 1.10.2 is not chosen either
@@ -325,7 +317,7 @@ def test_an_explicit_julia_1_10_0_is_refused_naming_the_minimum(no_julia, tmp_pa
     monkeypatch.setenv(_julia_find.ENV_VAR, str(chosen))
     julia, why = _julia_find.find_julia()
     assert julia is None
-    assert f"WEANJ_JULIA={chosen} is Julia 1.10.0 (older than 1.10.3" in _one_line(why)
+    assert f"WEANJ_JULIA={chosen} is Julia 1.10.0 (older than 1.10.3" in one_line(why)
     assert "juliaup add 1.13" in why
 
 
@@ -352,7 +344,7 @@ def test_python_314_with_an_older_juliacall_is_one_line(no_julia, monkeypatch):
     _python(monkeypatch, (3, 14, 0), "0.9.30")
     julia, why = _julia_find.find_julia()
     assert julia is None
-    assert _one_line(why) == (
+    assert one_line(why) == (
         "Python 3.14 needs juliacall 0.9.31 or later (PythonCall dropped Python 3.14 in "
         "0.9.30 and restored it in 0.9.31), and juliacall 0.9.30 is installed: "
         "pip install -U 'juliacall>=0.9.31', or use Python 3.13"

@@ -12,7 +12,9 @@
   one that dies by SIGSEGV, one that hangs past the deadline, one that exits at
   start-up: each is one line naming the cause and the log; `weanj check` then judges
   every other variant and exits 1, without a traceback, and never imports juliacall.
-- A Julia file that does not exist makes only its variant unavailable.
+- A Julia file that does not exist makes only its variant unavailable in `weanj check`
+  (registering it, and an unreadable one, is tests/test_julia_variants.py's, with the
+  arguments refused before anything crosses).
 - No process outlives weanj: stand-in workers that hang at start, hang on a request or
   exit mid-request end at the default limit (`$WEANJ_JULIA_TIMEOUT_S`) as `timeout` or
   `error`; SIGINT and SIGTERM during a request; every process they started is gone.
@@ -39,13 +41,21 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import _registry, _watch
+from weanj import _watch
 from weanj._backends import _julia, _julia_client
 from weanj._backends import _julia_wire as wire
 
+from . import julia_helpers
 from .helpers import graph_fields, graph_gradient
-from .julia_helpers import forget_julia
+from .julia_helpers import (
+    forget_julia,
+    graph_inputs,
+    one_line,
+)
 from .projects import run_in, user_env, write_project
+
+# The shared fixtures (tests/julia_helpers.py), under their names here.
+new_example = julia_helpers.new_example
 
 REPO = Path(__file__).resolve().parent.parent
 STAND_INS = REPO / "tests" / "stand_ins"
@@ -55,11 +65,6 @@ REAL_WORKER = shlex.join([sys.executable, str(_julia_client.WORKER_SCRIPT)])
 
 def stand_in_worker(mode: str) -> str:
     return shlex.join([sys.executable, str(STAND_INS / "julia_worker.py"), mode])
-
-
-def one_line(text: str) -> str:
-    assert "\n" not in text.strip(), text
-    return text
 
 
 # --- the protocol --------------------------------------------------------------------------
@@ -148,23 +153,6 @@ def fake(tmp_path, monkeypatch, no_worker) -> Fake:
     for var in ("WEANJ_TEST_JULIA_VERSION", "WEANJ_TEST_NO_ENZYME", "WEANJ_TEST_NO_WEANJ"):
         monkeypatch.delenv(var, raising=False)
     return found
-
-
-@pytest.fixture
-def new_example():
-    """Register user examples for one test; they are taken back afterwards."""
-    made = []
-
-    def make(name, **fields):
-        made.append(name)
-        fields.setdefault("generate", lambda seed: {})
-        return weanj.register_example(weanj.Example(name=name, **fields))
-
-    yield make
-    for name in made:
-        _registry.unregister_example(name)
-        for key in [k for k in _julia._KERNELS if k[0] == name]:
-            _julia._KERNELS.pop(key)
 
 
 def fixture_files() -> list[Path]:
@@ -299,17 +287,6 @@ def graph_variant(fake, new_example, validate=None):
     )
 
 
-def graph_inputs(dtype):
-    rng = np.random.default_rng(11)
-    complex_dtype = np.complex128 if dtype == np.float64 else np.complex64
-    x = rng.standard_normal(4).astype(dtype)
-    z = (rng.standard_normal(4) + 1j * rng.standard_normal(4)).astype(complex_dtype)
-    edges = np.array([[0, 1], [1, 3], [3, 0], [2, 3]], dtype=np.int32)  # 0-based; 3 the last
-    mask = np.array([True, False, True, True])
-    w = rng.standard_normal(4).astype(dtype)
-    return x, z, edges, mask, w
-
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_every_kind_crosses_as_its_julia_type(fake, new_example, dtype):
     """Each array reaches Julia with its own element type (float64/float32, complex128/
@@ -349,26 +326,6 @@ def test_every_kind_crosses_as_its_julia_type(fake, new_example, dtype):
     reference = 0.5 * np.sum(mask * np.abs(a - b) ** 2) + 3 * np.sum(x**2)
     assert type(loss) is np.dtype(dtype).type
     assert float(loss) == pytest.approx(float(reference), rel=tol)
-
-
-def test_argument_mistakes_are_refused_before_anything_crosses(fake, new_example):
-    v = graph_variant(fake, new_example)
-    x, z, edges, mask, w = graph_inputs(np.float64)
-    wrapping = edges.copy()
-    wrapping[0, 0] = np.iinfo(np.int32).max
-    cases = [
-        ((x, z, wrapping, mask, w, 0.5, 3, True), "would wrap around"),
-        ((x, z, edges.astype(np.int64), mask, w, 0.5, 3, True), "edges"),
-        ((x, z.real.copy(), edges, mask, w, 0.5, 3, True), "z"),
-        ((x, z, edges, mask.astype(np.int8), w, 0.5, 3, True), "mask"),
-        ((x, z, edges, mask, w, 0.5, 3.0, True), "steps"),
-        ((x, z, edges, mask, w, 0.5, 3, 1), "flag"),
-    ]
-    for args, fragment in cases:
-        with pytest.raises(weanj.InputError, match=fragment) as caught:
-            v.grad(*args)
-        one_line(str(caught.value))
-    assert fake.calls() == []  # no worker was even started
 
 
 SIMPLE_KERNELS = """
@@ -721,16 +678,6 @@ def test_a_missing_julia_file_makes_only_its_variant_unavailable(tmp_path):
     pairs = {tuple(p["subjects"]): p["verdict"] for p in check_json(root)["pairs"]}
     assert pairs[("jax-loop", "jax-scan")] == "ok"
     assert not (root / ".weanj-cache" / "julia" / "worker.log").exists()
-
-
-def test_registering_a_missing_julia_file_raises_nothing(no_worker, new_example, tmp_path):
-    ex = new_example("90-f", arrays=("x",), wrt="x")
-    v = weanj.julia_variant(ex, "julia-f", family="f", loss="f", file=tmp_path / "nowhere.jl")
-    reason = v.unavailable_reason()
-    assert reason == f"the Julia file {tmp_path / 'nowhere.jl'} does not exist"
-    assert "julia-f" not in weanj.variants("90-f")
-    with pytest.raises(weanj.UnavailableError, match="does not exist"):
-        v.loss(np.ones(3))
 
 
 # --- no worker outlives weanj ---------------------------------------------------------------

@@ -16,6 +16,9 @@ registered) and its gradient from one compiled program per size (`jax.value_and_
 half the compilations of `.loss` and `.grad`; `weanj check` runs the registered variants.
 - `weanj check 06-signed-grid` (a subprocess, as a user runs it) exits 0 with the literal
   port as its one expected difference (`weanj.Expected`, at x[0] and w[5], with its reason).
+- `weanj fuzz`: with the declaration, every draw at a size where the fused midpoint flips
+  differs as declared and the run passes, counting them; in a user project that registers
+  the two ports again without it (`signfit_copy`), fuzz finds by itself where they part.
 - The validator's one-line rejections.
 """
 
@@ -260,34 +263,74 @@ def test_weanj_check_passes_with_the_literal_port_as_its_one_expected_difference
     assert all(c["verdict"] == "ok" for c in verdicts["checks"] if c["verdict"] != "skipped")
 
 
-def test_weanj_fuzz_finds_an_odd_size_by_itself_where_the_shared_inputs_agree(project):
-    """#31, acceptance 5: with shared inputs at an even size (n = 10: no grid point at
-    t = 0, so the ports agree there, as the published benchmark's did), `weanj fuzz`
-    finds by itself the smallest size at which the fused midpoint flips the sign, n = 7
-    ((n-1)/2 = 3 is not a power of two; n = 3, 5 agree)."""
-    needs_fma()
+# --- weanj fuzz, with the declaration and without it -----------------------------------------
+
+COPY = "96-signfit-copy"
+COPY_MODULE = """\
+\"\"\"06-signed-grid's two JAX ports, registered again by a user project: the literal port
+declared with {expected} (no declaration: where they part is a failure).\"\"\"
+import weanj
+from weanj.examples import signed_grid as sg
+
+EXAMPLE = weanj.register_example(weanj.Example(
+    name="{name}",
+    arrays=(weanj.Array("x", shape=("m",)), weanj.Array("w", shape=("n",))),
+    wrt=("x", "w"), seed=6, validate=sg.validate, describe=sg.describe,
+    generate=lambda seed: sg.generate(seed, {n}),
+    sizes=weanj.Sizes(generate=lambda seed, size: sg.generate(seed, size),
+                      values=(101, 1001, 10001, 100001), name="n"),
+))
+weanj.jax_variant(EXAMPLE, "{integer}", family="signfit", loss=sg.integer_loss)
+weanj.jax_variant(EXAMPLE, "{literal}", family="signfit", loss=sg.literal_loss,
+                  expected={expected})
+"""
+
+
+def signfit_copy(project, *, expected: str = "None", n: int = 10, in_process: bool = False):
+    """A user project's copy of 06-signed-grid's two JAX ports (`COPY`), its shared inputs
+    at `n` (n = 10: no midpoint, the ports agree there, as the published benchmark's), the
+    literal port declared with the Python expression `expected`: the module
+    `signfit_copy.py` beside the project's `pyproject.toml`, which a `weanj` subprocess
+    loads. `in_process`: also registered in this process (the caller unregisters `COPY`).
+    **Returns** its `Example` when registered here."""
     from weanj._io._inputs import write_inputs_file
     from weanj._model._inputs import from_arrays
     from weanj.examples import signed_grid as sg
 
-    (project / "pyproject.toml").write_text(
-        '[tool.weanj]\nexamples = ["weanj.examples.signed_grid"]\n'
+    if in_process:  # the registry loaded first (the built-ins), not from this pyproject
+        weanj.example(EXAMPLE)
+    text = COPY_MODULE.format(name=COPY, n=n, integer=INTEGER, literal=LITERAL, expected=expected)
+    (project / "signfit_copy.py").write_text(text)
+    (project / "pyproject.toml").write_text('[tool.weanj]\nexamples = ["signfit_copy"]\n')
+    scope = {"__name__": "signfit_copy"}
+    if in_process:
+        exec(compile(text, str(project / "signfit_copy.py"), "exec"), scope)
+    ex = scope.get("EXAMPLE") or weanj.Example(
+        name=COPY, arrays=sg.EXAMPLE.specs, wrt=("x", "w"), generate=sg.generate
     )
-    # The module's own Example, not a lookup: a lookup would load the registry of this
-    # project (06 alone) into this test process, for the tests after it.
-    even = from_arrays(sg.EXAMPLE, sg.generate(6, 10))
-    write_inputs_file(even, project / "shared_inputs" / f"{EXAMPLE}.h5", seed=6)
+    shared = from_arrays(ex, sg.generate(6, n))
+    write_inputs_file(shared, project / "shared_inputs" / f"{COPY}.h5", seed=6)
+    return scope.get("EXAMPLE")
+
+
+def test_weanj_fuzz_finds_an_odd_size_by_itself_where_the_shared_inputs_agree(project):
+    """#31, acceptance 5, on the two ports as a user project registers them without the
+    literal port's declaration: with shared inputs at an even size (n = 10), `weanj fuzz`
+    finds by itself the smallest size at which the fused midpoint flips the sign, n = 7
+    ((n-1)/2 = 3 is not a power of two; n = 3, 5 agree)."""
+    needs_fma()
+    signfit_copy(project)
     # No draw left for the search after the shared inputs and the first declared size:
     # reported on that first failure, as it is.
-    r = run_weanj("fuzz", EXAMPLE, "--max-examples", "2", root=project, cwd=project, timeout=300)
+    r = run_weanj("fuzz", COPY, "--max-examples", "2", root=project, cwd=project, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "\nFAIL on m = 4, n = 101, declared size 101\n" in r.stdout, r.stdout
-    assert "shrunk from" not in r.stdout
+    assert "shrunk from" not in r.stdout and "declared to differ" not in r.stdout
     # With draws left, the search shrinks it to the smallest size that parts (seeded: how
     # far Hypothesis's shrinking gets depends on its draws; tests/test_fuzz.py checks over
     # seeds that the case reported is the smallest failing draw, never larger than 101).
     r = run_weanj(
-        "fuzz", EXAMPLE, "--max-examples", "30", "--seed", "3", root=project, cwd=project,
+        "fuzz", COPY, "--max-examples", "30", "--seed", "3", root=project, cwd=project,
         timeout=300,
     )  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
@@ -296,6 +339,41 @@ def test_weanj_fuzz_finds_an_odd_size_by_itself_where_the_shared_inputs_agree(pr
     shrunk = "FAIL on m = 4, n = 7, seed 0 (shrunk from m = 4, n = 101, declared size 101)"
     assert f"\n{shrunk}\n" in r.stdout, r.stdout
     assert f"1 of 1 pair(s) disagree: {INTEGER}~{LITERAL}" in r.stdout, r.stdout
+
+
+def test_weanj_fuzz_passes_the_declared_pair_and_counts_its_draws(project):
+    """The gallery's own declaration (x[0] and the midpoint of w, no bound) on the shared
+    inputs as committed (n = 11, which parts): `weanj fuzz --seed 1` exits 0, says the
+    pair is declared, with its reason, and counts the draws that differed as declared:
+    exactly the draws at a size where the fused midpoint flips (`parting_sizes`, from
+    arithmetic alone); at every other size the pair agrees, as the judge requires where
+    the declaration's elements are none."""
+    needs_fma()
+    from weanj._commands import fuzz as fuzz_command
+    from weanj.examples import signed_grid
+
+    sizes = []  # the n of every case judged, in order
+    judge = fuzz_command.judge_draw
+
+    def recorded(session, cat, pairs, case, stop_at):
+        sizes.append(case.inputs.dims["n"])
+        return judge(session, cat, pairs, case, stop_at)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(fuzz_command, "judge_draw", recorded)
+        done = fuzz_command.fuzz(EXAMPLE, seed=1, max_examples=12, say=lambda s: None)
+    assert done.exit_code == 0 and not done.findings, done.lines
+    assert (
+        f"  {INTEGER}~{LITERAL} is declared to differ ({signed_grid.HAZARD}): searching for "
+        "where it differs beyond the declaration"
+    ) in done.lines
+    parting = [n for n in sizes if n in parting_sizes([n])]
+    assert sizes[0] == 11 and 0 < len(parting) < len(sizes), sizes
+    counted = f"  {INTEGER}~{LITERAL}: {len(parting)} draw(s) differed as declared (expected)"
+    assert counted in done.lines, done.lines
+    assert done.as_declared == {(INTEGER, LITERAL): len(parting)}
+    assert done.lines[-1].startswith(f"fuzz {EXAMPLE}: ok — {len(sizes)} draw(s);")
+    assert done.lines[-1].endswith("0 of 1 pair(s) disagree")
 
 
 # --- the validator ----------------------------------------------------------------------------

@@ -4,7 +4,11 @@ part ways.
 A pair "agrees" exactly when the one judge says `ok` (or `kinks`, for a pair declared with
 `weanj.differ_at_kinks`) on every gradient array, as `weanj check` judges it
 (`_pipeline._cases.judge_pair_on`, with the same case ids); a variant at fault on some
-input parts ways there.
+input parts ways there. A pair declared to differ (`weanj.Expected`) is said to be so,
+with the reason, and "parts ways" where it differs beyond its declaration: elsewhere than
+declared, by more than the bound, or with another verdict
+(`_judge._expected.beyond_declaration`); where it differs as declared (`expected`), or
+where the declared difference does not show, it is taken to agree.
 
 1. Along an iteration parameter (an int `Param`: K, T, S; `--over`, default the first):
    A and B are evaluated at its minimum, then at doubled values, until they disagree (or
@@ -36,7 +40,7 @@ from .._io import _inputs, _jax_cache
 from .._judge._verdict import Verdict
 from .._model import Catalog, Example, Inputs, Param, Variant
 from .._pipeline._cases import PairOutcome, judge_pair_on
-from .._pipeline._minimal_case import Case, sized_case
+from .._pipeline._minimal_case import Case, declared_line, sized_case
 from .._pipeline._session import Session
 from .._places import places
 from .._registry import catalog, same_family_pair
@@ -224,6 +228,7 @@ def bisect(
             if params:
                 on = on.with_params(params)
             result.outcome = check(on)
+            _tell_declared(cat, va, vb, tell)
             tell(
                 f"{a} vs {b} ({va.family}) on {here.shown(Path(inputs))} ({on.sizes_text()}): "
                 f"{result.outcome.word()}"
@@ -231,6 +236,17 @@ def bisect(
             tell("\n".join(outcome_lines(result.outcome)))
             return result
         return _search(cat, va, vb, _over(ex, over), dict(params or {}), check, here, tell, result)
+
+
+def _tell_declared(cat: Catalog, va: Variant, vb: Variant, tell) -> None:
+    line = declared_line(cat, va, vb)
+    if line is not None:
+        tell(line)
+
+
+def _agree(cat: Catalog, va: Variant, vb: Variant) -> str:
+    """What a search that found nothing says the pair does."""
+    return "agree, or differ only as declared," if cat.declared_pair(va, vb) else "agree"
 
 
 def _search(cat, va, vb, p, params, check, here, tell, result: Bisected) -> Bisected:
@@ -243,6 +259,8 @@ def _search(cat, va, vb, p, params, check, here, tell, result: Bisected) -> Bise
         f"bisect {ex.name}: {va.name} vs {vb.name} ({va.family}) on the shared inputs "
         f"({base.sizes_text()})"
     )
+    _tell_declared(cat, va, vb, tell)
+    agree = _agree(cat, va, vb)
     at_first = None
     if isinstance(p, Param):
         hi = (
@@ -266,10 +284,11 @@ def _search(cat, va, vb, p, params, check, here, tell, result: Bisected) -> Bise
                 if result.first > lo
                 else " (the smallest value)"
             )
-            tell(f"first disagreement at {p.name} = {result.first}{since}:")
+            beyond = " beyond the declaration" if cat.declared_pair(va, vb) else ""
+            tell(f"first disagreement{beyond} at {p.name} = {result.first}{since}:")
             tell("\n".join(outcome_lines(at_first)))
         else:
-            tell(f"{va.name} and {vb.name} agree at every {p.name} tried, {lo} … {hi}")
+            tell(f"{va.name} and {vb.name} {agree} at every {p.name} tried, {lo} … {hi}")
             if int(base.params[p.name]) in seen:
                 return result  # the shared value was among those tried
     if at_first is None and not isinstance(p, str):  # no parameter, or the shared value not tried
@@ -299,7 +318,7 @@ def _minimal_case(cat, va, vb, p, result: Bisected, at_first, base, check, here,
         found, tried = smallest_size(ex, check, params, ex.seed, tell)
         if found is None:
             tell(
-                f"  {va.name} and {vb.name} agree at every {ex.sizes.name} tried "
+                f"  {va.name} and {vb.name} {_agree(cat, va, vb)} at every {ex.sizes.name} tried "
                 f"({ex.sizes.name} = {ranges_text(tried)})"
                 + ("; the minimal case is the shared inputs" if minimal is not None else "")
             )

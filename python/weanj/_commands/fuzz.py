@@ -23,6 +23,14 @@ strategies (`weanj.fuzz_strategy`: ties, zeros, particles on cell boundaries). A
 which some pair disagrees is a failure, which Hypothesis shrinks. The pairs whose failure
 it shrank leave the search, which goes on with the others in the draws and time left.
 
+**Declared pairs.** Each draw is judged with the pairs' declarations (`weanj.Expected`),
+by the judge: a declared pair is said to be so (`_minimal_case.declared_line`), and fails a
+draw only where it differs beyond its declaration (`_judge._expected.beyond_declaration`:
+another array or elements, above the bound, another verdict). A draw where it differs as
+declared passes and is counted ("A~B: N draw(s) differed as declared (expected)"); so does
+one where the declared difference does not show (a declaration is made on the shared
+inputs; `weanj check` holds it there).
+
 **The case reported.** Every failing draw of the run (the first draws included) is noted
 per pair, in draw order; each pair is reported on its smallest failing draw by
 `Case.order` (fewer array elements, then parameters nearer their defaults, then the
@@ -65,9 +73,11 @@ import numpy as np
 
 from .._errors import InputError, UnavailableError, WeanjError
 from .._io import _inputs, _jax_cache
+from .._judge._expected import beyond_declaration
+from .._judge._kinds import Verdict
 from .._model import INT32_MAX, Catalog, Example, Inputs, Param, Variant, from_arrays
 from .._pipeline._cases import PairOutcome, build_plan, fuzz_id, judge_pair_on
-from .._pipeline._minimal_case import Case, sized_case
+from .._pipeline._minimal_case import Case, declared_line, sized_case
 from .._pipeline._session import Session
 from .._places import Places, places
 from .._registry import catalog, same_family_pair
@@ -251,7 +261,14 @@ class Draw:
 
     @property
     def failing(self) -> dict[tuple[str, str], PairOutcome]:
+        """The pairs that differ here beyond their declarations (all of an undeclared
+        pair's differences are)."""
         return {pair: o for pair, o in self.outcomes.items() if not o.agree}
+
+    @property
+    def as_declared(self) -> list[tuple[str, str]]:
+        """The pairs that differ here only as declared (`expected`)."""
+        return [pair for pair, o in self.outcomes.items() if o.as_declared]
 
     def only(self, pairs) -> Draw:
         """The same draw, with the outcomes of `pairs` alone."""
@@ -297,6 +314,7 @@ class Search:
     """What one Hypothesis run found."""
 
     failing: list[Draw] = field(default_factory=list)  # every failing draw, in draw order
+    as_declared: dict[tuple[str, str], int] = field(default_factory=dict)  # draws per pair
     shrunk: Draw | None = None  # Hypothesis's last failing example: whose pairs it shrank
     draws: int = 0
     out_of_time: bool = False
@@ -362,6 +380,7 @@ def search(
             judged[key] = judge_draw(session, cat, pairs, case, stop_at)
             judged[key].index = first_index + found.draws
             found.draws += 1
+            _count_declared(found.as_declared, judged[key])
             if judged[key].failing:
                 found.failing.append(judged[key])
         draw = judged[key]
@@ -378,6 +397,11 @@ def search(
     except Unsatisfiable:
         pass  # no draw was accepted: reported by the caller from `refused`
     return found
+
+
+def _count_declared(counts: dict[tuple[str, str], int], draw: Draw) -> None:
+    for pair in draw.as_declared:
+        counts[pair] = counts.get(pair, 0) + 1
 
 
 @contextlib.contextmanager
@@ -434,6 +458,8 @@ class Fuzzed:
     refused: dict[str, int] = field(default_factory=dict)
     left_out: dict[str, str] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
+    # the pairs declared to differ (`weanj.Expected`): how many draws differed as declared
+    as_declared: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -514,6 +540,7 @@ def run_fuzz(
     t0 = time.monotonic()
     stop_at = None if seconds is None else t0 + seconds
     result = Fuzzed(ex, list(pairs), seed=seed, seeded=not database)
+    result.as_declared = {(a.name, b.name): 0 for a, b in pairs if cat.declared_pair(a, b)}
     remaining = list(pairs)
     failures = _Failures()
     shared = _inputs.read_inputs(ex, here)
@@ -527,6 +554,7 @@ def run_fuzz(
             break
         draw.index = result.draws
         result.draws += 1
+        _count_declared(result.as_declared, draw)
         new = [pair for pair in draw.failing if pair not in failures.first]
         failures.note(draw, how)
         if not new:
@@ -567,6 +595,8 @@ def run_fuzz(
         result.cut_short = result.cut_short or (s.out_of_time and bool(s.failing))
         for why, count in s.refused.items():
             result.refused[why] = result.refused.get(why, 0) + count
+        for pair, count in s.as_declared.items():
+            result.as_declared[pair] = result.as_declared.get(pair, 0) + count
         for draw in s.failing:
             failures.note(draw, "drawn")
         if s.shrunk is None:
@@ -593,9 +623,11 @@ def finding_lines(cat: Catalog, f: Finding, here: Places) -> list[str]:
     out.extend(case.values_lines("  "))
     out.append(f"  case written to {here.shown(f.path)}")
     for (a, b), outcome in f.draw.failing.items():
-        out.append(f"  {a} vs {b}:")
+        declared = bool(cat.declared_pair(cat.find(a), cat.find(b)))
+        out.append(f"  {a} vs {b}" + (" (beyond its declaration):" if declared else ":"))
         for j in outcome.judgements:
-            if not j.verdict.agreeing:
+            # what differs beyond the declaration, and what differs as declared beside it
+            if beyond_declaration(j) or j.verdict == Verdict.EXPECTED:
                 out.extend(f"    {line}" for line in message(j).splitlines())
         out.append("    reproduce it (from the project root):")
         out.extend(f"      {line}" for line in f.case.reproduce(cat.find(a), cat.find(b), here))
@@ -607,6 +639,8 @@ def report_lines(cat: Catalog, result: Fuzzed, here: Places) -> list[str]:
     if result.refused:
         refusals = "; ".join(f"{why} ({n}×)" for why, n in list(result.refused.items())[:3])
         out.append(f"  drawn inputs refused by the example: {refusals}")
+    for (a, b), count in result.as_declared.items():
+        out.append(f"  {a}~{b}: {count} draw(s) differed as declared (expected)")
     failed = sorted(result.failed_pairs)
     verdict = "FAIL" if result.findings else "ok"
     budget = " (stopped at the time limit)" if result.out_of_time else ""
@@ -673,6 +707,8 @@ def fuzz(
         by_reason.setdefault(why, []).append(name)
     for why, names in by_reason.items():
         tell(f"  skipped {', '.join(names)}: {why}")
+    for line in filter(None, (declared_line(cat, a, b) for a, b in chosen)):
+        tell(f"  {line}")
     if not chosen:
         tell(f"fuzz {ex.name}: no same-family pair of float64 variants can run here")
         return Fuzzed(ex, [], seed=seed, seeded=seeded, lines=lines)

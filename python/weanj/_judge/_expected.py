@@ -14,6 +14,9 @@ declaration then decides, here and nowhere else:
 
 A declaration whose elements are chosen from the inputs and are none on these inputs
 expects nothing here: the case is judged as if undeclared.
+
+The searches (`weanj bisect`, `weanj fuzz`) look for inputs on which a pair differs
+beyond its declarations (`beyond_declaration`), on the judgements made here.
 """
 
 from __future__ import annotations
@@ -117,6 +120,16 @@ def declared_pair(
             how = f"differs by {size}·max|g_ref| in {array}, above the declared bound {e.bound:g}"
             return _otherwise(j, e, how, **place)
     return _as_declared(j, e, e.reason, **place)
+
+
+def beyond_declaration(j: Any) -> bool:
+    """Whether a judgement shows a difference beyond what was declared: what `weanj
+    bisect` and `weanj fuzz` search for, on inputs other than the shared ones. A failing
+    verdict, but not `unexpectedly ok`: a declared difference that does not show on some
+    input is no difference there (a declaration fitted on the shared inputs need not
+    apply at another size or seed; where its elements are none, the pair is judged as
+    undeclared, above). That it shows on the shared inputs is `weanj check`'s to hold."""
+    return j.verdict.failing and j.verdict != Verdict.UNEXPECTEDLY_OK
 
 
 def _loss_only(j: Any, e: Expected) -> Any:

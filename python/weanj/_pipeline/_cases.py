@@ -35,6 +35,7 @@ from .._io._gradient_files import StoreScan, scan_store
 from .._io._inputs import check_fresh, read_inputs
 from .._judge import _verdict as judge
 from .._judge._contract import Fault
+from .._judge._expected import beyond_declaration
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
 from .._places import PRODUCED, RECORDED, Places
@@ -496,21 +497,34 @@ def not_judged(catalog: Catalog, error: WeanjError | str, dtypes=DTYPES) -> Exam
 
 @dataclass
 class PairOutcome:
-    """A and B on one input: their judgements (their faults, or their pairs per array)."""
+    """A and B on one input: their judgements (their faults, or their pairs per array),
+    each held to the pair's declarations (`weanj.Expected`), as `weanj check` holds it."""
 
     inputs: Inputs
     judgements: list[CaseJudgement] = field(default_factory=list)
 
     @property
     def agree(self) -> bool:
-        return all(j.verdict.agreeing or j.verdict == Verdict.SKIPPED for j in self.judgements)
+        """Nothing beyond what was declared (`_judge._expected.beyond_declaration`): the
+        pair agrees, or differs only as declared (what bisect and fuzz search the end
+        of)."""
+        return not any(beyond_declaration(j) for j in self.judgements)
+
+    @property
+    def as_declared(self) -> bool:
+        """It differs, and only as declared: some judgement is `expected`, none beyond."""
+        return self.agree and any(j.verdict == Verdict.EXPECTED for j in self.judgements)
 
     @property
     def timed_out(self) -> bool:
         return any(j.verdict == Verdict.TIMEOUT for j in self.judgements)
 
     def word(self) -> str:
-        """The worst verdict (what a search prints per value tried)."""
+        """The worst verdict (what a search prints per value tried); a declared
+        difference that does not show here is no failure of the search: `ok`, saying so."""
+        if self.agree and not self.as_declared:
+            absent = any(j.verdict == Verdict.UNEXPECTEDLY_OK for j in self.judgements)
+            return "ok (the declared difference does not show)" if absent else "ok"
         worst = Verdict.worst(j.verdict for j in self.judgements)
         return str(worst or Verdict.SKIPPED)
 
@@ -519,8 +533,9 @@ def judge_pair_on(
     session: Session, catalog: Catalog, a: Variant, b: Variant, inputs: Inputs
 ) -> PairOutcome:
     """A and B evaluated on `inputs` (float64) and judged, as `weanj check` would judge
-    them there: a side at fault is that side's judgement (they part ways there); a side
-    declared not to apply leaves nothing to judge."""
+    them there, held to their declarations: a side at fault is that side's judgement
+    (they part ways there, unless its fault is declared); a side declared not to apply
+    leaves nothing to judge."""
     ex = catalog.example
     outcomes = [session.outcome(v, inputs, "float64") for v in (a, b)]
     found = PairOutcome(inputs)
@@ -528,11 +543,17 @@ def judge_pair_on(
         if isinstance(o, Fault):
             if o.verdict in ("skipped", "unavailable"):
                 return PairOutcome(inputs)
-            found.judgements.append(
-                judge.judge_run(run_id(ex, v.family, v.name), v.name, o, family=v.family)
-            )
+            j = judge.judge_run(run_id(ex, v.family, v.name), v.name, o, family=v.family)
+            found.judgements.append(judge.declared_check(j, catalog.declared_check("run", v)))
     if found.judgements:
         return found
+    ga, gb = outcomes
+    for array in ex.wrt_names:
+        case_id = pair_id(ex, a.family, a.name, b.name, array)
+        found.judgements.append(
+            judge_pair_of(catalog, inputs, case_id, ga, gb, array, session, declared=True)
+        )
+    return found
     ga, gb = outcomes
     for array in ex.wrt_names:
         case_id = pair_id(ex, a.family, a.name, b.name, array)

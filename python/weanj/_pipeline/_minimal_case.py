@@ -8,6 +8,10 @@ size), and the words a report says of it ("declared size 101", "the shared input
 (atomically, byte-identical each time), which `weanj run --inputs` reads; its reproduce
 commands are the two runs on that file and the pair judged on it alone.
 
+A pair declared to differ (`weanj.Expected`) is searched for where it differs beyond its
+declaration (`_judge._expected.beyond_declaration`): both searches say so first, in one
+line with the declaration's reason (`declared_line`).
+
 Cases are ordered (`Case.order`), smaller being simpler: fewer array elements, then
 parameters nearer their defaults, then the generator's smaller seed; between equals the
 one found first is kept. fuzz reports the smallest failing case of that order; bisect's
@@ -25,7 +29,7 @@ import numpy as np
 
 from .._errors import InputError
 from .._io import _inputs
-from .._model import Example, Inputs, Variant, from_arrays
+from .._model import Catalog, Example, Inputs, Variant, from_arrays
 from .._places import Places
 from ._evaluate import reproduce_command
 
@@ -120,3 +124,15 @@ def sized_case(
     except Exception as e:  # a generator that does not make this size
         return f"not generated ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]})"
     return Case(inputs, seed, size, source)
+
+
+def declared_line(cat: Catalog, a: Variant, b: Variant) -> str | None:
+    """`A~B is declared to differ (reason): ...`, for a pair declared with
+    `weanj.Expected` (None for any other): what bisect and fuzz say before they search."""
+    reasons = dict.fromkeys(e.reason for e in cat.declared_pair(a, b))
+    if not reasons:
+        return None
+    return (
+        f"{a.name}~{b.name} is declared to differ ({'; '.join(reasons)}): searching for where "
+        "it differs beyond the declaration"
+    )

@@ -188,9 +188,19 @@ weanj.julia_variant(EXAMPLE, "julia-signfit", family="signfit", loss="signfit_lo
 weanj.jax_variant(EXAMPLE, "jax-signfit-integer", family="signfit", loss=integer_loss)
 # jax-signfit: the literal port, judged against them. Kept for the hazard it shows, and
 # declared: on a CPU with FMA, at odd n whose half is not a power of two, the midpoint's
-# sign flips, which moves ∂L/∂x[0] (the residual's constant term, t^0 = 1) and
-# ∂L/∂w[mid] (its squared residual) and nothing else (t^j, j >= 1, is ~1e-16 there).
-# On the shared inputs (n = 11, mid = 5): 4.06e-01·max|g_ref| in x, 2.42e-01 in w.
+# sign flips from s0 = 0 to s1 = ±1 (the sign of the fused t). There p = Σ_j x[j]·t^j is
+# x[0] (t^j, j >= 1, is ~1e-16), so one residual moves, from -x[0] to s1 - x[0], and
+# with it exactly two gradient elements, at every such n and on any inputs:
+#   ∂L/∂x[0]   = -2·Σ_i w[i]·r[i]  moves by 2·w[mid]                             (1 to 3)
+#   ∂L/∂w[mid] = r[mid]²           moves by |(s1 - x[0])² - (s0 - x[0])²| = |1 - 2·s1·x[0]|
+# Hence the place is declared (x[0], w[mid]) and no bound. A bound is relative to
+# max|g_ref|, which the flip does not set: max|∂L/∂w| = max_i r[i]² is how badly the cubic
+# fits sign(t), and ∂L/∂x is 0 at the least-squares fit. For the shared x (seed 6; x does
+# not depend on n) the w difference is at most (1 + 2|x[0]|) / r(t = -1)² = 3.11/4.57 =
+# 0.68 at every odd n (t = ±1 and 0 are on every odd grid): 0.24 where s1 = +1 (n = 11,
+# 21, 23, ...), 0.68 where s1 = -1 (n = 7, 13, 15, ...); so a bound fitted at n = 11
+# (0.3) fails at n = 7 with the same x. Over the generator's seeds, which `weanj fuzz`
+# draws, no bound holds: at n = 7, 7.0 in w (seed 9083) and 3.8 in x (seed 17512).
 HAZARD = (
     "XLA's reciprocal and fused multiply-add make t = fma(k, RN(2/(n-1)), -1) != 0 at the "
     "midpoint k = (n-1)/2 of an odd n whose half is not a power of two, and sign(t) flips"
@@ -237,8 +247,7 @@ weanj.jax_variant(
             reason=HAZARD,
             array="x",
             elements=lambda arrays: [0] if midpoint(arrays) else [],
-            bound=0.5,
         ),
-        weanj.Expected(reason=HAZARD, array="w", elements=midpoint, bound=0.3),
+        weanj.Expected(reason=HAZARD, array="w", elements=midpoint),
     ),
 )

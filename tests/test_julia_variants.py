@@ -1,10 +1,11 @@
 """The Julia variants where Julia cannot run, on weanj's side of the worker.
 
-- The settings the worker gets for juliacall and juliapkg (finding Julia itself, with fake
-  executables made here, is tested in tests/test_julia_discovery.py).
+- The settings the worker gets for juliacall and juliapkg (finding Julia itself, with the
+  fake executables of tests/julia_helpers.py, is tested in tests/test_julia_discovery.py).
 - The project's Julia packages: its top-level `Project.toml` as juliapkg requirements.
-- Arguments checked before anything crosses (no worker starts for them); registering
-  (relative files, unreadable files, options).
+- Arguments checked before anything crosses, for every kind of array and parameter (no
+  worker starts for them); registering (relative files, missing or unreadable files,
+  options).
 - The registry and the command line without Julia: one line, exit 2, no juliacall import;
   a Julia that does not start (real juliacall and juliapkg in the worker, a fake Julia).
 - The Julia sources: the kernels against the registry and docs/DESIGN.md's loops, the
@@ -34,75 +35,32 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import _registry
 from weanj._backends import _julia, _julia_client, _julia_find
 from weanj._registry import find_variant
 
-from .helpers import run_python
-from .julia_helpers import forget_julia
+from . import julia_helpers
+from .helpers import graph_fields, run_python
+from .julia_helpers import (
+    SETTINGS,
+    calls,
+    fake_julia,
+    forget_julia,
+    graph_inputs,
+    one_line,
+)
+
+# The shared fixtures (tests/julia_helpers.py), under their names here.
+new_example = julia_helpers.new_example
+no_julia = julia_helpers.no_julia
 
 REPO = Path(__file__).resolve().parent.parent
 JULIA_DIR = REPO / "julia"
-SETTINGS = (
-    _julia_find.ENV_VAR,
-    _julia_client.WORKER_VARIABLE,
-    "PYTHON_JULIACALL_EXE",
-    "PYTHON_JULIACALL_PROJECT",
-    "PYTHON_JULIAPKG_EXE",
-    "JULIAUP_DEPOT_PATH",
-)
 # The Julia variants of the Poisson examples and their loss functions in WeanJ.
 POISSON_VARIANTS = {
     ("01-jacobi", "julia-jacobi"): ("jacobi", "jacobi_loss"),
     ("02-gauss-seidel", "julia-lex"): ("lex", "lex_loss"),
     ("02-gauss-seidel", "julia-rb"): ("rb", "rb_loss"),
 }
-
-
-SLEEP = shutil.which("sleep") or "/bin/sleep"  # by its path: the tests empty PATH
-
-
-def fake_julia(path: Path, version: str | None = "1.11.5", *, delay: float = 0) -> Path:
-    """An executable that is not Julia: it answers `--version` as Julia `version` would
-    (None: it fails), fails on anything else, and appends every call to `<path>.calls`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    answer = f'echo "julia version {version}"; exit 0' if version else "exit 1"
-    path.write_text(
-        "#!/bin/sh\n"
-        f'echo "$@" >> "{path}.calls"\n'
-        + (f"{SLEEP} {delay}\n" if delay else "")
-        + f'if [ "$1" = "--version" ]; then {answer}; fi\n'
-        "exit 1\n"
-    )
-    path.chmod(0o755)
-    return path
-
-
-def calls(path: Path) -> list[str]:
-    log = Path(f"{path}.calls")
-    return log.read_text().splitlines() if log.exists() else []
-
-
-def juliaup_install(depot: Path, folder: str) -> Path:
-    """A version juliaup installed: `<depot>/juliaup/<folder>/bin/julia`."""
-    version = re.match(r"julia-([^+]+)", folder).group(1)
-    return fake_julia(depot / "juliaup" / folder / "bin" / "julia", version)
-
-
-@pytest.fixture
-def no_julia(tmp_path, monkeypatch) -> Path:
-    """No Julia anywhere: no settings, an empty PATH folder (returned), a bare HOME, no
-    worker and no failed start remembered."""
-    for var in SETTINGS:
-        monkeypatch.delenv(var, raising=False)
-    path_dir = tmp_path / "bin"
-    path_dir.mkdir()
-    monkeypatch.setenv("PATH", str(path_dir))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    _julia_find._probe_version.cache_clear()
-    forget_julia()
-    yield path_dir
-    forget_julia()
 
 
 def _clean_env(tmp_path: Path) -> dict[str, str]:
@@ -122,11 +80,6 @@ def _python_without_julia(
     if root is not None:
         env["WEANJ_ROOT"] = str(root)
     return run_python(*argv, env=env, timeout=120)
-
-
-def _one_line(text: str) -> str:
-    assert "\n" not in text.strip(), text
-    return text
 
 
 # --- the worker's settings ---------------------------------------------------------------
@@ -226,7 +179,7 @@ def test_a_broken_project_toml_makes_the_julia_variants_unavailable(tmp_path):
     (tmp_path / "Project.toml").write_text("[deps\n")
     with pytest.raises(weanj.UnavailableError, match="Julia packages cannot be read") as caught:
         _julia_client.requirements(tmp_path)
-    _one_line(str(caught.value))
+    one_line(str(caught.value))
     (tmp_path / "Project.toml").write_text("[deps]\nSpecialFunctions = 3\n")
     with pytest.raises(weanj.UnavailableError, match="must be a UUID string"):
         _julia_client.requirements(tmp_path)
@@ -260,17 +213,49 @@ BAD_ARGUMENTS = [
 ]
 
 
-@pytest.mark.parametrize("arrays, K, message", BAD_ARGUMENTS)
-def test_bad_arguments_are_refused_before_anything_crosses(
-    worker_that_must_not_start, arrays, K, message
+def _graph_mistakes() -> list[tuple[tuple, str]]:
+    """Arguments of `helpers.graph_fields`'s example, each with one mistake of kind: an
+    int that would wrap around in Julia's Int32, ints of another width, a real array
+    where a complex one is declared, a mask not of bools, parameters of another kind."""
+    x, z, edges, mask, w = graph_inputs(np.float64)
+    wrapping = edges.copy()
+    wrapping[0, 0] = np.iinfo(np.int32).max
+    return [
+        ((x, z, wrapping, mask, w, 0.5, 3, True), "would wrap around"),
+        ((x, z, edges.astype(np.int64), mask, w, 0.5, 3, True), "edges"),
+        ((x, z.real.copy(), edges, mask, w, 0.5, 3, True), "z"),
+        ((x, z, edges, mask.astype(np.int8), w, 0.5, 3, True), "mask"),
+        ((x, z, edges, mask, w, 0.5, 3.0, True), "steps"),
+        ((x, z, edges, mask, w, 0.5, 3, 1), "flag"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "example, arguments, message",
+    [
+        *(("02-gauss-seidel", (*arrays, K), message) for arrays, K, message in BAD_ARGUMENTS),
+        *(("90-graph", arguments, message) for arguments, message in _graph_mistakes()),
+    ],
+)
+def test_argument_mistakes_are_refused_before_anything_crosses(
+    worker_that_must_not_start, new_example, tmp_path, example, arguments, message
 ):
     """Refused in one line (by the registry's generic checks or the bridge's own, which
-    add the example's `validate`), and no worker is started for them."""
-    v = weanj.variant("02-gauss-seidel", "julia-lex")
+    add the example's `validate`), by the loss and the gradient alike, for a built-in
+    example's arrays and for every kind a user's can declare, and no worker is started
+    for them."""
+    if example == "90-graph":
+        (tmp_path / "graph.jl").write_text("# never read: nothing crosses\n")
+        ex = new_example(example, **graph_fields())
+        v = weanj.julia_variant(
+            ex, "julia-graph", family="graph", loss="graph_loss", file="graph.jl"
+        )
+    else:
+        v = weanj.variant(example, "julia-lex")
     for call in (v.loss, v.grad):
         with pytest.raises(weanj.InputError, match=message) as caught:
-            call(*arrays, K)
-        _one_line(str(caught.value))
+            call(*arguments)
+        one_line(str(caught.value))
     assert not worker_that_must_not_start.exists()
 
 
@@ -284,28 +269,11 @@ def test_the_bridge_checks_arguments_itself(worker_that_must_not_start, arrays, 
     for call in (built.loss, built.grad):
         with pytest.raises(weanj.InputError, match=message) as caught:
             call(*arrays, K)
-        _one_line(str(caught.value))
+        one_line(str(caught.value))
     assert not worker_that_must_not_start.exists()
 
 
 # --- registering ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def new_example():
-    """Register examples for one test; taken back afterwards."""
-    made = []
-
-    def make(name, **fields):
-        made.append(name)
-        fields.setdefault("generate", lambda seed: {})
-        return weanj.register_example(weanj.Example(name=name, **fields))
-
-    yield make
-    for name in made:
-        _registry.unregister_example(name)
-        for key in [k for k in _julia._KERNELS if k[0] == name]:
-            _julia._KERNELS.pop(key)
 
 
 def test_a_relative_julia_file_is_found_under_the_project_root(
@@ -321,15 +289,25 @@ def test_a_relative_julia_file_is_found_under_the_project_root(
     assert (kernel.arrays, kernel.wrt, kernel.params, kernel.loss) == (("x",), ("x",), (), "f")
 
 
-def test_a_julia_file_that_cannot_be_read_is_its_variants_reason(no_julia, new_example, tmp_path):
+@pytest.mark.parametrize("problem", ["does not exist", "cannot be read"])
+def test_a_julia_file_that_cannot_be_read_is_its_variants_reason(
+    no_julia, new_example, tmp_path, problem
+):
+    """Registering a Julia variant whose file is missing (not written yet) or unreadable
+    raises nothing: the variant is unavailable, with that reason, and calling it raises
+    `UnavailableError` saying so."""
     path = tmp_path / "f.jl"
-    path.write_text("f(x) = sum(x)\n")
-    path.chmod(0)
-    if os.access(path, os.R_OK):
-        pytest.skip("this user reads files whatever their mode (root)")
+    if problem == "cannot be read":
+        path.write_text("f(x) = sum(x)\n")
+        path.chmod(0)
+        if os.access(path, os.R_OK):
+            pytest.skip("this user reads files whatever their mode (root)")
     ex = new_example("90-f", arrays=("x",), wrt="x")
     v = weanj.julia_variant(ex, "julia-f", family="f", loss="f", file=path)
-    assert v.unavailable_reason() == f"the Julia file {path} cannot be read"
+    assert v.unavailable_reason() == f"the Julia file {path} {problem}"
+    assert "julia-f" not in weanj.variants("90-f")
+    with pytest.raises(weanj.UnavailableError, match=problem):
+        v.loss(np.ones(3))
 
 
 def test_julia_variant_options_are_checked_when_registering(no_julia, new_example, tmp_path):
@@ -338,7 +316,7 @@ def test_julia_variant_options_are_checked_when_registering(no_julia, new_exampl
     for given in bad:
         with pytest.raises(weanj.DefinitionError) as caught:
             weanj.julia_variant(ex, "julia-bad", family="f", loss="f", **given)
-        _one_line(str(caught.value))
+        one_line(str(caught.value))
     assert find_variant("90-f", "julia-bad") is None
 
 
@@ -815,4 +793,4 @@ def test_the_default_julia_time_limit_is_overridable_and_checked(monkeypatch):
         monkeypatch.setenv(_julia_client.TIMEOUT_VARIABLE, bad)
         with pytest.raises(weanj.InputError, match=_julia_client.TIMEOUT_VARIABLE) as caught:
             _julia_client.default_timeout_s()
-        _one_line(str(caught.value))
+        one_line(str(caught.value))
