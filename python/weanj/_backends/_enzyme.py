@@ -10,6 +10,7 @@ is imported only when such a variant is built.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -122,10 +123,11 @@ def enzyme_passes(grad: Callable, *args) -> list[str]:
     **Returns:** the pass-pipeline strings of the top-level Enzyme calls; an empty list
     means JAX, not Enzyme, computed the function.
     """
-    import jax
 
     jitted = getattr(grad, "jitted", grad)
-    with jax.enable_x64(True):
+    # traced in the variant's own x64 configuration, as its calls run (`_jax.Precise`)
+    context = getattr(grad, "_context", contextlib.nullcontext)
+    with context():
         jaxpr = jitted.trace(*args).jaxpr
     return [
         eqn.params["pipeline_options"].pass_pipeline()
