@@ -89,6 +89,7 @@ def smooth_reference(x, y, K, damp=1.0, late=False):
     return float(np.sum(r**2)), g
 
 
+@pytest.mark.slow  # two searches; the fast tests below bisect over sizes and parameters
 def test_bisect_over_K_names_step_6_and_the_smallest_size(steps_project):
     r = weanj_in(steps_project, "bisect", "30-steps", "jax-steps", "jax-late", "--over", "K")
     assert r.returncode == 1, r.stdout + r.stderr

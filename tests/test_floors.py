@@ -137,6 +137,7 @@ def _exact_det(a: np.ndarray) -> Fraction:
     return det
 
 
+@pytest.mark.slow  # check, bisect and fuzz of three algorithms; the zero-loss test runs by default
 def test_determinants_of_a_nearly_singular_matrix_agree_each_right_to_its_rounding(floors):
     root, check, judged = floors
     with h5py.File(root / "shared_inputs" / "30-det.h5", "r") as f:

@@ -117,6 +117,7 @@ def _reproduce(out: str, cwd) -> subprocess.CompletedProcess:
     return reproduce_case(cwd, commands)[-1]
 
 
+@pytest.mark.slow  # the smallest-failing-draw tests below find and shrink odd n by default
 def test_finds_odd_n_within_the_default_budget_and_shrinks_it(fuzz_project):
     before = sorted(p.name for p in fuzz_project.iterdir())
     r = weanj_in(fuzz_project, "fuzz", "31-odd")
@@ -175,6 +176,7 @@ def test_an_example_strategy_finds_a_tie(fuzz_project):
     assert "32-tie::m::jax-where~jax-minimum: FAIL" in judged.stdout
 
 
+@pytest.mark.slow  # a whole pytest session running fuzz searches
 def test_pytest_weanj_fuzz_makes_one_item_per_pair_of_the_case_table(fuzz_project):
     r = pytest_weanj_in(
         fuzz_project,

@@ -106,6 +106,7 @@ def test_interrupts_end_with_130_and_leave_every_file_whole(tiny, count):
         assert check["verdict"] == "ok" and check["ok"] and check["failures"] == []
 
 
+@pytest.mark.slow  # a whole pytest --weanj session, interrupted
 def test_pytest_weanj_interrupted_is_pytests_interrupted(tiny):
     """`pytest --weanj` interrupted while it judges (just after it has said what it
     collected): pytest's own "interrupted" (2), never a pass, a failure or a death by a

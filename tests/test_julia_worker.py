@@ -560,6 +560,7 @@ def test_a_worker_that_exits_at_start_is_one_line_and_not_started_again(failing)
     assert text.count("--- weanj's Julia worker") == 1 and "exiting at start-up" in text
 
 
+@pytest.mark.slow  # the hang-on-request case of the no-orphan test runs by default
 def test_a_worker_still_busy_at_the_deadline_is_killed(failing, monkeypatch):
     """Past the watched call's deadline the worker is killed (with everything it
     started) and the call raises TimeoutError; the next call starts a fresh worker."""
@@ -637,7 +638,11 @@ def check_json(root: Path) -> dict:
     "mode, cause",
     [
         ("segfault", "the Julia worker died (SIGSEGV) while computing julia-smooth's loss"),
-        ("exit-at-start", "the Julia worker exited with status 3 while starting"),
+        pytest.param(
+            "exit-at-start",
+            "the Julia worker exited with status 3 while starting",
+            marks=pytest.mark.slow,
+        ),
         # The hang waits out --timeout (20 s): `-m slow`; a worker killed at its deadline
         # is also test_a_worker_still_busy_at_the_deadline_is_killed's, in seconds.
         pytest.param("hang", "time limit", marks=pytest.mark.slow),
@@ -751,9 +756,21 @@ def nothing_left(pids: Path) -> list[int]:
 @pytest.mark.parametrize(
     "mode, verdict, cause",
     [
-        ("hang-at-start", "timeout", "the Julia worker was still starting after 3 s"),
+        # The hang on a request runs by default; the other two with `-m slow` (the
+        # README's test command stays under its time).
+        pytest.param(
+            "hang-at-start",
+            "timeout",
+            "the Julia worker was still starting after 3 s",
+            marks=pytest.mark.slow,
+        ),
         ("hang", "timeout", "still computing julia-smooth's loss and gradient after 3 s"),
-        ("exit-mid-request", "error", "the Julia worker exited with status 7 while computing"),
+        pytest.param(
+            "exit-mid-request",
+            "error",
+            "the Julia worker exited with status 7 while computing",
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_a_worker_that_hangs_or_dies_ends_the_check_and_leaves_no_process(
@@ -783,7 +800,11 @@ def test_a_worker_that_hangs_or_dies_ends_the_check_and_leaves_no_process(
     assert nothing_left(pids) == []
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(
+    "signum",
+    [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)],
+    ids=["SIGINT", "SIGTERM"],
+)
 def test_a_check_interrupted_while_the_worker_computes_leaves_no_process(tmp_path, signum):
     """Ctrl-C (SIGINT to weanj's process group, as a terminal sends it; the worker's
     group is its own) while the worker hangs on a request: weanj ends with 130 and kills

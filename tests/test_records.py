@@ -95,6 +95,7 @@ def project(tmp_path):
     return root
 
 
+@pytest.mark.slow  # six checks of two examples; the copy, clone and tamper tests run by default
 def test_reuse_follows_the_code_and_the_inputs_each_example_depends_on(project):
     """One user's sequence of edits, each step a fresh `weanj check` (records on disk)."""
     first, reuse = _check(project)

@@ -315,6 +315,7 @@ weanj.jax_variant(ex, "jax-edges", family="edges", grad=wrong_boundaries)(loss)
 """
 
 
+@pytest.mark.slow  # check, diff and a pytest --weanj session; test_front_ends_agree runs by default
 def test_both_regions_appear_in_check_diff_json_and_pytest(tmp_path):
     write_project(tmp_path, {"edges.py": TWO_REGIONS})
     boxes = ("numpy (0:19) / Julia (1:20)", "numpy (97:127) / Julia (98:128)")

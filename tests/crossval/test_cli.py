@@ -30,7 +30,19 @@ def weanj_cli(*args, cwd) -> subprocess.CompletedProcess:
     return run_weanj(*args, root=cwd, cwd=cwd, timeout=300)
 
 
-@pytest.mark.parametrize(("example", "name"), first_of_each_example(family_cases()))
+# 03, 04 and 05 run `weanj run` on unseen inputs in their own files too: here with -m slow.
+OWN_RUN_TESTS = ("03-advection", "04-tridiagonal", "05-deposition")
+
+
+@pytest.mark.parametrize(
+    ("example", "name"),
+    [
+        pytest.param(*c.values, id=c.id, marks=[*c.marks, pytest.mark.slow])
+        if c.values[0] in OWN_RUN_TESTS
+        else c
+        for c in first_of_each_example(family_cases())
+    ],
+)
 def test_run_on_unseen_inputs_matches_reference(example, name, project):
     module, algorithm = reference_of(example, name)
     seed = secrets.randbits(32)  # unseen by construction; reported on failure

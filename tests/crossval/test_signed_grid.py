@@ -313,6 +313,8 @@ def signfit_copy(project, *, expected: str = "None", n: int = 10, in_process: bo
     return scope.get("EXAMPLE")
 
 
+# `-m slow`: tests/test_fuzz.py finds and shrinks the same odd sizes on a copy of the ports.
+@pytest.mark.slow
 def test_weanj_fuzz_finds_an_odd_size_by_itself_where_the_shared_inputs_agree(project):
     """#31, acceptance 5, on the two ports as a user project registers them without the
     literal port's declaration: with shared inputs at an even size (n = 10), `weanj fuzz`
