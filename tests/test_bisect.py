@@ -301,6 +301,7 @@ def test_without_sizes_the_minimal_case_is_the_shared_inputs(nosizes, capsys, pr
     assert_one_line_error(capsys.readouterr().err, str(gradient))
 
 
+@pytest.mark.slow  # waits out a time limit; the Julia worker's hang tests time out by default
 def test_a_variant_out_of_time_is_an_error_not_a_verdict(nosizes, capsys):
     with pytest.raises(weanj.WeanjError) as e:
         bisect_command.bisect(NAME, "jax-power", "jax-slow", timeout=5)

@@ -160,6 +160,7 @@ def test_finds_odd_n_within_the_default_budget_and_shrinks_it(fuzz_project):
     assert sorted(p.name for p in fuzz_project.iterdir()) == before
 
 
+@pytest.mark.slow  # with the two above, the fuzz_project fixture is built with -m slow only
 def test_an_example_strategy_finds_a_tie(fuzz_project):
     r = weanj_in(fuzz_project, "fuzz", "32-tie")
     assert r.returncode == 1, r.stdout + r.stderr

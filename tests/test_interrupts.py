@@ -48,7 +48,11 @@ def _interrupt(argv: list[str], cwd: Path, delay: float) -> tuple[float, int, st
     return delay, p.returncode, out, err
 
 
-@pytest.mark.parametrize("count", [6, pytest.param(20, marks=pytest.mark.slow)])
+# `-m slow`: a check of six slots interrupted at each (the Julia worker's SIGINT test and
+# test_exit_calls interrupt a check by default).
+@pytest.mark.parametrize(
+    "count", [pytest.param(6, marks=pytest.mark.slow), pytest.param(20, marks=pytest.mark.slow)]
+)
 def test_interrupts_end_with_130_and_leave_every_file_whole(tiny, count):
     """Acceptance 1 (twenty interrupts under `-m slow`, six in the fast suite). The
     delays run from 0.1 s to the length of a whole check, so that the interrupts fall

@@ -135,7 +135,9 @@ def _pytest_exit_message(stdout: str) -> str:
     return " ".join(line.strip() for line in found.group(1).splitlines())
 
 
-@pytest.mark.parametrize("where", ["pyproject-without-the-table", "no-pyproject"])
+@pytest.mark.parametrize(
+    "where", ["pyproject-without-the-table", pytest.param("no-pyproject", marks=pytest.mark.slow)]
+)
 def test_outside_a_project_every_front_end_says_the_same_line_and_writes_nothing(tmp_path, where):
     """`weanj check`, `weanj list`, `pytest --weanj` and `weanj.check()`, run from a folder
     below a `pyproject.toml` without `[tool.weanj]` (or below none): exit 2 (a

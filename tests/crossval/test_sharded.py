@@ -202,9 +202,11 @@ def runs(request, tmp_path_factory):
     return results
 
 
-# A second worker process (another ~20 s of compiling) for 8 devices: with `-m slow`.
+# Each device count is a worker process of its own (~10 to 20 s of compiling): with
+# `-m slow`. By default the sharded variants run on one device in the family matrix, and
+# across two processes under jax.distributed (tests/test_distributed.py).
 def _devices(count: int):
-    return pytest.param(count, marks=pytest.mark.slow) if count == 8 else count
+    return pytest.param(count, marks=pytest.mark.slow)
 
 
 DEVICES = [_devices(d) for d in DEVICE_COUNTS]
@@ -214,7 +216,7 @@ CASES = [
         name,
         n,
         id=f"{devices}dev-{name}-n{n}",
-        marks=[pytest.mark.slow] if devices == 8 else [],
+        marks=[pytest.mark.slow],
     )
     for devices in DEVICE_COUNTS
     for name in VARIANTS

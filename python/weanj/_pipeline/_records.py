@@ -180,7 +180,9 @@ class Records:
     def parts(self, variant: Variant, inputs: Inputs, dtype: str) -> dict[str, Any]:
         if not self._weanj:
             self._weanj = weanj_sources()
-        table = {k: v for k, v in self.config.table.items() if k not in NOT_IN_THE_KEY}
+        table = self.config.table  # None where the root has no [tool.weanj] table
+        if table:
+            table = {k: v for k, v in table.items() if k not in NOT_IN_THE_KEY}
         table = json.dumps(table, sort_keys=True, default=str)
         return {
             "example": variant.example.name,
