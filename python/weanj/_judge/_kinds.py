@@ -75,5 +75,40 @@ class Verdict(str, enum.Enum):
 
 RANKING = tuple(Verdict)
 COLOURS = tuple(dict.fromkeys(v.colour for v in Verdict))
-# The kinds of case the table holds (`_pipeline._cases`).
-KINDS = ("run", "pair", "taylor", "jvp", "file")
+
+
+class CaseKind(str, enum.Enum):
+    """A kind of case of the case table (`_pipeline._cases`), defined once. Each member:
+    (name, the column header views give it, whether it is a variant's own gradient check).
+
+    The gradient checks (`GRADIENT_CHECKS`, in the order views show them) are the members
+    with `check` set: a new gradient check is a member here, its evaluation in
+    `_pipeline._gradchecks` and its judgement in `_judge._verdict`; the case table, the
+    records, the workers and the views iterate over `GRADIENT_CHECKS`.
+    """
+
+    RUN = ("run", "run", False)  # a live subject: evaluated, or its fault
+    PAIR = ("pair", "pair", False)  # two subjects compared elementwise
+    TAYLOR = ("taylor", "Taylor", True)  # the Taylor remainder test (DESIGN §9.1)
+    JVP = ("jvp", "jvp", True)  # forward against reverse (DESIGN §9.2)
+    FILE = ("file", "file", False)  # a file the plan read
+
+    def __new__(cls, name: str, header: str, check: bool):
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.header = header  # the column header of the variants' tables
+        member._check = check
+        return member
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def is_check(self) -> bool:
+        """A variant's own gradient check (one case per live float64 variant and array)."""
+        return self._check
+
+
+# The kinds of case the table holds, and the gradient checks among them, in view order.
+KINDS = tuple(CaseKind)
+GRADIENT_CHECKS = tuple(k for k in CaseKind if k.is_check)
