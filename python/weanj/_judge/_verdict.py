@@ -13,6 +13,7 @@ the judge's, like every other verdict.
 
 from __future__ import annotations
 
+import datetime
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ from ._expected import declared_check as declared_check
 from ._expected import declared_pair
 from ._kinds import KINDS as KINDS
 from ._kinds import RANKING as RANKING
+from ._kinds import CaseKind
 from ._kinds import Verdict as Verdict
 from ._taylor import DirectionalResult, TaylorResult
 
@@ -300,6 +302,10 @@ class ExampleJudgement:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     reuse: dict[str, str] = field(default_factory=dict)  # label: "reused"/"recomputed: why"
+    # when it was judged (UTC, ISO 8601 to the second): the date its views show
+    judged_at: str = field(default_factory=lambda: _now(), compare=False)
+    # the environment the check ran in (set when its check.json is written)
+    environment: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __repr__(self) -> str:
         return f"ExampleJudgement({self.name!r}, {self.state})"
@@ -356,3 +362,56 @@ class ExampleJudgement:
 
     def run_of(self, label: str) -> CaseJudgement | None:
         return next((j for j in self.of_kind("run") if j.subjects == (label,)), None)
+
+    def suspects(self) -> dict[str, list[CaseJudgement]]:
+        """`{label: its failing pairs against its family's trusted group}`: the subjects
+        the judge names most likely wrong (`_suspects.suspects`)."""
+        from ._suspects import suspects
+
+        out: dict[str, list[CaseJudgement]] = {}
+        for s in suspects(self):
+            out.setdefault(s.label, []).extend(s.against)
+        return out
+
+    def variant_verdict(self, name: str) -> Verdict | None:
+        """The verdict of one variant as a whole (its row in the views): the fault of its
+        float64 run; `unavailable` or `skipped` (`self.unavailable`, `self.skipped`);
+        `stale` where only a stale file of it was judged; else the worst failing verdict of
+        its own cases (its runs, its gradient checks, its float32 run against the family's
+        reference) and of the pairs in which the judge names it a suspect (`suspects`), or
+        `ok`. None: nothing of it was judged."""
+        run = self.run_of(name)
+        if run is not None and run.failed:
+            return run.verdict
+        if name in self.unavailable:
+            return Verdict.UNAVAILABLE
+        if name in self.skipped and name not in self.subjects:
+            return Verdict.SKIPPED
+        labels = {name, *(f"{name}@{d}" for d in self.dtypes)}
+        mine = [
+            j
+            for j in self.judgements
+            if (j.kind != CaseKind.PAIR and j.kind != CaseKind.FILE and set(j.subjects) <= labels)
+            or (
+                j.kind == CaseKind.PAIR
+                and len(j.subjects) == 2
+                and j.subjects[1] in labels - {name}
+            )
+        ]
+        accused = self.suspects()
+        mine += [j for label in labels for j in accused.get(label, [])]
+        worst = Verdict.worst(j.verdict for j in mine if j.failed)
+        if worst is not None:
+            return worst
+        if name in self.subjects:
+            return Verdict.OK
+        stale = [
+            j
+            for j in self.of_kind(CaseKind.FILE)
+            if j.subjects == (name,) and j.verdict == Verdict.STALE
+        ]
+        return Verdict.STALE if stale else None
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

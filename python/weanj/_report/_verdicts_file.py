@@ -1,12 +1,16 @@
-"""The verdicts of the last `weanj check`, kept for `weanj report`.
+"""The judgement of the last `weanj check`, kept for `weanj report`: its serialisation.
 
-`weanj report` runs nothing, and the store alone cannot tell it the gradient checks
-(Taylor, jvp: computed live by `weanj check`, never stored). So `weanj check` leaves
-`results/<example>/check.json`: the judge's JSON of the example (`_json.example_json`,
-the same fields as `weanj diff --json`), the subjects it skipped and why, when it ran and
-in which environment. The report shows it only while it is *current*: while its inputs
-key is the key of the inputs the report reads (docs/DESIGN.md, "The provenance key");
-otherwise it says the file is stale and which command refreshes it.
+`weanj report` runs nothing, and renders only what the judge decided. So `weanj check`
+leaves `results/<example>/check.json`: the example's `ExampleJudgement` written whole
+(`_judge._serial`: every case with the numbers behind it, the subjects' provenance, what
+was skipped or unavailable and why, when it was judged and in which environment), beside
+the judge's JSON of `weanj diff --json` (`_json.example_json`, for readers of the file).
+Reading it gives the same `ExampleJudgement` back, its subjects' arrays read from the
+store files the check wrote. The report shows it only while it is *current*: while its
+inputs key is the key of the inputs the report reads (docs/DESIGN.md, "The provenance
+key"); otherwise, and where there is none, the example's state is one line naming
+`weanj check EX`. A file of an older format is refused in one line naming `weanj check`,
+which rewrites it.
 """
 
 from __future__ import annotations
@@ -18,13 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from .._environment import now
+from .._errors import WeanjError
 from .._io._atomic import atomic_path
+from .._io._gradient_files import read_gradient_file
 from .._io._safeh5 import read_bytes
+from .._judge._serial import decode_example, encode_example
 from .._judge._verdict import ExampleJudgement
+from .._model import Catalog, Gradient, Inputs
 from .._places import Places
 from ._json import example_json
 
-FORMAT = 1
+FORMAT = 2
 NAME = "check.json"
 MAX_CHECK_BYTES = 256 * 2**20  # far above any example's judgement
 
@@ -48,10 +56,11 @@ def check_json(ej: ExampleJudgement, env: dict[str, Any]) -> dict[str, Any]:
     """What `check.json` holds for one example."""
     return {
         "weanj_check": FORMAT,
-        "timestamp": now(),
+        "timestamp": ej.judged_at or now(),
         "environment": env,
         **example_json(ej),
         "seconds": ej.seconds,
+        "judgement": encode_example(ej),
     }
 
 
@@ -63,6 +72,8 @@ def write_check_verdicts(results: list[ExampleJudgement], places: Places) -> lis
     for ej in results:
         if ej.error is not None:
             continue  # not judged: the last judged check stays, the report says it is stale
+        if not ej.environment:  # the live judgement carries it too (its page shows it)
+            ej.environment = dict(env)
         path = places.check_file(ej.name)
         text = json.dumps(check_json(ej, env), indent=1, allow_nan=False)
         try:
@@ -83,6 +94,7 @@ class CheckVerdicts:
     state: str  # CURRENT, STALE, MISSING, UNREADABLE
     data: dict[str, Any] = field(default_factory=dict)
     note: str = ""  # what is wrong with it and which command refreshes it
+    judgement: ExampleJudgement | None = None  # read back (`read_check`), when current
 
     @property
     def current(self) -> bool:
@@ -138,8 +150,15 @@ def read_check_verdicts(
         return CheckVerdicts(path, MISSING, note=f"no gradient checks recorded: run {refresh}")
     try:  # a regular file of bounded size (a pipe never blocks), of bounded nesting
         data = json.loads(read_bytes(path, "check file", limit=MAX_CHECK_BYTES).decode("utf-8"))
-        if not isinstance(data, dict) or data.get("weanj_check") != FORMAT:
-            raise ValueError(f"not a weanj check file of format {FORMAT}")
+        if not isinstance(data, dict) or not isinstance(data.get("weanj_check"), int):
+            raise ValueError("not a weanj check file")
+        if data["weanj_check"] != FORMAT:
+            return CheckVerdicts(
+                path,
+                UNREADABLE,
+                note=f"{path} is a check file of format {data['weanj_check']}, not "
+                f"{FORMAT}: rewrite it with {refresh}",
+            )
         if data.get("example") != example_name:
             raise ValueError(f"it is the check of {data.get('example')!r}")
         if not isinstance(data.get("key", ""), str):
@@ -161,3 +180,51 @@ def read_check_verdicts(
             f"its verdicts are not shown; refresh them with {refresh}",
         )
     return CheckVerdicts(path, CURRENT, data, note=f"gradient checks of `weanj check` at {when}")
+
+
+def read_check(cat: Catalog, inputs: Inputs, places: Places) -> CheckVerdicts:
+    """The check file of `cat`'s example read back into its `ExampleJudgement`
+    (`.judgement`) when it is current on `inputs`; otherwise its state and the one line
+    saying what runs it (`.note`). A file whose judgement is not of the form `weanj check`
+    writes is UNREADABLE, in one line (never a traceback)."""
+    found = read_check_verdicts(cat.name, inputs.key("float64"), places)
+    if not found.current:
+        return found
+    try:
+        ej = decode_example(
+            found.data.get("judgement"), cat, inputs, lambda g: _arrays(g, cat, places)
+        )
+    except (ValueError, TypeError, KeyError, WeanjError) as e:
+        why = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        return CheckVerdicts(
+            found.path,
+            UNREADABLE,
+            note=f"{found.path} is unreadable ({why}); rerun `weanj check {cat.name}`",
+        )
+    except RecursionError:
+        return CheckVerdicts(
+            found.path,
+            UNREADABLE,
+            note=f"{found.path} is nested too deeply; rerun `weanj check {cat.name}`",
+        )
+    return CheckVerdicts(found.path, CURRENT, found.data, found.note, ej)
+
+
+def _arrays(g: Gradient, cat: Catalog, places: Places) -> dict:
+    """The arrays of a subject the check judged, from its file (the store file the check
+    wrote of a run; the file it read otherwise) while that file still holds what was
+    judged (the same key and loss, and creation time where the check knew it: a live run's
+    file is dated when written); `{}` otherwise (no picture, said so)."""
+    path = g.path
+    if path is None and g.source == "run":
+        path = places.gradient(cat.name, g.variant, g.dtype)
+    if path is None or not Path(path).is_file():
+        return {}
+    try:
+        found = read_gradient_file(path, cat.example, places)
+    except WeanjError:
+        return {}
+    same_loss = found.loss == g.loss or (found.loss is None and g.loss is None)
+    if found.key != g.key or not same_loss or (g.created and found.created != g.created):
+        return {}
+    return dict(found.gradients)

@@ -1,0 +1,284 @@
+"""The judge's objects as JSON, and back: `check.json` is their serialisation
+(docs/files.md, "check.json"; DESIGN §8.2).
+
+`encode_case`/`decode_case` give every field of a `CaseJudgement` back, the numbers
+behind it included (`ArrayComparison`, `TaylorResult`, `DirectionalResult`, `Tolerance`):
+a tagged form of the dataclasses, lossless (a tuple stays a tuple, NaN and Inf are kept,
+a verdict is a `Verdict`). A declaration (`weanj.Expected`, which may hold a function) is
+written as its fields and read back as the catalog's own declaration of those fields
+(`resolve_expected`). `encode_example`/`decode_example` do the same for an
+`ExampleJudgement`, its subjects written as their provenance (a `Gradient` without its
+arrays: those are in the store files the check wrote, which the caller loads).
+
+Only the classes named here are ever built from a file; anything else is a `ValueError`
+(a file changed by hand is "unreadable", never a traceback).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._model import Expected, Gradient
+from ._compare import ArrayComparison, Region, Tolerance
+from ._kinds import Verdict
+from ._taylor import DirectionalResult, TaylorDirection, TaylorPolicy, TaylorResult
+from ._verdict import CaseJudgement, ExampleJudgement
+
+_CLASSES: dict[str, type] = {
+    c.__name__: c
+    for c in (
+        ArrayComparison,
+        Region,
+        Tolerance,
+        TaylorDirection,
+        TaylorPolicy,
+        TaylorResult,
+        DirectionalResult,
+    )
+}
+_EXPECTED_FIELDS = ("variant", "against", "check", "verdict", "reason", "array", "bound")
+
+
+def _enc(x: Any) -> Any:
+    if isinstance(x, Verdict):
+        return {"$verdict": x.value}
+    if isinstance(x, enum.Enum):
+        return x.value
+    if isinstance(x, bool) or x is None or isinstance(x, str):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        return x if math.isfinite(x) else {"$float": repr(x)}
+    if isinstance(x, np.ndarray):
+        return {"$array": [_enc(v) for v in x.tolist()], "dtype": str(x.dtype)}
+    if isinstance(x, Path):
+        return {"$path": str(x)}
+    if isinstance(x, tuple):
+        return {"$tuple": [_enc(v) for v in x]}
+    if isinstance(x, list):
+        return [_enc(v) for v in x]
+    if isinstance(x, Mapping):
+        return {"$dict": [[_enc(k), _enc(v)] for k, v in x.items()]}
+    if isinstance(x, Expected):
+        return {"$expected": {k: _enc(getattr(x, k)) for k in _EXPECTED_FIELDS}}
+    if dataclasses.is_dataclass(x) and type(x).__name__ in _CLASSES:
+        return {
+            "$class": type(x).__name__,
+            **{f.name: _enc(getattr(x, f.name)) for f in dataclasses.fields(x) if f.init},
+        }
+    raise TypeError(f"cannot write {type(x).__name__} into a check file")
+
+
+def _dec(x: Any, expected: Callable[[dict], Expected]) -> Any:
+    if isinstance(x, list):
+        return [_dec(v, expected) for v in x]
+    if not isinstance(x, dict):
+        if x is None or isinstance(x, (bool, int, float, str)):
+            return x
+        raise ValueError(f"a value of type {type(x).__name__}")
+    if "$verdict" in x:
+        return Verdict.parse(x["$verdict"])
+    if "$float" in x:
+        if x["$float"] not in ("nan", "inf", "-inf"):
+            raise ValueError(f"a number {x['$float']!r}")
+        return float(x["$float"])
+    if "$array" in x:
+        return np.asarray(_dec(x["$array"], expected), dtype=np.dtype(str(x["dtype"])))
+    if "$path" in x:
+        return Path(str(x["$path"]))
+    if "$tuple" in x:
+        return tuple(_dec(v, expected) for v in _list(x["$tuple"]))
+    if "$dict" in x:
+        return {_dec(k, expected): _dec(v, expected) for k, v in _list(x["$dict"])}
+    if "$expected" in x:
+        return expected(_dec(x["$expected"], expected))
+    if "$class" in x:
+        cls = _CLASSES.get(x["$class"])
+        if cls is None:
+            raise ValueError(f"an object of class {str(x['$class'])[:40]!r}")
+        names = {f.name for f in dataclasses.fields(cls) if f.init}
+        given = {k: _dec(v, expected) for k, v in x.items() if k != "$class"}
+        if not set(given) <= names:
+            raise ValueError(f"a {cls.__name__} with fields {sorted(set(given) - names)}")
+        return cls(**given)
+    return {str(k): _dec(v, expected) for k, v in x.items()}
+
+
+def _list(x: Any) -> list:
+    if not isinstance(x, list):
+        raise ValueError("a list that is not one")
+    return x
+
+
+def resolve_expected(declarations: tuple[Expected, ...]) -> Callable[[dict], Expected]:
+    """Reads a declaration back as the catalog's own (`Catalog.expectations`, the same
+    fields: its elements, a function maybe, are the catalog's); one the catalog no longer
+    declares comes back as those fields alone."""
+
+    def find(fields: dict) -> Expected:
+        if not isinstance(fields, dict):
+            raise ValueError("a declaration that is not a mapping")
+        for e in declarations:
+            if all(getattr(e, k) == fields.get(k) for k in _EXPECTED_FIELDS):
+                return e
+        given = {k: fields[k] for k in _EXPECTED_FIELDS if fields.get(k) is not None}
+        if "check" in given:
+            given["check"] = str(given["check"])
+        return Expected(**given)
+
+    return find
+
+
+# --- one case ---------------------------------------------------------------------------------
+
+
+def encode_case(j: CaseJudgement) -> dict[str, Any]:
+    """Every field of a case's judgement (the numbers behind it included)."""
+    return {f.name: _enc(getattr(j, f.name)) for f in dataclasses.fields(j)}
+
+
+def decode_case(data: Any, expected: Callable[[dict], Expected]) -> CaseJudgement:
+    """The `CaseJudgement` `encode_case` wrote (a `ValueError` for anything else)."""
+    if not isinstance(data, dict):
+        raise ValueError("a case that is not a mapping")
+    names = {f.name for f in dataclasses.fields(CaseJudgement)}
+    given = {k: _dec(v, expected) for k, v in data.items()}
+    if not set(given) <= names or not {"case", "kind", "verdict"} <= set(given):
+        raise ValueError("a case without its case id, kind and verdict")
+    if not isinstance(given["verdict"], Verdict):
+        raise ValueError(f"case {str(given['case'])[:80]}: a verdict that is not one")
+    if not all(isinstance(given.get(k, ""), str) for k in ("case", "kind", "reason")):
+        raise ValueError("a case whose id, kind or reason is not text")
+    subjects = given.get("subjects", ())
+    if not isinstance(subjects, tuple) or not all(isinstance(s, str) for s in subjects):
+        raise ValueError(f"case {given['case'][:80]}: subjects that are not labels")
+    try:
+        return CaseJudgement(**given)
+    except TypeError as e:
+        raise ValueError(str(e)) from None
+
+
+# --- one example ------------------------------------------------------------------------------
+
+# The fields of a `Gradient` written as its provenance (the arrays: their shapes only).
+_GRADIENT_FIELDS = (
+    "variant",
+    "family",
+    "dtype",
+    "loss",
+    "params",
+    "inputs_sha256",
+    "key",
+    "backend",
+    "backend_version",
+    "created",
+    "path",
+    "source",
+    "format",
+    "seconds",
+    "noise",
+)
+
+
+def encode_gradient(g: Gradient) -> dict[str, Any]:
+    extra = {k: v for k, v in g.extra.items() if isinstance(v, (str, int, float, bool))}
+    return {
+        **{k: _enc(getattr(g, k)) for k in _GRADIENT_FIELDS},
+        "label": g.label,
+        "extra": _enc(extra),
+        "shapes": {name: list(np.shape(a)) for name, a in g.gradients.items()},
+    }
+
+
+def decode_gradient(
+    data: Any, example: Any, find_variant: Callable[[str], Any], expected: Callable
+) -> Gradient:
+    if not isinstance(data, dict):
+        raise ValueError("a subject that is not a mapping")
+    given = {k: _dec(data.get(k), expected) for k in _GRADIENT_FIELDS if k in data}
+    for k in ("variant", "family", "dtype", "key", "source"):
+        if not isinstance(given.get(k), str):
+            raise ValueError(f"a subject whose {k} is not text")
+    extra = _dec(data.get("extra", {"$dict": []}), expected)
+    try:
+        g = Gradient(example=example, gradients={}, extra=dict(extra), **given)
+    except TypeError as e:
+        raise ValueError(str(e)) from None
+    g.of = find_variant(g.variant)
+    return g
+
+
+def encode_example(ej: ExampleJudgement) -> dict[str, Any]:
+    """Everything an `ExampleJudgement` holds but its example and inputs (the caller
+    writes which example and which inputs key), every case in case-table order."""
+    return {
+        "judgements": [encode_case(j) for j in ej.judgements],
+        "subjects": [encode_gradient(g) for g in ej.subjects.values()],
+        "skipped": dict(ej.skipped),
+        "unavailable": dict(ej.unavailable),
+        "dtypes": list(ej.dtypes),
+        "error": ej.error,
+        "notes": list(ej.notes),
+        "seconds": ej.seconds,
+        "reuse": dict(ej.reuse),
+        "judged_at": ej.judged_at,
+        "environment": _enc(ej.environment),
+    }
+
+
+def decode_example(
+    data: Any,
+    catalog: Any,
+    inputs: Any,
+    arrays: Callable[[Gradient], dict[str, np.ndarray]],
+) -> ExampleJudgement:
+    """The `ExampleJudgement` `encode_example` wrote, of `catalog`'s example on `inputs`;
+    `arrays(g)`: each subject's gradient arrays (from its file; `{}` when they cannot be
+    had). A `ValueError` for anything not of that form."""
+    if not isinstance(data, dict):
+        raise ValueError("a judgement that is not a mapping")
+    expected = resolve_expected(tuple(catalog.expectations))
+    subjects = {}
+    for entry in _list(data.get("subjects", [])):
+        g = decode_gradient(entry, catalog.example, catalog.find, expected)
+        g.gradients = arrays(g)
+        subjects[g.label] = g
+    texts = {}
+    for key in ("skipped", "unavailable", "reuse"):
+        value = data.get(key, {})
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise ValueError(f"its {key} are not labels with reasons")
+        texts[key] = dict(value)
+    notes = _list(data.get("notes", []))
+    dtypes = _list(data.get("dtypes", ["float64"]))
+    error, when = data.get("error"), data.get("judged_at", "")
+    seconds = data.get("seconds", 0.0)
+    if not all(isinstance(x, str) for x in [*notes, *dtypes, when]):
+        raise ValueError("its notes, dtypes or time are not text")
+    if not (error is None or isinstance(error, str)) or not isinstance(seconds, (int, float)):
+        raise ValueError("its error or seconds are not of their kind")
+    environment = _dec(data.get("environment", {}), expected)
+    if not isinstance(environment, dict):
+        raise ValueError("its environment is not a mapping")
+    return ExampleJudgement(
+        catalog.example,
+        inputs,
+        judgements=[decode_case(j, expected) for j in _list(data.get("judgements", []))],
+        subjects=subjects,
+        dtypes=tuple(dtypes),
+        error=error,
+        notes=list(notes),
+        seconds=float(seconds),
+        judged_at=when,
+        environment=environment,
+        **texts,
+    )
