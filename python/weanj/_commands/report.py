@@ -1,11 +1,16 @@
 """`weanj report [EXAMPLE...] [--out FILE] [--format html|md]` and `weanj.report()`: one
-page of every verdict and benchmark, written from what is stored (it runs nothing).
+page of every verdict and benchmark, rendered from the judgement (it runs and judges
+nothing).
 
-Per example: the store judged by the one judge (what `weanj diff` says), the gradient
-checks and faults of the last `weanj check` (`results/<example>/check.json`, shown while
-their inputs are the current ones), and the benchmark records. `--out` never replaces
-weanj's own data (the shared inputs, the store, recorded references, cases, check files)
-nor anything that is not a regular file; `--out -` writes to standard output.
+Per example: the judgement of the last `weanj check`, read back from
+`results/<example>/check.json` while its inputs are the current ones (the same
+`ExampleJudgement` check returned), or, with `judgement=` (`weanj.report(judgement=
+weanj.check())`), that live judgement itself: the two pages are the same bytes. An
+example without a current check file is one line, `not checked: run `weanj check EX``
+(or why its file is stale or unreadable), never a verdict. Then the benchmark records.
+`--out` never replaces weanj's own data (the shared inputs, the store, recorded
+references, cases, check files) nor anything that is not a regular file; `--out -`
+writes to standard output.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ from .._environment import page_environment
 from .._errors import InputError, InputFileError, WeanjError
 from .._io._atomic import atomic_path
 from .._io._bench import load_results
-from .._pipeline._cases import judge_plan, not_judged, read_plan
-from .._pipeline._session import Session
+from .._io._inputs import check_fresh, read_inputs
+from .._judge._verdict import ExampleJudgement
 from .._places import Places, places
 from .._registry import catalogs
+from .._report._judgement import Judgement
 from .._report._page import gather
 from .._report._page_model import ExamplePage, overall
-from .._report._verdicts_file import read_check_verdicts
+from .._report._verdicts_file import MISSING, read_check
 
 FORMATS = ("html", "md")
 
@@ -69,20 +75,44 @@ def _bench(cat, here: Places):
     return records, [f"benchmark records: {p}" for p in problems], environments
 
 
-def pages_of(examples: Sequence[str] | str | None) -> list[ExamplePage]:
-    """Everything the page says, per example."""
+def pages_of(
+    examples: Sequence[str] | str | None, judgement: Judgement | None = None
+) -> list[ExamplePage]:
+    """Everything the page says, per example: of `judgement` (its examples, default) or
+    of each example's check file."""
     here = places()
+    if judgement is not None and examples is None:
+        examples = list(judgement.examples)
     out = []
-    with Session() as session:
-        for cat in catalogs(examples):
-            try:
-                ej = judge_plan(read_plan(cat, here, live=False, checks=False), session)
-            except WeanjError as e:
-                ej = not_judged(cat, e)
-            key = ej.inputs.key("float64") if ej.inputs is not None else None
-            check = read_check_verdicts(cat.name, key, here)
-            out.append(gather(cat, ej, check, _bench(cat, here)))
+    for cat in catalogs(examples):
+        ej, state = _judgement_of(cat, here, judgement)
+        out.append(gather(cat, ej, state, _bench(cat, here)))
     return out
+
+
+def _judgement_of(cat, here: Places, judgement: Judgement | None):
+    """`(the example's judgement, "")`, or `(None, the one line saying why none)`."""
+    if judgement is not None:
+        if cat.name in judgement.examples:
+            return judgement[cat.name], ""
+        return None, f"not checked: not in this judgement (run `weanj check {cat.name}`)"
+    try:
+        inputs = read_inputs(cat.example, here)
+        check_fresh(cat.example, here, inputs)
+    except WeanjError as e:  # the inputs cannot be read: the judge's "not judged"
+        return ExampleJudgement(cat.example, None, error=str(e), judged_at=""), ""
+    found = read_check(cat, inputs, here)
+    if found.judgement is not None:
+        return found.judgement, ""
+    if found.state == MISSING:
+        return None, f"not checked: run `weanj check {cat.name}`"
+    return None, found.note
+
+
+def _judged(pages: list[ExamplePage]) -> str:
+    """When what the page shows was judged (the latest of its judgements): the page's
+    date, the same from a live judgement and from the check files it wrote."""
+    return max((p.ej.judged_at for p in pages if p.ej is not None), default="") or "never"
 
 
 def output_path(out: str | Path | None, fmt: str, here: Places) -> tuple[Path, Path]:
@@ -116,10 +146,13 @@ def report(
     *,
     out: str | Path | None = None,
     format: str | None = None,
+    judgement: Judgement | None = None,
 ) -> Report:
-    """Write the report (module docstring). **Returns** a `Report`: the path, the format and
-    the page's overall verdict (the report itself exits 0 whatever its verdicts: `weanj
-    check` is the command whose exit status judges)."""
+    """Write the report (module docstring). `judgement`: render this judgement (what
+    `weanj.check()` returned; default: each example's check file). **Returns** a
+    `Report`: the path, the format and the page's overall verdict (the report itself
+    exits 0 whatever its verdicts: `weanj check` is the command whose exit status
+    judges)."""
     fmt = format
     if fmt is None:
         fmt = "md" if out is not None and str(out).lower().endswith(".md") else "html"
@@ -127,12 +160,12 @@ def report(
         raise InputError(f"--format must be html or md, not {fmt!r}")
     here = places()
     path, target = (None, None) if out == "-" else output_path(out, fmt, here)
-    pages = pages_of(examples)
+    pages = pages_of(examples, judgement)
     if fmt == "html":
         from .._report._html import render
     else:
         from .._report._md import render
-    text = render(pages, page_environment())
+    text = render(pages, {**page_environment(), "date": _judged(pages)})
     verdict, sentence = overall(pages)
     if path is None:
         sys.stdout.write(text)

@@ -1,17 +1,15 @@
 """What every table says of one variant, computed once for the terminal, the HTML page,
 the Markdown summary and a notebook: its gradient checks, its float32 run, and whether it
-agrees with its family (and, when a pair fails, which side is the suspect).
-
-Which variant is wrong: in a family, a failing pair names two variants. The one that
-fails against most of its family is the *suspect*: with one wrong variant of three, it
-fails against both others, they only against it.
+agrees with its family. Which side of a failing pair is wrong is the judge's word
+(`ExampleJudgement.suspects`, `_judge._suspects`), handed in as `accused`; nothing here
+decides a verdict.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
+from .._judge._kinds import CaseKind
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from ._lines import num, summary
 
@@ -35,62 +33,41 @@ def same_family_pairs(ej: ExampleJudgement) -> list[CaseJudgement]:
     """The compared float64 same-family pairs (float32 pairs are the float32 column's)."""
     return [
         j
-        for j in ej.of_kind("pair")
+        for j in ej.of_kind(CaseKind.PAIR)
         if j.verdict not in (Verdict.SKIPPED, Verdict.INFO)
         and len(j.subjects) == 2
         and not j.subjects[1].endswith("@float32")
     ]
 
 
-def suspects(
-    ej: ExampleJudgement, own_failures: frozenset[str] = frozenset()
-) -> dict[str, list[CaseJudgement]]:
-    """`{label: its failing pairs}` for the labels that fail most often, per family. A tie
-    (two members, one failing pair) goes to the members that also fail their own gradient
-    checks (Taylor, jvp: those in `ej`, and the labels `own_failures` names, which the
-    report reads from `check.json`), where some do and some don't; otherwise both are
-    named."""
-    failing = [j for j in same_family_pairs(ej) if j.failed]
-    self_failing = set(own_failures) | {
-        j.subjects[0] for j in ej.judgements if j.kind in ("taylor", "jvp") and j.failed
-    }
-    out: dict[str, list[CaseJudgement]] = {}
-    by_family: dict[str, list[CaseJudgement]] = {}
-    for j in failing:
-        by_family.setdefault(j.family, []).append(j)
-    for js in by_family.values():
-        counts = Counter(s for j in js for s in j.subjects)
-        top = max(counts.values())
-        tied = [label for label, count in counts.items() if count == top]
-        also_own = [label for label in tied if label in self_failing]
-        if 0 < len(also_own) < len(tied):
-            tied = also_own
-        for label in tied:
-            out[label] = [j for j in js if label in j.subjects]
-    return out
-
-
-def checks_of(ej: ExampleJudgement, label: str, kind: str) -> list[CaseJudgement]:
-    """The judgements of one kind ("taylor", "jvp") of one variant, every array."""
+def checks_of(ej: ExampleJudgement, label: str, kind: CaseKind) -> list[CaseJudgement]:
+    """The judgements of one gradient check of one variant, every array."""
     return [j for j in ej.of_kind(kind) if j.subjects == (label,)]
 
 
-def check_cell(js: list[CaseJudgement], kind: str) -> Cell:
-    """The Taylor (smallest rate) or jvp (largest error) cell of a variant."""
+def _measure(js: list[CaseJudgement]) -> str:
+    """The number a check's cell shows: the smallest Taylor rate, the largest forward
+    against reverse error; "" for a check whose judgement carries neither (its verdict
+    and summary say it)."""
+    rates = [r for j in js if j.taylor for rs in j.taylor.asymptotic for r in rs]
+    if any(j.taylor for j in js):
+        return f"{min(rates):.2f}" if rates else "lin."
+    errors = [j.directional.error for j in js if j.directional is not None]
+    return num(max(errors), 0) if errors else ""
+
+
+def check_cell(js: list[CaseJudgement], kind: CaseKind | str) -> Cell:
+    """A variant's cell of one gradient check: its worst verdict with the check's number
+    (`_measure`), links to the arrays of that verdict, the summaries as its title."""
     if not js:
         return Cell("—", "", [], f"no {kind} check")
     worst = Verdict.worst(j.verdict for j in js)
     if worst == Verdict.SKIPPED:
         reason = next((j.reason for j in js if j.reason), "")
-        text = "not compared" if any(j.blocked_by for j in js) else "skipped"
-        return Cell(text, "skipped", [], reason)
-    if kind == "taylor":
-        rates = [r for j in js if j.taylor for rs in j.taylor.asymptotic for r in rs]
-        shown = f"{min(rates):.2f}" if rates else "lin."
-    else:
-        errors = [j.directional.error for j in js if j.directional is not None]
-        shown = num(max(errors), 0) if errors else ""
-    links = [(j.array or kind, j.case) for j in js if j.verdict == worst]
+        text = "not compared" if any(j.blocked_by for j in js) else str(Verdict.SKIPPED)
+        return Cell(text, str(worst), [], reason)
+    shown = _measure(js)
+    links = [(j.array or str(kind), j.case) for j in js if j.verdict == worst]
     text = f"{worst} {shown}".strip() if worst in (Verdict.OK, Verdict.FAIL) else str(worst)
     return Cell(text, str(worst), links, "\n".join(summary(j) for j in js))
 
@@ -101,11 +78,14 @@ def float32_cell(ej: ExampleJudgement, name: str) -> Cell:
     run = ej.run_of(label)
     if run is not None and run.verdict != Verdict.OK:
         return Cell(str(run.verdict), str(run.verdict), [(label, run.case)], run.reason)
-    mine = [j for j in ej.of_kind("pair") if len(j.subjects) == 2 and j.subjects[1] == label]
+    mine = [j for j in ej.of_kind(CaseKind.PAIR) if len(j.subjects) == 2 and j.subjects[1] == label]
     if not mine:
-        why = ej.skipped.get(label) or ej.unavailable.get(label)
-        if why:
-            return Cell("skipped", "skipped", [], why)
+        if label in ej.unavailable:
+            return Cell(
+                str(Verdict.UNAVAILABLE), str(Verdict.UNAVAILABLE), [], ej.unavailable[label]
+            )
+        if label in ej.skipped:
+            return Cell(str(Verdict.SKIPPED), str(Verdict.SKIPPED), [], ej.skipped[label])
         return Cell("—", "", [], f"no float32 gradient of {name}")
     worst = Verdict.worst(j.verdict for j in mine)
     rels = [
@@ -123,10 +103,10 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
     `ok ×3`, `FAIL vs 2 of 3` for the suspect, `ok ×1; FAIL vs` for a member that fails
     only against the suspects, `kinks`, or `not compared`."""
     mine = [j for j in same_family_pairs(ej) if label in j.subjects]
-    blocked = [j for j in ej.of_kind("pair") if label in j.subjects and j.blocked_by]
+    blocked = [j for j in ej.of_kind(CaseKind.PAIR) if label in j.subjects and j.blocked_by]
     if not mine:
         if blocked:
-            return Cell("not compared", "skipped", [], blocked[0].reason)
+            return Cell("not compared", str(Verdict.SKIPPED), [], blocked[0].reason)
         return Cell("—", "", [], "no other member of its family was compared with it")
 
     def other(j: CaseJudgement) -> str:
@@ -141,16 +121,18 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
         against = dict.fromkeys(other(j) for j in failing)
         if label in accused:
             worst = Verdict.worst(j.verdict for j in failing)
-            return Cell(f"FAIL vs {len(against)} of {len(members)}", str(worst), links, why)
+            return Cell(
+                f"{Verdict.FAIL} vs {len(against)} of {len(members)}", str(worst), links, why
+            )
         # It fails only against the family's suspects: the suspects are the news.
-        text = f"ok ×{len(members) - len(against)}; FAIL vs"  # the links name them
+        text = f"{Verdict.OK} ×{len(members) - len(against)}; {Verdict.FAIL} vs"  # links name them
         return Cell(text, "differs", links, why, plain=f"{text} {', '.join(against)}")
     kinks = [j for j in mine if j.verdict == Verdict.KINKS]
     if kinks:
         at_kinks = dict.fromkeys(other(j) for j in kinks)
         return Cell(
-            f"kinks ({len(at_kinks)}), ok {len(members) - len(at_kinks)}",
-            "kinks",
+            f"{Verdict.KINKS} ({len(at_kinks)}), {Verdict.OK} {len(members) - len(at_kinks)}",
+            str(Verdict.KINKS),
             [(j.array or "", j.case) for j in kinks],
             "\n".join(summary(j) for j in kinks),
         )
@@ -163,16 +145,16 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
     if expected:
         declared = dict.fromkeys(other(j) for j in expected)
         rest = len(members) - len(declared)
-        text = f"expected ×{len(declared)}" + (f", ok ×{rest}" if rest else "")
+        text = f"{Verdict.EXPECTED} ×{len(declared)}" + (f", {Verdict.OK} ×{rest}" if rest else "")
         return Cell(
             text,
-            "expected",
+            str(Verdict.EXPECTED),
             [(j.array or "", j.case) for j in expected],
             "\n".join(summary(j) for j in expected),
         )
-    return Cell(f"ok ×{len(members)}", "ok", [], "agrees with every member of its family compared")
-
-
-def accused(ej: ExampleJudgement) -> set[str]:
-    """The suspects of the example's failing same-family pairs."""
-    return set(suspects(ej))
+    return Cell(
+        f"{Verdict.OK} ×{len(members)}",
+        str(Verdict.OK),
+        [],
+        "agrees with every member of its family compared",
+    )

@@ -16,10 +16,9 @@ the provenance.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from .._judge._kinds import GRADIENT_CHECKS, CaseKind
 from .._judge._verdict import CaseJudgement, Verdict
 from ._figures import plain
 from ._html_bench import _dl, benchmarks, provenance
@@ -47,10 +46,10 @@ def summary_table(pages: list[ExamplePage]) -> str:
         elif p.error is not None:
             what = f"not judged: {e(p.error)}"
         else:
-            what = "every judged pair, check and file agrees" if p.verdict == "ok" else ""
-        if p.error is None and p.ej.expected:
+            what = "every judged pair, check and file agrees" if p.judged and p.ej.ok else ""
+        if p.judged and p.ej.expected:
             items = "".join(
-                f"<li>{badge('expected')} <code>{e(declared.what())}</code>"
+                f"<li>{badge(str(Verdict.EXPECTED))} <code>{e(declared.what())}</code>"
                 + (f" · <code>{e(where)}</code>" if where else "")
                 + f": {e(declared.reason)} → "
                 + ", ".join(link(j.array or j.kind, j.case) for j in cases)
@@ -76,19 +75,28 @@ def summary_table(pages: list[ExamplePage]) -> str:
     )
 
 
+# What a gradient check's column shows (its header is `CaseKind.header`, then this): a
+# check not named here shows its verdict alone, with no edit of the views.
+MEASURES = {CaseKind.TAYLOR: "min rate", CaseKind.JVP: "rel. error"}
+
+
+def check_header(kind: CaseKind) -> str:
+    return f"{kind.header} ({MEASURES[kind]})" if kind in MEASURES else kind.header
+
+
 def variant_table(p: ExamplePage) -> str:
     rows = []
     for r in p.rows:
         loss = num(r.loss, 15) if r.loss is not None else "—"
         time_s = f"{r.seconds:.1f} s" if r.seconds is not None else "—"
         # A skip reason's first clause (the whole is listed below the table, and a title)
-        short = r.note.split(";")[0].split(" (")[0] if r.verdict == "skipped" else r.note
+        skipped = r.verdict == str(Verdict.SKIPPED)
+        short = r.note.split(";")[0].split(" (")[0] if skipped else r.note
         note = e(short[:120] + ("…" if len(short) > 120 else ""))
         rows.append(
             f'<tr id="{e(r.anchor)}"><td><code>{e(r.variant)}</code></td><td>{e(r.family)}</td>'
             f'<td class="{verdict_class(r.verdict)}">{e(r.verdict)}</td><td class="n">{loss}</td>'
-            + cell(r.taylor)
-            + cell(r.jvp)
+            + "".join(cell(r.checks[k]) for k in GRADIENT_CHECKS)
             + cell(r.float32)
             + cell(r.pairs)
             + f'<td class="n">{time_s}</td><td class="note" title="{e(r.note)}">{note}</td></tr>'
@@ -98,8 +106,7 @@ def variant_table(p: ExamplePage) -> str:
         "family",
         "verdict",
         "loss",
-        "Taylor (min rate)",
-        "jvp (rel. error)",
+        *(check_header(k) for k in GRADIENT_CHECKS),
         "float32 (max rel.)",
         "same-family pairs",
         "time (first call)",
@@ -114,13 +121,16 @@ def example_top(p: ExamplePage) -> str:
         f'<section class="example" id="{e(p.name)}">',
         f"<h3>{e(p.name)}{': ' + e(ex.title) if ex.title else ''} — {badge(p.verdict)}</h3>",
     ]
+    if p.ej is None:
+        out.append(f'<p class="stale">{e(p.state)}</p></section>')
+        return "".join(out)
     if p.error is not None:
         out.append(f'<p class="fail">not judged: {e(p.error)}</p></section>')
         return "".join(out)
     out.append(
-        f'<p class="note">{e(p.ej.inputs.describe())}; dtypes judged from the store: '
+        f'<p class="note">{e(p.ej.inputs.describe())}; dtypes judged: '
         f"{e(', '.join(sorted({g.dtype for g in p.ej.subjects.values()})) or 'none')}; "
-        f"{e(p.check.note)}. Evidence: {link('pairs and pictures', anchor(p.name, 'pairs'))}, "
+        f"{e(judged_line(p))}. Evidence: {link('pairs and pictures', anchor(p.name, 'pairs'))}, "
         f"{link('benchmarks', anchor(p.name, 'bench'))}, "
         f"{link('provenance', anchor(p.name, 'provenance'))}.</p>"
     )
@@ -161,10 +171,16 @@ def _numbers(j: CaseJudgement, a, b) -> str:
     )
 
 
+def judged_line(p: ExamplePage) -> str:
+    """When and by what the example was judged (the judgement's own time)."""
+    return f"judged by `weanj check` at {p.ej.judged_at}"
+
+
 def pair_picture(p: ExamplePage, j: CaseJudgement, have_matplotlib: bool) -> str:
     from ._figures import draw_pair
 
     a, b = (p.ej.subjects[label] for label in j.subjects)
+    gone = [g.label for g in (a, b) if j.array not in g.gradients]
     out = [
         f'<div class="pic" id="{e(j.case)}"><h4>{e(j.subjects[1])} vs {e(j.subjects[0])} · '
         f"array <code>{e(j.array)}</code> — {badge(str(j.verdict))}</h4>",
@@ -175,7 +191,12 @@ def pair_picture(p: ExamplePage, j: CaseJudgement, have_matplotlib: bool) -> str
         out.append(f'<ul class="tight">{"".join(f"<li>{e(x)}</li>" for x in lines)}</ul>')
     if j.verdict == Verdict.KINKS:
         out.append(f"<p>differs only at the kinks, as declared: {e(j.kinks)}</p>")
-    if np.size(a.gradients[j.array]) == 1:
+    if gone:  # read back from check.json: its store file changed since the check
+        out.append(
+            f'<p class="note">no picture: the gradient file of {e(", ".join(gone))} no longer '
+            "holds what the check judged</p>"
+        )
+    elif np.size(a.gradients[j.array]) == 1:
         out.append(_numbers(j, a, b))
     elif not have_matplotlib:
         out.append("<p class=\"note\">no picture: pip install 'weanj[plot]' for matplotlib</p>")
@@ -195,19 +216,19 @@ def pair_picture(p: ExamplePage, j: CaseJudgement, have_matplotlib: bool) -> str
     return "".join(out)
 
 
-def taylor_picture(j: dict[str, Any]) -> str:
+def taylor_picture(j: CaseJudgement) -> str:
     """The remainders of a failing Taylor test against the step, with slope 2 for scale."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.add_subplot()
-    for k, d in enumerate(j["taylor"]["directions"]):
-        steps, rem = np.asarray(d["steps"]), np.asarray(d["remainders"])
+    for k, d in enumerate(j.taylor.directions):
+        steps, rem = np.asarray(d.steps), np.asarray(d.remainders)
         if steps.size == 0:
             continue
         good = rem > 0
         ax.loglog(steps[good], rem[good], "o-", markersize=3, label=f"direction {k + 1}")
-        ax.loglog(steps, d["rounding"], ":", color="grey", linewidth=1)
+        ax.loglog(steps, d.rounding, ":", color="grey", linewidth=1)
         if good.any():
             h0, r0 = steps[good][0], rem[good][0]
             ax.loglog(
@@ -220,11 +241,11 @@ def taylor_picture(j: dict[str, Any]) -> str:
             )
     ax.set(xlabel="step h", ylabel="|L(x+h·dx) − L(x) − h⟨g, dx⟩|")
     ax.set_title(
-        plain(f"{j['subjects'][0]} · {j['array']}: Taylor remainders (dotted: rounding level)"),
+        plain(f"{j.subjects[0]} · {j.array}: Taylor remainders (dotted: rounding level)"),
         fontsize=9,
     )
     ax.legend(fontsize=7)
-    return img(fig, f"Taylor remainders of {j['subjects'][0]} in {j['array']}")
+    return img(fig, f"Taylor remainders of {j.subjects[0]} in {j.array}")
 
 
 def _relative_cell(c) -> str:
@@ -288,6 +309,9 @@ def evidence(p: ExamplePage, have_matplotlib: bool) -> str:
         f'<section id="{e(anchor(p.name, "pairs"))}">'
         f"<h3>{link(p.name, p.name)}: pairs and pictures</h3>"
     ]
+    if p.ej is None:
+        out.append(f'<p class="note">{e(p.state)}</p></section>')
+        return "".join(out)
     if p.error is not None:
         out.append(f'<p class="note">not judged: {e(p.error)}</p></section>')
         return "".join(out)
@@ -308,12 +332,12 @@ def evidence(p: ExamplePage, have_matplotlib: bool) -> str:
             f'<p class="note">{p.left_out_pictures} more failing pair(s) without a picture: '
             "see the table.</p>"
         )
-    for j in p.checks:
-        if j["failed"] and j.get("taylor") and have_matplotlib:
+    for j in checks(p):
+        if j.failed and j.taylor is not None and have_matplotlib:
             try:
                 out.append(f'<div class="pic">{taylor_picture(j)}</div>')
             except Exception as err:  # one picture must not cost the page
-                why = f"no picture of {j['case']} ({type(err).__name__}: {err})"
+                why = f"no picture of {j.case} ({type(err).__name__}: {err})"
                 out.append(f'<p class="note">{e(why.splitlines()[0][:300])}</p>')
     out.extend(tables(p, drawn))
     out.append("</section>")
@@ -337,7 +361,7 @@ def tables(p: ExamplePage, drawn: set[str]) -> list[str]:
         "verdict",
         "declared (weanj.Expected)",
     ]
-    pairs = [j for j in p.ej.of_kind("pair") if j.verdict != Verdict.SKIPPED]
+    pairs = [j for j in p.ej.of_kind(CaseKind.PAIR) if j.verdict != Verdict.SKIPPED]
     same = same_family_pairs(p.ej)
     groups = (
         ("same-family pairs (float64)", same),
@@ -356,36 +380,35 @@ def tables(p: ExamplePage, drawn: set[str]) -> list[str]:
                 f"<h4>{e(title)}</h4>" + table(head, [pair_row(j, drawn) for j in js], "pairs")
             )
     # the checks of variants at fault or unavailable are said once, above the tables
-    unavailable = p.check.data.get("unavailable", {})
     shown = [
         j
-        for j in p.checks
+        for j in checks(p)
         if not (
-            j["verdict"] == "skipped" and (j.get("blocked_by") or j["subjects"][0] in unavailable)
+            j.verdict == Verdict.SKIPPED and (j.blocked_by or j.subjects[0] in p.ej.unavailable)
         )
     ]
     if shown:
         rows = [
-            f'<tr id="{e(j["case"])}"><td><code>{e(j["subjects"][0])}</code></td><td>{e(j["kind"])}'
-            f'</td><td><code>{e(j["array"])}</code></td><td class="{verdict_class(j["verdict"])}">'
-            f"{e(j['verdict'])}</td><td>{e(j['summary'].split(': ', 2)[-1])}</td>"
-            f'<td class="note">{e(_declared_json(j))}</td></tr>'
+            f'<tr id="{e(j.case)}"><td><code>{e(j.subjects[0])}</code></td><td>{e(j.kind)}'
+            f'</td><td><code>{e(j.array)}</code></td><td class="{verdict_class(str(j.verdict))}">'
+            f"{e(j.verdict)}</td><td>{e(summary(j).split(': ', 2)[-1])}</td>"
+            f'<td class="note">{e(declared_cell(j))}</td></tr>'
             for j in shown
         ]
         out.append(
-            f"<h4>gradient checks ({e(p.check.note)})</h4>"
+            f"<h4>gradient checks ({e(judged_line(p))})</h4>"
             + table(
                 ["variant", "check", "array", "verdict", "numbers", "declared (weanj.Expected)"],
                 rows,
                 "checks",
             )
         )
-    files = p.ej.of_kind("file")
+    files = p.ej.of_kind(CaseKind.FILE)
     if files:
         out.append("<h4>files of the store and recorded/</h4>")
         fine = [j for j in files if j.verdict == Verdict.OK]
         rows = [
-            f'<tr id="{e(j.case)}"><td><code>{e(j.case.split("::file::", 1)[1])}</code></td>'
+            f'<tr id="{e(j.case)}"><td><code>{e(file_name(j))}</code></td>'
             f'<td class="{verdict_class(str(j.verdict))}">{e(j.verdict)}</td>'
             f'<td class="note">{e(j.reason)}</td></tr>'
             for j in files
@@ -394,20 +417,19 @@ def tables(p: ExamplePage, drawn: set[str]) -> list[str]:
         if rows:
             out.append(table(["file", "verdict", "why"], rows))
         if fine:
-            names = ", ".join(f"<code>{e(j.case.split('::file::', 1)[1])}</code>" for j in fine)
+            names = ", ".join(f"<code>{e(file_name(j))}</code>" for j in fine)
             out.append(f'<p class="note">{len(fine)} file(s) read, current and finite: {names}</p>')
     return out
 
 
-def _declared_json(j: dict) -> str:
-    """`declared_cell` of a check as `check.json` holds it."""
-    declared = j.get("expected")
-    if not isinstance(declared, dict):
-        return ""
-    text = f"{declared.get('verdict', '')}: {declared.get('reason', '')}"
-    if j.get("departure"):
-        text += f" — not as declared: {j['departure']}"
-    return text
+def checks(p: ExamplePage) -> list[CaseJudgement]:
+    """The example's gradient checks (every kind of `GRADIENT_CHECKS`), in case order."""
+    return [j for j in p.ej.judgements if j.kind in GRADIENT_CHECKS]
+
+
+def file_name(j: CaseJudgement) -> str:
+    """The file a file case judged (its case id's last part)."""
+    return j.case.split(f"::{j.kind}::", 1)[-1]
 
 
 def render(pages: list[ExamplePage], env: dict[str, str]) -> str:
@@ -422,8 +444,8 @@ def render(pages: list[ExamplePage], env: dict[str, str]) -> str:
     body = [
         "<header><h1>weanj report</h1>",
         f'<p id="overall" class="overall {verdict_class(verdict)}">overall: {e(verdict)}</p>',
-        f"<p>{e(sentence)}. Written {e(env.get('date'))} from the store, the recorded references, "
-        "the last <code>weanj check</code> and the benchmark files; nothing was run.</p>",
+        f"<p>{e(sentence)}. Rendered from the judgement of <code>weanj check</code> (judged "
+        f"{e(env.get('date'))}) and the benchmark files; nothing was run here.</p>",
         f"<nav>{nav}</nav></header>",
         '<h2 id="verdicts">Verdicts</h2>',
         summary_table(pages),

@@ -126,9 +126,8 @@ def provenance(p: ExamplePage) -> str:
                 + table(["label", "source", "dtype", "backend", "created", "key"], rows)
             )
     environments = {}
-    if p.check.data.get("environment"):
-        when = f"{p.check.data.get('timestamp')}, {p.check.state}"
-        environments[f"the last weanj check ({when})"] = p.check.data["environment"]
+    if p.ej is not None and p.ej.environment:
+        environments[f"the last weanj check ({p.ej.judged_at})"] = p.ej.environment
     for name, env in p.bench_environments.items():
         environments[f"benchmark file {name}"] = env
     if environments:

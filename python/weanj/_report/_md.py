@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import re
 
+from .._judge._kinds import GRADIENT_CHECKS, CaseKind, Verdict
+from ._html import judged_line
+from ._page import fault_text
 from ._page_model import Cell, ExamplePage, overall
 from ._text import num, region_lines, summary
 
@@ -56,7 +59,7 @@ def prose(text: str) -> str:
 
 def _cell(c: Cell) -> str:
     """The cell's text, and for what fails or differs the arrays or partners concerned."""
-    named = c.links and c.verdict not in ("ok", "")
+    named = c.links and c.verdict not in (str(Verdict.OK), "")
     return esc(c.text) + (f" ({', '.join(esc(t) for t, _ in c.links)})" if named else "")
 
 
@@ -81,12 +84,14 @@ def summary_table(pages: list[ExamplePage]) -> list[str]:
             fails += f"; … and {len(p.failures) - 5} more"
         if not fails and p.error is not None:
             fails = prose(_short(f"not judged: {p.error}"))
+        if not fails and p.ej is None:
+            fails = prose(_short(p.state))
         if p.ej is not None and p.ej.expected:  # what differs as declared, with the reason
             declared = "; ".join(
                 f"expected: {code(e.what())}: {prose(_short(e.reason))}" for e in p.ej.expected
             )
             fails = f"{fails}; {declared}" if fails else declared
-        verdict = f"**{p.verdict}**" if p.verdict != "ok" else "ok"
+        verdict = f"**{p.verdict}**" if p.verdict != str(Verdict.OK) else p.verdict
         missing = "; ".join(prose(_short(m)) for m in p.missing) or "—"
         out.append(f"| {code(p.name)} | {verdict} | {fails or '—'} | {missing} |")
     return out
@@ -94,28 +99,36 @@ def summary_table(pages: list[ExamplePage]) -> list[str]:
 
 def variant_table(p: ExamplePage) -> list[str]:
     out = [
-        "| variant | family | verdict | loss | Taylor (min rate) | jvp | float32 "
-        "| same-family pairs | time |",
-        "| --- | --- | --- | ---: | --- | --- | --- | --- | ---: |",
+        "| variant | family | verdict | loss | "
+        + "".join(f"{md_header(k)} | " for k in GRADIENT_CHECKS)
+        + "float32 | same-family pairs | time |",
+        "| --- | --- | --- | ---: | " + "--- | " * len(GRADIENT_CHECKS) + "--- | --- | ---: |",
     ]
     for r in p.rows:
         loss = num(r.loss, 15) if r.loss is not None else "—"
         time_s = f"{r.seconds:.1f} s" if r.seconds is not None else "—"
         verdict = f"**{esc(r.verdict)}**" if _failing(r.verdict) else esc(r.verdict)
         out.append(
-            f"| {code(r.variant)} | {esc(r.family)} | {verdict} | {loss} | {_cell(r.taylor)} | "
-            f"{_cell(r.jvp)} | {_cell(r.float32)} | {_cell(r.pairs)} | {time_s} |"
+            f"| {code(r.variant)} | {esc(r.family)} | {verdict} | {loss} | "
+            + "".join(f"{_cell(r.checks[k])} | " for k in GRADIENT_CHECKS)
+            + f"{_cell(r.float32)} | {_cell(r.pairs)} | {time_s} |"
         )
     return out
 
 
-def _failing(verdict: str) -> bool:
-    from .._judge._verdict import Verdict
+# What a gradient check's column says it shows (a check not named here: its header alone).
+MEASURES = {CaseKind.TAYLOR: "min rate"}
 
+
+def md_header(kind: CaseKind) -> str:
+    return f"{kind.header} ({MEASURES[kind]})" if kind in MEASURES else kind.header
+
+
+def _failing(verdict: str) -> bool:
     try:
         return Verdict.parse(verdict).failing
     except ValueError:
-        return verdict == "FAIL"
+        return False
 
 
 def failure_lines(p: ExamplePage) -> list[str]:
@@ -124,24 +137,23 @@ def failure_lines(p: ExamplePage) -> list[str]:
     lines = []
     if p.error is not None:
         return [f"- not judged: {prose(_short(p.error))}"]
-    failing = [j for j in p.ej.judgements if j.failed]
+    if p.ej is None:
+        return []
+    faults = p.ej.faults
+    at_fault = {id(f) for f in faults.values()}
+    failing = [j for j in p.ej.judgements if j.failed and id(j) not in at_fault]
     for j in failing[:MAX_FAILURES]:
         lines.append(f"- {code(j.case)}: {esc(_short(summary(j).split(': ', 1)[-1]))}")
         if j.comparison is not None and j.comparison.differing:
             lines.extend(
                 f"  - {esc(_short(x.strip()))}" for x in region_lines(j.comparison, "")[:3]
             )
-    checks = [j for j in p.checks if j["failed"]]
-    for j in checks[: max(0, MAX_FAILURES - len(failing))]:
-        lines.append(f"- {code(j['case'])}: {esc(_short(j['summary'].split(': ', 1)[-1]))}")
-    faults = p.check.data.get("faults", {}) if p.check.current else {}
     for label, f in faults.items():
         base, _, dtype = label.partition("@")
-        if dtype and base in faults and faults[base]["verdict"] == f["verdict"]:
+        if dtype and base in faults and faults[base].verdict == f.verdict:
             continue  # one line per variant: its float64 line says it
-        again = f" (reproduce: {code(f['command'])})" if f.get("command") else ""
-        lines.append(f"- {code(label)}: {esc(f['verdict'])}: {prose(_short(f['reason']))}{again}")
-    rest = len(failing) + len(checks) - MAX_FAILURES
+        lines.append(f"- {code(label)}: {esc(f.verdict)}: {prose(_short(fault_text(f)))}")
+    rest = len(failing) - MAX_FAILURES
     if rest > 0:
         lines.append(
             f"- … and {rest} more failing case(s): see `weanj report` (HTML) "
@@ -161,9 +173,11 @@ def _not_compared(p: ExamplePage) -> list[str]:
 def example_block(p: ExamplePage) -> list[str]:
     title = f": {p.example.title}" if p.example.title else ""
     out = ["", f"## {code(p.name)}{esc(title)} — {p.verdict}", ""]
+    if p.ej is None:
+        return out + [prose(_short(p.state))]
     if p.error is not None:
         return out + [f"not judged: {prose(_short(p.error))}"]
-    out.append(f"{esc(p.ej.inputs.describe())}; {prose(_short(p.check.note))}")
+    out.append(f"{esc(p.ej.inputs.describe())}; {prose(_short(judged_line(p)))}")
     out.append("")
     out.extend(variant_table(p))
     notes = _not_compared(p)
@@ -195,8 +209,8 @@ def render(pages: list[ExamplePage], env: dict[str, str]) -> str:
     blocks = [example_block(p) for p in pages]
     foot = [
         "",
-        f"_written {env.get('date')} by weanj {env.get('weanj')} from the store, the recorded "
-        "references, the last `weanj check` and the benchmark files; nothing was run._",
+        f"_rendered by weanj {env.get('weanj')} from the judgement of `weanj check` (judged "
+        f"{env.get('date')}) and the benchmark files; nothing was run here._",
         "",
     ]
     text = "\n".join(head + [line for b in blocks for line in b] + foot)

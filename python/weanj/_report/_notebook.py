@@ -4,8 +4,9 @@ as one self-contained HTML fragment (inline style, images as PNG `data:` URIs, n
 
 from __future__ import annotations
 
+from .._judge._kinds import GRADIENT_CHECKS
 from .._judge._verdict import ExampleJudgement, Verdict
-from ._cells import accused, check_cell, family_cell, float32_cell
+from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._html_parts import badge, cell, e, img, table, verdict_class
 from ._lines import num
 from ._text import fault_rows, fault_text, summary
@@ -56,7 +57,7 @@ def _summary_rows(judgement) -> list[str]:
 
 
 def _variant_rows(ej: ExampleJudgement) -> list[str]:
-    suspects = accused(ej)
+    suspects = set(ej.suspects())
     rows = []
     for run in ej.of_kind("run"):
         label = run.subjects[0]
@@ -73,10 +74,7 @@ def _variant_rows(ej: ExampleJudgement) -> list[str]:
         loss = num(g.loss, 15) if g is not None and g.loss is not None else "—"
         rows.append(
             f"<tr><td><code>{e(label)}</code></td><td>{e(run.family)}</td><td>{loss}</td>"
-            + cell(
-                check_cell([j for j in ej.of_kind("taylor") if j.subjects == (label,)], "taylor")
-            )
-            + cell(check_cell([j for j in ej.of_kind("jvp") if j.subjects == (label,)], "jvp"))
+            + "".join(cell(check_cell(checks_of(ej, label, k), k)) for k in GRADIENT_CHECKS)
             + cell(float32_cell(ej, label))
             + cell(family_cell(ej, label, suspects))
             + "</tr>"
@@ -124,7 +122,14 @@ def judgement_html(judgement, *, max_pictures: int = 6) -> str:
             parts.append(f"<p><b>{e(ej.name)}</b> — {badge(ej.state)}</p>")
             parts.append(
                 table(
-                    ["variant", "family", "loss", "Taylor", "jvp", "float32", "family agreement"],
+                    [
+                        "variant",
+                        "family",
+                        "loss",
+                        *(k.header for k in GRADIENT_CHECKS),
+                        "float32",
+                        "family agreement",
+                    ],
                     _variant_rows(ej),
                 )
             )

@@ -1,8 +1,10 @@
 """The report's data: what `_page` gathers per example and `_html` and `_md` render.
 
-`ExamplePage` holds one example's judgement of the store, its last check's verdicts,
-its table of variants, the failures for the first table, the pairs to draw and its
-benchmark records; `anchor` names the element ids the pages link to.
+`ExamplePage` holds one example's judgement (`ExampleJudgement`, from a live run or read
+back from its `check.json`), or the one line saying why there is none to show (`state`:
+not checked, checked on other inputs, an unreadable file); its table of variants, the
+failures for the first table, the pairs to draw and its benchmark records; `anchor`
+names the element ids the pages link to.
 """
 
 from __future__ import annotations
@@ -10,11 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._judge._kinds import Verdict
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Example
-from ._cells import Cell, same_family_pairs, suspects  # noqa: F401 (the page's cells)
+from ._cells import Cell, same_family_pairs  # noqa: F401 (the page's cells)
 from ._lines import expected_count
-from ._verdicts_file import CheckVerdicts
+
+# The page's states beside the judge's verdicts: an example without a judgement to show,
+# one whose inputs could not be read, a page with either.
+NOT_CHECKED, NOT_JUDGED, INCOMPLETE = "not checked", "not judged", "incomplete"
 
 
 @dataclass
@@ -22,10 +28,9 @@ class VariantRow:
     variant: str
     family: str
     anchor: str
-    verdict: str  # a verdict (ok, FAIL, error, NaN/Inf, timeout, unavailable, ...), missing, stale
+    verdict: str  # the judge's verdict of the variant (`ExampleJudgement.variant_verdict`)
     loss: float | None = None
-    taylor: Cell = field(default_factory=Cell)
-    jvp: Cell = field(default_factory=Cell)
+    checks: dict[Any, Cell] = field(default_factory=dict)  # a `CaseKind` of GRADIENT_CHECKS
     float32: Cell = field(default_factory=Cell)
     pairs: Cell = field(default_factory=Cell)
     seconds: float | None = None
@@ -45,18 +50,18 @@ class Failure:
 @dataclass
 class ExamplePage:
     example: Example
-    ej: ExampleJudgement | None
-    check: CheckVerdicts
-    error: str | None = None
+    ej: ExampleJudgement | None  # None: nothing to show (`state` says why)
+    state: str = ""  # one line, where there is no judgement: what runs it
+    error: str | None = None  # the judge could not judge it (its inputs)
     rows: list[VariantRow] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason: labels
     unavailable: dict[str, list[str]] = field(default_factory=dict)  # reason: labels
-    # label at fault in the last check: the cases not compared because of it
+    # label at fault: the cases not compared because of it
     not_compared: dict[str, list[str]] = field(default_factory=dict)
     pictures: list[CaseJudgement] = field(default_factory=list)
-    suspects: set[str] = field(default_factory=set)  # labels failing against most of a family
+    suspects: set[str] = field(default_factory=set)  # the judge's suspects (`_judge._suspects`)
     left_out_pictures: int = 0
     bench: list[dict[str, Any]] | None = None
     bench_environments: dict[str, dict] = field(default_factory=dict)  # file name: environment
@@ -67,17 +72,22 @@ class ExamplePage:
         return self.example.name
 
     @property
-    def checks(self) -> list[dict[str, Any]]:
-        return self.check.data.get("checks", []) if self.check.current else []
+    def judged(self) -> bool:
+        return self.ej is not None and self.error is None
 
     @property
     def verdict(self) -> str:
-        """FAIL, ok, or "not judged" (its inputs could not be read, or nothing is stored)."""
-        if self.failures:
-            return "FAIL"
-        if self.error is not None or self.ej is None or not self.ej.subjects:
-            return "not judged"
-        return "ok"
+        """The judge's verdict of the example (its worst failing verdict, or ok), `not
+        judged` (its inputs could not be read) or `not checked` (no judgement to show)."""
+        if self.ej is None:
+            return NOT_CHECKED
+        if self.error is not None:
+            return NOT_JUDGED
+        return str(self.ej.verdict)
+
+    @property
+    def failing(self) -> bool:
+        return self.judged and not self.ej.ok
 
 
 def anchor(*parts: str) -> str:
@@ -92,9 +102,12 @@ def variant_anchor(example_name: str, variant: str) -> str:
 
 def overall(pages: list[ExamplePage]) -> tuple[str, str]:
     """The overall verdict and the sentence after it."""
-    failed = [p.name for p in pages if p.verdict == "FAIL"]
-    unjudged = [p.name for p in pages if p.verdict == "not judged"]
-    verdict = "FAIL" if failed else ("ok" if not unjudged else "incomplete")
+    failed = [p.name for p in pages if p.failing]
+    unjudged = [p.name for p in pages if p.verdict == NOT_JUDGED]
+    unchecked = [p.name for p in pages if p.verdict == NOT_CHECKED]
+    verdict = str(Verdict.FAIL if failed else Verdict.OK)
+    if not failed and (unjudged or unchecked):
+        verdict = INCOMPLETE
     parts = [f"{len(pages)} example(s)"]
     if failed:
         parts.append(f"failing: {', '.join(failed)}")
@@ -103,7 +116,6 @@ def overall(pages: list[ExamplePage]) -> tuple[str, str]:
     expected = sum(len(p.ej.expected) for p in pages if p.ej is not None)
     if expected:
         parts.append(f"{expected_count(expected)} (declared, shown with the reason)")
-    no_checks = [p.name for p in pages if p.error is None and not p.check.current]
-    if no_checks:
-        parts.append(f"no current gradient checks for {', '.join(no_checks)} (weanj check)")
+    if unchecked:
+        parts.append(f"not checked: {', '.join(unchecked)} (weanj check)")
     return verdict, "; ".join(parts)

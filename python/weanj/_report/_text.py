@@ -8,8 +8,9 @@ the same.
 
 from __future__ import annotations
 
+from .._judge._kinds import GRADIENT_CHECKS
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
-from ._cells import accused, check_cell, family_cell, float32_cell
+from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     box,
     comparison_text,
@@ -66,9 +67,10 @@ def not_compared_line(ej: ExampleJudgement) -> str | None:
 def variant_rows(ej: ExampleJudgement) -> list[str]:
     """The table of variants: loss, Taylor (smallest rate), jvp, float32, agreement with
     its family, time; a variant at fault gets its verdict and one line."""
-    suspects = accused(ej)
+    suspects = set(ej.suspects())
+    checks = "".join(f"{str(kind):<10} " for kind in GRADIENT_CHECKS)
     out = [
-        f"  {'variant':<24} {'family':<13} {'loss':<22} {'taylor':<10} {'jvp':<10} "
+        f"  {'variant':<24} {'family':<13} {'loss':<22} {checks}"
         f"{'float32':<12} {'family agreement':<22} time"
     ]
     for run in ej.of_kind("run"):
@@ -84,16 +86,14 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
         time_s = f"{g.seconds:.1f} s" if g is not None and g.seconds is not None else ""
         if g is not None and "reused" in g.extra:
             time_s += " (earlier run)"
-        cells = (
-            check_cell([j for j in ej.of_kind("taylor") if j.subjects == (label,)], "taylor"),
-            check_cell([j for j in ej.of_kind("jvp") if j.subjects == (label,)], "jvp"),
-            float32_cell(ej, label),
-            family_cell(ej, label, suspects),
+        own = "".join(
+            f"{check_cell(checks_of(ej, label, kind), kind).terminal():<10} "
+            for kind in GRADIENT_CHECKS
         )
+        f32, fam = float32_cell(ej, label), family_cell(ej, label, suspects)
         out.append(
-            f"  {label:<24} {run.family:<13} {loss:<22} {cells[0].terminal():<10} "
-            f"{cells[1].terminal():<10} {cells[2].terminal():<12} {cells[3].terminal():<22} "
-            f"{time_s}"
+            f"  {label:<24} {run.family:<13} {loss:<22} {own}"
+            f"{f32.terminal():<12} {fam.terminal():<22} {time_s}"
         )
     return out + x64_lines(ej)
 
