@@ -138,11 +138,11 @@ def png_size(data: bytes) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
-def assert_self_contained(text: str) -> Page:
+def assert_self_contained(text: str, images: bool = True) -> Page:
     """Every image a PNG data URI that decodes, every `#anchor` an id (each id once),
     nothing from the network, no script, and the policy that forbids loading anything."""
     page = Page(text)
-    assert page.srcs, "no images"
+    assert page.srcs or not images, "no images"
     for src in page.srcs:
         assert src.startswith("data:image/png;base64,"), src[:80]
         width, height = png_size(base64.b64decode(src.split(",", 1)[1], validate=True))
@@ -335,25 +335,32 @@ def _report(*args) -> int:
 
 
 def test_builtin_examples_say_what_is_missing_and_which_command_computes_it(project, capsys):
+    """Nothing checked yet: the report judges nothing (the store and the recorded
+    references are there), each example is one line, `not checked`, naming the command."""
     out = project / "r.html"
     assert _report("--out", str(out)) == 0
     said = capsys.readouterr().out
     assert said.startswith(f"wrote {out} (") and "KiB" in said
     text = out.read_text(encoding="utf-8")
-    page = assert_self_contained(text)  # the recorded references' pair pictures
+    page = assert_self_contained(text, images=False)
     from weanj._registry import example_names
 
     names = example_names()
     assert [row[0] for row in page.tables[0][1:]] == names
     for name in names:
         row = next(r for r in page.tables[0] if r[0] == name)
-        assert f"run `weanj check {name}`" in row[3] and f"run `weanj bench {name}`" in row[3]
+        assert row[1] == "not checked"
+        assert f"not checked: run `weanj check {name}`" in row[3]
+        assert f"run `weanj bench {name}`" in row[3]
         assert page.ids[name] == 1
+    assert page.text("overall") == "overall: incomplete"
     md_path = project / "r.md"
     assert _report("--out", str(md_path)) == 0  # the format follows the suffix
     md = md_path.read_text(encoding="utf-8")
-    assert len(md) < 65_000 and md.startswith("# weanj report: ")
-    assert len(assert_github_tables(md)) == 1 + len(names)
+    assert len(md) < 65_000 and md.startswith("# weanj report: incomplete")
+    assert len(assert_github_tables(md)) == 1  # the first table; no variants judged
+    for name in names:
+        assert f"not checked: run `weanj check {name}`" in md
 
 
 def test_markdown_stays_under_the_limit_however_much_fails(project):
@@ -363,7 +370,6 @@ def test_markdown_stays_under_the_limit_however_much_fails(project):
     from weanj._places import places
     from weanj._registry import example
     from weanj._report import _md, _page
-    from weanj._report._verdicts_file import MISSING, CheckVerdicts
 
     pages = []
     for name in ("01-jacobi", "02-gauss-seidel", "03-advection"):
@@ -381,7 +387,7 @@ def test_markdown_stays_under_the_limit_however_much_fails(project):
                     reason="why " * 200,
                 )
             )
-        p = _page.ExamplePage(ex, ej, CheckVerdicts(Path("none"), MISSING))
+        p = _page.ExamplePage(ex, ej)
         _page._failures(p)
         pages.append(p)
     md = _md.render(pages, {"date": "today", "weanj": "test"})
@@ -392,8 +398,7 @@ def test_markdown_stays_under_the_limit_however_much_fails(project):
     many = [
         _page.ExamplePage(
             example("01-jacobi"),
-            None,
-            CheckVerdicts(Path("none"), MISSING),
+            ExampleJudgement(example("01-jacobi"), None, error="the inputs are missing " * 5),
             error="the inputs are missing " * 5,
         )
         for _ in range(500)
@@ -409,13 +414,13 @@ def test_an_example_without_inputs_is_reported_not_judged(project, capsys):
     (project / "shared_inputs" / "04-tridiagonal.h5").unlink()
     out = project / "r.html"
     assert _report("03-advection", "04-tridiagonal", "--out", str(out)) == 0
-    page = assert_self_contained(out.read_text(encoding="utf-8"))
+    page = assert_self_contained(out.read_text(encoding="utf-8"), images=False)
     rows = {row[0]: row for row in page.tables[0][1:]}
     # Not judged (its inputs cannot be read), not FAIL: nothing was compared.
     assert rows["04-tridiagonal"][1] == "not judged"
     assert rows["04-tridiagonal"][2].startswith("not judged: ")
     assert "weanj inputs regenerate" in rows["04-tridiagonal"][2]
-    assert rows["03-advection"][1] == "ok"
+    assert rows["03-advection"][1] == "not checked"  # no check.json: one line, no verdict
     assert Page(out.read_text(encoding="utf-8")).text("overall") == "overall: incomplete"
 
 
@@ -449,6 +454,19 @@ def test_check_file_is_current_only_on_the_same_inputs(project):
     assert "ran on other inputs" in text and "refresh them with `weanj check 01-jacobi`" in text
     path.write_text("{not json")
     assert read_check_verdicts("01-jacobi", key, here).state == "unreadable"
+    # A check file of the format before the judgement was written whole: refused in one
+    # line naming the command that rewrites it; the page says that line, no traceback.
+    data["key"], data["weanj_check"] = key, 1
+    path.write_text(json.dumps(data))
+    old = read_check_verdicts("01-jacobi", key, here)
+    assert old.state == "unreadable" and "\n" not in old.note
+    assert old.note == f"{path} is a check file of format 1, not 2: rewrite it with " + (
+        "`weanj check 01-jacobi`"
+    )
+    assert _report("01-jacobi", "--out", str(project / "r.html")) == 0
+    page = Page((project / "r.html").read_text(encoding="utf-8"))
+    row = next(r for r in page.tables[0] if r[0] == "01-jacobi")
+    assert row[1] == "not checked" and "rewrite it with `weanj check 01-jacobi`" in row[3]
 
 
 def test_bad_arguments_are_one_line_and_exit_2(project, capsys):
@@ -642,7 +660,7 @@ def test_a_variant_at_fault_is_shown_once_with_its_line_and_command(verdicts, pr
     faults = ej.faults
     assert set(faults) == {"jax-raises", "jax-raises@float32", "jax-vector", "jax-vector@float32"}
     first = {row[0]: row for row in page.tables[0][1:]}
-    assert first[FAULTS][1] == "FAIL"
+    assert first[FAULTS][1] == ej.state == "error"  # the judge's verdict of the example
     what = first[FAULTS][2]
     for name in ("jax-raises", "jax-vector"):
         j = faults[name]  # the judgement's own line and command, once each (not per dtype)
@@ -707,3 +725,81 @@ def test_an_all_zero_reference_is_shown_in_absolute_terms(verdicts, project):
     ulps = [r[pairs[0].index("ULP")] for t in page.tables if t[0][:2] == ["reference", "other"]
             for r in t[1:]]  # fmt: skip
     assert ulps and all(re.fullmatch(r"\d{1,5} ULP|\d\.\de\d+ ULP|—", u) for u in ulps), ulps
+
+
+# --- one render path: the live judgement and its check.json ---------------------------------
+
+
+def test_check_json_reads_back_the_judgement_the_check_returned(verdicts, project):
+    """check.json is the judgement's serialisation: read back, every case of each example
+    is the live one, field for field (the numbers behind it included), and so are the
+    subjects' provenance, what was skipped or unavailable, and when it was judged."""
+    import dataclasses
+
+    from weanj._places import places
+    from weanj._registry import catalog
+    from weanj._report._verdicts_file import read_check
+
+    for name in (FAULTS, ZERO):
+        live = verdicts[name]
+        found = read_check(catalog(name), live.inputs, places())
+        assert found.state == "current", found.note
+        back = found.judgement
+        assert type(back) is type(live) and back is not live
+        assert [j.case for j in back.judgements] == [j.case for j in live.judgements]
+        for a, b in zip(live.judgements, back.judgements, strict=True):
+            assert type(b) is type(a)
+            for f in dataclasses.fields(a):
+                x, y = getattr(a, f.name), getattr(b, f.name)
+                if f.name == "expected":
+                    assert (x is None) == (y is None) and (x is None or x.to_json() == y.to_json())
+                else:
+                    assert _same(x, y), (a.case, f.name, x, y)
+        assert list(back.subjects) == list(live.subjects)
+        for label, g in live.subjects.items():
+            h = back.subjects[label]
+            assert (h.loss, h.key, h.dtype, h.source, h.seconds) == (
+                g.loss, g.key, g.dtype, g.source, g.seconds
+            )  # fmt: skip
+            for array, values in g.gradients.items():  # from the store file check wrote
+                assert np.array_equal(h.gradients[array], values)
+        assert (back.skipped, back.unavailable, back.judged_at) == (
+            live.skipped, live.unavailable, live.judged_at
+        )  # fmt: skip
+        assert back.verdict == live.verdict and back.suspects().keys() == live.suspects().keys()
+
+
+def _same(x, y) -> bool:
+    """Equal, NaN equal to NaN, tuples staying tuples, dataclasses field by field."""
+    import dataclasses
+    import math
+
+    if dataclasses.is_dataclass(x):
+        return type(x) is type(y) and all(
+            _same(getattr(x, f.name), getattr(y, f.name)) for f in dataclasses.fields(x)
+        )
+    if isinstance(x, float) and math.isnan(x):
+        return isinstance(y, float) and math.isnan(y)
+    if isinstance(x, (tuple, list)):
+        return type(x) is type(y) and len(x) == len(y) and all(map(_same, x, y))
+    if isinstance(x, dict):
+        return type(y) is dict and x.keys() == y.keys() and all(_same(x[k], y[k]) for k in x)
+    return type(x) is type(y) and x == y
+
+
+def test_the_live_page_and_the_page_from_check_json_are_the_same_bytes(verdicts, project):
+    """`weanj.report(judgement=weanj.check(...))` and `weanj report` reading the check
+    files that check wrote render one page: byte for byte, in HTML and in Markdown (the
+    page's date is the judgement's, not the time of writing)."""
+    import weanj
+
+    for fmt in ("html", "md"):
+        live, stored = project / f"live.{fmt}", project / f"stored.{fmt}"
+        weanj.report([FAULTS, ZERO], out=live, judgement=verdicts)
+        assert _report(FAULTS, ZERO, "--out", str(stored)) == 0
+        a, b = live.read_bytes(), stored.read_bytes()
+        assert a == b
+        assert verdicts[FAULTS].judged_at in a.decode()
+    assert "error" in (project / "live.md").read_text()  # a page with something on it
+    # The live judgement alone, for the examples it holds (its default).
+    assert weanj.report(out=project / "only.html", judgement=verdicts).verdict == "FAIL"

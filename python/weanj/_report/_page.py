@@ -109,6 +109,9 @@ def _rows(page: ExamplePage) -> None:
                 for kind in GRADIENT_CHECKS
             }
             row.float32 = float32_cell(ej, name)
+            if f"{name}@float32" in faults:  # the float32 run at fault (its row says it once)
+                f = faults[f"{name}@float32"]
+                row.float32 = Cell(str(f.verdict), str(f.verdict), [], fault_text(f))
             row.pairs = family_cell(ej, name, page.suspects)
             if name in faults:  # at fault: its line and command; its pairs not compared
                 f = faults[name]
