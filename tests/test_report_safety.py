@@ -207,27 +207,42 @@ def test_markdown_escapes_every_name(hostile, capsys):
 
 
 def _corrupt(data: dict, how: str) -> None:
-    checks = data["checks"]
-    taylor = next(j for j in checks if j["kind"] == "taylor" and j.get("taylor"))
-    jvp = next(j for j in checks if j["kind"] == "jvp" and j.get("jvp"))
+    """Change the judgement a check file holds as a hand, or another version, might."""
+    judged = data["judgement"]
+    cases = judged["judgements"]
+    taylor = next(j for j in cases if j["kind"] == "taylor" and j.get("taylor"))
+    jvp = next(j for j in cases if j["kind"] == "jvp" and j.get("directional"))
     if how == "no-case":
         del taylor["case"]
-    elif how == "no-summary":
-        del jvp["summary"]
+    elif how == "unknown-verdict":
+        jvp["verdict"] = {"$verdict": "maybe"}
     elif how == "rates-as-text":
-        taylor["taylor"]["directions"][0]["rates"] = ["fast", "2.0"]
+        taylor["taylor"]["directions"][0]["remainders"] = {"$tuple": ["fast", "2.0"]}
     elif how == "jvp-error-as-text":
-        jvp["jvp"]["error"] = "tiny"
+        jvp["directional"]["forward"] = "tiny"
     elif how == "seconds-as-text":
-        data["gradients"][0]["seconds"] = "slow"
+        judged["subjects"][0]["seconds"] = "slow"
+    elif how == "unknown-class":
+        taylor["taylor"]["$class"] = "os.system"
     else:
         raise AssertionError(how)
 
 
 @pytest.mark.parametrize(
-    "how", ["no-case", "no-summary", "rates-as-text", "jvp-error-as-text", "seconds-as-text"]
+    "how",
+    [
+        "no-case",
+        "unknown-verdict",
+        "rates-as-text",
+        "jvp-error-as-text",
+        "seconds-as-text",
+        "unknown-class",
+    ],
 )
-def test_a_malformed_check_file_costs_its_entries_not_the_page(hostile, capsys, how):
+def test_a_malformed_check_file_costs_its_judgement_not_the_page(hostile, capsys, how):
+    """A check file whose judgement is not of the form `weanj check` writes is refused
+    whole, in one line naming the command that rewrites it: the report never shows a
+    judgement it cannot read back, and the page is written all the same."""
     path = places().check_file(HOSTILE)
     data = json.loads(path.read_text())
     _corrupt(data, how)
@@ -236,19 +251,15 @@ def test_a_malformed_check_file_costs_its_entries_not_the_page(hostile, capsys, 
     assert _report(HOSTILE, "--out", str(out)) == 0
     said, err = capsys.readouterr()
     assert "Traceback" not in err and said.startswith(f"wrote {out} (")
-    page = assert_self_contained(out.read_text(encoding="utf-8"))
+    page = assert_self_contained(out.read_text(encoding="utf-8"), images=False)
     summary = {row[0]: row for row in page.tables[0][1:]}[HOSTILE]
-    note = f"{path}: 1 entry not of the form `weanj check` writes ("
-    assert note in summary[3] and f"left out; rerun `weanj check {HOSTILE}`" in summary[3]
-    # The rest of the page: the variants, the fault with its command, the agreeing pair.
-    variants = next(t for t in page.tables if t[0][0] == "variant")
-    rows = {row[0]: row for row in variants[1:]}
-    assert rows["jax-raises"][2] == "error" and rows["jax-a"][2] == "ok"
-    assert "weanj run 97-hostile jax-raises" in summary[2]
-    assert any(i.endswith("::jax-a~jax-b") for i in page.ids)  # the agreeing pair's row
+    assert summary[1] == "not checked"
+    assert f"{path} is unreadable (" in summary[3]
+    assert f"); rerun `weanj check {HOSTILE}`" in summary[3]
+    assert not any(t[0][0] == "variant" for t in page.tables)  # no verdict of its own
     assert _report(HOSTILE, "--format", "md", "--out", "-") == 0
     md, err = capsys.readouterr()
-    assert "Traceback" not in err and "1 entry not of the form" in md
+    assert "Traceback" not in err and "is unreadable (" in md
     assert_github_tables(md)
 
 
@@ -412,7 +423,7 @@ def test_a_current_check_file_changed_by_hand_is_unreadable_not_a_traceback(proj
     key = weanj.read_inputs(EX).key("float64")
     check = project / "results" / EX / "check.json"
     check.write_text(
-        json.dumps({"weanj_check": 1, "example": EX, "key": key, "gradients": 5, "checks": [1]})
+        json.dumps({"weanj_check": 2, "example": EX, "key": key, "gradients": 5, "checks": [1]})
     )
     assert main(["report", EX, "--out", str(project / "report.md")]) == 0
     page = (project / "report.md").read_text()
@@ -421,10 +432,10 @@ def test_a_current_check_file_changed_by_hand_is_unreadable_not_a_traceback(proj
     # The same in the report's data: the check file's state and why.
     done = weanj.report([EX], out=project / "again.md")
     (page,) = done.pages
-    assert page.check.state == "unreadable" and page.check.data == {}
+    assert page.ej is None and page.verdict == "not checked"
     path = project / "results" / EX / "check.json"
-    assert page.check.note == (
+    assert page.state == (
         f"{path} is unreadable (its gradients, checks are not what `weanj check` writes); "
         f"rerun `weanj check {EX}`"
     )
-    assert page.checks == [] and done.path == project / "again.md"
+    assert page.rows == [] and done.path == project / "again.md"

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
+import types
+import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -109,8 +112,56 @@ def _dec(x: Any, expected: Callable[[dict], Expected]) -> Any:
         given = {k: _dec(v, expected) for k, v in x.items() if k != "$class"}
         if not set(given) <= names:
             raise ValueError(f"a {cls.__name__} with fields {sorted(set(given) - names)}")
-        return cls(**given)
+        return _build(cls, given)
     return {str(k): _dec(v, expected) for k, v in x.items()}
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _fits(v: Any, hint: Any) -> bool:
+    """Whether a value read from a file is of its field's declared type (a number where
+    a number is declared: a file changed by hand must never reach a view)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(v, a) for a in args)
+    if hint is type(None):
+        return v is None
+    if hint is float:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if hint is int:
+        return isinstance(v, int) and not isinstance(v, bool)
+    if origin is tuple:
+        if not isinstance(v, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_fits(x, args[0]) for x in v)
+        return len(args) == len(v) and all(map(_fits, v, args))
+    if origin in (dict, Mapping) or hint is dict:
+        return isinstance(v, dict) and (
+            not args or all(_fits(k, args[0]) and _fits(x, args[1]) for k, x in v.items())
+        )
+    if origin is list:
+        return isinstance(v, list) and all(_fits(x, args[0]) for x in v)
+    if isinstance(hint, type):
+        return isinstance(v, hint)
+    return True
+
+
+def _build(cls: type, given: dict[str, Any]) -> Any:
+    """`cls(**given)`, each field of its declared type (a `ValueError` otherwise)."""
+    hints = _hints(cls)
+    for name, value in given.items():
+        if not _fits(value, hints.get(name, Any)):
+            raise ValueError(f"a {cls.__name__} whose {name} is not of its kind")
+    try:
+        return cls(**given)
+    except (TypeError, ValueError, ArithmeticError) as e:
+        raise ValueError(f"a {cls.__name__} that cannot be ({e})") from None
 
 
 def _list(x: Any) -> list:
@@ -154,17 +205,7 @@ def decode_case(data: Any, expected: Callable[[dict], Expected]) -> CaseJudgemen
     given = {k: _dec(v, expected) for k, v in data.items()}
     if not set(given) <= names or not {"case", "kind", "verdict"} <= set(given):
         raise ValueError("a case without its case id, kind and verdict")
-    if not isinstance(given["verdict"], Verdict):
-        raise ValueError(f"case {str(given['case'])[:80]}: a verdict that is not one")
-    if not all(isinstance(given.get(k, ""), str) for k in ("case", "kind", "reason")):
-        raise ValueError("a case whose id, kind or reason is not text")
-    subjects = given.get("subjects", ())
-    if not isinstance(subjects, tuple) or not all(isinstance(s, str) for s in subjects):
-        raise ValueError(f"case {given['case'][:80]}: subjects that are not labels")
-    try:
-        return CaseJudgement(**given)
-    except TypeError as e:
-        raise ValueError(str(e)) from None
+    return _build(CaseJudgement, given)
 
 
 # --- one example ------------------------------------------------------------------------------
@@ -209,10 +250,9 @@ def decode_gradient(
         if not isinstance(given.get(k), str):
             raise ValueError(f"a subject whose {k} is not text")
     extra = _dec(data.get("extra", {"$dict": []}), expected)
-    try:
-        g = Gradient(example=example, gradients={}, extra=dict(extra), **given)
-    except TypeError as e:
-        raise ValueError(str(e)) from None
+    if not isinstance(extra, dict):
+        raise ValueError("a subject whose extra is not a mapping")
+    g = _build(Gradient, {"example": example, "gradients": {}, "extra": extra, **given})
     g.of = find_variant(g.variant)
     return g
 
