@@ -217,7 +217,7 @@ def _corrupt(data: dict, how: str) -> None:
     elif how == "unknown-verdict":
         jvp["verdict"] = {"$verdict": "maybe"}
     elif how == "rates-as-text":
-        taylor["taylor"]["directions"][0]["remainders"] = {"$tuple": ["fast", "2.0"]}
+        taylor["taylor"]["directions"]["$tuple"][0]["remainders"] = {"$tuple": ["fast", "2.0"]}
     elif how == "jvp-error-as-text":
         jvp["directional"]["forward"] = "tiny"
     elif how == "seconds-as-text":
