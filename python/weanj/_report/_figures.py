@@ -20,6 +20,7 @@ import numpy as np
 from .._errors import UnavailableError
 from .._io._atomic import atomic_path
 from .._judge._compare import ArrayComparison, tolerance
+from .._judge._kinds import CaseKind
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
 from ._lines import index, julia, relative_text
@@ -104,7 +105,13 @@ def _heat(
     if bad.any():
         ii, jj = np.nonzero(bad)
         ax.plot(
-            jj + 1, ii + 1, "s", color=NAN_COLOUR, markersize=3, linestyle="none", label="NaN/Inf"
+            jj + 1,
+            ii + 1,
+            "s",
+            color=NAN_COLOUR,
+            markersize=3,
+            linestyle="none",
+            label=str(Verdict.NONFINITE),
         )
         ax.legend(loc="upper right", fontsize=7)
     for lo_i, lo_j, hi_i, hi_j in boxes:
@@ -162,7 +169,11 @@ def draw_pair(j: CaseJudgement, a: Gradient, b: Gradient):
         if flat_bad.any():
             top = float(flat.max()) if (flat > 0).any() else 1.0
             ax.semilogy(
-                x[flat_bad], np.full(flat_bad.sum(), top), "s", color=NAN_COLOUR, label="NaN/Inf"
+                x[flat_bad],
+                np.full(flat_bad.sum(), top),
+                "s",
+                color=NAN_COLOUR,
+                label=str(Verdict.NONFINITE),
             )
             ax.legend(fontsize=7)
         if tol > 0:
@@ -237,7 +248,9 @@ def chosen_pairs(ej: ExampleJudgement, *, recorded: bool = False) -> list[CaseJu
     """The pairs worth a picture: the failing ones and those differing at kinks or as
     declared; when none, every same-family pair (without recorded references, unless asked)."""
     pairs = [
-        j for j in ej.of_kind("pair") if j.comparison is not None or j.verdict == Verdict.NONFINITE
+        j
+        for j in ej.of_kind(CaseKind.PAIR)
+        if j.comparison is not None or j.verdict == Verdict.NONFINITE
     ]
     notable = [j for j in pairs if j.failed or j.verdict in (Verdict.KINKS, Verdict.EXPECTED)]
     if notable:

@@ -122,7 +122,7 @@ def example_top(p: ExamplePage) -> str:
         f"<h3>{e(p.name)}{': ' + e(ex.title) if ex.title else ''} — {badge(p.verdict)}</h3>",
     ]
     if p.ej is None:
-        out.append(f'<p class="stale">{e(p.state)}</p></section>')
+        out.append(f'<p class="{verdict_class(p.verdict)}">{e(p.state)}</p></section>')
         return "".join(out)
     if p.error is not None:
         out.append(f'<p class="fail">not judged: {e(p.error)}</p></section>')
@@ -415,7 +415,7 @@ def tables(p: ExamplePage, drawn: set[str]) -> list[str]:
             if j.verdict != Verdict.OK
         ]
         if rows:
-            out.append(table(["file", "verdict", "why"], rows))
+            out.append(table([str(CaseKind.FILE), "verdict", "why"], rows))
         if fine:
             names = ", ".join(f"<code>{e(file_name(j))}</code>" for j in fine)
             out.append(f'<p class="note">{len(fine)} file(s) read, current and finite: {names}</p>')

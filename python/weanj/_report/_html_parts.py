@@ -14,13 +14,12 @@ from ._cells import Cell
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 DPI = 80
 
-# States a page shows beside the verdicts themselves.
+# States a page shows beside the judge's verdicts (their colours): a member that fails only
+# against its family's suspects; an example without a judgement to show, or not judged;
+# a page with either.
 _STATES = {
-    "differs": "kinks",
-    "missing": "stale",
-    "unreadable": "stale",
-    "not judged": "stale",
-    "incomplete": "stale",
+    "differs": Verdict.KINKS.colour,
+    **dict.fromkeys(("not checked", "not judged", "incomplete"), Verdict.STALE.colour),
 }
 
 STYLE = """

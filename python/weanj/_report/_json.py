@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._judge._compare import ArrayComparison
+from .._judge._kinds import GRADIENT_CHECKS, CaseKind
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
 from ._text import summary, ulp_text
@@ -73,7 +74,7 @@ def judgement_json(j: CaseJudgement) -> dict[str, Any]:
         out["blocked_by"] = j.blocked_by
     if j.comparison is not None:
         out.update(comparison_json(j.comparison))
-    if j.kind == "pair" and len(j.subjects) == 2:
+    if j.kind == CaseKind.PAIR and len(j.subjects) == 2:
         out["reference"], out["other"] = j.subjects
         out["same_family"] = " vs " not in j.family
         out["kinks"] = j.kinks
@@ -154,20 +155,22 @@ def example_json(ej: ExampleJudgement) -> dict[str, Any]:
         "dtypes": list(ej.dtypes),
         "error": ej.error,
         "gradients": [gradient_json(g) for g in ej.subjects.values()],
-        "runs": [judgement_json(j) for j in ej.of_kind("run")],
+        "runs": [judgement_json(j) for j in ej.of_kind(CaseKind.RUN)],
         "faults": {
             label: {"verdict": str(j.verdict), "reason": j.reason, "command": j.command}
             for label, j in ej.faults.items()
         },
         "unavailable": dict(ej.unavailable),
         "skipped_subjects": dict(ej.skipped),
-        "pairs": [judgement_json(j) for j in ej.of_kind("pair") if j.verdict != Verdict.SKIPPED],
-        "checks": [judgement_json(j) for j in ej.judgements if j.kind in ("taylor", "jvp")],
-        "files": [judgement_json(j) for j in ej.of_kind("file")],
+        "pairs": [
+            judgement_json(j) for j in ej.of_kind(CaseKind.PAIR) if j.verdict != Verdict.SKIPPED
+        ],
+        "checks": [judgement_json(j) for j in ej.judgements if j.kind in GRADIENT_CHECKS],
+        "files": [judgement_json(j) for j in ej.of_kind(CaseKind.FILE)],
         "skipped": [
             judgement_json(j)
             for j in ej.judgements
-            if j.verdict == Verdict.SKIPPED and j.kind != "file"
+            if j.verdict == Verdict.SKIPPED and j.kind != CaseKind.FILE
         ],
         "failures": [summary(j) for j in ej.failures],
         "expected": [

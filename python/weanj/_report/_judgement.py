@@ -67,10 +67,10 @@ class Judgement:
     @property
     def verdict(self) -> str:
         if any(ej.judged and not ej.ok for ej in self.examples.values()):
-            return "FAIL"
+            return str(Verdict.FAIL)
         if self.required_missing:
-            return "FAIL"
-        return "not judged" if self.not_judged else "ok"
+            return str(Verdict.FAIL)
+        return "not judged" if self.not_judged else str(Verdict.OK)
 
     @property
     def exit_code(self) -> int:

@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterable
 
 from .._judge._compare import ArrayComparison
+from .._judge._kinds import CaseKind
 from .._judge._verdict import CaseJudgement, Verdict
 
 MAX_REGION_LINES = 6
@@ -17,7 +18,7 @@ MAX_REGION_LINES = 6
 def num(x: float | None, digits: int = 2) -> str:
     if x is None:
         return "—"
-    return f"{x:.{digits}e}" if math.isfinite(x) else "NaN/Inf"
+    return f"{x:.{digits}e}" if math.isfinite(x) else str(Verdict.NONFINITE)
 
 
 def ulp_text(ulp: int | None) -> str:
@@ -51,7 +52,7 @@ def region_lines(c: ArrayComparison, indent: str = "    ") -> list[str]:
     out = []
     for r in c.regions[:MAX_REGION_LINES]:
         if r.nonfinite:
-            worst = "NaN/Inf"
+            worst = str(Verdict.NONFINITE)
         elif not math.isfinite(r.worst_rel):  # the scale is zero: in absolute terms
             worst = f"|Δ| {num(r.worst_abs)} (the reference is zero there)"
         else:
@@ -126,9 +127,9 @@ def fault_text(j: CaseJudgement) -> str:
 def summary(j: CaseJudgement) -> str:
     """One line: the case, the verdict and why (the pytest message's first line)."""
     head = f"{j.case}: {j.verdict}"
-    if j.kind == "run":
+    if j.kind == CaseKind.RUN:
         body = fault_text(j) if j.verdict != Verdict.OK else ""
-    elif j.kind == "pair" and j.comparison is not None:
+    elif j.kind == CaseKind.PAIR and j.comparison is not None:
         body = comparison_text(j.comparison)
         if j.verdict == Verdict.KINKS:
             body += (
@@ -137,9 +138,9 @@ def summary(j: CaseJudgement) -> str:
             )
         if j.reason:
             body = f"{j.reason}; {body}"
-    elif j.kind == "taylor":
+    elif j.kind == CaseKind.TAYLOR:
         body = taylor_text(j)
-    elif j.kind == "jvp" and j.directional is not None:
+    elif j.kind == CaseKind.JVP and j.directional is not None:
         d = j.directional
         body = (
             j.reason
@@ -153,7 +154,7 @@ def summary(j: CaseJudgement) -> str:
 def details(j: CaseJudgement) -> list[str]:
     """The lines below a summary: regions of a failing pair, masks, central differences."""
     out = []
-    if j.kind == "pair" and j.comparison is not None and j.comparison.differing:
+    if j.kind == CaseKind.PAIR and j.comparison is not None and j.comparison.differing:
         out.extend(region_lines(j.comparison))
     if "masked" in j.info:
         m = j.info["masked"]

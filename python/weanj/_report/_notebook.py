@@ -4,7 +4,7 @@ as one self-contained HTML fragment (inline style, images as PNG `data:` URIs, n
 
 from __future__ import annotations
 
-from .._judge._kinds import GRADIENT_CHECKS
+from .._judge._kinds import GRADIENT_CHECKS, CaseKind
 from .._judge._verdict import ExampleJudgement, Verdict
 from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._html_parts import badge, cell, e, img, table, verdict_class
@@ -34,7 +34,7 @@ def _summary_rows(judgement) -> list[str]:
         for who, j in fault_rows(ej):
             what.append(f"<li><code>{e(who)}</code>: {e(j.verdict)}: {e(fault_text(j))}</li>")
         for j in ej.failures:
-            if j.kind != "run":
+            if j.kind != CaseKind.RUN:
                 where = f" · array <code>{e(j.array)}</code>" if j.array else ""
                 what.append(
                     f"<li><code>{e(j.case)}</code>{where}: {e(summary(j).split(': ', 2)[-1])}</li>"
@@ -42,7 +42,7 @@ def _summary_rows(judgement) -> list[str]:
         for declared, cases in ej.expected.items():
             where = "; ".join(dict.fromkeys(j.declared for j in cases if j.declared))
             what.append(
-                f"<li>{badge('expected')} <code>{e(declared.what())}</code>"
+                f"<li>{badge(str(Verdict.EXPECTED))} <code>{e(declared.what())}</code>"
                 + (f" · <code>{e(where)}</code>" if where else "")
                 + f": {e(declared.reason)}</li>"
             )
@@ -59,7 +59,7 @@ def _summary_rows(judgement) -> list[str]:
 def _variant_rows(ej: ExampleJudgement) -> list[str]:
     suspects = set(ej.suspects())
     rows = []
-    for run in ej.of_kind("run"):
+    for run in ej.of_kind(CaseKind.RUN):
         label = run.subjects[0]
         if "@" in label:
             continue
@@ -85,7 +85,7 @@ def _variant_rows(ej: ExampleJudgement) -> list[str]:
 def _pictures(ej: ExampleJudgement, limit: int) -> list[str]:
     failing = [
         j
-        for j in ej.of_kind("pair")
+        for j in ej.of_kind(CaseKind.PAIR)
         if j.failed and j.comparison is not None and j.comparison.differing
     ]
     if not failing:

@@ -239,7 +239,7 @@ def _pictures(ej: ExampleJudgement) -> tuple[list[CaseJudgement], int]:
     """The pairs drawn: failing, kink and expected pairs (float64 ones first, then worst
     first); when none, the agreeing same-family pair of the largest error and every pair of family
     references (`info`)."""
-    pairs = [j for j in ej.of_kind("pair") if j.comparison is not None]
+    pairs = [j for j in ej.of_kind(CaseKind.PAIR) if j.comparison is not None]
     notable = [j for j in pairs if j.failed or j.verdict in (Verdict.KINKS, Verdict.EXPECTED)]
     if notable:
         notable.sort(key=lambda j: (j.subjects[1].endswith("@float32"), -_badness(j)))

@@ -8,7 +8,7 @@ the same.
 
 from __future__ import annotations
 
-from .._judge._kinds import GRADIENT_CHECKS
+from .._judge._kinds import GRADIENT_CHECKS, CaseKind
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
@@ -49,7 +49,7 @@ def failure_lines(ej: ExampleJudgement, indent: str = "  ") -> list[str]:
     """Every failure once: one row per variant at fault, then each failing case."""
     out = [f"{indent}{who}: {j.verdict}: {fault_text(j)}" for who, j in fault_rows(ej)]
     for j in ej.failures:
-        if j.kind == "run":
+        if j.kind == CaseKind.RUN:
             continue
         out.append(f"{indent}{summary(j)}")
     return out
@@ -73,7 +73,7 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
         f"  {'variant':<24} {'family':<13} {'loss':<22} {checks}"
         f"{'float32':<12} {'family agreement':<22} time"
     ]
-    for run in ej.of_kind("run"):
+    for run in ej.of_kind(CaseKind.RUN):
         label = run.subjects[0]
         if "@" in label:
             continue
@@ -102,7 +102,7 @@ def x64_lines(ej: ExampleJudgement) -> list[str]:
     """Which JAX x64 configuration the runs used, and where it comes from (one line per
     configuration: `x64 on (x64 = true in [tool.weanj] of …): jax-a, jax-b`)."""
     groups: dict[tuple, list[str]] = {}
-    for run in ej.of_kind("run"):
+    for run in ej.of_kind(CaseKind.RUN):
         x64 = run.info.get("x64")
         if x64 and "@" not in run.subjects[0]:
             key = (x64["enabled"], x64["source"])
@@ -117,7 +117,7 @@ def declared_lines(ej: ExampleJudgement) -> list[str]:
     """The tolerances the example declares, where the judge applied them (one line per
     family: `family sq: declared tolerance loss 1e-09, grad 1e-09 (why)`)."""
     declared: dict[str, str] = {}
-    for j in ej.of_kind("pair"):
+    for j in ej.of_kind(CaseKind.PAIR):
         if j.comparison is not None and j.comparison.declared is not None:
             declared.setdefault(j.family, j.comparison.declared.describe())
     return [f"  family {family}: {text}" for family, text in declared.items()]
@@ -141,7 +141,7 @@ def pair_row(j: CaseJudgement) -> str:
 def pair_lines(ej: ExampleJudgement, *, everything: bool) -> list[str]:
     """The pair table (`everything=False`: the family references' pairs, float32 and
     what fails or differs at kinks: `weanj check`'s compact table)."""
-    pairs = [j for j in ej.of_kind("pair") if j.verdict != Verdict.SKIPPED]
+    pairs = [j for j in ej.of_kind(CaseKind.PAIR) if j.verdict != Verdict.SKIPPED]
     if not everything:
         firsts = {}
         for j in pairs:
@@ -192,7 +192,7 @@ def _skips(ej: ExampleJudgement) -> list[str]:
     reasons: dict[str, list[str]] = {}
     for label, why in {**ej.unavailable, **ej.skipped}.items():
         reasons.setdefault(why, []).append(label)
-    for j in ej.of_kind("jvp"):
+    for j in ej.of_kind(CaseKind.JVP):
         if (
             j.verdict == Verdict.SKIPPED
             and not j.blocked_by
@@ -201,7 +201,7 @@ def _skips(ej: ExampleJudgement) -> list[str]:
             reasons.setdefault(j.reason, []).append(f"{j.subjects[0]}::jvp")
     out = []
     for why, labels in reasons.items():
-        head = "unavailable" if labels[0] in ej.unavailable else "skipped"
+        head = str(Verdict.UNAVAILABLE if labels[0] in ej.unavailable else Verdict.SKIPPED)
         out.append(f"  {head} {', '.join(labels)}: {why}")
     return out
 
@@ -224,7 +224,9 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
                 f"{loss}  {g.backend_version or g.backend}{x64}"
             )
     out.extend(_skips(ej))
-    masked = next((j.info["masked"] for j in ej.of_kind("taylor") if "masked" in j.info), None)
+    masked = next(
+        (j.info["masked"] for j in ej.of_kind(CaseKind.TAYLOR) if "masked" in j.info), None
+    )
     if masked:
         out.append(
             f"  kink mask: {masked['left_out']} of "
@@ -235,7 +237,7 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
         out.append(blocked)
     out.extend(pair_lines(ej, everything=mode != "check"))
     out.extend(declared_lines(ej))
-    files = ej.of_kind("file")
+    files = ej.of_kind(CaseKind.FILE)
     for j in files:
         if j.verdict != Verdict.OK:
             label = j.case.split("::file::", 1)[1]
@@ -256,7 +258,8 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     if expected:
         notes.append(expected_count(len(expected)))
     out.append(
-        f"  {ej.name}: {'ok' if ej.ok else 'FAIL'}" + (f" ({', '.join(notes)})" if notes else "")
+        f"  {ej.name}: {Verdict.OK if ej.ok else Verdict.FAIL}"
+        + (f" ({', '.join(notes)})" if notes else "")
     )
     return out
 
@@ -294,7 +297,7 @@ def overall_line(
     runs = sum(
         1
         for ej in results
-        for j in ej.of_kind("run")
+        for j in ej.of_kind(CaseKind.RUN)
         if j.verdict not in (Verdict.SKIPPED, Verdict.UNAVAILABLE)
     )
     skipped = sum(
@@ -308,10 +311,12 @@ def overall_line(
     unchecked = [d for d in ("float64", "float32") if d not in dtypes]
     note = f"; {'/'.join(unchecked)} not checked (weanj check --dtype both)" if unchecked else ""
     required = [m for m in did_not_run if m[2]]
-    verdict = "FAIL" if failed or required else ("not judged" if unjudged else "ok")
+    verdict = str(Verdict.FAIL if failed or required else Verdict.OK)
+    if verdict == Verdict.OK and unjudged:
+        verdict = "not judged"
     if required:
         verdict += f" — required but not run: {_did_not_run_text(required)}"
-    elif did_not_run and verdict == "ok":
+    elif did_not_run and verdict == Verdict.OK:
         verdict += f" — JAX only: {_did_not_run_text(list(did_not_run))}"
     expected = sum(len(ej.expected) for ej in results if ej.judged)
     return (
