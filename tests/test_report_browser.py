@@ -69,14 +69,19 @@ def page_requests(netlog: Path) -> list[str]:
 
 
 def _wrong_store(project: Path) -> None:
-    """`jax-jacobi` in the store as computed, and `jax-jacobi-adjoint` off at theta[3, 4]."""
+    """`jax-jacobi` in the store as computed, and `jax-jacobi-adjoint` off at theta[3, 4];
+    the judge's judgement of that store left as the check file the report renders (what
+    `weanj check` leaves: the report judges nothing itself)."""
     import weanj
+    from weanj._places import places
+    from weanj._report._verdicts_file import write_check_verdicts
 
     g = weanj.evaluate("01-jacobi", "jax-jacobi")
     weanj.save_gradient("01-jacobi", "jax-jacobi", g.gradients["theta"], loss=g.loss)
     theta = np.array(g.gradients["theta"])
     theta[3, 4] *= 1 + 1e-6
     weanj.save_gradient("01-jacobi", "jax-jacobi-adjoint", theta, loss=g.loss)
+    assert write_check_verdicts(list(weanj.diff("01-jacobi")), places())
 
 
 def _bench(project: Path) -> None:
@@ -136,7 +141,8 @@ def test_the_page_in_chromium(project, tmp_path):
     rows = {row[0]: row for row in first[1:]}
     assert rows["01-jacobi"][1] == "FAIL"
     assert "jax-jacobi-adjoint · array theta: FAIL: differs from jax-jacobi" in rows["01-jacobi"][2]
-    assert all(rows[name][1] in ("ok", "not judged") for name in rows if name != "01-jacobi")
+    others = [rows[name][1] for name in rows if name != "01-jacobi"]
+    assert others and all(v in ("ok", "not judged", "not checked") for v in others)
     assert "overall: FAIL" in dom
     assert rendered.imgs_in.get("01-jacobi::jacobi::jax-jacobi~jax-jacobi-adjoint") == 1
     assert rendered.imgs_in.get("01-jacobi::bench", 0) >= 4
