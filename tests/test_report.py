@@ -800,6 +800,9 @@ def test_the_live_page_and_the_page_from_check_json_are_the_same_bytes(verdicts,
         a, b = live.read_bytes(), stored.read_bytes()
         assert a == b
         assert verdicts[FAULTS].judged_at in a.decode()
+        assert "no longer holds what the check judged" not in b.decode()
+    # The failing pair's picture, drawn from the gradients check stored, is on both pages.
+    assert Page(live.with_suffix(".html").read_text()).imgs_in.get(f"{ZERO}::z::jax-z~jax-zwrong")
     assert "error" in (project / "live.md").read_text()  # a page with something on it
     # The live judgement alone, for the examples it holds (its default).
     assert weanj.report(out=project / "only.html", judgement=verdicts).verdict == "FAIL"
