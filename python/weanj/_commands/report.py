@@ -112,7 +112,8 @@ def _judgement_of(cat, here: Places, judgement: Judgement | None):
 def _judged(pages: list[ExamplePage]) -> str:
     """When what the page shows was judged (the latest of its judgements): the page's
     date, the same from a live judgement and from the check files it wrote."""
-    return max((p.ej.judged_at for p in pages if p.ej is not None), default="") or "never"
+    judged = [p.ej.judged_at for p in pages if p.judged]
+    return max(judged, default="") or "never"
 
 
 def output_path(out: str | Path | None, fmt: str, here: Places) -> tuple[Path, Path]:
