@@ -1,96 +1,30 @@
 """`Judgement`: what `weanj check` and `weanj diff` (and `weanj.check()`, `weanj.diff()`)
 return — the same object the command line prints.
 
-It is data (one `ExampleJudgement` per example, each with every case's judgement and
-the numbers behind it) with views: a short `repr`, the terminal text (`lines`), JSON
-(`to_json`), and in a notebook an HTML rendering (`_repr_html_`): the verdict table, the
-variants' table and the pictures of what fails, self-contained (no script, images as
-`data:` URIs).
+It is data (`_judge._judgement.Judgement`: one `ExampleJudgement` per example, each with
+every case's judgement and the numbers behind it) with views: a short `repr`, the
+terminal text (`lines`), JSON (`to_json`), and in a notebook an HTML rendering
+(`_repr_html_`): the verdict table, the variants' table and the pictures of what fails,
+self-contained (no script, images as `data:` URIs). The report's page renders the same
+judgement (`weanj.report(judgement=J)`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+from .._judge._judgement import Judgement as JudgementData
 
 # At most this many pictures of failing pairs in a notebook cell.
 MAX_PICTURES = 6
 
 
-@dataclass
-class Judgement:
-    """Every example's judgement from one `check` or `diff`.
-
-    - `examples`: `{name: ExampleJudgement}` in the order judged (also `judgement[name]`).
-    - `ok`: every example judged and nothing failing; `failures`: every failing case.
-    - `lines()`: the terminal's text; `to_json()`: the data; `exit_code`: 0, 1 (something
-      fails) or 2 (an example could not be judged).
-    """
-
-    command: str  # "check" or "diff"
-    examples: dict[str, ExampleJudgement] = field(default_factory=dict)
-    dtypes: tuple[str, ...] = ("float64",)
-    seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)  # compilation, reuse, what else was done
-    # variants that did not run and that the result leans on: [(label, why, required)]
-    did_not_run: list[tuple[str, str, bool]] = field(default_factory=list)
-    suspects: list[Any] = field(default_factory=list)  # `_judge._suspects.Suspect`s, by example
-
-    def __getitem__(self, name: str) -> ExampleJudgement:
-        return self.examples[name]
-
-    def __iter__(self):
-        return iter(self.examples.values())
-
-    def __len__(self) -> int:
-        return len(self.examples)
-
-    @property
-    def ok(self) -> bool:
-        return all(ej.ok for ej in self.examples.values()) and not self.required_missing
-
-    @property
-    def required_missing(self) -> list[tuple[str, str, bool]]:
-        """The variants the project requires (`require`) that did not run."""
-        return [m for m in self.did_not_run if m[2]]
-
-    @property
-    def failures(self) -> list[CaseJudgement]:
-        return [j for ej in self.examples.values() for j in ej.failures]
-
-    @property
-    def not_judged(self) -> dict[str, str]:
-        return {name: ej.error for name, ej in self.examples.items() if ej.error is not None}
-
-    @property
-    def verdict(self) -> str:
-        if any(ej.judged and not ej.ok for ej in self.examples.values()):
-            return str(Verdict.FAIL)
-        if self.required_missing:
-            return str(Verdict.FAIL)
-        return "not judged" if self.not_judged else str(Verdict.OK)
-
-    @property
-    def exit_code(self) -> int:
-        if self.not_judged:
-            return 2
-        return 0 if self.ok else 1
-
-    @property
-    def expected(self) -> list[CaseJudgement]:
-        """Every case that differs as declared (`weanj.Expected`): verdict `expected`."""
-        return [
-            j
-            for ej in self.examples.values()
-            for j in ej.judgements
-            if j.verdict == Verdict.EXPECTED
-        ]
-
-    def verdicts(self) -> dict[str, str]:
-        """`{case id: verdict}` of every case of every example (what front ends compare)."""
-        return {j.case: str(j.verdict) for ej in self for j in ej.judgements}
+@dataclass(repr=False)
+class Judgement(JudgementData):
+    """Every example's judgement from one `check` or `diff` (`_judge._judgement.Judgement`),
+    with its views: `lines()`, the terminal's text; `to_json()`, the data; in a notebook,
+    `_repr_html_`."""
 
     # --- views ----------------------------------------------------------------------------
 
@@ -147,7 +81,3 @@ class Judgement:
         from ._notebook import judgement_html
 
         return judgement_html(self, max_pictures=MAX_PICTURES)
-
-
-def worst_of(js: list[CaseJudgement]) -> Verdict | None:
-    return Verdict.worst(j.verdict for j in js)

@@ -1,0 +1,86 @@
+"""`Judgement`, the data: every example's `ExampleJudgement` from one `weanj check` or
+`weanj diff`, and what follows from them (ok, failures, the verdict, the exit code). Its
+views (the terminal's text, JSON, a notebook's HTML) are `weanj._report._judgement.
+Judgement`'s, the class `weanj.check()` and `weanj.diff()` return.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._kinds import Verdict
+from ._verdict import CaseJudgement, ExampleJudgement
+
+
+@dataclass
+class Judgement:
+    """Every example's judgement from one `check` or `diff`.
+
+    - `examples`: `{name: ExampleJudgement}` in the order judged (also `judgement[name]`).
+    - `ok`: every example judged and nothing failing; `failures`: every failing case.
+    - `exit_code`: 0, 1 (something fails) or 2 (an example could not be judged).
+    """
+
+    command: str  # "check" or "diff"
+    examples: dict[str, ExampleJudgement] = field(default_factory=dict)
+    dtypes: tuple[str, ...] = ("float64",)
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # compilation, reuse, what else was done
+    # variants that did not run and that the result leans on: [(label, why, required)]
+    did_not_run: list[tuple[str, str, bool]] = field(default_factory=list)
+    suspects: list[Any] = field(default_factory=list)  # `_judge._suspects.Suspect`s, by example
+
+    def __getitem__(self, name: str) -> ExampleJudgement:
+        return self.examples[name]
+
+    def __iter__(self):
+        return iter(self.examples.values())
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    @property
+    def ok(self) -> bool:
+        return all(ej.ok for ej in self.examples.values()) and not self.required_missing
+
+    @property
+    def required_missing(self) -> list[tuple[str, str, bool]]:
+        """The variants the project requires (`require`) that did not run."""
+        return [m for m in self.did_not_run if m[2]]
+
+    @property
+    def failures(self) -> list[CaseJudgement]:
+        return [j for ej in self.examples.values() for j in ej.failures]
+
+    @property
+    def not_judged(self) -> dict[str, str]:
+        return {name: ej.error for name, ej in self.examples.items() if ej.error is not None}
+
+    @property
+    def verdict(self) -> str:
+        if any(ej.judged and not ej.ok for ej in self.examples.values()):
+            return str(Verdict.FAIL)
+        if self.required_missing:
+            return str(Verdict.FAIL)
+        return "not judged" if self.not_judged else str(Verdict.OK)
+
+    @property
+    def exit_code(self) -> int:
+        if self.not_judged:
+            return 2
+        return 0 if self.ok else 1
+
+    @property
+    def expected(self) -> list[CaseJudgement]:
+        """Every case that differs as declared (`weanj.Expected`): verdict `expected`."""
+        return [
+            j
+            for ej in self.examples.values()
+            for j in ej.judgements
+            if j.verdict == Verdict.EXPECTED
+        ]
+
+    def verdicts(self) -> dict[str, str]:
+        """`{case id: verdict}` of every case of every example (what front ends compare)."""
+        return {j.case: str(j.verdict) for ej in self for j in ej.judgements}
