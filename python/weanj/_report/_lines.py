@@ -138,15 +138,15 @@ def summary(j: CaseJudgement) -> str:
             )
         if j.reason:
             body = f"{j.reason}; {body}"
-    elif j.kind == CaseKind.TAYLOR:
+    elif j.taylor is not None:  # a gradient check says what its result carries
         body = taylor_text(j)
-    elif j.kind == CaseKind.JVP and j.directional is not None:
+    elif j.directional is not None:
         d = j.directional
         body = (
             j.reason
             or f"jvp by {d.by} agrees with ⟨g, dx⟩ to {num(d.error, 1)} (tolerance {d.tolerance:g})"
         )
-    else:
+    else:  # any other case, or a gradient check with a generic result: its reason
         body = j.reason
     return f"{head}: {body}" if body else head
 

@@ -139,10 +139,9 @@ def _rows(page: ExamplePage) -> None:
 
 
 def _check_skips(page: ExamplePage) -> dict[str, list[str]]:
-    """Skipped gradient checks of variants that did run (a jvp no family member can push
-    forward; a Taylor test whose kink mask leaves nothing to perturb), one entry per
-    reason; the checks not compared because their variant is at fault are that variant's
-    row, not a skip."""
+    """Skipped jvp checks of variants that did run (no family member can push it
+    forward), one entry per reason; the checks not compared because their variant is at
+    fault are that variant's row, not a skip."""
     out: dict[str, list[str]] = {}
     ej = page.ej
     ran = {
@@ -155,7 +154,7 @@ def _check_skips(page: ExamplePage) -> dict[str, list[str]]:
         if j.kind not in GRADIENT_CHECKS or j.verdict != Verdict.SKIPPED or j.blocked_by:
             continue
         labels = [s for s in j.subjects if s.split("@")[0] in ran]
-        if labels:
+        if labels and j.kind == CaseKind.JVP:  # as the terminal lists them (`_text._skips`)
             out.setdefault(j.reason, []).append(f"{labels[0]} ({j.kind})")
     return out
 
