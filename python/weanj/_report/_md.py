@@ -16,7 +16,7 @@ import re
 
 from .._judge._kinds import GRADIENT_CHECKS, CaseKind, Verdict
 from ._html import judged_line
-from ._page import fault_text
+from ._lines import fault_text
 from ._page_model import Cell, ExamplePage, overall
 from ._text import num, region_lines, summary
 

@@ -25,7 +25,7 @@ from .._judge._kinds import GRADIENT_CHECKS, CaseKind
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Catalog
 from ._cells import check_cell, family_cell, float32_cell
-from ._lines import relative_text
+from ._lines import fault_text, relative_text
 from ._page_model import (
     Cell,
     ExamplePage,
@@ -80,12 +80,6 @@ def _not_compared(ej: ExampleJudgement) -> dict[str, list[str]]:
         if j.blocked_by and j.verdict == Verdict.SKIPPED:
             out.setdefault(j.blocked_by, []).append(j.case)
     return out
-
-
-def fault_text(j: CaseJudgement) -> str:
-    """A fault as every view says it: what, and how to reproduce it."""
-    again = f" (reproduce: `{j.command}`)" if j.command else ""
-    return f"{j.reason}{again}"
 
 
 def _rows(page: ExamplePage) -> None:
