@@ -224,6 +224,8 @@ def _corrupt(data: dict, how: str) -> None:
         judged["subjects"][0]["seconds"] = "slow"
     elif how == "unknown-class":
         taylor["taylor"]["$class"] = "os.system"
+    elif how == "info-by-hand":  # of a free form: its type alone cannot refuse it
+        taylor["info"] = {"$dict": [["masked", 5]]}
     else:
         raise AssertionError(how)
 
@@ -237,6 +239,7 @@ def _corrupt(data: dict, how: str) -> None:
         "jvp-error-as-text",
         "seconds-as-text",
         "unknown-class",
+        "info-by-hand",
     ],
 )
 def test_a_malformed_check_file_costs_its_judgement_not_the_page(hostile, capsys, how):

@@ -207,7 +207,29 @@ def read_check(cat: Catalog, inputs: Inputs, places: Places) -> CheckVerdicts:
             UNREADABLE,
             note=f"{found.path} is nested too deeply; rerun `weanj check {cat.name}`",
         )
+    bad = _unshowable(ej)
+    if bad:
+        return CheckVerdicts(
+            found.path,
+            UNREADABLE,
+            note=f"{found.path} is unreadable (case {bad[:120]} cannot be shown); rerun "
+            f"`weanj check {cat.name}`",
+        )
     return CheckVerdicts(found.path, CURRENT, found.data, found.note, ej)
+
+
+def _unshowable(ej: ExampleJudgement) -> str:
+    """The first case whose text the views cannot write ("" when none): a file changed by
+    hand in a field whose type alone does not say it (a case's extra numbers, `info`)."""
+    from ._lines import details, summary
+
+    for j in ej.judgements:
+        try:
+            summary(j)
+            details(j)
+        except Exception:  # any: a file's content must never be the report's traceback
+            return j.case
+    return ""
 
 
 def _arrays(g: Gradient, cat: Catalog, places: Places) -> dict:
