@@ -3,7 +3,8 @@ examples the project no longer registers (docs/verdicts.md, "Stale results").
 
 No command judges those files (`_cases.unregistered`); each says once how many it ignored
 and where. `weanj clean` says what it will remove, then removes it: the gradient files a
-weanj evaluation wrote for a variant no longer registered, and, for an example no longer
+weanj evaluation wrote for a variant no longer registered and its evaluation records
+(never reused: their key names the variant), and, for an example no longer
 registered, its `gradients/`, `evaluations/` and `check.json`. Committed references
 (`recorded/`), benchmark records, cases and a user's own gradient files
 (`weanj.save_gradient`) are never removed.
