@@ -18,8 +18,12 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from .._errors import UnavailableError
 from .._model import Example, Functions, Variant
 from .._registry import example_of, register_variant
+from . import _runtime
+
+GPU_HINT = "on a machine with an NVIDIA GPU: pip install -U 'jax[cuda12]'"
 
 
 class Precise:
@@ -116,6 +120,85 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
         Precise(jax.jit(gradient, static_argnums=static)),
         forward_mode(example, loss),
     )
+
+
+class JaxRuntime(_runtime.Runtime):
+    """What runs jit-compiled JAX functions (`_runtime`): results waited for with
+    `jax.block_until_ready` (JAX dispatches asynchronously), inputs placed with
+    `jax.device_put` (spread over `weanj.set_devices`'s devices for a multi-device
+    variant), XLA's memory analysis of the compiled function, the persistent compilation
+    cache's hits (`_io._jax_cache`)."""
+
+    name = "JAX"
+    compiled = True
+
+    def runs(self, variant: Variant) -> bool:
+        return hasattr(variant.built.grad, "lower")
+
+    def runs_on(self, kind: str) -> bool:
+        return kind in ("cpu", "gpu")
+
+    def device(self, kind: str):
+        """The first JAX device of kind `"cpu"` or `"gpu"`; none raises `UnavailableError`."""
+        import jax
+
+        try:
+            found = jax.devices(kind)
+        except RuntimeError:  # JAX raises when no backend of that kind is installed
+            found = []
+        if not found:
+            raise UnavailableError(
+                f"no GPU visible to JAX here (jax.devices({kind!r}) is empty); {GPU_HINT}"
+            )
+        return found[0]
+
+    def placement(self, device, multi_device: bool):
+        """`device`, or, for a multi-device variant, replicated over the devices it spans
+        (so that the inputs are not committed to one of them)."""
+        if device is None or not multi_device:
+            return device
+        import numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        from .._devices import chosen_devices
+
+        return NamedSharding(
+            Mesh(np.array(chosen_devices(), dtype=object), ("d",)), PartitionSpec()
+        )
+
+    def on_device(self, device):
+        import jax
+
+        return jax.default_device(device)
+
+    def to_device(self, arrays: dict[str, Any], where, *, x64: bool = True) -> dict:
+        # in the variant's x64 configuration (`x64`), as its calls run (`_x64`)
+        if where is None:
+            return arrays
+        import jax
+
+        with jax.enable_x64(x64):
+            return {k: jax.device_put(a, where) for k, a in arrays.items()}
+
+    def block(self, result: Any) -> Any:
+        import jax
+
+        return jax.block_until_ready(result)
+
+    def scratch_bytes(self, fn: Callable, args: tuple) -> int | None:
+        """XLA's scratch memory of the compiled `fn` (inputs and outputs excluded)."""
+        if not hasattr(fn, "lower"):
+            return None
+        analysis = fn.lower(*args).compile().memory_analysis()
+        return None if analysis is None else int(analysis.temp_size_in_bytes)
+
+    def compile_hits(self) -> int:
+        from .._io import _jax_cache
+
+        return _jax_cache.clock().hits
+
+
+JAX_RUNTIME = _runtime.register(JaxRuntime())
 
 
 def first_doc_line(fn: Callable) -> str:

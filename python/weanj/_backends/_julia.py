@@ -34,7 +34,7 @@ from .._errors import DefinitionError, InputError
 from .._model import Functions, Variant
 from .._project import project_root
 from .._registry import example_names, example_of, register_variant
-from . import _julia_client
+from . import _julia_client, _runtime
 from ._julia_client import JuliaError
 from ._julia_find import (
     find_julia,
@@ -234,6 +234,24 @@ def _build(example: Any, kernel: JuliaKernel) -> Functions:
 
     grad.timed_inside = timed_inside
     return Functions(loss, grad, value_and_grad=value_and_grad)
+
+
+class JuliaRuntime(_runtime.Runtime):
+    """What runs a Julia variant's functions (`_runtime`): round trips to its worker,
+    answered with numpy arrays, on the CPU; and the times the worker measures itself,
+    inside Julia (`time_ns`, after a warm-up call), beside the round trips."""
+
+    name = "Julia"
+
+    def runs(self, variant: Variant) -> bool:
+        return variant.backend == "julia"
+
+    def inside(self, fn, args: tuple, samples: int) -> dict | None:
+        timed = getattr(fn, "timed_inside", None)
+        return None if timed is None else timed(*args, samples=samples)
+
+
+JULIA_RUNTIME = _runtime.register(JuliaRuntime())
 
 
 def backend_version() -> str:
