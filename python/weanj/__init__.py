@@ -34,6 +34,7 @@ from ._api import write_results as write_results  # noqa: E402
 # Declaring examples and variants (one calling convention: example, name, *, family, ...)
 from ._backends._enzyme import enzyme_variant as enzyme_variant  # noqa: E402
 from ._backends._jax import jax_variant as jax_variant  # noqa: E402
+from ._backends._jax import jvp_check as jvp_check  # noqa: E402
 from ._backends._julia import julia_variant as julia_variant  # noqa: E402
 from ._commands.check import check as check  # noqa: E402
 from ._commands.diff import diff as diff  # noqa: E402
@@ -84,9 +85,8 @@ from ._model import Sizes as Sizes  # noqa: E402
 from ._model import TaylorPolicy as TaylorPolicy  # noqa: E402
 from ._model import Variant as Variant  # noqa: E402
 
-# Gradient checks for any function
+# Gradient checks for any function (jvp_check, which pushes a JAX function forward, above)
 from ._pipeline._gradchecks import fd_check as fd_check  # noqa: E402
-from ._pipeline._gradchecks import jvp_check as jvp_check  # noqa: E402
 from ._pipeline._gradchecks import taylor_test as taylor_test  # noqa: E402
 from ._pipeline._measure import time_median as time_median  # noqa: E402
 
