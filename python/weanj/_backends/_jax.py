@@ -162,7 +162,7 @@ class JaxRuntime(_runtime.Runtime):
         import numpy as np
         from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-        from .._devices import chosen_devices
+        from ._devices import chosen_devices
 
         return NamedSharding(
             Mesh(np.array(chosen_devices(), dtype=object), ("d",)), PartitionSpec()

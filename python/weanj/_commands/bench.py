@@ -188,7 +188,7 @@ def sweep_variant(
     """The records of one variant's series (stopping a series once its gradient is slower
     than the budget; a point that times out ends its series too). A variant at fault
     raises `Breach` (its error, one line)."""
-    from .._devices import device_count
+    from .._backends._devices import device_count
 
     runtime = runtime_of(v)
     target = runtime.device(device)
@@ -421,7 +421,7 @@ def bench(
     for v in chosen:  # fails before any work when the device is missing
         if v.name in runtimes and runtimes[v.name].runs_on(device):
             runtimes[v.name].device(device)
-    from .._devices import using_devices
+    from .._backends._devices import using_devices
 
     # Too many devices: one line, before any work.
     selection = contextlib.nullcontext() if devices is None else using_devices(devices, device)
