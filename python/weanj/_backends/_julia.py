@@ -34,12 +34,14 @@ from .._errors import DefinitionError, InputError
 from .._model import Functions, Variant
 from .._project import project_root
 from .._registry import example_names, example_of, register_variant
-from . import _julia_client, _runtime
+from . import _julia_client
 from ._julia_client import JuliaError
 from ._julia_find import (
     find_julia,
     julia_sources,  # noqa: F401 (re-exported: the tests, the docs)
 )
+from ._runtime import Runtime
+from ._runtime import register as register_runtime
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -236,7 +238,7 @@ def _build(example: Any, kernel: JuliaKernel) -> Functions:
     return Functions(loss, grad, value_and_grad=value_and_grad)
 
 
-class JuliaRuntime(_runtime.Runtime):
+class JuliaRuntime(Runtime):
     """What runs a Julia variant's functions (`_runtime`): round trips to its worker,
     answered with numpy arrays, on the CPU; and the times the worker measures itself,
     inside Julia (`time_ns`, after a warm-up call), beside the round trips."""
@@ -251,7 +253,7 @@ class JuliaRuntime(_runtime.Runtime):
         return None if timed is None else timed(*args, samples=samples)
 
 
-JULIA_RUNTIME = _runtime.register(JuliaRuntime())
+JULIA_RUNTIME = register_runtime(JuliaRuntime())
 
 
 def backend_version() -> str:
