@@ -1,7 +1,7 @@
-"""Backends own their runtime (issue 43, item 4; docs/DESIGN.md §13): waiting for a
+"""Backends own their runtime (issue 43, item 4; docs/DESIGN.md §3.6): waiting for a
 result, device placement, scratch memory and timing are a backend's `Runtime`, and
 `weanj bench` measures every variant through its own; outside `_backends/` only the
-modules DESIGN §13 names import JAX."""
+modules DESIGN §3.6 names import JAX."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from weanj._model import Variant
 
 PACKAGE = Path(weanj.__file__).resolve().parent
 
-# docs/DESIGN.md §13: the modules outside _backends/ and examples/ that import JAX, each
+# docs/DESIGN.md §3.6: the modules outside _backends/ and examples/ that import JAX, each
 # for the reason given there
 JAX_OUTSIDE_BACKENDS = {"_x64.py", "_environment.py", "_interrupts.py", "_io/_jax_cache.py"}
 

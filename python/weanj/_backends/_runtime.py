@@ -1,4 +1,4 @@
-"""What runs a variant's functions: a backend's runtime (docs/DESIGN.md §13).
+"""What runs a variant's functions: a backend's runtime (docs/DESIGN.md §3.6).
 
 The pipeline and the commands measure a variant through its runtime, never through a
 library of their own choosing: `block(x)` waits for a result (JAX dispatches
