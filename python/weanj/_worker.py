@@ -209,34 +209,11 @@ def _address() -> str:
 # --- one process of a jax.distributed evaluation --------------------------------------------
 
 
-def _gathering(fn):
-    """`fn`, its result made whole on every process (an array sharded over other
-    processes' devices cannot be read here until it is gathered)."""
-
-    def gathered(*args):
-        import jax
-        from jax.experimental import multihost_utils
-
-        def whole(x):
-            if isinstance(x, jax.Array) and not x.is_fully_addressable:
-                return multihost_utils.process_allgather(x, tiled=True)
-            return x
-
-        return jax.tree_util.tree_map(whole, fn(*args))
-
-    return gathered
-
-
 def _one_process(coordinator: str, processes: int, index: int, request: Path, result: Path):
-    import jax
-
+    from ._backends._jax import distributed_process
     from ._pipeline._processes import COLLECTIVES
 
-    jax.config.update("jax_cpu_collectives_implementation", COLLECTIVES)
-    jax.distributed.initialize(
-        coordinator_address=coordinator, num_processes=processes, process_id=index
-    )
-    try:
+    with distributed_process(coordinator, processes, index, collectives=COLLECTIVES):
         with open(request, "rb") as f:
             asked = pickle.load(f)
         found = evaluate_here(asked)
@@ -245,13 +222,12 @@ def _one_process(coordinator: str, processes: int, index: int, request: Path, re
 
             with atomic_path(result) as tmp, open(tmp, "wb") as f:
                 pickle.dump(found, f)
-    finally:
-        jax.distributed.shutdown()
 
 
 def evaluate_here(asked: dict) -> Gradient | Fault:
     """The evaluation in this process of a `jax.distributed` cluster (already started):
     the project loaded from `asked["root"]`, the variant's functions made to gather."""
+    from ._backends._jax import gathering, global_device_count
     from ._io import _jax_cache
     from ._model._variant import Checked, Functions
     from ._pipeline._evaluate import evaluate
@@ -269,7 +245,7 @@ def evaluate_here(asked: dict) -> Gradient | Fault:
     # this process's copy of the variant: its built functions gather what they return
     v._built["fns"] = Functions(
         *(
-            None if f is None else Checked(ex, v.name, _gathering(f.fn), tangents=k == 2)
+            None if f is None else Checked(ex, v.name, gathering(f.fn), tangents=k == 2)
             for k, f in enumerate(fns)
         )
     )
@@ -281,10 +257,8 @@ def evaluate_here(asked: dict) -> Gradient | Fault:
         shown_path=Places(Path(asked["root"])).shown,
     )
     if isinstance(found, Gradient):
-        import jax
-
         found.extra["processes"] = asked["processes"]
-        found.extra["devices"] = jax.device_count()
+        found.extra["devices"] = global_device_count()
         found.example = found.of = None
     return found
 

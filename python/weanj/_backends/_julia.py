@@ -40,6 +40,8 @@ from ._julia_find import (
     find_julia,
     julia_sources,  # noqa: F401 (re-exported: the tests, the docs)
 )
+from ._runtime import Runtime
+from ._runtime import register as register_runtime
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -234,6 +236,24 @@ def _build(example: Any, kernel: JuliaKernel) -> Functions:
 
     grad.timed_inside = timed_inside
     return Functions(loss, grad, value_and_grad=value_and_grad)
+
+
+class JuliaRuntime(Runtime):
+    """What runs a Julia variant's functions (`_runtime`): round trips to its worker,
+    answered with numpy arrays, on the CPU; and the times the worker measures itself,
+    inside Julia (`time_ns`, after a warm-up call), beside the round trips."""
+
+    name = "Julia"
+
+    def runs(self, variant: Variant) -> bool:
+        return variant.backend == "julia"
+
+    def inside(self, fn, args: tuple, samples: int) -> dict | None:
+        timed = getattr(fn, "timed_inside", None)
+        return None if timed is None else timed(*args, samples=samples)
+
+
+JULIA_RUNTIME = register_runtime(JuliaRuntime())
 
 
 def backend_version() -> str:

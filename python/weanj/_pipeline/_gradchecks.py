@@ -2,7 +2,8 @@
 central differences (docs/DESIGN.md, "Gradient checks").
 
 These call a loss (the variant's, through the session's watch, or any function a
-notebook passes to `weanj.taylor_test`, `weanj.jvp_check` and `weanj.fd_check`); the
+notebook passes to `weanj.taylor_test` and `weanj.fd_check`; `weanj.jvp_check`, which
+pushes a JAX function forward, is the JAX backend's, `_backends._jax`); the
 numbers they collect are judged by the rules of `_judge` (`TaylorResult.passes`,
 `DirectionalResult.passes`), the same for every kernel and every front end.
 """
@@ -20,6 +21,7 @@ from .._judge import _verdict as judge
 from .._judge._compare import NOISE_MULTIPLE, TOLERANCES, Tolerance
 from .._judge._taylor import (
     AT_ROUNDING,
+    OWN_JVP_TOLERANCE,
     RESOLVED,
     ROUNDING,
     DirectionalResult,
@@ -30,10 +32,6 @@ from .._judge._taylor import (
     random_direction,
 )
 from .._model import Catalog, Gradient, Inputs, TaylorPolicy
-
-# forward vs reverse: the variant's own jvp to rounding; a sibling's at the family tolerance
-OWN_JVP_TOLERANCE = 1e-12
-
 
 # --- the Taylor remainder test -----------------------------------------------------------
 
@@ -277,41 +275,6 @@ def _precision_of(x: np.ndarray):
     if jax is None or np.asarray(x).dtype not in (np.float64, np.complex128):
         return contextlib.nullcontext()
     return jax.enable_x64(True)
-
-
-def jvp_check(
-    f: Callable[[Any], Any],
-    x: Any,
-    g: Any,
-    *,
-    dx: Any = None,
-    tolerance: float = OWN_JVP_TOLERANCE,
-    seed: int = 1,
-) -> DirectionalResult:
-    """Forward mode against reverse mode for any JAX-traceable scalar function: `jax.jvp`
-    of `f` at `x` along `dx` (default: a seeded unit direction) against `⟨g, dx⟩`, exact up
-    to rounding and independent of any step.
-
-    **Returns:** a `DirectionalResult`: `.forward`, `.reverse`, `.error` (relative to
-    `Σ|g_i||dx_i|`, the size of the terms of ⟨g, dx⟩) and `.passes` (`error ≤ tolerance`).
-    """
-    import jax
-
-    x, g = np.asarray(x), np.asarray(g)
-    if x.shape != g.shape:
-        raise InputError(f"jvp_check: g has shape {g.shape}, x has {x.shape}")
-    if dx is None:
-        dx = random_direction(np.random.default_rng(seed), x)
-    dx = np.asarray(dx, dtype=x.dtype)
-    if dx.shape != x.shape:
-        raise InputError(f"jvp_check: dx has shape {dx.shape}, x has {x.shape}")
-    if not (isinstance(tolerance, (int, float)) and tolerance > 0):
-        raise InputError(f"jvp_check: tolerance must be a number > 0, got {tolerance!r}")
-    with jax.enable_x64(x.dtype in (np.float64, np.complex128)):
-        forward = float(np.real(np.asarray(jax.jvp(f, (x,), (dx,))[1])))
-    reverse = inner(g, dx)
-    scale = float(np.sum(np.abs(g) * np.abs(dx)))
-    return DirectionalResult("", "jax.jvp", forward, reverse, scale, float(tolerance))
 
 
 # --- the checks of one variant's gradient, as judgements -------------------------------------
