@@ -158,7 +158,8 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
 def cmd_clean(args: argparse.Namespace, words: dict) -> int:
     from .._commands.clean import clean
 
-    clean(args.examples or None, dry_run=args.dry_run, say=print)
+    cats = _catalogs(args.examples)
+    clean(cats, whole_project=not args.examples, dry_run=args.dry_run, say=print)
     return 0
 
 
