@@ -43,7 +43,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import Verdict
+from weanj import Verdict, _registry
 from weanj._cli import main
 from weanj._commands.bisect import bisect
 from weanj._commands.fuzz import fuzz
@@ -283,8 +283,12 @@ def fronts(tmp_path_factory):
             example, _, pair = case.split("::")
             a, b = pair.split("~")
             shared = places().inputs(example)
-            bisected[case] = bisect(example, a, b, inputs=shared, say=quiet)
-        fuzzed = {name: fuzz(name, max_examples=1, say=quiet) for name in EXAMPLES}
+            cat = _registry.catalog(example)  # the names resolved as the command line does
+            va, vb = _registry.same_family_pair(cat, a, b, "bisect")
+            bisected[case] = bisect(cat, va, vb, inputs=shared, say=quiet)
+        fuzzed = {
+            name: fuzz(_registry.catalog(name), max_examples=1, say=quiet) for name in EXAMPLES
+        }
         premises = _premises()
     verdicts_file = tmp_path_factory.mktemp("observer") / "verdicts.json"
     tests = pytest_weanj_in(root, "-v", "-rs", env=user_env(VERDICTS_FILE=str(verdicts_file)))

@@ -24,6 +24,7 @@ import functools
 import importlib.util
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from .._errors import DefinitionError, InputError
-from .._model import Functions, Variant
+from .._model import Catalog, Functions, Variant
 from .._project import project_root
-from .._registry import example_names, example_of, register_variant
+from .._registry import example_of, register_variant
 from . import _julia_client
 from ._julia_client import JuliaError
 from ._julia_find import (
@@ -109,11 +110,15 @@ class JuliaKernel:
 _KERNELS: dict[tuple[str, str], JuliaKernel] = {}
 
 
-def julia_kernels() -> dict[tuple[str, str], JuliaKernel]:
-    """`{(example, variant): JuliaKernel}` for every registered Julia variant (the
-    project's example modules are imported first)."""
-    example_names()
-    return dict(_KERNELS)
+def julia_kernels(cats: Iterable[Catalog]) -> dict[tuple[str, str], JuliaKernel]:
+    """`{(example, variant): JuliaKernel}` for the Julia variants of the catalogs given
+    (the caller's: this module loads no example module)."""
+    return {
+        (cat.name, v.name): _KERNELS[(cat.name, v.name)]
+        for cat in cats
+        for v in cat.variants
+        if v.backend == "julia" and (cat.name, v.name) in _KERNELS
+    }
 
 
 def _crossing(a: Any) -> np.ndarray:

@@ -32,12 +32,11 @@ from .._environment import environment, now
 from .._errors import InputError, WeanjError, say, wrapped
 from .._io import _bench, _inputs, _jax_cache
 from .._judge._contract import Breach
-from .._model import Example, Inputs, Variant, check_dtype
+from .._model import Catalog, Example, Inputs, Variant, check_dtype
 from .._pipeline import _measure as measure
 from .._pipeline._cases import build_plan
 from .._pipeline._evaluate import first_line
 from .._places import places
-from .._registry import catalog, chosen_variants
 from .._watch import Watch
 from .._x64 import x64_configuration
 
@@ -355,8 +354,8 @@ def _checked(
 
 
 def bench(
-    example: str,
-    variants: Sequence[str] | None = None,
+    cat: Catalog,
+    variants: Sequence[Variant] | None = None,
     *,
     sizes: Sequence[int] | None = None,
     params: dict[str, Any] | None = None,
@@ -376,7 +375,8 @@ def bench(
 
     **Arguments:**
 
-    - `variants`: default all variants available here.
+    - `cat`: the example's catalog; `variants`: some of its variants (default: all; those
+      that cannot run here are skipped, saying why).
     - `sizes`: problem sizes (the example's `Sizes`, default its `values`), in increasing
       order until the gradient exceeds `budget_s`; an example without `Sizes` is measured
       at its shared inputs.
@@ -394,7 +394,6 @@ def bench(
 
     **Returns:** a `Benched`: the records per backend, the variants at fault and skipped.
     """
-    cat = catalog(example)
     ex = cat.example
     here = places()
     _jax_cache.enable()
@@ -408,7 +407,7 @@ def bench(
     sweep_sizes, point, over, memory_over = _checked(
         ex, device, sizes, params, samples, devices, budget_s, over, memory_over, shared
     )
-    chosen = chosen_variants(cat, list(variants) if variants else None)
+    chosen = list(variants) if variants else list(cat.variants)
     result = Benched(ex)
     if shared is not None:  # the case table says which variants run here, and why not
         table = build_plan(cat, shared, live=True, dtypes=(dtype,), checks=False)
