@@ -172,8 +172,8 @@ def test_a_new_backend_is_measured_through_its_own_runtime(project, monkeypatch)
     monkeypatch.setitem(_registry._VARIANTS["01-jacobi"], fake.name, fake)
     lines: list[str] = []
     done = bench_command.bench(
-        "01-jacobi",
-        [fake.name],
+        _registry.catalog("01-jacobi"),
+        [fake],
         sizes=[4, 6],
         params={"K": 2},
         samples=3,
