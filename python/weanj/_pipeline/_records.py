@@ -56,7 +56,7 @@ from .._errors import WeanjError
 from .._io._atomic import atomic_path
 from .._io._h5 import array_sha256
 from .._judge._contract import ERROR, NONFINITE, Fault
-from .._judge._kinds import GRADIENT_CHECKS, CaseKind
+from .._judge._kinds import GRADIENT_CHECKS, CaseKind, Verdict
 from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
@@ -293,7 +293,7 @@ class Records:
             raise Discarded("its contents do not match their recorded digest (edited?)")
         if "fault" in record:
             f = record["fault"]
-            return record, Fault(f["verdict"], f["what"], f["command"])
+            return record, Fault(Verdict.parse(f["verdict"]), f["what"], f["command"])
         for name, a in arrays.items():
             if array_sha256(a) != record["sha256"][name]:
                 raise Discarded(f"the values of {name} do not match their sha256")
