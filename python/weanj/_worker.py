@@ -24,9 +24,10 @@ from typing import Any
 
 from ._errors import WeanjError
 from ._judge._contract import Fault
+from ._judge._kinds import GRADIENT_CHECKS
 from ._model import Gradient, Inputs
 from ._pipeline._evaluate import first_line
-from ._pipeline._executors import CHECK_KINDS, clock_figures
+from ._pipeline._executors import clock_figures
 from ._pipeline._session import Session
 
 # --- a Dask worker ---------------------------------------------------------------------------
@@ -136,7 +137,7 @@ def evaluate_task(
     inputs and, in float64, its gradient checks' numbers, as the in-process session
     computes them (the same functions)."""
     from ._io import _jax_cache
-    from ._pipeline._gradchecks import jvp_judgement, taylor_judgement
+    from ._pipeline._gradchecks import CHECKS
     from ._registry import catalog
 
     error = worker_ready(setup)
@@ -159,12 +160,9 @@ def evaluate_task(
     found = session.outcome(v, inputs, dtype)
     if isinstance(found, Gradient) and dtype == "float64":
         for array in cat.example.wrt_names:
-            for kind in CHECK_KINDS:
+            for kind in GRADIENT_CHECKS:
                 try:
-                    if kind == "taylor":
-                        taylor_judgement(session, "", inputs, found, array)
-                    else:
-                        jvp_judgement(session, "", cat, inputs, found, array)
+                    CHECKS[kind].judgement(session, "", cat, inputs, found, array)
                 except TimeoutError as e:
                     kept.checks[(kind, array)] = {"timeout": str(e)}
                 except Exception:  # noqa: BLE001 - left to the client, which then

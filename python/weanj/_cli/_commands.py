@@ -127,11 +127,12 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
 
 def cmd_diff(args: argparse.Namespace, words: dict) -> int:
     from .._commands.diff import diff
+    from .._judge._kinds import CaseKind
     from .._places import places
 
     judgement = diff(args.example)
     ej = judgement[_example(args.example).name]
-    if ej.error is None and not ej.subjects and not ej.of_kind("file"):
+    if ej.error is None and not ej.subjects and not ej.of_kind(CaseKind.FILE):
         raise WeanjError(
             f"no gradients of {ej.name} in {places().results_of(ej.name)}; compute them with "
             f"`weanj check {ej.name}` or `weanj run {ej.name} VARIANT`"

@@ -633,7 +633,7 @@ def report_lines(cat: Catalog, result: Fuzzed, here: Places) -> list[str]:
     for (a, b), count in result.as_declared.items():
         out.append(f"  {a}~{b}: {count} draw(s) differed as declared (expected)")
     failed = sorted(result.failed_pairs)
-    verdict = "FAIL" if result.findings else "ok"
+    verdict = Verdict.FAIL if result.findings else Verdict.OK
     budget = " (stopped at the time limit)" if result.out_of_time else ""
     if result.cut_short:
         budget = " (stopped at the time limit, maybe before shrinking was done" + (

@@ -40,6 +40,7 @@ from typing import Any
 
 from .._errors import InputError, WeanjError
 from .._judge._contract import ERROR, Fault
+from .._judge._kinds import Verdict
 from .._model import Gradient, Inputs, Variant
 from ._evaluate import first_line, label_of, reproduce_command
 from ._processes import inputs_payload
@@ -47,7 +48,6 @@ from ._session import Session
 
 EXTRA = "pip install 'weanj[distributed]'"
 SCHEDULER_VARIABLE = "DASK_SCHEDULER_ADDRESS"
-CHECK_KINDS = ("taylor", "jvp")
 
 
 def _distributed():
@@ -401,7 +401,7 @@ class _Counter:
         if p is None:
             return
         p.done += 1
-        status = "ok" if isinstance(found, Gradient) else found.verdict
+        status = Verdict.OK if isinstance(found, Gradient) else found.verdict
         extra = []
         if where:
             extra.append(f"on {where}")
