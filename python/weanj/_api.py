@@ -148,7 +148,7 @@ def evaluate(
         inputs = _inputs.read_inputs(ex, here, _path_argument(inputs, "inputs"))
     if params:
         inputs = inputs.with_params(params)
-    found = evaluation_run(here, timeout=timeout).evaluate(v, inputs, dtype)
+    found = evaluation_run(here, timeout=timeout, cache=False).evaluate(v, inputs, dtype)
     if isinstance(found, Fault):
         raise found.error()
     return found

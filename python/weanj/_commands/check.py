@@ -5,6 +5,10 @@ the recorded references and the other files of the store.
 
 An example whose inputs cannot be read is not judged (the others are): the command then
 exits 2, having printed the others' verdicts.
+
+The run itself is `_pipeline._run.CheckRun`; this module resolves the names (examples,
+variants, `--dtype`, the executor) and hands it the `Judgement` and the writer of
+`check.json` (`check_run`, which `pytest --weanj` uses too).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """`weanj diff` and `weanj.diff()`: the store's files judged, running nothing.
 
-The same case table and judge as `weanj check`, the variants' gradients read from their
-store files instead of computed (`results/<example>/gradients/`, `gradients/float32/`),
-with the recorded references and every other file of the store.
+The same run as `weanj check` in its store mode (`CheckRun.of_store`): the same case
+table and judge, the variants' gradients read from their store files instead of computed
+(`results/<example>/gradients/`, `gradients/float32/`), with the recorded references and
+every other file of the store; the last check's faults and gradient checks from its
+`check.json`.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ configuration) and hands them over; the run does the rest:
   each live gradient saved to the store and `check.json` written (with `save`);
 - **store** (`CheckRun.of_store(...)`: diff): the same table and judge on the store's
   files, nothing evaluated;
-- **one variant** (`CheckRun.evaluate`, `CheckRun.save_apart`: `weanj run`,
-  `weanj.evaluate()`): one evaluation under the run's watch, and the one naming scheme
-  of a gradient written outside the store (`outside_store_path`).
+- **one variant** (`evaluation_run(...).evaluate`: `weanj run`, `weanj.evaluate()`): one
+  evaluation under the run's time limit; and the one naming scheme of a gradient written
+  outside the store (`outside_store_path`: `weanj run`, `weanj.save_gradient`).
 
 Iterating a run judges its examples one by one and yields each `ExampleJudgement`
 (`weanj check` prints them; `judge()` runs them all and returns the `Judgement`);
@@ -89,7 +89,10 @@ class CheckRun:
     - `require`: backends or variant names that must run (default: the project's);
     - `say`: where progress and notes go; `progress`: one line per evaluation;
     - `every_example`: the names of every registered example, when the run covers them
-      all (then results of examples no longer registered are noted).
+      all (then results of examples no longer registered are noted);
+    - `cache`: turn on JAX's persistent compilation cache (as every command does).
+
+    The store run is `CheckRun.of_store`; one evaluation's run `evaluation_run`.
     """
 
     def __init__(
@@ -112,6 +115,7 @@ class CheckRun:
         every_example: Sequence[str] | None = None,
         live: bool = True,
         faults: Callable[[Catalog, Inputs], dict[str, Fault]] | None = None,
+        cache: bool = True,
     ):
         self.catalogs = list(catalogs)
         self.places = places
@@ -128,7 +132,7 @@ class CheckRun:
         self.executor = executor if executor is not None else InProcess(config)
         self._stack = ExitStack()
         self._clock = None
-        if live:
+        if live and cache:
             _jax_cache.enable()  # compiled kernels are reused across runs (and processes)
             if judgement is not None:
                 self._clock = _jax_cache.clock()
@@ -336,10 +340,16 @@ class CheckRun:
         )
 
 
-def evaluation_run(places: Places, *, timeout: float | None = None, say=say) -> CheckRun:
+def evaluation_run(
+    places: Places, *, timeout: float | None = None, cache: bool = True, say=say
+) -> CheckRun:
     """The run of one evaluation (`weanj run`, `weanj.evaluate()`): no example judged,
-    nothing kept, nothing written but what `save_apart` is asked to."""
-    return CheckRun((), places, config=None, judgement=None, timeout=timeout, save=False, say=say)
+    no record kept, nothing written (`weanj run` saves what `evaluate` returns where
+    `outside_store_path` or `--out` says). `cache`: turn on the persistent compilation
+    cache, as every command does (a notebook's `weanj.evaluate` leaves it as it is)."""
+    return CheckRun(
+        (), places, config=None, judgement=None, timeout=timeout, save=False, say=say, cache=cache
+    )
 
 
 # --- what a live run says once --------------------------------------------------------------
