@@ -96,11 +96,13 @@ def cmd_inputs(args: argparse.Namespace, words: dict) -> int:
 
 def cmd_run(args: argparse.Namespace, words: dict) -> int:
     from .._commands.run import run
+    from .._registry import variant
 
-    params = param_values(_example(args.example), words, args.options)
+    ex = _example(args.example)
+    params = param_values(ex, words, args.options)
     done = run(
-        args.example,
-        args.variant,
+        ex,
+        variant(ex, args.variant),
         inputs=args.inputs,
         params=params,
         dtype=args.dtype,
