@@ -27,7 +27,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "weanj"
 
 # Folders and modules other work moves off their literals (issue #43): the views
 # (`_report/`, made generic over `Verdict`) and the front ends' own files.
-NOT_YET = ("_report/", "_commands/run.py", "_commands/diff.py", "_commands/check.py")
+NOT_YET = ("_report/",)
 # Modules whose `.kind` is another thing, spelled alike: a file probe's outcome.
 OTHER = ("_io/_safeh5.py",)
 WORDS = {v.value for v in Verdict} | {k.value for k in CaseKind}

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._judge._contract import Fault
+from .._judge._contract import ERROR, NONFINITE, TIMEOUT, Fault
+from .._judge._kinds import Verdict
 from .._judge._verdict import CaseJudgement
 from .._pipeline._run import CheckRun
 from .._places import places
@@ -50,8 +51,8 @@ def last_faults(cat, inputs) -> dict[str, Fault]:
         if not isinstance(f, dict) or label.split("@")[0] not in names:
             continue
         verdict = f.get("verdict")
-        if verdict in ("error", "NaN/Inf", "timeout") and isinstance(f.get("reason"), str):
-            out[label] = Fault(verdict, f["reason"], str(f.get("command") or ""))
+        if verdict in (ERROR, NONFINITE, TIMEOUT) and isinstance(f.get("reason"), str):
+            out[label] = Fault(Verdict.parse(verdict), f["reason"], str(f.get("command") or ""))
     return out
 
 

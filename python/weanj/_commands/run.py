@@ -17,6 +17,7 @@ from typing import Any
 from .._errors import WeanjError
 from .._io import _inputs, _store
 from .._judge._contract import Fault
+from .._judge._kinds import Verdict
 from .._model import Example, Gradient, Inputs, Variant, check_dtype
 from .._pipeline._run import apart_note, differences, evaluation_run
 from .._pipeline._run import outside_store_path as default_path
@@ -89,7 +90,7 @@ def run(
         _store.check_target(out, planned, shared_key, here, force=force)
     found = one.evaluate(v, chosen, dtype, processes=processes)
     if isinstance(found, Fault):
-        raised = found.verdict == "error" and f"{v.name} raised " in found.what
+        raised = found.verdict == Verdict.ERROR and f"{v.name} raised " in found.what
         if traceback and raised:
             _print_traceback(v, chosen, dtype)
         hint = " (--traceback prints the whole traceback)" if raised and not traceback else ""

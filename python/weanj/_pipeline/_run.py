@@ -42,6 +42,7 @@ from typing import Any
 from .._errors import WeanjError, say
 from .._io import _jax_cache, _store
 from .._judge._contract import Fault
+from .._judge._kinds import Verdict
 from .._judge._suspects import suspects as find_suspects
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import DTYPES, Catalog, Gradient, Inputs, Variant
@@ -64,7 +65,7 @@ class _Progress:
 
     def __call__(self, label: str, found: Gradient | Fault, seconds: float, reused: bool) -> None:
         self.done += 1
-        status = "ok" if isinstance(found, Gradient) else found.verdict
+        status = Verdict.OK if isinstance(found, Gradient) else found.verdict
         how = "reused" if reused else f"{seconds:.1f} s"
         self.say(f"[{self.done}/{self.total}] {self.example} {label}: {how}, {status}")
 
