@@ -35,7 +35,7 @@ def forget_julia() -> None:
     built: a variant builds its functions once, after checking that it is available, so
     one built while a stand-in worker was configured would skip the check later."""
     _julia_client.forget()
-    for example, name in _julia.julia_kernels():
+    for example, name in _julia.julia_kernels(_registry.catalogs()):
         v = find_variant(example, name)
         if v is not None:
             v._built.clear()

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import weanj
+from weanj import _registry
 from weanj._cli import main
 from weanj._commands import bench as bench_command
 from weanj._io import _bench as bench_files
@@ -48,7 +49,9 @@ def _has_gpu() -> bool:
 def _bench(example: str, variants=None, **options) -> dict:
     """`weanj bench`'s function, writing nothing (the tests below read its records, not
     the files): `{backend: records}`."""
-    done = bench_command.bench(example, variants, write=False, **options)
+    cat = _registry.catalog(example)  # the names resolved as the command line resolves them
+    chosen = _registry.chosen_variants(cat, variants) if variants else None
+    done = bench_command.bench(cat, chosen, write=False, **options)
     assert not done.errors, done.errors
     return done.by_backend
 
@@ -290,7 +293,9 @@ def test_over_and_memory_over_a_dimension_of_a_shape(dims_example):
 def test_a_dimension_its_generator_cannot_set_is_refused_before_any_work(dims_example, capsys):
     said = []
     with pytest.raises(weanj.InputError) as info:
-        bench_command.bench("95-fixed", samples=1, over=("T", (2, 8)), say=said.append)
+        bench_command.bench(
+            _registry.catalog("95-fixed"), samples=1, over=("T", (2, 8)), say=said.append
+        )
     assert "its generate takes no keyword T" in str(info.value) and "def generate(seed" in str(
         info.value
     )

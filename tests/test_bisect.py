@@ -26,6 +26,13 @@ from weanj._commands import bisect as bisect_command
 from .helpers import assert_one_line_error
 from .projects import reproduce_case, saved_path, weanj_in, write_project
 
+
+def _bisect(example: str, a: str, b: str, **options):
+    """`weanj bisect`'s function, the names resolved as the command line resolves them."""
+    cat = _registry.catalog(example)
+    return bisect_command.bisect(cat, *_registry.same_family_pair(cat, a, b, "bisect"), **options)
+
+
 STEPS = """\
 import jax.numpy as jnp
 import weanj
@@ -257,7 +264,7 @@ def nosizes(project):
 
 
 def test_without_sizes_the_minimal_case_is_the_shared_inputs(nosizes, capsys, project):
-    done = bisect_command.bisect(NAME, "jax-power", "jax-off")
+    done = _bisect(NAME, "jax-power", "jax-off")
     out = capsys.readouterr().out
     assert done.exit_code == 1 and done.first == 3, out
     assert "first disagreement at T = 3 (T = 2 agrees)" in out
@@ -279,7 +286,7 @@ def test_without_sizes_the_minimal_case_is_the_shared_inputs(nosizes, capsys, pr
     ]
     # `--inputs CASE` judges the pair on that file alone: the same verdict and region at
     # its T = 3; at T = 2 (`--T 2`) they agree.
-    again = bisect_command.bisect(NAME, "jax-power", "jax-off", inputs=case)
+    again = _bisect(NAME, "jax-power", "jax-off", inputs=case)
     out = capsys.readouterr().out
     assert again.exit_code == 1 and again.first is None, out
     assert [(j.case, j.verdict) for j in again.outcome.judgements] == [
@@ -288,7 +295,7 @@ def test_without_sizes_the_minimal_case_is_the_shared_inputs(nosizes, capsys, pr
     assert "5 element(s) in numpy (1:1, 0:4) / Julia (2:2, 1:5)" in out
     before = again.outcome.judgements[0].comparison
     assert before.max_abs == j.comparison.max_abs  # the same numbers as the search found
-    agreeing = bisect_command.bisect(NAME, "jax-power", "jax-off", inputs=case, params={"T": 2})
+    agreeing = _bisect(NAME, "jax-power", "jax-off", inputs=case, params={"T": 2})
     assert agreeing.exit_code == 0
     assert [str(j.verdict) for j in agreeing.outcome.judgements] == ["ok"]
     capsys.readouterr()
@@ -304,7 +311,7 @@ def test_without_sizes_the_minimal_case_is_the_shared_inputs(nosizes, capsys, pr
 @pytest.mark.slow  # waits out a time limit; the Julia worker's hang tests time out by default
 def test_a_variant_out_of_time_is_an_error_not_a_verdict(nosizes, capsys):
     with pytest.raises(weanj.WeanjError) as e:
-        bisect_command.bisect(NAME, "jax-power", "jax-slow", timeout=5)
+        _bisect(NAME, "jax-power", "jax-slow", timeout=5)
     assert_one_line_error(
         str(e.value),
         "jax-slow took longer than the time limit of 5 s",
@@ -429,7 +436,7 @@ def test_the_minimal_case_is_the_case_fuzz_writes_too(odd_sizes, project, capsys
     from weanj._pipeline._minimal_case import Case, sized_case
     from weanj._places import places
 
-    done = bisect_command.bisect(ODD, "jax-sum", "jax-mid", over="n", say=lambda s: None)
+    done = _bisect(ODD, "jax-sum", "jax-mid", over="n", say=lambda s: None)
     case = done.minimal
     assert isinstance(case, Case) and (case.size, case.seed) == (11, odd_sizes.seed)
     assert case.path == project / "results" / ODD / "cases" / "bisect-jax-sum-jax-mid-n11.h5"

@@ -313,7 +313,8 @@ def test_run_sharded_on_two_processes(project):
     from weanj._judge._compare import TOLERANCES
 
     env = subprocess_env(project)
-    run("01-jacobi", "jax-jacobi-sharded", out=project / "one.h5")  # one process, here
+    ex = weanj.example("01-jacobi")
+    run(ex, weanj.variant(ex, "jax-jacobi-sharded"), out=project / "one.h5")  # one process, here
     two = run_python(
         "-m", "weanj", "run", "01-jacobi", "jax-jacobi-sharded", "--processes", "2",
         "--out", "two.h5", env=env, cwd=project, timeout=300,

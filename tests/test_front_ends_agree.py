@@ -43,7 +43,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import Verdict
+from weanj import Verdict, _registry
 from weanj._cli import main
 from weanj._commands.bisect import bisect
 from weanj._commands.fuzz import fuzz
@@ -283,8 +283,12 @@ def fronts(tmp_path_factory):
             example, _, pair = case.split("::")
             a, b = pair.split("~")
             shared = places().inputs(example)
-            bisected[case] = bisect(example, a, b, inputs=shared, say=quiet)
-        fuzzed = {name: fuzz(name, max_examples=1, say=quiet) for name in EXAMPLES}
+            cat = _registry.catalog(example)  # the names resolved as the command line does
+            va, vb = _registry.same_family_pair(cat, a, b, "bisect")
+            bisected[case] = bisect(cat, va, vb, inputs=shared, say=quiet)
+        fuzzed = {
+            name: fuzz(_registry.catalog(name), max_examples=1, say=quiet) for name in EXAMPLES
+        }
         premises = _premises()
     verdicts_file = tmp_path_factory.mktemp("observer") / "verdicts.json"
     tests = pytest_weanj_in(root, "-v", "-rs", env=user_env(VERDICTS_FILE=str(verdicts_file)))
@@ -880,3 +884,244 @@ def test_a_departure_from_the_declaration_fails_saying_how(declared):
         assert diff[j.case]["departure"] == j.departure
         assert j.departure in declared["pytest"].stdout
         assert j.departure in declared["cli"][1]
+
+
+# --- one run under every front end (issue 43, item 1) -----------------------------------------
+# A third throwaway project, `45-one-run`, as a user's project looks when something is wrong:
+# family `sq`: `jax-ref` (L = Σ (x − y)², float64 and float32: the float32 pair), `jax-off`
+# (its gradient 1% too large at x[2]: FAIL) and `jax-broken` (raises: error); family `planted`:
+# `jax-planted-ref` and `jax-planted`, which adds x[2]² and declares it with `weanj.Expected`.
+# Every front end (`weanj.check()`, `weanj check`, `weanj.diff()`, `weanj diff --json`,
+# `weanj.evaluate()`, `weanj run`, `pytest --weanj`) is watched making its `CheckRun`: each
+# makes exactly one, and what they say agrees.
+
+ONE_RUN = "45-one-run"
+ONE_RUN_MODULE = textwrap.dedent(
+    """
+    import jax.numpy as jnp
+    import numpy as np
+    import weanj
+
+
+    def generate(seed):  # x far from y: a 1% plant is far beyond the tolerance
+        rng = np.random.default_rng(seed)
+        return {"x": rng.uniform(1, 2, 8), "y": rng.uniform(-1, 0, 8)}
+
+
+    ex = weanj.register_example(weanj.Example(
+        name="45-one-run", arrays=("x", "y"), wrt="x", generate=generate,
+    ))
+    ONLY = ("float64",)
+
+
+    def base(x, y):
+        return jnp.sum((x - y) ** 2)
+
+
+    def off(x, y):
+        return (2 * (x - y)).at[2].multiply(1.01)
+
+
+    def broken(x, y):
+        raise ValueError("a broken port")
+
+
+    def planted(x, y):
+        return base(x, y) + x[2] ** 2
+
+
+    weanj.jax_variant(ex, "jax-ref", family="sq", loss=base)
+    weanj.jax_variant(ex, "jax-off", family="sq", loss=base, grad=off, dtypes=ONLY)
+    weanj.jax_variant(ex, "jax-broken", family="sq", loss=broken, dtypes=ONLY)
+    weanj.jax_variant(ex, "jax-planted-ref", family="planted", loss=base, dtypes=ONLY)
+    weanj.jax_variant(
+        ex, "jax-planted", family="planted", loss=planted, dtypes=ONLY,
+        expected=weanj.Expected(reason="a planted term", array="x", elements=[2], bound=10.0),
+    )
+    """
+)
+# Observes `pytest --weanj`: each item's verdict, and the run that judged it.
+RUN_OBSERVER = textwrap.dedent(
+    """
+    import json, os
+
+    VERDICTS, RUNS = {}, set()
+
+
+    def pytest_runtest_teardown(item):
+        from weanj._pytest_plugin import _RUN
+
+        j = getattr(item, "judgement", None)
+        if j is not None:
+            VERDICTS[item.nodeid.removeprefix("weanj::")] = str(j.verdict)
+            run = item.config.stash[_RUN]
+            RUNS.add(f"{type(run).__module__}.{type(run).__qualname__} {id(run)}")
+
+
+    def pytest_sessionfinish(session):
+        with open(os.environ["VERDICTS_FILE"], "w") as f:
+            json.dump({"verdicts": VERDICTS, "runs": sorted(RUNS)}, f)
+    """
+)
+
+
+def _one(what: str) -> str:
+    return f"{ONE_RUN}::{what}"
+
+
+# The verdicts, derived by hand from the plants above.
+ONE_RUN_CASES = {
+    _one("sq::jax-ref::run"): "ok",
+    _one("sq::jax-ref@float32::run"): "ok",
+    _one("sq::jax-off::run"): "ok",
+    _one("sq::jax-broken::run"): "error",
+    _one("sq::jax-ref~jax-off"): "FAIL",
+    _one("sq::jax-ref~jax-broken"): "skipped",
+    _one("sq::jax-off~jax-broken"): "skipped",
+    _one("sq::jax-ref~jax-ref@float32"): "ok",
+    _one("sq::jax-off::taylor"): "FAIL",
+    _one("sq::jax-off::jvp"): "FAIL",
+    _one("sq::jax-ref::taylor"): "ok",
+    _one("planted::jax-planted-ref~jax-planted"): "expected",
+    _one("planted::jax-planted::taylor"): "ok",
+    _one("info::jax-ref~jax-planted-ref"): "info",
+}
+ONE_RUN_OUTCOME = {
+    "ok": "PASSED",
+    "FAIL": "FAILED",
+    "error": "FAILED",
+    "skipped": "SKIPPED",
+    "expected": "XFAIL",
+}
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory):
+    """The project, and every front end's run of it: the `CheckRun`s each made (watched
+    by wrapping `CheckRun.__init__`), and what each returned or printed."""
+    from weanj._pipeline import _run
+
+    root = tmp_path_factory.mktemp("one-run")
+    write_project(
+        root, {"fe_one_run.py": ONE_RUN_MODULE, "conftest.py": RUN_OBSERVER}, regenerate=False
+    )
+    quiet = lambda line: None  # noqa: E731
+    made: list = []
+    init = _run.CheckRun.__init__
+
+    def watched(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    def runs_of(call):
+        """What `call()` returns, and the runs it made."""
+        start = len(made)
+        found = call()
+        return found, made[start:]
+
+    out: dict = {}
+    with pytest.MonkeyPatch.context() as mp, loaded(root, "fe_one_run"):
+        mp.setattr(_run.CheckRun, "__init__", watched)
+        weanj.write_inputs(ONE_RUN)
+        out["api"] = runs_of(lambda: weanj.check(ONE_RUN, say=quiet))
+        out["cli"] = runs_of(lambda: _cli_text("check", ONE_RUN))
+        out["diff"] = runs_of(lambda: weanj.diff(ONE_RUN))
+        out["diff_json"] = runs_of(lambda: _cli_json("diff", ONE_RUN, "--json"))
+        out["evaluate"] = runs_of(lambda: weanj.evaluate(ONE_RUN, "jax-ref"))
+        out["evaluate32"] = runs_of(lambda: weanj.evaluate(ONE_RUN, "jax-ref", dtype="float32"))
+        out["broken"] = runs_of(lambda: _raised(lambda: weanj.evaluate(ONE_RUN, "jax-broken")))
+        out["run"] = runs_of(lambda: _cli_text("run", ONE_RUN, "jax-broken"))
+    verdicts_file = tmp_path_factory.mktemp("observer") / "verdicts.json"
+    tests = pytest_weanj_in(root, "-v", "-rsx", env=user_env(VERDICTS_FILE=str(verdicts_file)))
+    out["pytest"] = (tests, json.loads(verdicts_file.read_text()))
+    return out
+
+
+def _cli_text(*argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _raised(call) -> Exception:
+    try:
+        call()
+    except Exception as e:  # what the API raises is the result here
+        return e
+    raise AssertionError("no exception")
+
+
+def test_every_front_end_judges_through_one_run(one_run):
+    from weanj._pipeline._run import CheckRun
+
+    for front in ("api", "cli", "diff", "diff_json", "evaluate", "broken", "run"):
+        _, runs = one_run[front]
+        assert len(runs) == 1 and type(runs[0]) is CheckRun, front
+    # check (API and command line) a live run that saves; diff the store run.
+    for front in ("api", "cli"):
+        (run,) = one_run[front][1]
+        assert run.live and run.save and [c.name for c in run.catalogs] == [ONE_RUN]
+    for front in ("diff", "diff_json"):
+        (run,) = one_run[front][1]
+        assert not run.live and not run.save and run.records is None
+    # evaluate and run: one evaluation, no example judged, nothing kept.
+    for front in ("evaluate", "broken", "run"):
+        (run,) = one_run[front][1]
+        assert run.catalogs == [] and run.records is None and not run.save
+    # pytest --weanj: every item judged by the one CheckRun its session made.
+    _, observed = one_run["pytest"]
+    (made,) = observed["runs"]
+    assert made.startswith("weanj._pipeline._run.CheckRun ")
+
+
+def test_the_front_ends_of_one_run_agree(one_run):
+    api, (api_run,) = one_run["api"]
+    (code, text, _), (cli_run,) = one_run["cli"]
+    check = api.verdicts()
+    assert {c: check[c] for c in ONE_RUN_CASES} == ONE_RUN_CASES
+    assert cli_run.judgement.verdicts() == check and code == 1 == api.exit_code
+    assert api_run.judgement is api and list(api) == [api_run.judgement[ONE_RUN]]
+    assert f"{_one('sq::jax-ref~jax-off')}: FAIL" in text
+    # diff: the store check wrote judged again, the same verdict for every case it has
+    # (no gradient checks: those are check's), the broken variant's fault from check.json.
+    diff, _ = one_run["diff"]
+    data, _ = one_run["diff_json"]
+    listed = {j["case"]: j["verdict"] for k in ("runs", "pairs", "skipped") for j in data[k]}
+    stored = diff.verdicts()
+    # (the float32 pairs of float64-only variants are check's alone: no file, no fault)
+    pairs = {c for c in check if "~" in c and "@float32" not in c}
+    pairs.add(_one("sq::jax-ref~jax-ref@float32"))
+    assert pairs <= set(stored) and pairs <= set(listed)
+    both = (set(stored) | set(listed)) & set(check)
+    assert both >= pairs | {_one("sq::jax-broken::run")}
+    assert (
+        {c: stored[c] for c in both} == {c: listed[c] for c in both} == {c: check[c] for c in both}
+    )
+    assert data["exit_code"] == 1 == diff.exit_code
+    # pytest --weanj: every case but the one across families is an item, with check's verdict.
+    tests, observed = one_run["pytest"]
+    items = dict(DECLARED_ITEM.findall(tests.stdout))
+    tested = {c: v for c, v in check.items() if "::info::" not in c}
+    judged = observed["verdicts"]  # (an item skipped at collection is judged by no one)
+    assert set(items) == set(tested) and judged == {c: check[c] for c in judged}
+    assert set(judged) >= set(ONE_RUN_CASES) - {_one("info::jax-ref~jax-planted-ref")}
+    assert {tested[c] for c in set(tested) - set(judged)} == {"skipped"}
+    assert {c: items[c] for c in ONE_RUN_CASES if c in tested} == {
+        c: ONE_RUN_OUTCOME[v] for c, v in ONE_RUN_CASES.items() if c in tested
+    }, tests.stdout
+    assert tests.returncode == 1
+    # evaluate and check computed the same numbers (the same evaluation, in both dtypes).
+    for front, label in (("evaluate", "jax-ref"), ("evaluate32", "jax-ref@float32")):
+        g, _ = one_run[front]
+        checked = api[ONE_RUN].subjects[label]
+        assert g.key == checked.key and g.loss == checked.loss
+        assert np.array_equal(g.gradients["x"], checked.gradients["x"])
+    # The broken variant: the same one line in check's run case, evaluate's error and run's.
+    reason = api[ONE_RUN].by_case()[_one("sq::jax-broken::run")].reason
+    assert "a broken port" in reason
+    error, _ = one_run["broken"]
+    assert isinstance(error, weanj.VariantError) and "a broken port" in str(error)
+    (run_code, run_out, run_err), _ = one_run["run"]
+    assert run_code == 1 and run_out == "" and "a broken port" in run_err
+    assert str(error).splitlines()[0] in run_err

@@ -33,6 +33,14 @@ from .helpers import assert_one_line_error
 from .projects import pytest_weanj_in, reproduce_case, weanj_in, write_project
 from .toy_kernels import away_from_ties, integer_xy, min_by_branches, min_by_minimum, xy_example
 
+
+def _fuzz(example: str, *, pairs=None, **options):
+    """`weanj fuzz`'s function, the names resolved as the command line resolves them."""
+    cat = _registry.catalog(example)
+    chosen = _registry.chosen_pairs(cat, pairs, "--pairs") if pairs else None
+    return fuzz_command.fuzz(cat, pairs=chosen, **options)
+
+
 KERNELS = '''\
 import jax.numpy as jnp
 import numpy as np
@@ -279,7 +287,7 @@ def clock(monkeypatch):
 
 
 def test_agreeing_pair_stops_at_the_time_limit_and_notes_refusals(agreeing, clock, capsys):
-    done = fuzz_command.fuzz(NAME, seconds=400, max_examples=10_000)
+    done = _fuzz(NAME, seconds=400, max_examples=10_000)
     out = capsys.readouterr().out
     assert done.exit_code == 0 and done.out_of_time, out
     summary = out.strip().splitlines()[-1]
@@ -342,7 +350,7 @@ def test_the_first_draw_is_the_shared_inputs_with_check_s_case_id(where_check_st
         ("96-fuzz-start::p::jax-power~jax-shared", "FAIL")
     ]
     capsys.readouterr()
-    done = fuzz_command.fuzz(START, pairs=[("jax-power", "jax-shared")])
+    done = _fuzz(START, pairs=[("jax-power", "jax-shared")])
     out = capsys.readouterr().out
     assert done.exit_code == 1 and done.draws == 1, out
     (found,) = done.findings
@@ -361,7 +369,7 @@ def test_the_first_draw_is_the_shared_inputs_with_check_s_case_id(where_check_st
 def test_int_parameters_are_drawn_above_the_default(where_check_stands, clock, capsys):
     # The default budget (100 draws or 60 s; 0.6 s of the test's clock a draw).
     clock.step = fuzz_command.SECONDS / fuzz_command.MAX_EXAMPLES
-    done = fuzz_command.fuzz(START, pairs=[("jax-power", "jax-late")])
+    done = _fuzz(START, pairs=[("jax-power", "jax-late")])
     out = capsys.readouterr().out
     assert done.exit_code == 1, out
     (found,) = done.findings
@@ -411,23 +419,35 @@ def test_fuzz_draws_no_constant_of_the_modules_loaded():
 
 
 def test_max_examples_bounds_the_draws(agreeing, capsys):
-    done = fuzz_command.fuzz(NAME, max_examples=3, seconds=600)
+    done = _fuzz(NAME, max_examples=3, seconds=600)
     summary = capsys.readouterr().out.strip().splitlines()[-1]
     draws = int(re.search(r"(\d+) draw\(s\)", summary).group(1))
     assert draws == done.draws == 3, summary  # the shared inputs, n = 6, T = 2
     assert done.exit_code == 0
 
 
-def test_pairs_are_checked(agreeing):
+def test_pairs_are_checked(agreeing, capsys):
+    """`--pairs` names are resolved at the edge (`_registry.chosen_pairs`), each refusal one
+    line (an unknown name with the known ones listed below it), exit 2, nothing run."""
     for pair, fragment in (
         (("jax-a", "jax-c"), "compares members of one family"),
         (("jax-a", "jax-a"), "not compared with itself"),
     ):
         with pytest.raises(weanj.InputError) as e:
-            fuzz_command.fuzz(NAME, pairs=[pair])
+            _fuzz(NAME, pairs=[pair])
         assert_one_line_error(str(e.value), fragment)
     with pytest.raises(weanj.UnknownNameError, match="unknown variant 'jax-nope'"):
-        fuzz_command.fuzz(NAME, pairs=[("jax-a", "jax-nope")])
+        _fuzz(NAME, pairs=[("jax-a", "jax-nope")])
+    for pair, fragment in (
+        (("jax-a", "jax-c"), "compares members of one family"),
+        (("jax-a", "jax-nope"), "unknown variant 'jax-nope'"),
+    ):
+        code = main(["fuzz", NAME, "--pairs", *pair])
+        out, err = capsys.readouterr()
+        assert code == 2 and not out, (pair, out, err)
+        head, *listed = err.strip().splitlines()
+        assert all(line.startswith("  ") for line in listed), err
+        assert_one_line_error(head, fragment)
 
 
 def test_parameters_are_drawn_over_their_declared_range():
@@ -512,11 +532,11 @@ def declared_ties(project):
 
 def test_a_pair_declared_to_differ_at_kinks_agrees_there(declared_ties, capsys):
     # Undeclared, the ties part the two ways of writing min ...
-    assert fuzz_command.fuzz(KINKS, max_examples=200, seconds=60).exit_code == 1
+    assert _fuzz(KINKS, max_examples=200, seconds=60).exit_code == 1
     assert "FAIL on n = 1, strategy ties" in capsys.readouterr().out
     # ... declared, the judge says `kinks` there, which agrees: nothing to report.
     weanj.differ_at_kinks(KINKS, "jax-where", "jax-minimum", why="min at a tie")
-    assert fuzz_command.fuzz(KINKS, max_examples=40, seconds=60).exit_code == 0
+    assert _fuzz(KINKS, max_examples=40, seconds=60).exit_code == 0
     assert "0 of 1 pair(s) disagree" in capsys.readouterr().out
 
 
@@ -610,7 +630,7 @@ def _smallest_of_every_failing_draw(seeds, max_examples, judged) -> list:
     runs = []
     for seed in seeds:
         judged.clear()
-        done = fuzz_command.fuzz(SIGNED, seed=seed, max_examples=max_examples, say=lambda s: None)
+        done = _fuzz(SIGNED, seed=seed, max_examples=max_examples, say=lambda s: None)
         assert done.exit_code == 1 and len(done.findings) == 1, (seed, done.lines)
         (found,) = done.findings
         failing = [d for d in judged if d.failing]
@@ -670,7 +690,7 @@ def test_a_declared_pair_differing_above_its_bound_is_reported_with_the_measured
     from .crossval import reference_signed_grid as reference
     from .crossval.test_signed_grid import INTEGER, LITERAL, fused_midpoint
 
-    done = fuzz_command.fuzz(SIGNED, seed=2, max_examples=12, say=lambda s: None)
+    done = _fuzz(SIGNED, seed=2, max_examples=12, say=lambda s: None)
     assert done.exit_code == 1 and len(done.findings) == 1, done.lines
     (found,) = done.findings
     arrays = found.draw.case.inputs.arrays

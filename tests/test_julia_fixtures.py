@@ -31,7 +31,7 @@ import pytest
 
 import weanj
 from weanj._backends import _julia
-from weanj._registry import find_variant
+from weanj._registry import catalog, catalogs, find_variant
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_DIR = REPO / "julia" / "test" / "fixtures"
@@ -231,7 +231,7 @@ def decode_as_julia(a: Mapping) -> np.ndarray:
 
 def render(fixture: Fixture) -> str:
     """The JSON text of a fixture file, from the reference and the registry."""
-    kernel = _julia.julia_kernels()[(fixture.example, fixture.variant)]
+    kernel = _julia.julia_kernels([catalog(fixture.example)])[(fixture.example, fixture.variant)]
     cases = []
     for case in fixture.cases:
         arrays = case.inputs()
@@ -308,7 +308,7 @@ def test_committed_fixtures_are_what_the_reference_writes(fixture):
 def test_every_julia_kernel_of_weanj_has_a_fixture():
     """Each Julia variant whose loss is in WeanJ (not a user's file) has an entry, and
     each entry one file, and no file is left over."""
-    builtin = {k.variant for k in _julia.julia_kernels().values() if k.file is None}
+    builtin = {k.variant for k in _julia.julia_kernels(catalogs()).values() if k.file is None}
     entries = {f.variant for f in FIXTURES}
     assert builtin == entries, (
         f"Julia variants without a FIXTURES entry: {sorted(builtin - entries)}; entries of "

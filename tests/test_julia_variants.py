@@ -36,7 +36,7 @@ import pytest
 
 import weanj
 from weanj._backends import _julia, _julia_client, _julia_find
-from weanj._registry import find_variant
+from weanj._registry import catalog, catalogs, find_variant
 
 from . import julia_helpers
 from .helpers import graph_fields, run_python
@@ -263,7 +263,7 @@ def test_argument_mistakes_are_refused_before_anything_crosses(
 def test_the_bridge_checks_arguments_itself(worker_that_must_not_start, arrays, K, message):
     """The bridge's functions, called without the registry's checks in front of them,
     refuse the same arguments before anything crosses."""
-    kernel = _julia.julia_kernels()[("02-gauss-seidel", "julia-lex")]
+    kernel = _julia.julia_kernels([catalog("02-gauss-seidel")])[("02-gauss-seidel", "julia-lex")]
     built = _julia._build(weanj.example("02-gauss-seidel"), kernel)
     assert built.jvp is None  # a Julia loss cannot be pushed forward by JAX
     for call in (built.loss, built.grad):
@@ -284,7 +284,7 @@ def test_a_relative_julia_file_is_found_under_the_project_root(
     monkeypatch.setenv("WEANJ_ROOT", str(tmp_path))
     ex = new_example("90-f", arrays=("x",), wrt="x")
     weanj.julia_variant(ex, "julia-f", family="f", loss="f", file="kernels/f.jl")
-    kernel = _julia.julia_kernels()[("90-f", "julia-f")]
+    kernel = _julia.julia_kernels([catalog("90-f")])[("90-f", "julia-f")]
     assert kernel.file == (tmp_path / "kernels" / "f.jl").resolve()
     assert (kernel.arrays, kernel.wrt, kernel.params, kernel.loss) == (("x",), ("x",), (), "f")
 
@@ -431,7 +431,7 @@ def test_weanjs_kernels_are_exported_from_the_files_of_their_examples():
     file) is a function of julia/src/<the example's stem>.jl, which WeanJ.jl includes and
     whose loss it exports; the fixtures name the same loss. Every kernel file lies in
     src/, where Pkg precompiles it with the package, none beside it."""
-    kernels = {k: v for k, v in _julia.julia_kernels().items() if v.file is None}
+    kernels = {k: v for k, v in _julia.julia_kernels(catalogs()).items() if v.file is None}
     assert set(POISSON_VARIANTS) <= set(kernels)
     text = WEANJ_JL.read_text()
     for (example, variant), kernel in kernels.items():

@@ -135,6 +135,45 @@ def test_below_the_front_ends_nothing_looks_a_name_up(room):
     assert not looking, f"{looking} import the registry"
 
 
+# The commands whose names are still looked up inside them (#43 item 6, moved to the edge
+# on other branches); every other command receives `Catalog`/`Variant` objects.
+NAMES_LOOKED_UP_INSIDE = {"check", "diff", "run", "report"}
+
+
+def test_commands_receive_objects_not_names():
+    graph = _graph()
+    commands = {m for m in graph if m.startswith("weanj._commands.")}
+    assert {f"weanj._commands.{c}" for c in NAMES_LOOKED_UP_INSIDE} <= commands
+    looking = sorted(
+        m
+        for m in commands
+        if m.rpartition(".")[2] not in NAMES_LOOKED_UP_INSIDE and "weanj._registry" in graph[m]
+    )
+    assert not looking, f"{looking} import the registry (the front ends look names up)"
+
+
+def _names_from_registry(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("_registry"):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_backends_only_register():
+    """A backend's variant constructor adds to the tables (`register_variant`, and
+    `example_of` for the example it is given, by object or name, while a module
+    imports); none loads the project's example modules or looks a name up."""
+    modules = _modules()
+    for name, path in modules.items():
+        if _room(name) == "_backends":
+            assert _names_from_registry(path) <= {"example_of", "register_variant"}, name
+    assert _names_from_registry(modules["weanj._backends._julia"]) == {
+        "example_of",
+        "register_variant",
+    }  # the reader itself finds them
+
+
 def test_this_reading_sees_the_imports_it_must():
     """The reader itself: a known edge of each kind (absolute, relative, a submodule named
     in `from . import`, an import inside a function) is found."""

@@ -91,8 +91,11 @@ def test_a_deleted_variant_is_never_judged_said_once_and_cleaned(three):
     assert _verdicts(root)["40-three::f::jax-a~my-experiment"] == "ok"
     diff = weanj_in(root, "diff", "40-three")
     assert diff.stdout.splitlines().count(note) == 1 and "jax-wrong " not in diff.stdout
+    records = root / "results" / "40-three" / "evaluations"
+    stale += [records / "jax-wrong.npz", records / "jax-wrong@float32.npz"]
+    assert all(p.is_file() for p in stale)
     dry = weanj_in(root, "clean", "--dry-run")
-    assert dry.returncode == 0 and dry.stdout.startswith("weanj clean: would remove 2 path(s):")
+    assert dry.returncode == 0 and dry.stdout.startswith("weanj clean: would remove 4 path(s):")
     assert all(p.is_file() for p in stale)
     done = weanj_in(root, "clean")
     assert done.returncode == 0, done.stderr
@@ -101,6 +104,7 @@ def test_a_deleted_variant_is_never_judged_said_once_and_cleaned(three):
     )
     assert not any(p.exists() for p in stale)
     assert (store / "my-experiment.h5").is_file() and (store / "jax-a.h5").is_file()
+    assert (records / "jax-a.npz").is_file() and (records / "jax-b@float32.npz").is_file()
     again = weanj_in(root, "check")
     assert "ignored" not in again.stdout and again.returncode == 0
 

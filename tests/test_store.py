@@ -594,11 +594,16 @@ def test_matches_decides_same_inputs_by_the_key(project, tmp_path):
         weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(seed=2).astype("f4"))
     )
     assert inputs.matches(g64) and inputs.matches(g32)
-    # Another K: saved apart, in runs/, under its key.
+    # Another K: saved apart, in runs/, named by what differs, as `weanj run` names it.
     apart = weanj.save_gradient(EXAMPLE, "jax-jacobi", _gradient(), params={"K": 3})
     key3 = provenance_key(_shared_sha(project), {"K": 3}, "float64")
-    assert apart == project / "results" / EXAMPLE / "runs" / f"jax-jacobi-key-{key3[:12]}.h5"
+    assert apart == project / "results" / EXAMPLE / "runs" / "jax-jacobi-K3.h5"
     assert not inputs.matches(read_gradient_file(apart))
+    assert read_gradient_file(apart).key == key3
+    # A file an older weanj named by its key reads as before (by contents, not by name).
+    old = apart.with_name(f"jax-jacobi-key-{key3[:12]}.h5")
+    apart.rename(old)
+    assert weanj.load_gradient(EXAMPLE, "jax-jacobi", path=old, allow_stale=True).key == key3
     elsewhere = weanj.save_gradient(
         EXAMPLE, "jax-jacobi", _gradient(), inputs_sha256="cd" * 32, path=tmp_path / "g.h5"
     )
@@ -1117,6 +1122,10 @@ def test_evaluation_says_why_it_was_kept_apart(project):
     assert default_path(ev, shared, here) == (
         project / "results" / EX / "runs" / "jax-jacobi-K3-float32.h5"
     )
+    # One naming scheme: weanj.save_gradient puts the same gradient in the same file.
+    saved = weanj.save_gradient(EX, "jax-jacobi", ev.gradient, loss=ev.loss, params={"K": 3})
+    assert saved == default_path(ev, shared, here)
+    assert read_gradient_file(saved).key == ev.key
     # On the shared inputs, in either dtype: the store, and nothing to explain.
     for dtype in ("float64", "float32"):
         same = weanj.evaluate(EX, "jax-jacobi", dtype=dtype)

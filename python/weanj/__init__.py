@@ -31,17 +31,17 @@ from ._api import verify_inputs as verify_inputs  # noqa: E402
 from ._api import write_inputs as write_inputs  # noqa: E402
 from ._api import write_results as write_results  # noqa: E402
 
-# Declaring examples and variants (one calling convention: example, name, *, family, ...)
+# Declaring examples and variants (one calling convention: example, name, *, family, ...);
+# the devices multi-device variants span; the environment
+from ._backends._devices import device_count as device_count  # noqa: E402
+from ._backends._devices import set_devices as set_devices  # noqa: E402
 from ._backends._enzyme import enzyme_variant as enzyme_variant  # noqa: E402
 from ._backends._jax import jax_variant as jax_variant  # noqa: E402
+from ._backends._jax import jvp_check as jvp_check  # noqa: E402
 from ._backends._julia import julia_variant as julia_variant  # noqa: E402
 from ._commands.check import check as check  # noqa: E402
 from ._commands.diff import diff as diff  # noqa: E402
 from ._commands.report import report as report  # noqa: E402
-
-# Devices, timing, the environment
-from ._devices import device_count as device_count  # noqa: E402
-from ._devices import set_devices as set_devices  # noqa: E402
 from ._environment import __version__ as __version__  # noqa: E402
 from ._environment import environment as environment  # noqa: E402
 
@@ -84,9 +84,8 @@ from ._model import Sizes as Sizes  # noqa: E402
 from ._model import TaylorPolicy as TaylorPolicy  # noqa: E402
 from ._model import Variant as Variant  # noqa: E402
 
-# Gradient checks for any function
+# Gradient checks for any function (jvp_check, which pushes a JAX function forward, above)
 from ._pipeline._gradchecks import fd_check as fd_check  # noqa: E402
-from ._pipeline._gradchecks import jvp_check as jvp_check  # noqa: E402
 from ._pipeline._gradchecks import taylor_test as taylor_test  # noqa: E402
 from ._pipeline._measure import time_median as time_median  # noqa: E402
 

@@ -30,12 +30,11 @@ from ._model import (
     provenance_key,
     shown,
 )
-from ._pipeline._evaluate import evaluate as run_evaluation
+from ._pipeline._run import evaluation_run, outside_store_path
 from ._places import Places, places
 from ._registry import example as example_named
 from ._registry import find_variant
 from ._registry import variant as variant_named
-from ._watch import Watch
 
 
 def _path_argument(path: Any, what: str = "path") -> Any:
@@ -149,7 +148,7 @@ def evaluate(
         inputs = _inputs.read_inputs(ex, here, _path_argument(inputs, "inputs"))
     if params:
         inputs = inputs.with_params(params)
-    found = run_evaluation(v, inputs, dtype, Watch(timeout_s=timeout), shown_path=here.shown)
+    found = evaluation_run(here, timeout=timeout, cache=False).evaluate(v, inputs, dtype)
     if isinstance(found, Fault):
         raise found.error()
     return found
@@ -276,8 +275,9 @@ def save_gradient(
     - `params`, `inputs_sha256`: what it was computed on; default: the shared inputs and
       their parameters (e.g. the `K` used for checks).
     - `backend`, `backend_version`: default from the registry (else the name's prefix).
-    - `path`: where to write (default: the store, or `runs/` for other inputs); the
-      store's rules apply (`check_target`). `force`: replace a recorded reference.
+    - `path`: where to write (default: the store, or for other inputs
+      `runs/<variant>-<what differs>.h5`, named as `weanj run` names it); the store's
+      rules apply (`check_target`). `force`: replace a recorded reference.
     - `allow_nonfinite`: store NaN/Inf instead of refusing them (for failure reports).
 
     **Returns:** the path written. Everything the store would refuse on reading (a
@@ -323,12 +323,8 @@ def save_gradient(
     )
     g.of = find_variant(ex, variant)
     shared_key = shared.key(dtype) if shared is not None else None
-    if path is None:
-        path = (
-            here.gradient(ex.name, variant, dtype)
-            if g.key == shared_key
-            else here.run_file(ex.name, variant, [f"key-{g.key[:12]}"])
-        )
+    if path is None:  # the store, or runs/ under the one scheme (`weanj run`'s)
+        path = outside_store_path(g, shared, here)
     target = _store.check_target(path, g, shared_key, here, force=force)
     return _store.write_gradient(g, target, here, force=force)
 

@@ -82,6 +82,14 @@ def git_revision() -> str:
         return "unknown"
 
 
+def default_device() -> str:
+    """The kind of device JAX computes on by default here (`cpu`, `gpu`, ...; imports
+    JAX): the device of an environment block written after a run."""
+    import jax
+
+    return jax.default_backend()
+
+
 def environment(device: str | None = None) -> dict[str, Any]:
     """Facts that make a measurement reproducible: versions, device, CPU, cores, date and
     revision (imports JAX)."""

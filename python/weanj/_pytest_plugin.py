@@ -37,7 +37,7 @@ OPTIONS = (
         dict(action="append", metavar="EXAMPLE", help="only this example (repeatable)"),
     ),
 )
-_SESSION = pytest.StashKey[object]()
+_RUN = pytest.StashKey[object]()
 _EXITING = pytest.StashKey[bool]()
 
 
@@ -63,10 +63,9 @@ class WeanjItem(pytest.Item):
 
     def runtest(self):
         from ._judge._verdict import Verdict
-        from ._pipeline._cases import judge_case
         from ._report._text import message
 
-        j = judge_case(self.plan, self.case, self.config.stash[_SESSION])
+        j = self.config.stash[_RUN].judge_case(self.plan, self.case)
         self.judgement = j
         if j.verdict == Verdict.UNEXPECTEDLY_OK:  # pytest's words for a strict XPASS
             raise _Failed(f"[XPASS(strict)] {message(j)}")
@@ -172,31 +171,46 @@ def pytest_collection_modifyitems(session, config, items):
     from ._interrupts import heavy_imports
 
     heavy_imports()  # h5py and JAX with Ctrl-C held back: an interrupt there can abort
-    from ._io import _jax_cache
-    from ._pipeline._cases import read_plan
-    from ._pipeline._records import Records
-    from ._pipeline._session import Session
     from ._places import places
-    from ._registry import catalogs, project
+    from ._registry import catalogs
 
     try:
-        here = places()  # the project is where you are: or one line saying what to add
+        places()  # the project is where you are: or one line saying what to add
         cats = catalogs(config.getoption("weanj_example"))
     except WeanjError as e:
         config.stash[_EXITING] = True
         pytest.exit(error_text(str(e)), returncode=2)
-    _jax_cache.enable()  # compiled kernels are reused across runs (and xdist workers)
-    config.stash[_SESSION] = Session(shown_path=here.shown, records=Records(here, project()))
     if config.getoption("weanj_record"):
+        from ._io import _jax_cache
+
+        _jax_cache.enable()  # compiled kernels are reused across runs (and xdist workers)
         for cat in cats:
             items.append(_item(WeanjRecordItem, session, f"{cat.name}::record", catalog=cat))
         return
-    draws = config.getoption("weanj_fuzz")
-    for cat in cats:
-        try:
-            plan = read_plan(cat, here, live=True)
-        except WeanjError as e:
-            items.append(_item(WeanjErrorItem, session, f"{cat.name}::inputs", error=str(e)))
+    run = config.stash[_RUN] = weanj_run(cats)
+    items.extend(weanj_items(run, session, draws=config.getoption("weanj_fuzz")))
+
+
+def weanj_run(cats, *, keep: bool = True):
+    """The `CheckRun` `pytest --weanj` judges its items through: `weanj check`'s live run
+    on these catalogs, nothing written to the store nor to `check.json`, no progress
+    lines (pytest reports each item), the evaluation records reused and kept (`keep`).
+    The gallery's tests (`tests/crossval/cases.py`) judge through this same run."""
+    from ._commands.check import check_run
+
+    return check_run(cats, save=False, keep=keep, progress=False)
+
+
+def weanj_items(run, session, *, draws: int = 0) -> list:
+    """The items of a run's plans: one per case of each table (but the pairs across
+    families: information, not a test), one failing item per example that cannot be
+    judged, and with `draws` a fuzz item per same-family pair."""
+    from ._errors import WeanjError
+
+    items = []
+    for name, plan in run.plans.items():
+        if isinstance(plan, WeanjError):
+            items.append(_item(WeanjErrorItem, session, f"{name}::inputs", error=str(plan)))
             continue
         for case in plan.cases:
             if not case.info:  # across families: information, not a test
@@ -204,10 +218,18 @@ def pytest_collection_modifyitems(session, config, items):
         if draws:
             from ._commands.fuzz import fuzz_cases
 
-            for case_id, a, b in fuzz_cases(cat, plan.inputs):
+            for case_id, a, b in fuzz_cases(plan.catalog, plan.inputs):
                 items.append(
-                    _item(WeanjFuzzItem, session, case_id, catalog=cat, pair=(a, b), draws=draws)
+                    _item(
+                        WeanjFuzzItem,
+                        session,
+                        case_id,
+                        catalog=plan.catalog,
+                        pair=(a, b),
+                        draws=draws,
+                    )
                 )
+    return items
 
 
 def pytest_report_collectionfinish(config, start_path, items):
@@ -236,9 +258,7 @@ def pytest_sessionfinish(session, exitstatus):
 
     if INTERRUPTED:
         session.exitstatus = pytest.ExitCode.INTERRUPTED
-    found = session.config.stash.get(_SESSION, None)
-    if found is not None:
-        if found.records is not None:
-            found.records.flush()
-        found.close()
+    run = session.config.stash.get(_RUN, None)
+    if run is not None:
+        run.close()  # the evaluation records kept, the session closed
     ignore_from_now()

@@ -432,3 +432,15 @@ def same_family_pair(cat: Catalog, a: str, b: str, what: str) -> tuple[Variant, 
             f"(other algorithms, expected to differ); {what} compares members of one family"
         )
     return va, vb
+
+
+def chosen_pairs(
+    cat: Catalog, pairs: list[tuple[str, str]] | tuple[tuple[str, str], ...], what: str
+) -> list[tuple[Variant, Variant]]:
+    """The pairs named (`fuzz --pairs`), each checked as `same_family_pair` checks one;
+    a pair named twice is taken once."""
+    out: dict[tuple[str, str], tuple[Variant, Variant]] = {}
+    for a, b in pairs:
+        if (a, b) not in out:
+            out[(a, b)] = same_family_pair(cat, a, b, what)
+    return list(out.values())

@@ -24,9 +24,10 @@ from typing import Any
 
 from ._errors import WeanjError
 from ._judge._contract import Fault
+from ._judge._kinds import GRADIENT_CHECKS
 from ._model import Gradient, Inputs
 from ._pipeline._evaluate import first_line
-from ._pipeline._executors import CHECK_KINDS, clock_figures
+from ._pipeline._executors import clock_figures
 from ._pipeline._session import Session
 
 # --- a Dask worker ---------------------------------------------------------------------------
@@ -136,7 +137,7 @@ def evaluate_task(
     inputs and, in float64, its gradient checks' numbers, as the in-process session
     computes them (the same functions)."""
     from ._io import _jax_cache
-    from ._pipeline._gradchecks import jvp_judgement, taylor_judgement
+    from ._pipeline._gradchecks import CHECKS
     from ._registry import catalog
 
     error = worker_ready(setup)
@@ -159,12 +160,9 @@ def evaluate_task(
     found = session.outcome(v, inputs, dtype)
     if isinstance(found, Gradient) and dtype == "float64":
         for array in cat.example.wrt_names:
-            for kind in CHECK_KINDS:
+            for kind in GRADIENT_CHECKS:
                 try:
-                    if kind == "taylor":
-                        taylor_judgement(session, "", inputs, found, array)
-                    else:
-                        jvp_judgement(session, "", cat, inputs, found, array)
+                    CHECKS[kind].judgement(session, "", cat, inputs, found, array)
                 except TimeoutError as e:
                     kept.checks[(kind, array)] = {"timeout": str(e)}
                 except Exception:  # noqa: BLE001 - left to the client, which then
@@ -209,34 +207,11 @@ def _address() -> str:
 # --- one process of a jax.distributed evaluation --------------------------------------------
 
 
-def _gathering(fn):
-    """`fn`, its result made whole on every process (an array sharded over other
-    processes' devices cannot be read here until it is gathered)."""
-
-    def gathered(*args):
-        import jax
-        from jax.experimental import multihost_utils
-
-        def whole(x):
-            if isinstance(x, jax.Array) and not x.is_fully_addressable:
-                return multihost_utils.process_allgather(x, tiled=True)
-            return x
-
-        return jax.tree_util.tree_map(whole, fn(*args))
-
-    return gathered
-
-
 def _one_process(coordinator: str, processes: int, index: int, request: Path, result: Path):
-    import jax
-
+    from ._backends._jax import distributed_process
     from ._pipeline._processes import COLLECTIVES
 
-    jax.config.update("jax_cpu_collectives_implementation", COLLECTIVES)
-    jax.distributed.initialize(
-        coordinator_address=coordinator, num_processes=processes, process_id=index
-    )
-    try:
+    with distributed_process(coordinator, processes, index, collectives=COLLECTIVES):
         with open(request, "rb") as f:
             asked = pickle.load(f)
         found = evaluate_here(asked)
@@ -245,13 +220,12 @@ def _one_process(coordinator: str, processes: int, index: int, request: Path, re
 
             with atomic_path(result) as tmp, open(tmp, "wb") as f:
                 pickle.dump(found, f)
-    finally:
-        jax.distributed.shutdown()
 
 
 def evaluate_here(asked: dict) -> Gradient | Fault:
     """The evaluation in this process of a `jax.distributed` cluster (already started):
     the project loaded from `asked["root"]`, the variant's functions made to gather."""
+    from ._backends._jax import gathering, global_device_count
     from ._io import _jax_cache
     from ._model._variant import Checked, Functions
     from ._pipeline._evaluate import evaluate
@@ -269,7 +243,7 @@ def evaluate_here(asked: dict) -> Gradient | Fault:
     # this process's copy of the variant: its built functions gather what they return
     v._built["fns"] = Functions(
         *(
-            None if f is None else Checked(ex, v.name, _gathering(f.fn), tangents=k == 2)
+            None if f is None else Checked(ex, v.name, gathering(f.fn), tangents=k == 2)
             for k, f in enumerate(fns)
         )
     )
@@ -281,10 +255,8 @@ def evaluate_here(asked: dict) -> Gradient | Fault:
         shown_path=Places(Path(asked["root"])).shown,
     )
     if isinstance(found, Gradient):
-        import jax
-
         found.extra["processes"] = asked["processes"]
-        found.extra["devices"] = jax.device_count()
+        found.extra["devices"] = global_device_count()
         found.example = found.of = None
     return found
 

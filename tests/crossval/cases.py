@@ -4,11 +4,14 @@ Every test is parametrised from the registry, so a variant added to an example m
 cross-validated without touching these tests: the same-family pairs per gradient array,
 the float32 pairs, the Taylor and jvp checks and the recorded references come from
 `weanj._pipeline._cases` itself (the table `pytest --weanj` and `weanj check` iterate) and
-are answered by its one judge (`judge_case`), and each example's independent reference
-(`reference_<stem>.py`, plain Python loops of docs/DESIGN.md's mathematics) checks every
-variant on small inputs. Variants whose backend is missing here appear as skipped tests
-that say why. Evaluations are kept by one session per process (`SESSION`): each compiled
-function is built once and shared by every test that needs it.
+are answered by its one judge, through the run `pytest --weanj` itself makes
+(`weanj._pytest_plugin.weanj_run`: the same `CheckRun`, its plans and its `judge_case`),
+and each example's independent reference (`reference_<stem>.py`, plain Python loops of
+docs/DESIGN.md's mathematics) checks every variant on small inputs. Variants whose
+backend is missing here appear as skipped tests that say why. Evaluations are kept by
+that one run per process (`the_run()`, its session): each compiled function is built
+once and shared by every test that needs it; unlike `pytest --weanj` the gallery keeps
+no evaluation records (`keep=False`): every evaluation is computed here.
 
 A reference module offers `ALGORITHMS` ({family: algorithm}), `small_inputs(seed)`,
 `random_inputs(rng)`, `loss(algorithm, arrays, params)`, `gradient(algorithm, arrays,
@@ -31,13 +34,17 @@ from weanj._judge._compare import tolerance
 from weanj._judge._contract import Fault
 from weanj._judge._verdict import CaseJudgement, Verdict
 from weanj._pipeline import _cases
-from weanj._pipeline._session import Session
-from weanj._places import places
-from weanj._registry import catalog, find_variant  # the registry entry, available or not
+from weanj._pytest_plugin import weanj_run
+from weanj._registry import catalogs, find_variant  # the registry entry, available or not
 from weanj._report._text import message
 
-# One session per test process: every evaluation is computed once and shared.
-SESSION = Session()
+
+@functools.cache
+def the_run():
+    """`pytest --weanj`'s run of every example, one per test process: every evaluation is
+    computed once and shared."""
+    return weanj_run(catalogs(None), keep=False)
+
 
 # The independent reference of each built-in example (tests/crossval/reference_<...>.py).
 REFERENCES = {
@@ -106,11 +113,14 @@ def variant_cases(*, slow_if=None, rest_of_family_slow: bool = False) -> list:
 # --- the case table ---------------------------------------------------------------------
 
 
-@functools.cache
 def plan_of(example: str) -> _cases.Plan:
     """The case table of an example on the committed shared inputs, as `pytest --weanj`
-    builds it (live variants, float64 and float32, Taylor and jvp), once per process."""
-    return _cases.read_plan(catalog(example), places(), live=True)
+    holds it (live variants, float64 and float32, Taylor and jvp), or the error that
+    leaves the example unjudged."""
+    found = the_run().plans[example]
+    if isinstance(found, Exception):
+        raise found
+    return found
 
 
 def table_cases(
@@ -159,13 +169,13 @@ def is_recorded(s: _cases.Subject) -> bool:
 def judge(example: str, case_id: str) -> CaseJudgement:
     """The judge's answer to one case of the table (evaluations shared per process)."""
     p = plan_of(example)
-    return _cases.judge_case(p, p.case(case_id), SESSION)
+    return the_run().judge_case(p, p.case(case_id))
 
 
 def subject(example: str, label: str) -> weanj.Gradient:
     """What a case judged: a live evaluation (kept by the session) or a file as read; a
     subject at fault fails the test with its one line."""
-    found = _cases.subject_outcome(plan_of(example), label, SESSION)
+    found = the_run().outcome(plan_of(example), label)
     assert not isinstance(found, Fault), f"{label}: {found.verdict}: {found.line}"
     return found
 

@@ -352,6 +352,7 @@ def test_weanj_fuzz_passes_the_declared_pair_and_counts_its_draws(project):
     the declaration's elements are none."""
     needs_fma()
     from weanj._commands import fuzz as fuzz_command
+    from weanj._registry import catalog
     from weanj.examples import signed_grid
 
     sizes = []  # the n of every case judged, in order
@@ -363,7 +364,7 @@ def test_weanj_fuzz_passes_the_declared_pair_and_counts_its_draws(project):
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(fuzz_command, "judge_draw", recorded)
-        done = fuzz_command.fuzz(EXAMPLE, seed=1, max_examples=12, say=lambda s: None)
+        done = fuzz_command.fuzz(catalog(EXAMPLE), seed=1, max_examples=12, say=lambda s: None)
     assert done.exit_code == 0 and not done.findings, done.lines
     assert (
         f"  {INTEGER}~{LITERAL} is declared to differ ({signed_grid.HAZARD}): searching for "

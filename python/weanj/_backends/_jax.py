@@ -14,12 +14,18 @@ Enzyme.jl returns); `grad` conjugates JAX's answer once, here.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
 
+from .._errors import InputError, UnavailableError
+from .._judge._taylor import OWN_JVP_TOLERANCE, DirectionalResult, inner, random_direction
 from .._model import Example, Functions, Variant
 from .._registry import example_of, register_variant
+from . import _runtime
+
+GPU_HINT = "on a machine with an NVIDIA GPU: pip install -U 'jax[cuda12]'"
 
 
 class Precise:
@@ -116,6 +122,168 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
         Precise(jax.jit(gradient, static_argnums=static)),
         forward_mode(example, loss),
     )
+
+
+class JaxRuntime(_runtime.Runtime):
+    """What runs jit-compiled JAX functions (`_runtime`): results waited for with
+    `jax.block_until_ready` (JAX dispatches asynchronously), inputs placed with
+    `jax.device_put` (spread over `weanj.set_devices`'s devices for a multi-device
+    variant), XLA's memory analysis of the compiled function, the persistent compilation
+    cache's hits (`_io._jax_cache`)."""
+
+    name = "JAX"
+    compiled = True
+
+    def runs(self, variant: Variant) -> bool:
+        return hasattr(variant.built.grad, "lower")
+
+    def runs_on(self, kind: str) -> bool:
+        return kind in ("cpu", "gpu")
+
+    def device(self, kind: str):
+        """The first JAX device of kind `"cpu"` or `"gpu"`; none raises `UnavailableError`."""
+        import jax
+
+        try:
+            found = jax.devices(kind)
+        except RuntimeError:  # JAX raises when no backend of that kind is installed
+            found = []
+        if not found:
+            raise UnavailableError(
+                f"no GPU visible to JAX here (jax.devices({kind!r}) is empty); {GPU_HINT}"
+            )
+        return found[0]
+
+    def placement(self, device, multi_device: bool):
+        """`device`, or, for a multi-device variant, replicated over the devices it spans
+        (so that the inputs are not committed to one of them)."""
+        if device is None or not multi_device:
+            return device
+        import numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        from ._devices import chosen_devices
+
+        return NamedSharding(
+            Mesh(np.array(chosen_devices(), dtype=object), ("d",)), PartitionSpec()
+        )
+
+    def on_device(self, device):
+        import jax
+
+        return jax.default_device(device)
+
+    def to_device(self, arrays: dict[str, Any], where, *, x64: bool = True) -> dict:
+        # in the variant's x64 configuration (`x64`), as its calls run (`_x64`)
+        if where is None:
+            return arrays
+        import jax
+
+        with jax.enable_x64(x64):
+            return {k: jax.device_put(a, where) for k, a in arrays.items()}
+
+    def block(self, result: Any) -> Any:
+        import jax
+
+        return jax.block_until_ready(result)
+
+    def scratch_bytes(self, fn: Callable, args: tuple) -> int | None:
+        """XLA's scratch memory of the compiled `fn` (inputs and outputs excluded)."""
+        if not hasattr(fn, "lower"):
+            return None
+        analysis = fn.lower(*args).compile().memory_analysis()
+        return None if analysis is None else int(analysis.temp_size_in_bytes)
+
+    def compile_hits(self) -> int:
+        from .._io import _jax_cache
+
+        return _jax_cache.clock().hits
+
+
+JAX_RUNTIME = _runtime.register(JaxRuntime())
+
+
+# --- one process of a jax.distributed evaluation (`_worker`) --------------------------------
+
+
+@contextlib.contextmanager
+def distributed_process(coordinator: str, processes: int, index: int, *, collectives: str):
+    """This process as process `index` of `processes` of a `jax.distributed` cluster
+    (its CPU collectives `collectives`), for the duration of a block."""
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", collectives)
+    jax.distributed.initialize(
+        coordinator_address=coordinator, num_processes=processes, process_id=index
+    )
+    try:
+        yield
+    finally:
+        jax.distributed.shutdown()
+
+
+def gathering(fn: Callable) -> Callable:
+    """`fn`, its result made whole on every process (an array sharded over other
+    processes' devices cannot be read here until it is gathered)."""
+
+    def gathered(*args):
+        import jax
+        from jax.experimental import multihost_utils
+
+        def whole(x):
+            if isinstance(x, jax.Array) and not x.is_fully_addressable:
+                return multihost_utils.process_allgather(x, tiled=True)
+            return x
+
+        return jax.tree_util.tree_map(whole, fn(*args))
+
+    return gathered
+
+
+def global_device_count() -> int:
+    """The devices of every process of the cluster (JAX's `device_count`)."""
+    import jax
+
+    return jax.device_count()
+
+
+# --- forward against reverse for any JAX function (a notebook's) -----------------------------
+
+
+def jvp_check(
+    f: Callable[[Any], Any],
+    x: Any,
+    g: Any,
+    *,
+    dx: Any = None,
+    tolerance: float = OWN_JVP_TOLERANCE,
+    seed: int = 1,
+) -> DirectionalResult:
+    """Forward mode against reverse mode for any JAX-traceable scalar function: `jax.jvp`
+    of `f` at `x` along `dx` (default: a seeded unit direction) against `⟨g, dx⟩`, exact up
+    to rounding and independent of any step.
+
+    **Returns:** a `DirectionalResult`: `.forward`, `.reverse`, `.error` (relative to
+    `Σ|g_i||dx_i|`, the size of the terms of ⟨g, dx⟩) and `.passes` (`error ≤ tolerance`).
+    """
+    import jax
+    import numpy as np
+
+    x, g = np.asarray(x), np.asarray(g)
+    if x.shape != g.shape:
+        raise InputError(f"jvp_check: g has shape {g.shape}, x has {x.shape}")
+    if dx is None:
+        dx = random_direction(np.random.default_rng(seed), x)
+    dx = np.asarray(dx, dtype=x.dtype)
+    if dx.shape != x.shape:
+        raise InputError(f"jvp_check: dx has shape {dx.shape}, x has {x.shape}")
+    if not (isinstance(tolerance, (int, float)) and tolerance > 0):
+        raise InputError(f"jvp_check: tolerance must be a number > 0, got {tolerance!r}")
+    with jax.enable_x64(x.dtype in (np.float64, np.complex128)):
+        forward = float(np.real(np.asarray(jax.jvp(f, (x,), (dx,))[1])))
+    reverse = inner(g, dx)
+    scale = float(np.sum(np.abs(g) * np.abs(dx)))
+    return DirectionalResult("", "jax.jvp", forward, reverse, scale, float(tolerance))
 
 
 def first_doc_line(fn: Callable) -> str:

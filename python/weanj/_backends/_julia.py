@@ -24,6 +24,7 @@ import functools
 import importlib.util
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,15 +32,17 @@ from typing import Any
 import numpy as np
 
 from .._errors import DefinitionError, InputError
-from .._model import Functions, Variant
+from .._model import Catalog, Functions, Variant
 from .._project import project_root
-from .._registry import example_names, example_of, register_variant
+from .._registry import example_of, register_variant
 from . import _julia_client
 from ._julia_client import JuliaError
 from ._julia_find import (
     find_julia,
     julia_sources,  # noqa: F401 (re-exported: the tests, the docs)
 )
+from ._runtime import Runtime
+from ._runtime import register as register_runtime
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
@@ -107,11 +110,15 @@ class JuliaKernel:
 _KERNELS: dict[tuple[str, str], JuliaKernel] = {}
 
 
-def julia_kernels() -> dict[tuple[str, str], JuliaKernel]:
-    """`{(example, variant): JuliaKernel}` for every registered Julia variant (the
-    project's example modules are imported first)."""
-    example_names()
-    return dict(_KERNELS)
+def julia_kernels(cats: Iterable[Catalog]) -> dict[tuple[str, str], JuliaKernel]:
+    """`{(example, variant): JuliaKernel}` for the Julia variants of the catalogs given
+    (the caller's: this module loads no example module)."""
+    return {
+        (cat.name, v.name): _KERNELS[(cat.name, v.name)]
+        for cat in cats
+        for v in cat.variants
+        if v.backend == "julia" and (cat.name, v.name) in _KERNELS
+    }
 
 
 def _crossing(a: Any) -> np.ndarray:
@@ -234,6 +241,24 @@ def _build(example: Any, kernel: JuliaKernel) -> Functions:
 
     grad.timed_inside = timed_inside
     return Functions(loss, grad, value_and_grad=value_and_grad)
+
+
+class JuliaRuntime(Runtime):
+    """What runs a Julia variant's functions (`_runtime`): round trips to its worker,
+    answered with numpy arrays, on the CPU; and the times the worker measures itself,
+    inside Julia (`time_ns`, after a warm-up call), beside the round trips."""
+
+    name = "Julia"
+
+    def runs(self, variant: Variant) -> bool:
+        return variant.backend == "julia"
+
+    def inside(self, fn, args: tuple, samples: int) -> dict | None:
+        timed = getattr(fn, "timed_inside", None)
+        return None if timed is None else timed(*args, samples=samples)
+
+
+JULIA_RUNTIME = register_runtime(JuliaRuntime())
 
 
 def backend_version() -> str:

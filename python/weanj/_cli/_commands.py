@@ -43,10 +43,25 @@ def _example(name: str):
     return example(name)
 
 
+def _catalogs(names: list[str] | None):
+    """The catalogs of the examples named (default: all): the names looked up once, here."""
+    from .._registry import catalogs
+
+    return catalogs(names or None)
+
+
+def _catalog(name: str):
+    from .._registry import catalog
+
+    return catalog(name)
+
+
 def cmd_list(args: argparse.Namespace, words: dict) -> int:
     from .._commands.listing import listing
+    from .._registry import project
 
-    print("\n".join(listing(args.examples or None)))
+    cats = _catalogs(args.examples)
+    print("\n".join(listing(cats, project())))
     return 0
 
 
@@ -64,12 +79,13 @@ def cmd_new(args: argparse.Namespace, words: dict) -> int:
 def cmd_inputs(args: argparse.Namespace, words: dict) -> int:
     from .._commands import inputs
 
+    cats = _catalogs(args.examples)
     if args.action == "regenerate":
-        for path in inputs.regenerate(args.examples or None):
+        for path in inputs.regenerate(cats):
             print(f"wrote {path}")
         return 0
     failed = 0
-    for _name, ok, message in inputs.verify(args.examples or None):
+    for _name, ok, message in inputs.verify(cats):
         if ok:
             print("ok    " + wrapped(message))
         else:
@@ -80,11 +96,13 @@ def cmd_inputs(args: argparse.Namespace, words: dict) -> int:
 
 def cmd_run(args: argparse.Namespace, words: dict) -> int:
     from .._commands.run import run
+    from .._registry import variant
 
-    params = param_values(_example(args.example), words, args.options)
+    ex = _example(args.example)
+    params = param_values(ex, words, args.options)
     done = run(
-        args.example,
-        args.variant,
+        ex,
+        variant(ex, args.variant),
         inputs=args.inputs,
         params=params,
         dtype=args.dtype,
@@ -111,11 +129,12 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
 
 def cmd_diff(args: argparse.Namespace, words: dict) -> int:
     from .._commands.diff import diff
+    from .._judge._kinds import CaseKind
     from .._places import places
 
     judgement = diff(args.example)
     ej = judgement[_example(args.example).name]
-    if ej.error is None and not ej.subjects and not ej.of_kind("file"):
+    if ej.error is None and not ej.subjects and not ej.of_kind(CaseKind.FILE):
         raise WeanjError(
             f"no gradients of {ej.name} in {places().results_of(ej.name)}; compute them with "
             f"`weanj check {ej.name}` or `weanj run {ej.name} VARIANT`"
@@ -142,7 +161,8 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
 def cmd_clean(args: argparse.Namespace, words: dict) -> int:
     from .._commands.clean import clean
 
-    clean(args.examples or None, dry_run=args.dry_run, say=print)
+    cats = _catalogs(args.examples)
+    clean(cats, whole_project=not args.examples, dry_run=args.dry_run, say=print)
     return 0
 
 
@@ -168,17 +188,20 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
 
 def cmd_bench(args: argparse.Namespace, words: dict) -> int:
     from .._commands import bench
+    from .._registry import chosen_variants
 
-    ex = _example(args.example)
+    cat = _catalog(args.example)
+    ex = cat.example
     params = param_values(ex, words, args.options)
     memory_over: Any = bench.DEFAULT
     if args.memory_Ks is not None:  # the Poisson examples' spelling of --memory-over K ...
         memory_over = ("K", args.memory_Ks) if args.memory_Ks else None
     if args.memory_over is not None:
         memory_over = bench.sweep_option(args.memory_over, "--memory-over")
+    chosen = chosen_variants(cat, args.variants) if args.variants else None
     done = bench.bench(
-        ex.name,
-        args.variants,
+        cat,
+        chosen,
         sizes=args.sizes,
         params=params,
         dtype=args.dtype,
@@ -209,7 +232,7 @@ def cmd_bench(args: argparse.Namespace, words: dict) -> int:
 def cmd_plot(args: argparse.Namespace, words: dict) -> int:
     from .._commands.plot import plot
 
-    for path in plot(args.example):
+    for path in plot(_catalog(args.example)):
         print(f"wrote {path}")
     return 0
 
@@ -226,12 +249,15 @@ def cmd_report(args: argparse.Namespace, words: dict) -> int:
 
 def cmd_bisect(args: argparse.Namespace, words: dict) -> int:
     from .._commands.bisect import bisect
+    from .._registry import same_family_pair
 
-    params = param_values(_example(args.example), words, args.options)
+    cat = _catalog(args.example)
+    params = param_values(cat.example, words, args.options)
+    va, vb = same_family_pair(cat, args.a, args.b, "bisect")
     done = bisect(
-        args.example,
-        args.a,
-        args.b,
+        cat,
+        va,
+        vb,
         over=args.over,
         params=params,
         inputs=args.inputs,
@@ -242,10 +268,12 @@ def cmd_bisect(args: argparse.Namespace, words: dict) -> int:
 
 def cmd_fuzz(args: argparse.Namespace, words: dict) -> int:
     from .._commands.fuzz import fuzz
+    from .._registry import chosen_pairs
 
-    pairs = [tuple(p) for p in args.pairs] if args.pairs else None
+    cat = _catalog(args.example)
+    pairs = chosen_pairs(cat, [tuple(p) for p in args.pairs], "--pairs") if args.pairs else None
     done = fuzz(
-        args.example,
+        cat,
         pairs=pairs,
         max_examples=args.max_examples,
         seconds=args.seconds,

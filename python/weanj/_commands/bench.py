@@ -27,16 +27,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._backends._runtime import Runtime, runtime_of
 from .._environment import environment, now
 from .._errors import InputError, WeanjError, say, wrapped
 from .._io import _bench, _inputs, _jax_cache
 from .._judge._contract import Breach
-from .._model import Example, Inputs, Variant, check_dtype
+from .._model import Catalog, Example, Inputs, Variant, check_dtype
 from .._pipeline import _measure as measure
 from .._pipeline._cases import build_plan
 from .._pipeline._evaluate import first_line
 from .._places import places
-from .._registry import catalog, chosen_variants
 from .._watch import Watch
 from .._x64 import x64_configuration
 
@@ -149,23 +149,27 @@ def _point(
     p: BenchPoint,
     where,
     *,
+    runtime: Runtime,
     device,
     budget_s: float,
     samples: int | None,
     shared: Inputs | None,
 ) -> dict:
-    """One point, in the calling thread (the `Watch`'s worker): JAX's default device is a
-    per-thread setting, so it is set here; it also puts any computation that has no array
-    input of its own on the device the inputs are placed on."""
-    import jax
-
-    with jax.default_device(device):
+    """One point, in the calling thread (the `Watch`'s worker), through the variant's
+    runtime: a default device (JAX's) is a per-thread setting, so it is set here; it also
+    puts any computation that has no array input of its own on the device the inputs are
+    placed on."""
+    with runtime.on_device(device):
         arrays = measure.generator_for(ex, dict(p.dims), shared)(p.size)
         x64 = x64_configuration(v).enabled
-        args, n_entries = measure.call_args(ex, arrays, dict(p.params), p.dtype, where, x64)
+        args, n_entries = measure.call_args(
+            ex, arrays, dict(p.params), p.dtype, where, runtime, x64
+        )
         if p.timed:
-            return measure.measure(v, args, n_entries, p.size, budget_s=budget_s, samples=samples)
-        return measure.memory_only(v, args, n_entries)
+            return measure.measure(
+                v, args, n_entries, p.size, runtime=runtime, budget_s=budget_s, samples=samples
+            )
+        return measure.memory_only(v, args, n_entries, runtime=runtime)
 
 
 def sweep_variant(
@@ -183,11 +187,11 @@ def sweep_variant(
     """The records of one variant's series (stopping a series once its gradient is slower
     than the budget; a point that times out ends its series too). A variant at fault
     raises `Breach` (its error, one line)."""
-    from .._devices import device_count
+    from .._backends._devices import device_count
 
-    on_jax = hasattr(v.built.grad, "lower")
-    target = measure.jax_device(device)
-    where = measure.placement(target, v.multi_device) if on_jax else None
+    runtime = runtime_of(v)
+    target = runtime.device(device)
+    where = runtime.placement(target, v.multi_device)
     base = {
         "example": ex.name,
         "variant": v.name,
@@ -201,7 +205,7 @@ def sweep_variant(
     records = []
     for run in series:
         for p in run:
-            if not p.timed and not on_jax:
+            if not p.timed and not runtime.compiled:
                 break
             try:
                 values = watch.run(
@@ -210,6 +214,7 @@ def sweep_variant(
                         v,
                         p,
                         where,
+                        runtime=runtime,
                         device=target,
                         budget_s=budget_s,
                         samples=samples,
@@ -349,8 +354,8 @@ def _checked(
 
 
 def bench(
-    example: str,
-    variants: Sequence[str] | None = None,
+    cat: Catalog,
+    variants: Sequence[Variant] | None = None,
     *,
     sizes: Sequence[int] | None = None,
     params: dict[str, Any] | None = None,
@@ -370,7 +375,8 @@ def bench(
 
     **Arguments:**
 
-    - `variants`: default all variants available here.
+    - `cat`: the example's catalog; `variants`: some of its variants (default: all; those
+      that cannot run here are skipped, saying why).
     - `sizes`: problem sizes (the example's `Sizes`, default its `values`), in increasing
       order until the gradient exceeds `budget_s`; an example without `Sizes` is measured
       at its shared inputs.
@@ -388,7 +394,6 @@ def bench(
 
     **Returns:** a `Benched`: the records per backend, the variants at fault and skipped.
     """
-    cat = catalog(example)
     ex = cat.example
     here = places()
     _jax_cache.enable()
@@ -402,8 +407,7 @@ def bench(
     sweep_sizes, point, over, memory_over = _checked(
         ex, device, sizes, params, samples, devices, budget_s, over, memory_over, shared
     )
-    measure.jax_device(device)  # fails before any work when the GPU is missing
-    chosen = chosen_variants(cat, list(variants) if variants else None)
+    chosen = list(variants) if variants else list(cat.variants)
     result = Benched(ex)
     if shared is not None:  # the case table says which variants run here, and why not
         table = build_plan(cat, shared, live=True, dtypes=(dtype,), checks=False)
@@ -412,7 +416,11 @@ def bench(
                 result.skipped[s.variant.name] = s.skip.what
     else:
         result.skipped = {n: why for n, why in cat.unavailable().items()}
-    from .._devices import using_devices
+    runtimes = {v.name: runtime_of(v) for v in chosen if v.name not in result.skipped}
+    for v in chosen:  # fails before any work when the device is missing
+        if v.name in runtimes and runtimes[v.name].runs_on(device):
+            runtimes[v.name].device(device)
+    from .._backends._devices import using_devices
 
     # Too many devices: one line, before any work.
     selection = contextlib.nullcontext() if devices is None else using_devices(devices, device)
@@ -422,7 +430,7 @@ def bench(
             if v.name in result.skipped:
                 say(f"{v.name}: skipped: {result.skipped[v.name]}")
                 continue
-            if device != "cpu" and not hasattr(v.built.grad, "lower"):
+            if not runtimes[v.name].runs_on(device):
                 result.skipped[v.name] = f"not a JAX function (it runs on the CPU), not on {device}"
                 say(f"{v.name}: skipped on {device} (not a JAX function; it runs on the CPU)")
                 continue

@@ -43,7 +43,6 @@ from .._pipeline._cases import PairOutcome, judge_pair_on
 from .._pipeline._minimal_case import Case, declared_line, sized_case
 from .._pipeline._session import Session
 from .._places import places
-from .._registry import catalog, same_family_pair
 from .._report._lines import ranges_text
 from .._report._text import message
 
@@ -180,18 +179,16 @@ def _over(ex: Example, over: str | None) -> Param | str | None:
     return p
 
 
-def _variants(cat: Catalog, a: str, b: str) -> tuple[Variant, Variant]:
-    va, vb = same_family_pair(cat, a, b, "bisect")
+def _in_float64(va: Variant, vb: Variant) -> None:
     for v in (va, vb):
         if "float64" not in v.dtypes:
             raise InputError(f"{v.name} does not run in float64, which bisect compares")
-    return va, vb
 
 
 def bisect(
-    example: str,
-    a: str,
-    b: str,
+    cat: Catalog,
+    va: Variant,
+    vb: Variant,
     *,
     over: str | None = None,
     params: dict[str, Any] | None = None,
@@ -199,11 +196,12 @@ def bisect(
     timeout: float | None = None,
     say: Callable[[str], None] = print,
 ) -> Bisected:
-    """Where A and B part ways (module docstring); `inputs`: judge them on that inputs file
-    alone. **Returns** a `Bisected` (`exit_code` 1 when they part ways)."""
-    cat = catalog(example)
+    """Where `va` and `vb`, two available variants of one family of `cat` (as the front
+    end resolves them), part ways (module docstring); `inputs`: judge them on that inputs
+    file alone. **Returns** a `Bisected` (`exit_code` 1 when they part ways)."""
     ex = cat.example
-    va, vb = _variants(cat, a, b)
+    _in_float64(va, vb)
+    a, b = va.name, vb.name
     here = places()
     _jax_cache.enable()
     result = Bisected()

@@ -3,7 +3,8 @@ examples the project no longer registers (docs/verdicts.md, "Stale results").
 
 No command judges those files (`_cases.unregistered`); each says once how many it ignored
 and where. `weanj clean` says what it will remove, then removes it: the gradient files a
-weanj evaluation wrote for a variant no longer registered, and, for an example no longer
+weanj evaluation wrote for a variant no longer registered and its evaluation records
+(never reused: their key names the variant), and, for an example no longer
 registered, its `gradients/`, `evaluations/` and `check.json`. Committed references
 (`recorded/`), benchmark records, cases and a user's own gradient files
 (`weanj.save_gradient`) are never removed.
@@ -16,29 +17,30 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .._errors import say
+from .._model import Catalog
 from .._pipeline._stale import unregistered_examples, unregistered_variant_files
 from .._places import places
-from .._registry import catalogs, example_names
 
 
 def clean(
-    examples: Sequence[str] | None = None,
+    cats: Sequence[Catalog],
     *,
+    whole_project: bool,
     dry_run: bool = False,
     say: Callable[[str], None] = say,
 ) -> list[Path]:
-    """Remove the stale results (module docstring), saying first what goes; with
-    `dry_run`, only say it. `examples`: only theirs (default: every registered example,
-    and the folders of examples no longer registered). **Returns:** the paths removed (or
-    that would be)."""
+    """Remove the stale results (module docstring) of the examples of `cats`, saying first
+    what goes; with `dry_run`, only say it. `whole_project`: `cats` are every registered
+    example (no example named), and the folders of examples no longer registered go too.
+    **Returns:** the paths removed (or that would be)."""
     here = places()
-    cats = catalogs(examples)
     doomed: list[tuple[Path, str]] = []
     for cat in cats:
         for path in unregistered_variant_files(cat, here):
             doomed.append((path, f"{cat.name}: {path.stem}, a variant no longer registered"))
-    if not examples:
-        for name, paths in unregistered_examples(here, example_names()).items():
+    if whole_project:
+        registered = sorted(cat.name for cat in cats)
+        for name, paths in unregistered_examples(here, registered).items():
             doomed += [(path, f"{name}: an example no longer registered") for path in paths]
     if not doomed:
         say("weanj clean: nothing to remove (every stored result is of a registered variant)")

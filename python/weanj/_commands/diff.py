@@ -1,20 +1,20 @@
 """`weanj diff` and `weanj.diff()`: the store's files judged, running nothing.
 
-The same case table and judge as `weanj check`, the variants' gradients read from their
-store files instead of computed (`results/<example>/gradients/`, `gradients/float32/`),
-with the recorded references and every other file of the store.
+The same run as `weanj check` in its store mode (`CheckRun.of_store`): the same case
+table and judge, the variants' gradients read from their store files instead of computed
+(`results/<example>/gradients/`, `gradients/float32/`), with the recorded references and
+every other file of the store; the last check's faults and gradient checks from its
+`check.json`.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
-from .._errors import WeanjError
-from .._judge._contract import Fault
+from .._judge._contract import ERROR, NONFINITE, TIMEOUT, Fault
+from .._judge._kinds import Verdict
 from .._judge._verdict import CaseJudgement
-from .._pipeline._cases import judge_plan, not_judged, read_plan
-from .._pipeline._session import Session
+from .._pipeline._run import CheckRun
 from .._places import places
 from .._registry import catalogs
 from .._report._judgement import Judgement
@@ -28,23 +28,13 @@ def diff(examples: Sequence[str] | str | None = None) -> Judgement:
     from .._arguments import names
 
     examples = names(examples, "examples", "diff")
-    here = places()
-    judgement = Judgement("diff")
-    with Session() as session:
-        for cat in catalogs(examples):
-            try:
-                faults = functools.partial(last_faults, cat)
-                p = read_plan(cat, here, live=False, checks=False, faults=faults)
-            except WeanjError as e:
-                judgement.examples[cat.name] = not_judged(cat, e)
-                continue
-            ej = judge_plan(p, session)
-            ej.notes.append(checks_note(cat.name, p.inputs))
-            judgement.examples[cat.name] = ej
-    judgement.dtypes = tuple(
-        sorted({g.dtype for ej in judgement for g in ej.subjects.values()}, reverse=True)
-    ) or ("float64",)
-    return judgement
+    run = CheckRun.of_store(
+        catalogs(examples), places(), judgement=Judgement("diff"), faults=last_faults
+    )
+    for ej in run:
+        if ej.judged:
+            ej.notes.append(checks_note(ej.name, ej.inputs))
+    return run.finish()
 
 
 def last_faults(cat, inputs) -> dict[str, Fault]:
@@ -61,8 +51,8 @@ def last_faults(cat, inputs) -> dict[str, Fault]:
         if not isinstance(f, dict) or label.split("@")[0] not in names:
             continue
         verdict = f.get("verdict")
-        if verdict in ("error", "NaN/Inf", "timeout") and isinstance(f.get("reason"), str):
-            out[label] = Fault(verdict, f["reason"], str(f.get("command") or ""))
+        if verdict in (ERROR, NONFINITE, TIMEOUT) and isinstance(f.get("reason"), str):
+            out[label] = Fault(Verdict.parse(verdict), f["reason"], str(f.get("command") or ""))
     return out
 
 

@@ -80,7 +80,6 @@ from .._pipeline._cases import PairOutcome, build_plan, fuzz_id, judge_pair_on
 from .._pipeline._minimal_case import Case, declared_line, sized_case
 from .._pipeline._session import Session
 from .._places import Places, places
-from .._registry import catalog, same_family_pair
 from .._report._lines import ranges_text
 from .._report._text import message
 
@@ -101,14 +100,6 @@ def fuzz_pairs(
     plan = build_plan(cat, inputs, live=True, dtypes=("float64",), checks=False)
     left_out = {s.variant.name: s.skip.what for s in plan.subjects.values() if s.skip is not None}
     return plan.same_family_pairs(), left_out
-
-
-def chosen_pairs(cat: Catalog, pairs: Sequence[tuple[str, str]]) -> list[tuple[Variant, Variant]]:
-    """`--pairs` checked: available variants of one family (errors are one line)."""
-    out: dict[tuple[str, str], tuple[Variant, Variant]] = {}
-    for a, b in pairs:
-        out.setdefault((a, b), same_family_pair(cat, a, b, "--pairs"))
-    return list(out.values())
 
 
 # --- what is drawn ----------------------------------------------------------------------------
@@ -642,7 +633,7 @@ def report_lines(cat: Catalog, result: Fuzzed, here: Places) -> list[str]:
     for (a, b), count in result.as_declared.items():
         out.append(f"  {a}~{b}: {count} draw(s) differed as declared (expected)")
     failed = sorted(result.failed_pairs)
-    verdict = "FAIL" if result.findings else "ok"
+    verdict = Verdict.FAIL if result.findings else Verdict.OK
     budget = " (stopped at the time limit)" if result.out_of_time else ""
     if result.cut_short:
         budget = " (stopped at the time limit, maybe before shrinking was done" + (
@@ -659,17 +650,19 @@ def report_lines(cat: Catalog, result: Fuzzed, here: Places) -> list[str]:
 
 
 def fuzz(
-    example: str,
+    cat: Catalog,
     *,
-    pairs: Sequence[tuple[str, str]] | None = None,
+    pairs: Sequence[tuple[Variant, Variant]] | None = None,
     max_examples: int | None = None,
     seconds: float | None = None,
     timeout: float | None = None,
     seed: int | None = None,
     say: Callable[[str], None] = print,
 ) -> Fuzzed:
-    """`weanj fuzz` (module docstring). `seed`: the run's draws (default: one drawn and
-    shown); given, no database and no default time limit, so the report depends on the
+    """`weanj fuzz` (module docstring) of an example's catalog. `pairs`: the pairs to
+    search, each two available variants of one family (as the front end resolves
+    `--pairs`; default: every pair of the case table). `seed`: the run's draws (default:
+    one drawn and shown); given, no database and no default time limit, so the report depends on the
     seed alone. **Returns** a `Fuzzed` (`exit_code` 1 when some pair disagrees); its
     `lines` are what the command printed."""
     try:
@@ -679,14 +672,13 @@ def fuzz(
         raise UnavailableError("weanj fuzz needs Hypothesis: pip install 'weanj[fuzz]'") from None
     if seed is not None and not 0 <= seed < SEEDS:
         raise InputError(f"fuzz --seed {seed}: a seed is an integer from 0 to {SEEDS - 1}")
-    cat = catalog(example)
     ex = cat.example
     here = places()
     set_hypothesis_home_dir(here.results / ".weanj-fuzz")  # nothing in the project root
     _jax_cache.enable()
     shared = _inputs.read_inputs(ex, here)
     every, left_out = fuzz_pairs(cat, shared)
-    chosen = chosen_pairs(cat, pairs) if pairs else every
+    chosen = list(pairs) if pairs else every
     max_examples = MAX_EXAMPLES if max_examples is None else max_examples
     seeded = seed is not None
     if not seeded:

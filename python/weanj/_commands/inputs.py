@@ -7,17 +7,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._io import _inputs
+from .._model import Catalog
 from .._places import places
-from .._registry import catalogs
 
 
-def regenerate(examples: Sequence[str] | None = None) -> list[Path]:
-    """Write the shared inputs of each example (default: all); **Returns:** the paths."""
+def regenerate(cats: Sequence[Catalog]) -> list[Path]:
+    """Write the shared inputs of each example; **Returns:** the paths."""
     here = places()
-    return [_inputs.write_inputs(cat.example, here) for cat in catalogs(examples)]
+    return [_inputs.write_inputs(cat.example, here) for cat in cats]
 
 
-def verify(examples: Sequence[str] | None = None) -> list[tuple[str, bool, str]]:
+def verify(cats: Sequence[Catalog]) -> list[tuple[str, bool, str]]:
     """`[(example, ok, message)]`: each committed file against its generator."""
     here = places()
-    return [(cat.name, *_inputs.verify_inputs(cat.example, here)) for cat in catalogs(examples)]
+    return [(cat.name, *_inputs.verify_inputs(cat.example, here)) for cat in cats]

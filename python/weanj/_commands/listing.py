@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._registry import catalogs, project
+from .._model import Catalog
+from .._project import ProjectConfig
 
 
-def listing(examples: Sequence[str] | None = None) -> list[str]:
-    """The lines `weanj list` prints."""
-    cats = catalogs(examples)
-    out = [project().describe()]
+def listing(cats: Sequence[Catalog], project: ProjectConfig) -> list[str]:
+    """The lines `weanj list` prints: the project (`project`, the one the catalogs were
+    loaded from), then each catalog's example and variants."""
+    out = [project.describe()]
     for cat in cats:
         ex = cat.example
         out.append(f"{ex.name}: {ex.title}" if ex.title else ex.name)

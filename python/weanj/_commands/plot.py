@@ -13,14 +13,14 @@ from pathlib import Path
 from .._errors import InputFileError, say, wrapped
 from .._io._atomic import atomic_path
 from .._io._bench import load_results
+from .._model import Catalog
 from .._places import component, places
-from .._registry import catalog
 from .._report._bench_plots import figures
 
 
-def plot(example: str) -> list[Path]:
-    """Write the benchmark figures of an example; **Returns:** the PNG paths written."""
-    cat = catalog(example)
+def plot(cat: Catalog) -> list[Path]:
+    """Write the benchmark figures of an example (its catalog); **Returns:** the PNG paths
+    written."""
     ex = cat.example
     here = places()
     records, problems = load_results(ex, here)

@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import WeanjError
-from .._io import _inputs, _jax_cache, _store
+from .._io import _inputs, _store
 from .._judge._contract import Fault
-from .._model import Gradient, Inputs, check_dtype
-from .._pipeline._evaluate import evaluate
+from .._judge._kinds import Verdict
+from .._model import Example, Gradient, Inputs, Variant, check_dtype
+from .._pipeline._run import apart_note, differences, evaluation_run
+from .._pipeline._run import outside_store_path as default_path
 from .._places import Places, places
-from .._registry import example as example_named
-from .._registry import variant as variant_named
-from .._watch import Watch
+
+__all__ = ["Run", "apart_note", "default_path", "differences", "run"]
 
 
 @dataclass
@@ -32,39 +33,6 @@ class Run:
     gradient: Gradient
     path: Path
     note: str = ""
-
-
-def differences(g: Gradient, shared: Inputs | None) -> list[str]:
-    """What sets a run apart from one on the shared inputs, as file-name parts
-    (`inputs-1a2b3c4d5e6f`, `K5`, `float32`); empty when it is store material."""
-    if shared is not None and shared.matches(g):
-        return []
-    out = []
-    if shared is None or g.inputs_sha256 != shared.digest:
-        out.append(f"inputs-{g.inputs_sha256[:12]}")
-    if shared is not None:
-        out.extend(f"{k}{v}" for k, v in g.params.items() if shared.params.get(k) != v)
-    if g.dtype != "float64":
-        out.append(g.dtype)
-    return out or [f"key-{g.key[:12]}"]
-
-
-def default_path(g: Gradient, shared: Inputs | None, here: Places) -> Path:
-    """The store file for store material, else `results/<example>/runs/...`."""
-    if shared is not None and shared.matches(g):
-        return here.gradient(g.example.name, g.variant, g.dtype)
-    return here.run_file(g.example.name, g.variant, differences(g, shared))
-
-
-def apart_note(g: Gradient, shared: Inputs | None) -> str:
-    """One line saying why a run was not saved to the store ("" when it was)."""
-    if shared is not None and shared.matches(g):
-        return ""
-    return (
-        f"not saved to the store: computed on other inputs than the shared inputs "
-        f"({', '.join(differences(g, shared))}); the store holds only gradients of the shared "
-        "inputs and their parameters, which the judge compares"
-    )
 
 
 def _print_traceback(v, chosen, dtype: str) -> None:
@@ -83,8 +51,8 @@ def _print_traceback(v, chosen, dtype: str) -> None:
 
 
 def run(
-    example: str,
-    variant: str,
+    ex: Example,
+    v: Variant,
     *,
     inputs: str | Path | None = None,
     params: dict[str, Any] | None = None,
@@ -95,13 +63,12 @@ def run(
     processes: int | None = None,
     traceback: bool = False,
 ) -> Run:
-    """Evaluate one variant and save its gradient (module docstring). `traceback`: where
-    the variant raises, print the whole traceback on stderr before its one line."""
-    ex = example_named(example)
-    v = variant_named(ex, variant)
+    """Evaluate one variant of an example (both looked up by the front end) and save its
+    gradient (module docstring), through the `CheckRun` of one evaluation. `traceback`:
+    where the variant raises, print the whole traceback on stderr before its one line."""
     dtype = check_dtype(dtype)
     here = places()
-    _jax_cache.enable()
+    one = evaluation_run(here, timeout=timeout)
     chosen = _inputs.read_inputs(ex, here, inputs)
     # The shared inputs with their own parameters (before --K etc.): what the store holds.
     shared = chosen if chosen.shared else _shared_or_none(ex, here)
@@ -121,17 +88,9 @@ def run(
             chosen.key(dtype),
         )
         _store.check_target(out, planned, shared_key, here, force=force)
-    if processes is None:
-        found = evaluate(v, chosen, dtype, Watch(timeout_s=timeout), shown_path=here.shown)
-    else:  # a sharded variant under jax.distributed on P local processes
-        from .._pipeline._processes import check_sharded, evaluate_across
-
-        check_sharded(v)
-        found = evaluate_across(
-            v, chosen, dtype, processes, root=here.root, timeout=timeout, shown_path=here.shown
-        )
+    found = one.evaluate(v, chosen, dtype, processes=processes)
     if isinstance(found, Fault):
-        raised = found.verdict == "error" and f"{v.name} raised " in found.what
+        raised = found.verdict == Verdict.ERROR and f"{v.name} raised " in found.what
         if traceback and raised:
             _print_traceback(v, chosen, dtype)
         hint = " (--traceback prints the whole traceback)" if raised and not traceback else ""

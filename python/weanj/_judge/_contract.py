@@ -37,7 +37,7 @@ class Fault:
     """Why a subject has no gradient to compare: its verdict, one line saying what, and
     the command that reproduces it."""
 
-    verdict: str
+    verdict: Verdict  # a file's text read back with `Verdict.parse`
     what: str
     command: str = ""
 

@@ -97,14 +97,14 @@ def declared_pair(
         rel = "" if gradient is None or gradient.max_rel is None else gradient.max_rel
         rel = f": max|Δ|/max|g_ref| = {rel:.2e}" if rel != "" else ""
         return _not_there(j, e, f"{array} agrees{rel}", **place)
-    if j.verdict != Verdict.FAIL or c is None or e.verdict != "FAIL":
+    if j.verdict != Verdict.FAIL or c is None or e.verdict != Verdict.FAIL:
         found = j.verdict if c is not None else f"{j.verdict} ({j.reason})"
         return _otherwise(j, e, f"declared {e.verdict}, found {found}", **place)
     if mask is not None:
         away = compare(g_ref, g, keep=~mask, grad_floor=grad_floor)
         if not away.agree:
             where = (
-                "NaN/Inf"
+                str(Verdict.NONFINITE)
                 if away.nonfinite
                 else f"{away.max_rel if away.max_rel is not None else float('inf'):.2e}·max|g_ref|"
             )

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ._kinds import CaseKind
+
 # `_verdict` asks this module (`ExampleJudgement.suspects`), so this one names its types
 # without importing them: a judgement is an `ExampleJudgement`, a case a `CaseJudgement`.
 ExampleJudgement = CaseJudgement = Any
@@ -55,7 +57,9 @@ def _groups(nodes: list[str], agree: list[tuple[str, str]]) -> list[list[str]]:
 
 def suspects(ej: ExampleJudgement) -> list[Suspect]:
     """The suspects of every failing family of the example (module docstring)."""
-    pairs = [j for j in ej.of_kind("pair") if " vs " not in j.family and len(j.subjects) == 2]
+    pairs = [
+        j for j in ej.of_kind(CaseKind.PAIR) if " vs " not in j.family and len(j.subjects) == 2
+    ]
     found: list[Suspect] = []
     for family in dict.fromkeys(j.family for j in pairs if j.failed):
         mine = [j for j in pairs if j.family == family]

@@ -33,6 +33,8 @@ EPS = float(np.finfo(np.float64).eps)
 ROUNDING = 64 * EPS
 RESOLVED = 100.0
 AT_ROUNDING = 3  # consecutive steps at rounding level that end a direction's halving
+# forward vs reverse: the variant's own jvp to rounding; a sibling's at the family tolerance
+OWN_JVP_TOLERANCE = 1e-12
 
 
 def inner(g: np.ndarray, dx: np.ndarray) -> float:

@@ -27,7 +27,7 @@ from ._expected import declared_check as declared_check
 from ._expected import declared_pair
 from ._kinds import KINDS as KINDS
 from ._kinds import RANKING as RANKING
-from ._kinds import CaseKind
+from ._kinds import CaseKind as CaseKind
 from ._kinds import Verdict as Verdict
 from ._taylor import DirectionalResult, TaylorResult
 
@@ -37,7 +37,7 @@ class CaseJudgement:
     """The answer to one case of the case table."""
 
     case: str  # the case id (also the pytest --weanj item id)
-    kind: str  # "run", "pair", "taylor", "jvp", "file"
+    kind: CaseKind
     verdict: Verdict
     family: str = ""
     subjects: tuple[str, ...] = ()  # labels: (reference, other) for pairs
@@ -60,11 +60,11 @@ class CaseJudgement:
         return self.verdict.failing
 
 
-def skipped(case: str, kind: str, reason: str, **what: Any) -> CaseJudgement:
+def skipped(case: str, kind: CaseKind, reason: str, **what: Any) -> CaseJudgement:
     return CaseJudgement(case, kind, Verdict.SKIPPED, reason=reason, **what)
 
 
-def not_compared(case: str, kind: str, fault: CaseJudgement, **what: Any) -> CaseJudgement:
+def not_compared(case: str, kind: CaseKind, fault: CaseJudgement, **what: Any) -> CaseJudgement:
     """A case one of whose subjects is at fault: skipped, naming it (the fault itself is
     that subject's `run` judgement, listed once)."""
     label = fault.subjects[0]
@@ -75,7 +75,6 @@ def not_compared(case: str, kind: str, fault: CaseJudgement, **what: Any) -> Cas
 def _state(verdict: Verdict) -> str:
     return {
         Verdict.ERROR: "in error",
-        Verdict.NONFINITE: "NaN/Inf",
         Verdict.TIMEOUT: "out of time",
         Verdict.UNAVAILABLE: "unavailable here",
     }.get(verdict, str(verdict))
@@ -96,9 +95,14 @@ def judge_run(
         if outcome.verdict == Verdict.NONFINITE and isinstance(wider, Gradient) and wider.finite:
             reason = f"float32 overflow: {reason}"
         return CaseJudgement(
-            case, "run", Verdict(outcome.verdict), reason=reason, command=outcome.command, **what
+            case,
+            CaseKind.RUN,
+            Verdict(outcome.verdict),
+            reason=reason,
+            command=outcome.command,
+            **what,
         )
-    return CaseJudgement(case, "run", Verdict.OK, **what)
+    return CaseJudgement(case, CaseKind.RUN, Verdict.OK, **what)
 
 
 # --- pairs -----------------------------------------------------------------------------
@@ -148,7 +152,7 @@ def _judge_pair(
     ga, gb = np.asarray(a.gradients[array]), np.asarray(b.gradients[array])
     if ga.shape != gb.shape:
         reason = f"{array} has shape {gb.shape} in {b.label} but {ga.shape} in {a.label}"
-        return CaseJudgement(case, "pair", Verdict.FAIL, reason=reason, **what)
+        return CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, reason=reason, **what)
     floors = {
         "loss_floor": floor_of(a, b, "loss"),
         "grad_floor": floor_of(a, b, array),
@@ -157,19 +161,19 @@ def _judge_pair(
     c = compare(ga, gb, a.loss, b.loss, **floors)
     if c.nonfinite:
         return CaseJudgement(
-            case, "pair", Verdict.NONFINITE, reason=_nonfinite(a, b), comparison=c, **what
+            case, CaseKind.PAIR, Verdict.NONFINITE, reason=_nonfinite(a, b), comparison=c, **what
         )
     if info or a.family != b.family:
-        return CaseJudgement(case, "pair", Verdict.INFO, comparison=c, **what)
+        return CaseJudgement(case, CaseKind.PAIR, Verdict.INFO, comparison=c, **what)
     if c.agree:
-        return CaseJudgement(case, "pair", Verdict.OK, comparison=c, **what)
+        return CaseJudgement(case, CaseKind.PAIR, Verdict.OK, comparison=c, **what)
     if kinks is not None and keep is not None:
         away = compare(ga, gb, a.loss, b.loss, keep=keep, **floors)
         if away.agree:
             return CaseJudgement(
-                case, "pair", Verdict.KINKS, comparison=c, away=away, kinks=kinks, **what
+                case, CaseKind.PAIR, Verdict.KINKS, comparison=c, away=away, kinks=kinks, **what
             )
-    return CaseJudgement(case, "pair", Verdict.FAIL, comparison=c, kinks=kinks, **what)
+    return CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, comparison=c, kinks=kinks, **what)
 
 
 def _nonfinite(a: Gradient, b: Gradient) -> str:
@@ -188,11 +192,11 @@ def judge_taylor(case: str, result: TaylorResult, **what: Any) -> CaseJudgement:
     what.setdefault("array", result.array)
     if not result.directions:
         why = f"the kink mask leaves no entry of {result.array} to perturb"
-        return skipped(case, "taylor", why, taylor=result, **what)
+        return skipped(case, CaseKind.TAYLOR, why, taylor=result, **what)
     if any(d.nonfinite for d in result.directions):
         reason = "a loss along a direction is NaN/Inf"
         return CaseJudgement(
-            case, "taylor", Verdict.NONFINITE, reason=reason, taylor=result, **what
+            case, CaseKind.TAYLOR, Verdict.NONFINITE, reason=reason, taylor=result, **what
         )
     bound = result.policy.rate
     failing = [rates for rates in result.asymptotic if rates and min(rates) < bound]
@@ -209,7 +213,7 @@ def judge_taylor(case: str, result: TaylorResult, **what: Any) -> CaseJudgement:
             f"this step); a relative gradient error above {result.sensitivity:.0e} would have shown"
         )
     verdict = Verdict.OK if result.passes else Verdict.FAIL
-    return CaseJudgement(case, "taylor", verdict, reason=reason, taylor=result, **what)
+    return CaseJudgement(case, CaseKind.TAYLOR, verdict, reason=reason, taylor=result, **what)
 
 
 def judge_directional(case: str, result: DirectionalResult, **what: Any) -> CaseJudgement:
@@ -218,15 +222,17 @@ def judge_directional(case: str, result: DirectionalResult, **what: Any) -> Case
     if not (math.isfinite(result.forward) and math.isfinite(result.reverse)):
         reason = "NaN/Inf in jvp or ⟨g, dx⟩"
         return CaseJudgement(
-            case, "jvp", Verdict.NONFINITE, reason=reason, directional=result, **what
+            case, CaseKind.JVP, Verdict.NONFINITE, reason=reason, directional=result, **what
         )
     if result.passes:
-        return CaseJudgement(case, "jvp", Verdict.OK, directional=result, **what)
+        return CaseJudgement(case, CaseKind.JVP, Verdict.OK, directional=result, **what)
     reason = (
         f"forward mode ({result.by}) gives {result.forward:.15g}, ⟨g, dx⟩ {result.reverse:.15g}: "
         f"{result.error:.1e} relative, above {result.tolerance:g}"
     )
-    return CaseJudgement(case, "jvp", Verdict.FAIL, reason=reason, directional=result, **what)
+    return CaseJudgement(
+        case, CaseKind.JVP, Verdict.FAIL, reason=reason, directional=result, **what
+    )
 
 
 # --- files ---------------------------------------------------------------------------------
@@ -267,21 +273,25 @@ def judge_file(
             f"{g.path} says {g.variant} is of family {g.family!r}, but it is registered in "
             f"family {family!r}; {_fix(g)}"
         )
-        return CaseJudgement(case, "file", Verdict.FAIL, reason=reason, **what)
+        return CaseJudgement(case, CaseKind.FILE, Verdict.FAIL, reason=reason, **what)
     if not inputs.matches(g):
-        return CaseJudgement(case, "file", Verdict.STALE, reason=stale_reason(g, inputs), **what)
+        return CaseJudgement(
+            case, CaseKind.FILE, Verdict.STALE, reason=stale_reason(g, inputs), **what
+        )
     for name, shape in inputs.wrt_shapes.items():
         if g.shapes[name] != shape:
             reason = f"{name} has shape {g.shapes[name]}, but the inputs' {name} has {shape}"
-            return CaseJudgement(case, "file", Verdict.FAIL, reason=reason, **what)
+            return CaseJudgement(case, CaseKind.FILE, Verdict.FAIL, reason=reason, **what)
     if not g.finite:
-        return CaseJudgement(case, "file", Verdict.NONFINITE, reason=g.nonfinite_text(), **what)
-    return CaseJudgement(case, "file", Verdict.OK, **what)
+        return CaseJudgement(
+            case, CaseKind.FILE, Verdict.NONFINITE, reason=g.nonfinite_text(), **what
+        )
+    return CaseJudgement(case, CaseKind.FILE, Verdict.OK, **what)
 
 
 def unreadable(case: str, message: str) -> CaseJudgement:
     """A file of the store that cannot be read: FAIL, with the reader's one line."""
-    return CaseJudgement(case, "file", Verdict.FAIL, reason=message)
+    return CaseJudgement(case, CaseKind.FILE, Verdict.FAIL, reason=message)
 
 
 # --- an example's judgement ------------------------------------------------------------------
@@ -325,7 +335,7 @@ class ExampleJudgement:
     @property
     def faults(self) -> dict[str, CaseJudgement]:
         """`{label: its run judgement}` for the subjects at fault (error, NaN/Inf, timeout)."""
-        return {j.subjects[0]: j for j in self.judgements if j.kind == "run" and j.failed}
+        return {j.subjects[0]: j for j in self.judgements if j.kind == CaseKind.RUN and j.failed}
 
     @property
     def ok(self) -> bool:
@@ -354,14 +364,14 @@ class ExampleJudgement:
                 out.setdefault((e.variant, e.against, e.check, e.reason), []).append(j)
         return {cases[0].expected: cases for cases in out.values()}
 
-    def of_kind(self, kind: str) -> list[CaseJudgement]:
+    def of_kind(self, kind: CaseKind) -> list[CaseJudgement]:
         return [j for j in self.judgements if j.kind == kind]
 
     def by_case(self) -> dict[str, CaseJudgement]:
         return {j.case: j for j in self.judgements}
 
     def run_of(self, label: str) -> CaseJudgement | None:
-        return next((j for j in self.of_kind("run") if j.subjects == (label,)), None)
+        return next((j for j in self.of_kind(CaseKind.RUN) if j.subjects == (label,)), None)
 
     def suspects(self) -> dict[str, list[CaseJudgement]]:
         """`{label: its failing pairs against its family's trusted group}`: the subjects

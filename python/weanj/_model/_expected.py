@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from .._errors import DefinitionError
+from ._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 
-# What a declaration may expect (as `Verdict` spells them): a pair or a gradient check that
-# fails, or a run whose variant is at fault.
-DECLARABLE = ("FAIL", "error", "NaN/Inf")
-CHECKS = ("run", "taylor", "jvp")
+# What a declaration may expect: a pair or a gradient check that fails, or a run whose
+# variant is at fault; and what it may declare instead of a pair: a run, a gradient check.
+DECLARABLE = (Verdict.FAIL, Verdict.ERROR, Verdict.NONFINITE)
+CHECKS = (CaseKind.RUN, *GRADIENT_CHECKS)
 
 
 @dataclass(frozen=True, eq=False)  # one declaration is itself (its elements may be a function)
@@ -53,8 +54,8 @@ class Expected:
     variant: str | None = None
     against: str | None = None
     reason: str = ""
-    check: str | None = None
-    verdict: str = "FAIL"
+    check: CaseKind | str | None = None  # a `CaseKind` once made (its text given)
+    verdict: Verdict | str = Verdict.FAIL  # a `Verdict` once made (its text given)
     array: str | None = None
     elements: Iterable[Any] | Callable[[Mapping[str, np.ndarray]], Iterable[Any]] | None = None
     region: Any = None
@@ -63,26 +64,29 @@ class Expected:
     def __post_init__(self):
         if not isinstance(self.reason, str) or not self.reason.strip() or "\n" in self.reason:
             raise DefinitionError("weanj.Expected needs a reason: one line saying why")
-        if self.verdict not in DECLARABLE:
+        if not isinstance(self.verdict, str) or self.verdict not in DECLARABLE:
             raise DefinitionError(
                 f"weanj.Expected: verdict {self.verdict!r} is not one of {', '.join(DECLARABLE)}"
             )
+        verdict = Verdict.parse(self.verdict)
         check = self.check
-        if check is None and self.verdict != "FAIL":
-            check = "run"  # a variant at fault shows in its run
-        if check is not None and check not in CHECKS:
+        if check is None and verdict != Verdict.FAIL:
+            check = CaseKind.RUN  # a variant at fault shows in its run
+        if check is not None and (not isinstance(check, str) or check not in CHECKS):
             raise DefinitionError(
                 f"weanj.Expected: check {check!r} is not one of {', '.join(CHECKS)}"
             )
+        check = None if check is None else CaseKind(check)
         if check is not None and self.against is not None:
             raise DefinitionError(
                 "weanj.Expected: a check is the variant's own; it has no `against`"
             )
-        if check == "run" and self.verdict == "FAIL":
+        if check == CaseKind.RUN and verdict == Verdict.FAIL:
             raise DefinitionError(
-                "weanj.Expected: a run does not FAIL; expect verdict 'error' or 'NaN/Inf'"
+                f"weanj.Expected: a run does not {Verdict.FAIL}; expect verdict "
+                f"{Verdict.ERROR.value!r} or {Verdict.NONFINITE.value!r}"
             )
-        if check == "run" and (self.elements, self.region, self.bound) != (None, None, None):
+        if check == CaseKind.RUN and (self.elements, self.region, self.bound) != (None, None, None):
             raise DefinitionError(
                 "weanj.Expected: a run has no elements, region or bound (those are a pair's)"
             )
@@ -106,6 +110,7 @@ class Expected:
         if elements is not None and not callable(elements):
             elements = tuple(_index(i) for i in elements)
         object.__setattr__(self, "check", check)
+        object.__setattr__(self, "verdict", verdict)
         object.__setattr__(self, "region", region)
         object.__setattr__(self, "elements", elements)
 

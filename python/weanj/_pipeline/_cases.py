@@ -36,12 +36,13 @@ from .._io._inputs import check_fresh, read_inputs
 from .._judge import _verdict as judge
 from .._judge._contract import Fault
 from .._judge._expected import beyond_declaration
-from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+from .._judge._kinds import GRADIENT_CHECKS
+from .._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
 from .._places import PRODUCED, RECORDED, Places
 from .._x64 import x64_configuration
 from ._evaluate import label_of
-from ._gradchecks import jvp_judgement, taylor_judgement
+from ._gradchecks import CHECKS
 from ._session import Session
 
 # --- ids -----------------------------------------------------------------------------------
@@ -60,7 +61,7 @@ def pair_id(ex: Example, family: str, a: str, b: str, array: str, *, info: bool 
     return f"{ex.name}::{'info' if info else family}::{a}~{b}{_suffix(ex, array)}"
 
 
-def check_id(ex: Example, family: str, label: str, kind: str, array: str) -> str:
+def check_id(ex: Example, family: str, label: str, kind: CaseKind, array: str) -> str:
     return f"{ex.name}::{family}::{label}::{kind}{_suffix(ex, array)}"
 
 
@@ -96,7 +97,7 @@ class Case:
     """One row of the case table."""
 
     id: str
-    kind: str  # "run", "pair", "taylor", "jvp", "file"
+    kind: CaseKind
     family: str
     subjects: tuple[str, ...]
     array: str | None = None
@@ -104,7 +105,7 @@ class Case:
 
 
 # A subject's skip that means "not run here" (any other is a fault the last check found).
-_NOT_RUN = ("unavailable", "skipped")
+_NOT_RUN = (Verdict.UNAVAILABLE, Verdict.SKIPPED)
 
 
 @dataclass
@@ -131,7 +132,7 @@ class Plan:
     def skip_of(self, case: Case) -> Fault | None:
         """Why a case is not judged here before anything runs (a subject unavailable or
         not applicable), or None."""
-        if case.kind == "file":
+        if case.kind == CaseKind.FILE:
             return None
         for label in case.subjects:
             s = self.subjects.get(label)
@@ -144,7 +145,7 @@ class Plan:
         what `weanj fuzz` and `pytest --weanj-fuzz` search (the pairs `weanj check` judges)."""
         out = []
         for c in self.cases:
-            if c.kind != "pair" or c.info or c.array != self.example.wrt_names[0]:
+            if c.kind != CaseKind.PAIR or c.info or c.array != self.example.wrt_names[0]:
                 continue
             a, b = (self.subjects[label] for label in c.subjects)
             live64 = all(s.live and s.variant and s.dtype == "float64" for s in (a, b))
@@ -213,7 +214,7 @@ def build_plan(
     if live and checks:
         _add_checks(p)
     for case_id in p.files:
-        p.cases.append(Case(case_id, "file", "", ()))
+        p.cases.append(Case(case_id, CaseKind.FILE, "", ()))
     return p
 
 
@@ -229,12 +230,12 @@ def _file_label(path, places: Places | None) -> str:
 def _skip(p: Plan, v: Variant, dtype: str) -> Fault | None:
     why = v.unavailable_reason()
     if why is not None:
-        return Fault("unavailable", why)
+        return Fault(Verdict.UNAVAILABLE, why)
     if dtype not in v.dtypes:
-        return Fault("skipped", f"{v.name} supports {', '.join(v.dtypes)} only")
+        return Fault(Verdict.SKIPPED, f"{v.name} supports {', '.join(v.dtypes)} only")
     excluded = v.excluded(p.inputs.arrays, p.inputs.params)
     if excluded is not None:
-        return Fault("skipped", f"{v.name} does not apply to these inputs: {excluded}")
+        return Fault(Verdict.SKIPPED, f"{v.name} does not apply to these inputs: {excluded}")
     return None
 
 
@@ -261,7 +262,7 @@ def _add_subjects(p: Plan, stored: dict[str, Gradient], faults: dict[str, Fault]
                 f"{g.path} holds a gradient of {g.variant}, not of {g.path.stem} (whose store "
                 "file it is)"
             )
-            p.files[case_id] = CaseJudgement(case_id, "file", Verdict.FAIL, reason=reason)
+            p.files[case_id] = CaseJudgement(case_id, CaseKind.FILE, Verdict.FAIL, reason=reason)
             continue
         if _file_case(p, label, g, g.of):
             family = g.of.family if g.of is not None else g.family
@@ -279,7 +280,9 @@ def _file_case(p: Plan, label: str, g: Gradient, registered: Variant | None) -> 
 def _add_runs(p: Plan) -> None:
     for s in p.subjects.values():
         if s.live:
-            p.cases.append(Case(run_id(p.example, s.family, s.label), "run", s.family, (s.label,)))
+            p.cases.append(
+                Case(run_id(p.example, s.family, s.label), CaseKind.RUN, s.family, (s.label,))
+            )
 
 
 def _members(p: Plan) -> dict[str, list[Subject]]:
@@ -300,7 +303,7 @@ def _pair_cases(p: Plan, family: str, a: Subject, b: Subject, *, info: bool = Fa
     return [
         Case(
             pair_id(ex, family, a.label, b.label, array, info=info),
-            "pair",
+            CaseKind.PAIR,
             family,
             (a.label, b.label),
             array,
@@ -332,7 +335,7 @@ def _add_checks(p: Plan) -> None:
     for s in p.subjects.values():
         if s.variant is None or s.dtype != "float64" or not s.live:
             continue
-        for kind in ("taylor", "jvp"):
+        for kind in GRADIENT_CHECKS:
             for array in ex.wrt_names:
                 case_id = check_id(ex, s.family, s.label, kind, array)
                 p.cases.append(Case(case_id, kind, s.family, (s.label,), array))
@@ -387,9 +390,9 @@ def subject_outcome(p: Plan, label: str, session: Session) -> Gradient | Fault:
 def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     """The judge's answer to one case (computing what it needs through `session`)."""
     what = {"family": case.family, "subjects": case.subjects}
-    if case.kind == "file":
+    if case.kind == CaseKind.FILE:
         return p.files[case.id]
-    if case.kind == "run":
+    if case.kind == CaseKind.RUN:
         label = case.subjects[0]
         s = p.subjects[label]
         wider = None
@@ -402,7 +405,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
         )
         if s.variant is not None and s.variant.backend != "julia":
             j.info["x64"] = x64_configuration(s.variant).to_json()  # shown by every view
-        return judge.declared_check(j, p.catalog.declared_check("run", s.variant))
+        return judge.declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))
     what["array"] = case.array
     outcomes = [subject_outcome(p, label, session) for label in case.subjects]
     for label, outcome in zip(case.subjects, outcomes, strict=True):
@@ -411,15 +414,13 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
                 return judge.skipped(case.id, case.kind, outcome.what, **what)
             fault = judge.judge_run("", label, outcome)
             return judge.not_compared(case.id, case.kind, fault, **what)
-    if case.kind == "pair":
+    if case.kind == CaseKind.PAIR:
         return _judge_pair(p, case, *outcomes, session=session)
     g = outcomes[0]
     what.pop("array")
     try:
-        if case.kind == "taylor":
-            j = taylor_judgement(session, case.id, p.inputs, g, case.array, **what)
-        else:
-            j = jvp_judgement(session, case.id, p.catalog, p.inputs, g, case.array, **what)
+        check = CHECKS[case.kind]
+        j = check.judgement(session, case.id, p.catalog, p.inputs, g, case.array, **what)
     except TimeoutError as e:
         j = CaseJudgement(
             case.id, case.kind, Verdict.TIMEOUT, reason=str(e), array=case.array, **what
@@ -474,15 +475,15 @@ def judge_plan(p: Plan, session: Session) -> ExampleJudgement:
         result.judgements.append(judge_case(p, case, session))
     for label, s in p.subjects.items():
         if s.skip is not None and s.skip.verdict in _NOT_RUN:
-            target = result.unavailable if s.skip.verdict == "unavailable" else result.skipped
+            target = result.unavailable if s.skip.verdict == Verdict.UNAVAILABLE else result.skipped
             target[label] = s.skip.what
             continue
         found = subject_outcome(p, label, session)
         if isinstance(found, Gradient):
             result.subjects[label] = found
-        elif found.verdict == "skipped":
+        elif found.verdict == Verdict.SKIPPED:
             result.skipped[label] = found.what
-        elif found.verdict == "unavailable":
+        elif found.verdict == Verdict.UNAVAILABLE:
             result.unavailable[label] = found.what
     return result
 
@@ -524,7 +525,8 @@ class PairOutcome:
         difference that does not show here is no failure of the search: `ok`, saying so."""
         if self.agree and not self.as_declared:
             absent = any(j.verdict == Verdict.UNEXPECTEDLY_OK for j in self.judgements)
-            return "ok (the declared difference does not show)" if absent else "ok"
+            ok = str(Verdict.OK)
+            return f"{ok} (the declared difference does not show)" if absent else ok
         worst = Verdict.worst(j.verdict for j in self.judgements)
         return str(worst or Verdict.SKIPPED)
 
@@ -541,10 +543,12 @@ def judge_pair_on(
     found = PairOutcome(inputs)
     for v, o in zip((a, b), outcomes, strict=True):
         if isinstance(o, Fault):
-            if o.verdict in ("skipped", "unavailable"):
+            if o.verdict in (Verdict.SKIPPED, Verdict.UNAVAILABLE):
                 return PairOutcome(inputs)
             j = judge.judge_run(run_id(ex, v.family, v.name), v.name, o, family=v.family)
-            found.judgements.append(judge.declared_check(j, catalog.declared_check("run", v)))
+            found.judgements.append(
+                judge.declared_check(j, catalog.declared_check(CaseKind.RUN, v))
+            )
     if found.judgements:
         return found
     ga, gb = outcomes

@@ -1,8 +1,14 @@
 """The gradient checks, run: the Taylor remainder test, forward against reverse and
 central differences (docs/DESIGN.md, "Gradient checks").
 
+`CHECKS` is the one table of the case table's gradient checks (`GRADIENT_CHECKS`, the
+`CaseKind` members with `is_check`): per check, how a variant's gradient is checked and
+judged, the policy numbers its evaluation record is keyed on, and what its record's
+numbers must be. The case table, the workers and the records dispatch through it.
+
 These call a loss (the variant's, through the session's watch, or any function a
-notebook passes to `weanj.taylor_test`, `weanj.jvp_check` and `weanj.fd_check`); the
+notebook passes to `weanj.taylor_test` and `weanj.fd_check`; `weanj.jvp_check`, which
+pushes a JAX function forward, is the JAX backend's, `_backends._jax`); the
 numbers they collect are judged by the rules of `_judge` (`TaylorResult.passes`,
 `DirectionalResult.passes`), the same for every kernel and every front end.
 """
@@ -11,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,8 +25,10 @@ import numpy as np
 from .._errors import InputError
 from .._judge import _verdict as judge
 from .._judge._compare import NOISE_MULTIPLE, TOLERANCES, Tolerance
+from .._judge._kinds import CaseKind
 from .._judge._taylor import (
     AT_ROUNDING,
+    OWN_JVP_TOLERANCE,
     RESOLVED,
     ROUNDING,
     DirectionalResult,
@@ -29,11 +38,7 @@ from .._judge._taylor import (
     jvp_direction,
     random_direction,
 )
-from .._model import Catalog, Gradient, Inputs, TaylorPolicy
-
-# forward vs reverse: the variant's own jvp to rounding; a sibling's at the family tolerance
-OWN_JVP_TOLERANCE = 1e-12
-
+from .._model import Catalog, Example, Gradient, Inputs, TaylorPolicy
 
 # --- the Taylor remainder test -----------------------------------------------------------
 
@@ -279,50 +284,15 @@ def _precision_of(x: np.ndarray):
     return jax.enable_x64(True)
 
 
-def jvp_check(
-    f: Callable[[Any], Any],
-    x: Any,
-    g: Any,
-    *,
-    dx: Any = None,
-    tolerance: float = OWN_JVP_TOLERANCE,
-    seed: int = 1,
-) -> DirectionalResult:
-    """Forward mode against reverse mode for any JAX-traceable scalar function: `jax.jvp`
-    of `f` at `x` along `dx` (default: a seeded unit direction) against `⟨g, dx⟩`, exact up
-    to rounding and independent of any step.
-
-    **Returns:** a `DirectionalResult`: `.forward`, `.reverse`, `.error` (relative to
-    `Σ|g_i||dx_i|`, the size of the terms of ⟨g, dx⟩) and `.passes` (`error ≤ tolerance`).
-    """
-    import jax
-
-    x, g = np.asarray(x), np.asarray(g)
-    if x.shape != g.shape:
-        raise InputError(f"jvp_check: g has shape {g.shape}, x has {x.shape}")
-    if dx is None:
-        dx = random_direction(np.random.default_rng(seed), x)
-    dx = np.asarray(dx, dtype=x.dtype)
-    if dx.shape != x.shape:
-        raise InputError(f"jvp_check: dx has shape {dx.shape}, x has {x.shape}")
-    if not (isinstance(tolerance, (int, float)) and tolerance > 0):
-        raise InputError(f"jvp_check: tolerance must be a number > 0, got {tolerance!r}")
-    with jax.enable_x64(x.dtype in (np.float64, np.complex128)):
-        forward = float(np.real(np.asarray(jax.jvp(f, (x,), (dx,))[1])))
-    reverse = inner(g, dx)
-    scale = float(np.sum(np.abs(g) * np.abs(dx)))
-    return DirectionalResult("", "jax.jvp", forward, reverse, scale, float(tolerance))
-
-
 # --- the checks of one variant's gradient, as judgements -------------------------------------
 
 
-def _recorded(session, g: Gradient, kind: str, array: str) -> dict | None:
+def _recorded(session, g: Gradient, kind: CaseKind, array: str) -> dict | None:
     records = getattr(session, "records", None)
     return None if records is None else records.recall_check(g.of, g.dtype, kind, array)
 
 
-def _keep(session, g: Gradient, kind: str, array: str, numbers: dict) -> None:
+def _keep(session, g: Gradient, kind: CaseKind, array: str, numbers: dict) -> None:
     records = getattr(session, "records", None)
     if records is not None:
         records.keep_check(g.of, g.dtype, kind, array, numbers)
@@ -332,7 +302,7 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
     """The Taylor test of `g`'s `array` (the example's policy, inside its kink mask), and
     the central-difference error as information; from an evaluation record's numbers where
     the evaluation was reused (the judge decides afresh)."""
-    recorded = _recorded(session, g, "taylor", array)
+    recorded = _recorded(session, g, CaseKind.TAYLOR, array)
     if recorded is not None:
         j = judge.judge_taylor(case, TaylorResult.from_json(recorded["result"]), **what)
         j.info.update(recorded.get("info", {}))
@@ -352,7 +322,7 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
         j.info["fd"] = {"error": error, "step": ex.fd.step, "threshold": ex.fd.threshold}
     if result.left_out:
         j.info["masked"] = {"left_out": result.left_out, "size": result.size, "why": ex.fd.why}
-    _keep(session, g, "taylor", array, {"result": result.to_json(), "info": j.info})
+    _keep(session, g, CaseKind.TAYLOR, array, {"result": result.to_json(), "info": j.info})
     return j
 
 
@@ -375,10 +345,10 @@ def jvp_judgement(
     """`jvp(L)(x; dx)` against `⟨g, dx⟩`: by the variant's own forward mode (1e-12), else
     by the first member of its family that has one (the family tolerance); from an
     evaluation record's numbers where the evaluation was reused."""
-    recorded = _recorded(session, g, "jvp", array)
+    recorded = _recorded(session, g, CaseKind.JVP, array)
     if recorded is not None:
         if "skipped" in recorded:
-            return judge.skipped(case, "jvp", recorded["skipped"], array=array, **what)
+            return judge.skipped(case, CaseKind.JVP, recorded["skipped"], array=array, **what)
         result = DirectionalResult.from_json(recorded["result"])
         return judge.judge_directional(case, result, **what)
     ex = inputs.example
@@ -403,12 +373,110 @@ def jvp_judgement(
             _jvp_floor(g, array, dx, scale),
         )
         result = DirectionalResult(array, v.name, forward, reverse, scale, tol)
-        _keep(session, g, "jvp", array, {"result": result.to_json()})
+        _keep(session, g, CaseKind.JVP, array, {"result": result.to_json()})
         return judge.judge_directional(case, result, **what)
     own = why.get(g.variant, "no forward mode")
     reason = (
         f"neither {g.variant} ({own}) nor a member of family {g.family} can be pushed forward "
         "by jax.jvp"
     )
-    _keep(session, g, "jvp", array, {"skipped": reason})
-    return judge.skipped(case, "jvp", reason, array=array, **what)
+    _keep(session, g, CaseKind.JVP, array, {"skipped": reason})
+    return judge.skipped(case, CaseKind.JVP, reason, array=array, **what)
+
+
+# --- the table of the checks ------------------------------------------------------------------
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+TAYLOR_INFO = ("fd", "masked")  # what a Taylor check's record keeps beside its result
+
+
+def _taylor_case(session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array, **what):
+    return taylor_judgement(session, case, inputs, g, array, **what)
+
+
+def _taylor_policy(ex: Example) -> dict[str, Any]:
+    """The example's Taylor and central-difference policies (the record's key)."""
+    taylor = {}
+    for name in ex.wrt_names:
+        p = ex.taylor_for(name)
+        taylor[name] = [p.h0, p.directions, p.rate, p.max_steps, p.seed]
+    fd = ex.fd
+    return {
+        CaseKind.TAYLOR: taylor,
+        "fd": [fd.directions, fd.step, fd.threshold, fd.mask is not None, fd.why],
+    }
+
+
+def _taylor_beside(numbers: dict) -> bool:
+    """A Taylor record's numbers beside its result: the central differences and the
+    masked entries, as `taylor_judgement` keeps them."""
+    if set(numbers) != {"result", "info"} or not isinstance(numbers["info"], dict):
+        return False
+    info = numbers["info"]
+    if not set(info) <= set(TAYLOR_INFO):
+        return False
+    if "fd" in info:
+        fd = info["fd"]
+        if not (
+            isinstance(fd, dict)
+            and set(fd) == {"error", "step", "threshold"}
+            and all(_is_number(x) for x in fd.values())
+        ):
+            return False
+    if "masked" in info:
+        m = info["masked"]
+        if not (
+            isinstance(m, dict)
+            and set(m) == {"left_out", "size", "why"}
+            and _is_number(m["left_out"])
+            and _is_number(m["size"])
+            and isinstance(m["why"], str)
+        ):
+            return False
+    return True
+
+
+def _jvp_policy(ex: Example) -> dict[str, Any]:
+    """The jvp tolerances: the variant's own forward mode, a sibling's (the record's key)."""
+    return {CaseKind.JVP: [OWN_JVP_TOLERANCE, TOLERANCES["float64"].grad]}
+
+
+@dataclass(frozen=True)
+class GradientCheck:
+    """One gradient check of the case table (a `CaseKind` with `is_check`):
+
+    - `judgement(session, case, catalog, inputs, g, array, **what)`: the check of `g`'s
+      `array`, judged (from an evaluation record's numbers where there are some);
+    - `policy(example)`: the entries of the evaluation record's check policy it adds
+      (`_records.check_policy`: a change of one recomputes the evaluation);
+    - `result`: the class of the numbers it records (`from_json`, `to_json`);
+    - `beside(numbers)`: whether a record's numbers beside `result` are what it writes;
+    - `may_skip`: its record may hold only why it was skipped (`{"skipped": why}`).
+    """
+
+    kind: CaseKind
+    judgement: Callable[..., judge.CaseJudgement]
+    policy: Callable[[Example], dict[str, Any]]
+    result: type
+    beside: Callable[[dict], bool]
+    may_skip: bool = False
+
+
+# one per member of `GRADIENT_CHECKS`, in its order (tests/test_kinds.py holds them equal)
+CHECKS: dict[CaseKind, GradientCheck] = {
+    CaseKind.TAYLOR: GradientCheck(
+        CaseKind.TAYLOR, _taylor_case, _taylor_policy, TaylorResult, _taylor_beside
+    ),
+    CaseKind.JVP: GradientCheck(
+        CaseKind.JVP,
+        jvp_judgement,
+        _jvp_policy,
+        DirectionalResult,
+        lambda numbers: set(numbers) == {"result"},
+        may_skip=True,
+    ),
+}

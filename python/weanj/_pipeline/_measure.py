@@ -1,6 +1,11 @@
 """Measuring: `time_median` (the seed notebook's timer) and one benchmark point of
 `weanj bench`: the inputs at a size (or a dimension), the first call, the median forward
-and gradient times, XLA's scratch memory.
+and gradient times, the compiled gradient's scratch memory.
+
+Everything that depends on what runs the variant (waiting for a result, placing the
+inputs on a device, scratch memory, a compilation cache, times measured inside a
+worker) is asked of the variant's runtime (`_backends._runtime.Runtime`), which the
+caller passes in: this module imports no array library's runtime.
 
 What a point's first call returns is held to the variant contract (`_judge._contract`):
 a variant at fault is that variant's `error`, in `weanj bench` as everywhere.
@@ -19,31 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError, UnavailableError
-from .._io import _jax_cache
+from .._errors import InputError
 from .._judge._contract import checked_gradients, checked_loss
 from .._model import Example, Inputs, Variant, from_arrays
 
 SEED = 1
-GPU_HINT = "on a machine with an NVIDIA GPU: pip install -U 'jax[cuda12]'"
 # A point whose inputs alone would need more than this share of the machine's memory is
 # refused before anything is allocated.
 MEMORY_SHARE = 0.5
-
-
-def jax_device(device: str):
-    """The first JAX device of kind `"cpu"` or `"gpu"`; no GPU raises `UnavailableError`."""
-    import jax
-
-    try:
-        found = jax.devices(device)
-    except RuntimeError:  # JAX raises when no backend of that kind is installed
-        found = []
-    if not found:
-        raise UnavailableError(
-            f"no GPU visible to JAX here (jax.devices({device!r}) is empty); {GPU_HINT}"
-        )
-    return found[0]
 
 
 def default_samples(size: int | None) -> int:
@@ -56,7 +44,7 @@ def samples_within_budget(
 ) -> int:
     """The default number of samples, fewer where they would take longer than the budget
     (one timed gradient call, compiled already, decides)."""
-    sync = sync or _jax_sync()
+    sync = sync or _unchanged
     t0 = time.perf_counter()
     sync(grad(*args))
     one_call = time.perf_counter() - t0
@@ -146,49 +134,25 @@ def check_reachable(
             )
 
 
-def placement(device, multi_device: bool):
-    """Where the inputs go: `device`, or, for a multi-device variant, replicated over the
-    devices it spans (so that they are not committed to one of them)."""
-    if device is None or not multi_device:
-        return device
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
-    from .._devices import chosen_devices
-
-    return NamedSharding(Mesh(np.array(chosen_devices(), dtype=object), ("d",)), PartitionSpec())
-
-
 def call_args(
-    ex: Example, arrays: Mapping[str, Any], params: dict, dtype: str, device, x64: bool = True
+    ex: Example,
+    arrays: Mapping[str, Any],
+    params: dict,
+    dtype: str,
+    where,
+    runtime,
+    x64: bool = True,
 ) -> tuple[tuple, int]:
-    """The call arguments on `device` (a device or a sharding; numpy arrays for None),
-    and N, the number of gradient entries."""
-    import jax
-
+    """The call arguments placed at `where` by the variant's `runtime` (a device or a
+    placement; None leaves the arrays as they are), and N, the number of gradient
+    entries."""
     inputs = from_arrays(ex, arrays, params, what=f"{ex.name}'s benchmark inputs")
     run = inputs.run_arrays(dtype)
     n_entries = int(sum(np.size(run[name]) for name in ex.wrt_names))
-    if device is not None:
-        # Placed once, before timing, so the clock sees no host-to-device copies; in the
-        # variant's x64 configuration (`x64`), as its calls run (`_x64`).
-        with jax.enable_x64(x64):
-            run = {k: jax.device_put(a, device) for k, a in run.items()}
+    # Placed once, before timing, so the clock sees no host-to-device copies; in the
+    # variant's x64 configuration (`x64`), as its calls run (`_x64`).
+    run = runtime.to_device(run, where, x64=x64)
     return ex.args(run, inputs.params), n_entries
-
-
-def temp_bytes(grad: Callable, args: tuple) -> int | None:
-    """XLA's scratch memory of the compiled gradient (inputs and outputs excluded), in
-    bytes; None for functions that are not JAX-compiled (a Julia variant's)."""
-    if not hasattr(grad, "lower"):
-        return None
-    analysis = grad.lower(*args).compile().memory_analysis()
-    return None if analysis is None else int(analysis.temp_size_in_bytes)
-
-
-def _jax_sync() -> Callable:
-    import jax
-
-    return jax.block_until_ready
 
 
 def _unchanged(result: Any) -> Any:
@@ -201,40 +165,42 @@ def measure(
     n_entries: int,
     size: int | None,
     *,
+    runtime,
     budget_s: float,
     samples: int | None,
 ) -> dict[str, Any]:
-    """Time one point: first call (compilation plus one evaluation), median forward and
-    gradient, scratch memory. What the first calls return is held to the variant contract
-    (a `Breach` is that variant's error).
+    """Time one point through the variant's `runtime`: first call (compilation plus one
+    evaluation), median forward and gradient, scratch memory. What the first calls return
+    is held to the variant contract (a `Breach` is that variant's error).
 
-    A function that is not JAX's (a Julia variant's, which answers numpy arrays) is
-    timed without `jax.block_until_ready`; its times are round trips (the request, the
-    copies, the computation). Where the gradient function can time itself inside its
-    process (`timed_inside`: a Julia variant's worker, `time_ns` after a warm-up call),
-    those times are recorded beside them as `timed_inside` (`_timed_inside`)."""
+    Each result is waited for by the runtime (`Runtime.block`: JAX's
+    `block_until_ready`; nothing for functions that return computed numpy arrays, a
+    Julia variant's, whose times are round trips: the request, the copies, the
+    computation). Where the runtime measures times itself (`Runtime.inside`: a Julia
+    variant's worker, `time_ns` after a warm-up call), those are recorded beside them as
+    `timed_inside` (`_timed_inside`)."""
     loss, grad = v.built.loss, v.built.grad
-    sync = _jax_sync() if hasattr(grad, "lower") else _unchanged
-    hits = _jax_cache.clock().hits
+    sync = runtime.block
+    hits = runtime.compile_hits()
     t0 = time.perf_counter()
     first = sync(grad(*args))
     compile_s = time.perf_counter() - t0
     # Honest compile times: a first call served by the persistent cache says so.
-    cached = _jax_cache.clock().hits > hits
+    cached = runtime.compile_hits() > hits
     _hold_to_contract(v, args, first, loss(*args))
     count = samples or samples_within_budget(grad, args, size, budget_s, sync)
-    forward, gradient = interleaved(
-        functools.partial(loss, *args), functools.partial(grad, *args), count, sync
+    forward, gradient = runtime.interleaved(
+        functools.partial(loss, *args), functools.partial(grad, *args), count
     )
     forward_s, grad_s = statistics.median(forward), statistics.median(gradient)
-    inside = getattr(grad, "timed_inside", None)
-    extra = {} if inside is None else {"timed_inside": _timed_inside(inside(*args, samples=count))}
+    inside = runtime.inside(grad, args, count)
+    extra = {} if inside is None else {"timed_inside": _timed_inside(inside)}
     return {
         "N": n_entries,
         "forward_s": forward_s,
         "grad_s": grad_s,
         "compile_s": compile_s,
-        "peak_mem_bytes": temp_bytes(grad, args),
+        "peak_mem_bytes": runtime.scratch_bytes(grad, args),
         "samples": count,
         # fastest and slowest sample: the spread the plots show (a noisy machine's medians
         # alone look as certain as a quiet one's)
@@ -277,32 +243,14 @@ def _dtype_of(ex: Example, args: tuple) -> str:
     return "float64"
 
 
-def interleaved(
-    forward: Callable, gradient: Callable, samples: int, sync: Callable | None = None
-) -> tuple[list, list]:
-    """Wall times of `samples` forward and gradient calls, alternating (after one forward
-    warm-up; the first gradient call was its own), so that the gradient/forward ratio of
-    one point sees the same load on a shared machine. `sync` waits for a result
-    (default `jax.block_until_ready`: JAX dispatches asynchronously)."""
-    sync = sync or _jax_sync()
-    sync(forward())
-    times: tuple[list, list] = ([], [])
-    for _ in range(samples):
-        for fn, out in ((forward, times[0]), (gradient, times[1])):
-            t0 = time.perf_counter()
-            sync(fn())
-            out.append(time.perf_counter() - t0)
-    return times
-
-
-def memory_only(v: Variant, args: tuple, n_entries: int) -> dict[str, Any]:
-    """A compiled-only point: scratch memory, no times."""
+def memory_only(v: Variant, args: tuple, n_entries: int, *, runtime) -> dict[str, Any]:
+    """A compiled-only point: scratch memory (the variant's `runtime`'s), no times."""
     return {
         "N": n_entries,
         "forward_s": None,
         "grad_s": None,
         "compile_s": None,
-        "peak_mem_bytes": temp_bytes(v.built.grad, args),
+        "peak_mem_bytes": runtime.scratch_bytes(v.built.grad, args),
         "samples": None,
         "timed": False,
     }

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 from .._errors import InputError
-from .._judge._contract import ERROR, Fault
+from .._judge._contract import ERROR, TIMEOUT, Fault
 from .._model import Gradient, Inputs, Variant
 from ._evaluate import reproduce_command
 
@@ -119,7 +119,7 @@ def evaluate_across(
                     codes.append(p.wait(timeout=limit))
                 except subprocess.TimeoutExpired:
                     return Fault(
-                        "timeout",
+                        TIMEOUT,
                         f"{variant.name} on {processes} processes took longer than {limit:g} s",
                         command,
                     )

@@ -56,10 +56,12 @@ from .._errors import WeanjError
 from .._io._atomic import atomic_path
 from .._io._h5 import array_sha256
 from .._judge._contract import ERROR, NONFINITE, Fault
+from .._judge._kinds import GRADIENT_CHECKS, CaseKind, Verdict
 from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
 from .._x64 import x64_configuration
+from ._gradchecks import CHECKS, TAYLOR_INFO
 
 FORMAT = 2
 _REUSED_FAULTS = (ERROR, NONFINITE)  # timeouts depend on the load; never reused
@@ -92,22 +94,12 @@ def label_of(variant: Variant, dtype: str) -> str:
 
 
 def check_policy(variant: Variant) -> dict[str, Any]:
-    """What decides a gradient check's numbers beside the code: the example's Taylor and
-    central-difference policies and the jvp tolerances."""
-    from .._judge._compare import TOLERANCES
-    from ._gradchecks import OWN_JVP_TOLERANCE
-
-    ex = variant.example
-    taylor = {}
-    for name in ex.wrt_names:
-        p = ex.taylor_for(name)
-        taylor[name] = [p.h0, p.directions, p.rate, p.max_steps, p.seed]
-    fd = ex.fd
-    return {
-        "taylor": taylor,
-        "fd": [fd.directions, fd.step, fd.threshold, fd.mask is not None, fd.why],
-        "jvp": [OWN_JVP_TOLERANCE, TOLERANCES["float64"].grad],
-    }
+    """What decides a gradient check's numbers beside the code: each check's policy (the
+    example's Taylor and central-difference policies, the jvp tolerances)."""
+    policy: dict[str, Any] = {}
+    for kind in GRADIENT_CHECKS:
+        policy.update(CHECKS[kind].policy(variant.example))
+    return policy
 
 
 @dataclass
@@ -301,7 +293,7 @@ class Records:
             raise Discarded("its contents do not match their recorded digest (edited?)")
         if "fault" in record:
             f = record["fault"]
-            return record, Fault(f["verdict"], f["what"], f["command"])
+            return record, Fault(Verdict.parse(f["verdict"]), f["what"], f["command"])
         for name, a in arrays.items():
             if array_sha256(a) != record["sha256"][name]:
                 raise Discarded(f"the values of {name} do not match their sha256")
@@ -324,7 +316,7 @@ class Records:
         )
         return record, g
 
-    def recall_check(self, variant: Variant, dtype: str, kind: str, array: str) -> dict | None:
+    def recall_check(self, variant: Variant, dtype: str, kind: CaseKind, array: str) -> dict | None:
         """The recorded numbers of a gradient check of a reused evaluation, or None."""
         record = self._recalled.get((variant.example.name, label_of(variant, dtype)))
         if record is None:
@@ -357,14 +349,14 @@ class Records:
         }
 
     def keep_check(
-        self, variant: Variant, dtype: str, kind: str, array: str, numbers: dict
+        self, variant: Variant, dtype: str, kind: CaseKind, array: str, numbers: dict
     ) -> None:
         pending = self._pending.get((variant.example.name, label_of(variant, dtype)))
         if pending is not None:
             if "info" in numbers:  # what the check computed; the judge adds its own afresh
                 numbers = {
                     **numbers,
-                    "info": {k: v for k, v in numbers["info"].items() if k in _INFO},
+                    "info": {k: v for k, v in numbers["info"].items() if k in TAYLOR_INFO},
                 }
             pending["record"]["checks"][f"{kind}::{array}"] = numbers
 
@@ -438,8 +430,6 @@ class Records:
 
 
 # --- what a record must be, checked before it is believed -------------------------------------
-
-_INFO = ("fd", "masked")  # what a Taylor check's record keeps beside its result
 
 
 def _member(filename: str) -> str:
@@ -581,41 +571,17 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
 
 
 def _check_check(key: Any, numbers: Any, wrt: tuple[str, ...]) -> None:
-    """One gradient check's numbers, exactly as the check's `to_json` writes them."""
-    from .._judge._taylor import DirectionalResult, TaylorResult
-
+    """One gradient check's numbers, exactly as the check (`_gradchecks.CHECKS`) writes
+    them."""
     kind, _, array = str(key).partition("::")
     bad = f"its {kind or 'gradient'} check numbers are malformed"
-    _require(kind in ("taylor", "jvp") and array in wrt and isinstance(numbers, dict), bad)
-    if kind == "jvp" and set(numbers) == {"skipped"}:
+    check = CHECKS.get(kind)
+    _require(check is not None and array in wrt and isinstance(numbers, dict), bad)
+    if check.may_skip and set(numbers) == {"skipped"}:
         _require(isinstance(numbers["skipped"], str), bad)
         return
-    if kind == "jvp":
-        _require(set(numbers) == {"result"}, bad)
-        parse = DirectionalResult.from_json
-    else:
-        _require(set(numbers) == {"result", "info"} and isinstance(numbers["info"], dict), bad)
-        info = numbers["info"]
-        _require(set(info) <= set(_INFO), bad)
-        if "fd" in info:
-            fd = info["fd"]
-            _require(
-                isinstance(fd, dict)
-                and set(fd) == {"error", "step", "threshold"}
-                and all(_is_number(x) for x in fd.values()),
-                bad,
-            )
-        if "masked" in info:
-            m = info["masked"]
-            _require(
-                isinstance(m, dict)
-                and set(m) == {"left_out", "size", "why"}
-                and _is_number(m["left_out"])
-                and _is_number(m["size"])
-                and isinstance(m["why"], str),
-                bad,
-            )
-        parse = TaylorResult.from_json
+    _require(check.beside(numbers), bad)
+    parse = check.result.from_json
     result = numbers["result"]
     _require(isinstance(result, dict), bad)
     try:  # exactly what `to_json` writes: read back and written again, the same text

@@ -19,13 +19,21 @@ _RUN_OUTPUTS = (PRODUCED, "evaluations", CHECK_FILE)
 
 def unregistered_variant_files(cat: Catalog, here: Places) -> list[Path]:
     """The store files of `cat`'s example that a weanj evaluation wrote for variants no
-    longer registered (`_cases.unregistered`), whatever `--variants` selects."""
+    longer registered (`_cases.unregistered`), and their evaluation records
+    (`evaluations/<variant>[@dtype].npz`: never reused, since the key names the variant),
+    whatever `--variants` selects."""
     scan = scan_store(cat.example, here, recorded=False)
     found = []
     for g in scan.gradients:
         g.of = cat.find(g.variant)
         if g.of is None and g.variant not in cat.left_out and unregistered(g):
             found.append(g.path)
+    folder = here.evaluations(cat.name)
+    if folder.is_dir() and not folder.is_symlink():
+        for record in sorted(folder.glob("*.npz")):
+            name = record.stem.split("@")[0]
+            if cat.find(name) is None and name not in cat.left_out and record.is_file():
+                found.append(record)
     return found
 
 

@@ -42,12 +42,10 @@ CURRENT, STALE, MISSING, UNREADABLE = "current", "stale", "missing", "unreadable
 
 def _environment() -> dict[str, Any]:
     """Versions, device and date of this check (JAX is loaded already: check ran it)."""
-    from .._environment import environment
+    from .._environment import default_device, environment
 
     try:
-        import jax
-
-        return environment(jax.default_backend())
+        return environment(default_device())
     except Exception as e:  # a broken JAX must not lose the verdicts themselves
         return {"error": f"{type(e).__name__}: {e}"[:200]}
 

@@ -80,7 +80,7 @@ from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from .._devices import chosen_devices
+from .._backends._devices import chosen_devices
 from . import _poisson
 
 AXIS = "rows"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 
-from ._errors import InputError, UnavailableError
+from .._errors import InputError, UnavailableError
 
 # None: all devices of the default backend; else (count or devices, platform or None).
 _selection: tuple | None = None

@@ -1,0 +1,431 @@
+"""One check run: what every front end runs (docs/DESIGN.md §8.2, "One run under every
+front end").
+
+`weanj check` and `weanj.check()`, `weanj diff` and `weanj.diff()`, `weanj run` and
+`weanj.evaluate()`, `pytest --weanj` and the gallery's tests (`tests/crossval/cases.py`,
+through the plugin's own `weanj_run`) all make a `CheckRun` and render what it yields;
+none assembles the plan, the `Session`, the evaluation records or the store writes
+itself. A front end resolves names into objects (catalogs, `Places`, the project's
+configuration) and hands them over; the run does the rest:
+
+- **live** (`CheckRun(...)`: check, pytest, the API): the case table of each example
+  with its variants evaluated (`_cases.read_plan(live=True)`), under the executor's
+  `Session` (in-process, Dask, jax.distributed), the evaluation records reused and kept,
+  each live gradient saved to the store and `check.json` written (with `save`);
+- **store** (`CheckRun.of_store(...)`: diff): the same table and judge on the store's
+  files, nothing evaluated;
+- **one variant** (`evaluation_run(...).evaluate`: `weanj run`, `weanj.evaluate()`): one
+  evaluation under the run's time limit; and the one naming scheme of a gradient written
+  outside the store (`outside_store_path`: `weanj run`, `weanj.save_gradient`).
+
+Iterating a run judges its examples one by one and yields each `ExampleJudgement`
+(`weanj check` prints them; `judge()` runs them all and returns the `Judgement`);
+`judge_case` judges one case of one plan (a `pytest --weanj` item). `finish()` adds
+what is said once per run: the evaluations reused, the variants that did not run (and
+the required ones among them), the suspects, the orphaned results and the compilation
+clock.
+
+The run sits in `_pipeline/` (layer 5), beside `_report/`, and so imports nothing of it:
+the maker hands it the `Judgement` to fill and the writer of `check.json`
+(`_report._verdicts_file.write_check_verdicts`); a same-layer import would stand
+`_pipeline` on `_report` and the package on nine levels.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from .._errors import WeanjError, say
+from .._io import _jax_cache, _store
+from .._judge._contract import Fault
+from .._judge._kinds import Verdict
+from .._judge._suspects import suspects as find_suspects
+from .._judge._verdict import CaseJudgement, ExampleJudgement
+from .._model import DTYPES, Catalog, Gradient, Inputs, Variant
+from .._places import Places
+from .._watch import Watch
+from .._x64 import x64_configuration
+from ._cases import Case, Plan, judge_case, judge_plan, not_judged, read_plan, subject_outcome
+from ._evaluate import evaluate as evaluate_variant
+from ._executors import InProcess
+from ._records import Records
+from ._session import Session
+
+
+class _Progress:
+    """`[3/29] 01-jacobi jax-jacobi: 1.2 s, ok` on stderr, one line per evaluation."""
+
+    def __init__(self, total: int, say: Callable[[str], None]):
+        self.done, self.total, self.say = 0, total, say
+        self.example = ""
+
+    def __call__(self, label: str, found: Gradient | Fault, seconds: float, reused: bool) -> None:
+        self.done += 1
+        status = Verdict.OK if isinstance(found, Gradient) else found.verdict
+        how = "reused" if reused else f"{seconds:.1f} s"
+        self.say(f"[{self.done}/{self.total}] {self.example} {label}: {how}, {status}")
+
+
+class CheckRun:
+    """One run of the judge over some examples: the plans, the `Session`, the evaluation
+    records, the store writes and `check.json` (module docstring). Named for what
+    `weanj check` does, since every other front end runs a part of it: diff its store
+    mode, pytest its cases one by one, `weanj run` one of its evaluations.
+
+    **Arguments** (all resolved objects: the front end has looked every name up):
+
+    - `catalogs`: the examples, each with the variants to run (`left_out` the others);
+    - `places`: where the project's files are; `config`: its `ProjectConfig` (records,
+      executors, `require`);
+    - `judgement`: the empty `Judgement` to fill (from `_report._judgement`);
+    - `dtypes`: the dtypes under test; `timeout`: seconds per call; `fresh`: recompute
+      every evaluation (no reuse); `save`: write each live gradient to the store and
+      the verdicts to `check.json` (through `write_verdicts`); `keep`: reuse and keep
+      evaluation records (default: `save`);
+    - `executor`: where evaluations run (default in this process);
+    - `require`: backends or variant names that must run (default: the project's);
+    - `say`: where progress and notes go; `progress`: one line per evaluation;
+    - `every_example`: the names of every registered example, when the run covers them
+      all (then results of examples no longer registered are noted);
+    - `cache`: turn on JAX's persistent compilation cache (as every command does).
+
+    The store run is `CheckRun.of_store`; one evaluation's run `evaluation_run`.
+    """
+
+    def __init__(
+        self,
+        catalogs: Sequence[Catalog],
+        places: Places,
+        *,
+        config: Any,
+        judgement: Any,
+        dtypes: tuple[str, ...] = DTYPES,
+        timeout: float | None = None,
+        fresh: bool = False,
+        save: bool = True,
+        keep: bool | None = None,
+        write_verdicts: Callable[[list[ExampleJudgement], Places], Any] | None = None,
+        executor: Any = None,
+        require: Sequence[str] | None = None,
+        say: Callable[[str], None] = say,
+        progress: bool = True,
+        every_example: Sequence[str] | None = None,
+        live: bool = True,
+        faults: Callable[[Catalog, Inputs], dict[str, Fault]] | None = None,
+        cache: bool = True,
+    ):
+        self.catalogs = list(catalogs)
+        self.places = places
+        self.config = config
+        self.judgement = judgement
+        self.dtypes = tuple(dtypes)
+        self.timeout = timeout
+        self.save = save and live
+        self.write_verdicts = write_verdicts
+        self.say = say
+        self.live = live
+        self.every_example = every_example
+        self.require = set((getattr(config, "require", ()) or ()) if require is None else require)
+        self.executor = executor if executor is not None else InProcess(config)
+        self._stack = ExitStack()
+        self._clock = None
+        if live and cache:
+            _jax_cache.enable()  # compiled kernels are reused across runs (and processes)
+            if judgement is not None:
+                self._clock = _jax_cache.clock()
+        self._t0 = time.perf_counter()
+        self._finished = False
+        keep = self.save if keep is None else keep
+        self.records = Records(places, config, fresh=fresh) if live and keep else None
+        self.plans: dict[str, Plan | WeanjError] = {}
+        for cat in self.catalogs:
+            try:
+                if live:
+                    self.plans[cat.name] = read_plan(cat, places, live=True, dtypes=self.dtypes)
+                else:
+                    found = (lambda inputs, cat=cat: faults(cat, inputs)) if faults else None
+                    self.plans[cat.name] = read_plan(
+                        cat, places, live=False, checks=False, faults=found
+                    )
+            except WeanjError as e:
+                self.plans[cat.name] = e
+        self._progress = None
+        if live and progress:
+            total = sum(
+                1
+                for p in self.plans.values()
+                if isinstance(p, Plan)
+                for s in p.subjects.values()
+                if s.live and s.skip is None
+            )
+            self._progress = _Progress(total, say)
+        self._session: Session | None = None
+
+    @classmethod
+    def of_store(
+        cls,
+        catalogs: Sequence[Catalog],
+        places: Places,
+        *,
+        judgement: Any,
+        faults: Callable[[Catalog, Inputs], dict[str, Fault]] | None = None,
+        say: Callable[[str], None] = say,
+    ) -> CheckRun:
+        """The store run (`weanj diff`): every file of the store judged, nothing evaluated;
+        `faults(catalog, inputs)`: what the last check found at fault (a fault saves no
+        file)."""
+        return cls(
+            catalogs,
+            places,
+            config=None,
+            judgement=judgement,
+            save=False,
+            keep=False,
+            live=False,
+            faults=faults,
+            say=say,
+            progress=False,
+        )
+
+    # --- the session ----------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        """The run's `Session`, opened on first use (a live run's through its executor:
+        a Dask executor evaluates every plan's variants then)."""
+        if self._session is None:
+            if not self.live:
+                self._session = self._stack.enter_context(Session(say=self.say))
+            else:
+                self._session = self._stack.enter_context(
+                    self.executor.session(
+                        self.plans,
+                        timeout=self.timeout,
+                        say=self.say,
+                        progress=self._progress,
+                        shown_path=self.places.shown,
+                        records=self.records,
+                    )
+                )
+        return self._session
+
+    def close(self) -> None:
+        """Keep the evaluation records and close the session (it says which timed-out
+        calls still run)."""
+        if self.records is not None:
+            self.records.flush()
+        self._stack.close()
+
+    def __enter__(self) -> CheckRun:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- judging ----------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[ExampleJudgement]:
+        """Judge every example in order, yielding each `ExampleJudgement` (an example
+        whose plan could not be read: not judged, saying why)."""
+        for cat in self.catalogs:
+            yield self.judge_example(cat)
+
+    def judge_example(self, cat: Catalog) -> ExampleJudgement:
+        """One example's every case, judged; a live gradient saved (with `save`)."""
+        p = self.plans[cat.name]
+        if not isinstance(p, Plan):
+            ej = not_judged(cat, p, self.dtypes) if self.live else not_judged(cat, p)
+        else:
+            session = self.session
+            started = time.perf_counter()
+            if self._progress is not None:
+                self._progress.example = cat.name
+            ej = judge_plan(p, session)
+            if self.live:
+                ej.seconds = time.perf_counter() - started
+            if self.save:
+                save_to_store(ej, self.places)
+            if self.records is not None:
+                self.records.flush()
+                if self.save:
+                    ej.reuse, line = self.records.summary(cat.name)
+                    if line:
+                        ej.notes.append(line)
+        self.judgement.examples[cat.name] = ej
+        return ej
+
+    def judge_case(self, plan: Plan, case: Case) -> CaseJudgement:
+        """The judge's answer to one case of one of the run's plans (a pytest item)."""
+        return judge_case(plan, case, self.session)
+
+    def outcome(self, plan: Plan, label: str) -> Gradient | Fault:
+        """What a subject of one of the run's plans is: its file, or its evaluation."""
+        return subject_outcome(plan, label, self.session)
+
+    def judge(self) -> Any:
+        """Every example judged, then `finish()`: **Returns:** the `Judgement`."""
+        for _ in self:
+            pass
+        return self.finish()
+
+    def finish(self) -> Any:
+        """Close the session, write `check.json` (with `save`), and add what is said once
+        per run to the `Judgement`; **Returns:** it."""
+        if self._finished:
+            return self.judgement
+        self._finished = True
+        self.close()
+        judgement = self.judgement
+        if not self.live:
+            judgement.dtypes = tuple(
+                sorted({g.dtype for ej in judgement for g in ej.subjects.values()}, reverse=True)
+            ) or ("float64",)
+            return judgement
+        if self.save and self.write_verdicts is not None:
+            self.write_verdicts(list(judgement), self.places)
+        judgement.seconds = time.perf_counter() - self._t0
+        if self.records is not None and self.save:
+            judgement.notes.extend(self.records.notes)
+            reused = len(self.records.reused)
+            total = reused + len(self.records.recomputed)
+            if total:
+                judgement.notes.append(
+                    f"evaluations: reused {reused} of {total} (weanj check --fresh recomputes "
+                    "them all)"
+                )
+        judgement.did_not_run = did_not_run(self.catalogs, self.require)
+        judgement.suspects = [
+            (ej.name, s) for ej in judgement if ej.judged for s in find_suspects(ej)
+        ]
+        if self.every_example is not None:
+            from ._stale import orphans_note
+
+            orphans = orphans_note(self.places, list(self.every_example))
+            if orphans:
+                judgement.notes.append(orphans)
+        if self._clock is not None:
+            judgement.notes.append(self._clock.summary())
+        return judgement
+
+    # --- one variant (weanj run, weanj.evaluate) ----------------------------------------
+
+    def evaluate(
+        self,
+        variant: Variant,
+        inputs: Inputs,
+        dtype: str = "float64",
+        *,
+        processes: int | None = None,
+    ) -> Gradient | Fault:
+        """One variant on `inputs` (any inputs, any parameters) in `dtype`, under the run's
+        time limit, never reused from or kept in the records; with `processes`, a sharded
+        variant under jax.distributed on that many local processes."""
+        if processes is None:
+            watch = Watch(timeout_s=self.timeout, say=self.say)
+            return evaluate_variant(variant, inputs, dtype, watch, shown_path=self.places.shown)
+        from ._processes import check_sharded, evaluate_across
+
+        check_sharded(variant)
+        return evaluate_across(
+            variant,
+            inputs,
+            dtype,
+            processes,
+            root=self.places.root,
+            timeout=self.timeout,
+            shown_path=self.places.shown,
+        )
+
+
+def evaluation_run(
+    places: Places, *, timeout: float | None = None, cache: bool = True, say=say
+) -> CheckRun:
+    """The run of one evaluation (`weanj run`, `weanj.evaluate()`): no example judged,
+    no record kept, nothing written (`weanj run` saves what `evaluate` returns where
+    `outside_store_path` or `--out` says). `cache`: turn on the persistent compilation
+    cache, as every command does (a notebook's `weanj.evaluate` leaves it as it is)."""
+    return CheckRun(
+        (), places, config=None, judgement=None, timeout=timeout, save=False, say=say, cache=cache
+    )
+
+
+# --- what a live run says once --------------------------------------------------------------
+
+
+def _short(why: str) -> str:
+    """The first clause of why a variant is unavailable (`no Julia found`)."""
+    for mark in (" (", "; ", ": "):
+        why = why.split(mark)[0]
+    return why.strip()
+
+
+def did_not_run(cats: Sequence[Catalog], required: set[str]) -> list[tuple[str, str, bool]]:
+    """`[(variant, why, required)]`: the Julia variants and family references that could
+    not run here (what an `ok` leans on without them), and any variant `required` names by
+    name or backend."""
+    out = []
+    for cat in cats:
+        firsts = {members[0].name for members in cat.families().values()}
+        for v in cat.variants:
+            why = v.unavailable_reason()
+            if why is None:
+                continue
+            needed = v.name in required or v.backend in required
+            if needed or v.backend == "julia" or v.name in firsts:
+                out.append((v.name, _short(why), needed))
+    return out
+
+
+# --- the store writes -------------------------------------------------------------------------
+
+
+def save_to_store(ej: ExampleJudgement, here: Places) -> None:
+    """Each live run goes to its store file (NaN/Inf and faults are not saved: the
+    verdicts say what happened)."""
+    for g in ej.subjects.values():
+        if g.source == "run":
+            if g.of is not None and g.of.backend != "julia":  # a reused evaluation too
+                g.extra.setdefault("x64", x64_configuration(g.of).describe())
+            target = here.gradient(ej.name, g.variant, g.dtype)
+            _store.write_gradient(g, target, here)
+
+
+def differences(g: Gradient, shared: Inputs | None) -> list[str]:
+    """What sets a gradient apart from one on the shared inputs, as file-name parts
+    (`inputs-1a2b3c4d5e6f`, `K5`, `float32`); empty when it is store material."""
+    if shared is not None and shared.matches(g):
+        return []
+    out = []
+    if shared is None or g.inputs_sha256 != shared.digest:
+        out.append(f"inputs-{g.inputs_sha256[:12]}")
+    if shared is not None:
+        out.extend(f"{k}{v}" for k, v in g.params.items() if shared.params.get(k) != v)
+    if g.dtype != "float64":
+        out.append(g.dtype)
+    return out or [f"key-{g.key[:12]}"]
+
+
+def outside_store_path(g: Gradient, shared: Inputs | None, here: Places) -> Path:
+    """Where a gradient goes by default, for every front end that saves one (`weanj run`,
+    `weanj.save_gradient`): its store file when it is store material (the shared inputs
+    with their own parameters), else `results/<example>/runs/<variant>-<what differs>.h5`
+    (`differences`). Files that older weanj wrote there as `<variant>-key-<key>.h5` read
+    as before: a gradient file is read by its contents, never by its name."""
+    if shared is not None and shared.matches(g):
+        return here.gradient(g.example.name, g.variant, g.dtype)
+    return here.run_file(g.example.name, g.variant, differences(g, shared))
+
+
+def apart_note(g: Gradient, shared: Inputs | None) -> str:
+    """One line saying why a gradient was not saved to the store ("" when it was)."""
+    if shared is not None and shared.matches(g):
+        return ""
+    return (
+        f"not saved to the store: computed on other inputs than the shared inputs "
+        f"({', '.join(differences(g, shared))}); the store holds only gradients of the shared "
+        "inputs and their parameters, which the judge compares"
+    )
