@@ -147,7 +147,8 @@ def test_a_declaration_reads_back_as_the_catalogs_own():
     [
         lambda d: d.pop("case"),
         lambda d: d.update(verdict={"$verdict": "maybe"}),
-        lambda d: d.update(verdict="FAIL"),  # text, not a verdict
+        lambda d: d.update(verdict="maybe"),
+        lambda d: d.update(kind="stroll"),
         lambda d: d.update(subjects=["a", 3]),
         lambda d: d["comparison"].update({"$class": "Popen"}),
         lambda d: d["comparison"].update(max_abs="big"),

@@ -152,10 +152,21 @@ def _fits(v: Any, hint: Any) -> bool:
     return True
 
 
+def _enum_of(hint: Any) -> type | None:
+    """The enum a field is declared of (`CaseKind`, `Verdict`; alone or with None)."""
+    for h in (hint, *typing.get_args(hint)):
+        if isinstance(h, type) and issubclass(h, enum.Enum):
+            return h
+    return None
+
+
 def _build(cls: type, given: dict[str, Any]) -> Any:
     """`cls(**given)`, each field of its declared type (a `ValueError` otherwise)."""
     hints = _hints(cls)
     for name, value in given.items():
+        kind = _enum_of(hints.get(name, Any))
+        if kind is not None and isinstance(value, str) and not isinstance(value, kind):
+            given[name] = value = kind(value)  # its text (a `ValueError` for any other)
         if not _fits(value, hints.get(name, Any)):
             raise ValueError(f"a {cls.__name__} whose {name} is not of its kind")
     try:
