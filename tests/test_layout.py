@@ -135,9 +135,10 @@ def test_below_the_front_ends_nothing_looks_a_name_up(room):
     assert not looking, f"{looking} import the registry"
 
 
-# The commands whose names are still looked up inside them (#43 item 6, moved to the edge
-# on other branches); every other command receives `Catalog`/`Variant` objects.
-NAMES_LOOKED_UP_INSIDE = {"check", "diff", "run", "report"}
+# The commands that are also the Python API's front door (`weanj.check(["01-jacobi"])`,
+# `weanj.diff`, `weanj.report`): they resolve the names on their first lines and hand
+# objects on; every other command receives `Catalog`/`Variant` objects.
+NAMES_LOOKED_UP_INSIDE = {"check", "diff", "report"}
 
 
 def test_commands_receive_objects_not_names():
