@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._judge._contract import ERROR, NONFINITE, TIMEOUT, Fault
-from .._judge._kinds import Verdict
+from .._judge._kinds import GRADIENT_CHECKS, Verdict
 from .._judge._verdict import CaseJudgement
 from .._pipeline._run import CheckRun
 from .._places import places
@@ -64,14 +64,15 @@ def checks_note(example: str, inputs) -> str:
     here = places()
     found = read_check_verdicts(example, inputs.key("float64"), here)
     where = here.shown(found.path)
+    kinds = ", ".join(k.header for k in GRADIENT_CHECKS)
     if not found.current:
-        return f"  gradient checks (Taylor, jvp): not judged by diff; {found.note}"
+        return f"  gradient checks ({kinds}): not judged by diff; {found.note}"
     failed = [
         str(j.get("summary") or j.get("case"))
         for j in found.data.get("checks") or []
         if isinstance(j, dict) and j.get("failed")
     ]
-    head = f"  gradient checks (Taylor, jvp): judged by `weanj check`, not by diff ({where})"
+    head = f"  gradient checks ({kinds}): judged by `weanj check`, not by diff ({where})"
     if not failed:
         return f"{head}: all passed or skipped"
     return f"{head}: {len(failed)} failed: " + "; ".join(failed)
