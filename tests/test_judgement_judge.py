@@ -18,11 +18,11 @@ import pytest
 
 from weanj import Expected
 from weanj._judge._compare import compare
-from weanj._judge._kinds import CaseKind, Verdict
 from weanj._judge._serial import decode_case, encode_case, resolve_expected
 from weanj._judge._taylor import DirectionalResult, TaylorDirection, TaylorResult
 from weanj._judge._verdict import CaseJudgement, ExampleJudgement
 from weanj._model import TaylorPolicy
+from weanj._model._verdicts import CaseKind, Verdict
 
 G = np.array([1.0, -2.0, 3.0, 0.5])
 

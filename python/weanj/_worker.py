@@ -24,8 +24,8 @@ from typing import Any
 
 from ._errors import WeanjError
 from ._judge._contract import Fault
-from ._judge._kinds import GRADIENT_CHECKS
 from ._model import Gradient, Inputs
+from ._model._verdicts import GRADIENT_CHECKS
 from ._pipeline._evaluate import first_line
 from ._pipeline._executors import clock_figures
 from ._pipeline._session import Session

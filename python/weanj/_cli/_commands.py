@@ -129,7 +129,7 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
 
 def cmd_diff(args: argparse.Namespace, words: dict) -> int:
     from .._commands.diff import diff
-    from .._judge._kinds import CaseKind
+    from .._model._verdicts import CaseKind
     from .._places import places
 
     judgement = diff(args.example)

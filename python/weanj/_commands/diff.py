@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._judge._contract import ERROR, NONFINITE, TIMEOUT, Fault
-from .._judge._kinds import GRADIENT_CHECKS, Verdict
 from .._judge._verdict import CaseJudgement
+from .._model._verdicts import GRADIENT_CHECKS, Verdict
 from .._pipeline._run import CheckRun
 from .._places import places
 from .._registry import catalogs

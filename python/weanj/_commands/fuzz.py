@@ -74,8 +74,8 @@ import numpy as np
 from .._errors import InputError, UnavailableError, WeanjError
 from .._io import _inputs, _jax_cache
 from .._judge._expected import beyond_declaration
-from .._judge._kinds import Verdict
 from .._model import INT32_MAX, Catalog, Example, Inputs, Param, Variant, from_arrays
+from .._model._verdicts import Verdict
 from .._pipeline._cases import PairOutcome, build_plan, fuzz_id, judge_pair_on
 from .._pipeline._minimal_case import Case, declared_line, sized_case
 from .._pipeline._session import Session

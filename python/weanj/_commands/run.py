@@ -17,8 +17,8 @@ from typing import Any
 from .._errors import WeanjError
 from .._io import _inputs, _store
 from .._judge._contract import Fault
-from .._judge._kinds import Verdict
 from .._model import Example, Gradient, Inputs, Variant, check_dtype
+from .._model._verdicts import Verdict
 from .._pipeline._run import apart_note, differences, evaluation_run
 from .._pipeline._run import outside_store_path as default_path
 from .._places import Places, places

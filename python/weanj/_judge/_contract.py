@@ -20,7 +20,7 @@ import numpy as np
 
 from .._errors import ExcludedError, InputError, UnavailableError, VariantError, WeanjError
 from .._model import COMPLEX_OF, Example
-from ._kinds import Verdict
+from .._model._verdicts import Verdict
 
 # A fault's verdict (`Verdict` is a `str`: a fault read back from a record compares equal).
 ERROR, NONFINITE, TIMEOUT, UNAVAILABLE, SKIPPED = (

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from .._model import Expected
+from .._model._verdicts import Verdict
 from ._compare import compare
-from ._kinds import Verdict
 
 # Verdicts that say nothing about a difference: a declaration leaves them as they are.
 _UNJUDGED = (Verdict.SKIPPED, Verdict.UNAVAILABLE, Verdict.STALE, Verdict.INFO)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._kinds import Verdict
+from .._model._verdicts import Verdict
 from ._verdict import CaseJudgement, ExampleJudgement
 
 

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from .._model import Expected, Gradient
+from .._model._verdicts import Verdict
 from ._compare import ArrayComparison, Region, Tolerance
-from ._kinds import Verdict
 from ._taylor import DirectionalResult, TaylorDirection, TaylorPolicy, TaylorResult
 from ._verdict import CaseJudgement, ExampleJudgement
 

@@ -21,14 +21,14 @@ from typing import Any
 import numpy as np
 
 from .._model import Expected, Gradient, Inputs
+from .._model._verdicts import KINDS as KINDS
+from .._model._verdicts import RANKING as RANKING
+from .._model._verdicts import CaseKind as CaseKind
+from .._model._verdicts import Verdict as Verdict
 from ._compare import ArrayComparison, compare, declared_between, floor_of
 from ._contract import Fault
 from ._expected import declared_check as declared_check
 from ._expected import declared_pair
-from ._kinds import KINDS as KINDS
-from ._kinds import RANKING as RANKING
-from ._kinds import CaseKind as CaseKind
-from ._kinds import Verdict as Verdict
 from ._taylor import DirectionalResult, TaylorResult
 
 

@@ -4,7 +4,7 @@ judge"; docs/verdicts.md); each kind of case with its column header and whether 
 gradient check.
 
 They live in the typed model (layer 2) so that `weanj.Expected` (`_model._expected`) can
-name them; the judge and the views import them through `_judge._kinds`.
+name them; the judge, the pipeline and the views import them from here.
 
 Everything else is derived from this table: `Verdict.failing` (the command exits 1,
 pytest fails the item), `Verdict.agreeing` (what bisect and fuzz search the end of), the

@@ -36,9 +36,9 @@ from .._io._inputs import check_fresh, read_inputs
 from .._judge import _verdict as judge
 from .._judge._contract import Fault
 from .._judge._expected import beyond_declaration
-from .._judge._kinds import GRADIENT_CHECKS
 from .._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
+from .._model._verdicts import GRADIENT_CHECKS
 from .._places import PRODUCED, RECORDED, Places
 from .._x64 import x64_configuration
 from ._evaluate import label_of

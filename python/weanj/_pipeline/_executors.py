@@ -40,8 +40,8 @@ from typing import Any
 
 from .._errors import InputError, WeanjError
 from .._judge._contract import ERROR, Fault
-from .._judge._kinds import Verdict
 from .._model import Gradient, Inputs, Variant
+from .._model._verdicts import Verdict
 from ._evaluate import first_line, label_of, reproduce_command
 from ._processes import inputs_payload
 from ._session import Session

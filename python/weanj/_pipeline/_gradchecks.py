@@ -25,7 +25,6 @@ import numpy as np
 from .._errors import InputError
 from .._judge import _verdict as judge
 from .._judge._compare import NOISE_MULTIPLE, TOLERANCES, Tolerance
-from .._judge._kinds import CaseKind
 from .._judge._taylor import (
     AT_ROUNDING,
     OWN_JVP_TOLERANCE,
@@ -39,6 +38,7 @@ from .._judge._taylor import (
     random_direction,
 )
 from .._model import Catalog, Example, Gradient, Inputs, TaylorPolicy
+from .._model._verdicts import CaseKind
 
 # --- the Taylor remainder test -----------------------------------------------------------
 

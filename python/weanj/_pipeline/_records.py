@@ -56,8 +56,8 @@ from .._errors import WeanjError
 from .._io._atomic import atomic_path
 from .._io._h5 import array_sha256
 from .._judge._contract import ERROR, NONFINITE, Fault
-from .._judge._kinds import GRADIENT_CHECKS, CaseKind, Verdict
 from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
 from .._x64 import x64_configuration

@@ -42,10 +42,10 @@ from typing import Any
 from .._errors import WeanjError, say
 from .._io import _jax_cache, _store
 from .._judge._contract import Fault
-from .._judge._kinds import Verdict
 from .._judge._suspects import suspects as find_suspects
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import DTYPES, Catalog, Gradient, Inputs, Variant
+from .._model._verdicts import Verdict
 from .._places import Places
 from .._watch import Watch
 from .._x64 import x64_configuration

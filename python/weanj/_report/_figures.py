@@ -20,9 +20,9 @@ import numpy as np
 from .._errors import UnavailableError
 from .._io._atomic import atomic_path
 from .._judge._compare import ArrayComparison, tolerance
-from .._judge._kinds import CaseKind
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
+from .._model._verdicts import CaseKind
 from ._lines import index, julia, relative_text
 
 

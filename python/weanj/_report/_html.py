@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._judge._kinds import GRADIENT_CHECKS, CaseKind
 from .._judge._verdict import CaseJudgement, Verdict
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ._figures import plain
 from ._html_bench import _dl, benchmarks, provenance
 from ._html_parts import CSP, STYLE, badge, cell, e, img, link, table, verdict_class

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from .._judge._compare import ArrayComparison
-from .._judge._kinds import GRADIENT_CHECKS, CaseKind
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ._text import summary, ulp_text
 
 

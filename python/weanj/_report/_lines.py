@@ -9,8 +9,8 @@ import math
 from collections.abc import Iterable
 
 from .._judge._compare import ArrayComparison
-from .._judge._kinds import CaseKind
 from .._judge._verdict import CaseJudgement, Verdict
+from .._model._verdicts import CaseKind
 
 MAX_REGION_LINES = 6
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .._judge._kinds import GRADIENT_CHECKS, CaseKind, Verdict
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from ._html import judged_line
 from ._lines import fault_text
 from ._page_model import Cell, ExamplePage, overall

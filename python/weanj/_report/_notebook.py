@@ -4,8 +4,8 @@ as one self-contained HTML fragment (inline style, images as PNG `data:` URIs, n
 
 from __future__ import annotations
 
-from .._judge._kinds import GRADIENT_CHECKS, CaseKind
 from .._judge._verdict import ExampleJudgement, Verdict
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._html_parts import badge, cell, e, img, table, verdict_class
 from ._lines import num

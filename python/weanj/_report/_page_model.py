@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._judge._kinds import Verdict
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Example
+from .._model._verdicts import Verdict
 from ._cells import Cell, same_family_pairs  # noqa: F401 (the page's cells)
 from ._lines import expected_count
 

@@ -8,8 +8,8 @@ the same.
 
 from __future__ import annotations
 
-from .._judge._kinds import GRADIENT_CHECKS, CaseKind
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     box,
