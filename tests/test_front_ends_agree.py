@@ -945,7 +945,7 @@ RUN_OBSERVER = textwrap.dedent(
     """
     import json, os
 
-    VERDICTS, RUNS = {}, set()
+    VERDICTS, RUNS, X64 = {}, set(), {}
 
 
     def pytest_runtest_teardown(item):
@@ -956,11 +956,13 @@ RUN_OBSERVER = textwrap.dedent(
             VERDICTS[item.nodeid.removeprefix("weanj::")] = str(j.verdict)
             run = item.config.stash[_RUN]
             RUNS.add(f"{type(run).__module__}.{type(run).__qualname__} {id(run)}")
+            if "x64" in dict(item.user_properties):
+                X64[item.nodeid.removeprefix("weanj::")] = dict(item.user_properties)["x64"]
 
 
     def pytest_sessionfinish(session):
         with open(os.environ["VERDICTS_FILE"], "w") as f:
-            json.dump({"verdicts": VERDICTS, "runs": sorted(RUNS)}, f)
+            json.dump({"verdicts": VERDICTS, "runs": sorted(RUNS), "x64": X64}, f)
     """
 )
 
@@ -1073,6 +1075,18 @@ def test_every_front_end_judges_through_one_run(one_run):
     _, observed = one_run["pytest"]
     (made,) = observed["runs"]
     assert made.startswith("weanj._pipeline._run.CheckRun ")
+    # each run item carries the x64 configuration its run computed in (DESIGN §2.2): on,
+    # as in check (in the user's folder it comes from the environment the tests set)
+    from weanj._report._text import x64_lines
+
+    api, _ = one_run["api"]
+    (printed,) = x64_lines(api[ONE_RUN])
+    x64 = observed["x64"]
+    assert _one("sq::jax-ref::run") in x64 and all(c.endswith("::run") for c in x64)
+    assert printed.strip().startswith("x64 on (")
+    assert set(x64.values()) == {
+        "x64 on (JAX_ENABLE_X64=1 in the environment; fe_one_run leaves it)"
+    }
 
 
 def test_the_front_ends_of_one_run_agree(one_run):

@@ -12,6 +12,7 @@ refers to the network.
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 import struct
@@ -800,6 +801,18 @@ def test_the_live_page_and_the_page_from_check_json_are_the_same_bytes(verdicts,
         a, b = live.read_bytes(), stored.read_bytes()
         assert a == b
         assert verdicts[FAULTS].judged_at in a.decode()
+        # the x64 configuration the runs computed in, as `weanj check` prints it (§2.2)
+        from weanj._report._text import x64_lines
+
+        x64 = [line.strip() for line in x64_lines(verdicts[FAULTS])]
+        assert x64 and x64[0].startswith("x64 on (") and "jax-a" in x64[0]
+        if fmt == "html":
+            shown = html.escape(x64[0], quote=False)
+        else:
+            from weanj._report._md import esc
+
+            shown = f"- {esc(x64[0])}"
+        assert shown in b.decode()
         assert "no longer holds what the check judged" not in b.decode()
     # The failing pair's picture, drawn from the gradients check stored, is on both pages.
     assert Page(live.with_suffix(".html").read_text()).imgs_in.get(f"{ZERO}::z::jax-z~jax-zwrong")

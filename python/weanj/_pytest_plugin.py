@@ -67,6 +67,11 @@ class WeanjItem(pytest.Item):
 
         j = self.config.stash[_RUN].judge_case(self.plan, self.case)
         self.judgement = j
+        x64 = j.info.get("x64")
+        if isinstance(x64, dict):  # a run: the x64 configuration it computed in (§2.2)
+            line = f"x64 {'on' if x64['enabled'] else 'off'} ({x64['source']})"
+            self.user_properties.append(("x64", line))  # in --junitxml
+            self.add_report_section("call", "weanj", line)  # with -rA, and on failure
         if j.verdict == Verdict.UNEXPECTEDLY_OK:  # pytest's words for a strict XPASS
             raise _Failed(f"[XPASS(strict)] {message(j)}")
         if j.failed:
