@@ -49,7 +49,7 @@ def as_user_in(root: Path):
     that the next lookup loads the project found from `root` (root discovery, its
     `[tool.weanj]` modules imported afresh, as a new process imports them). Afterwards the
     registry (weanj's own examples), `sys.path`, the current folder and the environment are
-    put back, and the modules imported from `root` forgotten."""
+    put back, the modules imported from `root` forgotten, and those it hid put back."""
     import jax
     from weanj import _registry, _x64
 
@@ -60,6 +60,10 @@ def as_user_in(root: Path):
     saved = [(table, dict(table)) for table in tables]
     x64 = bool(jax.config.jax_enable_x64)
     path = list(sys.path)
+    # modules of the names the project's own would take (another project's `kernels`
+    # package, loaded in this process): hidden while the block runs, as from a new process
+    tops = {p.stem if p.suffix == ".py" else p.name for p in Path(root).iterdir()}
+    hidden = {m: sys.modules.pop(m) for m in list(sys.modules) if m.split(".")[0] in tops}
     imported = set(sys.modules)
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("WEANJ_ROOT", raising=False)
@@ -79,6 +83,7 @@ def as_user_in(root: Path):
                 file = getattr(sys.modules[name], "__file__", None) or ""
                 if file and Path(file).resolve().is_relative_to(Path(root).resolve()):
                     sys.modules.pop(name)
+            sys.modules.update(hidden)
 
 
 def weanj_here(root: Path, *args) -> subprocess.CompletedProcess:
