@@ -51,6 +51,7 @@ def as_user_in(root: Path):
     registry (weanj's own examples), `sys.path`, the current folder and the environment are
     put back, the modules imported from `root` forgotten, and those it hid put back."""
     import jax
+
     from weanj import _registry, _x64
 
     tables = [
@@ -110,11 +111,12 @@ def run_here(root: Path, code: str) -> subprocess.CompletedProcess:
     with as_user_in(root), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
-            code_ = 0
+            status = 0
         except Exception:
             traceback.print_exc()
-            code_ = 1
-    return subprocess.CompletedProcess(["python", "-c", code], code_, out.getvalue(), err.getvalue())
+            status = 1
+    argv = ["python", "-c", code]
+    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
 
 
 def pytest_weanj_in(
