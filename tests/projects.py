@@ -8,6 +8,7 @@ example module two projects hold."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import os
 import shlex
@@ -49,32 +50,45 @@ def as_user_in(root: Path):
     that the next lookup loads the project found from `root` (root discovery, its
     `[tool.weanj]` modules imported afresh, as a new process imports them). Afterwards the
     registry (weanj's own examples), `sys.path`, the current folder and the environment are
-    put back, the modules imported from `root` forgotten, and those it hid put back."""
+    put back, the modules imported from the project forgotten, and those it hid put back."""
     import jax
 
     from weanj import _registry, _x64
+    from weanj._backends import _julia
+    from weanj._io import _inputs
+    from weanj._project import find_root
 
     tables = [
         getattr(_registry, name) for name in ("_EXAMPLES", "_VARIANTS", "_AT_KINKS", "_STRATEGIES")
     ]
-    tables += [_x64._MODULES, _x64._VARIANT_MODULE, _registry._state]
-    saved = [(table, dict(table)) for table in tables]
+    # what a process remembers of its project: the Julia variants' kernels, the inputs it
+    # found fresh, each module's x64
+    tables += [_julia._KERNELS, _inputs._fresh_here, _x64._MODULES, _x64._VARIANT_MODULE]
+    tables.append(_registry._state)
+    saved = [(table, copy.copy(table)) for table in tables]
     x64 = bool(jax.config.jax_enable_x64)
     path = list(sys.path)
-    # modules of the names the project's own would take (another project's `kernels`
-    # package, loaded in this process): hidden while the block runs, as from a new process
-    tops = {p.stem if p.suffix == ".py" else p.name for p in Path(root).iterdir()}
-    hidden = {m: sys.modules.pop(m) for m in list(sys.modules) if m.split(".")[0] in tops}
-    imported = set(sys.modules)
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("WEANJ_ROOT", raising=False)
         mp.chdir(root)
+        try:
+            folders = {Path(root).resolve(), find_root()[0]}
+        except Exception:  # the command says what is wrong with the project
+            folders = {Path(root).resolve()}
+        # modules of the names the project's own take (another project's `kernels` package,
+        # loaded in this process): hidden while the block runs, as from a new process
+        tops = {p.stem if p.suffix == ".py" else p.name for f in folders for p in f.iterdir()}
+        hidden = {m: sys.modules.pop(m) for m in list(sys.modules) if m.split(".")[0] in tops}
+        imported = set(sys.modules)
         for table in tables:
             table.clear()
         _registry._state.update(loaded=False, loading=None, config=None)
         try:
             yield root
         finally:
+            config = _registry._state.get("config")
+            if config is not None:
+                folders |= {Path(config.root).resolve(), *map(Path, config.pythonpath)}
             for table, value in saved:
                 table.clear()
                 table.update(value)
@@ -82,7 +96,7 @@ def as_user_in(root: Path):
             sys.path[:] = path
             for name in set(sys.modules) - imported:
                 file = getattr(sys.modules[name], "__file__", None) or ""
-                if file and Path(file).resolve().is_relative_to(Path(root).resolve()):
+                if file and any(Path(file).resolve().is_relative_to(f) for f in folders):
                     sys.modules.pop(name)
             sys.modules.update(hidden)
 
@@ -92,7 +106,8 @@ def weanj_here(root: Path, *args) -> subprocess.CompletedProcess:
     project loaded afresh from `root`, as a new process loads it), through the command
     line's `main`; its exit code, stdout and stderr as a finished process's. For the tests
     whose point is what a command says and writes, not the process boundary (signals,
-    `os._exit`, what a fresh interpreter inherits): those use `weanj_in`."""
+    `os._exit`, what a fresh interpreter inherits, a Julia worker's life): those use
+    `weanj_in`."""
     from weanj._cli import main
 
     out, err = io.StringIO(), io.StringIO()
