@@ -32,7 +32,6 @@ from .projects import (
     RING,
     import_failure,
     pytest_weanj_in,
-    run_in,
     weanj_here,
     weanj_in,
     write_project,
@@ -448,16 +447,13 @@ def test_weanj_new_then_the_commands_it_prints(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "examples" / "mine.py").is_file()
     assert (tmp_path / "julia" / "mine.jl").is_file()
     assert 'examples = ["examples.mine"]' in (tmp_path / "pyproject.toml").read_text()
-    # The printed commands, in order, in one fresh process of the new project.
-    run_all = (
-        "import sys\nfrom weanj._cli import main\n"
-        "for command in sys.argv[1:]:\n"
-        "    code = main(command.split()[1:])\n"
-        "    if code:\n        sys.exit(code)\n"
-    )
-    done = run_in(tmp_path, "-c", run_all, *commands, "weanj report")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "wrote " in done.stdout and "11-mine: ok" in done.stdout
+    # The printed commands, in order, each as a fresh process of the new project runs it.
+    stdout = ""
+    for command in [*commands, "weanj report"]:
+        done = weanj_here(tmp_path, *command.split()[1:])
+        assert done.returncode == 0, done.stdout + done.stderr
+        stdout += done.stdout
+    assert "wrote " in stdout and "11-mine: ok" in stdout
     # What the project commits: its sources and the shared inputs; the .gitignore that
     # `weanj new` wrote keeps out everything the runs wrote (the store, the records, the
     # check file, the report, the compilation cache).
