@@ -107,7 +107,8 @@ def weanj_here(root: Path, *args) -> subprocess.CompletedProcess:
     line's `main`; its exit code, stdout and stderr as a finished process's. For the tests
     whose point is what a command says and writes, not the process boundary (signals,
     `os._exit`, what a fresh interpreter inherits, a Julia worker's life): those use
-    `weanj_in`."""
+    `weanj_in`. Not for a project that loads weanj's built-in examples (`builtin = true`):
+    their modules, imported here already, would not register them again."""
     from weanj._cli import main
 
     out, err = io.StringIO(), io.StringIO()
