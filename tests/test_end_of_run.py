@@ -1,8 +1,8 @@
 """The end of a run says what it means (issue 42, item 5).
 
 A user's 1-D heat kernel, `42-heat` (K explicit steps of u ← u + ν·Δu, loss Σu²), run as a
-user runs it (its first `weanj check` in a subprocess, the later ones in this process as a
-fresh one runs them, `projects.weanj_here`): a reference loop and a `lax.scan` port that
+user runs it (`weanj check` in its folder, in this process as a fresh one runs it,
+`projects.weanj_here`): a reference loop and a `lax.scan` port that
 agree, and five wrong ports of one family — an edge slice that leaves the last cell out,
 a sign flipped by `stop_gradient`, the loss accumulated in float32, a bug in the last step
 only, and a loop in pairs of steps that forgets the remainder. The judge names each wrong
@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from .projects import weanj_here, weanj_in, write_project
+from .projects import weanj_here, write_project
 
 HEAT = """\
 import jax, jax.numpy as jnp, numpy as np
@@ -97,7 +97,7 @@ SUSPECT = re.compile(
 def heat(tmp_path_factory):
     files = {"kernels/heat.py": HEAT, "julia/heat.jl": "heat_loss(u, K) = 0.0\n"}
     root = write_project(tmp_path_factory.mktemp("heat"), files)
-    return root, weanj_in(root, "check", "--dtype", "float64")
+    return root, weanj_here(root, "check", "--dtype", "float64")
 
 
 def test_each_wrong_port_is_named_against_the_agreeing_ports_only(heat):

@@ -6,9 +6,9 @@ on), and one that raises TypeError in a helper of the project's own module (an e
 one element short). `weanj check` names each once; `weanj diff`, which judges the store
 and runs nothing, lists the same faults (a fault saves no file) with their pairs not
 compared, and says where the gradient checks are; the exception names its file and line,
-and `weanj run --traceback` prints the whole traceback. The check and a failing run are
-subprocesses (the exit status, stderr); the other commands run in this process as a fresh
-one runs them (`projects.weanj_here`).
+and `weanj run --traceback` prints the whole traceback. A failing run is a subprocess (its
+exit status, its stderr); the other commands run in this process as a fresh one runs them
+(`projects.weanj_here`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _unwrapped(stderr: str) -> str:
 @pytest.fixture(scope="module")
 def faults(tmp_path_factory):
     root = write_project(tmp_path_factory.mktemp("faults"), {"kernels/faults.py": FAULTS})
-    check = weanj_in(root, "check")
+    check = weanj_here(root, "check")
     diff = weanj_here(root, "diff", "41-faults")
     diff_json = weanj_here(root, "diff", "41-faults", "--json")
     return root, check, diff, json.loads(diff_json.stdout)

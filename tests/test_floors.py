@@ -1,8 +1,8 @@
 """The loss floor measures rounding, and a declared tolerance applies (issue 42, item 2;
 docs/verdicts.md, "The floors").
 
-One user project, run as a user runs it (`weanj check` in a subprocess; `bisect`, `fuzz`,
-`diff` and a script in this process as a fresh one runs them, `projects.weanj_here`):
+One user project, run as a user runs it (`weanj check`, `bisect`, `fuzz`, `diff` and a
+script in its folder, each in this process as a fresh one runs it, `projects.weanj_here`):
 
 - `30-det`: the determinant of a nearly singular 5×5 matrix (condition 1e7) by cofactor
   expansion and by LU; each is checked here against the exact determinant of the same
@@ -25,7 +25,7 @@ import h5py
 import numpy as np
 import pytest
 
-from .projects import weanj_here, weanj_in, write_project
+from .projects import weanj_here, write_project
 
 KERNELS = """\
 import jax, jax.numpy as jnp, numpy as np
@@ -106,7 +106,7 @@ for name, declared in (
 @pytest.fixture(scope="module")
 def floors(tmp_path_factory):
     root = write_project(tmp_path_factory.mktemp("floors"), {"kernels/floors.py": KERNELS})
-    check = weanj_in(root, "check")
+    check = weanj_here(root, "check")
     judged = {
         ex: json.loads((root / "results" / ex / "check.json").read_text())
         for ex in ("30-det", "31-kmeans", "32-square", "33-declared")
