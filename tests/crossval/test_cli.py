@@ -12,8 +12,6 @@ A user's mistake gives one line on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import secrets
 import subprocess
@@ -24,23 +22,16 @@ import pytest
 
 import weanj
 
-from ..helpers import inputs_sha256, provenance_key, run_weanj, write_h5
+from ..helpers import inputs_sha256, provenance_key, run_weanj, weanj_main, write_h5
 from .cases import family_cases, first_of_each_example, reference_of
 
 
 def weanj_cli(*args, cwd, here: bool = False) -> subprocess.CompletedProcess:
-    """`python -m weanj ARGS` in the project `cwd`, as its root; with `here`, the command
-    line's `main` in this process (whose `$WEANJ_ROOT` the `project` fixture set to `cwd`),
-    its exit code and output as a finished process's."""
-    if not here:
-        return run_weanj(*args, root=cwd, cwd=cwd, timeout=300)
-    from weanj._cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    words = [str(a) for a in args]
-    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(words)
-    return subprocess.CompletedProcess(["weanj", *words], code, out.getvalue(), err.getvalue())
+    """`python -m weanj ARGS` in the project `cwd`, as its root; with `here`, in this
+    process (`weanj_main`)."""
+    if here:
+        return weanj_main(*args, root=cwd, cwd=cwd)
+    return run_weanj(*args, root=cwd, cwd=cwd, timeout=300)
 
 
 # 03, 04 and 05 run `weanj run` on unseen inputs in their own files too: here with -m slow.
