@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import struct
 import subprocess
@@ -47,6 +48,27 @@ def run_weanj(
 ) -> subprocess.CompletedProcess:
     """`python -m weanj ARGS` in a fresh process whose project root is `root`."""
     return run_python("-m", "weanj", *args, env=subprocess_env(root), cwd=cwd, timeout=timeout)
+
+
+def weanj_main(*args, root: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`weanj ARGS` as `run_weanj` runs it, but in this process: the command line's `main`
+    with `$WEANJ_ROOT` set to `root` (and the current folder `cwd`) while it runs; its
+    exit code, stdout and stderr as a finished process's. For a test of what a command
+    computes, writes or says of the built-in examples (already registered here), not of
+    the process (those run `run_weanj`)."""
+    import pytest
+
+    from weanj._cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    words = [str(a) for a in args]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WEANJ_ROOT", str(root))
+        if cwd is not None:
+            mp.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(words)
+    return subprocess.CompletedProcess(["weanj", *words], code, out.getvalue(), err.getvalue())
 
 
 # The prefix the command line puts before every error, and how long its first line may be.

@@ -7,6 +7,9 @@ example module two projects hold."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import io
 import os
 import shlex
 import shutil
@@ -40,6 +43,98 @@ def weanj_in(root: Path, *args, timeout: float = 300) -> subprocess.CompletedPro
     return run_in(root, "-m", "weanj", *args, timeout=timeout)
 
 
+@contextlib.contextmanager
+def as_user_in(root: Path):
+    """This process as a fresh `python -m weanj` in the folder `root` would be, while the
+    block runs: `root` the current folder, `$WEANJ_ROOT` unset, the registry emptied, so
+    that the next lookup loads the project found from `root` (root discovery, its
+    `[tool.weanj]` modules imported afresh, as a new process imports them). Afterwards the
+    registry (weanj's own examples), `sys.path`, the current folder and the environment are
+    put back, the modules imported from the project forgotten, and those it hid put back."""
+    import jax
+
+    from weanj import _registry, _x64
+    from weanj._backends import _julia
+    from weanj._io import _inputs
+    from weanj._project import find_root
+
+    tables = [
+        getattr(_registry, name) for name in ("_EXAMPLES", "_VARIANTS", "_AT_KINKS", "_STRATEGIES")
+    ]
+    # what a process remembers of its project: the Julia variants' kernels, the inputs it
+    # found fresh, each module's x64
+    tables += [_julia._KERNELS, _inputs._fresh_here, _x64._MODULES, _x64._VARIANT_MODULE]
+    tables.append(_registry._state)
+    saved = [(table, copy.copy(table)) for table in tables]
+    x64 = bool(jax.config.jax_enable_x64)
+    path = list(sys.path)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("WEANJ_ROOT", raising=False)
+        mp.chdir(root)
+        try:
+            folders = {Path(root).resolve(), find_root()[0]}
+        except Exception:  # the command says what is wrong with the project
+            folders = {Path(root).resolve()}
+        # modules of the names the project's own take (another project's `kernels` package,
+        # loaded in this process): hidden while the block runs, as from a new process
+        tops = {p.stem if p.suffix == ".py" else p.name for f in folders for p in f.iterdir()}
+        hidden = {m: sys.modules.pop(m) for m in list(sys.modules) if m.split(".")[0] in tops}
+        imported = set(sys.modules)
+        for table in tables:
+            table.clear()
+        _registry._state.update(loaded=False, loading=None, config=None)
+        try:
+            yield root
+        finally:
+            config = _registry._state.get("config")
+            if config is not None:
+                folders |= {Path(config.root).resolve(), *map(Path, config.pythonpath)}
+            for table, value in saved:
+                table.clear()
+                table.update(value)
+            jax.config.update("jax_enable_x64", x64)
+            sys.path[:] = path
+            for name in set(sys.modules) - imported:
+                file = getattr(sys.modules[name], "__file__", None) or ""
+                if file and any(Path(file).resolve().is_relative_to(f) for f in folders):
+                    sys.modules.pop(name)
+            sys.modules.update(hidden)
+
+
+def weanj_here(root: Path, *args) -> subprocess.CompletedProcess:
+    """`weanj ARGS` as `weanj_in` runs it, but in this process (`as_user_in(root)`: the
+    project loaded afresh from `root`, as a new process loads it), through the command
+    line's `main`; its exit code, stdout and stderr as a finished process's. For the tests
+    whose point is what a command says and writes, not the process boundary (signals,
+    `os._exit`, what a fresh interpreter inherits, a Julia worker's life): those use
+    `weanj_in`. Not for a project that loads weanj's built-in examples (`builtin = true`):
+    their modules, imported here already, would not register them again."""
+    from weanj._cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    words = [str(a) for a in args]
+    with as_user_in(root), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(words)
+    return subprocess.CompletedProcess(["weanj", *words], code, out.getvalue(), err.getvalue())
+
+
+def run_here(root: Path, code: str) -> subprocess.CompletedProcess:
+    """`python -c CODE` as `run_in` runs it, but in this process (`as_user_in(root)`): its
+    output captured, and an exception it raises a traceback on stderr and exit code 1."""
+    import traceback
+
+    out, err = io.StringIO(), io.StringIO()
+    with as_user_in(root), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
+            status = 0
+        except Exception:
+            traceback.print_exc()
+            status = 1
+    argv = ["python", "-c", code]
+    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
+
+
 def pytest_weanj_in(
     root: Path, *args, env: dict[str, str] | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess:
@@ -64,7 +159,8 @@ def write_project(
     needed, a package folder given its empty `__init__.py`), a `pyproject.toml` listing
     each `.py` file but a `conftest.py` as an example module (`kernels/ring.py`:
     `kernels.ring`), in order, and beside them `toy_kernels.py`, a helper module they may
-    import; then, unless told not to, `weanj inputs regenerate`, which must succeed."""
+    import; then, unless told not to, `weanj inputs regenerate` (in this process,
+    `weanj_here`), which must succeed."""
     shutil.copyfile(TOY_KERNELS, root / "toy_kernels.py")
     modules = []
     for relative, text in files.items():
@@ -78,7 +174,7 @@ def write_project(
                 (path.parent / "__init__.py").touch()
     (root / "pyproject.toml").write_text(pyproject(*modules, name=name))
     if regenerate:
-        r = weanj_in(root, "inputs", "regenerate")
+        r = weanj_here(root, "inputs", "regenerate")
         assert r.returncode == 0, r.stderr
     return root
 
@@ -197,18 +293,15 @@ def sq(x):
 
 def tiny_project(root: Path) -> Path:
     """The tiny project (`kernels.tiny`: 10-tiny, `kernels.other`: 11-other) in `root`,
-    its inputs written (`weanj inputs regenerate`, which must succeed)."""
+    its inputs written (`weanj inputs regenerate` in this process, which must succeed)."""
     (root / "pyproject.toml").write_text(pyproject("kernels.tiny", "kernels.other"))
     (root / "kernels").mkdir()
     (root / "kernels" / "__init__.py").write_text("")
     (root / "kernels" / "tiny.py").write_text(TINY)
     (root / "kernels" / "other.py").write_text(OTHER)
-    r = weanj_in(root, "inputs", "regenerate")
+    r = weanj_here(root, "inputs", "regenerate")
     assert r.returncode == 0, r.stderr
     return root
-
-
-import contextlib  # noqa: E402 (for `loaded`, added below the earlier helpers)
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from .helpers import assert_one_line_error, run_python, subprocess_env
-from .projects import tiny_project, user_env, weanj_in, write_project
+from .projects import tiny_project, user_env, weanj_here, weanj_in, write_project
 
 pytest.importorskip("distributed")
 
@@ -71,7 +71,7 @@ def test_workers_judge_as_in_process(tmp_path):
     the same exit status and the same store gradients as the in-process check; each
     evaluation was a task on a worker (the progress lines name it)."""
     root = tiny_project(_folder(tmp_path / "tiny"))
-    local = weanj_in(root, "check", "--fresh")
+    local = weanj_here(root, "check", "--fresh")  # in this process, as a fresh one runs it
     assert local.returncode == 0, local.stderr
     expected = verdicts(root)
     stored = {p.relative_to(root): p.read_bytes() for p in root.glob("results/*/gradients/**/*.h5")}
@@ -112,18 +112,26 @@ def test_gallery_on_two_workers(project):
     assert verdicts(project) == expected
 
 
-def test_without_the_extra_one_line(tmp_path):
+def test_without_the_extra_one_line(tmp_path, monkeypatch):
     """With `distributed` not importable, `--workers` and `--scheduler` (and a project's
-    `$DASK_SCHEDULER_ADDRESS`) end in one line naming the extra, exit 2, nothing run."""
+    `$DASK_SCHEDULER_ADDRESS`) end in one line naming the extra, exit 2, nothing run: the
+    first in a fresh process, the others in this one as a fresh one runs them."""
     root = tiny_project(_folder(tmp_path / "tiny"))
     blocked = "import sys, runpy; sys.modules['distributed'] = None; sys.argv[0] = 'weanj'; "
     blocked += "runpy.run_module('weanj', run_name='__main__')"
+    r = run_python("-c", blocked, "check", "--workers", "2", cwd=root, env=user_env())
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert_one_line_error(r.stderr, "pip install 'weanj[distributed]'")
+    assert not (root / "results").exists()
+    monkeypatch.setitem(sys.modules, "distributed", None)
     for args, extra in (
-        (["--workers", "2"], {}),
         (["--scheduler", "tcp://127.0.0.1:1"], {}),
         ([], {"DASK_SCHEDULER_ADDRESS": "tcp://127.0.0.1:1"}),
     ):
-        r = run_python("-c", blocked, "check", *args, cwd=root, env=user_env(**extra))
+        with monkeypatch.context() as mp:
+            for name, value in extra.items():
+                mp.setenv(name, value)
+            r = weanj_here(root, "check", *args)
         assert r.returncode == 2, r.stdout + r.stderr
         assert_one_line_error(r.stderr, "pip install 'weanj[distributed]'")
         assert not (root / "results").exists()
@@ -304,11 +312,12 @@ def test_which_executor(monkeypatch, tmp_path):
 # --- jax.distributed -----------------------------------------------------------------------
 
 
-def test_run_sharded_on_two_processes(project):
+def test_run_sharded_on_two_processes(project, capsys):
     """`weanj run 01-jacobi jax-jacobi-sharded --processes 2`: two local processes under
     jax.distributed (CPU collectives), each with one device; the loss and gradient equal
     the single-process run's within the family's tolerance."""
     import weanj
+    from weanj._cli import main
     from weanj._commands.run import run
     from weanj._judge._compare import TOLERANCES
 
@@ -330,12 +339,10 @@ def test_run_sharded_on_two_processes(project):
     assert ga.shape == gb.shape
     assert np.max(np.abs(ga - gb)) <= tol.grad * np.max(np.abs(ga))
     assert np.any(ga != 0)
-    plain = run_python(
-        "-m", "weanj", "run", "01-jacobi", "jax-jacobi", "--processes", "2",
-        env=env, cwd=project,
-    )  # fmt: skip
-    assert plain.returncode == 2
-    assert_one_line_error(plain.stderr, "jax-jacobi is not one")
+    capsys.readouterr()
+    plain = main(["run", "01-jacobi", "jax-jacobi", "--processes", "2"])  # here: starts none
+    assert plain == 2
+    assert_one_line_error(capsys.readouterr().err, "jax-jacobi is not one")
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
 """The end of a run says what it means (issue 42, item 5).
 
 A user's 1-D heat kernel, `42-heat` (K explicit steps of u ← u + ν·Δu, loss Σu²), run as a
-user runs it (`weanj check` in a subprocess): a reference loop and a `lax.scan` port that
+user runs it (`weanj check` in its folder, in this process as a fresh one runs it,
+`projects.weanj_here`): a reference loop and a `lax.scan` port that
 agree, and five wrong ports of one family — an edge slice that leaves the last cell out,
 a sign flipped by `stop_gradient`, the loss accumulated in float32, a bug in the last step
 only, and a loop in pairs of steps that forgets the remainder. The judge names each wrong
@@ -16,7 +17,7 @@ import re
 
 import pytest
 
-from .projects import weanj_in, write_project
+from .projects import weanj_here, write_project
 
 HEAT = """\
 import jax, jax.numpy as jnp, numpy as np
@@ -96,7 +97,7 @@ SUSPECT = re.compile(
 def heat(tmp_path_factory):
     files = {"kernels/heat.py": HEAT, "julia/heat.jl": "heat_loss(u, K) = 0.0\n"}
     root = write_project(tmp_path_factory.mktemp("heat"), files)
-    return root, weanj_in(root, "check", "--dtype", "float64")
+    return root, weanj_here(root, "check", "--dtype", "float64")
 
 
 def test_each_wrong_port_is_named_against_the_agreeing_ports_only(heat):
@@ -126,17 +127,17 @@ def test_a_reference_that_did_not_run_is_named_and_required_fails(heat):
     kept = source.split('\n\n@weanj.jax_variant(ex, "jax-edge"')[0]
     julia = source.split("\n\n\nweanj.julia_variant")[1]
     (root / "kernels" / "heat.py").write_text(kept + "\n\n\nweanj.julia_variant" + julia)
-    ok = weanj_in(root, "check", "--dtype", "float64")
+    ok = weanj_here(root, "check", "--dtype", "float64")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     (overall,) = [line for line in ok.stdout.splitlines() if line.startswith("overall: ")]
     assert overall.startswith("overall: ok — JAX only: julia-heat did not run (no Julia")
-    required = weanj_in(root, "check", "--dtype", "float64", "--require", "julia")
+    required = weanj_here(root, "check", "--dtype", "float64", "--require", "julia")
     assert required.returncode == 1
     (overall,) = [line for line in required.stdout.splitlines() if line.startswith("overall: ")]
     assert overall.startswith("overall: FAIL — required but not run: julia-heat did not run")
     table = (root / "pyproject.toml").read_text() + 'require = ["julia"]\n'
     (root / "pyproject.toml").write_text(table)
-    declared = weanj_in(root, "check", "--dtype", "float64")
+    declared = weanj_here(root, "check", "--dtype", "float64")
     assert declared.returncode == 1 and "required but not run: julia-heat" in declared.stdout
 
 
@@ -169,7 +170,7 @@ def bad(a, b):
 
 def test_the_family_agreement_column_counts_variants_not_pair_array_rows(tmp_path):
     root = write_project(tmp_path, {"kernels/two.py": TWO_ARRAYS})
-    check = weanj_in(root, "check", "--dtype", "float64")
+    check = weanj_here(root, "check", "--dtype", "float64")
     table = check.stdout.split("  pairs (")[0].splitlines()  # the variants' table
     rows = {line.split()[0]: line for line in table if line[2:6] == "jax-"}
     # three others each, over two gradient arrays: counted as members (3), not rows (6)

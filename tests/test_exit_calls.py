@@ -11,7 +11,7 @@ import os
 import pytest
 
 from .helpers import assert_one_line_error
-from .projects import import_failure, weanj_in
+from .projects import import_failure, weanj_here, weanj_in
 
 EXITS = {
     "sys-exit-0": ("import sys\nsys.exit(0)\n", "called sys.exit(0) on import"),
@@ -39,7 +39,7 @@ def test_check_of_a_project_whose_modules_exit_or_register_nothing(tmp_path):
     assert r.returncode == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, "example module 'kernels'", "called os._exit(0) on import")
     (tmp_path / "kernels.py").write_text("x = 1  # registers nothing\n")
-    r = weanj_in(tmp_path, "check")
+    r = weanj_here(tmp_path, "check")  # in this process (nothing exits), as a fresh one runs it
     assert r.returncode == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, "no examples to check in project", str(tmp_path))
 
@@ -79,7 +79,7 @@ def test_a_variant_that_exits_while_evaluated_is_its_error_not_a_pass(tmp_path):
     pairs with it are not compared, and the good variant is judged as usual."""
     (tmp_path / "pyproject.toml").write_text('[tool.weanj]\nexamples = ["kernels"]\n')
     (tmp_path / "kernels.py").write_text(EXITING_VARIANTS)
-    assert weanj_in(tmp_path, "inputs", "regenerate").returncode == 0
+    assert weanj_here(tmp_path, "inputs", "regenerate").returncode == 0  # nothing evaluated
     r = weanj_in(tmp_path, "check", "--dtype", "float64")
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
     judged = json.loads((tmp_path / "results" / "12-exits" / "check.json").read_text())

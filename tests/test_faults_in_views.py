@@ -6,7 +6,9 @@ on), and one that raises TypeError in a helper of the project's own module (an e
 one element short). `weanj check` names each once; `weanj diff`, which judges the store
 and runs nothing, lists the same faults (a fault saves no file) with their pairs not
 compared, and says where the gradient checks are; the exception names its file and line,
-and `weanj run --traceback` prints the whole traceback.
+and `weanj run --traceback` prints the whole traceback. A failing run is a subprocess (its
+exit status, its stderr); the other commands run in this process as a fresh one runs them
+(`projects.weanj_here`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 
 import pytest
 
-from .projects import weanj_in, write_project
+from .projects import weanj_here, weanj_in, write_project
 
 FAULTS = """\
 import jax.numpy as jnp, numpy as np
@@ -58,9 +60,9 @@ def _unwrapped(stderr: str) -> str:
 @pytest.fixture(scope="module")
 def faults(tmp_path_factory):
     root = write_project(tmp_path_factory.mktemp("faults"), {"kernels/faults.py": FAULTS})
-    check = weanj_in(root, "check")
-    diff = weanj_in(root, "diff", "41-faults")
-    diff_json = weanj_in(root, "diff", "41-faults", "--json")
+    check = weanj_here(root, "check")
+    diff = weanj_here(root, "diff", "41-faults")
+    diff_json = weanj_here(root, "diff", "41-faults", "--json")
     return root, check, diff, json.loads(diff_json.stdout)
 
 
@@ -74,7 +76,7 @@ def test_check_names_the_file_and_line_where_a_port_raised(faults):
         f"weanj: error: {RAISED} (reproduce: `weanj run 41-faults jax-edges`); nothing was "
         "saved (--traceback prints the whole traceback)"
     )
-    whole = weanj_in(root, "run", "41-faults", "jax-edges", "--traceback")
+    whole = weanj_here(root, "run", "41-faults", "jax-edges", "--traceback")
     assert whole.returncode == 1
     assert "Traceback (most recent call last)" in whole.stderr
     assert f'kernels/faults.py", line {LINE}, in _edges' in whole.stderr
@@ -110,7 +112,7 @@ def test_the_report_and_pytest_weanj_list_the_same_faults(faults):
     from .projects import pytest_weanj_in
 
     root, _, _, _ = faults
-    report = weanj_in(root, "report")
+    report = weanj_here(root, "report")
     assert report.returncode == 0, report.stderr
     page = (root / "results" / "report.html").read_text()
     assert "jax-ramp@float32" in page

@@ -1,7 +1,8 @@
 """The loss floor measures rounding, and a declared tolerance applies (issue 42, item 2;
 docs/verdicts.md, "The floors").
 
-One user project, run as a user runs it (`weanj check`, `bisect`, `fuzz` in subprocesses):
+One user project, run as a user runs it (`weanj check`, `bisect`, `fuzz`, `diff` and a
+script in its folder, each in this process as a fresh one runs it, `projects.weanj_here`):
 
 - `30-det`: the determinant of a nearly singular 5×5 matrix (condition 1e7) by cofactor
   expansion and by LU; each is checked here against the exact determinant of the same
@@ -24,7 +25,7 @@ import h5py
 import numpy as np
 import pytest
 
-from .projects import weanj_in, write_project
+from .projects import weanj_here, write_project
 
 KERNELS = """\
 import jax, jax.numpy as jnp, numpy as np
@@ -105,7 +106,7 @@ for name, declared in (
 @pytest.fixture(scope="module")
 def floors(tmp_path_factory):
     root = write_project(tmp_path_factory.mktemp("floors"), {"kernels/floors.py": KERNELS})
-    check = weanj_in(root, "check")
+    check = weanj_here(root, "check")
     judged = {
         ex: json.loads((root / "results" / ex / "check.json").read_text())
         for ex in ("30-det", "31-kmeans", "32-square", "33-declared")
@@ -168,10 +169,10 @@ def test_a_zero_loss_against_a_cancelling_port_passes_in_float64_and_float32(flo
     for other in ("jax-expanded", "jax-expanded@float32"):
         assert pairs[("jax-difference", other)]["verdict"] == "ok", pairs[("jax-difference", other)]
     assert "31-kmeans: ok" in check.stdout
-    bisect = weanj_in(root, "bisect", "31-kmeans", "jax-difference", "jax-expanded")
+    bisect = weanj_here(root, "bisect", "31-kmeans", "jax-difference", "jax-expanded")
     assert bisect.returncode == 0, bisect.stdout + bisect.stderr
     assert "jax-difference and jax-expanded agree at every n tried" in bisect.stdout
-    fuzz = weanj_in(root, "fuzz", "31-kmeans", "--max-examples", "10")
+    fuzz = weanj_here(root, "fuzz", "31-kmeans", "--max-examples", "10")
     assert fuzz.returncode == 0, fuzz.stdout + fuzz.stderr
     assert "0 of 1 pair(s) disagree" in fuzz.stdout
 
@@ -206,7 +207,7 @@ def test_a_declared_tolerance_is_applied_and_shown(floors):
     )
     assert shown in check.stdout.split("== 33-declared")[1]
     assert "declared tolerance" not in check.stdout.split("== 33-declared")[0]
-    diff = weanj_in(root, "diff", "33-declared")
+    diff = weanj_here(root, "diff", "33-declared")
     assert "declared tolerance loss 1e-09, grad 1e-09" in diff.stdout, diff.stdout
 
 
@@ -223,10 +224,10 @@ print(json.dumps(out))
 
 
 def test_weanj_compare_on_a_checks_stored_arrays_gives_the_checks_verdict(floors):
-    from .projects import run_in
+    from .projects import run_here
 
     root, _, judged = floors
-    r = run_in(root, "-c", COMPARE)
+    r = run_here(root, COMPARE)
     assert r.returncode == 0, r.stderr
     found = json.loads(r.stdout)
     pairs = {

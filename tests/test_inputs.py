@@ -27,7 +27,7 @@ from .helpers import (
     typed_arrays,
     write_h5,
 )
-from .projects import weanj_in
+from .projects import weanj_here
 
 EXAMPLES = ("01-jacobi", "02-gauss-seidel")
 ALL_EXAMPLES = ("01-jacobi", "02-gauss-seidel", "03-advection", "04-tridiagonal", "05-deposition")
@@ -814,11 +814,11 @@ def test_nan_in_inputs_names_its_first_index_in_both_conventions(project, capsys
 def test_a_missing_inputs_file_keeps_the_other_examples_results(tiny, tmp_path):
     """`weanj check` of two examples, one without its inputs file (in a user's project):
     the other is judged, printed and saved; the one is "not judged" (it was FAIL), its
-    error printed once, on stderr; exit 2."""
+    error printed once, on stderr; exit 2 (in this process, as a fresh one runs it)."""
     root = tmp_path / "project"
     shutil.copytree(tiny, root, ignore=shutil.ignore_patterns("results", ".weanj-cache"))
     (root / "shared_inputs" / "11-other.h5").unlink()
-    r = weanj_in(root, "check", "10-tiny", "11-other", "--dtype", "float64")
+    r = weanj_here(root, "check", "10-tiny", "11-other", "--dtype", "float64")
     assert r.returncode == 2, r.stdout + r.stderr
     judged = json.loads((root / "results" / "10-tiny" / "check.json").read_text())
     assert judged["verdict"] == "ok" and judged["failures"] == []
@@ -849,8 +849,9 @@ def test_a_missing_inputs_file_keeps_the_other_examples_results(tiny, tmp_path):
 def test_inputs_the_generator_would_not_write_are_stale(tmp_path):
     """`generate()` edited (n 64 → 80) and the inputs not regenerated: `weanj check` says
     the file is stale in one line naming the command, and exits non-zero; an edit that
-    leaves the inputs as they were is accepted without a word."""
-    from .projects import weanj_in, write_project
+    leaves the inputs as they were is accepted without a word. The check that finds the
+    file stale is a fresh process; the others run in this one as a fresh one runs them."""
+    from .projects import weanj_here, weanj_in, write_project
 
     module = """\
 import jax.numpy as jnp, numpy as np
@@ -866,10 +867,10 @@ def a(x):
     return jnp.sum(x ** 2)
 """
     root = write_project(tmp_path, {"kernels/gen.py": module})
-    assert weanj_in(root, "check", "--dtype", "float64").returncode == 0
+    assert weanj_here(root, "check", "--dtype", "float64").returncode == 0
     path = root / "kernels" / "gen.py"
     path.write_text(module + "# an edit that changes no input\n")
-    r = weanj_in(root, "check", "--dtype", "float64")
+    r = weanj_here(root, "check", "--dtype", "float64")
     assert r.returncode == 0 and "stale" not in r.stdout + r.stderr, r.stdout + r.stderr
     path.write_text(module.replace("standard_normal(64)", "standard_normal(80)"))
     r = weanj_in(root, "check", "--dtype", "float64")
@@ -878,6 +879,6 @@ def a(x):
     assert said.count("is stale") == 1, r.stderr
     assert "41-gen.h5 is stale: 41-gen's generator now makes other inputs" in said
     assert said.endswith("regenerate it with `weanj inputs regenerate 41-gen`"), said
-    assert weanj_in(root, "inputs", "regenerate", "41-gen").returncode == 0
-    r = weanj_in(root, "check", "--dtype", "float64")
+    assert weanj_here(root, "inputs", "regenerate", "41-gen").returncode == 0
+    r = weanj_here(root, "check", "--dtype", "float64")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -52,7 +52,7 @@ from .julia_helpers import (
     graph_inputs,
     one_line,
 )
-from .projects import run_in, user_env, write_project
+from .projects import run_in, user_env, weanj_here, write_project
 
 # The shared fixtures (tests/julia_helpers.py), under their names here.
 new_example = julia_helpers.new_example
@@ -668,14 +668,15 @@ def test_weanj_check_judges_the_others_when_the_worker_fails(tmp_path, mode, cau
     assert not (root / "results" / "20-tiny" / "gradients" / "julia-smooth.h5").exists()
 
 
-def test_a_missing_julia_file_makes_only_its_variant_unavailable(tmp_path):
+def test_a_missing_julia_file_makes_only_its_variant_unavailable(tmp_path, monkeypatch):
     """#34, acceptance 3: a julia_variant whose file is not written yet: `inputs
     regenerate` (in `write_project`) and `weanj check` go on, the JAX variants judged, the
     Julia variant listed unavailable with the reason; exit 0. A stand-in worker is
-    configured (so Julia would count as available) and never started."""
+    configured (so Julia would count as available) and never started (the check runs in
+    this process, as a fresh one runs it)."""
     root = tiny_project(tmp_path, julia_file=False)
-    env = user_env(**{_julia_client.WORKER_VARIABLE: stand_in_worker("segfault")})
-    done = run_in(root, "-m", "weanj", "check", "--dtype", "float64", env=env)
+    monkeypatch.setenv(_julia_client.WORKER_VARIABLE, stand_in_worker("segfault"))
+    done = weanj_here(root, "check", "--dtype", "float64")
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "Traceback" not in output

@@ -1,6 +1,8 @@
 """weanj in a user's own project: `[tool.weanj]`, the authoring API, every command and
-`pytest --weanj`, run as a user runs them (subprocesses, in a folder outside this
-repository, found by root discovery, not `$WEANJ_ROOT`).
+`pytest --weanj`, run as a user runs them (in a folder outside this repository, found by
+root discovery, not `$WEANJ_ROOT`): the whole check, `pytest --weanj` and a broken
+project's first command in fresh processes, the other commands in this process as a fresh
+one runs them (`projects.weanj_here`: the project loaded afresh from its folder).
 
 The project holds three modules: `kernels/snippet.py`, docs/DESIGN.md's snippet exactly as
 written, with a working loss body; `kernels/ring.py`, a 1-D kernel with two correct
@@ -26,7 +28,14 @@ import numpy as np
 import pytest
 
 from .helpers import assert_one_line_error
-from .projects import RING, import_failure, pytest_weanj_in, run_in, weanj_in, write_project
+from .projects import (
+    RING,
+    import_failure,
+    pytest_weanj_in,
+    weanj_here,
+    weanj_in,
+    write_project,
+)
 from .toy_kernels import smooth_reference
 
 # docs/DESIGN.md's snippet, exactly as written, with a working loss body (`...` replaced).
@@ -198,7 +207,7 @@ def test_inputs_and_list_are_the_projects_own(user_project):
         "20-fit.h5",
     ]
     # Commands run from a subfolder find the project too.
-    r = weanj_in(user_project / "kernels", "list")
+    r = weanj_here(user_project / "kernels", "list")
     assert r.returncode == 0, r.stderr
     assert all(name in r.stdout for name in ("10-smooth", "12-ring", "20-fit"))
     assert "jacobi" not in r.stdout and "gauss-seidel" not in r.stdout  # no built-ins
@@ -236,7 +245,7 @@ def test_the_design_snippet_as_written_is_checked(user_project, checked):
 
 def test_run_matches_numpy(user_project, tmp_path):
     out = tmp_path / "g.h5"
-    r = weanj_in(user_project / "kernels", "run", "12-ring", "jax-scan", "--S", "5", "--out", out)
+    r = weanj_here(user_project / "kernels", "run", "12-ring", "jax-scan", "--S", "5", "--out", out)
     assert r.returncode == 0, r.stderr
     d = _shared(user_project, "12-ring")
     loss, g = smooth_reference(d["x"], d["y"], 5)
@@ -277,7 +286,7 @@ def test_check_names_the_wrong_variant_and_its_worst_element(user_project, check
     assert len(judged["failures"]) == 4 and judged["verdict"] == "FAIL"
 
     # The diff of the store says the same of the pairs (it runs no gradient checks).
-    d = weanj_in(user_project, "diff", "12-ring", "--json")
+    d = weanj_here(user_project, "diff", "12-ring", "--json")
     assert d.returncode == 1
     report = json.loads(d.stdout)
     verdicts = {(p["reference"], p["other"]): p["verdict"] for p in report["pairs"]}
@@ -300,7 +309,7 @@ def test_check_names_the_wrong_variant_and_its_worst_element(user_project, check
 def test_two_gradient_arrays_of_different_shapes(user_project, checked, tmp_path):
     # run: a group `gradient` with one dataset per array, against numpy.
     out = tmp_path / "fit.h5"
-    r = weanj_in(user_project, "run", "20-fit", "jax-sum", "--out", out)
+    r = weanj_here(user_project, "run", "20-fit", "jax-sum", "--out", out)
     assert r.returncode == 0, r.stderr
     assert "‖∂L/∂A‖" in r.stdout and "‖∂L/∂b‖" in r.stdout
     loss, grads = fit_reference(**{k: v for k, v in _shared(user_project, "20-fit").items()})
@@ -340,7 +349,7 @@ def test_two_gradient_arrays_of_different_shapes(user_project, checked, tmp_path
                 assert verdicts[f"20-fit::fit::{label}::{kind}::{array}"] == "ok"
 
     # diff --json: one row per pair and array, each array named.
-    d = weanj_in(user_project, "diff", "20-fit", "--json")
+    d = weanj_here(user_project, "diff", "20-fit", "--json")
     assert d.returncode == 1, d.stderr
     report = json.loads(d.stdout)
     same = [(p["reference"], p["other"], p["array"], p["verdict"]) for p in report["pairs"]]
@@ -365,7 +374,7 @@ def test_two_gradient_arrays_of_different_shapes(user_project, checked, tmp_path
 
 def test_bench_sweeps_the_sizes_the_example_defines(user_project):
     # No --sizes: the example's own `Sizes.values`, (16, 32); --S typed as the Param says.
-    r = weanj_in(user_project, "bench", "12-ring", "--S", "2", "--samples", "1")
+    r = weanj_here(user_project, "bench", "12-ring", "--S", "2", "--samples", "1")
     assert r.returncode == 0, r.stderr
     records = json.loads((user_project / "results/12-ring/bench/jax-cpu.json").read_text())[
         "records"
@@ -421,7 +430,7 @@ def test_a_broken_module_stops_every_command_in_one_line(tmp_path):
     assert r.returncode == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, "example module 'broken'", "registered twice")
     (tmp_path / "pyproject.toml").write_text('[tool.weanj]\nexamples = ["not_there"]\n')
-    r = weanj_in(tmp_path, "check")
+    r = weanj_here(tmp_path, "check")  # the first command was a fresh process
     assert r.returncode == 2 and r.stdout == ""
     assert_one_line_error(r.stderr, "cannot import example module 'not_there'")
 
@@ -438,16 +447,13 @@ def test_weanj_new_then_the_commands_it_prints(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "examples" / "mine.py").is_file()
     assert (tmp_path / "julia" / "mine.jl").is_file()
     assert 'examples = ["examples.mine"]' in (tmp_path / "pyproject.toml").read_text()
-    # The printed commands, in order, in one fresh process of the new project.
-    run_all = (
-        "import sys\nfrom weanj._cli import main\n"
-        "for command in sys.argv[1:]:\n"
-        "    code = main(command.split()[1:])\n"
-        "    if code:\n        sys.exit(code)\n"
-    )
-    done = run_in(tmp_path, "-c", run_all, *commands, "weanj report")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "wrote " in done.stdout and "11-mine: ok" in done.stdout
+    # The printed commands, in order, each as a fresh process of the new project runs it.
+    stdout = ""
+    for command in [*commands, "weanj report"]:
+        done = weanj_here(tmp_path, *command.split()[1:])
+        assert done.returncode == 0, done.stdout + done.stderr
+        stdout += done.stdout
+    assert "wrote " in stdout and "11-mine: ok" in stdout
     # What the project commits: its sources and the shared inputs; the .gitignore that
     # `weanj new` wrote keeps out everything the runs wrote (the store, the records, the
     # check file, the report, the compilation cache).

@@ -485,15 +485,16 @@ def test_symbolic_link_loops_are_one_line(project, capsys, tmp_path):
 
 def test_check_and_report_never_write_through_a_link(tmp_path):
     """check.json, the report, a gradient file and an evaluation record, each replaced by a
-    link to a file outside the project: `weanj check` and `weanj report` replace the links
-    and leave the outside files byte for byte as they were (docs/files.md, "Links")."""
-    from .projects import tiny_project, weanj_in
+    link to a file outside the project: `weanj check` and `weanj report` (in this process,
+    as a fresh one runs them) replace the links and leave the outside files byte for byte
+    as they were (docs/files.md, "Links")."""
+    from .projects import tiny_project, weanj_here
 
     (tmp_path / "project").mkdir()
     root = tiny_project(tmp_path / "project")
-    first = weanj_in(root, "check", "--dtype", "float64")
+    first = weanj_here(root, "check", "--dtype", "float64")
     assert first.returncode == 0, first.stdout + first.stderr
-    assert weanj_in(root, "report").returncode == 0
+    assert weanj_here(root, "report").returncode == 0
     results = root / "results"
     targets = [
         results / "10-tiny" / "check.json",
@@ -511,9 +512,9 @@ def test_check_and_report_never_write_through_a_link(tmp_path):
         precious[kept] = kept.read_bytes()
         target.unlink()
         target.symlink_to(kept)
-    r = weanj_in(root, "check", "--dtype", "float64")
+    r = weanj_here(root, "check", "--dtype", "float64")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
-    r = weanj_in(root, "report")
+    r = weanj_here(root, "report")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
     for kept, data in precious.items():
         assert kept.read_bytes() == data, kept
@@ -531,7 +532,7 @@ def test_a_folder_of_the_project_linked_outside_is_never_written_into(tmp_path):
     """`results/10-tiny/evaluations` a link to a folder outside the project, holding a file
     of a record's name: `weanj check` neither reads it as a record nor writes there; it
     says why in one line and judges as before."""
-    from .projects import tiny_project, weanj_in
+    from .projects import tiny_project, weanj_here
 
     (tmp_path / "project").mkdir()
     root = tiny_project(tmp_path / "project")
@@ -541,7 +542,7 @@ def test_a_folder_of_the_project_linked_outside_is_never_written_into(tmp_path):
     folder = root / "results" / "10-tiny" / "evaluations"
     folder.parent.mkdir(parents=True)
     folder.symlink_to(elsewhere, target_is_directory=True)
-    r = weanj_in(root, "check", "--dtype", "float64")
+    r = weanj_here(root, "check", "--dtype", "float64")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stdout + r.stderr
     assert sorted(p.name for p in elsewhere.iterdir()) == ["jax-a.npz"]
     assert (elsewhere / "jax-a.npz").read_bytes() == b"someone else's file\n"

@@ -1,8 +1,9 @@
 """Stale results and `--variants` (issue 42, items 4 and 7).
 
-A user project run as a user runs it (subprocesses in its folder): `40-three` holds two
-correct variants of one family and a wrong third (`jax-wrong`, its loss 1.001 times
-theirs). `--variants` limits what is judged, not only what runs; deleting a variant
+A user project run as a user runs it (in its folder: the first check a subprocess, the
+later commands in this process as a fresh process would run them, `projects.weanj_here`):
+`40-three` holds two correct variants of one family and a wrong third (`jax-wrong`, its
+loss 1.001 times theirs). `--variants` limits what is judged, not only what runs; deleting a variant
 leaves its files unjudged, with one line saying so, and `weanj clean` removes them (never a
 user's own gradient file, nor a committed reference).
 """
@@ -14,7 +15,7 @@ import json
 import numpy as np
 import pytest
 
-from .projects import run_in, weanj_in, write_project
+from .projects import run_here, weanj_here, weanj_in, write_project
 
 THREE = """\
 import jax.numpy as jnp, numpy as np
@@ -63,7 +64,7 @@ def test_variants_limit_what_is_judged_on_a_store_holding_a_wrong_third(three):
     root, first = three
     assert first.returncode == 1, first.stdout
     assert _verdicts(root)["40-three::f::jax-a~jax-wrong"] == "FAIL"
-    only = weanj_in(root, "check", "--variants", "jax-a", "jax-b")
+    only = weanj_here(root, "check", "--variants", "jax-a", "jax-b")
     assert only.returncode == 0, only.stdout + only.stderr
     judged = _verdicts(root)
     assert judged and set(judged.values()) == {"ok"}
@@ -75,7 +76,7 @@ def test_a_deleted_variant_is_never_judged_said_once_and_cleaned(three):
     store = root / "results" / "40-three" / "gradients"
     stale = [store / "jax-wrong.h5", store / "float32" / "jax-wrong.h5"]
     assert all(p.is_file() for p in stale)
-    experiment = run_in(root, "-c", EXPERIMENT)
+    experiment = run_here(root, EXPERIMENT)
     assert experiment.returncode == 0, experiment.stderr
     (root / "kernels" / "three.py").write_text(THREE)  # the wrong port deleted
     note = (
@@ -83,21 +84,21 @@ def test_a_deleted_variant_is_never_judged_said_once_and_cleaned(three):
         "in results/40-three/gradients, results/40-three/gradients/float32; "
         "`weanj clean 40-three` removes them"
     )
-    check = weanj_in(root, "check")
+    check = weanj_here(root, "check")
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.splitlines().count(note) == 1
     assert not [case for case in _verdicts(root) if "jax-wrong" in case]
     # the user's own file is judged (a subject like any other), not ignored
     assert _verdicts(root)["40-three::f::jax-a~my-experiment"] == "ok"
-    diff = weanj_in(root, "diff", "40-three")
+    diff = weanj_here(root, "diff", "40-three")
     assert diff.stdout.splitlines().count(note) == 1 and "jax-wrong " not in diff.stdout
     records = root / "results" / "40-three" / "evaluations"
     stale += [records / "jax-wrong.npz", records / "jax-wrong@float32.npz"]
     assert all(p.is_file() for p in stale)
-    dry = weanj_in(root, "clean", "--dry-run")
+    dry = weanj_here(root, "clean", "--dry-run")
     assert dry.returncode == 0 and dry.stdout.startswith("weanj clean: would remove 4 path(s):")
     assert all(p.is_file() for p in stale)
-    done = weanj_in(root, "clean")
+    done = weanj_here(root, "clean")
     assert done.returncode == 0, done.stderr
     assert "  results/40-three/gradients/jax-wrong.h5  (40-three: jax-wrong, a variant no " in (
         done.stdout
@@ -105,7 +106,7 @@ def test_a_deleted_variant_is_never_judged_said_once_and_cleaned(three):
     assert not any(p.exists() for p in stale)
     assert (store / "my-experiment.h5").is_file() and (store / "jax-a.h5").is_file()
     assert (records / "jax-a.npz").is_file() and (records / "jax-b@float32.npz").is_file()
-    again = weanj_in(root, "check")
+    again = weanj_here(root, "check")
     assert "ignored" not in again.stdout and again.returncode == 0
 
 
@@ -117,13 +118,13 @@ def test_an_example_no_longer_registered_is_named_once_and_cleaned(three):
     source = root / "results" / "40-three" / "gradients" / "jax-a.h5"
     for folder in ("gradients", "recorded"):
         (gone / folder / "jax-a.h5").write_bytes(source.read_bytes())
-    check = weanj_in(root, "check")
+    check = weanj_here(root, "check")
     line = (
         "ignored the results of 1 example(s) no longer registered (results/99-gone); "
         "`weanj clean` removes their gradients, evaluations and check.json"
     )
     assert check.stdout.splitlines().count(line) == 1
-    done = weanj_in(root, "clean")
+    done = weanj_here(root, "clean")
     assert "  results/99-gone/gradients  (99-gone: an example no longer registered)" in done.stdout
     assert not (gone / "gradients").exists()
     assert (gone / "recorded" / "jax-a.h5").is_file()  # a committed reference stays
@@ -144,15 +145,15 @@ def test_inputs_written_from_given_arrays_are_judged_like_generated_ones(three):
     from .helpers import inputs_sha256
 
     root, _ = three
-    r = run_in(root, "-c", SAVE)
+    r = run_here(root, SAVE)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("shared_inputs/40-three.h5")
-    check = weanj_in(root, "check", "40-three")
+    check = weanj_here(root, "check", "40-three")
     assert check.returncode == 0, check.stdout + check.stderr
     data = json.loads((root / "results" / "40-three" / "check.json").read_text())
     x = np.linspace(-1.0, 1.0, 8)
     assert data["inputs_sha256"] == inputs_sha256({"x": x})
     (g,) = [g for g in data["gradients"] if g["label"] == "jax-a"]
     assert g["loss"] == pytest.approx(float(np.sum(np.sin(x) ** 2)), rel=1e-14)
-    refused = run_in(root, "-c", SAVE.replace('{"x": x}', '{"y": x}'))  # not its array
+    refused = run_here(root, SAVE.replace('{"x": x}', '{"y": x}'))  # not its array
     assert refused.returncode == 1 and "weanj._errors.InputError" in refused.stderr

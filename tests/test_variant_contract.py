@@ -28,7 +28,7 @@ from weanj import Verdict
 from weanj._cli import main
 
 from .helpers import assert_one_line_error
-from .projects import loaded, pytest_weanj_in, user_env, weanj_in, write_project
+from .projects import loaded, pytest_weanj_in, user_env, weanj_here, write_project
 
 EX = "10-smooth"
 CORRECT = ("jax-loop", "jax-scan")
@@ -219,7 +219,7 @@ def contract(tmp_path_factory):
     write_project(root, files, regenerate=False)
     with loaded(root, *MODULES):
         weanj.write_inputs(EX)
-        check = weanj_in(root, "check")
+        check = weanj_here(root, "check")  # as a fresh process runs it
         verdicts_file = tmp_path_factory.mktemp("observer") / "verdicts.json"
         tests = pytest_weanj_in(root, "-rs", env=user_env(VERDICTS_FILE=str(verdicts_file)))
         report = weanj.report([EX], out=root / "report.md")

@@ -1,7 +1,8 @@
 """JAX's x64 as the user's program has it (issue 42, item 1; docs/DESIGN.md §2.2).
 
 `jax_enable_x64` is process-global, so each case is a user project run as a user runs it
-(`weanj check` in a subprocess in its folder), without the test suite's JAX_ENABLE_X64.
+(`weanj check` in a subprocess in its folder), without the test suite's JAX_ENABLE_X64
+(its inputs, numpy's arrays, are written in this process).
 The module `kernels.ramp` leaves x64 off; its loss weighs x² by `jnp.arange(n) / n`, a
 default-dtype array (float32 with x64 off, float64 with it on).
 """
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 import tomllib
 
-from .projects import pyproject, run_in, user_env
+from .projects import pyproject, run_in, user_env, weanj_here
 
 RAMP = """\
 import jax.numpy as jnp, numpy as np
@@ -45,8 +46,7 @@ def _project(root: Path, *, x64: bool | None) -> Path:
     if x64 is not None:
         table += f"x64 = {str(x64).lower()}\n"
     (root / "pyproject.toml").write_text(table)
-    env = {k: v for k, v in user_env().items() if k != "JAX_ENABLE_X64"}
-    r = run_in(root, "-m", "weanj", "inputs", "regenerate", env=env)
+    r = weanj_here(root, "inputs", "regenerate")  # numpy's arrays: no JAX setting involved
     assert r.returncode == 0, r.stderr
     return root
 

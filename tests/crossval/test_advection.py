@@ -17,7 +17,7 @@ import pytest
 
 import weanj
 
-from ..helpers import run_weanj, write_h5
+from ..helpers import weanj_main, write_h5
 from . import reference_advection as reference
 
 EXAMPLE = "03-advection"
@@ -335,26 +335,16 @@ def test_validation_errors_are_one_line():
     + [pytest.param(v, marks=pytest.mark.slow) for v in (*MUSCL[1:], "jax-muscl-minmax")],
 )
 def test_weanj_run_on_random_inputs(name, project, tmp_path):
-    # One subprocess each (JAX start-up, compilation: 5–15 s): jax-muscl always, the
-    # other variants with the slow tests.
+    # `weanj run` in this process (`weanj_main`; compilation: seconds): jax-muscl always,
+    # the other variants with the slow tests.
     _skip_unless_available(name)
     rng = np.random.default_rng(2026)
     arrays, params = reference.random_inputs(rng)
     inputs = write_h5(tmp_path / "random.h5", **arrays)
     out = tmp_path / "out.h5"
     T = params["T"]
-    result = run_weanj(
-        "run",
-        EXAMPLE,
-        name,
-        "--inputs",
-        str(inputs),
-        "--T",
-        str(T),
-        "--out",
-        str(out),
-        root=project,
-        timeout=300,
+    result = weanj_main(
+        "run", EXAMPLE, name, "--inputs", inputs, "--T", T, "--out", out, root=project
     )
     assert result.returncode == 0, result.stderr
     with h5py.File(out, "r") as f:

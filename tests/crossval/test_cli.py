@@ -1,4 +1,5 @@
-"""`weanj run` as a user runs it (a subprocess), on inputs it has never seen.
+"""`weanj run` as a user runs it (the command line's `main`, in this process; one mistake
+in a fresh process), on inputs it has never seen.
 
 On a fresh random inputs file (each example's reference module draws it: sizes,
 parameters and scales), `weanj run EXAMPLE VARIANT --inputs F --<param> … --out O`
@@ -21,12 +22,15 @@ import pytest
 
 import weanj
 
-from ..helpers import inputs_sha256, provenance_key, run_weanj, write_h5
+from ..helpers import inputs_sha256, provenance_key, run_weanj, weanj_main, write_h5
 from .cases import family_cases, first_of_each_example, reference_of
 
 
-def weanj_cli(*args, cwd) -> subprocess.CompletedProcess:
-    """`python -m weanj ARGS` in the project `cwd`, as its root."""
+def weanj_cli(*args, cwd, here: bool = False) -> subprocess.CompletedProcess:
+    """`python -m weanj ARGS` in the project `cwd`, as its root; with `here`, in this
+    process (`weanj_main`)."""
+    if here:
+        return weanj_main(*args, root=cwd, cwd=cwd)
     return run_weanj(*args, root=cwd, cwd=cwd, timeout=300)
 
 
@@ -51,7 +55,9 @@ def test_run_on_unseen_inputs_matches_reference(example, name, project):
     out = project / "out" / "o.h5"
     flags = [x for k, v in params.items() for x in (f"--{k}", v)]
 
-    r = weanj_cli("run", example, name, "--inputs", inputs, *flags, "--out", out, cwd=project)
+    r = weanj_cli(
+        "run", example, name, "--inputs", inputs, *flags, "--out", out, cwd=project, here=True
+    )
     assert r.returncode == 0, f"seed {seed}: {r.stderr}"
 
     ex = weanj.example(example)
@@ -116,7 +122,8 @@ def test_mistake_is_one_line_and_exit_2(args, mentions, known, project):
     # that would make it longer goes on one line below it (`weanj._errors.with_list`).
     mismatched = write_h5(project / "mismatched.h5", theta=np.zeros((5, 5)), uobs=np.zeros((4, 4)))
     args = [a.replace("{mismatched}", str(mismatched)) for a in args]
-    r = weanj_cli(*args, cwd=project)
+    # the first mistake in a fresh process, as a user meets it; the others in this one
+    r = weanj_cli(*args, cwd=project, here=args[2] != "no-such-variant")
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr + r.stdout
     lines = r.stderr.strip().splitlines()

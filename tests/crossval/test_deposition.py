@@ -25,7 +25,7 @@ import weanj
 from weanj._registry import find_variant
 from weanj.examples import deposition as dep
 
-from ..helpers import assert_one_line_error, needs_xla_cpu, run_weanj, write_h5
+from ..helpers import assert_one_line_error, needs_xla_cpu, run_weanj, weanj_main, write_h5
 from . import reference_deposition as ref
 
 EXAMPLE = "05-deposition"
@@ -381,7 +381,8 @@ def test_weanj_run_rejects_positions_outside_the_square_in_one_line(tmp_path):
     arrays, _ = ref.small_inputs()
     arrays["pos"][3, 1] = 1.0
     bad = write_h5(tmp_path / "bad.h5", **arrays)
-    result = run_weanj("run", EXAMPLE, "jax-scatter", "--inputs", str(bad), root=tmp_path)
+    # in this process: the one-line error of a fresh process is the julia-cic test's below
+    result = weanj_main("run", EXAMPLE, "jax-scatter", "--inputs", bad, root=tmp_path)
     assert result.returncode == 2
     assert_one_line_error(result.stderr, "outside the periodic unit square", "pos[3, 1] = 1.0")
 
@@ -395,9 +396,7 @@ def test_weanj_run_on_unseen_inputs(name, tmp_path):
     arrays, _ = ref.random_inputs(rng)
     inputs = write_h5(tmp_path / "unseen.h5", **arrays)
     out = tmp_path / "out.h5"
-    result = run_weanj(
-        "run", EXAMPLE, name, "--inputs", str(inputs), "--out", str(out), root=tmp_path
-    )
+    result = weanj_main("run", EXAMPLE, name, "--inputs", inputs, "--out", out, root=tmp_path)
     assert result.returncode == 0, result.stderr
     with h5py.File(out, "r") as f:
         loss = float(f.attrs["loss"])
