@@ -461,11 +461,8 @@ def _result(future, v: Variant, inputs: Inputs, dtype: str, shown):
 
 @contextlib.contextmanager
 def _local_cluster(distributed, workers: int) -> Iterator[Any]:
-    """N single-threaded worker processes on 127.0.0.1 (a task is one evaluation); the
-    dashboard on a free port. Where the workers are as many as the cores (or more), each
-    worker's XLA runs on one thread (`single_threaded_xla`): N processes each spreading
-    over every core only fight over them."""
-    env = single_threaded_xla() if workers >= (os.cpu_count() or 1) else {}
+    """N single-threaded worker processes on 127.0.0.1 (a task is one evaluation, and
+    JAX spreads one evaluation over the cores itself); the dashboard on a free port."""
     with distributed.LocalCluster(
         n_workers=workers,
         threads_per_worker=1,
@@ -473,25 +470,8 @@ def _local_cluster(distributed, workers: int) -> Iterator[Any]:
         host="127.0.0.1",
         dashboard_address="127.0.0.1:0",
         silence_logs=logging.CRITICAL,  # a task that fails is said in its line
-        env=env,
     ) as cluster:
         yield cluster
-
-
-# XLA's CPU flag for one thread per process: no Eigen thread pool. (JAX's FAQ adds
-# `intra_op_parallelism_threads=1`, which is no XLA flag: XLA stops reading XLA_FLAGS at
-# it, so a device count after it would be lost.)
-_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
-
-
-def single_threaded_xla() -> dict[str, str]:
-    """The environment of a local worker: this process's `XLA_FLAGS` with XLA's CPU
-    thread pool cut to one thread (left alone where they set the Eigen pool themselves;
-    `WEANJ_WORKER_THREADS=all` leaves XLA as it is, for comparisons)."""
-    given = os.environ.get("XLA_FLAGS", "").strip()
-    if os.environ.get("WEANJ_WORKER_THREADS") == "all" or "xla_cpu_multi_thread_eigen" in given:
-        return {}
-    return {"XLA_FLAGS": f"{given} {_ONE_THREAD}".strip()}
 
 
 def worker_setup(config: Any) -> dict:
