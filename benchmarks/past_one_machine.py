@@ -8,7 +8,10 @@ and a scaling note from measured per-task costs.
    compilation cache and `--fresh` (nothing reused): `weanj check` in-process, then
    `weanj check --workers N` (a local Dask cluster, its start-up included). Printed: both
    wall times, their ratio (the issue's target: ≤ 0.7 at N = 2 on two idle cores) and
-   the compilation seconds each run reports (the workers' summed).
+   the compilation seconds each run reports (the workers' summed); the CPU seconds each
+   run spent (its processes', Dask's workers included) over its wall time, the cores it
+   kept busy; and the machine's own speed-up of N CPU-bound processes against one, so
+   that `in-process cores / speed-up` is the best ratio this machine allows.
 2. **Per-task costs**, measured on a local cluster of N workers: the bytes of a task
    (its arguments as Dask pickles them) and of the inputs (sent once per worker); the
    scheduler's overhead per task (a batch of empty tasks, wall / count, Dask's own
@@ -32,6 +35,7 @@ import math
 import os
 import pickle
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -62,6 +66,7 @@ def cold_check(folder: Path, extra: list[str], examples: list[str]) -> dict:
         "PYTHONPATH": str(REPO / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
     env.pop("DASK_SCHEDULER_ADDRESS", None)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run(
         [sys.executable, "-m", "weanj", "check", "--fresh", *examples, *extra],
@@ -72,18 +77,47 @@ def cold_check(folder: Path, extra: list[str], examples: list[str]) -> dict:
         check=False,
     )
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds of the run and every process it waited for (Dask's workers included)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     tasks = [m for line in r.stderr.splitlines() if (m := PROGRESS.match(line))]
     compiled = [m for line in r.stdout.splitlines() if (m := COMPILATION.match(line))]
     return {
         "command": " ".join(["weanj", "check", "--fresh", *examples, *extra]),
         "exit": r.returncode,
         "wall_s": wall,
+        "cpu_s": cpu,
         "compilation_s": float(compiled[-1].group(1)) if compiled else None,
         "evaluations": len(tasks),
         "evaluation_s": [float(m.group(5)) for m in tasks],
         "verdicts": [line for line in r.stdout.splitlines() if re.match(r"^  \S+: \S", line)],
         "stderr_tail": r.stderr.splitlines()[-3:],
     }
+
+
+def _burn(n: int) -> float:
+    t0 = time.perf_counter()
+    total = 0
+    for i in range(n):
+        total += i * i
+    return time.perf_counter() - t0
+
+
+def machine_speedup(processes: int, n: int = 20_000_000) -> float:
+    """What `processes` CPU-bound processes get done at once against one (pure Python,
+    the median of three tries): the most any number of workers can gain on this machine.
+    A VM's cores are often less than independent."""
+    import multiprocessing
+    import statistics
+
+    tries = []
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        for _ in range(3):
+            one = _burn(n)
+            t0 = time.perf_counter()
+            pool.map(_burn, [n] * processes)
+            tries.append(processes * one / (time.perf_counter() - t0))
+    return statistics.median(tries)
 
 
 def per_task_costs(workers: int) -> dict:
@@ -167,6 +201,15 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(f"ratio (--workers {args.workers} / in-process): {ratio:.2f} (target <= 0.7)")
     print(f"same verdicts and exit status: {same}")
+    speedup = machine_speedup(min(args.workers, os.cpu_count() or 1))
+    used = here["cpu_s"] / here["wall_s"]
+    out["machine_speedup"], out["in_process_cores"] = speedup, used
+    print(
+        f"cores: the in-process run keeps {used:.2f} of them busy on average (CPU / wall); "
+        f"{min(args.workers, os.cpu_count() or 1)} CPU-bound processes here get "
+        f"{speedup:.2f}x of one done at once, so the best ratio this machine allows is about "
+        f"{used / speedup:.2f}"
+    )
     # one evaluation with its gradient checks and judging, as one process does them
     t_eval = here["wall_s"] / max(here["evaluations"], 1)
     share = (here["compilation_s"] or 0.0) / here["wall_s"]
