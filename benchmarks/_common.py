@@ -1,4 +1,4 @@
-"""What the benchmark scripts share: weanj's one benchmark path (`weanj._bench.bench`,
+"""What the benchmark scripts share: weanj's one benchmark path (`weanj._commands.bench.bench`,
 whose points come from the case table), the records picked by variant, the acceptance
 lines, and the `--json` / `--save` outputs.
 
@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import weanj
-from weanj import _bench
+from weanj._commands import bench as _bench
+from weanj._io import _bench as _bench_files
+from weanj._places import places
+from weanj._registry import catalog, find_variant
 
 
 def default_device() -> str:
@@ -58,14 +61,19 @@ class Session:
         self.by_example: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
     def bench(self, example: str, variants: Sequence[str], **options) -> list[dict[str, Any]]:
-        """`weanj._bench.bench` on this run's device; the records, also kept for the outputs.
-        `memory_over` defaults to none (the scripts ask for the memory points they print)."""
+        """`weanj._commands.bench.bench` on this run's device, writing nothing; the records,
+        also kept for the outputs. `memory_over` defaults to none (the scripts ask for the
+        memory points they print). An unknown or unavailable variant is an error of the
+        user's; a variant at fault is a `VariantError` (its line from `bench`)."""
         options.setdefault("memory_over", None)
         if self.say is not None:
             options["say"] = self.say
-        got = _bench.bench(example, list(variants), device=self.device, **options)
+        chosen = [weanj.variant(example, name) for name in variants]
+        got = _bench.bench(catalog(example), chosen, device=self.device, write=False, **options)
+        if got.errors:
+            raise weanj.VariantError("; ".join(got.errors.values()))
         kept = self.by_example.setdefault(example, {})
-        for backend, records in got.items():
+        for backend, records in got.by_backend.items():
             kept.setdefault(backend, []).extend(records)
         return [r for records in got.values() for r in records]
 
@@ -88,8 +96,25 @@ class Session:
             print(f"wrote {args.json}")
         if args.save:
             for example, by_backend in self.by_example.items():
-                for path in _bench.write(example, self.device, by_backend):
+                for path in _write(example, self.device, by_backend):
                     print(f"wrote {path}")
+
+
+def _write(example: str, device: str, by_backend: dict[str, list[dict[str, Any]]]) -> list:
+    """`by_backend` merged into `results/<example>/bench/`, as `weanj bench` writes it:
+    this run's environment, each backend's version from its first record's variant."""
+    versions = {}
+    for backend, records in by_backend.items():
+        v = find_variant(example, records[0]["variant"]) if records else None
+        versions[backend] = v.backend_version() if v is not None else "unknown"
+    return _bench_files.merge(
+        weanj.example(example),
+        device,
+        by_backend,
+        places(),
+        env=weanj.environment(device),
+        backend_versions=versions,
+    )
 
 
 def timed(records: Sequence[dict[str, Any]], **fields) -> dict[str, dict[str, Any]]:
@@ -138,9 +163,9 @@ def header(title: str, device: str) -> None:
     """The first line: what is measured, on which device (no GPU: `UnavailableError`)."""
     import jax
 
-    from weanj._bench_measure import jax_device
+    from weanj._backends._jax import JAX_RUNTIME
 
-    kind = jax_device(device).device_kind
+    kind = JAX_RUNTIME.device(device).device_kind
     print(f"{title}; {device} ({kind}), jax {jax.__version__}", flush=True)
 
 

@@ -1,6 +1,6 @@
 """Benchmark of issue #6: the wavefront lexicographic sweeps and the discrete adjoints.
 
-Prints, from one run of `weanj bench`'s measurement (`weanj._bench.bench`: the
+Prints, from one run of `weanj bench`'s measurement (`weanj._commands.bench.bench`: the
 example's inputs at size n, seed 1; first call; medians of the forward and gradient
 times; XLA's scratch memory of the compiled gradient), the numbers of the acceptance
 points, float64:

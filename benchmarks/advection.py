@@ -1,6 +1,6 @@
 """Benchmark of issue 13 (03-advection): reverse-mode memory and time of rematerialisation.
 
-Prints, float64, from one run of `weanj bench`'s measurement (`weanj._bench.bench`):
+Prints, float64, from one run of `weanj bench`'s measurement (`weanj._commands.bench.bench`):
 
 1. XLA's scratch memory (`memory_analysis().temp_size_in_bytes` of the compiled gradient,
    nothing run) of `jax-muscl` and `jax-muscl-checkpoint` at n (default 128) for

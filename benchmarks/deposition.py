@@ -1,7 +1,7 @@
 """Benchmark of issue 15: the cloud-in-cell variants of 05-deposition, with a compiled loop
 as the floor.
 
-Prints, from one run of `weanj bench`'s measurement (`weanj._bench.bench`: the
+Prints, from one run of `weanj bench`'s measurement (`weanj._commands.bench.bench`: the
 example's inputs at P particles, seed 1, uniform random positions on an n×n grid with
 n = √(P/16), i.e. 16 particles per cell; default P = 2²⁰, n = 256), float64:
 
@@ -35,8 +35,9 @@ import _common
 import numpy as np
 
 import weanj
-from weanj import _bench_measure as measure
+from weanj._backends._runtime import runtime_of
 from weanj._io._inputs import from_arrays
+from weanj._pipeline import _measure as measure
 
 EXAMPLE = "05-deposition"
 RATIO_TARGETS = ("jax-scatter", "jax-segment-sum")
@@ -138,9 +139,10 @@ def loss_temp_bytes(name: str, arrays, device: str) -> int | None:
     ex, v = weanj.example(EXAMPLE), weanj.variant(EXAMPLE, name)
     if not hasattr(v.loss, "lower"):
         return None
-    where = measure.placement(measure.jax_device(device), v.multi_device)
-    args, _ = measure.call_args(ex, arrays, {}, "float64", where)
-    return measure.temp_bytes(v.loss, args)
+    runtime = runtime_of(v)
+    where = runtime.placement(runtime.device(device), v.multi_device)
+    args, _ = measure.call_args(ex, arrays, {}, "float64", where, runtime)
+    return runtime.scratch_bytes(v.loss, args)
 
 
 def main(argv=None):
@@ -166,7 +168,7 @@ def main(argv=None):
         run.bench(EXAMPLE, names, sizes=[args.P], samples=args.samples), P=args.P
     )
     # Kept beside bench's records, not in them: a field of its own would make a saved
-    # record another series than `weanj bench`'s (`_bench.write` merges by series).
+    # record another series than `weanj bench`'s (`_io._bench.merge` merges by series).
     loss_temp = {name: loss_temp_bytes(name, arrays, run.device) for name in records}
 
     extra = []

@@ -3,7 +3,7 @@
 For `jax-jacobi-sharded` and `jax-rb-sharded` (`weanj/examples/_sharded.py`) on 1, 2, 4
 and 8 devices, and for their single-device siblings `jax-jacobi` and `jax-rb`, at n, K
 (default 512, 20), float64, prints from `weanj bench`'s measurement
-(`weanj._bench.bench(..., devices=N)`: the example's inputs at n, seed 1) XLA's
+(`weanj._commands.bench.bench(..., devices=N)`: the example's inputs at n, seed 1) XLA's
 per-device scratch memory of the compiled gradient and the forward/gradient times; beside
 `bench`, on the same inputs, XLA's plan of the compiled gradient's arguments and of the
 loss's scratch (`.lower(...).compile().memory_analysis()`, inputs uncommitted so that
@@ -46,10 +46,11 @@ def plan(example: str, name: str, arrays, K: int) -> dict:
     uncommitted (numpy), so that XLA chooses their sharding: `bench` replicates them,
     which would count every device's copy of the whole θ and uobs as its arguments."""
     import weanj
-    from weanj import _bench_measure as measure
+    from weanj._backends._runtime import runtime_of
+    from weanj._pipeline import _measure as measure
 
     ex, v = weanj.example(example), weanj.variant(example, name)
-    args, _ = measure.call_args(ex, arrays, {"K": K}, "float64", None)
+    args, _ = measure.call_args(ex, arrays, {"K": K}, "float64", None, runtime_of(v))
     grad = v.grad.lower(*args).compile().memory_analysis()
     loss = v.loss.lower(*args).compile().memory_analysis()
     return {
@@ -63,8 +64,8 @@ def child(args: argparse.Namespace) -> None:
     import jax
 
     import weanj
-    from weanj import _bench_measure as measure
-    from weanj._devices import using_devices
+    from weanj._backends._devices import using_devices
+    from weanj._pipeline import _measure as measure
 
     run = _common.Session(args)
     simulated = " (simulated)" if run.device == "cpu" else ""

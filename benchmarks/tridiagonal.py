@@ -1,7 +1,7 @@
 """Benchmark of issue #14: every 04-tridiagonal variant at one size, in one run.
 
 Prints, float64 at m = n (default 1024), for every variant available here except Julia
-ones, from one run of `weanj bench`'s measurement (`weanj._bench.bench`): forward (loss)
+ones, from one run of `weanj bench`'s measurement (`weanj._commands.bench.bench`): forward (loss)
 time, gradient time (all four arrays), gradient / forward, the first gradient call
 (compilation included) and the XLA temp memory of the compiled gradient
 (`grad.lower(*args).compile().memory_analysis().temp_size_in_bytes`); then the
