@@ -75,7 +75,7 @@ class Session:
         kept = self.by_example.setdefault(example, {})
         for backend, records in got.by_backend.items():
             kept.setdefault(backend, []).extend(records)
-        return [r for records in got.values() for r in records]
+        return got.records
 
     @property
     def records(self) -> list[dict[str, Any]]:
