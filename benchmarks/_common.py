@@ -159,13 +159,19 @@ def table(example: str, records: Sequence[dict[str, Any]]) -> None:
     print(f"\n{example}:\n{_bench.markdown_table(weanj.example(example), records)}\n")
 
 
+def jax_device(device: str):
+    """The first JAX device of kind `device` ("cpu" or "gpu"), as `bench` finds it; no GPU
+    is an `UnavailableError` (one line, exit 2, through `entry`)."""
+    from weanj._backends._jax import JAX_RUNTIME
+
+    return JAX_RUNTIME.device(device)
+
+
 def header(title: str, device: str) -> None:
     """The first line: what is measured, on which device (no GPU: `UnavailableError`)."""
     import jax
 
-    from weanj._backends._jax import JAX_RUNTIME
-
-    kind = JAX_RUNTIME.device(device).device_kind
+    kind = jax_device(device).device_kind
     print(f"{title}; {device} ({kind}), jax {jax.__version__}", flush=True)
 
 

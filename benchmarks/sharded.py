@@ -68,6 +68,7 @@ def child(args: argparse.Namespace) -> None:
     from weanj._pipeline import _measure as measure
 
     run = _common.Session(args)
+    _common.jax_device(run.device)  # no GPU: one line and exit 2, not a traceback
     simulated = " (simulated)" if run.device == "cpu" else ""
     _common.header(
         f"{len(jax.devices(run.device))} {run.device} devices{simulated}, n = {args.n}, "
