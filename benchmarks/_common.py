@@ -1,6 +1,6 @@
-"""What the benchmark scripts share: weanj's one benchmark path (`weanj._commands.bench.bench`,
-whose points come from the case table), the records picked by variant, the acceptance
-lines, and the `--json` / `--save` outputs.
+"""What the benchmark scripts share: weanj's one benchmark path
+(`weanj._commands.bench.bench`, whose variants the case table chooses), the records picked
+by variant, the acceptance lines, and the `--json` / `--save` outputs.
 
 The scripts measure nothing themselves where `bench` can: inputs (the example's seeded
 `Sizes.generate`), the first call, the median forward and gradient times and XLA's
