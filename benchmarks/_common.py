@@ -126,6 +126,19 @@ def timed(records: Sequence[dict[str, Any]], **fields) -> dict[str, dict[str, An
     }
 
 
+def needed(found: dict[str, Any], names: Sequence[str], what: str) -> dict[str, Any]:
+    """`found` ({variant: ...}), or one line (exit 2) naming the variants of `names` it
+    lacks: `bench` skipped them here (a dtype, a size or a parameter they do not take;
+    without `--quiet` it says why)."""
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise weanj.InputError(
+            f"no {what} of {', '.join(missing)}: weanj bench skipped it here (run without "
+            "--quiet to see why)"
+        )
+    return found
+
+
 def memory(records: Sequence[dict[str, Any]], over: str, **fields) -> dict[str, dict[Any, int]]:
     """{variant: {value of `over`: scratch bytes}} of the compiled-only records of a
     `memory_over=(over, ...)` sweep whose other fields have these values."""

@@ -91,6 +91,7 @@ def main(argv=None):
             ],
         )
     records = _common.timed(run.records, sweep="n", n=args.n, K=args.K)
+    _common.needed(records, ["jax-lex", "jax-wavefront", *ADJOINTS], f"timing at n = {args.n}")
 
     lex, wave = records["jax-lex"], records["jax-wavefront"]
     print("acceptance 2:")

@@ -62,13 +62,16 @@ def main(argv=None) -> None:
         if name in memory:
             row = memory[name]
             print(f"  {name:<22}" + "".join(f"{row[T] / 1e6:>14.2f}" for T in memory_T))
+    _common.needed(memory, [REMAT, PLAIN], "memory sweep")
     _common.acceptance(
         f"{REMAT} / {PLAIN} at T = {args.memory_T}",
         _common.ratio(memory[REMAT][args.memory_T], memory[PLAIN][args.memory_T]),
         0.10,
     )
 
-    times = _common.timed(records, sweep="n", n=args.n, T=args.T)
+    times = _common.needed(
+        _common.timed(records, sweep="n", n=args.n, T=args.T), [REMAT, PLAIN], "timing"
+    )
     print(f"\nmedian times at T = {args.T} ({args.samples} samples each):")
     _common.table(EXAMPLE, list(times.values()))
     _common.acceptance(
