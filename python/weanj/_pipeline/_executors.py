@@ -41,7 +41,6 @@ from typing import Any
 from .._errors import InputError, WeanjError
 from .._judge._contract import ERROR, Fault
 from .._model import Gradient, Inputs, Variant
-from .._model._verdicts import Verdict
 from ._evaluate import first_line, label_of, reproduce_command
 from ._processes import inputs_payload
 from ._session import Session
@@ -397,18 +396,15 @@ class _Counter:
         self.progress, self.say = progress, say
 
     def line(self, v: Variant, dtype: str, found, how: str, where="", running=None) -> None:
-        p = self.progress
-        if p is None:
+        if self.progress is None:
             return
-        p.done += 1
-        status = Verdict.OK if isinstance(found, Gradient) else found.verdict
         extra = []
         if where:
             extra.append(f"on {where}")
         if running is not None:
             extra.append(f"{running} running")
         tail = f" ({'; '.join(extra)})" if extra else ""
-        p.say(f"[{p.done}/{p.total}] {v.example.name} {label_of(v, dtype)}: {how}, {status}{tail}")
+        self.progress.line(v.example.name, label_of(v, dtype), found, how, tail)
 
 
 def _running(client, futures: dict) -> int:

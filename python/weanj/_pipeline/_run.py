@@ -57,17 +57,21 @@ from ._session import Session
 
 
 class _Progress:
-    """`[3/29] 01-jacobi jax-jacobi: 1.2 s, ok` on stderr, one line per evaluation."""
+    """`[3/29] 01-jacobi jax-jacobi: 1.2 s, ok` on stderr, one line per evaluation (the
+    session calls it; an executor evaluating elsewhere calls `line`)."""
 
     def __init__(self, total: int, say: Callable[[str], None]):
         self.done, self.total, self.say = 0, total, say
         self.example = ""
 
     def __call__(self, label: str, found: Gradient | Fault, seconds: float, reused: bool) -> None:
+        self.line(self.example, label, found, "reused" if reused else f"{seconds:.1f} s")
+
+    def line(self, example: str, label: str, found: Gradient | Fault, how: str, tail="") -> None:
+        """One evaluation done: `how` it went (`1.2 s`, `reused`), then `tail`."""
         self.done += 1
         status = Verdict.OK if isinstance(found, Gradient) else found.verdict
-        how = "reused" if reused else f"{seconds:.1f} s"
-        self.say(f"[{self.done}/{self.total}] {self.example} {label}: {how}, {status}")
+        self.say(f"[{self.done}/{self.total}] {example} {label}: {how}, {status}{tail}")
 
 
 class CheckRun:
