@@ -9,10 +9,10 @@ variant in the configuration its own program has, never one it chose:
    enables x64 at start-up, outside its kernel modules; weanj's own examples declare
    `true`, `BUILTIN_X64`), for every variant one of the project's example modules
    registers, whoever imported the module (weanj's registry, or a notebook's `import k`
-   before weanj loaded the project);
+   before weanj loaded the project); where a module's own code sets it contrary to the
+   declaration, the declaration holds, and its source names both;
 2. else what the variant's example module leaves at import, starting from the process's
-   setting (JAX's default, off, or `$JAX_ENABLE_X64`); where a module's own code sets it
-   contrary to a declaration, the module's setting holds and its source names both;
+   setting (JAX's default, off, or `$JAX_ENABLE_X64`);
 3. a variant registered outside an example module (a notebook, a test) runs in the
    session's setting at the time of the call: weanj switches nothing.
 
@@ -103,12 +103,10 @@ def set_x64(on: bool) -> None:
     jax.config.update("jax_enable_x64", bool(on))
 
 
-def _over(found: X64, declared: X64 | None) -> X64:
-    """`found`, its source naming the declaration it overrides, if any (said once: in the
-    x64 line of every view)."""
-    if declared is None or declared.enabled == found.enabled:
-        return found
-    return X64(found.enabled, f"{found.source}, over {declared.source}")
+def _holds_over(declared: X64, program: str) -> X64:
+    """The declaration, its source naming the program's contrary setting it holds over
+    (said once: in the x64 line of every view)."""
+    return X64(declared.enabled, f"{declared.source}; it holds over {program}")
 
 
 @contextlib.contextmanager
@@ -129,10 +127,11 @@ def importing(module: str, declared: X64 | None) -> Iterator[None]:
         yield
     finally:
         after = session_x64()
-        if after.enabled != base.enabled:
-            turned = "on" if after.enabled else "off"
-            found = X64(after.enabled, f"{module} turns it {turned} at import")
-            _MODULES[module] = _over(found, declared)
+        turned = "on" if after.enabled else "off"
+        if after.enabled != base.enabled and declared is not None:
+            _MODULES[module] = _holds_over(declared, f"{module}, which turns it {turned} at import")
+        elif after.enabled != base.enabled:
+            _MODULES[module] = X64(after.enabled, f"{module} turns it {turned} at import")
         elif declared is not None:
             _MODULES[module] = declared
         else:
@@ -143,19 +142,19 @@ def importing(module: str, declared: X64 | None) -> Iterator[None]:
 
 def _already_imported(module: str, declared: X64 | None) -> None:
     """A project module the program imported before weanj loaded the project (`import k`
-    first in a notebook): the declaration holds for its variants, unless its program had
-    set x64 contrary to both the declaration and the process's start when it registered
-    them; undeclared, its variants run in the session's setting at each call (rule 3)."""
+    first in a notebook): the declaration holds for its variants, as if weanj had imported
+    it (named over the setting its program had when it registered them, where that was
+    set contrary to both the declaration and the process's start); undeclared, its
+    variants run in the session's setting at each call (rule 3)."""
     noted = _REGISTERED_UNDER.get(module)
     if declared is None:
         _MODULES.pop(module, None)
-        return
-    if noted is None or noted.enabled in (declared.enabled, _start().enabled):
+    elif noted is None or noted.enabled in (declared.enabled, _start().enabled):
         _MODULES[module] = declared
-        return
-    turned = "on" if noted.enabled else "off"
-    found = X64(noted.enabled, f"{module}'s program turns it {turned} before it registers")
-    _MODULES[module] = _over(found, declared)
+    else:
+        had = "on" if noted.enabled else "off"
+        program = f"{module}'s program, which had it {had} when it registered"
+        _MODULES[module] = _holds_over(declared, program)
 
 
 def registered(example: str, variant: str, module: str, *, by_weanj: bool) -> None:
