@@ -131,7 +131,8 @@ def _run(sub) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="replace a recorded reference (the old one is kept aside)",
+        help="replace a recorded reference (the old one is kept aside), or an --out file "
+        "weanj did not write (never a .py module)",
     )
     _processes(p)
     p.add_argument(
