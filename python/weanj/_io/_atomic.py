@@ -119,7 +119,9 @@ def outside_the_project(path: Path | str) -> str | None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: Path | str, *, force: bool = False, foreign: str = "refuse") -> Iterator[Path]:
+def atomic_path(
+    path: Path | str, *, force: bool = False, foreign: str = "refuse"
+) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces `path` in one step (a
     symbolic link at `path` is replaced, never written through; never over a device:
     `writable_target`). An interrupt at any moment leaves no temporary behind. The
@@ -137,7 +139,7 @@ def atomic_path(path: Path | str, *, force: bool = False, foreign: str = "refuse
         raise InputFileError(
             f"refusing to write {path}: {why}, outside the project; weanj writes only inside it"
         )
-    _keep_what_is_not_ours(path, force, foreign)
+    aside = _not_ours(path, force, foreign)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
     tmp = None
@@ -152,6 +154,8 @@ def atomic_path(path: Path | str, *, force: bool = False, foreign: str = "refuse
         yield tmp
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        if aside:  # only now, the new file whole: an interrupted write leaves it in place
+            _keep_aside(path)
         os.replace(tmp, path)
     except BaseException:
         if tmp is not None:
@@ -187,7 +191,9 @@ def locked(path: Path | str) -> Iterator[bool]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _keep_what_is_not_ours(path: Path, force: bool, foreign: str) -> None:
+def _not_ours(path: Path, force: bool, foreign: str) -> bool:
+    """Whether the file at `path` is to be kept aside before it is replaced; an
+    `InputFileError` where it may not be replaced at all (`_marks.refuse_unless_ours`)."""
     from ._marks import refuse_unless_ours
 
     try:
@@ -195,11 +201,24 @@ def _keep_what_is_not_ours(path: Path, force: bool, foreign: str) -> None:
     except InputFileError:
         if foreign != "aside" or path.suffix == ".py":
             raise
-        aside = aside_path(path, "not-weanj")
-        os.replace(path, aside)  # a rename: its bytes stay as they were, under a new name
-        from .._errors import say
+        return True
+    return False
 
-        say(f"weanj: note: {path} carries no weanj mark (damaged, or not weanj's); kept as {aside}")
+
+def _keep_aside(path: Path) -> None:
+    from .._errors import say, wrapped
+
+    aside = aside_path(path, "not-weanj")
+    try:
+        os.replace(path, aside)  # a rename: its bytes stay as they were, under a new name
+    except FileNotFoundError:  # gone meanwhile: nothing to keep
+        return
+    say(
+        wrapped(
+            f"weanj: note: {path} carries no weanj mark (damaged, or not weanj's); "
+            f"kept as {aside.name}"
+        )
+    )
 
 
 def aside_path(path: Path, why: str) -> Path:

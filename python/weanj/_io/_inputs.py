@@ -108,7 +108,9 @@ def write_inputs(
     the caller names replaces only an inputs file weanj wrote, unless `force`."""
     target = Path(path) if path else places.inputs(ex.name)
     foreign = "refuse" if path else "aside"
-    return write_inputs_file(generate_inputs(ex), target, seed=ex.seed, force=force, foreign=foreign)
+    return write_inputs_file(
+        generate_inputs(ex), target, seed=ex.seed, force=force, foreign=foreign
+    )
 
 
 def read_inputs(ex: Example, places: Places, path: Path | str | None = None) -> Inputs:

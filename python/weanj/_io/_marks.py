@@ -6,15 +6,16 @@ file, JSON, `.npz` or notebook under `results/` is theirs whatever it is called.
 mark of each kind of file is what its own format already holds, so that no file needs
 rewriting to be recognised (docs/files.md, "What weanj wrote"):
 
-| file | its mark |
-| --- | --- |
-| gradient file (`.h5`) | the attributes `variant`, `family`, `example`, `dtype`, `inputs_sha256` (text); an evaluation's file also `noise_loss` |
-| inputs or case file (`.h5`) | `example` and `generator = "weanj-inputs/…"` |
-| evaluation record (`.npz`) | its `record.npy` JSON: `format`, `example`, `variant`, `dtype`, `key` |
-| `check.json` | `"weanj_check"` and `example` |
-| benchmark file (`.json`) | `environment` (an object) and `records` (a list) |
-| picture (`.png`) | a PNG text chunk `weanj` (`PNG_KEY`) naming its example |
-| report (`.html`, `.md`) | its first line: `<!DOCTYPE html>` with `<title>weanj report: …`, or `# weanj report: …` |
+- gradient file (`.h5`): the text attributes `variant`, `family`, `example`, `dtype`,
+  `inputs_sha256`; a file a weanj evaluation wrote also `noise_loss`;
+- inputs or case file (`.h5`): `example` and `generator = "weanj-inputs/…"`;
+- evaluation record (`.npz`): its `record.npy` JSON, with `format`, `example`, `variant`,
+  `dtype`, `key`;
+- `check.json`: `"weanj_check"` and `example`;
+- benchmark file (`.json`): `environment` (an object) and `records` (a list);
+- picture (`.png`): a PNG text chunk `weanj` (`PNG_KEY`) naming its example;
+- report (`.html`, `.md`): its head, `<!DOCTYPE html>` with `<title>weanj report: …`, or
+  `# weanj report: …`.
 
 Reading a mark never raises: a file that cannot be read, parsed or is too large is
 unmarked (nobody's proof that weanj wrote it), and so is kept. HDF5 files are parsed

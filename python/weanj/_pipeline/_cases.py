@@ -190,6 +190,8 @@ def build_plan(
     (recorded references and, for diff, the store itself); `checks`: include the Taylor
     and jvp cases (live only)."""
     ex = catalog.example
+    for e in catalog.expectations:  # one line naming a declaration that cannot fit: before any run
+        e.validate(inputs.arrays, ex.wrt_names)
     p = Plan(catalog, inputs, live, tuple(d for d in DTYPES if d in dtypes))
     stored: dict[str, Gradient] = {}
     if scan is not None:

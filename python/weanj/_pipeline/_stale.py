@@ -182,9 +182,7 @@ def remove(stale: Stale) -> tuple[int, int]:
 def orphans_note(here: Places, registered: Sequence[str]) -> str | None:
     """The line `weanj check` says once about examples no longer registered, or None."""
     try:
-        stale = stale_results(
-            here, [], whole_project=True, registered=registered, first_only=True
-        )
+        stale = stale_results(here, [], whole_project=True, registered=registered, first_only=True)
     except InputFileError:
         return None
     folders = sorted({path.relative_to(here.results).parts[0] for path, _ in stale.files})
