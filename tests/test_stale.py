@@ -83,7 +83,7 @@ def test_a_deleted_variant_is_never_judged_said_once_and_cleaned(three):
     note = (
         "  ignored 2 file(s) of variants no longer registered (jax-wrong, jax-wrong@float32) "
         "in results/40-three/gradients, results/40-three/gradients/float32; "
-        "`weanj clean 40-three` removes them"
+        "`weanj clean 40-three --yes` removes them"
     )
     check = weanj_here(root, "check")
     assert check.returncode == 0, check.stdout + check.stderr
@@ -127,7 +127,7 @@ def test_an_example_no_longer_registered_is_named_once_and_cleaned(three, tmp_pa
     check = weanj_here(root, "check")
     line = (
         "ignored the results of 1 example(s) no longer registered (results/99-gone); "
-        "`weanj clean` removes their gradients, evaluations and check.json"
+        "`weanj clean --yes` removes their gradients, evaluations and check.json"
     )
     assert check.stdout.splitlines().count(line) == 1
     done = weanj_here(root, "clean", "--yes")

@@ -170,7 +170,7 @@ def ignored_note(example: str, files: list[Gradient], places: Places | None) -> 
     names = ", ".join(sorted({g.label for g in files}))
     return (
         f"  ignored {len(files)} file(s) of variants no longer registered ({names}) in "
-        f"{', '.join(folders)}; `weanj clean {example}` removes them"
+        f"{', '.join(folders)}; `weanj clean {example} --yes` removes them"
     )
 
 

@@ -191,5 +191,5 @@ def orphans_note(here: Places, registered: Sequence[str]) -> str | None:
     shown = ", ".join(here.shown(here.results / name) for name in folders)
     return (
         f"ignored the results of {len(folders)} example(s) no longer registered ({shown}); "
-        "`weanj clean` removes their gradients, evaluations and check.json"
+        "`weanj clean --yes` removes their gradients, evaluations and check.json"
     )
