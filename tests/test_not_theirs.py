@@ -98,6 +98,19 @@ def test_save_inputs_replaces_a_users_file_only_with_force(project):
     assert np.array_equal(read.arrays["x"], X["x"])
 
 
+def test_write_inputs_at_a_path_replaces_a_users_file_only_with_force(project):
+    mine = project / "mine.h5"
+    mine.write_bytes(b"not weanj's")
+    with as_user_in(project):
+        with pytest.raises(InputFileError) as e:
+            weanj.write_inputs("40-keep", path="mine.h5")
+        _one_line(e.value, "weanj did not write it")
+        assert mine.read_bytes() == b"not weanj's"
+        weanj.write_inputs("40-keep", path="mine.h5", force=True)
+        shared = weanj.read_inputs("40-keep")
+        assert np.array_equal(weanj.read_inputs("40-keep", mine).arrays["x"], shared.arrays["x"])
+
+
 def test_save_inputs_replaces_its_own_file(project):
     with as_user_in(project):
         first = weanj.save_inputs("40-keep", X, path="data/case.h5")
