@@ -276,7 +276,7 @@ class DaskExecutor:
             else:
                 try:
                     client = stack.enter_context(distributed.Client(self.address, timeout="10s"))
-                except TypeError as e:  # tls:// without certificates: Dask finds no SSLContext
+                except TypeError:  # tls:// without certificates: Dask finds no SSLContext
                     if not str(self.address).startswith("tls://"):
                         raise
                     raise InputError(
