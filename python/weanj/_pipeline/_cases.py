@@ -169,7 +169,7 @@ def ignored_note(example: str, files: list[Gradient], places: Places | None) -> 
     names = ", ".join(sorted({g.label for g in files}))
     return (
         f"  ignored {len(files)} file(s) of variants no longer registered ({names}) in "
-        f"{', '.join(folders)}; `weanj clean {example}` removes them"
+        f"{', '.join(folders)}; `weanj clean {example} --yes` removes them"
     )
 
 
@@ -189,6 +189,8 @@ def build_plan(
     (recorded references and, for diff, the store itself); `checks`: include the Taylor
     and jvp cases (live only)."""
     ex = catalog.example
+    for e in catalog.expectations:  # one line naming a declaration that cannot fit: before any run
+        e.validate(inputs.arrays, ex.wrt_names)
     p = Plan(catalog, inputs, live, tuple(d for d in DTYPES if d in dtypes))
     stored: dict[str, Gradient] = {}
     if scan is not None:

@@ -391,7 +391,7 @@ class Records:
             try:
                 record = json.loads(json.dumps(record, default=_plain))
                 record["payload"] = text_digest(canonical(record))
-                with atomic_path(path) as tmp:
+                with atomic_path(path, foreign="aside") as tmp:
                     with open(tmp, "wb") as f:
                         text = np.array(canonical(record))
                         np.savez(f, record=text, **{f"g_{k}": a for k, a in arrays.items()})
