@@ -40,7 +40,7 @@ from .._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
 from .._model._verdicts import GRADIENT_CHECKS
 from .._places import PRODUCED, RECORDED, Places
-from ._evaluate import label_of
+from ._evaluate import configuration_of, label_of
 from ._gradchecks import CHECKS
 from ._session import Session
 
@@ -403,10 +403,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
                 wider = subject_outcome(p, wide, session)
         outcome = subject_outcome(p, label, session)
         j = judge.judge_run(case.id, label, outcome, family=case.family, wider=wider)
-        # the evaluation's, decided once; else (not run: a file, a skip) the variant's now
-        config = getattr(outcome, "configuration", None)
-        if config is None and s.variant is not None:
-            config = s.variant.configuration(s.dtype)
+        config = configuration_of(outcome, s.variant, s.dtype)  # decided once, by evaluate
         if config is not None and config.x64 is not None:
             j.info["x64"] = config.x64.to_json()  # shown by every view
         return judge.declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))

@@ -41,6 +41,13 @@ def label_of(variant: Variant | str, dtype: str, device: str = "cpu") -> str:
     return run_label(name, dtype, device)
 
 
+def configuration_of(found: Any, variant: Variant | None, dtype: str) -> Configuration | None:
+    """The configuration a subject was computed in: its evaluation's (`evaluate`, a
+    record's recall), else (a file, a skip decided before any run) its variant's now."""
+    config = getattr(found, "configuration", None)
+    return variant.configuration(dtype) if config is None and variant is not None else config
+
+
 def _word(value: Any) -> str:
     """A parameter value as the command line spells it."""
     if isinstance(value, (bool, np.bool_)):
