@@ -180,10 +180,9 @@ def _arguments(example: Any, kernel: JuliaKernel, args: tuple) -> tuple[dict, li
 
 def _build(example: Any, kernel: JuliaKernel) -> Functions:
     """`Functions(loss, grad, value_and_grad=...)` on numpy arrays, computed by the Julia
-    worker; `value_and_grad` is one request (one reverse pass: what an evaluation asks);
-    no `jvp` (a Julia loss cannot be pushed forward by JAX). The gradient function also
-    carries `timed_inside(*args, samples=...)`, the times measured inside the worker
-    (`weanj bench`)."""
+    worker; `value_and_grad` is one request (what an evaluation asks); no `jvp`. The
+    gradient function carries `timed_inside(*args, samples=...)`, the times measured
+    inside the worker (`weanj bench`)."""
     flagged = [a for a in kernel.arrays if a in kernel.wrt]  # enzyme_gradient's order
 
     def ask(op: str, what: str, args: tuple, **extra) -> tuple[dict, list, np.dtype]:
@@ -301,7 +300,27 @@ def backend_version(kernel: JuliaKernel | None = None) -> str:
     return f"{said}; {_julia_env.gradient_provenance(kernel.ad, kernel.gradient, kernel.package)}"
 
 
+def _reason(kernel: JuliaKernel) -> str | None:
+    """Why a variant cannot run here: its package's environment, or its file, then Julia."""
+    if kernel.package is not None:
+        env = _julia_env.user_environment()
+        return _julia_env.environment_reason(env, kernel.package) or unavailable_reason()
+    return file_reason(kernel.file) or unavailable_reason()
+
+
+def _description(kernel: JuliaKernel, file: Any) -> str:
+    if kernel.gradient is not None:
+        how = f"gradient {kernel.gradient}, written by hand"
+    else:
+        how = f"gradient by {AD[kernel.ad][0]}.jl"
+    return f"{kernel.package or file or 'WeanJ'}: {kernel.loss}; {how}"
+
+
 def _sources_of(path: Path | None, package: str | None) -> tuple[Path, ...]:
+    """What an evaluation record's key holds beyond Python: the kernel's file and the
+    files it includes (so an edit of one file recomputes its variants only), or weanj's
+    own Julia package, and for a package variant the user's environment and the
+    package's own files."""
     if package is not None:  # the user's environment and the package's own files
         return (
             *(p for p in (julia_sources(),) if p),
@@ -394,8 +413,8 @@ def julia_variant(
     ad: str | None = None,
     gradient: str | None = None,
 ) -> Variant:
-    """Register a variant of `example` whose loss is a Julia function and whose gradient
-    is Enzyme.jl's.
+    """Register a variant of `example` whose loss is a Julia function; its gradient is
+    Enzyme.jl's, another AD package's, or written by hand (docs/julia.md).
 
         weanj.julia_variant(ex, "julia-smooth", family="smooth",
                             file="julia/smooth.jl", loss="smooth_loss")
@@ -403,35 +422,28 @@ def julia_variant(
     **Arguments:**
 
     - `example`: the registered `weanj.Example`.
-    - `name`, `family`: the variant's name (`julia-<algorithm>`) and family.
+    - `name`, `family`: the variant's name (`julia-<algorithm>`) and family;
+      `description`: one line for reports.
     - `loss`: the name of the Julia function, which takes the example's arrays then its
       parameters, in the example's order, and returns the scalar loss. A dotted name
       (`"Smooth.smooth_loss"`) looks into a module the file defines.
     - `file`: None for weanj's own kernels (`julia/src/WeanJ.jl`); else a Julia file,
-      relative to the project root (or absolute), included into a module of its own (it
-      may `include` files beside it). A file that does not exist, or does not load, makes
-      this variant unavailable, saying why; registering never fails for it.
-    - `description`: one line for reports.
-    - `function`: for a closure or callable that captures state: None passes it bare
-      (Enzyme refuses one that writes to captured memory that can hold derivatives, a
-      `Vector{Float64}` say; a call counter in a `Ref{Int}` is fine); `"const"`:
-      `Const(f)`, state without derivatives; `"duplicated"`: `Duplicated(f,
-      make_zero(f))`, a captured buffer holding values the loss depends on
-      (julia/README.md).
+      relative to the project root, included into a module of its own. A file that does
+      not exist, or does not load, makes this variant unavailable, saying why.
+    - `function`: for a closure or callable that captures state: None passes it bare;
+      `"const"`: `Const(f)`, state without derivatives; `"duplicated"`: `Duplicated(f,
+      make_zero(f))`, a buffer holding values the loss depends on (docs/julia.md).
     - `runtime_activity`: `Enzyme.set_runtime_activity(ReverseWithPrimal)`, for code
       whose activity Enzyme cannot settle statically.
-    - `package`: a Julia package of the user's environment (`[tool.weanj.julia] project`),
-      loaded with `using`; `loss` (and `gradient`) then name its functions
-      (`"MyPorts.misfit"`). Not with `file`.
-    - `ad`: `"enzyme"` (the default: one `ReverseWithPrimal` pass), `"forwarddiff"`,
-      `"mooncake"`, `"zygote"` or `"finitedifferences"` (through DifferentiationInterface,
-      the other arguments as `Constant` contexts).
+    - `package`: a package of the user's environment (`[tool.weanj.julia] project`),
+      loaded with `using`; `loss`, `gradient` name its functions (`"MyPorts.misfit"`).
+    - `ad`: `"enzyme"` (default: one `ReverseWithPrimal` pass), `"forwarddiff"`,
+      `"mooncake"`, `"zygote"`, `"finitedifferences"` (through DifferentiationInterface).
     - `gradient`: a Julia function returning the gradient arrays (one per `wrt` array, in
       order), written by hand; the loss comes from `loss`. Not with `ad`.
     - `expected`: its known differences (`weanj.Expected`, one or several).
 
-    `grad` returns a C-order numpy array, or `{name: array}` in `wrt` order for several
-    `wrt` arrays; `jvp` is None.
+    `grad` returns a C-order numpy array (`{name: array}` for several); `jvp` is None.
 
     **Returns:** the registered `Variant`.
     """
@@ -455,18 +467,6 @@ def julia_variant(
         gradient=gradient,
     )
 
-    def check() -> str | None:
-        if package is not None:
-            env = _julia_env.user_environment()
-            found = _julia_env.environment_reason(env, package)
-            return found or unavailable_reason()
-        return file_reason(path) or unavailable_reason()
-
-    if gradient is not None:
-        gradient_text = f"gradient {gradient}, written by hand"
-    else:
-        gradient_text = f"gradient by {AD[kernel.ad][0]}.jl"
-
     variant = register_variant(
         Variant(
             example=example,
@@ -474,15 +474,13 @@ def julia_variant(
             family=family,
             backend="julia",
             build=functools.partial(_build, example, kernel),
-            check=check,
+            check=functools.partial(_reason, kernel),
             versions=functools.partial(backend_version, kernel),
-            description=description or f"{package or file or 'WeanJ'}: {loss}; {gradient_text}",
+            description=description or _description(kernel, file),
             dtypes=dtypes,
             excludes=excludes,
             expected=expected,
-            # what an evaluation record's key holds beyond Python: the kernel's file and
-            # the files it includes (so an edit of one file recomputes its variants
-            # only), or weanj's own Julia package
+            # what an evaluation record's key holds beyond Python (`_sources_of`)
             sources=_sources_of(path, package),
         )
     )

@@ -39,12 +39,9 @@ With it set, Julia variants count as available (what runs them is configured), n
 Julia is looked for, and every gradient it computes says so in its `backend_version`
 ("stand-in worker (...)"), never a Julia version.
 
-What computed a Julia evaluation (`identity`, its `backend_version`, part of every
-evaluation record's key) is known without starting Julia, so that a record is reused
-by a later command that starts no worker: the Julia executable's version and path
-(`julia --version`, cached), a digest of the worker environment's Manifest (and the
-Enzyme version it resolved), a digest of WeanJ's sources and juliacall's version; a
-stand-in's, a digest of its files.
+The worker's log is never written through a symbolic link, nor outside the project
+(`open_log`). What computes a Julia evaluation, and the environments (weanj's, and the
+user's of `[tool.weanj.julia] project`), are `_julia_env`'s, read without starting Julia.
 """
 
 from __future__ import annotations
