@@ -53,7 +53,7 @@ from ._runtime import register as register_runtime
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
-# `function=` of julia_variant (julia/README.md, "Closures and callables"). None passes the
+# `function=` of julia_variant (docs/julia.md, "Closures and callables"). None passes the
 # loss bare: constant, and Enzyme refuses one that writes derivative-carrying memory it
 # captured.
 FUNCTION_ACTIVITY = {None: "bare", "const": "const", "duplicated": "duplicated"}

@@ -91,7 +91,7 @@ def requirements(root: Path) -> dict | None:
     {"uuid", "version"}}}`); None when there are none (or no Project.toml).
 
     The Julia convention: `julia --project=. -e 'using Pkg; Pkg.add("SpecialFunctions")'`
-    adds a package there (julia/README.md, "Julia packages").
+    adds a package there (docs/julia.md, "Julia packages").
     """
     path = root / "Project.toml"
     if not path.is_file():

@@ -50,7 +50,7 @@ else:  # run as a script: this folder, not the package, is where `_julia_wire` i
 
 Refusal = wire.Refusal
 
-DOCS = "julia/README.md"
+DOCS = "docs/julia.md"
 # The AD packages of `julia_variant(ad=...)` (weanj's `_julia_env.AD`): loaded with
 # `import` on first use, which also loads DifferentiationInterface's extension for it.
 AD_PACKAGES = {
