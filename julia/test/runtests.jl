@@ -402,11 +402,11 @@ fixtures = [
 
     @testset "handwritten_loss_and_gradient: a gradient written by hand" begin
         squares(x, y, s) = s * sum(abs2, x .- y)
-        adjoint(x, y, s) = (2 .* s .* (x .- y), -2 .* s .* (x .- y))
+        by_hand(x, y, s) = (2 .* s .* (x .- y), -2 .* s .* (x .- y))
         x, y = [1.0, -2.0, 0.5], [0.25, 0.5, -1.0]
         value, (gx, gy) = handwritten_loss_and_gradient(
             squares,
-            adjoint,
+            by_hand,
             (true, true, false),
             x,
             y,
@@ -425,7 +425,7 @@ fixtures = [
         @test only_x == gx
         @test_throws ArgumentError handwritten_loss_and_gradient(
             squares,
-            adjoint,
+            by_hand,
             (true, false, false),
             x,
             y,
