@@ -328,7 +328,7 @@ def package_sources(env: Path | None, package: str) -> tuple[Path, ...]:
         folder = (env / entry["path"]).resolve()
     if folder is not None:
         found += [folder / "Project.toml", folder / "src"]
-    return tuple(found)
+    return tuple(dict.fromkeys(found))  # each once (the environment may be the package)
 
 
 def package_version(name: str, env: Path | None = None) -> str:
