@@ -28,7 +28,7 @@ import weanj
 from weanj import _registry
 from weanj._cli import main
 from weanj._commands import fuzz as fuzz_command
-from weanj._pipeline import _fuzz_draws, _fuzz_search
+from weanj._pipeline import _fuzz_draws, _fuzz_run, _fuzz_search
 from weanj._report._fuzz import drawn_text
 
 from .helpers import assert_one_line_error
@@ -629,7 +629,7 @@ def test_each_pair_is_reported_on_its_smallest_failing_draw_not_the_last():
         draw(4, _case(ex, 7, seed=0), q=fail),  # a smaller seed
         draw(5, _case(ex, 2047), p=fail, q=fail),  # Hypothesis's last: larger
     ]
-    failures = _fuzz_search.Failures()
+    failures = _fuzz_run.Failures()
     for d in draws:
         failures.note(d, "drawn")
     found = [(d.index, first.index, sorted(d.failing)) for d, first, _ in failures.findings()]

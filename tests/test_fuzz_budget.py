@@ -109,3 +109,132 @@ def test_seconds_ends_within_the_budget_and_one_evaluation_leaving_no_call(slow_
         r"limit\); 0 of 1 pair\(s\) disagree",
         summary,
     ), summary
+
+
+# --- draws where the kernel cannot go ---------------------------------------------------------
+
+HEAT = """\
+import jax
+import jax.numpy as jnp
+import numpy as np
+import weanj
+
+jax.config.update("jax_enable_x64", True)
+STEPS = 4000  # past r = 1/2 the highest mode grows as |1 - 4r|^STEPS: beyond float64 soon
+
+
+def generate(seed, n=32):
+    rng = np.random.default_rng(seed)
+    return {"u": rng.standard_normal(n), "target": rng.standard_normal(n)}
+
+
+def validate(arrays):
+    if arrays["u"].shape[0] < 3:
+        raise weanj.InputError("the heat step needs at least 3 points")
+
+
+heat = weanj.register_example(weanj.Example(
+    name="41-heat", arrays=("u", "target"), wrt="u", shapes={"u": ("n",), "target": ("n",)},
+    params=(PARAM,), generate=generate, validate=validate,
+    sizes=weanj.Sizes(generate=generate, values=(32,)),
+))
+
+
+def explicit(u, target, r):
+    step = lambda _, u: u + r * (jnp.roll(u, 1) - 2 * u + jnp.roll(u, -1))
+    return jnp.sum((jax.lax.fori_loop(0, STEPS, step, u) - target) ** 2)
+
+
+def explicit_concatenated(u, target, r):
+    def step(_, u):
+        lap = jnp.concatenate([u[-1:], u[:-1]]) + jnp.concatenate([u[1:], u[:1]]) - 2 * u
+        return u + r * lap
+    return jnp.sum((jax.lax.fori_loop(0, STEPS, step, u) - target) ** 2)
+
+
+weanj.jax_variant(heat, "jax-roll", family="heat", loss=explicit)
+weanj.jax_variant(heat, "jax-concat", family="heat", loss=explicit_concatenated)
+"""
+
+
+def _heat_fuzz(root, param: str, monkeypatch):
+    """`weanj fuzz 41-heat --seed 2 --max-examples 20` in the user project at `root` (in
+    this process, as the user's `weanj` would run it), each judged draw recorded."""
+    from weanj._pipeline import _fuzz_search
+
+    from .projects import as_user_in, write_project
+
+    root.mkdir()
+    write_project(root, {"heat.py": HEAT.replace("PARAM", param)})
+    judged = []
+    judge = _fuzz_search.judge_draw
+
+    def recorded(*args, **kwargs):
+        judged.append(judge(*args, **kwargs))
+        return judged[-1]
+
+    monkeypatch.setattr(_fuzz_search, "judge_draw", recorded)
+    with as_user_in(root):
+        done = fuzz_command.fuzz(
+            _registry.catalog("41-heat"), seed=2, max_examples=20, say=lambda s: None
+        )
+    return done, judged
+
+
+def test_draws_past_a_stability_limit_are_said_with_the_bounds_to_declare(tmp_path, monkeypatch):
+    """An explicit heat step, stable only for 0 < r <= 1/2, its r left open (default 0.4:
+    drawn from [0.1, 1.6]): the draws past the limit give NaN/Inf in both ports alike,
+    which is no disagreement; fuzz counts them and points at `weanj.Param`'s bounds. With
+    the bounds declared, no draw gives NaN/Inf."""
+    done, judged = _heat_fuzz(tmp_path / "open", 'weanj.Param("r", default=0.4)', monkeypatch)
+    assert done.exit_code == 0 and not done.findings, done.lines
+    blown = [d for d in judged if d.nonfinite]
+    r = [dict(d.case.inputs.params)["r"] for d in judged]
+    # the stability limit, independently: a draw blows up only past r = 1/2, and each
+    # stable draw stays finite
+    assert all(dict(d.case.inputs.params)["r"] > 0.5 for d in blown), r
+    assert all(d.nonfinite for d in judged if dict(d.case.inputs.params)["r"] > 0.6), r
+    assert len(judged) == done.draws and 4 * len(blown) >= done.draws, r
+    most = "most draws (" if 2 * len(blown) > done.draws else ""
+    said = (
+        f"  {most}{len(blown)} of {done.draws}{')' if most else ' draw(s)'} gave NaN/Inf in "
+        "every variant: r drawn from [0.1, 1.6]; bound it with weanj.Param('r', default=0.4, "
+        "minimum=..., maximum=...)"
+    )
+    assert said in done.lines, done.lines
+
+    done, judged = _heat_fuzz(
+        tmp_path / "bounded", 'weanj.Param("r", default=0.4, minimum=0.05, maximum=0.5)',
+        monkeypatch,
+    )  # fmt: skip
+    assert done.exit_code == 0 and judged and not any(d.nonfinite for d in judged), done.lines
+    assert not any("NaN/Inf" in line for line in done.lines), done.lines
+    assert "r ∈ [0.05, 0.5]" in "\n".join(done.lines)
+
+
+def test_most_draws_non_finite_is_one_line_naming_the_open_parameters():
+    from weanj._report._fuzz import nonfinite_line
+
+    ex = weanj.Example(
+        name="95-heat",
+        arrays=("u",),
+        wrt="u",
+        params=(weanj.Param("r", 0.4), weanj.Param("T", 30, maximum=60)),
+        generate=lambda seed: {"u": np.zeros(3)},
+    )
+    assert nonfinite_line(ex, 20, 17) == (
+        "most draws (17 of 20) gave NaN/Inf in every variant: r drawn from [0.1, 1.6]; "
+        "bound it with weanj.Param('r', default=0.4, minimum=..., maximum=...)"
+    )  # T's range is declared: not named
+    assert nonfinite_line(ex, 20, 3) == "3 of 20 draw(s) gave NaN/Inf in every variant alike"
+    assert nonfinite_line(ex, 20, 0) is None
+    closed = weanj.Example(
+        name="95-closed",
+        arrays=("u",),
+        wrt="u",
+        params=(weanj.Param("r", 0.4, minimum=0.0, maximum=4.0),),
+        generate=lambda seed: {"u": np.zeros(3)},
+    )
+    assert nonfinite_line(closed, 10, 6).startswith(
+        "most draws (6 of 10) gave NaN/Inf in every variant: r drawn from [0, 4]; bound it"
+    )

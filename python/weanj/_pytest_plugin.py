@@ -127,7 +127,7 @@ def _fuzz_pair(catalog, a, b, draws: int) -> str | None:
 
     from ._pipeline._cases import fuzz_id
     from ._pipeline._fuzz_draws import pair_seed, replay_command
-    from ._pipeline._fuzz_search import run_fuzz
+    from ._pipeline._fuzz_run import run_fuzz
     from ._pipeline._session import Session
     from ._places import places
     from ._report._fuzz import report_lines

@@ -359,9 +359,9 @@ def test_weanj_fuzz_passes_the_declared_pair_and_counts_its_draws(project):
     sizes = []  # the n of every case judged, in order
     judge = _fuzz_search.judge_draw
 
-    def recorded(session, cat, pairs, case, budget):
+    def recorded(session, cat, pairs, case, budget, **kwargs):
         sizes.append(case.inputs.dims["n"])
-        return judge(session, cat, pairs, case, budget)
+        return judge(session, cat, pairs, case, budget, **kwargs)
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(_fuzz_search, "judge_draw", recorded)

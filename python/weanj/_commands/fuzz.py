@@ -5,9 +5,10 @@ The command is the front end: it resolves what to search, says what is drawn and
 which seed, runs the search engine and prints its report. The engine is the pipeline's,
 as Hypothesis keeps its engine apart from every front end: what is drawn in
 `_pipeline._fuzz_draws` (the first draws, Hypothesis's draws over `Param.search_range`,
-the seed), the search, the shrinking's bookkeeping and the smallest case in
-`_pipeline._fuzz_search`; the report's text in `_report._fuzz`. `pytest --weanj-fuzz`
-uses the same engine and report (`_pytest_plugin`), not this command.
+the seed); judging a draw within the time and one Hypothesis run in
+`_pipeline._fuzz_search`; the run, the shrinking's bookkeeping and the smallest case in
+`_pipeline._fuzz_run`; the report's text in `_report._fuzz`. `pytest --weanj-fuzz` uses
+the same engine and report (`_pytest_plugin`), not this command.
 
 fuzz starts where `weanj check` stands: the pairs are the case table's (`Plan.
 same_family_pairs`, the float64 pairs check judges, with check's ids), and every draw is
@@ -40,7 +41,7 @@ from .._pipeline._fuzz_draws import (
     fuzz_pairs,
     replay_command,
 )
-from .._pipeline._fuzz_search import Fuzzed, run_fuzz
+from .._pipeline._fuzz_run import Fuzzed, run_fuzz
 from .._pipeline._minimal_case import declared_line
 from .._pipeline._session import Session
 from .._places import Places, places

@@ -1,7 +1,7 @@
 """`weanj fuzz`'s report as text: what is drawn (the header), each finding with its case
 file and reproducing commands, and the summary line. The command prints it and
 `pytest --weanj-fuzz` fails an item with it; both hand in the engine's `Fuzzed`
-(`_pipeline._fuzz_search`), read here by its fields alone (this layer stands beside the
+(`_pipeline._fuzz_run`), read here by its fields alone (this layer stands beside the
 pipeline, not above it)."""
 
 from __future__ import annotations
@@ -46,15 +46,20 @@ def drawn_text(ex: Example, strategies: Sequence[Callable]) -> str:
 
 
 def nonfinite_line(ex: Example, draws: int, nonfinite: int) -> str | None:
-    """When most draws gave NaN/Inf in every variant alike, the parameters are drawn where
-    the kernel cannot go (an explicit step past its stability limit): one line naming the
-    parameters whose range the example left open (else every numeric one), pointing at
-    `weanj.Param(minimum=, maximum=)`. None otherwise."""
-    if not draws or 2 * nonfinite <= draws:
+    """How many draws gave NaN/Inf in every variant alike (None: none did). When a quarter
+    of them or more did, the parameters are drawn where the kernel cannot go (an explicit
+    step past its stability limit): the line names the parameters whose range the example
+    left open (else every numeric one) and points at `weanj.Param(minimum=, maximum=)`."""
+    if not nonfinite:
         return None
+    if 4 * nonfinite < draws:
+        return f"{nonfinite} of {draws} draw(s) gave NaN/Inf in every variant alike"
+    if 2 * nonfinite > draws:
+        head = f"most draws ({nonfinite} of {draws}) gave NaN/Inf in every variant"
+    else:
+        head = f"{nonfinite} of {draws} draw(s) gave NaN/Inf in every variant"
     numeric = [p for p in ex.params if p.kind != "bool"]
     named = [p for p in numeric if _left_open(p)] or numeric
-    head = f"most draws ({nonfinite} of {draws}) gave NaN/Inf in every variant"
     if not named:
         return f"{head}: the inputs drawn are where the kernel cannot go"
     ranges = ", ".join(f"{p.name} drawn from {_range_text(p)}" for p in named)
@@ -73,7 +78,7 @@ def _left_open(p: Param) -> bool:
 
 
 def finding_lines(cat: Catalog, f: Any, here: Places) -> list[str]:
-    """One finding (`_fuzz_search.Finding`): the case, its file, each pair's judgements and
+    """One finding (`_fuzz_run.Finding`): the case, its file, each pair's judgements and
     the commands that reproduce it."""
     case = f.draw.case
     out = [f"FAIL on {case.describe()}"]
@@ -94,7 +99,7 @@ def finding_lines(cat: Catalog, f: Any, here: Places) -> list[str]:
 
 
 def report_lines(cat: Catalog, result: Any, here: Places) -> list[str]:
-    """The findings of a run (`_fuzz_search.Fuzzed`), what its draws came to, and the
+    """The findings of a run (`_fuzz_run.Fuzzed`), what its draws came to, and the
     summary line."""
     out = [line for f in result.findings for line in finding_lines(cat, f, here)]
     if result.refused:
