@@ -238,3 +238,67 @@ def test_most_draws_non_finite_is_one_line_naming_the_open_parameters():
     assert nonfinite_line(closed, 10, 6).startswith(
         "most draws (6 of 10) gave NaN/Inf in every variant: r drawn from [0, 4]; bound it"
     )
+
+
+# --- compilations across draws ----------------------------------------------------------------
+
+SHAPES = "94-fuzz-shapes"
+
+
+def test_draws_of_one_shape_reuse_the_compiled_programs(project):
+    """#51: sizes drawn by fuzz reuse compilations across draws of the same shape. Counted
+    from JAX's own compile events (`jax.monitoring`: one backend compilation, or retrieval
+    from the persistent cache, per program made): a second draw of a shape and parameters
+    already judged, on other data (another generator seed), makes no program; a draw of a
+    new size does (the counter counts)."""
+    import jax
+    import jax.numpy as jnp
+    from jax._src import dispatch
+
+    from weanj._pipeline._fuzz_search import Budget, judge_draw
+    from weanj._pipeline._minimal_case import sized_case
+    from weanj._pipeline._session import Session
+
+    def generate(seed, n=6):
+        return {"x": np.random.default_rng(seed).standard_normal(n)}
+
+    ex = weanj.register_example(
+        weanj.Example(
+            name=SHAPES,
+            arrays=("x",),
+            wrt="x",
+            shapes={"x": ("n",)},
+            params=(weanj.Param("T", default=3, minimum=2, maximum=4),),
+            generate=generate,
+            sizes=weanj.Sizes(generate=generate, values=(6,)),
+        )
+    )
+    try:
+        a = weanj.jax_variant(ex, "jax-a", family="q", loss=lambda x, T: jnp.sum(x**2) * T)
+        b = weanj.jax_variant(ex, "jax-b", family="q", loss=lambda x, T: T * jnp.sum(x * x))
+        cat = _registry.catalog(SHAPES)
+        made = []
+
+        def compiled(event: str, seconds: float, **kwargs) -> None:
+            if event == dispatch.BACKEND_COMPILE_EVENT:
+                made.append(event)
+
+        def programs(size: int, seed: int) -> int:
+            before = len(made)
+            case = sized_case(ex, size, {"T": 3}, seed)
+            draw = judge_draw(session, cat, [(a, b)], case, Budget())
+            assert not draw.failing and not draw.nonfinite, draw.outcomes
+            return len(made) - before
+
+        jax.monitoring.register_event_duration_secs_listener(compiled)
+        try:
+            with Session() as session:
+                first = programs(7, seed=1)
+                again = programs(7, seed=2)  # the same shape, other data
+                other = programs(9, seed=1)  # a new shape
+        finally:
+            jax.monitoring.unregister_event_duration_listener(compiled)
+    finally:
+        _registry.unregister_example(SHAPES)
+    assert first > 0 and other > 0, (first, other)
+    assert again == 0, again
