@@ -33,6 +33,7 @@ from weanj._report._fuzz import drawn_text
 
 from .helpers import assert_one_line_error
 from .projects import pytest_weanj_in, reproduce_case, weanj_in, write_project
+from .test_fuzz_budget import two_ports
 from .toy_kernels import away_from_ties, integer_xy, min_by_branches, min_by_minimum, xy_example
 
 
@@ -238,29 +239,7 @@ def agreeing(project):
         if arrays["x"].shape[0] < 2:
             raise weanj.InputError(f"x needs at least 2 entries, got {arrays['x'].shape[0]}")
 
-    def generate(seed, n=6):
-        return {"x": np.random.default_rng(seed).standard_normal(n)}
-
-    ex = weanj.register_example(
-        weanj.Example(
-            name=NAME,
-            arrays=("x",),
-            wrt="x",
-            shapes={"x": ("n",)},
-            params=(weanj.Param("T", default=3, minimum=2, maximum=4),),
-            generate=generate,
-            validate=validate,
-            sizes=weanj.Sizes(generate=generate, values=(6,)),
-        )
-    )
-
-    @weanj.jax_variant(ex, "jax-a", family="q")
-    def a(x, T):
-        return jnp.sum(x**2) * T
-
-    @weanj.jax_variant(ex, "jax-b", family="q")
-    def b(x, T):
-        return T * jnp.sum(x * x)
+    ex, _, _ = two_ports(NAME, validate=validate)  # jax-a and jax-b: T·Σx², n = 6
 
     @weanj.jax_variant(ex, "jax-c", family="other")
     def c(x, T):

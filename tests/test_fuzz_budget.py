@@ -41,11 +41,36 @@ def _children() -> set[int]:
     return found
 
 
+def two_ports(name: str, **fields) -> tuple:
+    """An example of one vector x (n = 6 shared and declared, T from 2 to 4, default 3)
+    and two JAX ports of T·Σx² that agree, `jax-a` and `jax-b`, registered: (example, A,
+    B). `fields`: more of the example's (a `validate`)."""
+    import jax.numpy as jnp
+
+    def generate(seed, n=6):
+        return {"x": np.random.default_rng(seed).standard_normal(n)}
+
+    ex = weanj.register_example(
+        weanj.Example(
+            name=name,
+            arrays=("x",),
+            wrt="x",
+            shapes={"x": ("n",)},
+            params=(weanj.Param("T", default=3, minimum=2, maximum=4),),
+            generate=generate,
+            sizes=weanj.Sizes(generate=generate, values=(6,)),
+            **fields,
+        )
+    )
+    a = weanj.jax_variant(ex, "jax-a", family="q", loss=lambda x, T: jnp.sum(x**2) * T)
+    b = weanj.jax_variant(ex, "jax-b", family="q", loss=lambda x, T: T * jnp.sum(x * x))
+    return ex, a, b
+
+
 @pytest.fixture
 def slow_pair(project, monkeypatch):
     """Two agreeing JAX ports, each evaluation of which takes `CALL_S` seconds of the
     injected clock (`clock.read`); `clock.evaluations`: (started, ended) of each."""
-    import jax.numpy as jnp
 
     clock = SimpleNamespace(now=0.0, evaluations=[])
     clock.read = lambda: clock.now
@@ -61,22 +86,7 @@ def slow_pair(project, monkeypatch):
 
     monkeypatch.setattr(_session, "evaluate", slow)
 
-    def generate(seed, n=6):
-        return {"x": np.random.default_rng(seed).standard_normal(n)}
-
-    ex = weanj.register_example(
-        weanj.Example(
-            name=SLOW,
-            arrays=("x",),
-            wrt="x",
-            shapes={"x": ("n",)},
-            params=(weanj.Param("T", default=3, minimum=2, maximum=4),),
-            generate=generate,
-            sizes=weanj.Sizes(generate=generate, values=(6,)),
-        )
-    )
-    weanj.jax_variant(ex, "jax-a", family="q", loss=lambda x, T: jnp.sum(x**2) * T)
-    weanj.jax_variant(ex, "jax-b", family="q", loss=lambda x, T: T * jnp.sum(x * x))
+    two_ports(SLOW)
     weanj.write_inputs(SLOW)
     yield clock
     _registry.unregister_example(SLOW)
@@ -252,30 +262,14 @@ def test_draws_of_one_shape_reuse_the_compiled_programs(project):
     already judged, on other data (another generator seed), makes no program; a draw of a
     new size does (the counter counts)."""
     import jax
-    import jax.numpy as jnp
     from jax._src import dispatch
 
     from weanj._pipeline._fuzz_search import Budget, judge_draw
     from weanj._pipeline._minimal_case import sized_case
     from weanj._pipeline._session import Session
 
-    def generate(seed, n=6):
-        return {"x": np.random.default_rng(seed).standard_normal(n)}
-
-    ex = weanj.register_example(
-        weanj.Example(
-            name=SHAPES,
-            arrays=("x",),
-            wrt="x",
-            shapes={"x": ("n",)},
-            params=(weanj.Param("T", default=3, minimum=2, maximum=4),),
-            generate=generate,
-            sizes=weanj.Sizes(generate=generate, values=(6,)),
-        )
-    )
+    ex, a, b = two_ports(SHAPES)
     try:
-        a = weanj.jax_variant(ex, "jax-a", family="q", loss=lambda x, T: jnp.sum(x**2) * T)
-        b = weanj.jax_variant(ex, "jax-b", family="q", loss=lambda x, T: T * jnp.sum(x * x))
         cat = _registry.catalog(SHAPES)
         made = []
 
