@@ -26,6 +26,8 @@ from weanj import _registry
 from weanj._commands import fuzz as fuzz_command
 from weanj._pipeline import _session
 
+from .helpers import assert_one_line_error
+
 SLOW = "93-fuzz-slow"
 CALL_S = 2.0  # what each evaluation of the stand-in variants takes on the injected clock
 
@@ -296,3 +298,14 @@ def test_draws_of_one_shape_reuse_the_compiled_programs(project):
         _registry.unregister_example(SHAPES)
     assert first > 0 and other > 0, (first, other)
     assert again == 0, again
+
+
+def test_a_budget_no_draw_fits_in_is_one_line_saying_so(slow_pair, capsys):
+    """`--seconds 1` with evaluations of 2 s: the shared inputs' draw is cut after its first
+    evaluation (the second never starts), and the command says why nothing was judged."""
+    clock = slow_pair
+    with pytest.raises(weanj.WeanjError) as e:
+        fuzz_command.fuzz(_registry.catalog(SLOW), seconds=1, clock=clock.read)
+    capsys.readouterr()
+    assert_one_line_error(str(e.value), "no draw of 93-fuzz-slow was judged within --seconds 1")
+    assert clock.evaluations == [(0.0, CALL_S)]

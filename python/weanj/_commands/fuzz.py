@@ -162,6 +162,11 @@ def fuzz(
     for line in report_lines(cat, result, here):
         tell(line)
     result.lines = lines
+    if not result.draws and not result.findings and result.out_of_time:
+        raise WeanjError(
+            f"no draw of {ex.name} was judged within --seconds {seconds:g}: a draw evaluates "
+            "every variant of the pairs once; give it more seconds"
+        )
     if not result.draws and not result.findings:
         raise WeanjError(
             f"no drawn input of {ex.name} could be checked"
