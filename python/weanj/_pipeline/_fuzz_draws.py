@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import secrets
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -213,7 +212,3 @@ def replay_command(ex: Example, seed: int, pairs=None, max_examples: int | None 
     if max_examples is not None and max_examples != MAX_EXAMPLES:
         words += ["--max-examples", str(max_examples)]
     return " ".join([*words, "--seed", str(seed)])
-
-
-def strategy_names(strategies: tuple[Callable, ...]) -> list[str]:
-    return [getattr(s, "__name__", "strategy") for s in strategies]
