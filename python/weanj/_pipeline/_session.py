@@ -23,7 +23,7 @@ from .._judge._contract import Fault
 from .._judge._taylor import checked_masks
 from .._model import Example, Gradient, Inputs, Variant
 from .._watch import Watch
-from ._evaluate import evaluate, label_of
+from ._evaluate import evaluate, label_of, run_loss
 
 
 class Session:
@@ -123,12 +123,12 @@ class Session:
         """`x -> L(..., array=x, ...)` in float64, each call under the watch."""
         ex = variant.example
         arrays = inputs.run_arrays("float64")
-        fns = variant.built
+        run = run_loss(variant.built)  # the evaluation's own program (no new compilation)
         where = f"{ex.name} {variant.name} (Taylor test of {array})"
 
         def loss(x: np.ndarray) -> float:
             args = ex.args({**arrays, array: x}, inputs.params)
-            return float(np.asarray(self.watch.run(lambda: fns.loss(*args), where)))
+            return float(np.asarray(self.watch.run(lambda: run(*args), where)))
 
         return loss
 
