@@ -199,11 +199,13 @@ def _noise(fns, inputs: Inputs, loss: float, gradients: dict, ex, dtype: str, wa
     change the branch, and with it a few entries by far more than rounding."""
     shapes = {k: np.shape(v) for k, v in gradients.items()}
     try:
+        watch.step(f"perturbed run 1 of {NOISE_SAMPLES}")
         args = _perturbed(inputs, dtype)
         loss_t, raw_grad = _loss_and_grad(fns, args, watch, label, dtype)
         grads_t = checked_gradients(ex, raw_grad, dtype, shapes)
         moves = [abs(loss_t - loss)]
         for sample in range(1, NOISE_SAMPLES):
+            watch.step(f"perturbed run {sample + 1} of {NOISE_SAMPLES}")
             more = _perturbed(inputs, dtype, sample)
             moved = watch.run(lambda more=more: run_loss(fns)(*more), label)
             moves.append(abs(checked_loss(moved, dtype) - loss))
@@ -269,10 +271,11 @@ def evaluate(
     where = f"{ex.name} {label}"
     returned: dict[str, Any] = {}
     try:
-        fns = variant.built  # builds on first use: an optional backend may refuse here
-        t0 = time.perf_counter()
-        loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype, returned)
-        seconds = time.perf_counter() - t0
+        with watch.phase(f"compiling or running {where}"):
+            fns = variant.built  # builds on first use: an optional backend may refuse here
+            t0 = time.perf_counter()
+            loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype, returned)
+            seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
     except TimeoutError as e:
         return fault(TIMEOUT, str(e))
@@ -302,7 +305,8 @@ def evaluate(
     )
     if not g.finite:
         return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
-    g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
+    with watch.phase(f"{where}: loss floor (its rounding level)"):
+        g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
     if variant.backend != "julia":
         g.extra["x64"] = x64_configuration(variant).describe()  # stored with the gradient
     return g

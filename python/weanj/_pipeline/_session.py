@@ -73,6 +73,17 @@ class Session:
             )
             self.watch.abandoned.clear()
 
+    # --- progress ---------------------------------------------------------------------------
+
+    def phase(self, text: str):
+        """A context in which the heartbeat names `text` (`_watch.Watch.phase`): each
+        gradient check, each pair judged."""
+        return self.watch.phase(text)
+
+    def step(self, text: str) -> None:
+        """Where the current phase is (`direction 1 of 2, step 3 of at most 40`)."""
+        self.watch.step(text)
+
     # --- evaluations -------------------------------------------------------------------------
 
     def outcome(self, variant: Variant, inputs: Inputs, dtype: str) -> Gradient | Fault:
@@ -90,6 +101,7 @@ class Session:
             if self.on_evaluated is not None:
                 seconds = time.perf_counter() - t0
                 self.on_evaluated(label_of(variant, dtype), found, seconds, reused)
+                self.watch.heard()  # a line was said: the heartbeat counts from it
         return self._outcomes[key]
 
     def forget(self) -> None:
