@@ -106,6 +106,11 @@ class Watch:
             if stop is not None:
                 stop.set()
 
+    def current(self) -> str | None:
+        """The text of the innermost phase open now, or None."""
+        with self._lock:
+            return self._phases[-1].text if self._phases else None
+
     def step(self, text: str) -> None:
         """Where the current phase is (`direction 1 of 2, step 3`): said with its next
         heartbeat."""

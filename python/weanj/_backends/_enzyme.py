@@ -43,12 +43,15 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
     def through_enzyme(args):
         # The static parameters are baked in here, so each (shapes, parameters) is one
         # Enzyme module; the outer jax.jit caches it like any other trace.
-        def forward(*arrays):
+        # Named so: Enzyme-JAX compiles it on its own once per trace (to find the arguments
+        # XLA keeps), and a count of compilations (benchmarks/compile_cost.py) tells those
+        # apart from weanj's programs by this name.
+        def forward_for_enzyme(*arrays):
             it = iter(arrays)
             return loss(*(args[i] if i in static else next(it) for i in range(len(args))))
 
         arrays = [a for i, a in enumerate(args) if i not in static]
-        return enzyme_jax_ir()(forward), arrays
+        return enzyme_jax_ir()(forward_for_enzyme), arrays
 
     def enzyme_loss(*args):
         forward, arrays = through_enzyme(args)
