@@ -98,3 +98,49 @@ def test_the_old_way_would_compile_more(project, monkeypatch):
     programs = Counter(_subject(where) for where, _, _ in _judged(only))
     assert programs[("jax-jacobi", "float32")] == 2, programs
     assert programs[("jax-jacobi", "float64")] == 3, programs
+
+
+FIXED = "93-one-shape"
+
+
+def test_fuzz_draws_of_one_shape_compile_nothing_again(project, monkeypatch):
+    """Drawn values of one shape (the arrays' shape fixed, no parameter) hit the programs
+    the first draw compiled: the count does not grow with the draws."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import weanj
+    from weanj import _registry
+    from weanj._commands import fuzz as fuzz_command
+
+    monkeypatch.setenv("WEANJ_COMPILATION_CACHE", "0")
+
+    def generate(seed):
+        return {"x": np.random.default_rng(seed).standard_normal(5)}
+
+    ex = weanj.register_example(
+        weanj.Example(name=FIXED, arrays=("x",), wrt="x", shapes={"x": (5,)}, generate=generate)
+    )
+    try:
+
+        @weanj.jax_variant(ex, "jax-a", family="q")
+        def a(x):
+            return jnp.sum(jnp.sin(x) ** 2)
+
+        @weanj.jax_variant(ex, "jax-b", family="q")
+        def b(x):
+            return jnp.sum(1 - jnp.cos(x) ** 2)
+
+        weanj.write_inputs(FIXED)
+        jax.clear_caches()
+        with _jax_cache.compilations() as found:
+            done = fuzz_command.fuzz(
+                _registry.catalog(FIXED), max_examples=12, seconds=600, say=lambda line: None
+            )
+        assert done.exit_code == 0 and done.draws >= 6, done.lines
+        programs = Counter(name for _, name, _ in found)
+        # one loss-and-gradient program per variant, whatever the number of draws
+        assert programs == {"jit(loss_and_gradient)": 2}, (programs, done.draws)
+    finally:
+        _registry.unregister_example(FIXED)
