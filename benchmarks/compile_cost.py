@@ -20,7 +20,8 @@ borrowed from a family member is that member's). Enzyme-JAX compiles a variant's
 on its own once per trace to find the arguments XLA keeps (`enzyme_ad/jax/primitives.py`,
 `_kept_var_idx`): counted apart ("probes"), as weanj cannot avoid them.
 
-Printed: per variant and dtype, compilations (probes) and seconds, both ways; then the
+The two ways run one after the other for each example, the first alternating between
+examples. Printed: per variant and dtype, compilations (probes) and seconds, both ways; then the
 acceptance points: at most 2 compilations per (variant, dtype) in float64 (with the jvp
 check), at most 1 in float32, probes apart; the total compile seconds today / the old way
 <= 0.6. Exit status 1 when a point is missed. Timings move with the machine's load: say
@@ -142,10 +143,17 @@ def main() -> int:
     totals = {"one": [0.0, 0.0], "separate": [0.0, 0.0]}
     worst = {"float64": 0, "float32": 0}
     figures = []
-    for cat in catalogs(names):
-        one, wall_one = cold_check(cat, dtypes)
-        with separate_programs(cat):
-            separate, wall_separate = cold_check(cat, dtypes)
+    for k, cat in enumerate(catalogs(names)):
+        # the two ways in turn, the first alternating between examples: a machine whose
+        # load changes during the run favours neither
+        if k % 2:
+            with separate_programs(cat):
+                separate, wall_separate = cold_check(cat, dtypes)
+            one, wall_one = cold_check(cat, dtypes)
+        else:
+            one, wall_one = cold_check(cat, dtypes)
+            with separate_programs(cat):
+                separate, wall_separate = cold_check(cat, dtypes)
         totals["one"][0] += sum(r[2] for r in one.values())
         totals["one"][1] += wall_one
         totals["separate"][0] += sum(r[2] for r in separate.values())

@@ -78,7 +78,7 @@ class Watch:
     _phases: list[_Phase] = field(default_factory=list, repr=False)
     _last_line: float = field(default=float("-inf"), repr=False)
     _lock: Any = field(default_factory=threading.Lock, repr=False)
-    _stop: threading.Event | None = field(default=None, repr=False)
+    _beating: tuple[threading.Event, threading.Thread] | None = field(default=None, repr=False)
 
     def now(self) -> float:
         # `time.monotonic` looked up at each call, so that a test may move the module's clock
@@ -102,9 +102,11 @@ class Watch:
             with self._lock:
                 self._phases.pop()
                 last = not self._phases
-                stop, self._stop = (self._stop, None) if last else (None, self._stop)
-            if stop is not None:
+                ending, self._beating = (self._beating, None) if last else (None, self._beating)
+            if ending is not None:  # the heartbeat ends with the outermost phase
+                stop, thread = ending
                 stop.set()
+                thread.join(1.0)  # at once, unless it is saying a line (a slow stderr)
 
     def current(self) -> str | None:
         """The text of the innermost phase open now, or None."""
@@ -154,8 +156,6 @@ class Watch:
 
     def _start_beating(self) -> None:
         stop = threading.Event()
-        with self._lock:
-            self._stop = stop
 
         def heartbeat() -> None:
             while not stop.is_set():
@@ -170,7 +170,10 @@ class Watch:
                 except Exception:  # noqa: BLE001 - a progress line, never a failure
                     pass
 
-        threading.Thread(target=heartbeat, name="weanj heartbeat", daemon=True).start()
+        thread = threading.Thread(target=heartbeat, name="weanj heartbeat", daemon=True)
+        with self._lock:
+            self._beating = (stop, thread)
+        thread.start()
 
     # --- one watched call -----------------------------------------------------------------
 
