@@ -75,10 +75,12 @@ class Watch:
     abandoned: list[str] = field(default_factory=list)  # calls left running after a timeout
     clock: Callable[[], float] | None = None
     beating: bool = True
-    _phases: list[_Phase] = field(default_factory=list, repr=False)
-    _last_line: float = field(default=float("-inf"), repr=False)
-    _lock: Any = field(default_factory=threading.Lock, repr=False)
-    _beating: tuple[threading.Event, threading.Thread] | None = field(default=None, repr=False)
+    _phases: list[_Phase] = field(default_factory=list, init=False, repr=False)
+    _last_line: float = field(default=float("-inf"), init=False, repr=False)
+    _lock: Any = field(default_factory=threading.Lock, init=False, repr=False)
+    _beating: tuple[threading.Event, threading.Thread] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def now(self) -> float:
         # `time.monotonic` looked up at each call, so that a test may move the module's clock
@@ -121,8 +123,9 @@ class Watch:
                 self._phases[-1].step = text
 
     def heard(self) -> None:
-        """A progress line was said elsewhere (an evaluation's `[3/29] …`): the next
-        heartbeat is due `every_s` from now at the latest, not from the previous one."""
+        """A progress line was said elsewhere (an evaluation's `[3/29] …`): it counts as
+        a heartbeat, so the next one comes `every_s` after it (a phase's first still
+        `quiet_s` after its start)."""
         with self._lock:
             self._last_line = self.now()
 
@@ -193,7 +196,8 @@ class Watch:
     def _in_thread(self, fn: Callable[[], T], label: str) -> T:
         box: dict[str, Any] = {}
         start = self.now()
-        limit = None if self.timeout_s is None else start + self.timeout_s
+        # the deadline a backend reads (`deadline()`) is in `time.monotonic()`'s seconds
+        limit = None if self.timeout_s is None else time.monotonic() + self.timeout_s
 
         def target() -> None:
             _DEADLINE.set(limit)  # this thread's context: the call sees its own deadline
