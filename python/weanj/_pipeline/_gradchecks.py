@@ -67,18 +67,14 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
     noise = float(g.noise.get("loss", 0.0))
     with session.phase(f"{ex.name} {g.variant}: taylor test of {array}"):
         policy = ex.taylor_for(array)
-        result = taylor(
-            loss, x, g.gradients[array], policy, array=array, mask=keep, noise=noise,
-            progress=session.step,
-        )  # fmt: skip
+        told = {"array": array, "mask": keep, "noise": noise, "progress": session.step}
+        result = taylor(loss, x, g.gradients[array], policy, **told)
     j = judge.judge_taylor(case, result, **what)
     if result.directions:
         with session.phase(f"{ex.name} {g.variant}: central differences of {array}"):
-            calls = f"loss {{}} of {2 * ex.fd.directions}"
-            error = fd_check(
-                counted(loss, session.step, calls),
-                x, g.gradients[array], n=ex.fd.directions, h=ex.fd.step, mask=keep,
-            )  # fmt: skip
+            each = counted(loss, session.step, f"loss {{}} of {2 * ex.fd.directions}")
+            fd = ex.fd
+            error = fd_check(each, x, g.gradients[array], n=fd.directions, h=fd.step, mask=keep)
         j.info["fd"] = {"error": error, "step": ex.fd.step, "threshold": ex.fd.threshold}
     if result.left_out:
         j.info["masked"] = {"left_out": result.left_out, "size": result.size, "why": ex.fd.why}
