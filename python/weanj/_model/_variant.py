@@ -29,12 +29,18 @@ class Functions(NamedTuple):
     """What a variant's `build` returns: `loss`, `grad` and, where the loss can be
     pushed forward, `jvp(*args, tangents) -> directional derivative` (None otherwise);
     `value_and_grad(*args) -> (loss, gradient)` where a backend computes both in one call
-    cheaper than in two (a Julia variant: one request to the worker), else None."""
+    cheaper than in two (a Julia variant: one request to the worker; a JAX variant: one
+    compiled program), else None; `evaluation_loss(*args) -> loss`, the loss as weanj's
+    own runs call it (the rounding level, the Taylor test's steps), where it differs from
+    `loss`: a JAX variant's is the loss output of its `value_and_grad` program, so that an
+    evaluation with all its checks compiles that one program, not a second one for the
+    loss (None: `loss`)."""
 
     loss: Callable
     grad: Callable
     jvp: Callable | None = None
     value_and_grad: Callable | None = None
+    evaluation_loss: Callable | None = None
 
 
 class Checked:
@@ -213,10 +219,10 @@ class Variant:
             fns = built if isinstance(built, Functions) else Functions(*built)
             ex = self.example
             self._built["fns"] = Functions(
-                Checked(ex, self.name, fns.loss),
-                Checked(ex, self.name, fns.grad),
-                None if fns.jvp is None else Checked(ex, self.name, fns.jvp, tangents=True),
-                None if fns.value_and_grad is None else Checked(ex, self.name, fns.value_and_grad),
+                *(
+                    None if f is None else Checked(ex, self.name, f, tangents=f is fns.jvp)
+                    for f in fns
+                )
             )
         return self._built["fns"]
 

@@ -432,9 +432,11 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
 def _judge_pair(
     p: Plan, case: Case, a: Gradient, b: Gradient, *, session: Session
 ) -> CaseJudgement:
-    return judge_pair_of(
-        p.catalog, p.inputs, case.id, a, b, case.array, session, info=case.info, declared=True
-    )
+    of = f" ({case.array})" if case.array else ""
+    with session.phase(f"{p.example.name}: judging {a.label} against {b.label}{of}"):
+        return judge_pair_of(
+            p.catalog, p.inputs, case.id, a, b, case.array, session, info=case.info, declared=True
+        )
 
 
 def judge_pair_of(

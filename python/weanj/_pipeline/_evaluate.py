@@ -146,18 +146,36 @@ def _perturbed(inputs: Inputs, dtype: str, sample: int = 0) -> tuple:
     return inputs.example.args(moved, inputs.params)
 
 
+def run_loss(fns) -> Any:
+    """The loss as weanj's own runs call it beyond the evaluation's first call (the
+    rounding level, the Taylor test's steps): from the program that computed the
+    evaluation where the backend has one (`Functions.evaluation_loss`: nothing compiles
+    again), else the variant's `loss`."""
+    return fns.evaluation_loss if fns.evaluation_loss is not None else fns.loss
+
+
 def _loss_and_grad(
     fns, args: tuple, watch: Watch, label: str, dtype: str, returned: dict | None = None
 ) -> tuple[Any, Any]:
     """The loss (held to the contract) and the raw gradient: one watched call where the
     backend computes both at once (`Functions.value_and_grad`: a Julia variant's one
-    request), else the loss, checked before the gradient is asked for. `returned` keeps
-    what came back, for the fault line of a run at odds with its x64 configuration."""
+    request, a JAX variant's one compiled program), else the loss, checked before the
+    gradient is asked for. `returned` keeps what came back, for the fault line of a run
+    at odds with its x64 configuration."""
     returned = {} if returned is None else returned
     if fns.value_and_grad is not None:
-        both = watch.run(lambda: fns.value_and_grad(*args), label)
-        returned["the loss"], returned["the gradient"] = both
-        return checked_loss(both[0], dtype), both[1]
+        try:
+            both = watch.run(lambda: fns.value_and_grad(*args), label)
+        except TypeError:
+            # JAX refuses to differentiate a loss that is not a real scalar: the loss
+            # alone says which contract it breaks (`checked_loss`), as it would first
+            returned["the loss"] = watch.run(lambda: fns.loss(*args), label)
+            checked_loss(returned["the loss"], dtype)
+            raise
+        returned["the loss"] = both[0]
+        loss = checked_loss(both[0], dtype)  # the loss's breach first, as if called first
+        returned["the gradient"] = both[1]
+        return loss, both[1]
     returned["the loss"] = watch.run(lambda: fns.loss(*args), label)
     loss = checked_loss(returned["the loss"], dtype)
     returned["the gradient"] = raw_grad = watch.run(lambda: fns.grad(*args), label)
@@ -187,13 +205,15 @@ def _noise(fns, inputs: Inputs, loss: float, gradients: dict, ex, dtype: str, wa
     change the branch, and with it a few entries by far more than rounding."""
     shapes = {k: np.shape(v) for k, v in gradients.items()}
     try:
+        watch.step(f"perturbed run 1 of {NOISE_SAMPLES}")
         args = _perturbed(inputs, dtype)
         loss_t, raw_grad = _loss_and_grad(fns, args, watch, label, dtype)
         grads_t = checked_gradients(ex, raw_grad, dtype, shapes)
         moves = [abs(loss_t - loss)]
         for sample in range(1, NOISE_SAMPLES):
+            watch.step(f"perturbed run {sample + 1} of {NOISE_SAMPLES}")
             more = _perturbed(inputs, dtype, sample)
-            moved = watch.run(lambda more=more: fns.loss(*more), label)
+            moved = watch.run(lambda more=more: run_loss(fns)(*more), label)
             moves.append(abs(checked_loss(moved, dtype) - loss))
     except Exception:  # the measurement is a refinement; the run itself stood
         return {}
@@ -260,10 +280,11 @@ def evaluate(
     where = f"{ex.name} {label}"
     returned: dict[str, Any] = {}
     try:
-        fns = variant.built  # builds on first use: an optional backend may refuse here
-        t0 = time.perf_counter()
-        loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype, returned)
-        seconds = time.perf_counter() - t0
+        with watch.phase(f"compiling or running {where}"):
+            fns = variant.built  # builds on first use: an optional backend may refuse here
+            t0 = time.perf_counter()
+            loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype, returned)
+            seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
     except TimeoutError as e:
         return fault(TIMEOUT, str(e))
@@ -294,7 +315,8 @@ def evaluate(
     )
     if not g.finite:
         return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
-    g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
+    with watch.phase(f"{where}: loss floor (its rounding level)"):
+        g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
     if config.x64 is not None:
         g.extra["x64"] = config.x64.describe()  # stored with the gradient
     return g

@@ -23,7 +23,7 @@ from .._judge._contract import Fault
 from .._judge._taylor import checked_masks
 from .._model import Example, Gradient, Inputs, Variant
 from .._watch import Watch
-from ._evaluate import evaluate, label_of
+from ._evaluate import evaluate, label_of, run_loss
 
 
 class Session:
@@ -73,6 +73,17 @@ class Session:
             )
             self.watch.abandoned.clear()
 
+    # --- progress ---------------------------------------------------------------------------
+
+    def phase(self, text: str):
+        """A context in which the heartbeat names `text` (`_watch.Watch.phase`): each
+        gradient check, each pair judged."""
+        return self.watch.phase(text)
+
+    def step(self, text: str) -> None:
+        """Where the current phase is (`direction 1 of 2, step 3 of at most 40`)."""
+        self.watch.step(text)
+
     # --- evaluations -------------------------------------------------------------------------
 
     def outcome(self, variant: Variant, inputs: Inputs, dtype: str) -> Gradient | Fault:
@@ -90,6 +101,7 @@ class Session:
             if self.on_evaluated is not None:
                 seconds = time.perf_counter() - t0
                 self.on_evaluated(label_of(variant, dtype), found, seconds, reused)
+                self.watch.heard()  # a line was said: the heartbeat counts from it
         return self._outcomes[key]
 
     def forget(self) -> None:
@@ -123,12 +135,12 @@ class Session:
         """`x -> L(..., array=x, ...)` in float64, each call under the watch."""
         ex = variant.example
         arrays = inputs.run_arrays("float64")
-        fns = variant.built
+        run = run_loss(variant.built)  # the evaluation's own program (no new compilation)
         where = f"{ex.name} {variant.name} (Taylor test of {array})"
 
         def loss(x: np.ndarray) -> float:
             args = ex.args({**arrays, array: x}, inputs.params)
-            return float(np.asarray(self.watch.run(lambda: fns.loss(*args), where)))
+            return float(np.asarray(self.watch.run(lambda: run(*args), where)))
 
         return loss
 
