@@ -6,8 +6,10 @@ array per `wrt` array (the array itself for one, a dict or a tuple in `wrt` orde
 several), each shaped like its input and of the dtype under test (complex arrays: its
 complex counterpart). Anything else is the variant's fault, verdict `error`, named in one
 line: never a gradient failure, a precision failure or a traceback. A NaN or Inf in what it
-returns is the fault `NaN/Inf`. This module states the rules; the execution layer
-(`_pipeline`) applies them to what a run returned.
+returns is the fault `NaN/Inf`. This module states the rules and gives the verdicts; the
+execution layer (`_pipeline`) applies the rules to what a run returned and reports what
+happened (an exception, a time-out, the numbers) to `fault_of` and `numbers_fault`, which
+turn it into the run's `Fault`: no verdict is decided outside `_judge`.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from typing import Any
 import numpy as np
 
 from .._errors import ExcludedError, InputError, UnavailableError, VariantError, WeanjError
-from .._model import COMPLEX_OF, Example
+from .._model import COMPLEX_OF, Example, Gradient
 from .._model._verdicts import Verdict
 
-# A fault's verdict (`Verdict` is a `str`: a fault read back from a record compares equal).
+# The verdicts a `Fault` may carry (`Verdict` is a `str`: a fault read back from a record
+# compares equal).
 ERROR, NONFINITE, TIMEOUT, UNAVAILABLE, SKIPPED = (
     Verdict.ERROR,
     Verdict.NONFINITE,
@@ -55,6 +58,40 @@ class Fault:
             return ExcludedError(self.what)
         what = self.line if self.verdict == ERROR else f"{self.verdict}: {self.line}"
         return VariantError(f"{what}{after}")
+
+
+class NotFinite(Exception):
+    """What a run returned holds NaN or Inf (the message says where)."""
+
+
+def fault_of(happened: BaseException, what: str = "", command: str = "") -> Fault:
+    """A run's fault from what happened to it: a time-out (`TimeoutError`) is `timeout`;
+    a variant that cannot run here (`UnavailableError`) `unavailable`; one declared not to
+    apply, or to these dtypes (`ExcludedError`), `skipped`; NaN/Inf in what it returned
+    (`NotFinite`) `NaN/Inf`; anything else it raised or returned against the contract
+    (`Breach`, any exception, a worker or process that died) `error`. `what`: the line
+    saying what (the exception's text by default); `command`, the command that reproduces
+    it, is kept for the variant's own faults only."""
+    if isinstance(happened, TimeoutError):
+        verdict = TIMEOUT
+    elif isinstance(happened, ExcludedError):  # (an `UnavailableError` of its own kind)
+        verdict = SKIPPED
+    elif isinstance(happened, UnavailableError):
+        verdict = UNAVAILABLE
+    elif isinstance(happened, NotFinite):
+        verdict = NONFINITE
+    else:
+        verdict = ERROR
+    return Fault(verdict, what or str(happened), command if verdict.fault else "")
+
+
+def numbers_fault(g: Gradient, command: str = "") -> Fault | None:
+    """The fault of a run whose numbers are in, or None: a NaN or Inf in its loss or
+    gradient is the run's fault (`NaN/Inf`), saying where."""
+    if g.finite:
+        return None
+    what = f"{g.variant}: {g.nonfinite_text()}"
+    return fault_of(NotFinite(what), what, command)
 
 
 class Breach(Exception):

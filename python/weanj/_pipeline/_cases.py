@@ -30,11 +30,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from .._errors import WeanjError
+from .._errors import ExcludedError, UnavailableError, WeanjError
 from .._io._gradient_files import StoreScan, scan_store
 from .._io._inputs import check_fresh, read_inputs
 from .._judge import _verdict as judge
-from .._judge._contract import Fault
+from .._judge._contract import Fault, fault_of
 from .._judge._expected import beyond_declaration
 from .._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
@@ -104,10 +104,6 @@ class Case:
     info: bool = False  # a pair across families: for information, never a failure
 
 
-# A subject's skip that means "not run here" (any other is a fault the last check found).
-_NOT_RUN = (Verdict.UNAVAILABLE, Verdict.SKIPPED)
-
-
 @dataclass
 class Plan:
     """The case table of one example on some inputs."""
@@ -136,7 +132,7 @@ class Plan:
             return None
         for label in case.subjects:
             s = self.subjects.get(label)
-            if s is not None and s.skip is not None and s.skip.verdict in _NOT_RUN:
+            if s is not None and _not_run(s):
                 return s.skip
         return None
 
@@ -227,15 +223,22 @@ def _file_label(path, places: Places | None) -> str:
     return path.stem
 
 
+def _not_run(s: Subject) -> bool:
+    """A subject that does not run here (unavailable, skipped); any other skip is a fault
+    the last check found."""
+    return s.skip is not None and not s.skip.verdict.ran
+
+
 def _skip(p: Plan, v: Variant, dtype: str) -> Fault | None:
+    """Why a variant does not run here, reported to the judge (`fault_of`), or None."""
     why = v.unavailable_reason()
     if why is not None:
-        return Fault(Verdict.UNAVAILABLE, why)
+        return fault_of(UnavailableError(why))
     if dtype not in v.dtypes:
-        return Fault(Verdict.SKIPPED, f"{v.name} supports {', '.join(v.dtypes)} only")
+        return fault_of(ExcludedError(f"{v.name} supports {', '.join(v.dtypes)} only"))
     excluded = v.excluded(p.inputs.arrays, p.inputs.params)
     if excluded is not None:
-        return Fault(Verdict.SKIPPED, f"{v.name} does not apply to these inputs: {excluded}")
+        return fault_of(ExcludedError(f"{v.name} does not apply to these inputs: {excluded}"))
     return None
 
 
@@ -256,13 +259,9 @@ def _add_subjects(p: Plan, stored: dict[str, Gradient], faults: dict[str, Fault]
                 elif label in faults:
                     p.subjects[label] = Subject(label, family, dtype, v, skip=faults[label])
     for label, g in sorted(stored.items()):
-        if g.source == "file" and g.of is not None:
+        if g.source == "file" and g.of is not None:  # a variant's store file holding another's
             case_id = file_id(ex, label)
-            reason = (
-                f"{g.path} holds a gradient of {g.variant}, not of {g.path.stem} (whose store "
-                "file it is)"
-            )
-            p.files[case_id] = CaseJudgement(case_id, CaseKind.FILE, Verdict.FAIL, reason=reason)
+            p.files[case_id] = judge.misplaced_file(case_id, g)
             continue
         if _file_case(p, label, g, g.of):
             family = g.of.family if g.of is not None else g.family
@@ -274,7 +273,7 @@ def _file_case(p: Plan, label: str, g: Gradient, registered: Variant | None) -> 
     case_id = file_id(p.example, label)
     family = registered.family if registered is not None else None
     p.files[case_id] = judge.judge_file(case_id, g, p.inputs, family=family)
-    return p.files[case_id].verdict in (Verdict.OK, Verdict.NONFINITE)
+    return judge.comparable(p.files[case_id])
 
 
 def _add_runs(p: Plan) -> None:
@@ -296,6 +295,18 @@ def _reference(members: list[Subject]) -> Subject | None:
     float64 = [s for s in members if s.dtype == "float64"]
     runnable = [s for s in float64 if s.skip is None]
     return (runnable or float64 or [None])[0]
+
+
+def _own_float64(p: Plan, s: Subject, ref: Subject) -> Subject:
+    """What a float32 subject is judged against: its own float64 run, so that the check
+    measures precision alone (a port wrong in float64 is the family pairs' to say, once);
+    the family's float64 reference where it has no float64 run here (a float32-only
+    variant, a file of no registered variant)."""
+    if s.variant is not None:
+        own = p.subjects.get(label_of(s.variant, "float64"))
+        if own is not None and not _not_run(own):
+            return own
+    return ref
 
 
 def _pair_cases(p: Plan, family: str, a: Subject, b: Subject, *, info: bool = False) -> list[Case]:
@@ -325,7 +336,7 @@ def _add_pairs(p: Plan) -> None:
             p.cases.extend(_pair_cases(p, family, a, b))
         for s in members:
             if s.dtype != "float64":
-                p.cases.extend(_pair_cases(p, family, ref, s))
+                p.cases.extend(_pair_cases(p, family, _own_float64(p, s, ref), s))
     for fa, fb in itertools.combinations(references, 2):
         p.cases.extend(_pair_cases(p, f"{fa} vs {fb}", references[fa], references[fb], info=True))
 
@@ -410,7 +421,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     outcomes = [subject_outcome(p, label, session) for label in case.subjects]
     for label, outcome in zip(case.subjects, outcomes, strict=True):
         if isinstance(outcome, Fault):
-            if Verdict(outcome.verdict) in (Verdict.UNAVAILABLE, Verdict.SKIPPED):
+            if not Verdict(outcome.verdict).ran:
                 return judge.skipped(case.id, case.kind, outcome.what, **what)
             fault = judge.judge_run("", label, outcome)
             return judge.not_compared(case.id, case.kind, fault, **what)
@@ -421,10 +432,8 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     try:
         check = CHECKS[case.kind]
         j = check.judgement(session, case.id, p.catalog, p.inputs, g, case.array, **what)
-    except TimeoutError as e:
-        j = CaseJudgement(
-            case.id, case.kind, Verdict.TIMEOUT, reason=str(e), array=case.array, **what
-        )
+    except TimeoutError as e:  # what happened, reported to the judge
+        j = judge.check_fault(case.id, case.kind, fault_of(e), array=case.array, **what)
     return judge.declared_check(j, p.catalog.declared_check(case.kind, g.of))
 
 
@@ -474,7 +483,7 @@ def judge_plan(p: Plan, session: Session) -> ExampleJudgement:
     for case in p.cases:
         result.judgements.append(judge_case(p, case, session))
     for label, s in p.subjects.items():
-        if s.skip is not None and s.skip.verdict in _NOT_RUN:
+        if _not_run(s):
             target = result.unavailable if s.skip.verdict == Verdict.UNAVAILABLE else result.skipped
             target[label] = s.skip.what
             continue
@@ -543,7 +552,7 @@ def judge_pair_on(
     found = PairOutcome(inputs)
     for v, o in zip((a, b), outcomes, strict=True):
         if isinstance(o, Fault):
-            if o.verdict in (Verdict.SKIPPED, Verdict.UNAVAILABLE):
+            if not o.verdict.ran:
                 return PairOutcome(inputs)
             j = judge.judge_run(run_id(ex, v.family, v.name), v.name, o, family=v.family)
             found.judgements.append(
@@ -557,9 +566,4 @@ def judge_pair_on(
         found.judgements.append(
             judge_pair_of(catalog, inputs, case_id, ga, gb, array, session, declared=True)
         )
-    return found
-    ga, gb = outcomes
-    for array in ex.wrt_names:
-        case_id = pair_id(ex, a.family, a.name, b.name, array)
-        found.judgements.append(judge_pair_of(catalog, inputs, case_id, ga, gb, array, session))
     return found

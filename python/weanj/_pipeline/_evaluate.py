@@ -18,15 +18,12 @@ import numpy as np
 from .. import _x64
 from .._errors import ExcludedError, UnavailableError, WeanjError
 from .._judge._contract import (
-    ERROR,
-    NONFINITE,
-    SKIPPED,
-    TIMEOUT,
-    UNAVAILABLE,
     Breach,
     Fault,
     checked_gradients,
     checked_loss,
+    fault_of,
+    numbers_fault,
 )
 from .._model import Gradient, Inputs, Variant
 from .._watch import Watch
@@ -236,17 +233,18 @@ def evaluate(
     label = label_of(variant, dtype)
     command = reproduce_command(variant, inputs, dtype, shown_path)
 
-    def fault(verdict: str, what: str) -> Fault:
-        return Fault(verdict, what, command if verdict in (ERROR, NONFINITE, TIMEOUT) else "")
+    def fault(happened: BaseException, what: str = "") -> Fault:
+        """What happened, reported to the judge, which gives the verdict (`fault_of`)."""
+        return fault_of(happened, what, command)
 
     why = variant.unavailable_reason()
     if why is not None:
-        return fault(UNAVAILABLE, why)
+        return fault(UnavailableError(why))
     if dtype not in variant.dtypes:
-        return fault(SKIPPED, f"{variant.name} supports {', '.join(variant.dtypes)} only")
+        return fault(ExcludedError(f"{variant.name} supports {', '.join(variant.dtypes)} only"))
     excluded = variant.excluded(inputs.arrays, inputs.params)
     if excluded is not None:
-        return fault(SKIPPED, f"{variant.name} does not apply to these inputs: {excluded}")
+        return fault(ExcludedError(f"{variant.name} does not apply to these inputs: {excluded}"))
     args = inputs.args(dtype)
     where = f"{ex.name} {label}"
     returned: dict[str, Any] = {}
@@ -257,15 +255,13 @@ def evaluate(
         seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
     except TimeoutError as e:
-        return fault(TIMEOUT, str(e))
-    except ExcludedError as e:
-        return fault(SKIPPED, first_line(e))
-    except UnavailableError as e:
-        return fault(UNAVAILABLE, first_line(e))
+        return fault(e)
+    except (ExcludedError, UnavailableError) as e:
+        return fault(e, first_line(e))
     except Breach as e:
-        return fault(ERROR, _x64_line(variant, dtype, returned) or f"{variant.name} {e}")
+        return fault(e, _x64_line(variant, dtype, returned) or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
-        return fault(ERROR, f"{variant.name} {first_line(e)}{raised_at(e)}")
+        return fault(e, f"{variant.name} {first_line(e)}{raised_at(e)}")
     g = Gradient(
         ex,
         variant.name,
@@ -282,8 +278,9 @@ def evaluate(
         seconds=seconds,
         of=variant,
     )
-    if not g.finite:
-        return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
+    nonfinite = numbers_fault(g, command)  # the numbers, judged
+    if nonfinite is not None:
+        return nonfinite
     g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
     if variant.backend != "julia":
         g.extra["x64"] = x64_configuration(variant).describe()  # stored with the gradient
