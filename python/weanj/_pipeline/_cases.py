@@ -418,8 +418,11 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
             j.info["x64"] = x64_configuration(s.variant).to_json()  # shown by every view
         return judge.declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))
     what["array"] = case.array
-    outcomes = [subject_outcome(p, label, session) for label in case.subjects]
-    for label, outcome in zip(case.subjects, outcomes, strict=True):
+    labels = case.subjects
+    if case.info:  # two families, each by its reference as judged (DESIGN §5)
+        labels = tuple(_stand_in(p, label, session) for label in labels)
+    outcomes = [subject_outcome(p, label, session) for label in labels]
+    for label, outcome in zip(labels, outcomes, strict=True):
         if isinstance(outcome, Fault):
             if not Verdict(outcome.verdict).ran:
                 return judge.skipped(case.id, case.kind, outcome.what, **what)
@@ -435,6 +438,20 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     except TimeoutError as e:  # what happened, reported to the judge
         j = judge.check_fault(case.id, case.kind, fault_of(e), array=case.array, **what)
     return judge.declared_check(j, p.catalog.declared_check(case.kind, g.of))
+
+
+def _stand_in(p: Plan, label: str, session: Session) -> str:
+    """A family's reference for a comparison across families: itself, or where it is at
+    fault its family's next float64 member that ran (what the family was judged against:
+    `ExampleJudgement.references`); itself where none did."""
+    if not isinstance(subject_outcome(p, label, session), Fault):
+        return label
+    family = p.subjects[label].family
+    for s in p.subjects.values():
+        if s.family == family and s.dtype == "float64" and s.label != label:
+            if isinstance(subject_outcome(p, s.label, session), Gradient):
+                return s.label
+    return label
 
 
 def _judge_pair(
