@@ -300,11 +300,12 @@ def _reference(members: list[Subject]) -> Subject | None:
 def _own_float64(p: Plan, s: Subject, ref: Subject) -> Subject:
     """What a float32 subject is judged against: its own float64 run, so that the check
     measures precision alone (a port wrong in float64 is the family pairs' to say, once);
-    the family's float64 reference where it has no float64 run here (a float32-only
-    variant, a file of no registered variant)."""
-    if s.variant is not None:
+    the family's float64 reference where it has none (a float32-only variant, a file of
+    no registered variant). Decided from the declarations, not from what runs here, so
+    that the case ids are the same on every machine."""
+    if s.variant is not None and "float64" in s.variant.dtypes:
         own = p.subjects.get(label_of(s.variant, "float64"))
-        if own is not None and not _not_run(own):
+        if own is not None:
             return own
     return ref
 
