@@ -24,16 +24,6 @@ from .._errors import ExcludedError, InputError, UnavailableError, VariantError,
 from .._model import COMPLEX_OF, Example, Gradient
 from .._model._verdicts import Verdict
 
-# The verdicts a `Fault` may carry (`Verdict` is a `str`: a fault read back from a record
-# compares equal).
-ERROR, NONFINITE, TIMEOUT, UNAVAILABLE, SKIPPED = (
-    Verdict.ERROR,
-    Verdict.NONFINITE,
-    Verdict.TIMEOUT,
-    Verdict.UNAVAILABLE,
-    Verdict.SKIPPED,
-)
-
 
 @dataclass(frozen=True)
 class Fault:
@@ -52,11 +42,11 @@ class Fault:
     def error(self, after: str = "") -> WeanjError:
         """The exception the Python API and `weanj run` raise for it: `UnavailableError`,
         `ExcludedError` (skipped) or `VariantError` (its line, then `after`)."""
-        if self.verdict == UNAVAILABLE:
+        if self.verdict == Verdict.UNAVAILABLE:
             return UnavailableError(self.what)
-        if self.verdict == SKIPPED:
+        if self.verdict == Verdict.SKIPPED:
             return ExcludedError(self.what)
-        what = self.line if self.verdict == ERROR else f"{self.verdict}: {self.line}"
+        what = self.line if self.verdict == Verdict.ERROR else f"{self.verdict}: {self.line}"
         return VariantError(f"{what}{after}")
 
 
@@ -73,15 +63,15 @@ def fault_of(happened: BaseException, what: str = "", command: str = "") -> Faul
     saying what (the exception's text by default); `command`, the command that reproduces
     it, is kept for the variant's own faults only."""
     if isinstance(happened, TimeoutError):
-        verdict = TIMEOUT
+        verdict = Verdict.TIMEOUT
     elif isinstance(happened, ExcludedError):  # (an `UnavailableError` of its own kind)
-        verdict = SKIPPED
+        verdict = Verdict.SKIPPED
     elif isinstance(happened, UnavailableError):
-        verdict = UNAVAILABLE
+        verdict = Verdict.UNAVAILABLE
     elif isinstance(happened, NotFinite):
-        verdict = NONFINITE
+        verdict = Verdict.NONFINITE
     else:
-        verdict = ERROR
+        verdict = Verdict.ERROR
     return Fault(verdict, what or str(happened), command if verdict.fault else "")
 
 

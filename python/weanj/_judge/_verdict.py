@@ -310,8 +310,8 @@ def misplaced_file(case: str, g: Gradient) -> CaseJudgement:
 
 def comparable(j: CaseJudgement) -> bool:
     """A file judged on its own takes part in pairs: it is current and of the inputs'
-    shapes (`ok`, or `NaN/Inf`, which its pairs then say)."""
-    return j.verdict in (Verdict.OK, Verdict.NONFINITE)
+    shapes (`ok`, or a fault of its numbers, `NaN/Inf`, which its pairs then say)."""
+    return j.verdict == Verdict.OK or j.verdict.fault
 
 
 # --- an example's judgement ------------------------------------------------------------------

@@ -24,7 +24,8 @@ class Verdict(str, enum.Enum):
     `fails` (a failure), `agrees` (two ports agree), `fault` (a subject's own fault: its
     pairs and checks are not compared), `declarable` (a `weanj.Expected` may declare it),
     `unjudged` (it says nothing about a difference: a declaration leaves it as it is),
-    `not-run` (the subject does not run here))."""
+    `not-run` (the subject does not run here), `as-declared` (a difference that shows as
+    declared: it passes, and is worth a look))."""
 
     # outside the tolerance policy, a gradient check that failed, a bad file; or a declared
     # difference that shows other than declared (the reason says how)
@@ -39,9 +40,9 @@ class Verdict(str, enum.Enum):
     TIMEOUT = ("timeout", "fail", "fails fault")  # a run that exceeded its time limit
     STALE = ("stale", "stale", "unjudged")  # a file computed on other inputs
     # a pair declared with `weanj.differ_at_kinks` that agrees away from the kinks
-    KINKS = ("kinks", "kinks", "agrees")
+    KINKS = ("kinks", "kinks", "agrees as-declared")
     # a difference declared with `weanj.Expected` that shows as declared (with its reason)
-    EXPECTED = ("expected", "expected", "")
+    EXPECTED = ("expected", "expected", "as-declared")
     UNAVAILABLE = ("unavailable", "skip", "unjudged not-run")  # its backend is missing here
     SKIPPED = ("skipped", "skip", "unjudged not-run")  # not judged, with the reason
     INFO = ("info", "info", "unjudged")  # two families, compared for information
@@ -83,6 +84,12 @@ class Verdict(str, enum.Enum):
         """It says something about a difference (False for `stale`, `unavailable`,
         `skipped`, `info`: a declaration leaves such a case as it is)."""
         return "unjudged" not in self._what
+
+    @property
+    def as_declared(self) -> bool:
+        """A difference that shows as declared (`kinks`, `expected`): it passes, and the
+        views show it beside the failures (the compact pair table, the pictures)."""
+        return "as-declared" in self._what
 
     @property
     def ran(self) -> bool:

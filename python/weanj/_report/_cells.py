@@ -34,7 +34,7 @@ def same_family_pairs(ej: ExampleJudgement) -> list[CaseJudgement]:
     return [
         j
         for j in ej.of_kind(CaseKind.PAIR)
-        if j.verdict not in (Verdict.SKIPPED, Verdict.INFO)
+        if j.verdict.judged  # not skipped, not the information across families
         and len(j.subjects) == 2
         and not j.subjects[1].endswith("@float32")
     ]
@@ -56,6 +56,12 @@ def _measure(js: list[CaseJudgement]) -> str:
     return num(max(errors), 0) if errors else ""
 
 
+def _of_numbers(v: Verdict) -> bool:
+    """A verdict the numbers alone give (`ok`, `FAIL`): its cell shows the number; any other
+    (`NaN/Inf`, `expected`, `unexpectedly ok`, …) says its word, whose reason is the title."""
+    return v is Verdict.OK or v is Verdict.FAIL
+
+
 def _skipped_cell(js: list[CaseJudgement]) -> Cell:
     """Cases all skipped: `not compared` where a subject is at fault (naming it), else
     `skipped`, with the reason."""
@@ -74,7 +80,7 @@ def check_cell(js: list[CaseJudgement], kind: CaseKind | str) -> Cell:
         return _skipped_cell(js)
     shown = _measure(js)
     links = [(j.array or str(kind), j.case) for j in js if j.verdict == worst]
-    text = f"{worst} {shown}".strip() if worst in (Verdict.OK, Verdict.FAIL) else str(worst)
+    text = f"{worst} {shown}".strip() if _of_numbers(worst) else str(worst)
     return Cell(text, str(worst), links, "\n".join(summary(j) for j in js))
 
 
@@ -104,7 +110,7 @@ def float32_cell(ej: ExampleJudgement, name: str) -> Cell:
         if j.comparison is not None and j.comparison.max_rel is not None
     ]
     links = [(j.array or "", j.case) for j in mine if j.verdict == worst and j.failed]
-    shown = num(max(rels), 1) if rels and worst in (Verdict.OK, Verdict.FAIL) else ""
+    shown = num(max(rels), 1) if rels and _of_numbers(worst) else ""
     text = f"{worst} {shown}".strip()
     return Cell(text, str(worst), links, "\n".join(summary(j) for j in mine))
 
@@ -135,9 +141,7 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
         if label in accused:
             return Cell(f"{worst} vs {len(against)} of {len(members)}", str(worst), links, why)
         # It fails only against the family's suspects: the suspects are the news.
-        agreeing = len(members) - len(against)
-        agreed = f"{Verdict.OK} ×{agreeing}; " if agreeing else ""
-        text = f"{agreed}{worst} vs"  # links name them
+        text = f"{Verdict.OK} ×{len(members) - len(against)}; {worst} vs"  # links name them
         return Cell(text, "differs", links, why, plain=f"{text} {', '.join(against)}")
     kinks = [j for j in mine if j.verdict == Verdict.KINKS]
     if kinks:

@@ -230,7 +230,7 @@ def _pictures(ej: ExampleJudgement) -> tuple[list[CaseJudgement], int]:
     first); when none, the agreeing same-family pair of the largest error and every pair of family
     references (`info`)."""
     pairs = [j for j in ej.of_kind(CaseKind.PAIR) if j.comparison is not None]
-    notable = [j for j in pairs if j.failed or j.verdict in (Verdict.KINKS, Verdict.EXPECTED)]
+    notable = [j for j in pairs if j.failed or j.verdict.as_declared]
     if notable:
         notable.sort(key=lambda j: (j.subjects[1].endswith("@float32"), -_badness(j)))
         return notable[:MAX_PICTURES], max(0, len(notable) - MAX_PICTURES)

@@ -303,18 +303,8 @@ def overall_line(
     dtypes: tuple[str, ...],
     did_not_run: list[tuple[str, str, bool]] = (),
 ) -> str:
-    runs = sum(
-        1
-        for ej in results
-        for j in ej.of_kind(CaseKind.RUN)
-        if j.verdict not in (Verdict.SKIPPED, Verdict.UNAVAILABLE)
-    )
-    skipped = sum(
-        1
-        for ej in results
-        for j in ej.judgements
-        if j.verdict in (Verdict.SKIPPED, Verdict.UNAVAILABLE)
-    )
+    runs = sum(1 for ej in results for j in ej.of_kind(CaseKind.RUN) if j.verdict.ran)
+    skipped = sum(1 for ej in results for j in ej.judgements if not j.verdict.ran)
     failed = [ej.name for ej in results if ej.judged and not ej.ok]
     unjudged = [ej.name for ej in results if not ej.judged]
     unchecked = [d for d in ("float64", "float32") if d not in dtypes]
