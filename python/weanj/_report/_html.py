@@ -381,7 +381,7 @@ def tables(p: ExamplePage, drawn: set[str]) -> list[str]:
     groups = (
         ("same-family pairs (float64)", same),
         (
-            "float32 against the family's float64 reference",
+            "float32 against its own float64 run",
             [j for j in pairs if j.subjects[1].endswith("@float32")],
         ),
         (
