@@ -140,9 +140,11 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
         worst = Verdict.worst(j.verdict for j in failing)
         if label in accused:
             return Cell(f"{worst} vs {len(against)} of {len(members)}", str(worst), links, why)
-        # It fails only against the family's suspects: the suspects are the news.
+        # It fails only against the family's suspects: the suspects are the news; where the
+        # judge names none (`unexpectedly ok`: a declaration, not a port), the verdict is.
         text = f"{Verdict.OK} ×{len(members) - len(against)}; {worst} vs"  # links name them
-        return Cell(text, "differs", links, why, plain=f"{text} {', '.join(against)}")
+        news = "differs" if any(other in accused for other in against) else str(worst)
+        return Cell(text, news, links, why, plain=f"{text} {', '.join(against)}")
     kinks = [j for j in mine if j.verdict == Verdict.KINKS]
     if kinks:
         at_kinks = dict.fromkeys(other(j) for j in kinks)
