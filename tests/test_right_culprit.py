@@ -86,7 +86,9 @@ def culprit(tmp_path_factory):
         "print(json.dumps({'verdicts': {c: str(v) for c, v in j.verdicts().items()},"
         " 'html': j._repr_html_(), 'stored': {k: [g.loss, g.gradients['x'].tolist()]"
         " for k, g in stored.items()},"
-        " 'x': weanj.load_inputs('51-culprit')['x'].tolist()}))\n",
+        " 'x': weanj.load_inputs('51-culprit')['x'].tolist(),"
+        " 'info': (lambda i: [list(i.subjects), i.reason])("
+        "j['51-culprit'].by_case()['51-culprit::info::jax-a~jax-g'])}))\n",
     )
     assert api.returncode == 0, api.stderr
     diff = weanj_here(root, "diff", EX)
@@ -126,6 +128,10 @@ def test_a_family_whose_reference_raises_is_judged_against_its_next_member(culpr
     assert verdicts[_case("f", "jax-b~jax-c")] == "ok"
     # across families too: family f by jax-b, the member it was judged against
     assert verdicts[f"{EX}::info::jax-a~jax-g"] == "info"
+    assert culprit["api"]["info"] == [
+        ["jax-b", "jax-g"],
+        "jax-a is at fault, jax-b stands in for it",
+    ]
     assert verdicts[_case("f", "jax-b~jax-d")] == "FAIL"
     assert verdicts[_case("f", "jax-c~jax-d")] == "FAIL"
     # the premise of those verdicts, from the stored gradients, apart from the judge:

@@ -13,6 +13,7 @@ the judge's, like every other verdict.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 from dataclasses import dataclass, field
@@ -174,6 +175,13 @@ def _judge_pair(
                 case, CaseKind.PAIR, Verdict.KINKS, comparison=c, away=away, kinks=kinks, **what
             )
     return CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, comparison=c, kinks=kinks, **what)
+
+
+def stood_in(j: CaseJudgement, aside: dict[str, str]) -> CaseJudgement:
+    """A comparison across families made with a family's stand-in reference (`{designated:
+    the member that ran}`, DESIGN §5): its reason says so (its id names the designated)."""
+    said = "; ".join(f"{a} is at fault, {b} stands in for it" for a, b in aside.items())
+    return dataclasses.replace(j, reason=f"{said}; {j.reason}" if j.reason else said)
 
 
 def _nonfinite(a: Gradient, b: Gradient) -> str:

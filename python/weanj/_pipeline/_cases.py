@@ -138,7 +138,9 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
             fault = judge.judge_run("", label, outcome)
             return judge.not_compared(case.id, case.kind, fault, **what)
     if case.kind == CaseKind.PAIR:
-        return _judge_pair(p, case, *outcomes, session=session)
+        j = _judge_pair(p, case, *outcomes, session=session)
+        aside = {a: b for a, b in zip(case.subjects, labels, strict=True) if a != b}
+        return judge.stood_in(j, aside) if aside else j
     g = outcomes[0]
     what.pop("array")
     try:
