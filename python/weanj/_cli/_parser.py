@@ -152,8 +152,7 @@ def _check(sub) -> None:
         "--dtype",
         choices=(*DTYPE_CHOICES, "both"),
         default="both",
-        help="dtypes under test (default: both: float64, "
-        "then float32 against the float64 references)",
+        help="dtypes under test (default: both: float64, then float32 against its own float64 run)",
     )
     p.add_argument(
         "--variants",

@@ -9,6 +9,7 @@ Only weanj's own mistakes raise.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Any
@@ -18,15 +19,12 @@ import numpy as np
 from .. import _x64
 from .._errors import ExcludedError, UnavailableError, WeanjError
 from .._judge._contract import (
-    ERROR,
-    NONFINITE,
-    SKIPPED,
-    TIMEOUT,
-    UNAVAILABLE,
     Breach,
     Fault,
     checked_gradients,
     checked_loss,
+    fault_of,
+    numbers_fault,
 )
 from .._model import Configuration, Gradient, Inputs, Variant, run_label
 from .._watch import Watch
@@ -264,18 +262,19 @@ def evaluate(
     label = config.label(variant.name)
     command = reproduce_command(variant, inputs, dtype, shown_path)
 
-    def fault(verdict: str, what: str) -> Fault:
-        again = command if verdict in (ERROR, NONFINITE, TIMEOUT) else ""
-        return Fault(verdict, what, again, configuration=config)
+    def fault(happened: BaseException, what: str = "") -> Fault:
+        """What happened, reported to the judge, which gives the verdict (`fault_of`),
+        with the configuration the run was in."""
+        return dataclasses.replace(fault_of(happened, what, command), configuration=config)
 
     why = variant.unavailable_reason()
     if why is not None:
-        return fault(UNAVAILABLE, why)
+        return fault(UnavailableError(why))
     if dtype not in variant.dtypes:
-        return fault(SKIPPED, f"{variant.name} supports {', '.join(variant.dtypes)} only")
+        return fault(ExcludedError(f"{variant.name} supports {', '.join(variant.dtypes)} only"))
     excluded = variant.excluded(inputs.arrays, inputs.params)
     if excluded is not None:
-        return fault(SKIPPED, f"{variant.name} does not apply to these inputs: {excluded}")
+        return fault(ExcludedError(f"{variant.name} does not apply to these inputs: {excluded}"))
     args = inputs.args(dtype)
     where = f"{ex.name} {label}"
     returned: dict[str, Any] = {}
@@ -287,15 +286,13 @@ def evaluate(
             seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
     except TimeoutError as e:
-        return fault(TIMEOUT, str(e))
-    except ExcludedError as e:
-        return fault(SKIPPED, first_line(e))
-    except UnavailableError as e:
-        return fault(UNAVAILABLE, first_line(e))
+        return fault(e)
+    except (ExcludedError, UnavailableError) as e:
+        return fault(e, first_line(e))
     except Breach as e:
-        return fault(ERROR, _x64_line(variant, config, returned) or f"{variant.name} {e}")
+        return fault(e, _x64_line(variant, config, returned) or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
-        return fault(ERROR, f"{variant.name} {first_line(e)}{raised_at(e)}")
+        return fault(e, f"{variant.name} {first_line(e)}{raised_at(e)}")
     g = Gradient(
         ex,
         variant.name,
@@ -313,8 +310,9 @@ def evaluate(
         of=variant,
         configuration=config,
     )
-    if not g.finite:
-        return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
+    nonfinite = numbers_fault(g, command)  # the numbers, judged
+    if nonfinite is not None:
+        return dataclasses.replace(nonfinite, configuration=config)
     with watch.phase(f"{where}: loss floor (its rounding level)"):
         g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
     if config.x64 is not None:
