@@ -93,6 +93,20 @@ def assert_one_line_error(stderr: str, *fragments: str) -> str:
     return message
 
 
+def rejection(example: str, arrays: dict) -> str:
+    """The one-line `InputError` the example's `validate` raises on `arrays` (it must
+    raise one)."""
+    import pytest
+
+    import weanj
+
+    with pytest.raises(weanj.InputError) as e:
+        weanj.example(example).validate(arrays)
+    message = str(e.value)
+    assert "\n" not in message
+    return message
+
+
 def write_h5(path: Path, attrs: dict | None = None, **datasets) -> Path:
     """An HDF5 file with the given datasets and attributes (a user's own inputs file)."""
     with h5py.File(path, "w") as f:
