@@ -125,18 +125,25 @@ def variant_table(p: ExamplePage) -> str:
     return table(head, rows, "variants")
 
 
+def _nothing_judged(p: ExamplePage, state_class: str, error_class: str) -> str:
+    """The close of an example's section where there is no judgement to show: what runs it
+    (`state`), or why the judge could not judge it; "" where there is one."""
+    if p.ej is None:
+        return f'<p class="{state_class}">{e(p.state)}</p></section>'
+    if p.error is not None:
+        return f'<p class="{error_class}">not judged: {e(p.error)}</p></section>'
+    return ""
+
+
 def example_top(p: ExamplePage) -> str:
     ex = p.example
     out = [
         f'<section class="example" id="{e(p.name)}">',
         f"<h3>{e(p.name)}{': ' + e(ex.title) if ex.title else ''} — {badge(p.verdict)}</h3>",
     ]
-    if p.ej is None:
-        out.append(f'<p class="{verdict_class(p.verdict)}">{e(p.state)}</p></section>')
-        return "".join(out)
-    if p.error is not None:
-        out.append(f'<p class="fail">not judged: {e(p.error)}</p></section>')
-        return "".join(out)
+    nothing = _nothing_judged(p, verdict_class(p.verdict), "fail")
+    if nothing:
+        return "".join(out) + nothing
     out.append(
         f'<p class="note">{e(p.ej.inputs.describe())}; dtypes judged: '
         f"{e(', '.join(sorted({g.dtype for g in p.ej.subjects.values()})) or 'none')}; "
@@ -324,12 +331,9 @@ def evidence(p: ExamplePage, have_matplotlib: bool) -> str:
         f'<section id="{e(anchor(p.name, "pairs"))}">'
         f"<h3>{link(p.name, p.name)}: pairs and pictures</h3>"
     ]
-    if p.ej is None:
-        out.append(f'<p class="note">{e(p.state)}</p></section>')
-        return "".join(out)
-    if p.error is not None:
-        out.append(f'<p class="note">not judged: {e(p.error)}</p></section>')
-        return "".join(out)
+    nothing = _nothing_judged(p, "note", "note")
+    if nothing:
+        return "".join(out) + nothing
     drawn = {j.case for j in p.pictures}
     if p.pictures:
         kind = (
