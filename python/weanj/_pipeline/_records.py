@@ -44,6 +44,7 @@ module reached only that way is not part of the key (docs/DESIGN.md says so).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -241,7 +242,7 @@ class Records:
         self.reused[(ex, label)] = record["created"]
         self._recalled[(ex, label)] = record
         if not isinstance(found, Gradient):  # what its key was recomputed with
-            return Fault(found.verdict, found.what, found.command, configuration=config)
+            return dataclasses.replace(found, configuration=config)
         found.configuration = config
         found.source, found.of = "run", variant
         found.seconds = record["seconds"]
