@@ -369,7 +369,7 @@ class DaskExecutor:
                     found, checks, where, seconds = Fault(ERROR, str(e), command), {}, "", 0.0
                 delivered.deliver(v, inputs, dtype, found, checks)
                 if records is not None and not _worker_died(found):
-                    records.keep(v, inputs, dtype, found)
+                    records.keep(v, inputs, dtype, found, checks)
                 counter.line(v, dtype, found, f"{seconds:.1f} s", where, _running(client, futures))
         except BaseException:  # Ctrl-C: nothing written yet; the tasks are cancelled
             client.cancel(list(futures), force=True)

@@ -120,6 +120,7 @@ class Records:
     _code: dict[str, str] = field(default_factory=dict)
     _pending: dict[tuple[str, str], dict] = field(default_factory=dict)
     _recalled: dict[tuple[str, str], dict] = field(default_factory=dict)
+    _reused_found: dict[tuple[str, str], Any] = field(default_factory=dict)
     _weanj: str = ""
 
     @property
@@ -237,6 +238,7 @@ class Records:
             return None
         self.reused[(ex, label)] = record["created"]
         self._recalled[(ex, label)] = record
+        self._reused_found[(ex, label)] = found
         if isinstance(found, Gradient):
             found.source, found.of = "run", variant
             found.seconds = record["seconds"]
@@ -325,16 +327,27 @@ class Records:
 
     # --- keep ---------------------------------------------------------------------------------
 
-    def keep(self, variant: Variant, inputs: Inputs, dtype: str, found: Gradient | Fault) -> None:
-        """Note a new evaluation; written by `flush` once its checks are known."""
+    def keep(
+        self,
+        variant: Variant,
+        inputs: Inputs,
+        dtype: str,
+        found: Gradient | Fault,
+        checks: dict | None = None,
+    ) -> None:
+        """Record a new evaluation now, as soon as it finished (with the numbers of the
+        checks that came with it, `{(kind, array): numbers}`): an interrupted run keeps
+        every evaluation that had finished. A check computed later is added by
+        `keep_check` and written at the next `flush`."""
         if isinstance(found, Fault) and found.verdict not in _REUSED_FAULTS:
             return
         parts = self.parts(variant, inputs, dtype)
         seconds = getattr(found, "seconds", None)
-        self._pending[(variant.example.name, label_of(variant, dtype))] = {
+        pending = self._pending[(variant.example.name, label_of(variant, dtype))] = {
             "variant": variant,
             "dtype": dtype,
             "found": found,
+            "changed": True,
             "record": {
                 "format": FORMAT,
                 "example": variant.example.name,
@@ -347,52 +360,90 @@ class Records:
                 "checks": {},
             },
         }
+        for (kind, array), numbers in (checks or {}).items():
+            if "timeout" not in numbers:  # a check's timeout is the judge's, never kept
+                _add_check(pending, kind, array, numbers)
+        self._write(pending)
 
     def keep_check(
         self, variant: Variant, dtype: str, kind: CaseKind, array: str, numbers: dict
     ) -> None:
-        pending = self._pending.get((variant.example.name, label_of(variant, dtype)))
+        """A gradient check's numbers, computed after its evaluation was recorded (or
+        reused from a record that had not got them yet): written at the next `flush`."""
+        key = (variant.example.name, label_of(variant, dtype))
+        pending = self._pending.get(key)
+        if pending is None and key in self._recalled:  # reused, this check not recorded
+            record = {
+                k: v
+                for k, v in self._recalled[key].items()
+                if k not in ("payload", "loss", "noise", "sha256", "fault")
+            }
+            record["checks"] = dict(record["checks"])
+            found = self._reused_found.get(key)
+            if found is None:
+                return
+            pending = self._pending[key] = {
+                "variant": variant,
+                "dtype": dtype,
+                "found": found,
+                "changed": False,
+                "record": record,
+            }
         if pending is not None:
-            if "info" in numbers:  # what the check computed; the judge adds its own afresh
-                numbers = {
-                    **numbers,
-                    "info": {k: v for k, v in numbers["info"].items() if k in TAYLOR_INFO},
-                }
-            pending["record"]["checks"][f"{kind}::{array}"] = numbers
+            _add_check(pending, kind, array, numbers)
 
     def flush(self) -> None:
-        """Write the records noted since the last flush (atomically; a failure to write
-        costs only the next run's reuse)."""
+        """Write the records whose checks changed since they were written."""
+        for pending in self._pending.values():
+            if pending["changed"]:
+                self._write(pending)
+
+    def _write(self, pending: dict) -> None:
+        """One record, atomically (a temporary file renamed over the old one); a failure
+        to write costs only the next run's reuse."""
         import numpy as np
 
-        for pending in self._pending.values():
-            v, found, record = pending["variant"], pending["found"], pending["record"]
-            path = self._path(v, pending["dtype"])
-            arrays: dict[str, Any] = {}
-            if isinstance(found, Fault):
-                record["fault"] = {
-                    "verdict": found.verdict,
-                    "what": found.what,
-                    "command": found.command,
-                }
-            else:
-                arrays = {
-                    name: np.ascontiguousarray(a, dtype=np.asarray(a).dtype.newbyteorder("<"))
-                    for name, a in found.gradients.items()
-                }
-                record["loss"] = float(found.loss)
-                record["noise"] = {k: float(x) for k, x in found.noise.items()}
-                record["sha256"] = {name: array_sha256(a) for name, a in arrays.items()}
-            try:
-                record = json.loads(json.dumps(record, default=_plain))
-                record["payload"] = text_digest(canonical(record))
-                with atomic_path(path) as tmp:
-                    with open(tmp, "wb") as f:
-                        text = np.array(canonical(record))
-                        np.savez(f, record=text, **{f"g_{k}": a for k, a in arrays.items()})
-            except (OSError, WeanjError, TypeError, ValueError) as e:
-                self._notes.append(f"note: could not write the evaluation record {path} ({e})")
-        self._pending.clear()
+        v, found = pending["variant"], pending["found"]
+        record = dict(pending["record"])
+        pending["changed"] = False
+        path = self._path(v, pending["dtype"])
+        arrays: dict[str, Any] = {}
+        if isinstance(found, Fault):
+            record["fault"] = {
+                "verdict": found.verdict,
+                "what": found.what,
+                "command": found.command,
+            }
+        else:
+            arrays = {
+                name: np.ascontiguousarray(a, dtype=np.asarray(a).dtype.newbyteorder("<"))
+                for name, a in found.gradients.items()
+            }
+            record["loss"] = float(found.loss)
+            record["noise"] = {k: float(x) for k, x in found.noise.items()}
+            record["sha256"] = {name: array_sha256(a) for name, a in arrays.items()}
+        try:
+            record = json.loads(json.dumps(record, default=_plain))
+            record["payload"] = text_digest(canonical(record))
+            with atomic_path(path) as tmp:
+                with open(tmp, "wb") as f:
+                    text = np.array(canonical(record))
+                    np.savez(f, record=text, **{f"g_{k}": a for k, a in arrays.items()})
+        except (OSError, WeanjError, TypeError, ValueError) as e:
+            self._notes.append(f"note: could not write the evaluation record {path} ({e})")
+
+    def reuse_line(self) -> str | None:
+        """`evaluations: reused 39 of 62, 23 recomputed (…)` for the whole run (None: no
+        evaluation was asked of the records)."""
+        reused = len(self.reused)
+        total = reused + len(self.recomputed)
+        if not total:
+            return None
+        again = f", {total - reused} recomputed" if total > reused else ""
+        return (
+            f"evaluations: reused {reused} of {total}{again} (weanj check --fresh recomputes "
+            "them all)"
+        )
 
     def summary(self, example: str) -> tuple[dict[str, str], str | None]:
         """`({label: "reused" | "recomputed: why"}, one line)` for one example."""
@@ -417,6 +468,8 @@ class Records:
             if ex == example and why not in ("no earlier record",)
         }
         line = f"  evaluations: reused {reused} of {len(out)}"
+        if reused < len(out):
+            line += f", {len(out) - reused} recomputed"
         if changed:
             by_why: dict[str, list[str]] = {}
             for label, why in changed.items():  # one reason once, however many variants
@@ -427,6 +480,19 @@ class Records:
             )
             line += f" ({shown})"
         return out, line
+
+
+def _add_check(pending: dict, kind: str, array: str, numbers: dict) -> None:
+    """A check's numbers into a record to write (marked changed where they are new)."""
+    if "info" in numbers:  # what the check computed; the judge adds its own afresh
+        numbers = {
+            **numbers,
+            "info": {k: v for k, v in numbers["info"].items() if k in TAYLOR_INFO},
+        }
+    checks = pending["record"]["checks"]
+    if checks.get(f"{kind}::{array}") != numbers:
+        checks[f"{kind}::{array}"] = numbers
+        pending["changed"] = True
 
 
 # --- what a record must be, checked before it is believed -------------------------------------

@@ -294,13 +294,9 @@ class CheckRun:
         judgement.seconds = time.perf_counter() - self._t0
         if self.records is not None and self.save:
             judgement.notes.extend(self.records.notes)
-            reused = len(self.records.reused)
-            total = reused + len(self.records.recomputed)
-            if total:
-                judgement.notes.append(
-                    f"evaluations: reused {reused} of {total} (weanj check --fresh recomputes "
-                    "them all)"
-                )
+            line = self.records.reuse_line()
+            if line:
+                judgement.notes.append(line)
         judgement.did_not_run = did_not_run(self.catalogs, self.require)
         judgement.suspects = [
             (ej.name, s) for ej in judgement if ej.judged for s in find_suspects(ej)
