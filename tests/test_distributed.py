@@ -283,7 +283,8 @@ def test_which_executor(monkeypatch, tmp_path):
     `[tool.weanj] scheduler` an existing one; `--workers 0` in this process whatever the
     project names; both flags at once, or a scheduler that is not text, one line."""
     from weanj._errors import InputError
-    from weanj._pipeline._executors import DaskExecutor, InProcess, executor_for
+    from weanj._pipeline._dask import DaskExecutor
+    from weanj._pipeline._executors import InProcess, executor_for
     from weanj._project import project_config
 
     root = _folder(tmp_path / "p")

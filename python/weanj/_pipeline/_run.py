@@ -51,7 +51,7 @@ from .._watch import Watch
 from .._x64 import x64_configuration
 from ._cases import Case, Plan, judge_case, judge_plan, not_judged, read_plan, subject_outcome
 from ._evaluate import evaluate as evaluate_variant
-from ._executors import InProcess
+from ._executors import Asked, InProcess
 from ._records import Records
 from ._session import Session
 
@@ -205,16 +205,15 @@ class CheckRun:
             if not self.live:
                 self._session = self._stack.enter_context(Session(say=self.say))
             else:
-                self._session = self._stack.enter_context(
-                    self.executor.session(
-                        self.plans,
-                        timeout=self.timeout,
-                        say=self.say,
-                        progress=self._progress,
-                        shown_path=self.places.shown,
-                        records=self.records,
-                    )
+                asked = Asked(
+                    self.plans,
+                    timeout=self.timeout,
+                    say=self.say,
+                    progress=self._progress,
+                    shown_path=self.places.shown,
+                    records=self.records,
                 )
+                self._session = self._stack.enter_context(self.executor.session(asked))
         return self._session
 
     def close(self) -> None:
