@@ -26,6 +26,9 @@ from ._interrupts import CalledExit
 
 T = TypeVar("T")
 
+# Said with every timeout: where the limit comes from, and how to change it.
+LIMIT_SOURCE = " ([tool.weanj] timeout, default 600 s; --timeout S changes it, 0: none)"
+
 # The `time.monotonic()` by which the watched call must end (None: no limit), as seen
 # from inside the call: a backend that waits on a child process (the Julia worker) waits
 # no longer than this, then stops the child itself, since Python cannot stop a thread.
@@ -48,6 +51,7 @@ class Watch:
     every_s: float = 15.0
     say: Callable[[str], None] = say
     abandoned: list[str] = field(default_factory=list)  # calls left running after a timeout
+    why: str = LIMIT_SOURCE  # where the limit comes from, said in the timeout
 
     def run(self, fn: Callable[[], T], label: str) -> T:
         """`fn()`, with a heartbeat and the time limit (module docstring)."""
@@ -79,7 +83,7 @@ class Watch:
             if self.timeout_s is not None and elapsed >= self.timeout_s:
                 self.abandoned.append(label)
                 raise TimeoutError(
-                    f"{label} took longer than the time limit of {self.timeout_s:g} s"
+                    f"{label} took longer than the time limit of {self.timeout_s:g} s{self.why}"
                 )
             if elapsed >= beat:
                 self.say(f"  compiling or running {label} … {elapsed:.0f} s")

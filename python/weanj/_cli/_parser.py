@@ -48,6 +48,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def time_limit(text: str) -> float:
+    """A finite number >= 0 (`--timeout`: 0 is no limit)."""
+    if text.strip() in ("0", "0.0"):
+        return 0.0
+    return positive_float(text)
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -98,10 +105,11 @@ def _example(p: argparse.ArgumentParser) -> None:
 def _timeout(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--timeout",
-        type=positive_float,
+        type=time_limit,
         default=None,
         metavar="S",
-        help=f"give up on {what} after S seconds (verdict timeout; the others go on)",
+        help=f"give up on {what} after S seconds (verdict timeout; the others go on); "
+        "default: [tool.weanj] timeout, else 600; 0: no limit",
     )
 
 

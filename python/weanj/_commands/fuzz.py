@@ -80,6 +80,7 @@ from .._pipeline._cases import PairOutcome, build_plan, fuzz_id, judge_pair_on
 from .._pipeline._minimal_case import Case, declared_line, sized_case
 from .._pipeline._session import Session
 from .._places import Places, places
+from .._project import time_limit
 from .._report._lines import ranges_text
 from .._report._text import message
 
@@ -720,7 +721,7 @@ def fuzz(
         f"  first the shared inputs, the declared sizes and the defaults' neighbours; then "
         f"drawn inputs ({drawn_text(ex, cat.strategies)}); up to {budget}"
     )
-    with Session(timeout_s=timeout, shown_path=here.shown) as session:
+    with Session(timeout_s=time_limit(timeout), shown_path=here.shown) as session:
         result = run_fuzz(
             session,
             cat,

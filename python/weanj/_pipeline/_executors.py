@@ -305,9 +305,7 @@ class Remote:
         counter = _Counter(asked.progress)
         across = set()
         if self.processes:
-            across = _across_processes(
-                asked, delivered, self.processes, counter, self.config.root
-            )
+            across = _across_processes(asked, delivered, self.processes, counter, self.config.root)
         todo = _reuse_first(asked, delivered, counter, across)
         if todo:
             self.evaluate(todo, asked, Done(delivered, counter))

@@ -47,6 +47,7 @@ from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import DTYPES, Catalog, Gradient, Inputs, Variant
 from .._model._verdicts import Verdict
 from .._places import Places
+from .._project import project_config, time_limit
 from .._watch import Watch
 from .._x64 import x64_configuration
 from ._cases import Case, Plan, judge_case, judge_plan, not_judged, read_plan, subject_outcome
@@ -127,7 +128,8 @@ class CheckRun:
         self.config = config
         self.judgement = judgement
         self.dtypes = tuple(dtypes)
-        self.timeout = timeout
+        # the time limit of each call: `timeout` where given (0: none), else the project's
+        self.timeout = time_limit(timeout, config or _config_at(places)) if live else None
         self.save = save and live
         self.write_verdicts = write_verdicts
         self.say = say
@@ -350,6 +352,14 @@ def evaluation_run(
     return CheckRun(
         (), places, config=None, judgement=None, timeout=timeout, save=False, say=say, cache=cache
     )
+
+
+def _config_at(places: Places) -> Any:
+    """The project's configuration at the run's root (None: it cannot be read here)."""
+    try:
+        return project_config(places.root)
+    except WeanjError:
+        return None
 
 
 # --- what a live run says once --------------------------------------------------------------
