@@ -201,3 +201,59 @@ def test_check_prints_the_heartbeat_of_a_long_compile(project, capsys, monkeypat
     assert code == 0, out + err
     assert re.search(rf"^  compiling or running {SMOOTH} jax-slow … \d+ s$", err, re.M), err
     assert json.loads((project / "results" / SMOOTH / "check.json").read_text())["verdict"] == "ok"
+
+
+# --- the default time limit (`[tool.weanj] timeout`, `--timeout`) ---------------------------
+
+
+def test_a_call_without_timeout_ends_at_the_default_limit(slow, project, capsys):
+    """No `--timeout`, no `[tool.weanj] timeout`: the limit is 600 s, and the timeout
+    says so and how to change it."""
+    code = main(["run", SMOOTH, "jax-slow"])
+    assert code == 1
+    assert_one_line_error(
+        capsys.readouterr().err,
+        "weanj: error: timeout: ",
+        "time limit of 600 s ([tool.weanj] timeout, default 600 s; --timeout S changes it",
+    )
+
+
+def test_the_projects_time_limit_and_the_command_lines(tmp_path, monkeypatch):
+    """`[tool.weanj] timeout`: absent 600 s, a number of seconds, 0 no limit, anything
+    else one line naming the key; `--timeout S` (and `timeout=` of the API) wins, 0 no
+    limit, a negative or non-number one line; a run takes the project's limit."""
+    from weanj import _arguments as arg
+    from weanj._cli._parser import UsageError, parse
+    from weanj._errors import InputError, ProjectError
+    from weanj._pipeline._run import evaluation_run
+    from weanj._places import Places
+    from weanj._project import DEFAULT_TIMEOUT, project_config, time_limit
+
+    root = tmp_path / "p"
+    root.mkdir()
+    table = "[tool.weanj]\nexamples = []\n"
+    for line, limit in (("", DEFAULT_TIMEOUT), ("timeout = 3\n", 3.0), ("timeout = 0\n", None)):
+        (root / "pyproject.toml").write_text(table + line)
+        config = project_config(root)
+        assert config.timeout == limit
+        assert time_limit(None, config) == limit
+        assert time_limit(7, config) == 7.0 and time_limit(0, config) is None
+        assert evaluation_run(Places(root)).timeout == limit  # the run reads the project's
+        assert evaluation_run(Places(root), timeout=5).timeout == 5.0
+    for bad in ("-1", '"ten"', "true", "[600]"):
+        (root / "pyproject.toml").write_text(table + f"timeout = {bad}\n")
+        with pytest.raises(ProjectError, match=r"\[tool.weanj\] timeout must be a number"):
+            project_config(root)
+    assert arg.time_limit(0, "timeout", "check") == 0.0
+    assert arg.time_limit(2.5, "timeout", "check") == 2.5
+    assert arg.time_limit(None, "timeout", "check") is None
+    for bad in (-1, "600", True, float("nan")):
+        with pytest.raises(InputError, match="seconds >= 0"):
+            arg.time_limit(bad, "timeout", "check")
+    monkeypatch.chdir(root)
+    (root / "pyproject.toml").write_text(table)
+    assert parse(["check", "--timeout", "0"])[0].timeout == 0.0
+    assert parse(["check", "--timeout", "12"])[0].timeout == 12.0
+    for bad in ("-1", "ten", "inf"):
+        with pytest.raises(UsageError, match=r"--timeout: expected a number of seconds >= 0"):
+            parse(["check", "--timeout", bad])

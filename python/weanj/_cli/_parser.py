@@ -50,9 +50,15 @@ def positive_float(text: str) -> float:
 
 def time_limit(text: str) -> float:
     """A finite number >= 0 (`--timeout`: 0 is no limit)."""
-    if text.strip() in ("0", "0.0"):
-        return 0.0
-    return positive_float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds >= 0 (0: no limit), got {text!r}"
+        )
+    return value
 
 
 def positive_int(text: str) -> int:
