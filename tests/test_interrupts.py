@@ -303,3 +303,29 @@ def test_an_interrupted_check_keeps_what_had_finished(tmp_path, signum, workers)
     reused = [m.group(1) for m in map(_REUSED.match, again.stderr.splitlines()) if m]
     assert sorted(reused) == sorted(finished), again.stderr
     assert "evaluations: reused 6 of 7, 1 recomputed" in again.stdout, again.stdout
+
+
+def test_a_sigterm_while_weanj_imports_is_one_line_and_143(tmp_path):
+    """SIGTERM before the command has started (while `weanj` and its libraries import):
+    noted, then the command ends as for a SIGTERM at any later moment, one line and 143,
+    never a death by the signal."""
+    script = textwrap.dedent(
+        """
+        import os, signal, sys
+        sys.argv = [__file__, "list"]  # the console script: started as the program
+        import weanj  # noqa: F401 - as the console script imports it, handlers held
+        os.kill(os.getpid(), signal.SIGTERM)  # noted, not fatal
+        from weanj._cli import _main
+        _main.entry()
+        """
+    )
+    (tmp_path / "weanj").write_text(script)
+    r = subprocess.run(
+        [sys.executable, str(tmp_path / "weanj")],
+        cwd=tmp_path,
+        env=user_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 143, (r.returncode, r.stderr)
+    assert r.stderr.strip() == "weanj: terminated (SIGTERM)", r.stderr

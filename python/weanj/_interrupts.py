@@ -64,6 +64,8 @@ def hold() -> object:
     handler that was in place (or a marker where none can be installed)."""
     if not _main_thread() or signal.getsignal(signal.SIGINT) is None:
         return _NOT_SET  # None: a handler installed outside Python, which cannot be put back
+    if started_as_program():  # a SIGTERM too, until `entry` handles both (a script's: its own)
+        signal.signal(signal.SIGTERM, lambda signum, frame: INTERRUPTED.append(signum))
     return signal.signal(signal.SIGINT, lambda signum, frame: INTERRUPTED.append(signum))
 
 
