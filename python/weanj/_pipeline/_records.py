@@ -31,9 +31,11 @@ loaded, the zip members' npy headers are read and held to the format and the exa
 (names, dtype, shape, size): a small file that would inflate to gigabytes is refused
 unread. Any mismatch, malformed field or wrong type discards the record: recomputed,
 with one line per command (`discarded N evaluation record(s): why, e.g. label`), never
-a verdict, never a traceback. Records are immutable once written (a temporary file
-renamed over the old one): a concurrent reader sees the old record or the new one, never
-half of one. They guard against accidents, stale files and mixed-up or restored caches,
+a verdict, never a traceback. The one writer (the client) writes a record as soon as its
+evaluation finishes, so an interrupted run keeps what had finished; a check computed later
+is written into it at the next `flush`. Each write replaces the whole file (a temporary
+file renamed over the old one): a concurrent reader sees the old record or the new one,
+never half of one. They guard against accidents, stale files and mixed-up or restored caches,
 not against someone who can edit the project's code (docs/files.md). A timeout is
 never reused (it depends on the machine's load); `fresh=True` (`weanj check --fresh`)
 ignores every record. What is reused is the evaluation and its checks' *numbers*: the judge
