@@ -303,6 +303,14 @@ def test_an_interrupted_check_keeps_what_had_finished(tmp_path, signum, workers)
     reused = [m.group(1) for m in map(_REUSED.match, again.stderr.splitlines()) if m]
     assert sorted(reused) == sorted(finished), again.stderr
     assert "evaluations: reused 6 of 7, 1 recomputed" in again.stdout, again.stdout
+    # the float64 records written before their checks were judged have them now: the check
+    # computed them for the reused evaluations and wrote them in
+    import numpy as np
+
+    for label in ("jax-a", "jax-b", "jax-c", "jax-wait"):
+        with np.load(root / "results" / "20-wait" / "evaluations" / f"{label}.npz") as z:
+            record = json.loads(str(z["record"][()]))
+        assert set(record["checks"]) == {"taylor::x", "jvp::x"}, (label, record["checks"])
 
 
 def test_a_sigterm_while_weanj_imports_is_one_line_and_143(tmp_path):

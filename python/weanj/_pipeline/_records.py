@@ -364,22 +364,13 @@ class Records:
         key = (variant.example.name, label_of(variant, dtype))
         pending = self._pending.get(key)
         if pending is None and key in self._recalled:  # reused, this check not recorded
-            record = {
-                k: v
-                for k, v in self._recalled[key].items()
-                if k not in ("payload", "loss", "noise", "sha256", "fault")
-            }
+            derived = ("payload", "loss", "noise", "sha256", "fault")  # `_write` makes them
+            record = {k: v for k, v in self._recalled[key].items() if k not in derived}
             record["checks"] = dict(record["checks"])
-            found = self._reused_found.get(key)
-            if found is None:
-                return
-            pending = self._pending[key] = {
-                "variant": variant,
-                "dtype": dtype,
-                "found": found,
-                "changed": False,
-                "record": record,
-            }
+            found = self._reused_found[key]
+            pending = self._pending[key] = dict(
+                variant=variant, dtype=dtype, found=found, changed=False, record=record
+            )
         if pending is not None:
             _add_check(pending, kind, array, numbers)
 
