@@ -413,7 +413,10 @@ REFUSED_BY_THE_PARSER = {
     "samples-zero": (["--samples", "0"], "--samples: expected an integer >= 1, got '0'"),
     "budget-zero": (["--budget-s", "0"], "--budget-s: expected a finite number > 0, got '0'"),
     "budget-inf": (["--budget-s", "inf"], "--budget-s: expected a finite number > 0, got 'inf'"),
-    "timeout-nan": (["--timeout", "nan"], "--timeout: expected a finite number > 0, got 'nan'"),
+    "timeout-nan": (
+        ["--timeout", "nan"],
+        "--timeout: expected a number of seconds >= 0 (0: no limit), got 'nan'",
+    ),
 }
 
 
