@@ -105,7 +105,7 @@ class DaskExecutor(Remote):
         with self.client(asked.say) as client:
             _ready_everywhere(client, setup)
             # the inputs travel once per worker, with the project (`_dask_plugin`)
-            client.register_plugin(WeanjProject(setup, payloads), name=plugin)
+            _register(client, WeanjProject(setup, payloads), plugin)
             try:
                 _tasks(client, todo, setup, asked, done, token)
             finally:  # a long-lived cluster keeps no run's inputs
@@ -229,6 +229,20 @@ def worker_setup(config: Any) -> dict:
     from .._io._jax_cache import VARIABLE
 
     return {"root": str(Path(config.root).resolve()), "cache": os.environ.get(VARIABLE)}
+
+
+def _register(client, plugin, name: str) -> None:
+    """The run's worker plugin, on every worker now and every one that (re)starts later.
+    A worker lost while it is handed out (the scheduler holds it already, and hands it to
+    that worker's restart) is asked again, twice; a task that still finds no inputs costs
+    that evaluation only."""
+    for _ in range(3):
+        try:
+            client.register_plugin(plugin, name=name)
+            return
+        except OSError:  # a connection to a worker closed: it died meanwhile
+            with contextlib.suppress(TimeoutError):
+                client.wait_for_workers(1, timeout=60)
 
 
 def _ready_everywhere(client, setup: dict) -> None:
