@@ -257,3 +257,11 @@ def test_the_projects_time_limit_and_the_command_lines(tmp_path, monkeypatch):
     for bad in ("-1", "ten", "inf"):
         with pytest.raises(UsageError, match=r"--timeout: expected a number of seconds >= 0"):
             parse(["check", "--timeout", bad])
+
+
+def test_the_time_limit_is_not_in_an_evaluations_key(tmp_path):
+    """`[tool.weanj] timeout` changes how long a call may take, never a number of it: a
+    record made under one limit is reused under another (as `scheduler`)."""
+    from weanj._pipeline._records import NOT_IN_THE_KEY
+
+    assert {"timeout", "scheduler"} <= NOT_IN_THE_KEY

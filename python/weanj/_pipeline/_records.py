@@ -17,7 +17,7 @@ with its key: the sha256 of
   package, found by reading the imports (`ast`), not by running anything; and the
   variant's own source files beyond Python (a Julia kernel); a change in one example's
   module changes only the keys of the examples that reach it;
-- **the project's `[tool.weanj]` table** (but `scheduler`);
+- **the project's `[tool.weanj]` table** (but `scheduler` and `timeout`);
 - **the versions**: weanj (and, for a checkout of weanj, a digest of its own sources),
   jax, jaxlib, numpy, and the variant's backend (`Variant.backend_version()`: Enzyme-JAX,
   kernex, Julia and its packages).
@@ -76,8 +76,9 @@ from ._record_form import (
     canonical,
 )
 
-# `[tool.weanj]` keys that change where an evaluation runs, never a number of it.
-NOT_IN_THE_KEY = frozenset({"scheduler"})
+# `[tool.weanj]` keys that change where or how long an evaluation runs, never a number of
+# it (a timeout is never recorded).
+NOT_IN_THE_KEY = frozenset({"scheduler", "timeout"})
 
 
 def label_of(variant: Variant, dtype: str) -> str:
