@@ -260,8 +260,16 @@ def test_the_projects_time_limit_and_the_command_lines(tmp_path, monkeypatch):
 
 
 def test_the_time_limit_is_not_in_an_evaluations_key(tmp_path):
-    """`[tool.weanj] timeout` changes how long a call may take, never a number of it: a
-    record made under one limit is reused under another (as `scheduler`)."""
-    from weanj._pipeline._records import NOT_IN_THE_KEY
+    """`[tool.weanj] timeout` changes how long a call may take, never a number of it: the
+    records of a check are reused after the project's limit changed."""
+    from .projects import tiny_project, weanj_here
 
-    assert {"timeout", "scheduler"} <= NOT_IN_THE_KEY
+    (tmp_path / "tiny").mkdir()
+    root = tiny_project(tmp_path / "tiny")
+    first = weanj_here(root, "check")
+    assert first.returncode == 0, first.stderr
+    with open(root / "pyproject.toml", "a") as f:
+        f.write("timeout = 300\n")
+    again = weanj_here(root, "check")
+    assert again.returncode == 0, again.stderr
+    assert "evaluations: reused 6 of 6 (" in again.stdout, again.stdout
