@@ -207,15 +207,18 @@ def test_check_prints_the_heartbeat_of_a_long_compile(project, capsys, monkeypat
 
 
 def test_a_call_without_timeout_ends_at_the_default_limit(slow, project, capsys):
-    """No `--timeout`, no `[tool.weanj] timeout`: the limit is 600 s, and the timeout
-    says so and how to change it."""
+    """No `--timeout`, no `[tool.weanj] timeout`: the limit is 600 s (`run`, `bench`,
+    `weanj.check()`), and the timeout says so and how to change it."""
     code = main(["run", SMOOTH, "jax-slow"])
     assert code == 1
-    assert_one_line_error(
-        capsys.readouterr().err,
-        "weanj: error: timeout: ",
-        "time limit of 600 s ([tool.weanj] timeout, default 600 s; --timeout S changes it",
-    )
+    said = "time limit of 600 s ([tool.weanj] timeout, default 600 s; --timeout S changes it"
+    assert_one_line_error(capsys.readouterr().err, "weanj: error: timeout: ", said)
+    assert main(["bench", SMOOTH, "--samples", "1", "--variants", "jax-slow"]) == 1
+    assert said in capsys.readouterr().err
+    judgement = weanj.check(SMOOTH, dtype="float64", say=lambda line: None)
+    runs = {j.case: j for j in judgement[SMOOTH].of_kind("run")}
+    timed_out = runs[f"{SMOOTH}::smooth::jax-slow::run"]
+    assert timed_out.verdict == weanj.Verdict.TIMEOUT and said in timed_out.reason
 
 
 def test_the_projects_time_limit_and_the_command_lines(tmp_path, monkeypatch):
