@@ -21,8 +21,8 @@ written as it finishes) and one line is said; only the exit status differs (143,
 SIGTERM, as a shell reports a job ended so). `ending()` gives the line and the status.
 
 `weanj/__init__.py` holds interrupts while weanj itself imports (`hold`/`release`);
-`_cli._main.entry` (the console script) installs `note_and_raise` for both signals
-(`install_for_command`), the pytest plugin for SIGINT.
+`_cli._main.entry` (the console script) and the pytest plugin install `note_and_raise`
+for both signals (`install_for_command`, `install_for_session`).
 """
 
 from __future__ import annotations
@@ -196,9 +196,11 @@ def swallowed_interrupts_are_noted() -> None:
 
 
 def install_for_session() -> None:
-    """`note_and_raise` as the SIGINT handler (main thread only: the pytest plugin)."""
+    """`note_and_raise` as the SIGINT and SIGTERM handler (main thread only: the pytest
+    plugin; a SIGTERM ends the session as pytest's "interrupted", as Ctrl-C does)."""
     if _main_thread():
         signal.signal(signal.SIGINT, note_and_raise)
+        signal.signal(signal.SIGTERM, note_and_raise)
 
 
 def ignore_from_now() -> None:
@@ -206,4 +208,4 @@ def ignore_from_now() -> None:
     the interpreter ends would only turn it into a death by SIGINT."""
     if _main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the process's own again
