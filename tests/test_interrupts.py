@@ -337,3 +337,29 @@ def test_a_sigterm_while_weanj_imports_is_one_line_and_143(tmp_path):
     )
     assert r.returncode == 143, (r.returncode, r.stderr)
     assert r.stderr.strip() == "weanj: terminated (SIGTERM)", r.stderr
+
+
+def test_pytest_weanj_terminated_is_pytests_interrupted(tmp_path):
+    """`pytest --weanj` sent SIGTERM while `jax-wait` waits: pytest's own "interrupted"
+    (2), as for Ctrl-C, never a death by the signal; the evaluations that had finished
+    are recorded."""
+    from .projects import write_project
+
+    (tmp_path / "p").mkdir()
+    root = write_project(tmp_path / "p", {"kernels/waiting.py": WAITING})
+    with open(root / "pyproject.toml", "a") as f:
+        f.write("x64 = true\n")
+    p = _popen(["-m", "pytest", "--weanj", "-p", "no:cacheprovider", "-q"], root)
+    collected = p.stdout.readline()
+    while collected and not collected.startswith("weanj: "):
+        collected = p.stdout.readline()
+    assert "cross-validation item(s)" in collected, collected
+    records = root / "results" / "20-wait" / "evaluations"
+    deadline = time.monotonic() + 300  # an upper bound on the polling only
+    while len(list(records.glob("*.npz"))) < 6 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.kill(p.pid, signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == pytest.ExitCode.INTERRUPTED, (p.returncode, out[-3000:], err)
+    assert "KeyboardInterrupt" in out, out[-2000:]
+    assert len(list(records.glob("*.npz"))) == 6
