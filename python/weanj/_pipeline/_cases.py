@@ -40,8 +40,7 @@ from .._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
 from .._model._verdicts import GRADIENT_CHECKS
 from .._places import PRODUCED, RECORDED, Places
-from .._x64 import x64_configuration
-from ._evaluate import label_of
+from ._evaluate import configuration_of, label_of
 from ._gradchecks import CHECKS
 from ._session import Session
 
@@ -170,7 +169,7 @@ def ignored_note(example: str, files: list[Gradient], places: Places | None) -> 
     names = ", ".join(sorted({g.label for g in files}))
     return (
         f"  ignored {len(files)} file(s) of variants no longer registered ({names}) in "
-        f"{', '.join(folders)}; `weanj clean {example}` removes them"
+        f"{', '.join(folders)}; `weanj clean {example} --yes` removes them"
     )
 
 
@@ -190,6 +189,8 @@ def build_plan(
     (recorded references and, for diff, the store itself); `checks`: include the Taylor
     and jvp cases (live only)."""
     ex = catalog.example
+    for e in catalog.expectations:  # one line naming a declaration that cannot fit: before any run
+        e.validate(inputs.arrays, ex.wrt_names)
     p = Plan(catalog, inputs, live, tuple(d for d in DTYPES if d in dtypes))
     stored: dict[str, Gradient] = {}
     if scan is not None:
@@ -400,11 +401,11 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
             wide = label_of(s.variant, "float64")
             if wide in p.subjects:
                 wider = subject_outcome(p, wide, session)
-        j = judge.judge_run(
-            case.id, label, subject_outcome(p, label, session), family=case.family, wider=wider
-        )
-        if s.variant is not None and s.variant.backend != "julia":
-            j.info["x64"] = x64_configuration(s.variant).to_json()  # shown by every view
+        outcome = subject_outcome(p, label, session)
+        j = judge.judge_run(case.id, label, outcome, family=case.family, wider=wider)
+        config = configuration_of(outcome, s.variant, s.dtype)  # decided once, by evaluate
+        if config is not None and config.x64 is not None:
+            j.info["x64"] = config.x64.to_json()  # shown by every view
         return judge.declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))
     what["array"] = case.array
     outcomes = [subject_outcome(p, label, session) for label in case.subjects]

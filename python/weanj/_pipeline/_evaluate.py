@@ -28,18 +28,24 @@ from .._judge._contract import (
     checked_gradients,
     checked_loss,
 )
-from .._model import Gradient, Inputs, Variant
+from .._model import Configuration, Gradient, Inputs, Variant, run_label
 from .._watch import Watch
-from .._x64 import x64_configuration
 
 # The perturbation that measures a run's rounding level, and its seed.
 _NOISE_SEED = 20261202
 
 
-def label_of(variant: Variant | str, dtype: str) -> str:
-    """How every view names a run: `jax-lex`, `jax-lex@float32`."""
+def label_of(variant: Variant | str, dtype: str, device: str = "cpu") -> str:
+    """How every view names a run: `jax-lex`, `jax-lex@float32` (`Configuration.label`)."""
     name = variant if isinstance(variant, str) else variant.name
-    return name if dtype == "float64" else f"{name}@{dtype}"
+    return run_label(name, dtype, device)
+
+
+def configuration_of(found: Any, variant: Variant | None, dtype: str) -> Configuration | None:
+    """The configuration a subject was computed in: its evaluation's (`evaluate`, a
+    record's recall), else (a file, a skip decided before any run) its variant's now."""
+    config = getattr(found, "configuration", None)
+    return variant.configuration(dtype) if config is None and variant is not None else config
 
 
 def _word(value: Any) -> str:
@@ -214,15 +220,15 @@ def _dtype_name(value: Any) -> str:
         return ""
 
 
-def _x64_line(variant: Variant, dtype: str, returned: dict[str, Any]) -> str | None:
+def _x64_line(variant: Variant, config: Configuration, returned: dict[str, Any]) -> str | None:
     """The fault line of a run whose dtype follows from its program's x64 configuration
     (`_x64.fault_line`): a float64 run computed in float32 with x64 off, a float32 run
-    promoted to 64 bits with it on. None for any other breach."""
-    if variant.backend == "julia":
+    promoted to 64 bits with it on. None for any other breach, and for a backend without
+    JAX's x64 (`config.x64` None)."""
+    if config.x64 is None:
         return None
-    config = x64_configuration(variant)
     for what, value in reversed(returned.items()):  # the last call made is the one at fault
-        found = _x64.fault_line(variant.name, config, _dtype_name(value), dtype, what)
+        found = _x64.fault_line(variant.name, config.x64, _dtype_name(value), config.dtype, what)
         if found is not None:
             return found
     return None
@@ -231,13 +237,16 @@ def _x64_line(variant: Variant, dtype: str, returned: dict[str, Any]) -> str | N
 def evaluate(
     variant: Variant, inputs: Inputs, dtype: str, watch: Watch, *, shown_path=str
 ) -> Gradient | Fault:
-    """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault."""
+    """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault; either
+    carries the `Configuration` it was computed in, decided here once."""
     ex = variant.example
-    label = label_of(variant, dtype)
+    config = variant.configuration(dtype)
+    label = config.label(variant.name)
     command = reproduce_command(variant, inputs, dtype, shown_path)
 
     def fault(verdict: str, what: str) -> Fault:
-        return Fault(verdict, what, command if verdict in (ERROR, NONFINITE, TIMEOUT) else "")
+        again = command if verdict in (ERROR, NONFINITE, TIMEOUT) else ""
+        return Fault(verdict, what, again, configuration=config)
 
     why = variant.unavailable_reason()
     if why is not None:
@@ -263,7 +272,7 @@ def evaluate(
     except UnavailableError as e:
         return fault(UNAVAILABLE, first_line(e))
     except Breach as e:
-        return fault(ERROR, _x64_line(variant, dtype, returned) or f"{variant.name} {e}")
+        return fault(ERROR, _x64_line(variant, config, returned) or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
         return fault(ERROR, f"{variant.name} {first_line(e)}{raised_at(e)}")
     g = Gradient(
@@ -281,10 +290,11 @@ def evaluate(
         source="run",
         seconds=seconds,
         of=variant,
+        configuration=config,
     )
     if not g.finite:
         return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
     g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
-    if variant.backend != "julia":
-        g.extra["x64"] = x64_configuration(variant).describe()  # stored with the gradient
+    if config.x64 is not None:
+        g.extra["x64"] = config.x64.describe()  # stored with the gradient
     return g

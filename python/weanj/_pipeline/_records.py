@@ -60,7 +60,6 @@ from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
-from .._x64 import x64_configuration
 from ._gradchecks import CHECKS
 from ._record_form import (
     _RECORD_TEXT_MAX,
@@ -162,7 +161,9 @@ class Records:
             else text_digest(self._code[module] + files_digest(extra, self._roots()))
         )
 
-    def parts(self, variant: Variant, inputs: Inputs, dtype: str) -> dict[str, Any]:
+    def parts(self, variant: Variant, inputs: Inputs, dtype: str, config=None) -> dict[str, Any]:
+        """The key's parts; of the evaluation's `Configuration`, what its backend sets."""
+        config = config or variant.configuration(dtype)
         if not self._weanj:
             self._weanj = weanj_sources()
         table = self.config.table  # None where the root has no [tool.weanj] table
@@ -179,7 +180,7 @@ class Records:
             "config": text_digest(table),
             "versions": {**core_versions(), "weanj sources": self._weanj},
             "backend": variant.backend_version(),
-            "x64": x64_configuration(variant).enabled,  # as the variant runs (not where from)
+            **config.key_parts(),
             "checks": text_digest(canonical(check_policy(variant))),
         }
 
@@ -196,7 +197,8 @@ class Records:
         if self.fresh:
             self.recomputed[(ex, label)] = "asked afresh (--fresh)"
             return None
-        current = self.parts(variant, inputs, dtype)
+        config = variant.configuration(dtype)
+        current = self.parts(variant, inputs, dtype, config)
         try:
             record, found = self._read(variant, inputs, dtype, self._path(variant, dtype))
             if record is not None and record["key"] != text_digest(canonical(current)):
@@ -230,11 +232,14 @@ class Records:
             return None
         self.reused[(ex, label)] = record["created"]
         self._recalled[(ex, label)] = record
-        self._reused_found[(ex, label)] = found
-        if isinstance(found, Gradient):
+        if not isinstance(found, Gradient):  # what its key was recomputed with
+            found = Fault(found.verdict, found.what, found.command, configuration=config)
+        else:
+            found.configuration = config
             found.source, found.of = "run", variant
             found.seconds = record["seconds"]
             found.extra["reused"] = self.reused[(ex, label)]
+        self._reused_found[(ex, label)] = found
         return found
 
     def _read(self, variant: Variant, inputs: Inputs, dtype: str, path: Path):
@@ -333,7 +338,7 @@ class Records:
         `keep_check` and written at the next `flush`."""
         if isinstance(found, Fault) and found.verdict not in _REUSED_FAULTS:
             return
-        parts = self.parts(variant, inputs, dtype)
+        parts = self.parts(variant, inputs, dtype, found.configuration)
         seconds = getattr(found, "seconds", None)
         pending = self._pending[(variant.example.name, label_of(variant, dtype))] = {
             "variant": variant,
@@ -408,7 +413,7 @@ class Records:
         try:
             record = json.loads(json.dumps(record, default=_plain))
             record["payload"] = text_digest(canonical(record))
-            with atomic_path(path) as tmp:
+            with atomic_path(path, foreign="aside") as tmp:
                 with open(tmp, "wb") as f:
                     text = np.array(canonical(record))
                     np.savez(f, record=text, **{f"g_{k}": a for k, a in arrays.items()})
@@ -481,7 +486,7 @@ def _why_changed(stored: dict, current: dict) -> str | None:
             return f"{name} changed ({old.get(name)} → {new[name]})"
     if stored.get("backend") != current["backend"]:
         return f"its backend changed ({current['backend']})"
-    if stored.get("x64") != current["x64"]:
+    if stored.get("x64") != current.get("x64"):
         return "jax_enable_x64 changed"
     if stored.get("checks") != current["checks"]:
         return "the gradient-check policy changed"
