@@ -14,8 +14,8 @@ What can go wrong, and what the caller sees (each one line, naming the log):
   starts a fresh worker (except after a failed start, which is not tried again in the
   same command);
 - the worker is still busy at the time limit: the deadline of the watched call
-  (`weanj._watch.deadline`, from `--timeout`), else `$WEANJ_JULIA_TIMEOUT_S` (default
-  1800 s, `DEFAULT_TIMEOUT_S`) for the start and for each request: it is killed with
+  (the evaluation's limit), or `$WEANJ_JULIA_TIMEOUT_S` where set and earlier (default
+  1800 s where no call is watched), for the start and each request: it is killed with
   everything it started and the call raises `TimeoutError` (the verdict `timeout`); the
   next Julia evaluation starts a fresh worker, except after a start that timed out;
 - a kernel refuses its arguments (`InputError`), a variant is declared wrongly
@@ -239,13 +239,16 @@ def default_timeout_s() -> float:
 
 
 def _limit() -> tuple[float, str]:
-    """The deadline of the next Julia call (`time.monotonic()`) and how a timeout names
-    it: the watched call's (`--timeout`), else the default limit."""
+    """The deadline of the next Julia call and how a timeout names it (module docstring)."""
     watched = _watch.deadline()
-    if watched is not None:
+    own = os.environ.get(TIMEOUT_VARIABLE, "").strip()
+    if watched is not None and not own:
         return watched, "at the time limit"
     seconds = default_timeout_s()
-    return time.monotonic() + seconds, (
+    mine = time.monotonic() + seconds
+    if watched is not None and watched <= mine:
+        return watched, "at the time limit"
+    return mine, (
         f"after {seconds:g} s, the time limit of a Julia call (set {TIMEOUT_VARIABLE}, "
         "or --timeout)"
     )
