@@ -63,11 +63,14 @@ def configured_build(functions: Callable, ex: Example, name: str, *args) -> Any:
     """`functions(ex, *args)`, its `Precise` functions run in variant `name`'s
     configuration (looked up at each call: it is known once its module has imported)."""
     from .. import _x64
+    from ._placement import placed
 
     built = functions(ex, *args)
     for fn in built if isinstance(built, tuple) else ():
         if isinstance(fn, Precise) and fn.configured is None:
             fn.configured = functools.partial(_x64.pinned_by_name, ex.name, name)
+    if isinstance(built, Functions) and built.placed is None:
+        built = built._replace(placed=placed)  # a JAX program runs on any device JAX has
     return built
 
 

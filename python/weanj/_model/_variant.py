@@ -28,12 +28,17 @@ class Functions(NamedTuple):
     """What a variant's `build` returns: `loss`, `grad` and, where the loss can be
     pushed forward, `jvp(*args, tangents) -> directional derivative` (None otherwise);
     `value_and_grad(*args) -> (loss, gradient)` where a backend computes both in one call
-    cheaper than in two (a Julia variant: one request to the worker), else None."""
+    cheaper than in two (a Julia variant: one request to the worker), else None.
+    `placed(kind, precision=None)` is the context that runs a call on the device of
+    `kind` (`cpu`, `gpu`, `tpu`) and yields its place (a JAX program's:
+    `_backends._placement.placed`); None for functions that run on the CPU only (a Julia
+    or plain Python variant: the CPU reference, no device run)."""
 
     loss: Callable
     grad: Callable
     jvp: Callable | None = None
     value_and_grad: Callable | None = None
+    placed: Callable | None = None
 
 
 class Checked:
@@ -204,6 +209,7 @@ class Variant:
                 None if fns.jvp is None else Checked(ex, self.name, fns.jvp, tangents=True),
                 None if fns.value_and_grad is None else Checked(ex, self.name, fns.value_and_grad),
             )
+            self._built["placed"] = fns.placed  # where the functions can run (no check)
         return self._built["fns"]
 
     @property
@@ -229,7 +235,9 @@ class Variant:
         """The built functions themselves, unchecked: what weanj's own runs call, on
         inputs they read and checked once (`functions()` checks every call)."""
         fns = self.functions()
-        return Functions(*(None if f is None else f.fn for f in fns))
+        return Functions(
+            *(None if f is None else f.fn for f in fns[:4]), placed=self._built.get("placed")
+        )
 
     def backend_version(self) -> str:
         if callable(self.versions):

@@ -31,15 +31,25 @@ from .._judge._contract import (
 from .._model import Gradient, Inputs, Variant
 from .._watch import Watch
 from .._x64 import x64_configuration
+from ._on_device import (
+    device_label,
+    matmul_free,
+    on_device,
+    platform_fault_line,
+    precision_eps,
+)
+from ._on_device import describe as describe_device
 
 # The perturbation that measures a run's rounding level, and its seed.
 _NOISE_SEED = 20261202
 
 
-def label_of(variant: Variant | str, dtype: str) -> str:
-    """How every view names a run: `jax-lex`, `jax-lex@float32`."""
+def label_of(
+    variant: Variant | str, dtype: str, device: str = "cpu", precision: str | None = None
+) -> str:
+    """How every view names a run: `jax-lex`, `jax-lex@float32`, `jax-lex@float32@tpu`."""
     name = variant if isinstance(variant, str) else variant.name
-    return name if dtype == "float64" else f"{name}@{dtype}"
+    return device_label(name if dtype == "float64" else f"{name}@{dtype}", device, precision)
 
 
 def _word(value: Any) -> str:
@@ -49,12 +59,16 @@ def _word(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def reproduce_command(variant: Variant, inputs: Inputs, dtype: str, shown_path=str) -> str:
+def reproduce_command(
+    variant: Variant, inputs: Inputs, dtype: str, shown_path=str, device: str = "cpu"
+) -> str:
     """The `weanj run` that recomputes this evaluation (the shared inputs, or the inputs
     file it was read from, with the parameters that differ)."""
     words = ["weanj", "run", variant.example.name, variant.name]
     if dtype != "float64":
         words += ["--dtype", dtype]
+    if device != "cpu":
+        words += ["--device", device]
     if not inputs.shared:
         if inputs.path is not None:
             words += ["--inputs", shown_path(inputs.path)]
@@ -123,12 +137,12 @@ def raised_at(e: BaseException) -> str:
     return f" (at {path}:{line})"
 
 
-def _perturbed(inputs: Inputs, dtype: str, sample: int = 0) -> tuple:
+def _perturbed(inputs: Inputs, dtype: str, sample: int = 0, eps: float | None = None) -> tuple:
     """The arguments with every float (and complex) input moved by about one unit in the
-    last place, signs seeded (one draw per `sample`): what measures the computation's
-    rounding level."""
+    last place (of `eps`: a reduced matmul precision's on a device), signs seeded (one
+    draw per `sample`): what measures the computation's rounding level."""
     rng = np.random.default_rng(_NOISE_SEED if sample == 0 else [_NOISE_SEED, sample])
-    eps = float(np.finfo(dtype).eps)
+    eps = float(np.finfo(dtype).eps) if eps is None else eps
     arrays = inputs.run_arrays(dtype)
     moved = {}
     for spec in inputs.example.specs:
@@ -173,20 +187,23 @@ def backward_level(inputs: Inputs, gradients: dict, dtype: str) -> float:
     return eps * total
 
 
-def _noise(fns, inputs: Inputs, loss: float, gradients: dict, ex, dtype: str, watch, label) -> dict:
+def _noise(
+    fns, inputs: Inputs, loss: float, gradients: dict, ex, dtype: str, watch, label, eps=None
+) -> dict:
     """`{"loss": level, array: median |g̃ − g|}` ({} if a perturbed run fails or is not
     finite: the floors are then unknown, and zero). The loss's level is the largest of
     its moves under `NOISE_SAMPLES` perturbations and `backward_level`; a gradient's is
     the median of one perturbation's moves, not the maximum: at a kink a one-ulp move may
-    change the branch, and with it a few entries by far more than rounding."""
+    change the branch, and with it a few entries by far more than rounding. `eps`: the
+    unit of a reduced matmul precision in effect on a device (its products round there)."""
     shapes = {k: np.shape(v) for k, v in gradients.items()}
     try:
-        args = _perturbed(inputs, dtype)
+        args = _perturbed(inputs, dtype, eps=eps)
         loss_t, raw_grad = _loss_and_grad(fns, args, watch, label, dtype)
         grads_t = checked_gradients(ex, raw_grad, dtype, shapes)
         moves = [abs(loss_t - loss)]
         for sample in range(1, NOISE_SAMPLES):
-            more = _perturbed(inputs, dtype, sample)
+            more = _perturbed(inputs, dtype, sample, eps)
             moved = watch.run(lambda more=more: fns.loss(*more), label)
             moves.append(abs(checked_loss(moved, dtype) - loss))
     except Exception:  # the measurement is a refinement; the run itself stood
@@ -229,12 +246,21 @@ def _x64_line(variant: Variant, dtype: str, returned: dict[str, Any]) -> str | N
 
 
 def evaluate(
-    variant: Variant, inputs: Inputs, dtype: str, watch: Watch, *, shown_path=str
+    variant: Variant,
+    inputs: Inputs,
+    dtype: str,
+    watch: Watch,
+    *,
+    shown_path=str,
+    device: str = "cpu",
+    precision: str | None = None,
 ) -> Gradient | Fault:
-    """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault."""
+    """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault; on
+    `device` (every call placed there, `_on_device`), with matmul `precision` (None: the
+    one in effect; `"highest"`: the precision-or-bug re-run)."""
     ex = variant.example
-    label = label_of(variant, dtype)
-    command = reproduce_command(variant, inputs, dtype, shown_path)
+    label = label_of(variant, dtype, device, precision)
+    command = reproduce_command(variant, inputs, dtype, shown_path, device)
 
     def fault(verdict: str, what: str) -> Fault:
         return Fault(verdict, what, command if verdict in (ERROR, NONFINITE, TIMEOUT) else "")
@@ -250,12 +276,23 @@ def evaluate(
     args = inputs.args(dtype)
     where = f"{ex.name} {label}"
     returned: dict[str, Any] = {}
+    place = None
     try:
         fns = variant.built  # builds on first use: an optional backend may refuse here
+        built, (fns, place) = fns, on_device(fns, device, precision)
         t0 = time.perf_counter()
         loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype, returned)
         seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
+        g = _gradient(variant, inputs, dtype, gradients, loss, seconds)
+        describe_device(g, place, dtype, device, precision)
+        if not g.finite:
+            return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
+        if g.extra.get("precision_reduced") and matmul_free(built, args, device, precision):
+            g.extra["precision_reduced"] = False  # no matrix product: nothing rounds coarser
+            g.extra["precision"] += " (no matrix product in this program)"
+        eps = precision_eps({"reduced": g.extra.get("precision_reduced"), **g.extra})
+        g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where, eps)
     except TimeoutError as e:
         return fault(TIMEOUT, str(e))
     except ExcludedError as e:
@@ -265,9 +302,18 @@ def evaluate(
     except Breach as e:
         return fault(ERROR, _x64_line(variant, dtype, returned) or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
+        limit = platform_fault_line(e, device, place)  # or what the device cannot run
+        if limit is not None:
+            return fault(UNAVAILABLE, limit)
         return fault(ERROR, f"{variant.name} {first_line(e)}{raised_at(e)}")
-    g = Gradient(
-        ex,
+    if variant.backend != "julia":
+        g.extra["x64"] = x64_configuration(variant).describe()  # stored with the gradient
+    return g
+
+
+def _gradient(variant: Variant, inputs: Inputs, dtype: str, gradients, loss, seconds) -> Gradient:
+    return Gradient(
+        variant.example,
         variant.name,
         variant.family,
         dtype,
@@ -282,9 +328,3 @@ def evaluate(
         seconds=seconds,
         of=variant,
     )
-    if not g.finite:
-        return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
-    g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
-    if variant.backend != "julia":
-        g.extra["x64"] = x64_configuration(variant).describe()  # stored with the gradient
-    return g

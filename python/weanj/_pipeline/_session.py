@@ -24,6 +24,7 @@ from .._judge._taylor import checked_masks
 from .._model import Example, Gradient, Inputs, Variant
 from .._watch import Watch
 from ._evaluate import evaluate, label_of
+from ._on_device import on_device
 
 
 class Session:
@@ -75,21 +76,40 @@ class Session:
 
     # --- evaluations -------------------------------------------------------------------------
 
-    def outcome(self, variant: Variant, inputs: Inputs, dtype: str) -> Gradient | Fault:
-        """The variant's evaluation on `inputs` in `dtype` (once per session), or its fault."""
-        key = (id(variant), inputs.key(dtype))
+    def outcome(
+        self,
+        variant: Variant,
+        inputs: Inputs,
+        dtype: str,
+        device: str = "cpu",
+        precision: str | None = None,
+    ) -> Gradient | Fault:
+        """The variant's evaluation on `inputs` in `dtype` (once per session), or its fault;
+        on `device` with matmul `precision` (`_on_device`). A device run is neither reused
+        from nor kept in the evaluation records: they hold CPU runs."""
+        key = (id(variant), inputs.key(dtype), device, precision)
         if key not in self._outcomes:
             t0 = time.perf_counter()
-            found = self.records.recall(variant, inputs, dtype) if self.records else None
+            records = self.records if device == "cpu" and precision is None else None
+            found = records.recall(variant, inputs, dtype) if records else None
             reused = found is not None
             if found is None:
-                found = evaluate(variant, inputs, dtype, self.watch, shown_path=self.shown_path)
-                if self.records is not None:
-                    self.records.keep(variant, inputs, dtype, found)
+                found = evaluate(
+                    variant,
+                    inputs,
+                    dtype,
+                    self.watch,
+                    shown_path=self.shown_path,
+                    device=device,
+                    precision=precision,
+                )
+                if records is not None:
+                    records.keep(variant, inputs, dtype, found)
             self._outcomes[key] = found
             if self.on_evaluated is not None:
                 seconds = time.perf_counter() - t0
-                self.on_evaluated(label_of(variant, dtype), found, seconds, reused)
+                label = label_of(variant, dtype, device, precision)
+                self.on_evaluated(label, found, seconds, reused)
         return self._outcomes[key]
 
     def forget(self) -> None:
@@ -123,7 +143,7 @@ class Session:
         """`x -> L(..., array=x, ...)` in float64, each call under the watch."""
         ex = variant.example
         arrays = inputs.run_arrays("float64")
-        fns = variant.built
+        fns = on_device(variant.built, "cpu")[0]  # the gradient checks are the CPU run's
         where = f"{ex.name} {variant.name} (Taylor test of {array})"
 
         def loss(x: np.ndarray) -> float:
@@ -146,7 +166,7 @@ class Session:
                     n: (dx if n == array else np.zeros_like(run[n]))
                     for n in variant.example.wrt_names
                 }
-                jvp = variant.built.jvp
+                jvp = on_device(variant.built, "cpu")[0].jvp
                 args = (*inputs.args("float64"), tangents)
                 where = f"{variant.example.name} {variant.name} (jvp of {array})"
                 self._forward[key] = float(np.asarray(self.watch.run(lambda: jvp(*args), where)))
