@@ -138,6 +138,7 @@ class ProjectConfig:
     table: dict | None = None  # the table as read (part of what an evaluation depends on)
     x64: bool | None = None  # `x64 = true|false`: the program's JAX 64-bit types (None: undeclared)
     require: tuple[str, ...] = ()  # backends or variants that must run (else the check fails)
+    devices: tuple[str, ...] = ()  # `devices = ["cpu", "tpu"]`: where checks run (docs/devices.md)
 
     @property
     def where(self) -> str:
@@ -148,7 +149,17 @@ class ProjectConfig:
         return f"project {self.root} ({self.how or 'given'})"
 
 
-_KEYS = {"examples", "builtin", "entry-points", "pythonpath", "scheduler", "x64", "require"}
+_KEYS = {
+    "examples",
+    "builtin",
+    "entry-points",
+    "pythonpath",
+    "scheduler",
+    "x64",
+    "require",
+    "devices",
+}
+DEVICE_KINDS = ("cpu", "gpu", "tpu")
 
 
 def _strings(pyproject: Path, key: str, value, example: str) -> tuple[str, ...]:
@@ -211,6 +222,15 @@ def project_config(root: Path | None = None) -> ProjectConfig:
     require = _strings(
         pyproject, "require", table.get("require", []), 'backends, e.g. require = ["julia"]'
     )
+    devices = _strings(
+        pyproject, "devices", table.get("devices", []), 'devices, e.g. devices = ["cpu", "tpu"]'
+    )
+    unknown = sorted(set(devices) - set(DEVICE_KINDS))
+    if unknown:
+        raise ProjectError(
+            f"{pyproject}: [tool.weanj] devices names {', '.join(unknown)} (devices are "
+            f"{', '.join(DEVICE_KINDS)})"
+        )
     return ProjectConfig(
         root,
         examples,
@@ -222,4 +242,5 @@ def project_config(root: Path | None = None) -> ProjectConfig:
         table=table,
         x64=x64,
         require=require,
+        devices=devices,
     )

@@ -62,7 +62,7 @@ class Place:
 
         asked = precision or jax.config.jax_default_matmul_precision
         if dtype != "float32":  # the setting applies to 32-bit matmuls only
-            return (asked or "default"), False
+            return f"{asked or 'default'} ({dtype} products in full)", False
         if asked is not None:
             return str(asked), self.kind != "cpu" and str(asked) not in _FULL
         if self.standin:
@@ -95,7 +95,7 @@ def place_of(kind: str) -> Place:
 
         if kind != "cpu" and _standin.standin_kind() == kind:
             dev = _standin.standin_device()
-            _PLACES[kind] = Place(kind, dev, f"stand-in {kind} (CPU device 1)", "none", True)
+            _PLACES[kind] = Place(kind, dev, f"stand-in {kind} (CPU device 1)", "", True)
         else:
             try:
                 found = jax.devices(kind)

@@ -179,6 +179,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         scheduler=args.scheduler,
         processes=args.processes,
         require=args.require,
+        device=args.device,
     )
     print("\n".join(judgement.lines()))
     for name, error in judgement.not_judged.items():  # printed once, on stderr

@@ -105,6 +105,30 @@ def _timeout(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+DEVICE_CHOICES = ("cpu", "gpu", "tpu")
+
+
+def _device(p, *, several: bool = True) -> None:
+    """`--device cpu|gpu|tpu` (repeatable where `several`): where the runs go."""
+    if several:
+        p.add_argument(
+            "--device",
+            action="append",
+            choices=DEVICE_CHOICES,
+            default=None,
+            help="run on this device too, each run judged against its family's CPU float64 "
+            "reference, e.g. --device cpu --device tpu (repeatable; default: "
+            "[tool.weanj] devices, else the CPU, whatever JAX's default device is)",
+        )
+    else:
+        p.add_argument(
+            "--device",
+            choices=DEVICE_CHOICES,
+            default="cpu",
+            help="JAX device kind (default: cpu, whatever JAX's default device is)",
+        )
+
+
 PARAMS_HELP = "--PARAM V: any parameter of the example (weanj list EXAMPLE shows them), e.g. --K 5"
 
 
@@ -134,6 +158,7 @@ def _run(sub) -> None:
         help="replace a recorded reference (the old one is kept aside)",
     )
     _processes(p)
+    _device(p, several=False)
     p.add_argument(
         "--traceback",
         action="store_true",
@@ -164,9 +189,11 @@ def _check(sub) -> None:
         "--require",
         action="append",
         metavar="BACKEND",
-        help="fail when a variant of this backend (or this name) cannot run here, e.g. "
-        "--require julia (default: [tool.weanj] require)",
+        help="fail when a variant of this backend (or this name) cannot run here, or a "
+        "run on this device (--require tpu), e.g. --require julia (default: [tool.weanj] "
+        "require)",
     )
+    _device(p)
     p.add_argument(
         "--fresh",
         action="store_true",
@@ -241,9 +268,7 @@ def _bench(sub) -> None:
         help="the same as --memory-over K ... (no values: none)",
     )
     p.add_argument("--dtype", choices=DTYPE_CHOICES, default="float64", help="default: float64")
-    p.add_argument(
-        "--device", choices=["cpu", "gpu"], default="cpu", help="JAX device kind (default: cpu)"
-    )
+    _device(p, several=False)
     p.add_argument(
         "--devices",
         type=positive_int,

@@ -78,3 +78,21 @@ def platform_limit(text: str, kind: str) -> str | None:
 def unavailable_on(kind: str, what: str, *, standin: bool = False) -> str:
     """`unavailable on tpu: pmax of f64 (...)` (`tpu (stand-in)` for the stand-in)."""
     return f"unavailable on {kind}{' (stand-in)' if standin else ''}: {what}"
+
+
+# --- precision or bug: what a failing device pair's re-run at precision=highest says --------
+
+
+def precision_or_bug(kind: str, precision: str, highest_agrees: bool | None, why: str = "") -> str:
+    """The line a failing device pair gets, from its run re-judged at matmul precision
+    `highest` (`highest_agrees`; None: no re-run, `why` says why). `precision`: the one in
+    effect."""
+    device = kind.upper() if kind in ("tpu", "gpu") else kind
+    if highest_agrees is None:
+        return f"not the device's matmul precision: {why}"
+    if highest_agrees:
+        return (
+            f"agrees under precision=highest: the difference is the {device}'s default matmul "
+            f"precision ({precision}; set jax_default_matmul_precision or declare it)"
+        )
+    return "still differs under precision=highest: not the device's arithmetic"

@@ -42,6 +42,13 @@ from .._model._verdicts import GRADIENT_CHECKS
 from .._places import PRODUCED, RECORDED, Places
 from .._x64 import x64_configuration
 from ._evaluate import label_of
+from ._device_cases import (
+    add_device_pairs,
+    add_device_subjects,
+    cpu_only,
+    device_notes,
+    precision_or_bug,
+)
 from ._gradchecks import CHECKS
 from ._session import Session
 
@@ -86,6 +93,7 @@ class Subject:
     variant: Variant | None = None  # the registered variant it is (live, or its store file)
     gradient: Gradient | None = None  # what a file holds (None: computed when needed)
     skip: Fault | None = None  # why it is not evaluated here (unavailable, skipped)
+    device: str = "cpu"  # where it runs (`_device_cases`: V@tpu)
 
     @property
     def live(self) -> bool:
@@ -116,6 +124,7 @@ class Plan:
     inputs: Inputs
     live: bool
     dtypes: tuple[str, ...]
+    devices: tuple[str, ...] = ("cpu",)  # the devices under test (the CPU first)
     subjects: dict[str, Subject] = field(default_factory=dict)
     cases: list[Case] = field(default_factory=list)
     files: dict[str, CaseJudgement] = field(default_factory=dict)  # file cases, judged
@@ -184,13 +193,14 @@ def build_plan(
     checks: bool = True,
     places: Places | None = None,
     faults: dict[str, Fault] | None = None,
+    devices: tuple[str, ...] = ("cpu",),
 ) -> Plan:
     """The case table of an example. `live`: registered variants are evaluated (check,
     pytest); otherwise their store files are judged (diff). `scan`: the store's files
     (recorded references and, for diff, the store itself); `checks`: include the Taylor
     and jvp cases (live only)."""
     ex = catalog.example
-    p = Plan(catalog, inputs, live, tuple(d for d in DTYPES if d in dtypes))
+    p = Plan(catalog, inputs, live, tuple(d for d in DTYPES if d in dtypes), devices=devices)
     stored: dict[str, Gradient] = {}
     if scan is not None:
         for g in scan.gradients:
@@ -209,8 +219,11 @@ def build_plan(
             case_id = file_id(ex, _file_label(path, places))
             p.files[case_id] = judge.unreadable(case_id, message)
     _add_subjects(p, stored, faults or {})
+    if live:
+        add_device_subjects(p, _skip)
     _add_runs(p)
     _add_pairs(p)
+    add_device_pairs(p, _pair_cases, _reference)
     if live and checks:
         _add_checks(p)
     for case_id in p.files:
@@ -286,9 +299,12 @@ def _add_runs(p: Plan) -> None:
 
 
 def _members(p: Plan) -> dict[str, list[Subject]]:
+    """Each family's CPU subjects (a device run is judged against the CPU reference only,
+    `_device_cases.add_device_pairs`)."""
     out: dict[str, list[Subject]] = {}
     for s in p.subjects.values():
-        out.setdefault(s.family, []).append(s)
+        if s.device == "cpu":
+            out.setdefault(s.family, []).append(s)
     return out
 
 
@@ -333,8 +349,8 @@ def _add_pairs(p: Plan) -> None:
 def _add_checks(p: Plan) -> None:
     ex = p.example
     for s in p.subjects.values():
-        if s.variant is None or s.dtype != "float64" or not s.live:
-            continue
+        if s.variant is None or s.dtype != "float64" or not s.live or s.device != "cpu":
+            continue  # the gradient checks are the CPU float64 run's
         for kind in GRADIENT_CHECKS:
             for array in ex.wrt_names:
                 case_id = check_id(ex, s.family, s.label, kind, array)
@@ -349,6 +365,7 @@ def read_plan(
     dtypes: tuple[str, ...] = DTYPES,
     checks: bool = True,
     faults: dict[str, Fault] | None = None,
+    devices: tuple[str, ...] = ("cpu",),
 ) -> Plan:
     """The case table on the shared inputs, with the store as it is (raises the inputs'
     error when they cannot be read: the example is then not judged); `faults`: the last
@@ -371,6 +388,7 @@ def read_plan(
         checks=checks,
         places=places,
         faults=faults(inputs) if callable(faults) else faults,
+        devices=devices,
     )
 
 
@@ -384,7 +402,7 @@ def subject_outcome(p: Plan, label: str, session: Session) -> Gradient | Fault:
         return s.gradient
     if s.skip is not None:
         return s.skip
-    return session.outcome(s.variant, p.inputs, s.dtype)
+    return session.outcome(s.variant, p.inputs, s.dtype, s.device)
 
 
 def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
@@ -397,7 +415,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
         s = p.subjects[label]
         wider = None
         if s.dtype != "float64" and s.variant is not None:
-            wide = label_of(s.variant, "float64")
+            wide = label_of(s.variant, "float64", s.device)
             if wide in p.subjects:
                 wider = subject_outcome(p, wide, session)
         j = judge.judge_run(
@@ -415,7 +433,8 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
             fault = judge.judge_run("", label, outcome)
             return judge.not_compared(case.id, case.kind, fault, **what)
     if case.kind == CaseKind.PAIR:
-        return _judge_pair(p, case, *outcomes, session=session)
+        j = _judge_pair(p, case, *outcomes, session=session)
+        return precision_or_bug(p, case, j, outcomes[1], session, judge_pair_of)
     g = outcomes[0]
     what.pop("array")
     try:
@@ -479,12 +498,15 @@ def judge_plan(p: Plan, session: Session) -> ExampleJudgement:
             target[label] = s.skip.what
             continue
         found = subject_outcome(p, label, session)
+        if cpu_only(s, found):
+            continue  # said once (`device_notes`), never a row of its own
         if isinstance(found, Gradient):
             result.subjects[label] = found
         elif found.verdict == Verdict.SKIPPED:
             result.skipped[label] = found.what
         elif found.verdict == Verdict.UNAVAILABLE:
             result.unavailable[label] = found.what
+    result.notes.extend(device_notes(p, result, session))
     return result
 
 

@@ -95,7 +95,10 @@ class CheckRun:
     - `say`: where progress and notes go; `progress`: one line per evaluation;
     - `every_example`: the names of every registered example, when the run covers them
       all (then results of examples no longer registered are noted);
-    - `cache`: turn on JAX's persistent compilation cache (as every command does).
+    - `cache`: turn on JAX's persistent compilation cache (as every command does);
+    - `devices`: the devices under test (`cpu`, `gpu`, `tpu`; default the CPU alone,
+      whatever JAX's default device is): each variant's run on every other device is
+      judged against its family's CPU float64 reference (`_device_cases`).
 
     The store run is `CheckRun.of_store`; one evaluation's run `evaluation_run`.
     """
@@ -121,12 +124,14 @@ class CheckRun:
         live: bool = True,
         faults: Callable[[Catalog, Inputs], dict[str, Fault]] | None = None,
         cache: bool = True,
+        devices: tuple[str, ...] = ("cpu",),
     ):
         self.catalogs = list(catalogs)
         self.places = places
         self.config = config
         self.judgement = judgement
         self.dtypes = tuple(dtypes)
+        self.devices = tuple(devices)  # the devices under test (docs/devices.md)
         self.timeout = timeout
         self.save = save and live
         self.write_verdicts = write_verdicts
@@ -149,7 +154,9 @@ class CheckRun:
         for cat in self.catalogs:
             try:
                 if live:
-                    self.plans[cat.name] = read_plan(cat, places, live=True, dtypes=self.dtypes)
+                    self.plans[cat.name] = read_plan(
+                        cat, places, live=True, dtypes=self.dtypes, devices=self.devices
+                    )
                 else:
                     found = (lambda inputs, cat=cat: faults(cat, inputs)) if faults else None
                     self.plans[cat.name] = read_plan(
@@ -302,6 +309,7 @@ class CheckRun:
                     "them all)"
                 )
         judgement.did_not_run = did_not_run(self.catalogs, self.require)
+        judgement.did_not_run += device_did_not_run(list(judgement), self.devices, self.require)
         judgement.suspects = [
             (ej.name, s) for ej in judgement if ej.judged for s in find_suspects(ej)
         ]
@@ -324,13 +332,16 @@ class CheckRun:
         dtype: str = "float64",
         *,
         processes: int | None = None,
+        device: str = "cpu",
     ) -> Gradient | Fault:
         """One variant on `inputs` (any inputs, any parameters) in `dtype`, under the run's
         time limit, never reused from or kept in the records; with `processes`, a sharded
-        variant under jax.distributed on that many local processes."""
+        variant under jax.distributed on that many local processes; on `device`."""
         if processes is None:
             watch = Watch(timeout_s=self.timeout, say=self.say)
-            return evaluate_variant(variant, inputs, dtype, watch, shown_path=self.places.shown)
+            return evaluate_variant(
+                variant, inputs, dtype, watch, shown_path=self.places.shown, device=device
+            )
         from ._processes import check_sharded, evaluate_across
 
         check_sharded(variant)
@@ -384,6 +395,23 @@ def did_not_run(cats: Sequence[Catalog], required: set[str]) -> list[tuple[str, 
     return out
 
 
+def device_did_not_run(
+    judged: list[ExampleJudgement], devices: tuple[str, ...], required: set[str]
+) -> list[tuple[str, str, bool]]:
+    """`[(label, why, True)]`: each run on a required device (`--require tpu`) that was
+    unavailable there (no such device, or a platform limit): a failure only then."""
+    out = []
+    for device in devices:
+        if device == "cpu" or device not in required:
+            continue
+        for ej in judged:
+            for label, why in ej.unavailable.items():
+                cpu_twin = label[: -len(device) - 1]
+                if label.endswith(f"@{device}") and cpu_twin not in ej.unavailable:
+                    out.append((label, why, True))  # the device's, not the variant's
+    return out
+
+
 # --- the store writes -------------------------------------------------------------------------
 
 
@@ -391,7 +419,7 @@ def save_to_store(ej: ExampleJudgement, here: Places) -> None:
     """Each live run goes to its store file (NaN/Inf and faults are not saved: the
     verdicts say what happened)."""
     for g in ej.subjects.values():
-        if g.source == "run":
+        if g.source == "run" and not g.extra.get("device"):  # the store holds CPU runs
             if g.of is not None and g.of.backend != "julia":  # a reused evaluation too
                 g.extra.setdefault("x64", x64_configuration(g.of).describe())
             target = here.gradient(ej.name, g.variant, g.dtype)
