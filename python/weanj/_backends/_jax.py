@@ -141,21 +141,15 @@ class JaxRuntime(_runtime.Runtime):
         return hasattr(variant.built.grad, "lower")
 
     def runs_on(self, kind: str) -> bool:
-        return kind in ("cpu", "gpu")
+        return kind in ("cpu", "gpu", "tpu")
 
     def device(self, kind: str):
-        """The first JAX device of kind `"cpu"` or `"gpu"`; none raises `UnavailableError`."""
-        import jax
+        """The JAX device of kind `"cpu"`, `"gpu"` or `"tpu"` an evaluation runs on
+        (`_placement.place_of`: the stand-in where it plays that kind); none raises
+        `UnavailableError` naming it."""
+        from ._placement import place_of
 
-        try:
-            found = jax.devices(kind)
-        except RuntimeError:  # JAX raises when no backend of that kind is installed
-            found = []
-        if not found:
-            raise UnavailableError(
-                f"no GPU visible to JAX here (jax.devices({kind!r}) is empty); {GPU_HINT}"
-            )
-        return found[0]
+        return place_of(kind).device
 
     def placement(self, device, multi_device: bool):
         """`device`, or, for a multi-device variant, replicated over the devices it spans

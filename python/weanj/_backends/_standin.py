@@ -110,7 +110,9 @@ def _dot_rule(generic, ctx, lhs, rhs, *, precision, **params):
 
     bf16 = precision == lax_internal.DotAlgorithmPreset.BF16_BF16_F32
     avals = ctx.avals_in
-    if bf16 and all(np.dtype(a.dtype) == np.float32 for a in avals):
+    if bf16 and not all(np.dtype(a.dtype) == np.float32 for a in avals):
+        return generic(ctx, lhs, rhs, precision=None, **params)  # 32-bit products only
+    if bf16:
         # bit arithmetic, not a convert pair: XLA may drop f32 -> bf16 -> f32 (excess
         # precision allowed), which would leave the stand-in exact
         lhs, rhs = (

@@ -83,11 +83,14 @@ def unavailable_on(kind: str, what: str, *, standin: bool = False) -> str:
 # --- precision or bug: what a failing device pair's re-run at precision=highest says --------
 
 
-def precision_or_bug(kind: str, precision: str, highest_agrees: bool | None, why: str = "") -> str:
+def precision_or_bug(
+    kind: str, precision: str, highest_agrees: bool | None, why: str = "", *, standin: bool = False
+) -> str:
     """The line a failing device pair gets, from its run re-judged at matmul precision
     `highest` (`highest_agrees`; None: no re-run, `why` says why). `precision`: the one in
     effect."""
     device = kind.upper() if kind in ("tpu", "gpu") else kind
+    device = f"stand-in {device}" if standin else device
     if highest_agrees is None:
         return f"not the device's matmul precision: {why}"
     if highest_agrees:

@@ -77,20 +77,20 @@ def precision_or_bug(
     }
     if not j.verdict.failing or j.verdict == Verdict.NONFINITE:
         return j
+    standin = bool(other.extra.get("standin", False))
     if not other.extra.get("precision_reduced"):
         why = f"{s.dtype} products run at full precision here ({precision})"
-        line = precision_line(s.device, precision, None, why)
+        line = precision_line(s.device, precision, None, why, standin=standin)
     else:
         again = session.outcome(s.variant, p.inputs, s.dtype, s.device, HIGHEST)
         if isinstance(again, Fault):
-            line = precision_line(
-                s.device, precision, None, f"its re-run at precision=highest: {again.what}"
-            )
+            why = f"its re-run at precision=highest: {again.what}"
+            line = precision_line(s.device, precision, None, why, standin=standin)
         else:
             ref = session_outcome_of(p, case.subjects[0], session)
             k = judge_pair_of(p.catalog, p.inputs, case.id, ref, again, case.array, session)
             agrees = not k.verdict.failing
-            line = precision_line(s.device, precision, agrees)
+            line = precision_line(s.device, precision, agrees, standin=standin)
             j.info["device"]["highest"] = str(k.verdict)
     j.info["device"]["precision_or_bug"] = line
     reason = f"{j.reason}; {line}" if j.reason else line

@@ -32,6 +32,7 @@ from .._model import Gradient, Inputs, Variant
 from .._watch import Watch
 from .._x64 import x64_configuration
 from ._on_device import (
+    HIGHEST,
     device_label,
     matmul_free,
     on_device,
@@ -292,7 +293,10 @@ def evaluate(
             g.extra["precision_reduced"] = False  # no matrix product: nothing rounds coarser
             g.extra["precision"] += " (no matrix product in this program)"
         eps = precision_eps({"reduced": g.extra.get("precision_reduced"), **g.extra})
-        g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where, eps)
+        if eps is None:
+            g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
+        else:
+            _levels_on_device(g, inputs, (built, fns), args, watch, where, device, eps)
     except TimeoutError as e:
         return fault(TIMEOUT, str(e))
     except ExcludedError as e:
@@ -309,6 +313,26 @@ def evaluate(
     if variant.backend != "julia":
         g.extra["x64"] = x64_configuration(variant).describe()  # stored with the gradient
     return g
+
+
+def _levels_on_device(
+    g: Gradient, inputs: Inputs, functions: tuple, args: tuple, watch, where, device, eps
+) -> None:
+    """A run under a reduced matmul precision: its dtype's rounding level (`noise`)
+    measured on the device at precision=highest (at the reduced one, a one-ulp move may
+    cross a bfloat16 rounding and jump by far more), and the reduced precision's own
+    level (`extra["precision_level"]`, `_judge._compare.precision_floor`), measured
+    there by a perturbation of the precision's unit roundoff `eps`."""
+    (built, fns), ex, dtype = functions, g.example, g.dtype
+    try:
+        full, _ = on_device(built, device, HIGHEST)
+        loss_h, raw = _loss_and_grad(full, args, watch, where, dtype)
+        grads_h = checked_gradients(ex, raw, dtype, inputs.wrt_shapes)
+        g.noise = _noise(full, inputs, loss_h, grads_h, ex, dtype, watch, where)
+    except Exception:  # a refinement, as `_noise` itself: the floors are then unknown
+        g.noise = {}
+    level = _noise(fns, inputs, g.loss, g.gradients, ex, dtype, watch, where, eps)
+    g.extra["precision_level"] = level
 
 
 def _gradient(variant: Variant, inputs: Inputs, dtype: str, gradients, loss, seconds) -> Gradient:

@@ -25,18 +25,18 @@ HIGHEST = "highest"
 # what a non-JAX variant's device run is (one note per example, never a failure)
 CPU_ONLY = "runs on the CPU only: it is the CPU reference the device runs are judged against"
 
-# the unit in the last place of the precision a reduced matmul computes in (`Place.precision`):
-# what the device's rounding level is measured with (the perturbation of `_evaluate._noise`)
-_PRECISION_EPS = {
-    "bfloat16": 2.0**-7,
-    "BF16_BF16_F32": 2.0**-7,
-    "BF16_BF16_BF16": 2.0**-7,
-    "default": 2.0**-7,  # a TPU's default, the coarsest any device has by default
-    "tensorfloat32": 2.0**-10,
-    "TF32_TF32_F32": 2.0**-10,
-    "high": 2.0**-10,
-    "BF16_BF16_F32_X3": 2.0**-16,
-    "TF32_TF32_F32_X3": 2.0**-20,
+# the unit roundoff of the precision a reduced matmul computes in (`Place.precision`): what
+# the device's precision level is measured with (the perturbation of `_evaluate._noise`)
+_PRECISION_EPS = {  # unit roundoffs (half an ulp): what one rounding moves a value by
+    "bfloat16": 2.0**-8,
+    "BF16_BF16_F32": 2.0**-8,
+    "BF16_BF16_BF16": 2.0**-8,
+    "default": 2.0**-8,  # a TPU's default, the coarsest any device has by default
+    "tensorfloat32": 2.0**-11,
+    "TF32_TF32_F32": 2.0**-11,
+    "high": 2.0**-11,
+    "BF16_BF16_F32_X3": 2.0**-17,
+    "TF32_TF32_F32_X3": 2.0**-21,
 }
 
 
