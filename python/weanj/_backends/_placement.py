@@ -179,3 +179,17 @@ def device_line(devices: tuple[str, ...]) -> str:
         except UnavailableError as e:
             parts.append(f"{kind} (unavailable: {e})")
     return "devices: " + ", ".join(parts)
+
+
+def device_environment(env: dict, kind: str) -> dict:
+    """An environment block (`_environment.environment`) of records measured on a device of
+    `kind`, with the device kind string and its software as its place has them (a stand-in
+    says so: `standin`)."""
+    if kind != "cpu":
+        place = place_of(kind)
+        env["device_kind"] = place.description
+        if place.software:
+            env["device_software"] = place.software
+        if place.standin:
+            env["standin"] = True
+    return env

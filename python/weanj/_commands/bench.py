@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._backends._placement import device_environment
 from .._backends._runtime import Runtime, runtime_of
 from .._environment import environment, now
 from .._errors import InputError, WeanjError, say, wrapped
@@ -329,8 +330,8 @@ def _checked(
 ) -> tuple[list[int], dict[str, Any], Any, Any]:
     """`bench`'s options checked before any work: (sizes, the size sweep's parameters,
     over, memory_over); a dimension's values out of reach are refused here too."""
-    if device not in ("cpu", "gpu"):
-        raise InputError(f"device must be cpu or gpu, got {device!r}")
+    if device not in ("cpu", "gpu", "tpu"):
+        raise InputError(f"device must be cpu, gpu or tpu, got {device!r}")
     sweep_sizes = _sweep_sizes(ex, sizes, shared)
     for what, value in (("samples", samples), ("devices", devices)):
         if value is not None and value < 1:
@@ -386,7 +387,7 @@ def bench(
       `("T", "d")`) needs a generator taking it as a keyword.
     - `memory_over`: the same, compiled only (scratch memory); default the first
       parameter with a `Param.sweep`; None: none.
-    - `device`: `"cpu"` or `"gpu"`; `devices`: how many devices sharded variants span.
+    - `device`: `"cpu"`, `"gpu"` or `"tpu"` (a stand-in says so); `devices`: how many devices sharded variants span.
     - `samples`: timing samples per point (default 10, 3 from size 512, fewer within the
       budget); `timeout`: a time limit per point.
     - `write`: merge the records into `results/<example>/bench/` (`replace`: replacing
@@ -477,7 +478,7 @@ def bench(
             device,
             result.by_backend,
             here,
-            env=environment(device),
+            env=device_environment(environment(device), device),
             backend_versions=versions,
             replace=replace,
         )
@@ -536,3 +537,4 @@ def markdown_table(ex: Example, records: Sequence[dict[str, Any]]) -> str:
             + (_inside_cells(r.get("timed_inside"), cell) if inside else "")
         )
     return "\n".join(lines)
+
