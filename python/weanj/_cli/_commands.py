@@ -111,12 +111,13 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
         timeout=args.timeout,
         processes=args.processes,
         traceback=args.traceback,
+        device=args.device,
     )
     g = done.gradient
     shown = "".join(f"{k}={val} " for k, val in g.params.items())
     norms = "  ".join(f"‖∂L/∂{n}‖ = {float(np.linalg.norm(a)):.6e}" for n, a in g.gradients.items())
     print(
-        f"{g.example.name} {g.variant} {shown}{g.dtype}: loss "
+        f"{g.example.name} {g.label} {shown}{g.dtype}: loss "
         f"= {g.loss:.15e}  {norms}  ({g.seconds:.2f} s)"
     )
     if "processes" in g.extra:

@@ -429,7 +429,8 @@ def save_to_store(ej: ExampleJudgement, here: Places) -> None:
 def differences(g: Gradient, shared: Inputs | None) -> list[str]:
     """What sets a gradient apart from one on the shared inputs, as file-name parts
     (`inputs-1a2b3c4d5e6f`, `K5`, `float32`); empty when it is store material."""
-    if shared is not None and shared.matches(g):
+    device = g.extra.get("device")  # a device run is never store material
+    if shared is not None and shared.matches(g) and not device:
         return []
     out = []
     if shared is None or g.inputs_sha256 != shared.digest:
@@ -438,6 +439,8 @@ def differences(g: Gradient, shared: Inputs | None) -> list[str]:
         out.extend(f"{k}{v}" for k, v in g.params.items() if shared.params.get(k) != v)
     if g.dtype != "float64":
         out.append(g.dtype)
+    if device:
+        out.append(str(device))
     return out or [f"key-{g.key[:12]}"]
 
 
@@ -447,15 +450,17 @@ def outside_store_path(g: Gradient, shared: Inputs | None, here: Places) -> Path
     with their own parameters), else `results/<example>/runs/<variant>-<what differs>.h5`
     (`differences`). Files that older weanj wrote there as `<variant>-key-<key>.h5` read
     as before: a gradient file is read by its contents, never by its name."""
-    if shared is not None and shared.matches(g):
+    if shared is not None and shared.matches(g) and not g.extra.get("device"):
         return here.gradient(g.example.name, g.variant, g.dtype)
     return here.run_file(g.example.name, g.variant, differences(g, shared))
 
 
 def apart_note(g: Gradient, shared: Inputs | None) -> str:
     """One line saying why a gradient was not saved to the store ("" when it was)."""
-    if shared is not None and shared.matches(g):
+    if shared is not None and shared.matches(g) and not g.extra.get("device"):
         return ""
+    if g.extra.get("device"):
+        return f"not saved to the store: a run on {g.extra['device']} (the store holds CPU runs)"
     return (
         f"not saved to the store: computed on other inputs than the shared inputs "
         f"({', '.join(differences(g, shared))}); the store holds only gradients of the shared "
