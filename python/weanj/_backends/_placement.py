@@ -193,3 +193,8 @@ def device_environment(env: dict, kind: str) -> dict:
         if place.standin:
             env["standin"] = True
     return env
+
+
+def is_standin(kind: str) -> bool:
+    """Whether runs on `kind` go to the stand-in (`_standin`), not to a real device."""
+    return kind != "cpu" and _standin.standin_kind() == kind

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._backends._placement import device_environment
+from .._backends._placement import device_environment, is_standin
 from .._backends._runtime import Runtime, runtime_of
 from .._environment import environment, now
 from .._errors import InputError, WeanjError, say, wrapped
@@ -199,6 +199,7 @@ def sweep_variant(
         "family": v.family,
         "backend": v.backend,
         "device": device,
+        **({"standin": True} if is_standin(device) else {}),  # said in plots and tables
         "devices": device_count() if v.multi_device else 1,
         "dtype": series[0][0].dtype if series and series[0] else "float64",
         "date": now(),
