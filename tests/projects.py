@@ -64,6 +64,7 @@ def as_user_in(root: Path):
     # what a process remembers of its project: the Julia variants' kernels, the inputs it
     # found fresh, each module's x64
     tables += [_julia._KERNELS, _inputs._fresh_here, _x64._MODULES, _x64._VARIANT_MODULE]
+    tables.append(_x64._REGISTERED_UNDER)  # what a module's program had as it registered
     tables.append(_registry._state)
     saved = [(table, copy.copy(table)) for table in tables]
     x64 = bool(jax.config.jax_enable_x64)

@@ -89,7 +89,10 @@ def register_variant(variant: Variant) -> Variant:
     if variant.name in table:
         raise DefinitionError(f"variant {variant.name!r} of {name} is registered twice")
     table[variant.name] = variant
-    _x64.registered(name, variant.name, _state["loading"])
+    # the registering module, whoever imports it: a project module a notebook imported
+    # first still runs in the project's declared x64 (`_x64`, rule 1)
+    loading = _state["loading"]
+    _x64.registered(name, variant.name, loading or _caller_module(), by_weanj=bool(loading))
     return variant
 
 

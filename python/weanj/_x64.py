@@ -7,14 +7,18 @@ variant in the configuration its own program has, never one it chose:
 
 1. `[tool.weanj] x64 = true | false`, where the project declares it (a program that
    enables x64 at start-up, outside its kernel modules; weanj's own examples declare
-   `true`, `BUILTIN_X64`);
+   `true`, `BUILTIN_X64`), for every variant one of the project's example modules
+   registers, whoever imported the module (weanj's registry, or a notebook's `import k`
+   before weanj loaded the project); where a module's own code sets it contrary to the
+   declaration, the declaration holds, and its source names both;
 2. else what the variant's example module leaves at import, starting from the process's
    setting (JAX's default, off, or `$JAX_ENABLE_X64`);
 3. a variant registered outside an example module (a notebook, a test) runs in the
    session's setting at the time of the call: weanj switches nothing.
 
 A float64 run of a variant that, so configured, computes in float32 is that variant's
-fault, and so is a float32 run that comes back 64-bit (`fault_line`).
+fault, and so is a float32 run that comes back 64-bit (`fault_line`). The JAX backend
+reads this table (`program_x64`) into each run's `Configuration`; nothing else does.
 """
 
 from __future__ import annotations
@@ -57,6 +61,9 @@ class X64:
 # {(example, variant): module} for the variants it registered.
 _MODULES: dict[str, X64] = {}
 _VARIANT_MODULE: dict[tuple[str, str], str] = {}
+# {module: X64}: the setting a module's program had when it first registered a variant
+# outside weanj's import of it (a notebook's `import k` before weanj loads the project).
+_REGISTERED_UNDER: dict[str, X64] = {}
 
 _TRUE = ("1", "true", "yes", "on", "t", "y")
 
@@ -69,6 +76,11 @@ def _environment() -> X64 | None:
     return X64(on, f"JAX_ENABLE_X64={value} in the environment")
 
 
+def _start() -> X64:
+    """The setting a process starts with: `$JAX_ENABLE_X64`, else JAX's default (off)."""
+    return _environment() or X64(False, "JAX's default")
+
+
 def session_x64() -> X64:
     """The process's setting now (JAX imported or not)."""
     jax = sys.modules.get("jax")
@@ -78,7 +90,7 @@ def session_x64() -> X64:
         if env is not None and env.enabled == on:
             return env
         return X64(on, "the session's setting" if on else "JAX's default")
-    return _environment() or X64(False, "JAX's default")
+    return _start()
 
 
 def set_x64(on: bool) -> None:
@@ -91,11 +103,22 @@ def set_x64(on: bool) -> None:
     jax.config.update("jax_enable_x64", bool(on))
 
 
+def _holds_over(declared: X64, program: str) -> X64:
+    """The declaration, its source naming the program's contrary setting it holds over
+    (said once: in the x64 line of every view)."""
+    return X64(declared.enabled, f"{declared.source}; it holds over {program}")
+
+
 @contextlib.contextmanager
 def importing(module: str, declared: X64 | None) -> Iterator[None]:
     """Import `module` as its own program: from the declared setting (else the process's),
     and note what it leaves; the process's setting is put back afterwards, so one module's
-    choice is never another's."""
+    choice is never another's. A module imported before (its import now a no-op) is
+    judged by what its program had when it registered (`_already_imported`)."""
+    if module in sys.modules:
+        yield
+        _already_imported(module, declared)
+        return
     before = session_x64()
     base = declared or before
     if declared is not None:
@@ -104,8 +127,10 @@ def importing(module: str, declared: X64 | None) -> Iterator[None]:
         yield
     finally:
         after = session_x64()
-        if after.enabled != base.enabled:
-            turned = "on" if after.enabled else "off"
+        turned = "on" if after.enabled else "off"
+        if after.enabled != base.enabled and declared is not None:
+            _MODULES[module] = _holds_over(declared, f"{module}, which turns it {turned} at import")
+        elif after.enabled != base.enabled:
             _MODULES[module] = X64(after.enabled, f"{module} turns it {turned} at import")
         elif declared is not None:
             _MODULES[module] = declared
@@ -115,12 +140,29 @@ def importing(module: str, declared: X64 | None) -> Iterator[None]:
             set_x64(before.enabled)
 
 
-def registered(example: str, variant: str, module: str | None) -> None:
-    """Note the module a variant was registered by (None: outside an example module)."""
-    if module:
-        _VARIANT_MODULE[(example, variant)] = module
+def _already_imported(module: str, declared: X64 | None) -> None:
+    """A project module the program imported before weanj loaded the project (`import k`
+    first in a notebook): the declaration holds for its variants, as if weanj had imported
+    it (named over the setting its program had when it registered them, where that was
+    set contrary to both the declaration and the process's start); undeclared, its
+    variants run in the session's setting at each call (rule 3)."""
+    noted = _REGISTERED_UNDER.get(module)
+    if declared is None:
+        _MODULES.pop(module, None)
+    elif noted is None or noted.enabled in (declared.enabled, _start().enabled):
+        _MODULES[module] = declared
     else:
-        _VARIANT_MODULE.pop((example, variant), None)
+        had = "on" if noted.enabled else "off"
+        program = f"{module}'s program, which had it {had} when it registered"
+        _MODULES[module] = _holds_over(declared, program)
+
+
+def registered(example: str, variant: str, module: str, *, by_weanj: bool) -> None:
+    """Note the module a variant was registered by (`by_weanj`: while the registry imports
+    it), and, registered outside weanj's import, the setting its program had then."""
+    _VARIANT_MODULE[(example, variant)] = module
+    if not by_weanj:
+        _REGISTERED_UNDER.setdefault(module, session_x64())
 
 
 def forget_example(example: str) -> None:
@@ -128,21 +170,9 @@ def forget_example(example: str) -> None:
         del _VARIANT_MODULE[key]
 
 
-def x64_configuration(variant: Any) -> X64:
-    """The configuration `variant` runs in (module docstring): its module's, else the
-    session's now. Part of what an evaluation depends on."""
-    module = _VARIANT_MODULE.get((variant.example.name, variant.name))
-    found = _MODULES.get(module) if module else None
-    return found if found is not None else session_x64()
-
-
-def pinned(variant: Any) -> X64 | None:
-    """The configuration a variant's calls are run in, or None: the session's (a variant
-    registered outside an example module, where weanj switches nothing)."""
-    return pinned_by_name(variant.example.name, variant.name)
-
-
-def pinned_by_name(example: str, variant: str) -> X64 | None:
+def program_x64(example: str, variant: str) -> X64 | None:
+    """The setting a variant's program pins (its module's, rule 1 or 2), or None: the
+    session's at each call (rule 3). Read by the JAX backend's configuration only."""
     module = _VARIANT_MODULE.get((example, variant))
     return _MODULES.get(module) if module else None
 

@@ -4,8 +4,8 @@
 hand-written gradient) into the `Functions` of a variant: `loss`, `grad` (reverse mode,
 `jax.grad` over the `wrt` arrays) and `jvp` (forward mode, `jax.jvp`, for the
 forward-vs-reverse check). Every function runs in the x64 configuration of its variant's
-program (`Precise`, `_x64`): weanj never switches JAX's 64-bit types on for a program that
-has them off, nor off for one that has them on.
+program (`jax_configuration`, the variant's `configure`; `Precise`): weanj never switches
+JAX's 64-bit types on for a program that has them off, nor off for one that has them on.
 
 Complex arrays: `jax.grad` of a real loss returns the conjugate of the steepest-ascent
 direction `∂L/∂Re z + i·∂L/∂Im z`, which is what weanj stores and compares (and what
@@ -16,24 +16,39 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from .._errors import InputError, UnavailableError
 from .._judge._taylor import OWN_JVP_TOLERANCE, DirectionalResult, inner, random_direction
-from .._model import Example, Functions, Variant
+from .._model import Configuration, Example, Functions, Variant
 from .._registry import example_of, register_variant
 from . import _runtime
 
 GPU_HINT = "on a machine with an NVIDIA GPU: pip install -U 'jax[cuda12]'"
 
 
-class Precise:
-    """A `jax.jit` function run in its variant's x64 configuration (`_x64.pinned`).
+def jax_configuration(example: str, name: str, dtype: str = "float64", device: str = "cpu"):
+    """The `Configuration` a JAX variant's run computes in (`Variant.configure`): its
+    program's x64 (`_x64.program_x64`, else the session's now) and JAX's default matmul
+    precision (None: JAX's default). The one place a variant's x64 is read."""
+    from .. import _x64
 
-    `configured() -> X64 | None` says which (None: the session's setting, untouched);
-    `jax_variant` sets it once the variant is registered. The jitted function itself is
-    `.jitted`; `.lower(...)` works as on `jax.jit` functions.
+    precision = None
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        precision = jax.config.jax_default_matmul_precision
+    x64 = _x64.program_x64(example, name) or _x64.session_x64()
+    return Configuration(dtype, device, x64, None if precision is None else str(precision))
+
+
+class Precise:
+    """A `jax.jit` function run in its variant's x64 configuration (`jax_configuration`).
+
+    `configured() -> Configuration | None` says which (None: the session's setting,
+    untouched); `jax_variant` sets it. The jitted function itself is `.jitted`;
+    `.lower(...)` works as on `jax.jit` functions.
     """
 
     def __init__(self, jitted: Callable, configured: Callable[[], Any] | None = None):
@@ -47,8 +62,10 @@ class Precise:
         import jax
 
         config = self.configured() if self.configured is not None else None
+        if config is None or config.x64 is None:
+            return contextlib.nullcontext()
         # jax.enable_x64 holds for this thread only: a call under the watch's thread sees it
-        return contextlib.nullcontext() if config is None else jax.enable_x64(config.enabled)
+        return jax.enable_x64(config.x64.enabled)
 
     def __call__(self, *args, **kwargs):
         with self._context():
@@ -61,14 +78,14 @@ class Precise:
 
 def configured_build(functions: Callable, ex: Example, name: str, *args) -> Any:
     """`functions(ex, *args)`, its `Precise` functions run in variant `name`'s
-    configuration (looked up at each call: it is known once its module has imported)."""
-    from .. import _x64
+    configuration (read at each call: it is known once its module has imported), and placed
+    on any device JAX has (`_placement.placed`)."""
     from ._placement import placed
 
     built = functions(ex, *args)
     for fn in built if isinstance(built, tuple) else ():
         if isinstance(fn, Precise) and fn.configured is None:
-            fn.configured = functools.partial(_x64.pinned_by_name, ex.name, name)
+            fn.configured = functools.partial(jax_configuration, ex.name, name)
     if isinstance(built, Functions) and built.placed is None:
         built = built._replace(placed=placed)  # a JAX program runs on any device JAX has
     return built
@@ -335,6 +352,7 @@ def jax_variant(
                 name,
                 family,
                 build=functools.partial(configured_build, functions, ex, name, fn, grad),
+                configure=functools.partial(jax_configuration, ex.name, name),
                 versions=(*requires, "jax", "jaxlib"),
                 multi_device=multi_device,
                 description=described or first_doc_line(fn),

@@ -39,7 +39,6 @@ from .._pipeline._cases import build_plan
 from .._pipeline._evaluate import first_line
 from .._places import places
 from .._watch import Watch
-from .._x64 import x64_configuration
 
 
 def _say(message: str) -> None:
@@ -162,7 +161,8 @@ def _point(
     placed on."""
     with runtime.on_device(device):
         arrays = measure.generator_for(ex, dict(p.dims), shared)(p.size)
-        x64 = x64_configuration(v).enabled
+        config = v.configuration(p.dtype)  # a backend without JAX's x64 places as it is
+        x64 = config.x64 is None or config.x64.enabled
         args, n_entries = measure.call_args(
             ex, arrays, dict(p.params), p.dtype, where, runtime, x64
         )

@@ -13,7 +13,7 @@ returns is the fault `NaN/Inf`. This module states the rules; the execution laye
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,8 @@ class Fault:
     verdict: Verdict  # a file's text read back with `Verdict.parse`
     what: str
     command: str = ""
+    # the `Configuration` its evaluation ran in (None: not known, a record read back)
+    configuration: Any = field(default=None, compare=False)
 
     @property
     def line(self) -> str:

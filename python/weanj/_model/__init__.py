@@ -2,6 +2,9 @@
 registry, no JAX, no files)."""
 
 from ._catalog import Catalog as Catalog
+from ._configuration import Configuration as Configuration
+from ._configuration import host_configuration as host_configuration
+from ._configuration import run_label as run_label
 from ._example import Example as Example
 from ._example import FDPolicy as FDPolicy
 from ._example import Sizes as Sizes

@@ -53,6 +53,8 @@ class Gradient:
     extra: dict[str, Any] = field(default_factory=dict)
     of: Variant | None = None
     noise: dict[str, float] = field(default_factory=dict)
+    # the `Configuration` it was computed in (None: read from a file, not known)
+    configuration: Any = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         loss = "None" if self.loss is None else f"{self.loss:.6g}"

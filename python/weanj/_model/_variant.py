@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from .._environment import distribution_versions
 from .._errors import DefinitionError, InputError, UnavailableError
+from ._configuration import Configuration, host_configuration
 from ._example import Example, check_name
 from ._expected import as_declarations
 from ._kinds import DTYPES
@@ -136,6 +137,9 @@ class Variant:
       what an evaluation record's key holds (docs/DESIGN.md, "Evaluation records").
     - `expected`: differences of this variant known and kept (`weanj.Expected`): judged
       as declared (docs/verdicts.md, "Declaring expectations").
+    - `configure`: `(dtype, device) -> Configuration`, how its backend reads the settings
+      a run computes in (JAX's x64 and matmul precision: `jax_variant` supplies it);
+      default a backend with none (`configuration`).
     """
 
     example: Example
@@ -152,6 +156,9 @@ class Variant:
     excludes: Callable[[Any, Any], str | None] | None = None
     sources: tuple = ()
     expected: Any = field(default=(), compare=False)
+    configure: Callable[[str, str], Configuration] | None = field(
+        default=None, compare=False, repr=False
+    )
     _built: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -186,6 +193,13 @@ class Variant:
                 )
                 return f"needs the Python package {module!r} ({hint})"
         return self.check() if self.check is not None else None
+
+    def configuration(self, dtype: str = "float64", device: str = "cpu") -> Configuration:
+        """The configuration a run of this variant in `dtype` on `device` computes in, as
+        its backend reads it (docs/DESIGN.md §2.2); decided once per evaluation."""
+        if self.configure is None:
+            return host_configuration(dtype, device)
+        return self.configure(dtype, device)
 
     def excluded(self, arrays: Any, params: Any) -> str | None:
         """Why this variant does not apply to these inputs (its `excludes`), or None."""

@@ -40,7 +40,6 @@ from .._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
 from .._model._verdicts import GRADIENT_CHECKS
 from .._places import PRODUCED, RECORDED, Places
-from .._x64 import x64_configuration
 from ._evaluate import label_of
 from ._device_cases import (
     add_device_pairs,
@@ -418,11 +417,14 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
             wide = label_of(s.variant, "float64", s.device)
             if wide in p.subjects:
                 wider = subject_outcome(p, wide, session)
-        j = judge.judge_run(
-            case.id, label, subject_outcome(p, label, session), family=case.family, wider=wider
-        )
-        if s.variant is not None and s.variant.backend != "julia":
-            j.info["x64"] = x64_configuration(s.variant).to_json()  # shown by every view
+        outcome = subject_outcome(p, label, session)
+        j = judge.judge_run(case.id, label, outcome, family=case.family, wider=wider)
+        # the evaluation's, decided once; else (not run: a file, a skip) the variant's now
+        config = getattr(outcome, "configuration", None)
+        if config is None and s.variant is not None:
+            config = s.variant.configuration(s.dtype, s.device)
+        if config is not None and config.x64 is not None:
+            j.info["x64"] = config.x64.to_json()  # shown by every view
         return judge.declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))
     what["array"] = case.array
     outcomes = [subject_outcome(p, label, session) for label in case.subjects]

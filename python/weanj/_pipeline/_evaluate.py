@@ -9,6 +9,7 @@ Only weanj's own mistakes raise.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Any
@@ -28,9 +29,8 @@ from .._judge._contract import (
     checked_gradients,
     checked_loss,
 )
-from .._model import Gradient, Inputs, Variant
+from .._model import Configuration, Gradient, Inputs, Variant, run_label
 from .._watch import Watch
-from .._x64 import x64_configuration
 from ._on_device import (
     HIGHEST,
     device_label,
@@ -48,9 +48,10 @@ _NOISE_SEED = 20261202
 def label_of(
     variant: Variant | str, dtype: str, device: str = "cpu", precision: str | None = None
 ) -> str:
-    """How every view names a run: `jax-lex`, `jax-lex@float32`, `jax-lex@float32@tpu`."""
+    """How every view names a run: `jax-lex`, `jax-lex@float32`, `jax-lex@float32@tpu`
+    (`Configuration.label`; `@highest` for the precision-or-bug re-run)."""
     name = variant if isinstance(variant, str) else variant.name
-    return device_label(name if dtype == "float64" else f"{name}@{dtype}", device, precision)
+    return device_label(run_label(name, dtype), device, precision)
 
 
 def _word(value: Any) -> str:
@@ -232,15 +233,15 @@ def _dtype_name(value: Any) -> str:
         return ""
 
 
-def _x64_line(variant: Variant, dtype: str, returned: dict[str, Any]) -> str | None:
+def _x64_line(variant: Variant, config: Configuration, returned: dict[str, Any]) -> str | None:
     """The fault line of a run whose dtype follows from its program's x64 configuration
     (`_x64.fault_line`): a float64 run computed in float32 with x64 off, a float32 run
-    promoted to 64 bits with it on. None for any other breach."""
-    if variant.backend == "julia":
+    promoted to 64 bits with it on. None for any other breach, and for a backend without
+    JAX's x64 (`config.x64` None)."""
+    if config.x64 is None:
         return None
-    config = x64_configuration(variant)
     for what, value in reversed(returned.items()):  # the last call made is the one at fault
-        found = _x64.fault_line(variant.name, config, _dtype_name(value), dtype, what)
+        found = _x64.fault_line(variant.name, config.x64, _dtype_name(value), config.dtype, what)
         if found is not None:
             return found
     return None
@@ -256,15 +257,20 @@ def evaluate(
     device: str = "cpu",
     precision: str | None = None,
 ) -> Gradient | Fault:
-    """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault; on
-    `device` (every call placed there, `_on_device`), with matmul `precision` (None: the
-    one in effect; `"highest"`: the precision-or-bug re-run)."""
+    """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault; either
+    carries the `Configuration` it was computed in, decided here once: on `device` (every
+    call placed there, `_on_device`), with matmul `precision` (None: the one in effect;
+    `"highest"`: the precision-or-bug re-run)."""
     ex = variant.example
+    config = variant.configuration(dtype, device)
+    if precision is not None:
+        config = dataclasses.replace(config, precision=precision)
     label = label_of(variant, dtype, device, precision)
     command = reproduce_command(variant, inputs, dtype, shown_path, device)
 
     def fault(verdict: str, what: str) -> Fault:
-        return Fault(verdict, what, command if verdict in (ERROR, NONFINITE, TIMEOUT) else "")
+        again = command if verdict in (ERROR, NONFINITE, TIMEOUT) else ""
+        return Fault(verdict, what, again, configuration=config)
 
     why = variant.unavailable_reason()
     if why is not None:
@@ -285,7 +291,7 @@ def evaluate(
         loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype, returned)
         seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
-        g = _gradient(variant, inputs, dtype, gradients, loss, seconds)
+        g = _gradient(variant, inputs, config, gradients, loss, seconds)
         describe_device(g, place, dtype, device, precision)
         if not g.finite:
             return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
@@ -304,14 +310,14 @@ def evaluate(
     except UnavailableError as e:
         return fault(UNAVAILABLE, first_line(e))
     except Breach as e:
-        return fault(ERROR, _x64_line(variant, dtype, returned) or f"{variant.name} {e}")
+        return fault(ERROR, _x64_line(variant, config, returned) or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
         limit = platform_fault_line(e, device, place)  # or what the device cannot run
         if limit is not None:
             return fault(UNAVAILABLE, limit)
         return fault(ERROR, f"{variant.name} {first_line(e)}{raised_at(e)}")
-    if variant.backend != "julia":
-        g.extra["x64"] = x64_configuration(variant).describe()  # stored with the gradient
+    if config.x64 is not None:
+        g.extra["x64"] = config.x64.describe()  # stored with the gradient
     return g
 
 
@@ -335,7 +341,10 @@ def _levels_on_device(
     g.extra["precision_level"] = level
 
 
-def _gradient(variant: Variant, inputs: Inputs, dtype: str, gradients, loss, seconds) -> Gradient:
+def _gradient(
+    variant: Variant, inputs: Inputs, config: Configuration, gradients, loss, seconds
+) -> Gradient:
+    dtype = config.dtype
     return Gradient(
         variant.example,
         variant.name,
@@ -351,4 +360,5 @@ def _gradient(variant: Variant, inputs: Inputs, dtype: str, gradients, loss, sec
         source="run",
         seconds=seconds,
         of=variant,
+        configuration=config,
     )

@@ -44,6 +44,7 @@ module reached only that way is not part of the key (docs/DESIGN.md says so).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -56,11 +57,10 @@ from .._errors import WeanjError
 from .._io._atomic import atomic_path
 from .._io._h5 import array_sha256
 from .._judge._contract import ERROR, NONFINITE, Fault
-from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
+from .._model import COMPLEX_OF, Configuration, Gradient, Inputs, Variant, provenance_key
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
-from .._x64 import x64_configuration
 from ._gradchecks import CHECKS, TAYLOR_INFO
 
 FORMAT = 2
@@ -169,7 +169,9 @@ class Records:
             else text_digest(self._code[module] + files_digest(extra, self._roots()))
         )
 
-    def parts(self, variant: Variant, inputs: Inputs, dtype: str) -> dict[str, Any]:
+    def parts(self, variant: Variant, inputs: Inputs, dtype: str, config: Configuration = None):
+        """The key's parts; of the evaluation's `config`, what its backend sets (x64)."""
+        config = config or variant.configuration(dtype)
         if not self._weanj:
             self._weanj = weanj_sources()
         table = self.config.table  # None where the root has no [tool.weanj] table
@@ -186,7 +188,7 @@ class Records:
             "config": text_digest(table),
             "versions": {**core_versions(), "weanj sources": self._weanj},
             "backend": variant.backend_version(),
-            "x64": x64_configuration(variant).enabled,  # as the variant runs (not where from)
+            **config.key_parts(),
             "checks": text_digest(canonical(check_policy(variant))),
         }
 
@@ -203,7 +205,8 @@ class Records:
         if self.fresh:
             self.recomputed[(ex, label)] = "asked afresh (--fresh)"
             return None
-        current = self.parts(variant, inputs, dtype)
+        config = variant.configuration(dtype)
+        current = self.parts(variant, inputs, dtype, config)
         try:
             record, found = self._read(variant, inputs, dtype, self._path(variant, dtype))
             if record is not None and record["key"] != text_digest(canonical(current)):
@@ -237,10 +240,12 @@ class Records:
             return None
         self.reused[(ex, label)] = record["created"]
         self._recalled[(ex, label)] = record
-        if isinstance(found, Gradient):
-            found.source, found.of = "run", variant
-            found.seconds = record["seconds"]
-            found.extra["reused"] = self.reused[(ex, label)]
+        if not isinstance(found, Gradient):  # what its key was recomputed with
+            return dataclasses.replace(found, configuration=config)
+        found.configuration = config
+        found.source, found.of = "run", variant
+        found.seconds = record["seconds"]
+        found.extra["reused"] = self.reused[(ex, label)]
         return found
 
     def _read(self, variant: Variant, inputs: Inputs, dtype: str, path: Path):
@@ -329,7 +334,7 @@ class Records:
         """Note a new evaluation; written by `flush` once its checks are known."""
         if isinstance(found, Fault) and found.verdict not in _REUSED_FAULTS:
             return
-        parts = self.parts(variant, inputs, dtype)
+        parts = self.parts(variant, inputs, dtype, found.configuration)
         seconds = getattr(found, "seconds", None)
         self._pending[(variant.example.name, label_of(variant, dtype))] = {
             "variant": variant,
@@ -608,7 +613,7 @@ def _why_changed(stored: dict, current: dict) -> str | None:
             return f"{name} changed ({old.get(name)} → {new[name]})"
     if stored.get("backend") != current["backend"]:
         return f"its backend changed ({current['backend']})"
-    if stored.get("x64") != current["x64"]:
+    if stored.get("x64") != current.get("x64"):
         return "jax_enable_x64 changed"
     if stored.get("checks") != current["checks"]:
         return "the gradient-check policy changed"

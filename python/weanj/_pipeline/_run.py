@@ -48,7 +48,6 @@ from .._model import DTYPES, Catalog, Gradient, Inputs, Variant
 from .._model._verdicts import Verdict
 from .._places import Places
 from .._watch import Watch
-from .._x64 import x64_configuration
 from ._cases import Case, Plan, judge_case, judge_plan, not_judged, read_plan, subject_outcome
 from ._evaluate import evaluate as evaluate_variant
 from ._executors import InProcess
@@ -420,8 +419,11 @@ def save_to_store(ej: ExampleJudgement, here: Places) -> None:
     verdicts say what happened)."""
     for g in ej.subjects.values():
         if g.source == "run" and not g.extra.get("device"):  # the store holds CPU runs
-            if g.of is not None and g.of.backend != "julia":  # a reused evaluation too
-                g.extra.setdefault("x64", x64_configuration(g.of).describe())
+            config = g.configuration  # its evaluation's (a reused one's too)
+            if config is None and g.of is not None:
+                config = g.of.configuration(g.dtype)
+            if config is not None and config.x64 is not None:
+                g.extra.setdefault("x64", config.x64.describe())
             target = here.gradient(ej.name, g.variant, g.dtype)
             _store.write_gradient(g, target, here)
 
