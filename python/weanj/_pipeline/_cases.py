@@ -46,6 +46,7 @@ from ._device_cases import (
     add_device_subjects,
     cpu_only,
     device_notes,
+    judged_on,
     precision_or_bug,
 )
 from ._gradchecks import CHECKS
@@ -452,9 +453,11 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
 def _judge_pair(
     p: Plan, case: Case, a: Gradient, b: Gradient, *, session: Session
 ) -> CaseJudgement:
-    return judge_pair_of(
-        p.catalog, p.inputs, case.id, a, b, case.array, session, info=case.info, declared=True
-    )
+    s = p.subjects.get(case.subjects[1])
+    with judged_on(s.variant if s else None, s.device if s else "cpu"):
+        return judge_pair_of(
+            p.catalog, p.inputs, case.id, a, b, case.array, session, info=case.info, declared=True
+        )
 
 
 def judge_pair_of(

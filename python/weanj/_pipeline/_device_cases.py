@@ -19,6 +19,7 @@ one note per example says so, never a failure.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -53,6 +54,32 @@ def add_device_pairs(p: Any, pair_cases: Callable, reference: Callable) -> None:
         ref = reference(cpu.get(s.family, []))
         if ref is not None:
             p.cases.extend(pair_cases(p, s.family, ref, s))
+
+
+@contextlib.contextmanager
+def judged_on(variant: Any, device: str):
+    """A pair judged with its run's device as JAX's default device, so that a declaration
+    that depends on where the port ran (`weanj.Expected(elements=...)` asking the platform:
+    06-signed-grid's `xla_fuses_here`) sees the evaluation's device, not JAX's default."""
+    placed = None
+    if variant is not None and not variant.unavailable_reason():
+        try:
+            placed = variant.built.placed
+        except Exception:  # a variant that cannot build has no device to judge on
+            placed = None
+    if placed is None:
+        yield
+        return
+    try:
+        context = placed(device)
+        context.__enter__()
+    except Exception:  # an absent device: its runs are unavailable, nothing to judge there
+        yield
+        return
+    try:
+        yield
+    finally:
+        context.__exit__(None, None, None)
 
 
 def cpu_only(s: Any, found: Any) -> bool:
