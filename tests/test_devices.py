@@ -115,7 +115,7 @@ def test_the_standin_rounds_float32_products_to_bfloat16_and_never_a_cpu_run(tmp
 
 # --- a user project with a dense network over time steps -------------------------------------
 
-DENSE = '''
+DENSE = """
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -170,7 +170,7 @@ def dense_offset(W, u0, target, T):
 @weanj.jax_variant(ex, "jax-dense-raises", family="dense", dtypes=("float32",))
 def dense_raises(W, u0, target, T):
     raise ValueError("an ordinary mistake")
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -225,8 +225,8 @@ def test_a_planted_indexing_bug_fails_and_is_not_the_devices_arithmetic(dense_ch
     for array in ("W", "u0"):
         case = cases[PAIR.format("jax-dense-shifted@float32@tpu", array)]
         assert case["verdict"] == "FAIL"
-        assert "still differs under precision=highest: not the device's arithmetic" in (
-            case["reason"]
+        assert (
+            "still differs under precision=highest: not the device's arithmetic" in (case["reason"])
         )
 
 
@@ -234,8 +234,9 @@ def test_a_port_the_reduced_precision_breaks_is_named_as_the_precision(dense_che
     r, cases = dense_check
     case = cases[PAIR.format("jax-dense-offset@float32@tpu", "W")]
     assert case["verdict"] == "FAIL"
-    assert "agrees under precision=highest: the difference is the stand-in TPU's default" in (
-        case["reason"]
+    assert (
+        "agrees under precision=highest: the difference is the stand-in TPU's default"
+        in (case["reason"])
     )
 
 
@@ -268,7 +269,7 @@ def test_the_sharded_variant_in_float64_is_unavailable_on_the_standin_tpu(tmp_pa
 
 # --- without --device: as before ---------------------------------------------------------------
 
-TINY = '''
+TINY = """
 import jax.numpy as jnp, numpy as np
 import weanj
 
@@ -287,7 +288,7 @@ def a(x, y, S):
 @weanj.jax_variant(ex, "jax-b", family="f")
 def b(x, y, S):
     return jnp.sum((jnp.roll(x, 1) - y) ** 2)  # wrong on purpose: a failing verdict too
-'''
+"""
 
 BEFORE = Path("/work/main/python")  # this repository's code before devices, where it is
 
@@ -315,8 +316,9 @@ def test_without_device_the_verdicts_and_exit_are_those_without_devices(tmp_path
 
 def test_bench_on_a_tpu_without_one_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.weanj]\nbuiltin = true\nx64 = true\n")
-    r = run_in(tmp_path, "-m", "weanj", "bench", "02-gauss-seidel", "--device", "tpu",
-               env=bare_env())
+    r = run_in(
+        tmp_path, "-m", "weanj", "bench", "02-gauss-seidel", "--device", "tpu", env=bare_env()
+    )
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "no TPU visible to JAX here" in lines[0], r.stderr

@@ -3,9 +3,10 @@
 A sharded variant builds its device mesh when it is traced, from this module's selection:
 by default every device of the evaluation's platform (`_placement.placed`: the CPU's for a
 CPU run on a TPU machine, the stand-in alone for a stand-in run), else of JAX's default
-backend (`jax.devices()`: the CPU, or every GPU of the host); `set_devices(N)` (or `weanj bench --devices N`) restricts it to the first N,
-optionally of another platform. On a CPU, more devices are simulated with
-`XLA_FLAGS=--xla_force_host_platform_device_count=N`, set before JAX starts.
+backend (`jax.devices()`: the CPU, or every GPU of the host); `set_devices(N)` (or `weanj
+bench --devices N`) restricts it to the first N, optionally of another platform. On a CPU,
+more devices are simulated with `XLA_FLAGS=--xla_force_host_platform_device_count=N`, set
+before JAX starts.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .._errors import InputError, UnavailableError
+from .._errors import InputError
 from .._judge._taylor import OWN_JVP_TOLERANCE, DirectionalResult, inner, random_direction
 from .._model import Configuration, Example, Functions, Variant
 from .._registry import example_of, register_variant

@@ -136,9 +136,7 @@ def install() -> None:
 
     dot = lax_internal.dot_general_p
     generic_dot = mlir._platform_specific_lowerings["cpu"].get(dot) or mlir._lowerings[dot]
-    mlir.register_lowering(
-        dot, functools.partial(_dot_rule, generic_dot.rule), platform="cpu"
-    )
+    mlir.register_lowering(dot, functools.partial(_dot_rule, generic_dot.rule), platform="cpu")
     for op, prim in (("pmax", parallel.pmax_p), ("pmin", parallel.pmin_p)):
         generic = mlir._platform_specific_lowerings["cpu"].get(prim) or mlir._lowerings[prim]
         mlir.register_lowering(

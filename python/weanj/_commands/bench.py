@@ -388,7 +388,8 @@ def bench(
       `("T", "d")`) needs a generator taking it as a keyword.
     - `memory_over`: the same, compiled only (scratch memory); default the first
       parameter with a `Param.sweep`; None: none.
-    - `device`: `"cpu"`, `"gpu"` or `"tpu"` (a stand-in says so); `devices`: how many devices sharded variants span.
+    - `device`: `"cpu"`, `"gpu"` or `"tpu"` (a stand-in says so); `devices`: how many
+      devices sharded variants span.
     - `samples`: timing samples per point (default 10, 3 from size 512, fewer within the
       budget); `timeout`: a time limit per point.
     - `write`: merge the records into `results/<example>/bench/` (`replace`: replacing
@@ -538,4 +539,3 @@ def markdown_table(ex: Example, records: Sequence[dict[str, Any]]) -> str:
             + (_inside_cells(r.get("timed_inside"), cell) if inside else "")
         )
     return "\n".join(lines)
-

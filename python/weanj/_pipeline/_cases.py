@@ -40,7 +40,6 @@ from .._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
 from .._model._verdicts import GRADIENT_CHECKS
 from .._places import PRODUCED, RECORDED, Places
-from ._evaluate import label_of
 from ._device_cases import (
     add_device_pairs,
     add_device_subjects,
@@ -49,6 +48,7 @@ from ._device_cases import (
     judged_on,
     precision_or_bug,
 )
+from ._evaluate import label_of
 from ._gradchecks import CHECKS
 from ._session import Session
 

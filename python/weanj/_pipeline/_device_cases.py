@@ -26,7 +26,7 @@ from typing import Any
 
 from .._judge._contract import Fault
 from .._judge._platform import precision_or_bug as precision_line
-from .._judge._verdict import CaseJudgement, CaseKind, Verdict
+from .._judge._verdict import CaseJudgement, Verdict
 from .._model import Gradient
 from ._on_device import CPU, CPU_ONLY, HIGHEST, device_label
 
@@ -150,11 +150,8 @@ def device_notes(p: Any, result: Any, session: Any) -> list[str]:
     for device in p.devices:
         if device == CPU:
             continue
-        runs = [
-            g
-            for label, g in result.subjects.items()
-            if isinstance(g, Gradient) and p.subjects.get(label) and p.subjects[label].device == device
-        ]
+        here = {label for label, s in p.subjects.items() if s.device == device}
+        runs = [g for label, g in result.subjects.items() if label in here]
         if not runs:
             continue
         g = runs[0]

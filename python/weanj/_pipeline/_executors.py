@@ -115,7 +115,9 @@ def _across_processes(plans: dict, delivered: Delivered, processes, timeout, cou
         if not hasattr(plan, "subjects"):
             continue
         for s in plan.subjects.values():
-            if not s.live or s.skip is not None or not s.variant.multi_device:
+            if not s.live or s.skip is not None or s.device != "cpu":
+                continue
+            if not s.variant.multi_device:
                 continue
             t0 = time.perf_counter()
             found = evaluate_across(
@@ -327,7 +329,7 @@ class DaskExecutor:
                 continue
             inputs = plan.inputs
             for s in plan.subjects.values():
-                if not s.live or s.skip is not None:
+                if not s.live or s.skip is not None or s.device != "cpu":  # device runs: here
                     continue
                 v = s.variant
                 if _label_key(v, s.dtype) in across:  # evaluated under jax.distributed
