@@ -1,7 +1,9 @@
 """The CI workflow for machines with Julia (.github/workflows/julia.yml), which cannot run
 here: it must be a valid GitHub Actions workflow (checked against GitHub's workflow schema
 as vendored by check-jsonschema, offline), run what the Julia side needs on the Julia
-versions the bridge supports, and grant julia-actions/cache what it needs."""
+versions the bridge supports, including the user project of `julia/example` (a Julia
+package of its own as the reference, two AD packages, a hand-written gradient), and grant
+julia-actions/cache what it needs."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from weanj._backends import _julia_find
+from weanj._backends import _julia_client, _julia_find
+
+from .projects import run_in, user_env
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / ".github" / "workflows" / "julia.yml"
@@ -94,3 +98,44 @@ def test_the_workflow_lets_the_cache_prune_its_entries_and_nothing_more():
         i for i, step in enumerate(job["steps"]) if "julia --project" in step.get("run", "")
     )
     assert at < first_julia
+
+
+EXAMPLE = REPO / "julia" / "example"
+
+
+def test_the_workflow_runs_the_user_project_with_its_own_package():
+    """After the gallery (and whatever it found), the example project: the user's own
+    instantiation of their environment, then weanj, then the environment's files checked
+    unchanged; its worker's log comes back too."""
+    yaml = pytest.importorskip("ruamel.yaml", reason="ruamel.yaml comes with check-jsonschema")
+    workflow = yaml.YAML(typ="safe").load(WORKFLOW.read_text())
+    (job,) = workflow["jobs"].values()
+    (step,) = [s for s in job["steps"] if s.get("working-directory") == "julia/example"]
+    assert step["if"] == "success() || failure()"
+    lines = [line.strip() for line in step["run"].splitlines()]
+    assert lines[0] == "julia --project=MyPorts -e 'using Pkg; Pkg.instantiate()'"
+    assert lines[1].startswith("sha256sum MyPorts/Project.toml MyPorts/Manifest.toml >")
+    assert lines[2:6] == ["weanj inputs regenerate", "weanj list", "weanj check", "weanj check"]
+    assert lines[6].startswith("sha256sum --check")
+    uses = {s["uses"].split("@")[0]: s for s in job["steps"] if "uses" in s}
+    path = uses["actions/upload-artifact"]["with"]["path"]
+    assert "julia/example/.weanj-cache/julia/worker.log" in path
+
+
+def test_the_example_project_declares_three_julia_gradients_of_its_package(tmp_path):
+    """julia/example, copied out of the repository with the Manifest its user would
+    instantiate: `weanj list` (with a stand-in worker configured, so that Julia counts as
+    available) shows the package's three Julia variants and how each gets its gradient."""
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root)
+    (root / "MyPorts" / "Manifest.toml").write_text('manifest_format = "2.0"\n\n[deps]\n')
+    env = user_env(**{_julia_client.WORKER_VARIABLE: "stand-in-never-started"})
+    done = run_in(root, "-m", "weanj", "list", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name, how in [
+        ("julia-ports", "Enzyme"),
+        ("julia-ports-forwarddiff", "ForwardDiff"),
+        ("julia-ports-adjoint", "hand-written"),
+    ]:
+        assert f"{name:<24} (gradient: {how}) available" in done.stdout
+    assert f"{'jax-ports':<24} available" in done.stdout

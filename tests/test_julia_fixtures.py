@@ -53,29 +53,33 @@ class Case:
     # On a kink where the Julia variant's convention (its reference) differs from the
     # JAX variants' of its family: their gradients are not compared there.
     julia_convention: bool = False
+    # On the kernel's kinks (ties, particles on cell edges): the loss is not smooth along
+    # any direction there, so runtests.jl's Taylor remainder test leaves the case out.
+    on_kinks: bool = False
 
 
 @dataclass(frozen=True)
-class FiniteDifferences:
-    """runtests.jl's central-difference check of Enzyme's gradient (weanj's fd_check
-    measure: `|D - g·v| / max(|D|, |g·v|)` along fixed unit directions)."""
+class Taylor:
+    """runtests.jl's Taylor remainder test of Enzyme's gradient (docs/DESIGN.md, "The
+    Taylor remainder test"; transliterated in tests/test_julia_checks.py): `directions`
+    fixed unit directions per `wrt` array. No step and no threshold: the test asks for
+    the order of convergence (rates ≥ 1.8 at the smallest resolved steps), valid for any
+    kernel."""
 
-    step: float = 1e-2
     directions: int = 3
-    threshold: float = 1e-6
 
 
 @dataclass(frozen=True)
 class Fixture:
     """One Julia variant's fixture: `variant` of `example`, the Python `reference` that
-    computes the expected loss and gradient, the `cases`, and the finite-difference check
-    (None for a kernel whose kinks a central difference would straddle)."""
+    computes the expected loss and gradient, the `cases`, and the Taylor remainder test
+    (of every case not `on_kinks`)."""
 
     variant: str
     example: str
     reference: Reference
     cases: tuple[Case, ...]
-    finite_differences: FiniteDifferences | None = field(default_factory=FiniteDifferences)
+    taylor: Taylor = field(default_factory=Taylor)
 
 
 def reference_of(module: str, algorithm: str) -> Reference:
@@ -89,6 +93,11 @@ def reference_of(module: str, algorithm: str) -> Reference:
         ref = importlib.import_module(f"{__package__}.crossval.{module}")
         return ref.loss(algorithm, arrays, params), ref.gradient(algorithm, arrays, params)
 
+    def loss(arrays: Arrays, params: Params) -> float:
+        ref = importlib.import_module(f"{__package__}.crossval.{module}")
+        return ref.loss(algorithm, arrays, params)
+
+    compute.loss = loss  # the loss alone (tests/test_julia_checks.py evaluates it often)
     return compute
 
 
@@ -106,8 +115,7 @@ def poisson_case(n: int, K: int, seed: int) -> Case:
     return Case(f"n{n}-K{K}", inputs, {"K": K})
 
 
-# n = 1 (a single unknown), an even and an odd n, and K beyond the first iteration. The
-# losses are quadratic in θ, so central differences are exact up to rounding.
+# n = 1 (a single unknown), an even and an odd n, and K beyond the first iteration.
 POISSON_CASES = (poisson_case(1, 2, 1601), poisson_case(4, 3, 1602), poisson_case(5, 4, 1603))
 
 
@@ -133,10 +141,9 @@ ADVECTION_RANDOM = (
     reference_case("reference_advection", "n6-T3", "small_inputs", 1),
 )
 # The loss is piecewise quadratic in c0 and the random fields sit away from every kink:
-# a step of 1e-5 crosses none, rounding stays ≈ 1e-9 (as weanj check's policy).
-ADVECTION_FD = FiniteDifferences(step=1e-5, directions=3, threshold=1e-6)
+# the Taylor test's smallest steps cross none. The ties sit on kinks.
 ADVECTION_TIES = reference_case(
-    "reference_advection", "ties-n6-T2", "tie_inputs", 0, julia_convention=True
+    "reference_advection", "ties-n6-T2", "tie_inputs", 0, julia_convention=True, on_kinks=True
 )
 
 # --- 04-tridiagonal: a few systems, down to 2×2 and 1×1 ----------------------------------
@@ -146,14 +153,13 @@ TRIDIAGONAL_CASES = (
     reference_case("reference_tridiagonal", "m3-n2", "sized_inputs", 3, 2, 1),
     reference_case("reference_tridiagonal", "m2-n1", "sized_inputs", 2, 1, 2),
 )
-# The loss is rational in a, b, c, d: truncation O(h²); at 1e-4 the error is ≤ 5e-9 here.
-TRIDIAGONAL_FD = FiniteDifferences(step=1e-4, directions=3, threshold=1e-6)
 
 # --- 05-deposition: particles on kinks and on the periodic wrap, and random ones ---------
 
+# Particles on cell edges (floor's one-sided slope): the loss has kinks at the point.
 DEPOSITION_CASES = (
-    reference_case("reference_deposition", "P12-n8-kinks-wrap", "small_inputs", 0),
-    reference_case("reference_deposition", "P12-n8-kinks-wrap-2", "small_inputs", 1),
+    reference_case("reference_deposition", "P12-n8-kinks-wrap", "small_inputs", 0, on_kinks=True),
+    reference_case("reference_deposition", "P12-n8-kinks-wrap-2", "small_inputs", 1, on_kinks=True),
 )
 
 # --- 06-signed-grid: an odd n (the midpoint t = 0 on the grid), an even n, and n = 2 ----
@@ -173,7 +179,6 @@ FIXTURES: tuple[Fixture, ...] = (
         "03-advection",
         reference_of("reference_advection", "muscl"),
         ADVECTION_RANDOM,
-        ADVECTION_FD,
     ),
     # At the ties, the gradient Julia's `min` is predicted to give (docs/gallery/advection.md:
     # `ifelse(signbit(x - y), x, y)` returns y, Enzyme differentiates what is returned):
@@ -183,25 +188,25 @@ FIXTURES: tuple[Fixture, ...] = (
         "03-advection",
         reference_of("reference_advection", "muscl-minmax-julia"),
         (*ADVECTION_RANDOM, ADVECTION_TIES),
-        finite_differences=None,  # the tie case sits on kinks
     ),
     Fixture(
         "julia-thomas",
         "04-tridiagonal",
         reference_of("reference_tridiagonal", "thomas"),
         TRIDIAGONAL_CASES,
-        TRIDIAGONAL_FD,
     ),
     Fixture(
         "julia-cic",
         "05-deposition",
         reference_of("reference_deposition", "cic"),
         DEPOSITION_CASES,
-        finite_differences=None,  # particles sit on kink lines: floor's one-sided slope
     ),
     # At n = 7 the loop's t is exactly 0 at the midpoint and sign(t) = 0, where XLA's
     # fused grid gives t = -5.6e-17 (python/weanj/examples/signed_grid.py). L is quadratic
-    # in x and linear in w: central differences are exact up to rounding.
+    # in x and linear in w, but cubic along a direction moving both (Σ w·r(x)²): a
+    # central difference along it is off by h²·Σ v_w·(A v_x)², 6.6e-4 relative at m1-n2
+    # with h = 0.01 (tests/test_julia_checks.py). The Taylor test moves one array at a
+    # time and asks only for the order of convergence.
     Fixture(
         "julia-signfit",
         "06-signed-grid",
@@ -243,9 +248,9 @@ def render(fixture: Fixture) -> str:
                 "inputs": {a: encode(arrays[a]) for a in kernel.arrays},
                 "loss": float(loss),
                 "gradient": {w: encode(gradient[w]) for w in kernel.wrt},
+                "on_kinks": case.on_kinks,
             }
         )
-    fd = fixture.finite_differences
     content = {
         "written_by": f"{REGENERATE} (the Python reference); do not edit",
         "example": fixture.example,
@@ -254,7 +259,7 @@ def render(fixture: Fixture) -> str:
         "arrays": list(kernel.arrays),
         "wrt": list(kernel.wrt),
         "params": list(kernel.params),
-        "finite_differences": None if fd is None else vars(fd),
+        "taylor": vars(fixture.taylor),
         "cases": cases,
     }
     return compact_json(content)

@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._backends import _julia, _julia_client, _julia_find
+from weanj._backends import _julia, _julia_client, _julia_env, _julia_find
 from weanj._registry import catalog, catalogs, find_variant
 
 from . import julia_helpers
@@ -647,7 +647,19 @@ def test_julia_dependencies_agree():
         "Enzyme": {"uuid": enzyme, "version": "0.13"},
         "PrecompileTools": {"uuid": precompile_tools, "version": "1"},
     }
-    assert package["deps"] == {"Enzyme": enzyme, "PrecompileTools": precompile_tools}
+    assert package["deps"] == {
+        "ADTypes": "47edcb42-4c32-4615-8424-f2b9edc5f35b",
+        "DifferentiationInterface": "a0c0ee7d-e4b9-4e03-894e-1c5f64a51d63",
+        "Enzyme": enzyme,
+        "PrecompileTools": precompile_tools,
+    }
+    # DifferentiationInterface 0.7.x and ADTypes 1.x declare julia "1.10" (docs/julia.md)
+    assert package["compat"]["ADTypes"] == "1"
+    assert package["compat"]["DifferentiationInterface"] == "0.7"
+    # The AD packages Pkg.test uses have the bounds weanj declares when a variant uses them.
+    for ad in ("forwarddiff", "finitedifferences"):
+        name, uuid_text, bound = _julia_env.AD[ad]
+        assert package["extras"][name] == uuid_text and package["compat"][name] == bound
     assert top["deps"] == {"Enzyme": enzyme}
     assert top["compat"]["Enzyme"] == package["compat"]["Enzyme"] == "0.13"
     assert package["compat"]["PrecompileTools"] == "1"
@@ -659,11 +671,19 @@ def test_julia_dependencies_agree():
     # the optimisation analysis of every loss).
     assert package["name"] == "WeanJ" and uuid.UUID(package["uuid"]).version == 4
     assert package["extras"] == {
+        "FiniteDifferences": "26cc04aa-876d-5657-8c51-4c34ba976000",
+        "ForwardDiff": "f6369f11-7733-5829-9624-2563aa707210",
         "JET": "c3a54625-cd67-489e-a8e7-0a5a0ff4e31b",
         "JSON": "682c06a0-de6a-54ab-a142-c8b1cf79cde6",
         "Test": "8dfed614-e22c-5e08-85e1-65c5234f0b40",
     }
-    assert package["targets"]["test"] == ["JET", "JSON", "Test"]
+    assert package["targets"]["test"] == [
+        "FiniteDifferences",
+        "ForwardDiff",
+        "JET",
+        "JSON",
+        "Test",
+    ]
     # JET's series each run on a few Julia minors only: the bound lets Pkg pick one for
     # every Julia weanj supports (0.9 for 1.10 and 1.11, 0.12 for 1.12 and 1.13).
     jet = pkg_compat(package["compat"]["JET"])

@@ -339,8 +339,11 @@ def test_plot_keeps_the_old_figures_until_new_ones_exist(project, capsys, monkey
     )
     plots = project / "results" / EX / "plots"
     plots.mkdir(parents=True)
-    (plots / "time_vs_n.png").write_bytes(b"old time figure")
-    (plots / "memory_vs_K.png").write_bytes(b"a figure of a series no longer stored")
+    old = weanj_png(EX, b"old time figure")
+    gone = weanj_png(EX, b"a figure of a series no longer stored")
+    (plots / "time_vs_n.png").write_bytes(old)
+    (plots / "memory_vs_K.png").write_bytes(gone)
+    (plots / "mine.png").write_bytes(b"a user's own picture: never removed")
     from matplotlib.figure import Figure
 
     real = Figure.savefig
@@ -356,13 +359,28 @@ def test_plot_keeps_the_old_figures_until_new_ones_exist(project, capsys, monkey
     assert main(["plot", EX]) == 2
     assert_one_line_error(capsys.readouterr().err, "No space left on device")
     kept = _plots(project)
-    assert kept["memory_vs_K.png"] == b"a figure of a series no longer stored"  # not yet removed
-    assert kept["time_vs_n.png"].startswith(b"\x89PNG")  # the first figure, replaced whole
+    assert kept["memory_vs_K.png"] == gone  # not yet removed
+    assert kept["time_vs_n.png"].startswith(b"\x89PNG") and kept["time_vs_n.png"] != old
     assert not [p for p in plots.iterdir() if p.suffix != ".png"]  # no temporaries left
     monkeypatch.setattr(Figure, "savefig", real)
     assert main(["plot", EX]) == 0
     capsys.readouterr()
     assert "memory_vs_K.png" not in _plots(project)  # now that the new ones exist
+    assert _plots(project)["mine.png"] == b"a user's own picture: never removed"
+
+
+def weanj_png(example: str, body: bytes) -> bytes:
+    """A PNG as weanj's pictures are marked (a `weanj` text chunk naming the example):
+    the signature, that chunk, a private chunk holding `body`, the end."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    text = chunk(b"tEXt", b"weanj\0" + example.encode())
+    return b"\x89PNG\r\n\x1a\n" + text + chunk(b"prIv", body) + chunk(b"IEND", b"")
 
 
 def _plot_within(seconds: float) -> tuple[int | None, str]:

@@ -11,6 +11,7 @@ user's own gradient file, nor a committed reference).
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -82,7 +83,7 @@ def test_a_deleted_variant_is_never_judged_said_once_and_cleaned(three):
     note = (
         "  ignored 2 file(s) of variants no longer registered (jax-wrong, jax-wrong@float32) "
         "in results/40-three/gradients, results/40-three/gradients/float32; "
-        "`weanj clean 40-three` removes them"
+        "`weanj clean 40-three --yes` removes them"
     )
     check = weanj_here(root, "check")
     assert check.returncode == 0, check.stdout + check.stderr
@@ -95,10 +96,10 @@ def test_a_deleted_variant_is_never_judged_said_once_and_cleaned(three):
     records = root / "results" / "40-three" / "evaluations"
     stale += [records / "jax-wrong.npz", records / "jax-wrong@float32.npz"]
     assert all(p.is_file() for p in stale)
-    dry = weanj_here(root, "clean", "--dry-run")
-    assert dry.returncode == 0 and dry.stdout.startswith("weanj clean: would remove 4 path(s):")
+    dry = weanj_here(root, "clean")  # without --yes: a list, nothing removed
+    assert dry.returncode == 0 and dry.stdout.startswith("weanj clean: would remove 4 file(s)")
     assert all(p.is_file() for p in stale)
-    done = weanj_here(root, "clean")
+    done = weanj_here(root, "clean", "--yes")
     assert done.returncode == 0, done.stderr
     assert "  results/40-three/gradients/jax-wrong.h5  (40-three: jax-wrong, a variant no " in (
         done.stdout
@@ -110,28 +111,34 @@ def test_a_deleted_variant_is_never_judged_said_once_and_cleaned(three):
     assert "ignored" not in again.stdout and again.returncode == 0
 
 
-def test_an_example_no_longer_registered_is_named_once_and_cleaned(three):
+def test_an_example_no_longer_registered_is_named_once_and_cleaned(three, tmp_path):
+    """`99-gone`'s results as a check of it left them (its module since dropped), with a
+    committed reference beside them: the note names it once, clean removes what its runs
+    wrote and keeps the reference (tests/test_clean.py: what is never removed)."""
     root, _ = three
     gone = root / "results" / "99-gone"
-    (gone / "gradients").mkdir(parents=True)
-    (gone / "recorded").mkdir()
-    source = root / "results" / "40-three" / "gradients" / "jax-a.h5"
-    for folder in ("gradients", "recorded"):
-        (gone / folder / "jax-a.h5").write_bytes(source.read_bytes())
+    (gone / "recorded").mkdir(parents=True)
+    other = write_project(tmp_path, {"kernels/gone.py": THREE.replace("40-three", "99-gone")})
+    ran = weanj_here(other, "check")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    shutil.copytree(other / "results" / "99-gone" / "gradients", gone / "gradients")
+    source = gone / "gradients" / "jax-a.h5"
+    (gone / "recorded" / "jax-a.h5").write_bytes(source.read_bytes())
     check = weanj_here(root, "check")
     line = (
         "ignored the results of 1 example(s) no longer registered (results/99-gone); "
-        "`weanj clean` removes their gradients, evaluations and check.json"
+        "`weanj clean --yes` removes their gradients, evaluations and check.json"
     )
     assert check.stdout.splitlines().count(line) == 1
-    done = weanj_here(root, "clean")
-    assert "  results/99-gone/gradients  (99-gone: an example no longer registered)" in done.stdout
-    assert not (gone / "gradients").exists()
-    assert (gone / "recorded" / "jax-a.h5").is_file()  # a committed reference stays
-    assert np.array_equal(
-        np.frombuffer((gone / "recorded" / "jax-a.h5").read_bytes(), np.uint8),
-        np.frombuffer(source.read_bytes(), np.uint8),
+    done = weanj_here(root, "clean", "--yes")
+    assert (
+        "  results/99-gone/gradients/jax-a.h5  (99-gone: an example no longer registered)"
+        in done.stdout
     )
+    assert "  results/99-gone/gradients/  (left empty)" in done.stdout
+    assert not (gone / "gradients").exists()
+    recorded = (gone / "recorded" / "jax-a.h5").read_bytes()  # a committed reference stays
+    assert recorded == (other / "results/99-gone/gradients/jax-a.h5").read_bytes()
 
 
 SAVE = """\

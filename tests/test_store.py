@@ -277,14 +277,16 @@ def test_stored_gradients_lists_files_not_temporaries(project):
 
 
 def test_atomic_path_keeps_the_old_file_on_failure(tmp_path):
+    """(`force=True`: the file is no weanj file, which atomic_path otherwise refuses to
+    replace, tests/test_not_theirs.py.)"""
     target = tmp_path / "f.bin"
     target.write_bytes(b"old")
-    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+    with pytest.raises(RuntimeError), atomic_path(target, force=True) as tmp:
         tmp.write_bytes(b"new but unfinished")
         raise RuntimeError("crash mid-write")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]
-    with atomic_path(target) as tmp:
+    with atomic_path(target, force=True) as tmp:
         tmp.write_bytes(b"new")
     assert target.read_bytes() == b"new"
     assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]

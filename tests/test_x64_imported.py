@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .projects import pyproject, run_in, user_env, weanj_here
+from .projects import pyproject, pytest_weanj_in, run_in, user_env, weanj_here
 
 RAMP = """\
 import jax.numpy as jnp, numpy as np
@@ -112,6 +112,18 @@ def test_a_declared_x64_holds_whoever_imports_the_module_first(tmp_path):
         assert got["loss"][0] == got["grad"] == "float64", order
         assert got["loss"][1] == pytest.approx(wide, rel=1e-13), order
         assert got["runs"] == cli, order  # weanj.check() judges as `weanj check` does
+
+
+def test_pytest_weanj_holds_the_declaration_when_a_conftest_imports_the_module_first(tmp_path):
+    root = _project(tmp_path, x64=True)
+    (root / "conftest.py").write_text("import kernels.ramp  # before weanj loads the project\n")
+    r = pytest_weanj_in(root, "-rA", "-q", env=_env(None))
+    lines = r.stdout.splitlines()
+    assert "PASSED weanj::20-ramp::f::jax-ramp::run" in lines, r.stdout
+    (failed,) = [line for line in lines if line.startswith("FAILED ")]
+    assert failed.startswith("FAILED weanj::20-ramp::f::jax-ramp@float32::run")  # promoted
+    source = f"x64 = true in [tool.weanj] of {root / 'pyproject.toml'}"
+    assert f"x64 on ({source})" in lines  # each run item's report section
 
 
 def test_a_declared_x64_off_holds_for_a_float32_program_imported_first(tmp_path):

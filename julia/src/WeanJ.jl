@@ -9,14 +9,18 @@ conventions (indices, layout, Float64 sums) are in `julia/README.md`.
 A package, precompiled by Pkg (`src/workload.jl` runs every loss on tiny inputs while it
 precompiles): loaded by weanj's Julia worker (`python/weanj/_backends/_julia_worker.py`,
 through juliacall) and by its own tests (`using WeanJ`, `julia --project=julia`). Needs
-Enzyme and PrecompileTools.
+Enzyme, DifferentiationInterface and ADTypes (the other AD packages: `src/gradients.jl`),
+and PrecompileTools.
 """
 module WeanJ
 
+using ADTypes: ADTypes
+using DifferentiationInterface: DifferentiationInterface, Constant
 using Enzyme: Enzyme, Active, Const, Duplicated, ReverseWithPrimal
 
 export backend_version, include_kernels, kernel_function
 export loss_and_gradient, loss_value, enzyme_gradient, timings
+export ad_backend, ad_loss_and_gradient, handwritten_loss_and_gradient
 export jacobi_loss, lex_loss, rb_loss
 export muscl_loss, muscl_minmax_loss
 export thomas_loss
@@ -105,13 +109,16 @@ function enzyme_gradient(
 end
 
 """
-    timings(loss, wrt, args...; samples = 7, activity = "bare", runtime_activity = false)
+    timings(loss, wrt, args...; samples = 7, activity = "bare", runtime_activity = false,
+            backend = nothing, gradient = nothing)
         -> (forward_ns = Vector{Int}, gradient_ns = Vector{Int})
 
-The time of `samples` calls of `loss(args...)` and of `samples` one-pass gradients
-(`loss_and_gradient`'s), each measured inside Julia with `time_ns()` in nanoseconds,
-after one call of each that is not measured (it compiles them). For `weanj bench`, which
-reports them beside the round trip through the worker.
+The time of `samples` calls of `loss(args...)` and of `samples` gradients, each measured
+inside Julia with `time_ns()` in nanoseconds, after one call of each that is not
+measured (it compiles them). The gradient is Enzyme's one pass (`loss_and_gradient`), or,
+with `backend`, DifferentiationInterface's (prepared once, as its docs advise for repeated
+calls: `prepare_gradient`), or, with `gradient`, the hand-written one. For `weanj bench`,
+which reports them beside the round trip through the worker.
 """
 function timings(
     loss::F,
@@ -120,22 +127,33 @@ function timings(
     samples::Integer = 7,
     activity::AbstractString = "bare",
     runtime_activity::Bool = false,
+    backend = nothing,
+    gradient = nothing,
 ) where {F, N}
     check_flags(wrt, args)
     samples >= 1 || throw(ArgumentError("samples must be at least 1, got $samples"))
-    return time_calls(
-        loss,
-        args,
-        Int(samples),
-        loss_activity(activity),
-        Val(runtime_activity),
-        map(Val, wrt),
-    )
+    if gradient !== nothing
+        step = () -> handwritten_loss_and_gradient(loss, gradient, wrt, args...)
+    elseif backend !== nothing
+        flat, x, contexts = flat_problem(loss, wrt, args)
+        prep = DifferentiationInterface.prepare_gradient(flat, backend, x, contexts...)
+        step = () -> DifferentiationInterface.value_and_gradient(
+            flat,
+            prep,
+            backend,
+            x,
+            contexts...,
+        )
+    else
+        modes = (loss_activity(activity), Val(runtime_activity), map(Val, wrt))
+        step = () -> differentiate(modes..., loss, args)
+    end
+    return time_calls(loss, step, args, Int(samples))
 end
 
-# Behind the same barrier as `loss_and_gradient`: the calls timed are compiled for the
-# loss, the arguments and the activities, so no dynamic dispatch is timed.
-function time_calls(loss::F, args::Tuple, samples::Int, activity, runtime, flags) where {F}
+# Behind a function barrier: the calls timed are compiled for the loss, the arguments and
+# the gradient's closure, so no dynamic dispatch is timed.
+function time_calls(loss::F, step::S, args::Tuple, samples::Int) where {F, S}
     forward_ns = Vector{Int}(undef, samples)
     gradient_ns = Vector{Int}(undef, samples)
     Base.donotdelete(loss(args...))
@@ -145,10 +163,10 @@ function time_calls(loss::F, args::Tuple, samples::Int, activity, runtime, flags
         forward_ns[k] = Int(time_ns() - start)
         Base.donotdelete(value)
     end
-    Base.donotdelete(differentiate(activity, runtime, flags, loss, args))
+    Base.donotdelete(step())
     for k in 1:samples
         start = time_ns()
-        result = differentiate(activity, runtime, flags, loss, args)
+        result = step()
         gradient_ns[k] = Int(time_ns() - start)
         Base.donotdelete(result)
     end
@@ -239,6 +257,10 @@ kernel that returns `Float64` on `Float32` arrays).
 """
 loss_value(loss::F, args::Vararg{Any, N}) where {F, N} = [loss(args...)]
 
+# --- gradients by other AD packages (DifferentiationInterface), and by hand ------------
+
+include("gradients.jl")
+
 # --- a user's own kernels ----------------------------------------------------------------
 
 """
@@ -293,9 +315,13 @@ end
 """
     backend_version()
 
-The `backend_version` attribute of the gradient files: the Julia and Enzyme versions.
+The `backend_version` attribute of the gradient files: the Julia, Enzyme and
+DifferentiationInterface versions (the worker adds each variant's AD package).
 """
-backend_version() = "Julia $(VERSION), Enzyme $(pkgversion(Enzyme))"
+function backend_version()
+    return "Julia $(VERSION), Enzyme $(pkgversion(Enzyme)), " *
+        "DifferentiationInterface $(pkgversion(DifferentiationInterface))"
+end
 
 # --- precompilation ------------------------------------------------------------------------
 

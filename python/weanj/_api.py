@@ -77,9 +77,13 @@ def generate_inputs(example: Example | str, seed: int | None = None) -> Inputs:
     return _inputs.generate_inputs(ex, arg.seed(seed, "seed", "generate_inputs"))
 
 
-def write_inputs(example: Example | str, path: Path | str | None = None) -> Path:
-    """Write the shared inputs file of an example (atomically, byte-identical each time)."""
-    return _inputs.write_inputs(_example(example, "write_inputs"), places(), _path_argument(path))
+def write_inputs(
+    example: Example | str, path: Path | str | None = None, *, force: bool = False
+) -> Path:
+    """Write the shared inputs file of an example (atomically, byte-identical each time);
+    at `path`, a file weanj did not write is replaced only with `force` (never a module)."""
+    ex, force = _example(example, "write_inputs"), arg.flag(force, "force", "write_inputs")
+    return _inputs.write_inputs(ex, places(), _path_argument(path), force=force)
 
 
 def verify_inputs(names: Sequence[str] | None = None) -> list[tuple[str, bool, str]]:

@@ -116,3 +116,25 @@ def seed(value: Any, what: str = "seed", function: str = "generate_inputs") -> i
         if value >= 0:
             return int(value)
     raise InputError(f"{function}: {what} must be an integer >= 0, got {shown(value)}")
+
+
+def out_path(value: Any, what: str, function: str) -> Any:
+    """None, or a file name (a `str` or a `pathlib.Path`; `"-"` where the function
+    writes to standard output)."""
+    import os
+
+    if value is None or (isinstance(value, (str, os.PathLike)) and str(value).strip()):
+        return value
+    raise InputError(
+        f"{function}: {what} must be a file name (str or pathlib.Path), got {shown(value)}"
+    )
+
+
+def say_function(value: Any, what: str, function: str) -> Any:
+    """A function of one line of text (`print`, a logger's method)."""
+    if callable(value):
+        return value
+    raise InputError(
+        f"{function}: {what} must be a function taking one line of text (e.g. print), "
+        f"got {shown(value)}"
+    )

@@ -19,6 +19,10 @@ table where one lies on the way up. The table:
                              # or a list of entry-point names: only those
     scheduler = "tcp://host:8786"   # weanj check's Dask scheduler (docs/distributed.md)
 
+    [tool.weanj.julia]
+    project = "julia/env"    # a Julia environment of yours (Project.toml, Manifest.toml)
+                             # whose packages Julia variants name (docs/julia.md)
+
 This module knows nothing of the registry (which loads what the table lists) or of
 where files go (`_places`).
 """
@@ -139,6 +143,7 @@ class ProjectConfig:
     x64: bool | None = None  # `x64 = true|false`: the program's JAX 64-bit types (None: undeclared)
     require: tuple[str, ...] = ()  # backends or variants that must run (else the check fails)
     devices: tuple[str, ...] = ()  # `devices = ["cpu", "tpu"]`: where checks run (docs/devices.md)
+    julia_project: Path | None = None  # [tool.weanj.julia] project: the user's Julia environment
 
     @property
     def where(self) -> str:
@@ -158,8 +163,30 @@ _KEYS = {
     "x64",
     "require",
     "devices",
+    "julia",
 }
 DEVICE_KINDS = ("cpu", "gpu", "tpu")
+
+
+def _julia_project(pyproject: Path, root: Path, table) -> Path | None:
+    """`[tool.weanj.julia] project`: a folder (relative to the root, or absolute) holding
+    a Julia environment of the user's; whether it holds one is the Julia variants' concern
+    (they are unavailable, saying why). A table of another shape is one line."""
+    if table is None:
+        return None
+    if not isinstance(table, dict) or set(table) - {"project"}:
+        raise ProjectError(
+            f'{pyproject}: [tool.weanj.julia] takes one key, project = "path/to/environment"'
+        )
+    project = table.get("project")
+    if project is None:
+        return None
+    if not isinstance(project, str) or not project:
+        raise ProjectError(
+            f"{pyproject}: [tool.weanj.julia] project must be the path of a Julia "
+            'environment, e.g. project = "julia/env"'
+        )
+    return (root / Path(project).expanduser()).resolve()
 
 
 def _strings(pyproject: Path, key: str, value, example: str) -> tuple[str, ...]:
@@ -243,4 +270,5 @@ def project_config(root: Path | None = None) -> ProjectConfig:
         x64=x64,
         require=require,
         devices=devices,
+        julia_project=_julia_project(pyproject, root, table.get("julia")),
     )

@@ -1,11 +1,13 @@
 """Julia variants: `julia_variant`, the table of Julia kernels, and what crosses to the
 Julia worker.
 
-A Julia variant's loss is a Julia function of weanj's package (`julia/src/WeanJ.jl`) or
-of a user's file, and its gradient is Enzyme.jl's (`WeanJ.enzyme_gradient`:
-`Duplicated` for the `wrt` arrays, `Const` for the rest). Both run in the Julia worker,
-a process of their own (`_julia_client` starts it, `_julia_worker` is its program); this
-module never imports juliacall.
+A Julia variant's loss is a Julia function of weanj's package (`julia/src/WeanJ.jl`), of
+a user's file, or of a user's own package (in their environment, `[tool.weanj.julia]
+project`); its gradient is Enzyme.jl's one reverse pass (`WeanJ.loss_and_gradient`:
+`Duplicated` for the `wrt` arrays, `Const` for the rest), another AD package's through
+DifferentiationInterface (`ad=`), or a function written by hand (`gradient=`). All run in
+the Julia worker, a process of their own (`_julia_client` starts it, `_julia_worker` is
+its program); this module never imports juliacall.
 
 Registering runs nothing, and a missing Julia file only makes its variants unavailable;
 listing runs at most `julia --version` (`_julia_find`).
@@ -35,8 +37,13 @@ from .._errors import DefinitionError, InputError
 from .._model import Catalog, Functions, Variant
 from .._project import project_root
 from .._registry import example_of, register_variant
-from . import _julia_client
+from . import _julia_client, _julia_env
 from ._julia_client import JuliaError
+from ._julia_env import (
+    AD,
+    HAND_WRITTEN,
+    kernel_sources,  # noqa: F401 (re-exported: the tests)
+)
 from ._julia_find import (
     find_julia,
     julia_sources,  # noqa: F401 (re-exported: the tests, the docs)
@@ -46,7 +53,7 @@ from ._runtime import register as register_runtime
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
-# `function=` of julia_variant (julia/README.md, "Closures and callables"). None passes the
+# `function=` of julia_variant (docs/julia.md, "Closures and callables"). None passes the
 # loss bare: constant, and Enzyme refuses one that writes derivative-carrying memory it
 # captured.
 FUNCTION_ACTIVITY = {None: "bare", "const": "const", "duplicated": "duplicated"}
@@ -88,8 +95,10 @@ def file_reason(path: Path | None) -> str | None:
 
 @dataclass(frozen=True)
 class JuliaKernel:
-    """What a Julia variant calls: `loss` of WeanJ (`file` None) or of a user's file, the
-    example's arrays, `wrt` arrays and parameters, and Enzyme's options for it."""
+    """What a Julia variant calls: `loss` of WeanJ (`file` and `package` None), of a user's
+    file or of a user's package, the example's arrays, `wrt` arrays and parameters, and
+    how its gradient is taken: `ad` (an `AD` name, or "hand-written" with `gradient` the
+    function's name) and Enzyme's options."""
 
     example: str
     variant: str
@@ -100,6 +109,9 @@ class JuliaKernel:
     params: tuple[str, ...]
     activity: str = "bare"
     runtime_activity: bool = False
+    package: str | None = None
+    ad: str = "enzyme"
+    gradient: str | None = None
 
     @property
     def wrt_flags(self) -> tuple[bool, ...]:
@@ -108,6 +120,17 @@ class JuliaKernel:
 
 
 _KERNELS: dict[tuple[str, str], JuliaKernel] = {}
+# Only the AD packages the registered variants use go into the worker's environment.
+_julia_env.watch_ad_in_use(lambda: {k.ad for k in _KERNELS.values()})
+
+
+def gradient_by(variant: Variant) -> str | None:
+    """How a Julia variant's gradient is taken, for `weanj list`: its AD package's name
+    (`Enzyme`, `ForwardDiff`, ...) or "hand-written"; None for any other variant."""
+    kernel = _KERNELS.get((variant.example.name, variant.name))
+    if kernel is None:
+        return None
+    return HAND_WRITTEN if kernel.gradient else AD[kernel.ad][0]
 
 
 def julia_kernels(cats: Iterable[Catalog]) -> dict[tuple[str, str], JuliaKernel]:
@@ -157,10 +180,9 @@ def _arguments(example: Any, kernel: JuliaKernel, args: tuple) -> tuple[dict, li
 
 def _build(example: Any, kernel: JuliaKernel) -> Functions:
     """`Functions(loss, grad, value_and_grad=...)` on numpy arrays, computed by the Julia
-    worker; `value_and_grad` is one request (one reverse pass: what an evaluation asks);
-    no `jvp` (a Julia loss cannot be pushed forward by JAX). The gradient function also
-    carries `timed_inside(*args, samples=...)`, the times measured inside the worker
-    (`weanj bench`)."""
+    worker; `value_and_grad` is one request (what an evaluation asks); no `jvp`. The
+    gradient function carries `timed_inside(*args, samples=...)`, the times measured
+    inside the worker (`weanj bench`)."""
     flagged = [a for a in kernel.arrays if a in kernel.wrt]  # enzyme_gradient's order
 
     def ask(op: str, what: str, args: tuple, **extra) -> tuple[dict, list, np.dtype]:
@@ -169,7 +191,11 @@ def _build(example: Any, kernel: JuliaKernel) -> Functions:
             "op": op,
             "variant": kernel.variant,
             "file": None if kernel.file is None else str(kernel.file),
+            "package": kernel.package,
             "loss": kernel.loss,
+            "ad": kernel.ad,
+            "gradient": kernel.gradient,
+            "names": list(kernel.arrays),
             "wrt": list(kernel.wrt_flags),
             "activity": kernel.activity,
             "runtime_activity": kernel.runtime_activity,
@@ -261,45 +287,48 @@ class JuliaRuntime(Runtime):
 JULIA_RUNTIME = register_runtime(JuliaRuntime())
 
 
-def backend_version() -> str:
-    """What computes the Julia variants here, known without starting Julia
-    (`_julia_client.identity`: the Julia executable's version and path, the worker
+def backend_version(kernel: JuliaKernel | None = None) -> str:
+    """What computes a Julia variant here, known without starting Julia
+    (`_julia_env.identity`: the Julia executable's version and path, the worker
     environment's Manifest, WeanJ's sources, juliacall; or a stand-in's own words and
-    files): part of every Julia evaluation record's key, the same at write and look-up."""
-    return _julia_client.identity()
+    files; then `gradient_provenance`: its AD package and DifferentiationInterface with
+    their versions, or its hand-written gradient, and the user's environment of a package
+    variant): part of every Julia evaluation record's key, the same at write and look-up."""
+    said = _julia_env.identity()
+    if kernel is None:
+        return said
+    return f"{said}; {_julia_env.gradient_provenance(kernel.ad, kernel.gradient, kernel.package)}"
 
 
-_INCLUDE = re.compile(r"^\s*include\(\s*\"([^\"$\\]+)\"\s*\)", re.M)
-_ANY_INCLUDE = re.compile(r"\binclude\s*\(")
+def _reason(kernel: JuliaKernel) -> str | None:
+    """Why a variant cannot run here: its package's environment, or its file, then Julia."""
+    if kernel.package is not None:
+        env = _julia_env.user_environment()
+        return _julia_env.environment_reason(env, kernel.package) or unavailable_reason()
+    return file_reason(kernel.file) or unavailable_reason()
 
 
-def kernel_sources(path: Path) -> tuple[Path, ...]:
-    """A user's Julia file and the files it includes by a literal relative path (followed
-    in turn), read, not run: what its variants' evaluation records depend on beyond
-    Python. A file with any other `include` (a computed path) adds its whole folder, as
-    it cannot be read which files it loads."""
-    found: list[Path] = []
-    todo = [path]
-    while todo:
-        current = todo.pop()
-        if current in found:
-            continue
-        found.append(current)
-        try:
-            text = current.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        literal = _INCLUDE.findall(text)
-        if len(literal) != len(_ANY_INCLUDE.findall(text)):
-            return (*found, path.parent)
-        todo.extend((current.parent / name).resolve() for name in literal)
-    return tuple(found)
+def _description(kernel: JuliaKernel, file: Any) -> str:
+    if kernel.gradient is not None:
+        how = f"gradient {kernel.gradient}, written by hand"
+    else:
+        how = f"gradient by {AD[kernel.ad][0]}.jl"
+    return f"{kernel.package or file or 'WeanJ'}: {kernel.loss}; {how}"
 
 
-def _sources_of(path: Path | None) -> tuple[Path, ...]:
+def _sources_of(path: Path | None, package: str | None) -> tuple[Path, ...]:
+    """What an evaluation record's key holds beyond Python: the kernel's file and the
+    files it includes (so an edit of one file recomputes its variants only), or weanj's
+    own Julia package, and for a package variant the user's environment and the
+    package's own files."""
+    if package is not None:  # the user's environment and the package's own files
+        return (
+            *(p for p in (julia_sources(),) if p),
+            *_julia_env.package_sources(_julia_env.user_environment(), package),
+        )
     if path is None:
         return tuple(p for p in (julia_sources(),) if p)
-    return kernel_sources(path)
+    return _julia_env.kernel_sources(path)
 
 
 def _resolve_file(file: str | os.PathLike) -> Path:
@@ -309,6 +338,48 @@ def _resolve_file(file: str | os.PathLike) -> Path:
     if not path.is_absolute():
         path = project_root() / path
     return path.resolve()
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_!]*(\.[A-Za-z_][A-Za-z0-9_!]*)*$")
+
+
+def _gradient_by(variant: str, ad: Any, gradient: Any, enzyme_options: bool) -> str:
+    """The `ad` of a variant (its `AD` name), checked against `gradient=` and Enzyme's
+    own options, each mistake one `DefinitionError` line."""
+    where = f"julia_variant {variant!r}"
+    if gradient is not None:
+        if not isinstance(gradient, str) or not _NAME.match(gradient):
+            raise DefinitionError(f"{where}: gradient must name a Julia function, got {gradient!r}")
+        if ad is not None:
+            raise DefinitionError(
+                f"{where}: gradient= is the hand-written gradient; ad= names an AD package "
+                "instead of it: give one of them"
+            )
+        ad = HAND_WRITTEN
+    elif ad is None:
+        ad = "enzyme"
+    elif ad not in AD:
+        raise DefinitionError(f"{where}: ad must be one of {', '.join(map(repr, AD))}, got {ad!r}")
+    if enzyme_options and ad != "enzyme":
+        raise DefinitionError(
+            f"{where}: function= and runtime_activity= are Enzyme's options, not {ad}'s"
+        )
+    return ad
+
+
+def _package_name(variant: str, package: Any, file: Any) -> str | None:
+    if package is None:
+        return None
+    if file is not None:
+        raise DefinitionError(
+            f"julia_variant {variant!r}: file= or package=, not both (a package's functions "
+            "come from its environment, a file's from the file)"
+        )
+    if not isinstance(package, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", package):
+        raise DefinitionError(
+            f"julia_variant {variant!r}: package must be a Julia package's name, got {package!r}"
+        )
+    return package
 
 
 def _activity(variant: str, function: Any, runtime_activity: Any) -> str:
@@ -338,9 +409,12 @@ def julia_variant(
     runtime_activity: bool = False,
     excludes: Any = None,
     expected: Any = None,
+    package: str | None = None,
+    ad: str | None = None,
+    gradient: str | None = None,
 ) -> Variant:
-    """Register a variant of `example` whose loss is a Julia function and whose gradient
-    is Enzyme.jl's.
+    """Register a variant of `example` whose loss is a Julia function; its gradient is
+    Enzyme.jl's, another AD package's, or written by hand (docs/julia.md).
 
         weanj.julia_variant(ex, "julia-smooth", family="smooth",
                             file="julia/smooth.jl", loss="smooth_loss")
@@ -348,32 +422,35 @@ def julia_variant(
     **Arguments:**
 
     - `example`: the registered `weanj.Example`.
-    - `name`, `family`: the variant's name (`julia-<algorithm>`) and family.
+    - `name`, `family`: the variant's name (`julia-<algorithm>`) and family;
+      `description`: one line for reports.
     - `loss`: the name of the Julia function, which takes the example's arrays then its
       parameters, in the example's order, and returns the scalar loss. A dotted name
       (`"Smooth.smooth_loss"`) looks into a module the file defines.
     - `file`: None for weanj's own kernels (`julia/src/WeanJ.jl`); else a Julia file,
-      relative to the project root (or absolute), included into a module of its own (it
-      may `include` files beside it). A file that does not exist, or does not load, makes
-      this variant unavailable, saying why; registering never fails for it.
-    - `description`: one line for reports.
-    - `function`: for a closure or callable that captures state: None passes it bare
-      (Enzyme refuses one that writes to captured memory that can hold derivatives, a
-      `Vector{Float64}` say; a call counter in a `Ref{Int}` is fine); `"const"`:
-      `Const(f)`, state without derivatives; `"duplicated"`: `Duplicated(f,
-      make_zero(f))`, a captured buffer holding values the loss depends on
-      (julia/README.md).
-    - `runtime_activity`: `Enzyme.set_runtime_activity(Reverse)`, for code whose
-      activity Enzyme cannot settle statically.
+      relative to the project root, included into a module of its own. A file that does
+      not exist, or does not load, makes this variant unavailable, saying why.
+    - `function`: for a closure or callable that captures state: None passes it bare;
+      `"const"`: `Const(f)`, state without derivatives; `"duplicated"`: `Duplicated(f,
+      make_zero(f))`, a buffer holding values the loss depends on (docs/julia.md).
+    - `runtime_activity`: `Enzyme.set_runtime_activity(ReverseWithPrimal)`, for code
+      whose activity Enzyme cannot settle statically.
+    - `package`: a package of the user's environment (`[tool.weanj.julia] project`),
+      loaded with `using`; `loss`, `gradient` name its functions (`"MyPorts.misfit"`).
+    - `ad`: `"enzyme"` (default: one `ReverseWithPrimal` pass), `"forwarddiff"`,
+      `"mooncake"`, `"zygote"`, `"finitedifferences"` (through DifferentiationInterface).
+    - `gradient`: a Julia function returning the gradient arrays (one per `wrt` array, in
+      order), written by hand; the loss comes from `loss`. Not with `ad`.
     - `expected`: its known differences (`weanj.Expected`, one or several).
 
-    `grad` returns a C-order numpy array, or `{name: array}` in `wrt` order for several
-    `wrt` arrays; `jvp` is None.
+    `grad` returns a C-order numpy array (`{name: array}` for several); `jvp` is None.
 
     **Returns:** the registered `Variant`.
     """
     example = example_of(example)
     activity = _activity(name, function, runtime_activity)
+    how = _gradient_by(name, ad, gradient, function is not None or runtime_activity)
+    package = _package_name(name, package, file)
     path = None if file is None else _resolve_file(file)
     kernel = JuliaKernel(
         example=example.name,
@@ -385,10 +462,10 @@ def julia_variant(
         params=example.param_names,
         activity=activity,
         runtime_activity=runtime_activity,
+        package=package,
+        ad="enzyme" if how == HAND_WRITTEN else how,
+        gradient=gradient,
     )
-
-    def check() -> str | None:
-        return file_reason(path) or unavailable_reason()
 
     variant = register_variant(
         Variant(
@@ -397,16 +474,14 @@ def julia_variant(
             family=family,
             backend="julia",
             build=functools.partial(_build, example, kernel),
-            check=check,
-            versions=backend_version,
-            description=description or f"{file or 'WeanJ'}: {loss}; gradient by Enzyme.jl",
+            check=functools.partial(_reason, kernel),
+            versions=functools.partial(backend_version, kernel),
+            description=description or _description(kernel, file),
             dtypes=dtypes,
             excludes=excludes,
             expected=expected,
-            # what an evaluation record's key holds beyond Python: the kernel's file and
-            # the files it includes (so an edit of one file recomputes its variants
-            # only), or weanj's own Julia package
-            sources=_sources_of(path),
+            # what an evaluation record's key holds beyond Python (`_sources_of`)
+            sources=_sources_of(path, package),
         )
     )
     _KERNELS[(example.name, name)] = kernel

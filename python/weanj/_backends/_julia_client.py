@@ -39,23 +39,16 @@ With it set, Julia variants count as available (what runs them is configured), n
 Julia is looked for, and every gradient it computes says so in its `backend_version`
 ("stand-in worker (...)"), never a Julia version.
 
-What computed a Julia evaluation (`identity`, its `backend_version`, part of every
-evaluation record's key) is known without starting Julia, so that a record is reused
-by a later command that starts no worker: the Julia executable's version and path
-(`julia --version`, cached), a digest of the worker environment's Manifest (and the
-Enzyme version it resolved), a digest of WeanJ's sources and juliacall's version; a
-stand-in's, a digest of its files.
+The worker's log is never written through a symbolic link, nor outside the project
+(`open_log`). What computes a Julia evaluation, and the environments (weanj's, and the
+user's of `[tool.weanj.julia] project`), are `_julia_env`'s, read without starting Julia.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
-import hashlib
-import importlib.metadata
-import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -70,11 +63,21 @@ from .. import _watch
 from .._errors import DefinitionError, InputError, UnavailableError, WeanjError, say
 from .._project import project_root
 from .._resources import on_exit
-from .._sources import text_digest
 from . import _julia_wire as wire
+from ._julia_env import (  # noqa: F401 (re-exported: the tests, _julia)
+    WORKER_VARIABLE,
+    environment_folder,
+    environment_identity,
+    identity,
+    requirements,
+    stand_in,
+    user_environment,
+    weanj_requirement,
+    weanj_sources_digest,
+    write_requirements,
+)
 from ._julia_find import BELOW, FIX_VERSION, MINIMUM, SUPPORTED_TEXT, locate_julia, worker_settings
 
-WORKER_VARIABLE = "WEANJ_JULIA_WORKER"
 WORKER_SCRIPT = Path(__file__).with_name("_julia_worker.py")
 _PACKAGE = Path(__file__).resolve().parent.parent
 # After the quit message, how long a worker may take to end (Julia's atexit hooks)
@@ -98,201 +101,10 @@ class JuliaError(WeanjError):
     exit_code = 1
 
 
-def stand_in() -> str | None:
-    """The command of `$WEANJ_JULIA_WORKER`, or None."""
-    return os.environ.get(WORKER_VARIABLE, "").strip() or None
-
-
 def work_folder(root: Path | None = None) -> Path:
     """`<project>/.weanj-cache/julia`: the worker's log and the project's Julia
     requirements (beside JAX's compilation cache, `_cache`)."""
     return (root or project_root()) / ".weanj-cache" / "julia"
-
-
-# --- the project's Julia packages --------------------------------------------------------
-
-
-def _weanj_packages() -> dict:
-    """What weanj's own `juliapkg.json` declares: `{name: {"uuid", "version"}}`, and
-    `"julia"`."""
-    path = _PACKAGE / "juliapkg.json"
-    declared = json.loads(path.read_text(encoding="utf-8"))
-    return {**declared.get("packages", {}), "julia": declared.get("julia")}
-
-
-def requirements(root: Path) -> dict | None:
-    """The Julia packages the project's top-level `Project.toml` declares (`[deps]`, with
-    their `[compat]` bounds, and `[compat] julia`) that weanj does not declare itself
-    with the same bounds, in juliapkg's format (`{"julia": ..., "packages": {name:
-    {"uuid", "version"}}}`); None when there are none (or no Project.toml).
-
-    The Julia convention: `julia --project=. -e 'using Pkg; Pkg.add("SpecialFunctions")'`
-    adds a package there (julia/README.md, "Julia packages").
-    """
-    path = root / "Project.toml"
-    if not path.is_file():
-        return None
-    from .._project import _read_toml
-
-    try:
-        project = _read_toml(path)
-    except WeanjError as e:
-        raise UnavailableError(f"the project's Julia packages cannot be read: {e}") from None
-    deps, compat = project.get("deps", {}), project.get("compat", {})
-    if not isinstance(deps, dict) or not isinstance(compat, dict):
-        raise UnavailableError(f"{path}: [deps] and [compat] must be tables")
-    own = _weanj_packages()
-    packages = {}
-    for name, uuid in deps.items():
-        if not isinstance(uuid, str):
-            raise UnavailableError(f"{path}: [deps] {name} must be a UUID string")
-        entry = {"uuid": uuid}
-        if name in compat:
-            entry["version"] = str(compat[name])
-        if own.get(name) != entry:
-            packages[name] = entry
-    out: dict = {}
-    if "julia" in compat and str(compat["julia"]) != own["julia"]:
-        out["julia"] = str(compat["julia"])
-    if packages:
-        out["packages"] = packages
-    return out or None
-
-
-def weanj_requirement(sources: Path) -> dict:
-    """WeanJ as juliapkg declares a package `dev`ed by path: `{"uuid", "path", "dev"}`,
-    its uuid from `julia/Project.toml`. Pkg then precompiles it once into the worker's
-    environment (and again only when its sources change), and the worker loads it with
-    `using WeanJ`."""
-    from .._project import _read_toml
-
-    uuid = _read_toml(sources / "Project.toml").get("uuid")
-    if not isinstance(uuid, str):
-        raise UnavailableError(f"{sources / 'Project.toml'} declares no uuid for WeanJ")
-    return {"uuid": uuid, "path": str(sources), "dev": True}
-
-
-def write_requirements(root: Path, folder: Path, sources: Path) -> Path:
-    """The folder holding the `juliapkg.json` weanj adds to juliapkg's requirements
-    (rewritten only when it changes: juliapkg resolves again when it does): WeanJ, `dev`ed
-    from `sources` (`weanj_requirement`), and the project's own Julia packages
-    (`requirements`)."""
-    wanted = requirements(root) or {}
-    wanted.setdefault("packages", {})["WeanJ"] = weanj_requirement(sources)
-    target = folder / "requirements"
-    path = target / "juliapkg.json"
-    text = json.dumps(wanted, indent=4, sort_keys=True) + "\n"
-    with contextlib.suppress(OSError):
-        if path.read_text(encoding="utf-8") == text:
-            return target
-    target.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".juliapkg.json.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-    return target
-
-
-# --- what computes: known without starting Julia --------------------------------------------
-
-
-def environment_folder(environ=None) -> Path:
-    """The Julia environment the worker runs in, as juliacall and juliapkg choose it
-    (pyjuliapkg's `state.py`, read): `$PYTHON_JULIACALL_PROJECT` (used as it is), else
-    `$PYTHON_JULIAPKG_PROJECT`, else `<virtual environment>/julia_env` (the worker runs
-    this Python, so `sys.prefix` is its), else `$CONDA_PREFIX/julia_env`, else
-    `<depot>/environments/pyjuliapkg`."""
-    env = os.environ if environ is None else environ
-    for var in ("PYTHON_JULIACALL_PROJECT", "PYTHON_JULIAPKG_PROJECT"):
-        if env.get(var):
-            return Path(env[var])
-    if sys.prefix != sys.base_prefix:
-        return Path(sys.prefix).resolve() / "julia_env"
-    if env.get("CONDA_PREFIX"):
-        return Path(env["CONDA_PREFIX"]).resolve() / "julia_env"
-    depot = env.get("JULIA_DEPOT_PATH", "").split(os.pathsep)[0]
-    return Path(depot or Path.home() / ".julia").resolve() / "environments" / "pyjuliapkg"
-
-
-def _manifests(folder: Path) -> list[Path]:
-    """The environment's manifests (`Manifest.toml`, `JuliaManifest.toml` and their
-    versioned forms `Manifest-v1.11.toml`): whichever Julia reads, all are digested."""
-    try:
-        return sorted(p for p in folder.glob("*Manifest*.toml") if p.is_file())
-    except OSError:
-        return []
-
-
-# Enzyme's entry of a Manifest (`[[deps.Enzyme]]`, its keys up to the next table) and
-# its version.
-_ENZYME = re.compile(r'^\[\[deps\.Enzyme\]\]\n(?:[^\[\n].*\n|\n)*?version\s*=\s*"([^"]+)"', re.M)
-
-
-def environment_identity(folder: Path) -> str:
-    """The worker environment as resolved: the Enzyme version its Manifest holds and a
-    digest of the Manifest's content; before any worker resolved it, "no manifest yet"
-    (then the first command that starts a worker writes it, and the key of every Julia
-    record changes once)."""
-    found = _manifests(folder)
-    if not found:
-        return f"environment {folder}: no manifest yet"
-    texts = []
-    for path in found:
-        with contextlib.suppress(OSError):
-            texts.append(path.name + "\n" + path.read_text(encoding="utf-8", errors="replace"))
-    joined = "\n\0\n".join(texts)
-    enzyme = _ENZYME.search(joined)
-    said = f"Enzyme {enzyme.group(1)}" if enzyme else "no Enzyme in the manifest"
-    return f"{said} (environment {folder}, manifest sha256 {text_digest(joined)[:16]})"
-
-
-def weanj_sources_digest(sources: Path) -> str:
-    """A digest of WeanJ's package: `src/` and `Project.toml`, by paths relative to it
-    (a dev'ed package's Manifest entry holds no digest of its files)."""
-    files = sorted(p for p in (sources / "src").rglob("*.jl") if p.is_file())
-    files.append(sources / "Project.toml")
-    h = hashlib.sha256()
-    for path in files:
-        h.update(path.relative_to(sources).as_posix().encode() + b"\0")
-        with contextlib.suppress(OSError):
-            h.update(path.read_bytes())
-        h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
-def _stand_in_identity(command: str) -> str:
-    """A stand-in worker: its command and a digest of the files it names (its script)."""
-    h = hashlib.sha256()
-    for word in shlex.split(command):
-        path = Path(word)
-        with contextlib.suppress(OSError):
-            if path.is_file() and path.stat().st_size < MAX_STAND_IN_FILE:
-                h.update(word.encode() + b"\0" + path.read_bytes() + b"\0")
-    return f"stand-in worker ({command}), not Julia: files sha256 {h.hexdigest()[:16]}"
-
-
-MAX_STAND_IN_FILE = 4 << 20
-
-
-def identity() -> str:
-    """What computes the Julia variants here, known without starting Julia (module
-    docstring): the same text when a record is written and when a later command looks it
-    up, so that Julia records are reused; any part that changes makes them recomputed."""
-    command = stand_in()
-    if command is not None:
-        return _stand_in_identity(command)
-    found = locate_julia()
-    if found.path is None:
-        return "Julia (none found here)"
-    from ._julia_find import julia_sources
-
-    sources = julia_sources()
-    weanj = "WeanJ missing" if sources is None else f"WeanJ sha256 {weanj_sources_digest(sources)}"
-    try:
-        juliacall = f"juliacall {importlib.metadata.version('juliacall')}"
-    except importlib.metadata.PackageNotFoundError:
-        juliacall = "juliacall (not installed)"
-    environment = environment_identity(environment_folder())
-    return f"Julia {found.version} ({found.path}), {environment}, {weanj}, {juliacall}"
 
 
 # --- the worker ------------------------------------------------------------------------------
@@ -504,15 +316,14 @@ def _start(limit: tuple[float, str], variant: str) -> Worker:
         raise
 
 
-def _start_worker(limit: tuple[float, str], variant: str) -> Worker:
-    root = project_root()
-    folder = work_folder(root)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:  # a project folder weanj may not write into: the log goes elsewhere
-        folder = Path(tempfile.mkdtemp(prefix="weanj-julia-"))
-    command = stand_in()
-    setup = {
+def _setup(root: Path) -> dict:
+    """The start message: what the worker checks Julia against, weanj's package, and the
+    user's environment to stack above weanj's (`[tool.weanj.julia] project`)."""
+    from ._julia_find import julia_sources
+
+    sources = julia_sources()
+    env = user_environment(root)
+    return {
         "op": "start",
         "project": str(root),
         "supported": [list(MINIMUM), list(BELOW)],
@@ -520,73 +331,115 @@ def _start_worker(limit: tuple[float, str], variant: str) -> Worker:
         "fix_version": FIX_VERSION,
         "julia": None,
         "julia_version": None,
-        "sources": None,
+        "sources": None if sources is None else str(sources),
         "requirements": None,
+        "user_environment": None if env is None else str(env),
     }
-    from ._julia_find import julia_sources
 
-    sources = julia_sources()
-    setup["sources"] = None if sources is None else str(sources)
-    env = dict(os.environ)
-    if command is None:
-        found = locate_julia()
-        if found.path is None:
-            raise UnavailableError(found.why)
-        if sources is None:
-            raise UnavailableError("the Julia package julia/src/WeanJ.jl is missing")
-        setup.update(
-            julia=str(found.path),
-            julia_version=found.version,
-            requirements=str(write_requirements(root, folder, sources)),
-        )
-        env.update(worker_settings(found.path, env))
-        argv = [sys.executable, str(WORKER_SCRIPT)]
-    else:
-        argv = shlex.split(command)
+
+def open_log(folder: Path, root: Path) -> int:
+    """The worker's log, opened to append: never through a symbolic link (a log linked to
+    a file elsewhere would be written there: `O_NOFOLLOW`), nor in a folder that lies
+    outside the project (`.weanj-cache` linked elsewhere); each refused in one line.
+    Set aside as `worker.log.old` once it passes `MAX_LOG` (the link itself, never its
+    target, would be moved)."""
     log = folder / "worker.log"
+    if not folder.resolve().is_relative_to(root.resolve()):
+        raise UnavailableError(
+            f"{folder} lies outside the project (a link to {folder.resolve()}): weanj writes "
+            "its Julia worker's log only inside the project; remove the link"
+        )
     if not _STATE["log started"]:
-        # Appended to (two commands of one project may run at once), and set aside once
-        # it grows large.
         with contextlib.suppress(OSError):
-            if log.stat().st_size > MAX_LOG:
+            if not log.is_symlink() and log.stat().st_size > MAX_LOG:
                 os.replace(log, log.with_name("worker.log.old"))
         _STATE["log started"] = True
+    try:
+        return os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        if log.is_symlink():
+            raise UnavailableError(
+                f"{log} is a symbolic link: weanj appends its Julia worker's log only to a "
+                "file of its own; remove the link"
+            ) from None
+        raise UnavailableError(
+            f"cannot write the Julia worker's log {log} ({e.strerror})"
+        ) from None
+
+
+def _command(root: Path, folder: Path, setup: dict, env: dict) -> list[str]:
+    """The worker's command line, after finding Julia and writing the requirements (or a
+    stand-in's command, `$WEANJ_JULIA_WORKER`)."""
+    command = stand_in()
+    if command is not None:
+        return shlex.split(command)
+    found = locate_julia()
+    if found.path is None:
+        raise UnavailableError(found.why)
+    if setup["sources"] is None:
+        raise UnavailableError("the Julia package julia/src/WeanJ.jl is missing")
+    setup.update(
+        julia=str(found.path),
+        julia_version=found.version,
+        requirements=str(write_requirements(root, folder, Path(setup["sources"]))),
+    )
+    env.update(worker_settings(found.path, env))
+    return [sys.executable, str(WORKER_SCRIPT)]
+
+
+def _spawn(argv: list[str], env: dict, root: Path, log_fd: int, log: Path) -> Worker:
+    """The worker process, in a group of its own, its stderr the log, holding the read end
+    of its lifeline (the write end stays here, not inheritable)."""
     started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-    # The lifeline: the worker inherits the read end; the write end stays here (not
-    # inheritable: no other child of weanj holds it open).
     watched, lifeline = os.pipe() if os.name == "posix" else (None, None)
     if watched is not None:
         env[LIFELINE_VARIABLE] = str(watched)
-    with open(log, "ab") as log_file:
-        heading = f"--- weanj's Julia worker, {started}, for process {os.getpid()}: "
-        log_file.write(f"{heading}{shlex.join(argv)}\n".encode())
-        log_file.flush()
-        say(f"  starting the Julia worker for {variant}; log: {log}")
-        try:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log_file,
-                env=env,
-                cwd=root,
-                start_new_session=True,
-                pass_fds=() if watched is None else (watched,),
-            )
-        except OSError as e:
-            for fd in (watched, lifeline):
-                if fd is not None:
-                    os.close(fd)
-            where = f"{WORKER_VARIABLE}={command}" if command else argv[0]
-            raise JuliaError(
-                f"cannot start the Julia worker ({where}: {e.strerror or e})"
-            ) from None
-        finally:
-            if watched is not None:
-                with contextlib.suppress(OSError):
-                    os.close(watched)
+    heading = f"--- weanj's Julia worker, {started}, for process {os.getpid()}: "
+    os.write(log_fd, f"{heading}{shlex.join(argv)}\n".encode())
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log_fd,
+            env=env,
+            cwd=root,
+            start_new_session=True,
+            pass_fds=() if watched is None else (watched,),
+        )
+    except OSError as e:
+        for fd in (watched, lifeline):
+            if fd is not None:
+                os.close(fd)
+        command = stand_in()
+        where = f"{WORKER_VARIABLE}={command}" if command else argv[0]
+        raise JuliaError(f"cannot start the Julia worker ({where}: {e.strerror or e})") from None
+    finally:
+        if watched is not None:
+            with contextlib.suppress(OSError):
+                os.close(watched)
     on_exit(close)
-    worker = Worker(process, log, lifeline)
+    return Worker(process, log, lifeline)
+
+
+def _start_worker(limit: tuple[float, str], variant: str) -> Worker:
+    root = project_root()
+    folder = work_folder(root)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a project folder weanj may not write into: the log goes elsewhere
+        folder = Path(tempfile.mkdtemp(prefix="weanj-julia-"))
+        root = folder.parent
+    setup = _setup(project_root())
+    env = dict(os.environ)
+    argv = _command(project_root(), folder, setup, env)
+    log = folder / "worker.log"
+    log_fd = open_log(folder, root)
+    say(f"  starting the Julia worker for {variant}; log: {log}")
+    try:
+        worker = _spawn(argv, env, project_root(), log_fd, log)
+    finally:
+        os.close(log_fd)
     _STATE["worker"] = worker
     reply, _ = _exchange(worker, setup, [], limit, "starting")
     if reply.get("reply") == "failed":
@@ -603,6 +456,7 @@ def _start_worker(limit: tuple[float, str], variant: str) -> Worker:
             f"log: {log}"
         )
     said = str(reply.get("versions") or "versions not said")
+    command = stand_in()
     worker.versions = said if command is None else f"stand-in worker ({command}): {said}"
     say(f"  Julia worker ready: {worker.versions}")
     return worker

@@ -22,11 +22,18 @@ On start it imports juliacall (juliapkg resolves the Julia packages first: those
 `dev`ed by path and the project's `Project.toml` as weanj declared them), checks
 Julia's version, loads Enzyme and then WeanJ as the package it is (`using WeanJ`:
 precompiled by Pkg once, the cache reused by every later start), and answers with the
-versions. Then, per request (`_julia_wire.OPS`), it calls a kernel's loss and gradient
-from one reverse pass (`WeanJ.loss_and_gradient`), its loss alone (`WeanJ.loss_value`),
-its gradient alone (`WeanJ.enzyme_gradient`) or times both inside Julia
-(`WeanJ.timings`), on the arrays it receives, after including a user's kernel file once
-into a module of its own (`WeanJ.include_kernels`).
+versions. With a user's environment (`[tool.weanj.julia] project`) it first activates
+and instantiates that one as it is (`Pkg.instantiate(; manifest = true)`: never resolved,
+never written) and stacks weanj's below it on `LOAD_PATH` (`STACK`). Then, per request
+(`_julia_wire.OPS`), it calls a kernel's loss and gradient from one reverse pass
+(`WeanJ.loss_and_gradient`), through DifferentiationInterface
+(`WeanJ.ad_loss_and_gradient`, `ad=`) or by a hand-written gradient function
+(`WeanJ.handwritten_loss_and_gradient`), its loss alone (`WeanJ.loss_value`), or times
+both inside Julia (`WeanJ.timings`), on the arrays it receives, after including a user's
+kernel file once into a module of its own (`WeanJ.include_kernels`) or loading a user's
+package (`using`). Every call is followed by a check that the kernel left its array
+arguments as they came (`written`): a kernel writing a `Const` argument can make Enzyme
+return a wrong gradient silently.
 """
 
 from __future__ import annotations
@@ -43,7 +50,31 @@ else:  # run as a script: this folder, not the package, is where `_julia_wire` i
 
 Refusal = wire.Refusal
 
-DOCS = "julia/README.md"
+DOCS = "docs/julia.md"
+# The AD packages of `julia_variant(ad=...)` (weanj's `_julia_env.AD`): loaded with
+# `import` on first use, which also loads DifferentiationInterface's extension for it.
+AD_PACKAGES = {
+    "forwarddiff": "ForwardDiff",
+    "mooncake": "Mooncake",
+    "zygote": "Zygote",
+    "finitedifferences": "FiniteDifferences",
+}
+# The user's environment above weanj's: activated (so `@`, the first entry of LOAD_PATH,
+# is theirs) and instantiated from its Manifest as it is (`manifest = true`: an error,
+# never a resolve, where it has none); weanj's environment (juliapkg's, the one active
+# until now) goes right after `@`, where Julia's default stack keeps `@v#.#` (the
+# manual's "Environment stacks"): the user's packages and versions come first, WeanJ,
+# Enzyme, DifferentiationInterface and the AD packages from below.
+STACK = """
+function (user::AbstractString)
+    weanj = dirname(Base.active_project())
+    Pkg.activate(user)
+    Pkg.instantiate(; manifest = true)
+    at = something(findfirst(==("@"), LOAD_PATH), 0)
+    insert!(LOAD_PATH, at + 1, weanj)
+    return weanj
+end
+"""
 
 
 def first_line(e: BaseException) -> str:
@@ -116,6 +147,8 @@ class JuliaSession:
         self.Main = self.WeanJ = None
         self.project = None
         self.modules: dict[str, object] = {}  # a user's file: its module, or a Refusal
+        self.packages: dict[str, object] = {}  # a user's package: its module, or a Refusal
+        self.backends: dict[str, object] = {}  # an `ad`: its ADTypes backend, or a Refusal
 
     # --- starting -----------------------------------------------------------------------
 
@@ -150,6 +183,8 @@ class JuliaSession:
                 f"not choose), but weanj's Julia variants need {setup.get('supported_text')}: "
                 f"{setup.get('fix_version')}",
             )
+        if setup.get("user_environment"):
+            self._stack(Main, setup["user_environment"], note)
         note(f"Julia {running} started; loading Enzyme and WeanJ (using WeanJ)")
         try:
             Main.seval("import Enzyme")
@@ -174,6 +209,19 @@ class JuliaSession:
         return {"versions": f"{self.WeanJ.backend_version()}, juliacall {juliacall.__version__}"}
 
     @staticmethod
+    def _stack(Main, env: str, note) -> None:  # noqa: N803 (juliacall's name)
+        note(f"activating your Julia environment {env} (Pkg.instantiate), weanj's below it")
+        try:
+            Main.seval("import Pkg")
+            Main.seval(STACK)(env)
+        except Exception as e:
+            _log(f"stacking {env} failed:\n{e}")
+            raise Refusal(
+                "unavailable",
+                f"your Julia environment {env} does not instantiate: {first_line(e)}",
+            ) from None
+
+    @staticmethod
     def _start_failure(what: str, e: Exception, julia: str | None) -> str:
         import subprocess
 
@@ -191,8 +239,11 @@ class JuliaSession:
 
     # --- requests -----------------------------------------------------------------------
 
-    def module_of(self, file: str | None):
-        """WeanJ itself, or the module of a user's kernel file (included once)."""
+    def module_of(self, file: str | None, package: str | None = None):
+        """WeanJ itself, the module of a user's kernel file (included once), or a user's
+        package (`using`, once)."""
+        if package is not None:
+            return self._package(package)
         if file is None:
             return self.WeanJ
         if file not in self.modules:
@@ -202,6 +253,45 @@ class JuliaSession:
                 _log(f"including {file} failed:\n{e}")
                 self.modules[file] = Refusal("unavailable", self._load_failure(file, e))
         found = self.modules[file]
+        if isinstance(found, Refusal):
+            raise found
+        return found
+
+    def _package(self, package: str):
+        if package not in self.packages:
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", package):
+                raise Refusal("definition", f"{package!r} is not a Julia package's name")
+            try:
+                self.Main.seval(f"using {package}")
+                self.packages[package] = self.Main.seval(package)
+            except Exception as e:
+                _log(f"using {package} failed:\n{e}")
+                self.packages[package] = Refusal(
+                    "unavailable", f"the Julia package {package} does not load: {first_line(e)}"
+                )
+        found = self.packages[package]
+        if isinstance(found, Refusal):
+            raise found
+        return found
+
+    def backend(self, ad: str):
+        """The ADTypes backend of `ad`, its package imported (once)."""
+        if ad not in self.backends:
+            name = AD_PACKAGES.get(ad)
+            if name is None:
+                raise Refusal("definition", f"no AD package called {ad!r}")
+            try:
+                self.Main.seval(f"import {name}")
+                self.backends[ad] = self.WeanJ.ad_backend(ad, self.Main.seval(name))
+            except Exception as e:
+                _log(f"import {name} failed:\n{e}")
+                self.backends[ad] = Refusal(
+                    "unavailable",
+                    f"ad={ad!r} needs the Julia package {name}, which does not load: "
+                    f"{first_line(e)} (weanj adds it to the worker's environment when a "
+                    "variant uses it; with PYTHON_JULIACALL_PROJECT, add it there)",
+                )
+        found = self.backends[ad]
         if isinstance(found, Refusal):
             raise found
         return found
@@ -217,47 +307,73 @@ class JuliaSession:
             )
         return message
 
+    def function(self, request: dict, name: str):
+        """The Julia function `name` of the request's module (a package's name may lead)."""
+        module = self.module_of(request.get("file"), request.get("package"))
+        package = request.get("package")
+        if package and name.startswith(f"{package}."):
+            name = name[len(package) + 1 :]
+        try:
+            return self.WeanJ.kernel_function(module, name)
+        except Exception as e:
+            where = package or request.get("file") or "WeanJ (julia/src/)"
+            raise Refusal(
+                "definition",
+                f"{request['variant']}: no Julia function {name} in {where} ({first_line(e)})",
+            ) from None
+
     def handle(self, request: dict, arrays: list) -> tuple[dict, list]:
-        op, variant, name = request["op"], request["variant"], request["loss"]
+        op = request["op"]
         if op not in wire.OPS:
             raise Refusal("error", f"the Julia worker does not know the request {op!r}")
-        module = self.module_of(request.get("file"))
-        try:
-            fn = self.WeanJ.kernel_function(module, name)
-        except Exception as e:
-            where = request.get("file") or "WeanJ (julia/src/)"
-            raise Refusal(
-                "definition", f"{variant}: no Julia function {name} in {where} ({first_line(e)})"
-            ) from None
+        fn = self.function(request, request["loss"])
+        gradient = request.get("gradient")
+        method = {"gradient": self.function(request, gradient)} if gradient else {}
+        ad = request.get("ad") or "enzyme"
+        if not gradient and ad != "enzyme" and op != "loss":
+            method = {"backend": self.backend(ad)}
         # `Array` copies juliacall's view of each array (a PyArray of the same element
         # type, 1-based indices on the same axes) into a column-major Julia array.
-        args = [self.Main.Array(a) for a in arrays] + list(request.get("params", []))
+        given = [self.Main.Array(a) for a in arrays]
+        args = given + list(request.get("params", []))
+        wrt = tuple(bool(flag) for flag in request.get("wrt", ()))
+        try:
+            reply = self._call(op, fn, wrt, args, method, request)
+        except Refusal:
+            raise
+        except Exception as e:
+            raise refusal_of(request, e) from None
+        written(request, arrays, given, wrt)
+        return reply
+
+    def _call(self, op: str, fn, wrt: tuple, args: list, method: dict, request: dict):
+        WeanJ = self.WeanJ  # noqa: N806 (Julia's name)
         options = {
             "activity": request.get("activity", "bare"),
             "runtime_activity": bool(request.get("runtime_activity", False)),
         }
-        wrt = tuple(bool(flag) for flag in request.get("wrt", ()))
-        try:
-            if op == "loss":
-                return {"reply": "loss"}, [self._loss(self.WeanJ.loss_value(fn, *args), request)]
-            if op == "grad":
-                shadows = self.WeanJ.enzyme_gradient(fn, wrt, *args, **options)
-                return {"reply": "grad"}, _gradients(shadows)
-            if op == "loss_and_grad":
-                value, shadows = self.WeanJ.loss_and_gradient(fn, wrt, *args, **options)
-                return {"reply": op}, [self._loss(value, request), *_gradients(shadows)]
+        if op == "loss":
+            return {"reply": "loss"}, [self._loss(WeanJ.loss_value(fn, *args), request)]
+        if op == "timings":
             samples = int(request.get("samples", 7))
-            measured = self.WeanJ.timings(fn, wrt, *args, samples=samples, **options)
+            measured = WeanJ.timings(fn, wrt, *args, samples=samples, **options, **method)
             return {
                 "reply": "timings",
                 "forward_ns": [int(t) for t in measured.forward_ns],
                 "gradient_ns": [int(t) for t in measured.gradient_ns],
                 "clock": "inside Julia (time_ns, after a warm-up call)",
             }, []
-        except Refusal:
-            raise
-        except Exception as e:
-            raise refusal_of(request, e) from None
+        if "gradient" in method:
+            value, shadows = WeanJ.handwritten_loss_and_gradient(fn, method["gradient"], wrt, *args)
+        elif "backend" in method:
+            value, shadows = WeanJ.ad_loss_and_gradient(method["backend"], fn, wrt, *args)
+        elif op == "grad":
+            return {"reply": "grad"}, _gradients(WeanJ.enzyme_gradient(fn, wrt, *args, **options))
+        else:
+            value, shadows = WeanJ.loss_and_gradient(fn, wrt, *args, **options)
+        if op == "grad":
+            return {"reply": "grad"}, _gradients(shadows)
+        return {"reply": op}, [self._loss(value, request), *_gradients(shadows)]
 
     def _loss(self, value, request: dict):
         """The loss, a `[loss]` vector in Julia, as a 0-d array of its own element type."""
@@ -277,6 +393,26 @@ def _gradients(shadows) -> list:
     import numpy as np
 
     return [np.ascontiguousarray(g.to_numpy()) for g in shadows]
+
+
+def written(request: dict, arrays: list, given: list, wrt: tuple) -> None:
+    """A `Refusal` (`error`) naming the first array argument the call left changed: a
+    kernel must leave its arguments as they came; one that writes a `Const` (not
+    differentiated) argument can make Enzyme's gradient wrong without any error."""
+    import numpy as np
+
+    names = request.get("names") or [f"argument {k + 1}" for k in range(len(arrays))]
+    for k, (before, after) in enumerate(zip(arrays, given, strict=True)):
+        now = after.to_numpy()
+        nan = before.dtype.kind in "fc"
+        if now.shape != before.shape or not np.array_equal(now, before, equal_nan=nan):
+            role = "differentiated" if k < len(wrt) and wrt[k] else "not differentiated"
+            raise Refusal(
+                "error",
+                f"{request['variant']}: {request['loss']} wrote its input {names[k]} "
+                f"({role}): a kernel must leave its arguments unchanged (for Enzyme, a "
+                f"written Const argument can make the gradient wrong silently; {DOCS})",
+            )
 
 
 def refusal_of(request: dict, e: Exception) -> Refusal:
@@ -306,6 +442,10 @@ def refusal_of(request: dict, e: Exception) -> Refusal:
     if first.startswith(("DimensionMismatch", "ArgumentError")):
         return Refusal("input", f"{variant}: {first}")
     _log(f"{variant}: {text}")
+    ad = request.get("ad") or "enzyme"
+    if not request.get("gradient") and ad != "enzyme" and request.get("op") != "loss":
+        package = AD_PACKAGES.get(ad, ad)
+        return Refusal("error", f"{variant}: {package} (ad={ad!r}) failed on {loss}: {first}")
     return Refusal("error", f"{variant}: {first}")
 
 

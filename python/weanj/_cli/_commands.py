@@ -163,7 +163,7 @@ def cmd_clean(args: argparse.Namespace, words: dict) -> int:
     from .._commands.clean import clean
 
     cats = _catalogs(args.examples)
-    clean(cats, whole_project=not args.examples, dry_run=args.dry_run, say=print)
+    clean(cats, whole_project=not args.examples, yes=args.yes, dry_run=args.dry_run, say=print)
     return 0
 
 
@@ -242,7 +242,7 @@ def cmd_plot(args: argparse.Namespace, words: dict) -> int:
 def cmd_report(args: argparse.Namespace, words: dict) -> int:
     from .._commands.report import report
 
-    done = report(args.examples or None, out=args.out, format=args.format)
+    done = report(args.examples or None, out=args.out, format=args.format, force=args.force)
     if done.path is not None:
         size = done.path.stat().st_size
         print(f"wrote {done.path} ({size / 1024:.0f} KiB): {done.verdict} — {done.sentence}")

@@ -155,7 +155,8 @@ def _run(sub) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="replace a recorded reference (the old one is kept aside)",
+        help="replace a recorded reference (the old one is kept aside), or an --out file "
+        "weanj did not write (never a .py module)",
     )
     _processes(p)
     _device(p, several=False)
@@ -325,10 +326,21 @@ def build_parser() -> argparse.ArgumentParser:
     _fuzz(sub)
     p = sub.add_parser(
         "clean",
-        help="remove the stored results of variants and examples no longer registered",
+        help="list (and with --yes remove) the results weanj wrote for variants and examples "
+        "no longer registered",
     )
     p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
-    p.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="remove what it lists (without it, only listed; CI=true in the environment counts "
+        "as --yes)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="only list what would go (the default; also under CI=true)",
+    )
     return parser
 
 
@@ -339,6 +351,11 @@ def _report(sub) -> None:
     p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
     p.add_argument(
         "--out", metavar="FILE", help="where to write it (default: results/report.html or .md)"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the --out file even if weanj did not write it (never a .py module)",
     )
     p.add_argument(
         "--format", choices=["html", "md"], default=None, help="default: from --out, else html"

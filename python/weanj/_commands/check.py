@@ -128,6 +128,7 @@ def check(
     variants = arg.names(variants, "variants", "check")
     timeout = arg.seconds(timeout, "timeout", "check")
     fresh, save = arg.flag(fresh, "fresh", "check"), arg.flag(save, "save", "check")
+    say = arg.say_function(say, "say", "check")
     cats = restricted(catalogs(examples), variants)
     if not cats:  # nothing checked is not a pass
         raise WeanjError(

@@ -1,60 +1,70 @@
-"""`weanj clean [EXAMPLE...] [--dry-run]`: remove what the store holds for variants and
+"""`weanj clean [EXAMPLE...] [--yes]`: remove the results weanj wrote for variants and
 examples the project no longer registers (docs/verdicts.md, "Stale results").
 
 No command judges those files (`_cases.unregistered`); each says once how many it ignored
-and where. `weanj clean` says what it will remove, then removes it: the gradient files a
-weanj evaluation wrote for a variant no longer registered and its evaluation records
-(never reused: their key names the variant), and, for an example no longer
-registered, its `gradients/`, `evaluations/` and `check.json`. Committed references
-(`recorded/`), benchmark records, cases and a user's own gradient files
-(`weanj.save_gradient`) are never removed.
+and where. `weanj clean` lists what it would remove and, like `git clean -f`, removes it
+only when told to (`--yes`, `yes=True`, or `CI=true` in the environment): the gradient
+files a weanj evaluation wrote for a variant no longer registered and its evaluation
+records, and, for an example no longer registered, those and its `check.json`, then the
+folders that leaves empty. A file goes only if it carries weanj's mark naming that
+example (and variant), where weanj writes it (`_pipeline._stale`): committed references
+(`recorded/`), benchmark records, cases, pictures, a user's own files (a gradient saved
+with `weanj.save_gradient`, any file weanj did not write) and copies of an example's
+folder are never removed.
 """
 
 from __future__ import annotations
 
-import shutil
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .._errors import say
 from .._model import Catalog
-from .._pipeline._stale import unregistered_examples, unregistered_variant_files
+from .._pipeline._stale import remove, stale_results
 from .._places import places
+
+
+def told_to_remove(yes: bool) -> bool:
+    """`--yes`, or a CI job (`CI=true`, which GitHub Actions, GitLab and most others set),
+    where nobody is there to answer."""
+    return yes or os.environ.get("CI", "").strip().lower() == "true"
 
 
 def clean(
     cats: Sequence[Catalog],
     *,
     whole_project: bool,
+    yes: bool = False,
     dry_run: bool = False,
     say: Callable[[str], None] = say,
 ) -> list[Path]:
-    """Remove the stale results (module docstring) of the examples of `cats`, saying first
-    what goes; with `dry_run`, only say it. `whole_project`: `cats` are every registered
-    example (no example named), and the folders of examples no longer registered go too.
-    **Returns:** the paths removed (or that would be)."""
+    """List the stale results (module docstring) of the examples of `cats`, and remove
+    them with `yes` (or `CI=true`); `dry_run` (the old flag) only lists them, whatever
+    else says. `whole_project`: `cats` are every registered example (no example named),
+    and the folders of examples no longer registered are looked at too.
+    **Returns:** the files removed (or that would be)."""
     here = places()
-    doomed: list[tuple[Path, str]] = []
-    for cat in cats:
-        for path in unregistered_variant_files(cat, here):
-            doomed.append((path, f"{cat.name}: {path.stem}, a variant no longer registered"))
-    if whole_project:
-        registered = sorted(cat.name for cat in cats)
-        for name, paths in unregistered_examples(here, registered).items():
-            doomed += [(path, f"{name}: an example no longer registered") for path in paths]
-    if not doomed:
-        say("weanj clean: nothing to remove (every stored result is of a registered variant)")
+    stale = stale_results(here, cats, whole_project=whole_project)
+    for line in stale.kept:
+        say(f"weanj clean: {line}")
+    if not stale.files:
+        say("weanj clean: nothing to remove (every result weanj wrote is of a registered variant)")
         return []
-    verb = "would remove" if dry_run else "removing"
-    say(f"weanj clean: {verb} {len(doomed)} path(s):")
-    for path, why in doomed:
+    removing = told_to_remove(yes) and not dry_run
+    n = len(stale.files)
+    if removing:
+        say(f"weanj clean: removing {n} file(s):")
+    else:
+        say(f"weanj clean: would remove {n} file(s) (run `weanj clean --yes` to remove them):")
+    for path, why in sorted(stale.files):
         say(f"  {here.shown(path)}  ({why})")
-    if dry_run:
-        return [path for path, _ in doomed]
-    for path, _ in doomed:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    say(f"weanj clean: removed {len(doomed)} path(s); recorded/ references are kept")
-    return [path for path, _ in doomed]
+    for folder in stale.folders:
+        say(f"  {here.shown(folder)}/  (left empty)")
+    if removing:
+        files, folders = remove(stale)
+        say(
+            f"weanj clean: removed {files} file(s) and {folders} emptied folder(s); "
+            "recorded/ references and files weanj did not write are kept"
+        )
+    return [path for path, _ in stale.files]

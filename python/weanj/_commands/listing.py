@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._backends._julia import gradient_by
 from .._model import Catalog
 from .._project import ProjectConfig
 
@@ -24,7 +25,7 @@ def listing(cats: Sequence[Catalog], project: ProjectConfig) -> list[str]:
             out.append(f"  family {family}:")
             for v in members:
                 why = missing.get(v.name)
-                out.append(
-                    f"    {v.name:<24} {'available' if why is None else 'unavailable: ' + why}"
-                )
+                by = gradient_by(v)  # a Julia variant: its AD package, or "hand-written"
+                said = "available" if why is None else "unavailable: " + why
+                out.append(f"    {v.name:<24} " + (f"(gradient: {by}) " if by else "") + said)
     return out

@@ -214,7 +214,9 @@ def scaffold(name: str) -> tuple[list[str], list[str]]:
         writes.append((gitignore, GITIGNORE))
         written.append(".gitignore")
     for path, text in writes:
-        with atomic_path(path) as tmp:
+        # new files (checked above), and the project's pyproject.toml, edited on purpose
+        # (its own text kept, the module added)
+        with atomic_path(path, force=True) as tmp:
             tmp.write_text(text)
     return written, [
         f"weanj inputs regenerate {name}",

@@ -13,6 +13,7 @@ from pathlib import Path
 from .._errors import InputFileError, say, wrapped
 from .._io._atomic import atomic_path
 from .._io._bench import load_results
+from .._io._marks import mark_of, png_metadata
 from .._model import Catalog
 from .._places import component, places
 from .._report._bench_plots import figures
@@ -38,10 +39,10 @@ def plot(cat: Catalog) -> list[Path]:
     written = []
     for f in drawn:  # each replaces its file in one step: a failure leaves the old figures
         path = out / f"{component(f.stem, 'figure')}.png"
-        with atomic_path(path) as tmp:
-            f.figure.savefig(tmp, dpi=110, format="png")
+        with atomic_path(path, foreign="aside") as tmp:
+            f.figure.savefig(tmp, dpi=110, format="png", metadata=png_metadata(ex.name))
         written.append(path)
     for old in out.glob("*.png"):  # only now: figures of series no longer stored must not linger
-        if old not in written:
+        if old not in written and mark_of(old) is not None:  # only the pictures weanj drew
             old.unlink(missing_ok=True)
     return written

@@ -9,8 +9,9 @@ weanj.check())`), that live judgement itself: the two pages are the same bytes. 
 example without a current check file is one line, `not checked: run `weanj check EX``
 (or why its file is stale or unreadable), never a verdict. Then the benchmark records.
 `--out` never replaces weanj's own data (the shared inputs, the store, recorded
-references, cases, check files) nor anything that is not a regular file; `--out -`
-writes to standard output.
+references, cases, check files) nor anything that is not a regular file, nor a file weanj
+did not write unless `--force` (`force=True`; never a `.py` module); `--out -` writes to
+standard output.
 """
 
 from __future__ import annotations
@@ -148,12 +149,17 @@ def report(
     out: str | Path | None = None,
     format: str | None = None,
     judgement: Judgement | None = None,
+    force: bool = False,
 ) -> Report:
     """Write the report (module docstring). `judgement`: render this judgement (what
     `weanj.check()` returned; default: each example's check file). **Returns** a
     `Report`: the path, the format and the page's overall verdict (the report itself
     exits 0 whatever its verdicts: `weanj check` is the command whose exit status
     judges)."""
+    from .. import _arguments as arg
+
+    out = arg.out_path(out, "out", "report")
+    force = arg.flag(force, "force", "report")
     fmt = format
     if fmt is None:
         fmt = "md" if out is not None and str(out).lower().endswith(".md") else "html"
@@ -172,7 +178,10 @@ def report(
         sys.stdout.write(text)
         return Report(None, fmt, verdict, sentence, pages, text)
     try:
-        with atomic_path(target) as tmp:
+        # `--out` names the user's choice: only a page weanj wrote, or `force`; the default
+        # page is weanj's own (a damaged one is kept aside)
+        foreign = "refuse" if out is not None else "aside"
+        with atomic_path(target, force=force, foreign=foreign) as tmp:
             tmp.write_text(text, encoding="utf-8")
     except OSError as e:
         raise InputFileError(f"cannot write {path} ({e.strerror or e})") from None

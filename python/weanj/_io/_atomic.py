@@ -119,19 +119,27 @@ def outside_the_project(path: Path | str) -> str | None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: Path | str) -> Iterator[Path]:
+def atomic_path(
+    path: Path | str, *, force: bool = False, foreign: str = "refuse"
+) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces `path` in one step (a
     symbolic link at `path` is replaced, never written through; never over a device:
     `writable_target`). An interrupt at any moment leaves no temporary behind. The
     temporary file is made new (`mkstemp`: `O_EXCL`, so never an existing file or link)
     beside the target, and renamed over it: a reader sees the old file or the new one,
-    never half of one."""
+    never half of one.
+
+    Only a file weanj wrote is replaced (`_marks.refuse_unless_ours`): another is refused
+    in one line, unless `force` (the user named the path and said so), or, with
+    `foreign="aside"` (weanj's own store, where a damaged file of its own is likelier than
+    a user's), kept aside under a new name (`aside_path`), said in one line."""
     path = writable_target(path)
     why = outside_the_project(path)
     if why is not None:
         raise InputFileError(
             f"refusing to write {path}: {why}, outside the project; weanj writes only inside it"
         )
+    aside = _not_ours(path, force, foreign)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
     tmp = None
@@ -146,6 +154,8 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        if aside:  # only now, the new file whole: an interrupted write leaves it in place
+            _keep_aside(path)
         os.replace(tmp, path)
     except BaseException:
         if tmp is not None:
@@ -179,6 +189,36 @@ def locked(path: Path | str) -> Iterator[bool]:
             yield True
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _not_ours(path: Path, force: bool, foreign: str) -> bool:
+    """Whether the file at `path` is to be kept aside before it is replaced; an
+    `InputFileError` where it may not be replaced at all (`_marks.refuse_unless_ours`)."""
+    from ._marks import refuse_unless_ours
+
+    try:
+        refuse_unless_ours(path, force=force)
+    except InputFileError:
+        if foreign != "aside" or path.suffix == ".py":
+            raise
+        return True
+    return False
+
+
+def _keep_aside(path: Path) -> None:
+    from .._errors import say, wrapped
+
+    aside = aside_path(path, "not-weanj")
+    try:
+        os.replace(path, aside)  # a rename: its bytes stay as they were, under a new name
+    except FileNotFoundError:  # gone meanwhile: nothing to keep
+        return
+    say(
+        wrapped(
+            f"weanj: note: {path} carries no weanj mark (damaged, or not weanj's); "
+            f"kept as {aside.name}"
+        )
+    )
 
 
 def aside_path(path: Path, why: str) -> Path:

@@ -211,7 +211,8 @@ def write_results(
     except (TypeError, ValueError) as e:
         raise InputError(f"benchmark records cannot be written as JSON ({e})") from None
     try:
-        with atomic_path(path) as tmp:
+        # weanj's own place: a file there it cannot tell for its own is kept aside, not lost
+        with atomic_path(path, foreign="aside") as tmp:
             tmp.write_text(text + "\n")
     except OSError as e:
         raise InputFileError(f"cannot write benchmark file {path} ({e.strerror or e})") from None

@@ -75,11 +75,20 @@ def file_attributes(inputs: Inputs, seed: int, origin: str | None = None) -> dic
     return attrs
 
 
-def write_inputs_file(inputs: Inputs, path: Path, *, seed: int, origin: str | None = None) -> Path:
+def write_inputs_file(
+    inputs: Inputs,
+    path: Path,
+    *,
+    seed: int,
+    origin: str | None = None,
+    force: bool = False,
+    foreign: str = "refuse",
+) -> Path:
     """Write `inputs` as an inputs file (atomically, byte-identical each time); `origin`:
-    `GIVEN` for arrays a user gave rather than the generator's."""
+    `GIVEN` for arrays a user gave rather than the generator's. A file there that weanj did
+    not write is refused unless `force`, or kept aside (`foreign`: `_atomic.atomic_path`)."""
     try:
-        with atomic_path(path) as tmp:
+        with atomic_path(path, force=force, foreign=foreign) as tmp:
             with h5py.File(tmp, "w", track_order=False) as f:
                 for name in inputs.example.arrays:
                     write_array(f, name, inputs.arrays[name])
@@ -90,10 +99,18 @@ def write_inputs_file(inputs: Inputs, path: Path, *, seed: int, origin: str | No
     return path
 
 
-def write_inputs(ex: Example, places: Places, path: Path | None = None) -> Path:
-    """Write the shared inputs file of an example (atomically, byte-identical each time)."""
+def write_inputs(
+    ex: Example, places: Places, path: Path | None = None, *, force: bool = False
+) -> Path:
+    """Write the shared inputs file of an example (atomically, byte-identical each time).
+    The shared file is the generator's to rewrite: one weanj cannot read as its own (a
+    damaged one, which commands tell to regenerate) is kept aside, not refused; a `path`
+    the caller names replaces only an inputs file weanj wrote, unless `force`."""
     target = Path(path) if path else places.inputs(ex.name)
-    return write_inputs_file(generate_inputs(ex), target, seed=ex.seed)
+    foreign = "refuse" if path else "aside"
+    return write_inputs_file(
+        generate_inputs(ex), target, seed=ex.seed, force=force, foreign=foreign
+    )
 
 
 def read_inputs(ex: Example, places: Places, path: Path | str | None = None) -> Inputs:
@@ -298,7 +315,8 @@ def check_fresh(ex: Example, places: Places, inputs: Inputs) -> None:
             )
         known[ex.name] = [inputs.digest, code]
         try:
-            with atomic_path(ledger) as tmp:
+            # weanj's own hidden memo (no mark of its own): rewritten whatever it holds
+            with atomic_path(ledger, force=True) as tmp:
                 tmp.write_text(json.dumps(known, sort_keys=True) + "\n", encoding="utf-8")
         except (OSError, InputFileError):  # a read-only project: checked again next time
             pass

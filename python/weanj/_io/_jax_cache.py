@@ -192,7 +192,8 @@ def _add_to_ledger(folder: Path, programs: int, seconds: float) -> None:
 
     path = Path(folder) / LEDGER
     try:
-        with locked(path), atomic_path(path) as tmp:
+        # weanj's own hidden ledger, of no one else's format: rewritten whatever it holds
+        with locked(path), atomic_path(path, force=True) as tmp:
             before, total = _ledger(folder)
             if _state.pop("bad_ledger", False):
                 from .._errors import say

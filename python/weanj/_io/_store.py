@@ -67,7 +67,8 @@ def check_target(
         )
     place = places.place_of(target)
     if place is None:
-        _check_outside(target, g, places)
+        if not force:  # `--force`: the user named this file and said to replace it
+            _check_outside(target, g, places)
         return target
     ex = g.example.name
     if place.kind in ("other", "") or place.example != ex or target.suffix != ".h5":
@@ -108,7 +109,8 @@ def _check_outside(target: Path, g: Gradient, places: Places) -> None:
         except WeanjError:
             raise InputFileError(
                 f"refusing to overwrite {target}: it is not a readable weanj gradient file "
-                "(only those are replaced); choose another file or remove it"
+                "(only those are replaced); choose another file, remove it, or name it with "
+                "--force"
             ) from None
 
 
@@ -158,8 +160,11 @@ def write_gradient(
     if force and place is not None and place.kind == RECORDED:
         _keep_aside(target)
     names = g.example.wrt_names
+    # weanj's own store keeps aside a file there it cannot read as its own (a damaged one);
+    # a file the user named (`--out`) is replaced only if weanj wrote it, or with `force`
+    foreign = "aside" if place is not None and place.kind == PRODUCED else "refuse"
     try:
-        with atomic_path(target) as tmp:
+        with atomic_path(target, force=force, foreign=foreign) as tmp:
             with h5py.File(tmp, "w", track_order=False) as f:
                 if len(names) == 1:
                     datasets = {(names[0], "gradient"): g.gradients[names[0]]}

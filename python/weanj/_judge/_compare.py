@@ -27,6 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import InputError
+from .._model._kinds import shown
+
 
 @dataclass(frozen=True)
 class Tolerance:
@@ -311,6 +314,21 @@ def applied(dtype: str, declared: Tolerance | None) -> Tolerance:
     return Tolerance(max(tol.loss, declared.loss), max(tol.grad, declared.grad), declared.why)
 
 
+def _numbers(value: Any, what: str) -> np.ndarray:
+    """`value` as an array of real or complex numbers, or one `InputError` line (a text, a
+    None, a ragged list: never a KeyError from deep inside)."""
+    try:
+        a = np.asarray(value)
+    except Exception:
+        a = None
+    if a is None or a.dtype.kind not in "iufc" or isinstance(value, (str, bytes)):
+        raise InputError(
+            f"compare: {what} must be an array of numbers (numpy or JAX) or a weanj.Gradient, "
+            f"got {shown(value)}"
+        )
+    return a
+
+
 def compare(
     g_ref: Any,
     g: Any,
@@ -357,7 +375,7 @@ def compare(
             declared=declared if declared is not None else declared_between(g_ref, g),
             **floors,
         )
-    g_ref, g = np.asarray(g_ref), np.asarray(g)
+    g_ref, g = _numbers(g_ref, "g_ref"), _numbers(g, "g")
     judged_by = dtype or coarser(g_ref.dtype, g.dtype)
     runs = [(n, a.dtype) for n, a in ((noise_ref, g_ref), (noise, g)) if n]
     if loss_floor is None:

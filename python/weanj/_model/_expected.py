@@ -13,8 +13,10 @@ than declared, it fails saying how. Nothing here knows the judge or the registry
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -60,10 +62,24 @@ class Expected:
     elements: Iterable[Any] | Callable[[Mapping[str, np.ndarray]], Iterable[Any]] | None = None
     region: Any = None
     bound: float | None = None
+    # where the project declared it (`file:line`), for the messages that name it
+    declared_at: str = field(default="", init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        object.__setattr__(self, "declared_at", _declared_at())
         if not isinstance(self.reason, str) or not self.reason.strip() or "\n" in self.reason:
-            raise DefinitionError("weanj.Expected needs a reason: one line saying why")
+            raise DefinitionError(
+                f"weanj.Expected needs a reason: one line saying why ({self.declared_at})"
+            )
+        for name in ("variant", "against"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise DefinitionError(
+                    f"weanj.Expected: {name} must be a variant's name (str), got {value!r} "
+                    f"({self.declared_at})"
+                )
+        if self.against is not None and self.against == self.variant:
+            raise DefinitionError(self._against_itself(self.variant))
         if not isinstance(self.verdict, str) or self.verdict not in DECLARABLE:
             raise DefinitionError(
                 f"weanj.Expected: verdict {self.verdict!r} is not one of {', '.join(DECLARABLE)}"
@@ -102,13 +118,22 @@ class Expected:
         region = self.region
         if region is not None and not isinstance(region, tuple):
             region = (region,)
-        if region is not None and not all(isinstance(s, (slice, int)) for s in region):
+        if region is not None and not all(_box_part(s) for s in region):
             raise DefinitionError(
-                "weanj.Expected: region is a box of slices, e.g. numpy.s_[2:5, :]"
+                f"weanj.Expected: region is a box of slices and indices, integers only, e.g. "
+                f"numpy.s_[2:5, :], got {self.region!r} ({self.declared_at})"
             )
         elements = self.elements
         if elements is not None and not callable(elements):
-            elements = tuple(_index(i) for i in elements)
+            if isinstance(elements, (str, bytes)) or not isinstance(elements, Iterable):
+                raise DefinitionError(
+                    f"weanj.Expected: elements must be a list of indices or a function of the "
+                    f"inputs, got {elements!r} ({self.declared_at})"
+                )
+            try:
+                elements = tuple(_index(i) for i in elements)
+            except DefinitionError as e:
+                raise DefinitionError(f"{e} ({self.declared_at})") from None
         object.__setattr__(self, "check", check)
         object.__setattr__(self, "verdict", verdict)
         object.__setattr__(self, "region", region)
@@ -116,6 +141,17 @@ class Expected:
 
     def __repr__(self) -> str:
         return f"Expected({self.what()!r}, reason={self.reason!r})"
+
+    def named(self) -> str:
+        """The declaration in messages: what it names and where it was declared."""
+        where = f", declared at {self.declared_at}" if self.declared_at else ""
+        return f"weanj.Expected({self.what()}{where})"
+
+    def _against_itself(self, variant: str | None) -> str:
+        return (
+            f"weanj.Expected: against={variant!r} names the variant itself; a pair is two "
+            f"variants (leave against out for its whole family) ({self.declared_at})"
+        )
 
     # --- what it names ----------------------------------------------------------------
 
@@ -126,6 +162,8 @@ class Expected:
                 f"variant {variant}: its expected= names variant {self.variant!r}; on a variant, "
                 "leave variant out (or name the other side with against=)"
             )
+        if self.against == variant:
+            raise DefinitionError(self._against_itself(variant))
         return self if self.variant == variant else _replace(self, variant=variant)
 
     def concerns_pair(self, a: str, b: str) -> bool:
@@ -140,25 +178,63 @@ class Expected:
 
     def mask(self, array: str, arrays: Mapping[str, np.ndarray], shape: tuple) -> np.ndarray | None:
         """The declared elements of `array` as booleans shaped `shape` (None: the whole
-        array; an empty mask: not expected to differ on these inputs)."""
+        array; an empty mask: not expected to differ on these inputs). A region or elements
+        that do not fit the array (its rank, its extent), or an `elements` function that
+        raises or returns no indices, are a `DefinitionError` naming the declaration."""
         if self.array is not None and self.array != array:
             return np.zeros(shape, bool)
         if self.elements is None and self.region is None:
             return None
         out = np.zeros(shape, bool)
+        of = f"{array}, of shape {tuple(shape)} ({len(shape)}-d)"
         if self.region is not None:
-            out[self.region] = True
-            return out
-        found = self.elements(arrays) if callable(self.elements) else self.elements
-        for i in found:
             try:
-                out[_index(i)] = True
-            except IndexError:
+                out[self.region] = True
+            except (IndexError, TypeError, ValueError):
+                text = ", ".join(_slice_text(s) for s in self.region)
                 raise DefinitionError(
-                    f"weanj.Expected ({self.reason}): element {i!r} is outside {array}, of "
-                    f"shape {shape}"
+                    f"{self.named()}: its region [{text}] does not fit {of}"
                 ) from None
+            return out
+        for i in self._found(arrays):
+            try:
+                out[i] = True
+            except IndexError:
+                raise DefinitionError(f"{self.named()}: element {i!r} is outside {of}") from None
         return out
+
+    def _found(self, arrays: Mapping[str, np.ndarray]) -> tuple[tuple[int, ...], ...]:
+        """The declared elements as index tuples (the `elements` function called on
+        `arrays`), or a `DefinitionError` naming the declaration."""
+        if not callable(self.elements):
+            return self.elements
+        function = getattr(self.elements, "__name__", "elements")
+        try:
+            found = self.elements(arrays)
+        except Exception as e:  # the project's function: its failure is one line here
+            first = str(e).splitlines()[0] if str(e) else ""
+            raise DefinitionError(
+                f"{self.named()}: its elements function {function} raised "
+                f"{type(e).__name__}{': ' + first if first else ''}"
+            ) from None
+        if found is None or isinstance(found, (str, bytes)) or not isinstance(found, Iterable):
+            raise DefinitionError(
+                f"{self.named()}: its elements function {function} returned {found!r}, not a "
+                "list of indices (return [] where nothing is expected to differ)"
+            )
+        try:
+            return tuple(_index(i) for i in found)
+        except DefinitionError as e:
+            why = str(e).removeprefix("weanj.Expected: ")
+            raise DefinitionError(f"{self.named()}: {why}") from None
+
+    def validate(self, arrays: Mapping[str, np.ndarray], wrt: Sequence[str]) -> None:
+        """Hold the declaration to the inputs once they are known (before anything runs):
+        its region or elements must fit each gradient array it may concern (a gradient has
+        its array's shape). A `DefinitionError` naming the declaration otherwise."""
+        for array in (self.array,) if self.array is not None else tuple(wrt):
+            if array in arrays:
+                self.mask(array, arrays, np.shape(arrays[array]))
 
     def where(self, arrays: Mapping[str, np.ndarray] | None = None, array: str = "") -> str:
         """The declared place in words: `x`, `x[0]`, `w[5], w[6]`, `x[2:5, :]` (`array`:
@@ -172,7 +248,7 @@ class Expected:
         if callable(found):
             if arrays is None:
                 return f"{array} (elements chosen from the inputs)"
-            found = tuple(_index(i) for i in found(arrays))
+            found = self._found(arrays)
         if not found:
             return f"no element of {array}"
         return ", ".join(f"{array}[{', '.join(str(k) for k in i)}]" for i in found)
@@ -211,6 +287,40 @@ def _index(i: Any) -> tuple[int, ...]:
         ) from None
 
 
+def _bound(x: Any) -> bool:
+    return x is None or (isinstance(x, (int, np.integer)) and not isinstance(x, bool))
+
+
+def _box_part(s: Any) -> bool:
+    """One part of a region: an integer index, or a slice whose bounds are integers."""
+    if isinstance(s, slice):
+        return _bound(s.start) and _bound(s.stop) and _bound(s.step)
+    return _bound(s) and s is not None
+
+
+# weanj's own code, whose frames are not where a declaration was made (its examples are)
+_WEANJ = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_EXAMPLES = os.path.join(_WEANJ, "examples")
+
+
+def _declared_at() -> str:
+    """`file:line` of the project's code that made the declaration: the first frame
+    outside weanj (its examples count as a project's) and dataclasses' `__init__`."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        ours = name.startswith(_WEANJ + os.sep) and not name.startswith(_EXAMPLES + os.sep)
+        generated = name == "<string>" and frame.f_code.co_name == "__init__"
+        if not ours and not generated:
+            try:
+                shown = os.path.relpath(name)
+            except ValueError:  # another drive (Windows)
+                shown = name
+            return f"{name if shown.startswith('..') else shown}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
+
+
 def _slice_text(s: Any) -> str:
     if isinstance(s, int):
         return str(s)
@@ -222,9 +332,11 @@ def _slice_text(s: Any) -> str:
 def _replace(e: Expected, **changes: Any) -> Expected:
     import dataclasses
 
-    fields = {f.name: getattr(e, f.name) for f in dataclasses.fields(e)}
+    fields = {f.name: getattr(e, f.name) for f in dataclasses.fields(e) if f.init}
     fields.update(changes)
-    return Expected(**fields)
+    made = Expected(**fields)
+    object.__setattr__(made, "declared_at", e.declared_at)  # where the project declared it
+    return made
 
 
 def as_declarations(value: Any, where: str) -> tuple[Expected, ...]:

@@ -54,6 +54,7 @@ RESERVED_NAMES = frozenset(
         "traceback",
         "help",
         "version",
+        "yes",
     }
 )
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

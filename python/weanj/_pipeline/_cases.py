@@ -48,7 +48,7 @@ from ._device_cases import (
     judged_on,
     precision_or_bug,
 )
-from ._evaluate import label_of
+from ._evaluate import configuration_of, label_of
 from ._gradchecks import CHECKS
 from ._session import Session
 
@@ -179,7 +179,7 @@ def ignored_note(example: str, files: list[Gradient], places: Places | None) -> 
     names = ", ".join(sorted({g.label for g in files}))
     return (
         f"  ignored {len(files)} file(s) of variants no longer registered ({names}) in "
-        f"{', '.join(folders)}; `weanj clean {example}` removes them"
+        f"{', '.join(folders)}; `weanj clean {example} --yes` removes them"
     )
 
 
@@ -200,6 +200,8 @@ def build_plan(
     (recorded references and, for diff, the store itself); `checks`: include the Taylor
     and jvp cases (live only)."""
     ex = catalog.example
+    for e in catalog.expectations:  # one line naming a declaration that cannot fit: before any run
+        e.validate(inputs.arrays, ex.wrt_names)
     p = Plan(catalog, inputs, live, tuple(d for d in DTYPES if d in dtypes), devices=devices)
     stored: dict[str, Gradient] = {}
     if scan is not None:
@@ -420,10 +422,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
                 wider = subject_outcome(p, wide, session)
         outcome = subject_outcome(p, label, session)
         j = judge.judge_run(case.id, label, outcome, family=case.family, wider=wider)
-        # the evaluation's, decided once; else (not run: a file, a skip) the variant's now
-        config = getattr(outcome, "configuration", None)
-        if config is None and s.variant is not None:
-            config = s.variant.configuration(s.dtype, s.device)
+        config = configuration_of(outcome, s.variant, s.dtype, s.device)  # decided once
         if config is not None and config.x64 is not None:
             j.info["x64"] = config.x64.to_json()  # shown by every view
         return judge.declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))

@@ -54,6 +54,17 @@ def label_of(
     return device_label(run_label(name, dtype), device, precision)
 
 
+def configuration_of(
+    found: Any, variant: Variant | None, dtype: str, device: str = "cpu"
+) -> Configuration | None:
+    """The configuration a subject was computed in: its evaluation's (`evaluate`, a
+    record's recall), else (a file, a skip decided before any run) its variant's now."""
+    config = getattr(found, "configuration", None)
+    if config is None and variant is not None:
+        return variant.configuration(dtype, device)
+    return config
+
+
 def _word(value: Any) -> str:
     """A parameter value as the command line spells it."""
     if isinstance(value, (bool, np.bool_)):

@@ -278,6 +278,15 @@ class DaskExecutor:
             else:
                 try:
                     client = stack.enter_context(distributed.Client(self.address, timeout="10s"))
+                except TypeError:  # tls:// without certificates: Dask finds no SSLContext
+                    if not str(self.address).startswith("tls://"):
+                        raise
+                    raise InputError(
+                        f"the Dask scheduler {self.address} speaks TLS, which needs a security "
+                        "configuration weanj does not make: set Dask's distributed.comm.tls "
+                        "ca-file and client cert and key (e.g. $DASK_DISTRIBUTED__COMM__TLS__"
+                        "CA_FILE), or use a tcp:// address"
+                    ) from None
                 except (OSError, TimeoutError, ValueError) as e:
                     raise InputError(
                         f"cannot reach the Dask scheduler at {self.address} ({first_line(e)})"

@@ -95,7 +95,9 @@ class Case:
         among its attributes). **Returns** the case on the file, read back (what its
         reproduce commands name)."""
         ex = self.example
-        path = _inputs.write_inputs_file(self.inputs, here.case_file(ex.name, stem), seed=self.seed)
+        path = _inputs.write_inputs_file(
+            self.inputs, here.case_file(ex.name, stem), seed=self.seed, foreign="aside"
+        )
         written = _inputs.read_inputs(ex, here, path)
         return Case(written, self.seed, self.size, self.source)
 

@@ -44,7 +44,6 @@ module reached only that way is not part of the key (docs/DESIGN.md says so).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -57,7 +56,7 @@ from .._errors import WeanjError
 from .._io._atomic import atomic_path
 from .._io._h5 import array_sha256
 from .._judge._contract import ERROR, NONFINITE, Fault
-from .._model import COMPLEX_OF, Configuration, Gradient, Inputs, Variant, provenance_key
+from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
@@ -169,8 +168,8 @@ class Records:
             else text_digest(self._code[module] + files_digest(extra, self._roots()))
         )
 
-    def parts(self, variant: Variant, inputs: Inputs, dtype: str, config: Configuration = None):
-        """The key's parts; of the evaluation's `config`, what its backend sets (x64)."""
+    def parts(self, variant: Variant, inputs: Inputs, dtype: str, config=None) -> dict[str, Any]:
+        """The key's parts; of the evaluation's `Configuration`, what its backend sets."""
         config = config or variant.configuration(dtype)
         if not self._weanj:
             self._weanj = weanj_sources()
@@ -241,7 +240,7 @@ class Records:
         self.reused[(ex, label)] = record["created"]
         self._recalled[(ex, label)] = record
         if not isinstance(found, Gradient):  # what its key was recomputed with
-            return dataclasses.replace(found, configuration=config)
+            return Fault(found.verdict, found.what, found.command, configuration=config)
         found.configuration = config
         found.source, found.of = "run", variant
         found.seconds = record["seconds"]
@@ -391,7 +390,7 @@ class Records:
             try:
                 record = json.loads(json.dumps(record, default=_plain))
                 record["payload"] = text_digest(canonical(record))
-                with atomic_path(path) as tmp:
+                with atomic_path(path, foreign="aside") as tmp:
                     with open(tmp, "wb") as f:
                         text = np.array(canonical(record))
                         np.savez(f, record=text, **{f"g_{k}": a for k, a in arrays.items()})

@@ -49,6 +49,7 @@ from .._model._verdicts import Verdict
 from .._places import Places
 from .._watch import Watch
 from ._cases import Case, Plan, judge_case, judge_plan, not_judged, read_plan, subject_outcome
+from ._evaluate import configuration_of
 from ._evaluate import evaluate as evaluate_variant
 from ._executors import InProcess
 from ._records import Records
@@ -419,9 +420,7 @@ def save_to_store(ej: ExampleJudgement, here: Places) -> None:
     verdicts say what happened)."""
     for g in ej.subjects.values():
         if g.source == "run" and not g.extra.get("device"):  # the store holds CPU runs
-            config = g.configuration  # its evaluation's (a reused one's too)
-            if config is None and g.of is not None:
-                config = g.of.configuration(g.dtype)
+            config = configuration_of(g, g.of, g.dtype)  # its evaluation's (a reused one's too)
             if config is not None and config.x64 is not None:
                 g.extra.setdefault("x64", config.x64.describe())
             target = here.gradient(ej.name, g.variant, g.dtype)

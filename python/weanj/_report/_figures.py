@@ -19,6 +19,7 @@ import numpy as np
 
 from .._errors import UnavailableError
 from .._io._atomic import atomic_path
+from .._io._marks import mark_of, png_metadata
 from .._judge._compare import ArrayComparison, tolerance
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
@@ -265,10 +266,12 @@ def plot_pairs(
     ej: ExampleJudgement, folder: Path, *, recorded: bool = False
 ) -> list[tuple[CaseJudgement, Path | None]]:
     """PNGs of the chosen pairs in `folder` (earlier ones removed first, so a picture of
-    an earlier store never passes for this one's); None where nothing differs."""
+    an earlier store never passes for this one's: only those weanj drew, which carry its
+    mark, `_io._marks`); None where nothing differs."""
     _need_matplotlib()
-    for old in folder.glob("*.png") if folder.is_dir() else ():
-        old.unlink(missing_ok=True)
+    for old in folder.glob("*.png") if folder.is_dir() and not folder.is_symlink() else ():
+        if mark_of(old) is not None:
+            old.unlink(missing_ok=True)
     out = []
     for j in chosen_pairs(ej, recorded=recorded):
         a, b = (ej.subjects[label] for label in j.subjects)
@@ -281,7 +284,7 @@ def plot_pairs(
             "@", "_"
         )
         path = folder / name
-        with atomic_path(path) as tmp:  # never through a link at `path`
-            fig.savefig(tmp, dpi=100, format="png")
+        with atomic_path(path, foreign="aside") as tmp:  # never through a link at `path`
+            fig.savefig(tmp, dpi=100, format="png", metadata=png_metadata(ej.name))
         out.append((j, path))
     return out

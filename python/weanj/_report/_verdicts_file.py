@@ -75,7 +75,7 @@ def write_check_verdicts(results: list[ExampleJudgement], places: Places) -> lis
         path = places.check_file(ej.name)
         text = json.dumps(check_json(ej, env), indent=1, allow_nan=False)
         try:
-            with atomic_path(path) as tmp:
+            with atomic_path(path, foreign="aside") as tmp:
                 tmp.write_text(text + "\n", encoding="utf-8")
         except OSError as e:  # the check's own verdicts are printed all the same
             print(f"weanj: warning: cannot write {path} ({e.strerror or e})", file=sys.stderr)

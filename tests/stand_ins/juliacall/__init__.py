@@ -20,6 +20,18 @@ Nothing here is Julia, and nothing it computes is a Julia result:
   and each import of this module (one per worker started) a `start` line with its pid.
 - `WeanJ.timings` answers times of its own clock (`perf_counter_ns` around the stand-in's
   Python calls); weanj labels times from a configured stand-in worker as the stand-in's.
+- A user's package `P` (`using P`) takes its functions from `KERNELS["package P"]` of
+  the same file: `(loss, gradients)` pairs as above, optionally with a third item
+  `{ad: message}` naming the AD packages that refuse the kernel (`ad_loss_and_gradient`
+  raises the message, as that AD would), and plain callables: gradient functions written
+  by hand (`handwritten_loss_and_gradient`), returning the gradient arrays. A kernel may
+  write its arguments in place (the worker must notice). `$WEANJ_TEST_NO_PACKAGE` names a
+  package whose `using` fails.
+- `ad_loss_and_gradient` answers as each AD would: the gradient (ForwardDiff, Mooncake,
+  Zygote and FiniteDifferences alike), or the refusal above; `$WEANJ_TEST_NO_AD` (comma
+  separated) names AD packages whose `import` fails.
+- The worker's stacking of the user's environment (`import Pkg`, then the function of
+  `_julia_worker.STACK` called with the folder) is recorded, and changes nothing.
 - `$WEANJ_TEST_JULIA_VERSION` (default 1.11.5) is `string(VERSION)`;
   `$WEANJ_TEST_NO_ENZYME` set makes `import Enzyme` fail.
 """
@@ -68,6 +80,22 @@ class ArrayValue:
 class Module:
     def __init__(self, name, kernels):
         self.name, self.kernels = name, kernels
+
+
+class Backend:
+    """An ADTypes backend, as `WeanJ.ad_backend` makes it: its `ad` name."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _user_kernels() -> dict:
+    spec = importlib.util.spec_from_file_location(
+        "user_kernels", os.environ["WEANJ_TEST_USER_KERNELS"]
+    )
+    user = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(user)
+    return user.KERNELS
 
 
 def _cases(loss_name: str):
@@ -131,12 +159,40 @@ class WeanJModule:
         for line in text.splitlines():
             if line.startswith("# stand-in: does not load: "):
                 raise JuliaError(line.removeprefix("# stand-in: does not load: "))
-        spec = importlib.util.spec_from_file_location(
-            "user_kernels", os.environ["WEANJ_TEST_USER_KERNELS"]
+        return Module(Path(path).stem, _user_kernels().get(Path(path).name, {}))
+
+    @staticmethod
+    def ad_backend(name, package):
+        assert package == ("AD package", name), package
+        return Backend(name)
+
+    def ad_loss_and_gradient(self, backend, fn, flags, *args):
+        """DifferentiationInterface's `([loss], gradients)`: as `loss_and_gradient`, or
+        the kernel's refusal by that AD."""
+        assert isinstance(backend, Backend) and isinstance(flags, tuple)
+        record(
+            call="ad_loss_and_gradient",
+            ad=backend.name,
+            flags=list(flags),
+            arrays=_described(args),
+            params=_params(args),
         )
-        user = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(user)
-        return Module(Path(path).stem, user.KERNELS.get(Path(path).name, {}))
+        refusals = fn[2] if len(fn) > 2 else {}
+        if backend.name in refusals:
+            raise JuliaError(refusals[backend.name] + "\nStacktrace: ...")
+        value = ArrayValue(np.array([fn[0](*_unwrapped(args))]))
+        return value, self._shadows(fn, flags, args)
+
+    def handwritten_loss_and_gradient(self, fn, gradient, flags, *args):
+        """`([loss(args...)], gradient(args...))`, the gradient function's arrays."""
+        assert callable(gradient) and isinstance(flags, tuple)
+        record(call="handwritten_loss_and_gradient", flags=list(flags), arrays=_described(args))
+        value = ArrayValue(np.array([fn[0](*_unwrapped(args))]))
+        found = gradient(*_unwrapped(args))
+        found = found if isinstance(found, tuple) else (found,)
+        if len(found) != sum(flags):
+            raise JuliaError("ArgumentError: the gradient function returned ... arrays")
+        return value, tuple(ArrayValue(g) for g in found)
 
     def kernel_function(self, module, name):
         found = fixture_kernel(name) if module is self else module.kernels.get(name)
@@ -167,13 +223,30 @@ class WeanJModule:
         value = ArrayValue(np.array([fn[0](*_unwrapped(args))]))
         return value, self._shadows(fn, flags, args)
 
-    def timings(self, fn, flags, *args, samples=7, activity="bare", runtime_activity=False):
+    def timings(
+        self,
+        fn,
+        flags,
+        *args,
+        samples=7,
+        activity="bare",
+        runtime_activity=False,
+        backend=None,
+        gradient=None,
+    ):
         """`(forward_ns=[...], gradient_ns=[...])` of this stand-in's own Python calls,
         after a warm-up call of each."""
         import time
         from types import SimpleNamespace
 
-        record(call="timings", samples=samples, flags=list(flags), activity=activity)
+        record(
+            call="timings",
+            samples=samples,
+            flags=list(flags),
+            activity=activity,
+            ad=None if backend is None else backend.name,
+            handwritten=gradient is not None,
+        )
         plain = _unwrapped(args)
         times = {"forward": [], "gradient": []}
         for which, call in (("forward", fn[0]), ("gradient", fn[1])):
@@ -231,11 +304,34 @@ def _params(args):
 class MainModule:
     def __init__(self):
         self.WeanJ = None
+        self.packages = {}
 
     def seval(self, code):
         record(call="seval", code=code)
         if code == "string(VERSION)":
             return os.environ.get("WEANJ_TEST_JULIA_VERSION", "1.11.5")
+        if "Pkg.instantiate(; manifest = true)" in code:
+
+            def stack(env):
+                record(call="stack", environment=str(env))
+                return "<weanj's environment>"
+
+            return stack
+        words = code.split()
+        if len(words) == 2 and words[0] == "import" and words[1] != "Enzyme":
+            refused = os.environ.get("WEANJ_TEST_NO_AD", "").split(",")
+            if words[1] in refused:
+                raise JuliaError(f"ArgumentError: Package {words[1]} not found in current path.")
+            self.packages[words[1]] = ("AD package", words[1].lower())
+            return None
+        if len(words) == 2 and words[0] == "using" and words[1] != "WeanJ":
+            if words[1] == os.environ.get("WEANJ_TEST_NO_PACKAGE"):
+                raise JuliaError(f"ArgumentError: Package {words[1]} not found in current path.")
+            kernels = _user_kernels().get(f"package {words[1]}", {})
+            self.packages[words[1]] = Module(words[1], kernels)
+            return None
+        if code in self.packages:
+            return self.packages[code]
         if code == "import Enzyme" and os.environ.get("WEANJ_TEST_NO_ENZYME"):
             raise JuliaError("ArgumentError: Package Enzyme not found in current path.")
         if code == "using WeanJ":
