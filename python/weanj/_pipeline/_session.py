@@ -106,9 +106,11 @@ class Session:
                 if records is not None:
                     records.keep(variant, inputs, dtype, found)
             self._outcomes[key] = found
-            if self.on_evaluated is not None:
-                seconds = time.perf_counter() - t0
-                label = label_of(variant, dtype, device, precision)
+            seconds = time.perf_counter() - t0
+            label = label_of(variant, dtype, device, precision)
+            if precision is not None:  # a re-run the judge asked for: no evaluation to count
+                self.say(f"  {variant.example.name} {label}: {seconds:.1f} s (precision or bug)")
+            elif self.on_evaluated is not None:
                 self.on_evaluated(label, found, seconds, reused)
         return self._outcomes[key]
 
