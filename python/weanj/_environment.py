@@ -97,8 +97,13 @@ def device_software(kind: str) -> str:
         found = [f"{n} {v}" for n in ("libtpu", "libtpu-nightly") if (v := package_version(n))]
         return ", ".join(found) or "libtpu (version unknown)"
     if kind == "gpu":
-        names = ("jax-cuda12-plugin", "jax-cuda12-pjrt", "nvidia-cuda-runtime-cu12",
-                 "nvidia-cudnn-cu12", "jax-rocm60-plugin")
+        names = (
+            "jax-cuda12-plugin",
+            "jax-cuda12-pjrt",
+            "nvidia-cuda-runtime-cu12",
+            "nvidia-cudnn-cu12",
+            "jax-rocm60-plugin",
+        )
         found = [f"{n} {v}" for n in names if (v := package_version(n))]
         return ", ".join(found) or "CUDA (plugin version unknown)"
     return ""

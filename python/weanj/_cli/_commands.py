@@ -264,6 +264,7 @@ def cmd_bisect(args: argparse.Namespace, words: dict) -> int:
         params=params,
         inputs=args.inputs,
         timeout=args.timeout,
+        device=args.device,
     )
     return done.exit_code
 
@@ -280,6 +281,7 @@ def cmd_fuzz(args: argparse.Namespace, words: dict) -> int:
         max_examples=args.max_examples,
         seconds=args.seconds,
         timeout=args.timeout,
+        device=args.device,
         seed=args.seed,
     )
     return done.exit_code

@@ -108,7 +108,7 @@ def _timeout(p: argparse.ArgumentParser, what: str) -> None:
 DEVICE_CHOICES = ("cpu", "gpu", "tpu")
 
 
-def _device(p, *, several: bool = True) -> None:
+def _device(p, *, several: bool = True, side: str = "") -> None:
     """`--device cpu|gpu|tpu` (repeatable where `several`): where the runs go."""
     if several:
         p.add_argument(
@@ -125,7 +125,8 @@ def _device(p, *, several: bool = True) -> None:
             "--device",
             choices=DEVICE_CHOICES,
             default="cpu",
-            help="JAX device kind (default: cpu, whatever JAX's default device is)",
+            help=f"JAX device kind{' of ' + side if side else ''} (default: cpu, whatever "
+            "JAX's default device is)",
         )
 
 
@@ -382,6 +383,7 @@ def _bisect(sub) -> None:
         help="judge A and B on this inputs file alone (a case bisect or fuzz wrote)",
     )
     _timeout(p, "one evaluation")
+    _device(p, several=False, side="B (A, the reference, on the CPU)")
 
 
 def _fuzz(sub) -> None:
@@ -415,6 +417,7 @@ def _fuzz(sub) -> None:
         "draws and report (no database read or kept)",
     )
     _timeout(p, "one evaluation")
+    _device(p, several=False, side="B (A, the reference, on the CPU)")
 
 
 # Commands whose extra `--NAME V` words are the example's parameters.

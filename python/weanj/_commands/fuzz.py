@@ -658,6 +658,7 @@ def fuzz(
     timeout: float | None = None,
     seed: int | None = None,
     say: Callable[[str], None] = print,
+    device: str = "cpu",
 ) -> Fuzzed:
     """`weanj fuzz` (module docstring) of an example's catalog. `pairs`: the pairs to
     search, each two available variants of one family (as the front end resolves
@@ -720,7 +721,7 @@ def fuzz(
         f"  first the shared inputs, the declared sizes and the defaults' neighbours; then "
         f"drawn inputs ({drawn_text(ex, cat.strategies)}); up to {budget}"
     )
-    with Session(timeout_s=timeout, shown_path=here.shown) as session:
+    with Session(timeout_s=timeout, shown_path=here.shown, device=device) as session:
         result = run_fuzz(
             session,
             cat,

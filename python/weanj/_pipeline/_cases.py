@@ -563,15 +563,20 @@ def judge_pair_on(
     """A and B evaluated on `inputs` (float64) and judged, as `weanj check` would judge
     them there, held to their declarations: a side at fault is that side's judgement
     (they part ways there, unless its fault is declared); a side declared not to apply
-    leaves nothing to judge."""
-    ex = catalog.example
-    outcomes = [session.outcome(v, inputs, "float64") for v in (a, b)]
+    leaves nothing to judge. B runs on the session's device (`bisect`/`fuzz --device`),
+    A on the CPU: the reference side."""
+    ex, device = catalog.example, session.device
+    outcomes = [
+        session.outcome(a, inputs, "float64"),
+        session.outcome(b, inputs, "float64", device),
+    ]
+    names = (a.name, label_of(b, "float64", device))
     found = PairOutcome(inputs)
-    for v, o in zip((a, b), outcomes, strict=True):
+    for v, name, o in zip((a, b), names, outcomes, strict=True):
         if isinstance(o, Fault):
             if o.verdict in (Verdict.SKIPPED, Verdict.UNAVAILABLE):
                 return PairOutcome(inputs)
-            j = judge.judge_run(run_id(ex, v.family, v.name), v.name, o, family=v.family)
+            j = judge.judge_run(run_id(ex, v.family, name), name, o, family=v.family)
             found.judgements.append(
                 judge.declared_check(j, catalog.declared_check(CaseKind.RUN, v))
             )
@@ -579,13 +584,8 @@ def judge_pair_on(
         return found
     ga, gb = outcomes
     for array in ex.wrt_names:
-        case_id = pair_id(ex, a.family, a.name, b.name, array)
-        found.judgements.append(
-            judge_pair_of(catalog, inputs, case_id, ga, gb, array, session, declared=True)
-        )
-    return found
-    ga, gb = outcomes
-    for array in ex.wrt_names:
-        case_id = pair_id(ex, a.family, a.name, b.name, array)
-        found.judgements.append(judge_pair_of(catalog, inputs, case_id, ga, gb, array, session))
+        case_id = pair_id(ex, a.family, *names, array)
+        with judged_on(b, device):
+            j = judge_pair_of(catalog, inputs, case_id, ga, gb, array, session, declared=True)
+        found.judgements.append(j)
     return found

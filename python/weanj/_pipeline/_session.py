@@ -38,6 +38,8 @@ class Session:
       evaluation (`reused`: from an evaluation record).
     - `shown_path`: how a path is written in a reproducing command.
     - `records`: where evaluations are kept between runs and reused (`_records`), or None.
+    - `device`: where `bisect` and `fuzz` run the B side of a pair (`--device`; A, the
+      reference side, runs on the CPU).
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class Session:
         on_evaluated: Callable[[str, Any, float, bool], None] | None = None,
         shown_path: Callable[[Any], str] = str,
         records: Any = None,
+        device: str = "cpu",
     ):
         self.watch = Watch(timeout_s=timeout_s, say=say)
         self.timeout_s = timeout_s  # the limit asked for (a search may lower the watch's)
@@ -55,6 +58,7 @@ class Session:
         self.on_evaluated = on_evaluated
         self.shown_path = shown_path
         self.records = records
+        self.device = device  # where the B side of a searched pair runs (bisect, fuzz)
         self._outcomes: dict[tuple, Gradient | Fault] = {}
         self._masks: dict[tuple, dict[str, np.ndarray]] = {}
         self._forward: dict[tuple, float | Exception] = {}
