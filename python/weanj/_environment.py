@@ -83,11 +83,10 @@ def git_revision() -> str:
 
 
 def default_device() -> str:
-    """The kind of device JAX computes on by default here (`cpu`, `gpu`, ...; imports
-    JAX): the device of an environment block written after a run."""
-    import jax
-
-    return jax.default_backend()
+    """The kind of device weanj's runs are placed on by default: the CPU, whatever JAX's
+    default device is (a device run names its own device, docs/devices.md); the device of
+    an environment block written after a run."""
+    return "cpu"
 
 
 def device_software(kind: str) -> str:

@@ -245,6 +245,13 @@ class Variant:
         return self.functions().jvp
 
     @property
+    def placement(self) -> Callable | None:
+        """Where its functions run (`Functions.placed`) once they are built; None before
+        (nothing is built to ask: a Julia worker is never started for it) and for
+        functions that run on the CPU only."""
+        return self._built.get("placed")
+
+    @property
     def built(self) -> Functions:
         """The built functions themselves, unchecked: what weanj's own runs call, on
         inputs they read and checked once (`functions()` checks every call)."""

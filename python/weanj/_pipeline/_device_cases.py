@@ -61,12 +61,7 @@ def judged_on(variant: Any, device: str):
     """A pair judged with its run's device as JAX's default device, so that a declaration
     that depends on where the port ran (`weanj.Expected(elements=...)` asking the platform:
     06-signed-grid's `xla_fuses_here`) sees the evaluation's device, not JAX's default."""
-    placed = None
-    if variant is not None and not variant.unavailable_reason():
-        try:
-            placed = variant.built.placed
-        except Exception:  # a variant that cannot build has no device to judge on
-            placed = None
+    placed = None if variant is None else variant.placement  # built by its evaluation
     if placed is None:
         yield
         return

@@ -210,15 +210,15 @@ HAZARD = (
 def xla_fuses_here() -> bool:
     """Whether XLA contracts the literal port's `-1 + i·RN(2/(n-1))` into a fused
     multiply-add on the evaluation's device (JAX's default device while weanj judges a
-    pair; else JAX's default backend): on its CPU backend, where the CPU has an FMA
+    device pair; else the CPU, where weanj's runs go by default): on its CPU backend, where the CPU has an FMA
     instruction. JAX's GPU code (seen on an H200) and a TPU (v5e) round the product and the
     sum apart, and the port agrees there: the declaration then declares nothing, so the
     pair is judged as any other."""
-    device = jax.config.jax_default_device
+    device = jax.config.jax_default_device  # None: weanj's runs' default, the CPU
     if isinstance(device, str):
-        platform_name = device.split(":")[0] or jax.default_backend()
+        platform_name = device.split(":")[0] or "cpu"
     else:
-        platform_name = getattr(device, "platform", None) or jax.default_backend()
+        platform_name = getattr(device, "platform", None) or "cpu"
     return platform_name == "cpu" and _cpu_fuses()
 
 
