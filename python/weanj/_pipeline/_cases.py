@@ -40,14 +40,7 @@ from .._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
 from .._model._verdicts import GRADIENT_CHECKS
 from .._places import PRODUCED, RECORDED, Places
-from ._device_cases import (
-    add_device_pairs,
-    add_device_subjects,
-    cpu_only,
-    device_notes,
-    judged_on,
-    precision_or_bug,
-)
+from . import _device_cases as device_cases
 from ._evaluate import configuration_of, label_of
 from ._gradchecks import CHECKS
 from ._session import Session
@@ -222,10 +215,10 @@ def build_plan(
             p.files[case_id] = judge.unreadable(case_id, message)
     _add_subjects(p, stored, faults or {})
     if live:
-        add_device_subjects(p, _skip)
+        device_cases.add_device_subjects(p)
     _add_runs(p)
     _add_pairs(p)
-    add_device_pairs(p, _pair_cases, _reference)
+    device_cases.add_device_pairs(p, _pair_cases, _reference)
     if live and checks:
         _add_checks(p)
     for case_id in p.files:
@@ -300,9 +293,7 @@ def _add_runs(p: Plan) -> None:
             )
 
 
-def _members(p: Plan) -> dict[str, list[Subject]]:
-    """Each family's CPU subjects (a device run is judged against the CPU reference only,
-    `_device_cases.add_device_pairs`)."""
+def _members(p: Plan) -> dict[str, list[Subject]]:  # CPU subjects: a device run's pairs
     out: dict[str, list[Subject]] = {}
     for s in p.subjects.values():
         if s.device == "cpu":
@@ -436,7 +427,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
             return judge.not_compared(case.id, case.kind, fault, **what)
     if case.kind == CaseKind.PAIR:
         j = _judge_pair(p, case, *outcomes, session=session)
-        return precision_or_bug(p, case, j, outcomes[1], session, judge_pair_of)
+        return device_cases.precision_or_bug(p, case, j, outcomes[1], session, judge_pair_of)
     g = outcomes[0]
     what.pop("array")
     try:
@@ -453,7 +444,7 @@ def _judge_pair(
     p: Plan, case: Case, a: Gradient, b: Gradient, *, session: Session
 ) -> CaseJudgement:
     s = p.subjects.get(case.subjects[1])
-    with judged_on(s.variant if s else None, s.device if s else "cpu"):
+    with device_cases.judged_on(s.variant if s else None, s.device if s else "cpu"):
         return judge_pair_of(
             p.catalog, p.inputs, case.id, a, b, case.array, session, info=case.info, declared=True
         )
@@ -502,7 +493,7 @@ def judge_plan(p: Plan, session: Session) -> ExampleJudgement:
             target[label] = s.skip.what
             continue
         found = subject_outcome(p, label, session)
-        if cpu_only(s, found):
+        if device_cases.cpu_only(s, found):
             continue  # said once (`device_notes`), never a row of its own
         if isinstance(found, Gradient):
             result.subjects[label] = found
@@ -510,7 +501,7 @@ def judge_plan(p: Plan, session: Session) -> ExampleJudgement:
             result.skipped[label] = found.what
         elif found.verdict == Verdict.UNAVAILABLE:
             result.unavailable[label] = found.what
-    result.notes.extend(device_notes(p, result, session))
+    result.notes.extend(device_cases.device_notes(p, result, session))
     return result
 
 
@@ -585,7 +576,7 @@ def judge_pair_on(
     ga, gb = outcomes
     for array in ex.wrt_names:
         case_id = pair_id(ex, a.family, *names, array)
-        with judged_on(b, device):
+        with device_cases.judged_on(b, device):
             j = judge_pair_of(catalog, inputs, case_id, ga, gb, array, session, declared=True)
         found.judgements.append(j)
     return found

@@ -31,7 +31,7 @@ from .._model import Gradient
 from ._on_device import CPU, CPU_ONLY, HIGHEST, device_label
 
 
-def add_device_subjects(p: Any, skip: Callable) -> None:
+def add_device_subjects(p: Any) -> None:
     """A device twin of every live CPU subject of a registered variant, per device."""
     cpu = [s for s in p.subjects.values() if s.device == CPU and s.variant is not None and s.live]
     for device in p.devices:
