@@ -210,10 +210,10 @@ HAZARD = (
 def xla_fuses_here() -> bool:
     """Whether XLA contracts the literal port's `-1 + i·RN(2/(n-1))` into a fused
     multiply-add on the evaluation's device (JAX's default device while weanj judges a
-    device pair; else the CPU, where weanj's runs go by default): on its CPU backend, where the CPU has an FMA
-    instruction. JAX's GPU code (seen on an H200) and a TPU (v5e) round the product and the
-    sum apart, and the port agrees there: the declaration then declares nothing, so the
-    pair is judged as any other."""
+    device pair; else the CPU, where weanj's runs go by default): on its CPU backend,
+    where the CPU has an FMA instruction. JAX's GPU code (seen on an H200) and a TPU (v5e)
+    round the product and the sum apart, and the port agrees there: the declaration then
+    declares nothing, so the pair is judged as any other."""
     device = jax.config.jax_default_device  # None: weanj's runs' default, the CPU
     if isinstance(device, str):
         platform_name = device.split(":")[0] or "cpu"
