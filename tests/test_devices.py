@@ -340,3 +340,30 @@ def test_check_on_a_tpu_without_one_says_unavailable_and_fails_only_when_require
     assert "jax-a@tpu" in r.stdout and "no TPU visible to JAX here" in r.stdout
     r = run_in(root, *args, "--require", "tpu", env=bare_env())
     assert r.returncode == 1, r.stdout + r.stderr
+
+
+API_CHECK = """
+import weanj
+j = weanj.check(dtype="float64", device={device!r})
+for case, verdict in sorted(j.verdicts().items()):
+    print(case, verdict)
+"""
+
+
+@pytest.mark.parametrize("how", ["api", "project"])
+def test_the_api_and_the_project_key_choose_the_device(tmp_path, how):
+    """`weanj.check(device="tpu")` and `[tool.weanj] devices = ["cpu", "tpu"]` judge the
+    runs on the stand-in tpu against the CPU reference, as `--device tpu` does."""
+    root = write_project(tmp_path, {"kernels/tiny.py": TINY_OK})
+    if how == "project":
+        text = (root / "pyproject.toml").read_text()
+        (root / "pyproject.toml").write_text(text + 'devices = ["cpu", "tpu"]\n')
+    r = run_in(
+        root, "-c", API_CHECK.format(device="tpu" if how == "api" else None), env=standin_env()
+    )
+    assert r.returncode == 0, r.stderr
+    verdicts = dict(line.rsplit(" ", 1) for line in r.stdout.strip().splitlines())
+    assert verdicts["10-tiny::f::jax-a~jax-a@tpu"] == "ok"
+    assert verdicts["10-tiny::f::jax-a~jax-b@tpu"] == "ok"
+    assert verdicts["10-tiny::f::jax-b@tpu::run"] == "ok"
+    assert not any(case.endswith("@tpu::taylor") for case in verdicts)  # the CPU run's
