@@ -367,3 +367,16 @@ def test_the_api_and_the_project_key_choose_the_device(tmp_path, how):
     assert verdicts["10-tiny::f::jax-a~jax-b@tpu"] == "ok"
     assert verdicts["10-tiny::f::jax-b@tpu::run"] == "ok"
     assert not any(case.endswith("@tpu::taylor") for case in verdicts)  # the CPU run's
+
+
+def test_the_precision_level_is_measured_at_the_unit_roundoff_of_the_precision_in_effect():
+    """bfloat16 keeps 8 significant bits, tensorfloat32 11: their unit roundoffs 2⁻⁸ and
+    2⁻¹¹ (half an ulp); a run at full precision has no precision level of its own."""
+    from weanj._pipeline._on_device import precision_eps
+
+    tpu = "default (one bfloat16 pass for float32 matmuls on a TPU)"
+    gpu = "default (tensorfloat32 passes for float32 matmuls where the GPU has them)"
+    assert precision_eps({"reduced": True, "precision": tpu}) == 2.0**-8
+    assert precision_eps({"reduced": True, "precision": gpu}) == 2.0**-11
+    assert precision_eps({"reduced": True, "precision": "BF16_BF16_F32_X3"}) == 2.0**-17
+    assert precision_eps({"reduced": False, "precision": "highest"}) is None

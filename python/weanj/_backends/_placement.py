@@ -28,7 +28,7 @@ KINDS = ("cpu", "gpu", "tpu")
 # what the device computes a float32 matrix product with when the program sets no precision
 _DEFAULTS = {
     "cpu": "default (full float32 on the CPU)",
-    "gpu": "default (TF32 passes for float32 matmuls where the GPU has them)",
+    "gpu": "default (tensorfloat32 passes for float32 matmuls where the GPU has them)",
     "tpu": "default (one bfloat16 pass for float32 matmuls on a TPU)",
 }
 # precisions that compute float32 products in full float32
@@ -55,12 +55,11 @@ class Place:
         return f"{self.kind} (stand-in)" if self.standin else self.kind
 
     def precision(self, dtype: str, precision: str | None = None) -> tuple[str, bool]:
-        """The matmul precision in effect for a `dtype` run here (`precision`: asked for,
-        else the program's `jax_default_matmul_precision`, else the device's default), and
-        whether it is below full precision (what the precision-or-bug re-run asks)."""
-        import jax
-
-        asked = precision or jax.config.jax_default_matmul_precision
+        """The matmul precision in effect for a `dtype` run here (`precision`: the
+        evaluation's, `Configuration.precision`: the program's or the re-run's; None: the
+        device's default), and whether it is below full precision (what the
+        precision-or-bug re-run asks)."""
+        asked = precision
         if dtype != "float32":  # the setting applies to 32-bit matmuls only
             return f"{asked or 'default'} ({dtype} products in full)", False
         if asked is not None:

@@ -303,7 +303,7 @@ def evaluate(
         seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
         g = _gradient(variant, inputs, config, gradients, loss, seconds)
-        describe_device(g, place, dtype, device, precision)
+        describe_device(g, place, config, precision)
         if not g.finite:
             return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
         if g.extra.get("precision_reduced") and matmul_free(built, args, device, precision):

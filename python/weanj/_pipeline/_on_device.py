@@ -28,16 +28,16 @@ CPU_ONLY = "runs on the CPU only: it is the CPU reference the device runs are ju
 # the unit roundoff of the precision a reduced matmul computes in (`Place.precision`): what
 # the device's precision level is measured with (the perturbation of `_evaluate._noise`)
 _PRECISION_EPS = {  # unit roundoffs (half an ulp): what one rounding moves a value by
+    "BF16_BF16_F32_X3": 2.0**-17,
+    "TF32_TF32_F32_X3": 2.0**-21,
     "bfloat16": 2.0**-8,
     "BF16_BF16_F32": 2.0**-8,
     "BF16_BF16_BF16": 2.0**-8,
-    "default": 2.0**-8,  # a TPU's default, the coarsest any device has by default
     "tensorfloat32": 2.0**-11,
     "TF32_TF32_F32": 2.0**-11,
     "high": 2.0**-11,
-    "BF16_BF16_F32_X3": 2.0**-17,
-    "TF32_TF32_F32_X3": 2.0**-21,
-}
+    "default": 2.0**-8,  # a TPU's default, the coarsest any device has by default
+}  # searched in order in the precision's name: the longer names first
 
 
 def device_label(label: str, device: str = CPU, precision: str | None = None) -> str:
@@ -111,13 +111,15 @@ def matmul_free(fns: Any, args: tuple, device: str, precision: str | None) -> bo
         return not has_matmul(fns.grad, args)
 
 
-def describe(g: Any, place: Any, dtype: str, device: str, precision: str | None) -> None:
-    """A device run's provenance in its gradient: the kind (what its label carries), the
-    device kind string, its software, and the matmul precision in effect."""
-    if place is None or device == CPU:
+def describe(g: Any, place: Any, config: Any, rerun: str | None) -> None:
+    """A device run's provenance in its gradient: the kind (what its label carries; `@highest`
+    for the precision-or-bug re-run `rerun`), the device kind string, its software, and the
+    matmul precision in effect (the evaluation's `Configuration.precision`: the program's
+    `jax_default_matmul_precision`, or the re-run's; None: the device's default)."""
+    if place is None or config.device == CPU:
         return
-    info = place.to_json(dtype, precision)
-    g.extra["device"] = device if precision is None else f"{device}@{precision}"
+    info = place.to_json(config.dtype, config.precision)
+    g.extra["device"] = config.device if rerun is None else f"{config.device}@{rerun}"
     g.extra["device_kind"] = info["device"]
     if info["software"]:
         g.extra["device_software"] = info["software"]
