@@ -293,22 +293,25 @@ def b(x, y, S):
 BEFORE = Path("/work/main/python")  # this repository's code before devices, where it is
 
 
-def _verdicts(root: Path, env: dict) -> tuple[int, dict]:
+def _verdicts(root: Path, env: dict) -> tuple[int, dict, str]:
     r = run_in(root, "-m", "weanj", "check", "--fresh", env=env)
     data = json.loads((root / "results" / "10-tiny" / "check.json").read_text())
-    return r.returncode, {c["case"]: (c["verdict"], c.get("reason", "")) for c in _cases(data)}
+    cases = {c["case"]: (c["verdict"], c.get("reason", "")) for c in _cases(data)}
+    return r.returncode, cases, r.stdout
 
 
 def test_without_device_the_verdicts_and_exit_are_those_without_devices(tmp_path):
     root = write_project(tmp_path, {"kernels/tiny.py": TINY})
-    plain = _verdicts(root, bare_env())
-    assert plain[0] == 1 and any(v == "FAIL" for v, _ in plain[1].values())
-    assert _verdicts(root, standin_env()) == plain  # an accelerator present changes nothing
+    code, plain, said = _verdicts(root, bare_env())
+    assert code == 1 and any(v == "FAIL" for v, _ in plain.values())
+    assert "device: cpu\n" in said, [x for x in said.splitlines() if "device" in x]
+    code_standin, standin, said = _verdicts(root, standin_env())
+    assert (code_standin, standin) == (code, plain)  # an accelerator present changes nothing
+    assert "device: cpu (a stand-in TPU is present: --device tpu judges it)" in said
     if BEFORE.is_dir() and (BEFORE / "weanj" / "_pipeline" / "_cases.py").is_file():
         env = bare_env()
         env["PYTHONPATH"] = str(BEFORE)
-        before = _verdicts(root, env)
-        assert before == plain
+        assert _verdicts(root, env)[:2] == (code, plain)
 
 
 # --- without a TPU ----------------------------------------------------------------------------

@@ -141,20 +141,20 @@ def has_matmul(fn: Any, args: tuple) -> bool:
 placed.has_matmul = has_matmul  # type: ignore[attr-defined]
 
 
-def present_accelerators() -> list[str]:
-    """The accelerator kinds JAX sees here (`tpu`, `gpu`; the stand-in's, saying so):
-    what `weanj check`'s device line names."""
+def present_accelerators() -> list[tuple[str, bool]]:
+    """`[(kind, stand-in)]`: the accelerators JAX sees here (`tpu`, `gpu`), and the
+    stand-in's kind where it plays one: what `weanj check`'s device line names."""
     import jax
 
     out = []
     for kind in ("tpu", "gpu"):
         if _standin.standin_kind() == kind:
-            out.append(f"{kind} (stand-in)")
+            out.append((kind, True))
             continue
         try:
             if jax.devices(kind):
-                out.append(kind)
-        except RuntimeError:
+                out.append((kind, False))
+        except RuntimeError:  # no backend of that kind installed
             pass
     return out
 
@@ -164,17 +164,16 @@ def device_line(devices: tuple[str, ...]) -> str:
     placed, said once by every live run."""
     if devices == ("cpu",):
         present = present_accelerators()
-        if present:
-            kind = present[0].split()[0]
-            what = "a stand-in TPU" if "stand-in" in present[0] and kind == "tpu" else None
-            what = what or ("a stand-in GPU" if "stand-in" in present[0] else f"a {kind.upper()}")
-            return f"device: cpu ({what} is present: --device {kind} judges it)"
-        return "device: cpu"
+        if not present:
+            return "device: cpu"
+        kind, standin = present[0]
+        what = f"a {'stand-in ' if standin else ''}{kind.upper()}"
+        return f"device: cpu ({what} is present: --device {kind} judges it)"
     parts = []
     for kind in devices:
         try:
             place = place_of(kind)
-            parts.append(f"{place.label} ({place.description})" if kind != "cpu" else "cpu")
+            parts.append(f"{kind} ({place.description})" if kind != "cpu" else "cpu")
         except UnavailableError as e:
             parts.append(f"{kind} (unavailable: {e})")
     return "devices: " + ", ".join(parts)
