@@ -28,9 +28,12 @@ import weanj
 from weanj import _registry
 from weanj._cli import main
 from weanj._commands import fuzz as fuzz_command
+from weanj._pipeline import _fuzz_draws, _fuzz_run, _fuzz_search
+from weanj._report._fuzz import drawn_text
 
 from .helpers import assert_one_line_error
 from .projects import pytest_weanj_in, reproduce_case, weanj_in, write_project
+from .test_fuzz_budget import two_ports
 from .toy_kernels import away_from_ties, integer_xy, min_by_branches, min_by_minimum, xy_example
 
 
@@ -236,29 +239,7 @@ def agreeing(project):
         if arrays["x"].shape[0] < 2:
             raise weanj.InputError(f"x needs at least 2 entries, got {arrays['x'].shape[0]}")
 
-    def generate(seed, n=6):
-        return {"x": np.random.default_rng(seed).standard_normal(n)}
-
-    ex = weanj.register_example(
-        weanj.Example(
-            name=NAME,
-            arrays=("x",),
-            wrt="x",
-            shapes={"x": ("n",)},
-            params=(weanj.Param("T", default=3, minimum=2, maximum=4),),
-            generate=generate,
-            validate=validate,
-            sizes=weanj.Sizes(generate=generate, values=(6,)),
-        )
-    )
-
-    @weanj.jax_variant(ex, "jax-a", family="q")
-    def a(x, T):
-        return jnp.sum(x**2) * T
-
-    @weanj.jax_variant(ex, "jax-b", family="q")
-    def b(x, T):
-        return T * jnp.sum(x * x)
+    ex, _, _ = two_ports(NAME, validate=validate)  # jax-a and jax-b: T·Σx², n = 6
 
     @weanj.jax_variant(ex, "jax-c", family="other")
     def c(x, T):
@@ -271,23 +252,23 @@ def agreeing(project):
 
 @pytest.fixture
 def clock(monkeypatch):
-    """fuzz's clock, under the test's control: each judged draw takes `step` seconds of
-    it, nothing else does (no real time limit to race a busy machine)."""
+    """fuzz's clock, under the test's control (`clock=clock.read`): each judged draw takes
+    `step` seconds of it, nothing else does (no real time limit to race a busy machine)."""
     state = SimpleNamespace(now=1000.0, step=50.0)
-    judge = fuzz_command.judge_draw
+    state.read = lambda: state.now
+    judge = _fuzz_search.judge_draw
 
     def timed(*args, **kwargs):
         draw = judge(*args, **kwargs)  # past the limit it raises, and takes no time
         state.now += state.step
         return draw
 
-    monkeypatch.setattr(fuzz_command, "time", SimpleNamespace(monotonic=lambda: state.now))
-    monkeypatch.setattr(fuzz_command, "judge_draw", timed)
+    monkeypatch.setattr(_fuzz_search, "judge_draw", timed)
     return state
 
 
 def test_agreeing_pair_stops_at_the_time_limit_and_notes_refusals(agreeing, clock, capsys):
-    done = _fuzz(NAME, seconds=400, max_examples=10_000)
+    done = _fuzz(NAME, seconds=400, max_examples=10_000, clock=clock.read)
     out = capsys.readouterr().out
     assert done.exit_code == 0 and done.out_of_time, out
     summary = out.strip().splitlines()[-1]
@@ -368,12 +349,12 @@ def test_the_first_draw_is_the_shared_inputs_with_check_s_case_id(where_check_st
 
 def test_int_parameters_are_drawn_above_the_default(where_check_stands, clock, capsys):
     # The default budget (100 draws or 60 s; 0.6 s of the test's clock a draw).
-    clock.step = fuzz_command.SECONDS / fuzz_command.MAX_EXAMPLES
-    done = _fuzz(START, pairs=[("jax-power", "jax-late")])
+    clock.step = fuzz_command.SECONDS / _fuzz_draws.MAX_EXAMPLES
+    done = _fuzz(START, pairs=[("jax-power", "jax-late")], clock=clock.read)
     out = capsys.readouterr().out
     assert done.exit_code == 1, out
     (found,) = done.findings
-    assert found.how == "drawn" and done.draws <= fuzz_command.MAX_EXAMPLES
+    assert found.how == "drawn" and done.draws <= _fuzz_draws.MAX_EXAMPLES
     # Shrunk towards the default: the smallest T that shows it, on the smallest size.
     assert dict(found.draw.case.inputs.params) == {"T": 23}, out
     assert re.search(r"^FAIL on n = 1, T = 23, seed \d+", out, re.MULTILINE), out
@@ -413,7 +394,7 @@ def test_fuzz_draws_no_constant_of_the_modules_loaded():
     from hypothesis.internal.conjecture import providers
 
     assert len(providers._get_local_constants()) > 0  # weanj's own, at least
-    with fuzz_command._no_local_constants():
+    with _fuzz_draws.no_local_constants():
         assert len(providers._get_local_constants()) == 0
     assert len(providers._get_local_constants()) > 0
 
@@ -451,12 +432,17 @@ def test_pairs_are_checked(agreeing, capsys):
 
 
 def test_parameters_are_drawn_over_their_declared_range():
-    # An open top: up to 4× the default (or default + 8); a declared range as declared.
-    assert fuzz_command.int_bounds(weanj.Param("K", default=20)) == (1, 80)
-    assert fuzz_command.int_bounds(weanj.Param("K", default=1)) == (1, 9)
-    assert fuzz_command.int_bounds(weanj.Param("K", default=2, minimum=0, maximum=5)) == (0, 5)
-    assert fuzz_command.float_bounds(weanj.Param("nu", default=0.25, minimum=0.0)) == (0.0, 5.25)
-    assert fuzz_command.float_bounds(weanj.Param("nu", default=-1.0)) == (-9.0, 7.0)
+    # An open int top: up to 4× the default (or default + 8); a declared range as declared.
+    assert weanj.Param("K", default=20).search_range == (1, 80)
+    assert weanj.Param("K", default=1).search_range == (1, 9)
+    assert weanj.Param("K", default=2, minimum=0, maximum=5).search_range == (0, 5)
+    # An open float side keeps the default's sign and scale: [d/4, 4·d], mirrored for a
+    # negative default; a zero default has no scale: ±4.
+    assert weanj.Param("nu", default=0.25, minimum=0.0).search_range == (0.0, 1.0)
+    assert weanj.Param("nu", default=0.4).search_range == (0.1, 1.6)
+    assert weanj.Param("nu", default=-1.0).search_range == (-4.0, -0.25)
+    assert weanj.Param("nu", default=0.0).search_range == (-4.0, 4.0)
+    assert weanj.Param("r", default=0.4, maximum=0.5).search_range == (0.1, 0.5)
     ex = weanj.Example(
         name="95-params",
         arrays=("x",),
@@ -470,11 +456,57 @@ def test_parameters_are_drawn_over_their_declared_range():
         generate=lambda seed: {"x": np.zeros(3)},
     )
     # The defaults' neighbours: ints ± 1 within their range, bools flipped (floats: drawn).
-    assert fuzz_command.neighbours(ex) == [{"K": 19}, {"K": 21}, {"S": 2}, {"flag": False}]
-    assert fuzz_command.drawn_text(ex, ()) == (
+    assert _fuzz_draws.neighbours(ex) == [{"K": 19}, {"K": 21}, {"S": 2}, {"flag": False}]
+    assert drawn_text(ex, ()) == (
         "the shared size; K ∈ 1…80 (shrinking towards 20); S ∈ 1…9 (shrinking towards 1); "
-        "nu ∈ [-5.5, 6.5] (shrinking towards 0.5); flag ∈ {True, False}; seeds"
+        "nu ∈ [0.125, 2] (shrinking towards 0.5); flag ∈ {True, False}; seeds"
     )
+
+
+def _drawn_params(ex, examples: int, seed: int) -> list[dict]:
+    """The parameters of `examples` draws of fuzz's own `draw_case`, from `seed`."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+    from hypothesis import strategies as st
+
+    drawn = []
+
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate],
+    )
+    @hypothesis_seed(seed)
+    @given(st.data())
+    def probe(data):
+        drawn.append(dict(_fuzz_draws.draw_case(data, ex, (), {}).inputs.params))
+
+    with _fuzz_draws.no_local_constants():
+        probe()
+    return drawn
+
+
+def test_a_float_with_a_positive_default_and_no_bounds_is_drawn_positive():
+    """#51: an undeclared float range kept the default ± 4·(|d| + 1), so a heat step's
+    r = 0.4 was drawn from [-5.2, 6]. Now its sign and scale are kept: over 300 draws of
+    fuzz's own drawing, every r lies in [0.1, 1.6], on both sides of the default."""
+    ex = weanj.Example(
+        name="95-positive",
+        arrays=("x",),
+        wrt="x",
+        params=(weanj.Param("r", 0.4), weanj.Param("s", -2.0)),
+        generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(3)},
+    )
+    drawn = _drawn_params(ex, 300, seed=51)
+    rs = np.array([d["r"] for d in drawn])
+    ss = np.array([d["s"] for d in drawn])
+    assert len(drawn) == 300
+    assert np.all(rs > 0) and rs.min() >= 0.1 and rs.max() <= 1.6, (rs.min(), rs.max())
+    assert np.all(ss < 0) and ss.min() >= -8.0 and ss.max() <= -0.5, (ss.min(), ss.max())
+    # drawn over the range, not stuck at the default
+    assert rs.min() < 0.4 < rs.max() and ss.min() < -2.0 < ss.max()
 
 
 def test_fuzz_strategy_registration_is_checked(project):
@@ -566,7 +598,7 @@ def test_each_pair_is_reported_on_its_smallest_failing_draw_not_the_last():
     p, q = ("a", "b"), ("a", "c")
 
     def draw(i, case, **outcomes):
-        return fuzz_command.Draw(case, {p: outcomes.get("p", ok), q: outcomes.get("q", ok)}, i)
+        return _fuzz_search.Draw(case, {p: outcomes.get("p", ok), q: outcomes.get("q", ok)}, i)
 
     draws = [
         draw(0, _case(ex, 101), p=fail),  # the first failure of p
@@ -576,7 +608,7 @@ def test_each_pair_is_reported_on_its_smallest_failing_draw_not_the_last():
         draw(4, _case(ex, 7, seed=0), q=fail),  # a smaller seed
         draw(5, _case(ex, 2047), p=fail, q=fail),  # Hypothesis's last: larger
     ]
-    failures = fuzz_command._Failures()
+    failures = _fuzz_run.Failures()
     for d in draws:
         failures.note(d, "drawn")
     found = [(d.index, first.index, sorted(d.failing)) for d, first, _ in failures.findings()]
@@ -614,13 +646,13 @@ def signed_grid_at_an_even_size(project, monkeypatch):
     """The copy, undeclared, with every draw fuzz judges recorded."""
     _signfit_copy(project)
     judged = []
-    judge = fuzz_command.judge_draw
+    judge = _fuzz_search.judge_draw
 
     def recorded(*args, **kwargs):
         judged.append(judge(*args, **kwargs))
         return judged[-1]
 
-    monkeypatch.setattr(fuzz_command, "judge_draw", recorded)
+    monkeypatch.setattr(_fuzz_search, "judge_draw", recorded)
     yield judged
     _registry.unregister_example(SIGNED)
 

@@ -113,9 +113,7 @@ class WeanjFuzzItem(pytest.Item):
         self.catalog, self.pair, self.draws = catalog, pair, draws
 
     def runtest(self):
-        from ._commands.fuzz import pytest_fuzz
-
-        failure = pytest_fuzz(self.catalog, *self.pair, self.draws)
+        failure = _fuzz_pair(self.catalog, *self.pair, self.draws)
         if failure is not None:
             raise _Failed(failure)
 
@@ -128,6 +126,34 @@ class WeanjFuzzItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, 0, f"weanj fuzz: {self.name}"
+
+
+def _fuzz_pair(catalog, a, b, draws: int) -> str | None:
+    """`weanj fuzz`'s search engine on one pair, `draws` draws from the pair's own seed
+    (`pair_seed`: the same on every run, no database): None when it agrees throughout,
+    else the failure's report (case file, regions, reproducing commands) with the
+    `weanj fuzz` command that replays it."""
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    from ._pipeline._cases import fuzz_id
+    from ._pipeline._fuzz_draws import pair_seed, replay_command
+    from ._pipeline._fuzz_run import run_fuzz
+    from ._pipeline._session import Session
+    from ._places import places
+    from ._report._fuzz import report_lines
+
+    here = places()
+    set_hypothesis_home_dir(here.results / ".weanj-fuzz")
+    seed = pair_seed(fuzz_id(catalog.example, a.family, a.name, b.name))
+    with Session(shown_path=here.shown) as session:
+        result = run_fuzz(
+            session, catalog, [(a, b)], here, seed=seed, database=False,
+            max_examples=draws, seconds=None, say=lambda s: None,
+        )  # fmt: skip
+    if result.ok:
+        return None
+    replay = replay_command(catalog.example, seed, [(a, b)], draws)
+    return "\n".join([f"seed {seed}: `{replay}` replays it", *report_lines(catalog, result, here)])
 
 
 class WeanjErrorItem(pytest.Item):
@@ -234,7 +260,7 @@ def weanj_items(run, session, *, draws: int = 0) -> list:
             if not case.info:  # across families: information, not a test
                 items.append(_item(WeanjItem, session, case.id, plan=plan, case=case))
         if draws:
-            from ._commands.fuzz import fuzz_cases
+            from ._pipeline._fuzz_draws import fuzz_cases
 
             for case_id, a, b in fuzz_cases(plan.catalog, plan.inputs):
                 items.append(

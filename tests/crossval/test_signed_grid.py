@@ -352,18 +352,19 @@ def test_weanj_fuzz_passes_the_declared_pair_and_counts_its_draws(project):
     the declaration's elements are none."""
     needs_fma()
     from weanj._commands import fuzz as fuzz_command
+    from weanj._pipeline import _fuzz_search
     from weanj._registry import catalog
     from weanj.examples import signed_grid
 
     sizes = []  # the n of every case judged, in order
-    judge = fuzz_command.judge_draw
+    judge = _fuzz_search.judge_draw
 
-    def recorded(session, cat, pairs, case, stop_at):
+    def recorded(session, cat, pairs, case, budget, **kwargs):
         sizes.append(case.inputs.dims["n"])
-        return judge(session, cat, pairs, case, stop_at)
+        return judge(session, cat, pairs, case, budget, **kwargs)
 
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(fuzz_command, "judge_draw", recorded)
+        m.setattr(_fuzz_search, "judge_draw", recorded)
         done = fuzz_command.fuzz(catalog(EXAMPLE), seed=1, max_examples=12, say=lambda s: None)
     assert done.exit_code == 0 and not done.findings, done.lines
     assert (

@@ -21,6 +21,10 @@ from ._kinds import shown
 # Loop counters in the kernels (lax.scan/fori_loop lengths, Julia `Int` loops) are safe up
 # to int32's maximum; no int parameter may exceed it.
 INT32_MAX = 2**31 - 1
+# A search (`weanj fuzz`) draws an open side of a range up to this many times the default
+# (an int: or default + 8; a float: down to default / OPEN_REACH too, or ±OPEN_REACH
+# around a zero default).
+OPEN_REACH = 4
 PARAM_KINDS = ("int", "float", "bool")
 # The command line's own options (`weanj run ... --timeout 30`): a parameter of that name
 # could never be set as `--NAME`, so none may have one (a test holds this list against
@@ -153,6 +157,34 @@ class Param:
         lo = "" if self.minimum == -math.inf else f"{_num(self.minimum)} <= "
         hi = "" if self.maximum == math.inf else f" <= {_num(self.maximum)}"
         return f"{lo}{self.kind}{hi}"
+
+    @property
+    def search_range(self) -> tuple[Any, Any]:
+        """The range a search (`weanj fuzz`) draws this parameter from: the declared range,
+        an open side cut where a kernel is likely to take it. An int's open top (int32's
+        maximum): up to `OPEN_REACH` × the default, or default + 8. A float's open side keeps
+        the default's sign and scale: [default / 4, 4 · default] for a positive default,
+        mirrored for a negative one (a step size, a viscosity, a Courant number are used
+        near their default and rarely change sign); a zero default says nothing of the
+        scale: [−4, 4]. A bool: both values."""
+        if self.kind == "bool":
+            return (False, True)
+        if self.kind == "int":
+            lo, hi = int(self.minimum), int(self.maximum)
+            if hi == INT32_MAX:
+                reach = max(OPEN_REACH * int(self.default), int(self.default) + 8)
+                hi = max(lo, min(hi, reach))
+            return lo, hi
+        d = float(self.default)
+        if d > 0:
+            near = (d / OPEN_REACH, d * OPEN_REACH)
+        elif d < 0:
+            near = (d * OPEN_REACH, d / OPEN_REACH)
+        else:
+            near = (-float(OPEN_REACH), float(OPEN_REACH))
+        lo = float(self.minimum) if math.isfinite(self.minimum) else near[0]
+        hi = float(self.maximum) if math.isfinite(self.maximum) else near[1]
+        return lo, hi
 
     def check(self, value: Any) -> Any:
         """`value` as this parameter's type, within its range, or an `InputError`."""
