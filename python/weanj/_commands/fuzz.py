@@ -161,7 +161,7 @@ def fuzz(
             max_examples=max_examples, seconds=seconds, clock=clock, say=tell,
         )  # fmt: skip
     result.left_out = left_out
-    for line in report_lines(cat, result, here):
+    for line in report_lines(cat, result, here, device):
         tell(line)
     result.lines = lines
     if not result.draws and not result.findings and result.out_of_time:
