@@ -181,7 +181,7 @@ def dense_check(tmp_path_factory):
     r = run_in(root, "-m", "weanj", "check", "--device", "tpu", env=standin_env(), timeout=900)
     data = json.loads((root / "results" / "20-dense" / "check.json").read_text())
     cases = {c["case"]: c for c in _cases(data)}
-    return r, cases
+    return r, cases, root
 
 
 def _cases(data) -> list[dict]:
@@ -209,7 +209,7 @@ PAIR = "20-dense::dense::jax-dense~{}::{}"
 
 
 def test_the_correct_ports_pass_on_the_standin_tpu_with_the_precision_named(dense_check):
-    r, cases = dense_check
+    r, cases, _ = dense_check
     for label in ("jax-dense@float32@tpu", "jax-dense-scan@float32@tpu", "jax-dense@tpu"):
         for array in ("W", "u0"):
             assert cases[PAIR.format(label, array)]["verdict"] == "ok", label
@@ -220,7 +220,7 @@ def test_the_correct_ports_pass_on_the_standin_tpu_with_the_precision_named(dens
 
 
 def test_a_planted_indexing_bug_fails_and_is_not_the_devices_arithmetic(dense_check):
-    r, cases = dense_check
+    r, cases, _ = dense_check
     assert r.returncode == 1
     for array in ("W", "u0"):
         case = cases[PAIR.format("jax-dense-shifted@float32@tpu", array)]
@@ -231,7 +231,7 @@ def test_a_planted_indexing_bug_fails_and_is_not_the_devices_arithmetic(dense_ch
 
 
 def test_a_port_the_reduced_precision_breaks_is_named_as_the_precision(dense_check):
-    r, cases = dense_check
+    r, cases, _ = dense_check
     case = cases[PAIR.format("jax-dense-offset@float32@tpu", "W")]
     assert case["verdict"] == "FAIL"
     assert (
@@ -241,10 +241,20 @@ def test_a_port_the_reduced_precision_breaks_is_named_as_the_precision(dense_che
 
 
 def test_an_ordinary_exception_on_the_device_is_the_ports_error(dense_check):
-    r, cases = dense_check
+    r, cases, _ = dense_check
     run = cases["20-dense::dense::jax-dense-raises@float32@tpu::run"]
     assert run["verdict"] == "error"
     assert "ValueError: an ordinary mistake" in run["reason"]
+
+
+def test_bisect_on_the_device_names_it_and_reproduces_there(dense_check):
+    """`weanj bisect --device tpu`: B on the stand-in tpu, A (the reference) on the CPU."""
+    _, _, root = dense_check
+    args = ("bisect", "20-dense", "jax-dense", "jax-dense-shifted", "--device", "tpu")
+    r = run_in(root, "-m", "weanj", *args, env=standin_env(), timeout=900)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "20-dense::dense::jax-dense~jax-dense-shifted@tpu::W: FAIL" in r.stdout
+    assert "weanj run 20-dense jax-dense-shifted --device tpu --inputs" in r.stdout
 
 
 # --- the built-in sharded variant: a platform limit on the stand-in -----------------------
