@@ -96,8 +96,8 @@ def place_of(kind: str) -> Place:
             dev = _standin.standin_device()
             _PLACES[kind] = Place(kind, dev, f"stand-in {kind} (CPU device 1)", "", True)
         else:
-            try:
-                found = jax.devices(kind)
+            try:  # this process's own: under jax.distributed, jax.devices() lists all
+                found = jax.local_devices(backend=kind)
             except RuntimeError:  # JAX raises when no backend of that kind is installed
                 found = []
             if not found:
