@@ -101,7 +101,7 @@ def precision_or_bug(
         return j
     standin = bool(other.extra.get("standin", False))
     if not other.extra.get("precision_reduced"):
-        why = f"{s.dtype} products run at full precision here ({precision})"
+        why = f"the matmul precision applies to 32-bit products, not to {s.dtype} ones"
         line = precision_line(s.device, precision, None, why, standin=standin)
     else:
         again = session.outcome(s.variant, p.inputs, s.dtype, s.device, HIGHEST)
