@@ -531,7 +531,8 @@ def markdown_table(ex: Example, records: Sequence[dict[str, Any]]) -> str:
             continue
         ratio = r["grad_s"] / r["forward_s"] if r["forward_s"] else None
         lines.append(
-            f"| `{r['variant']}` | {r['device']} | {r['dtype']} | "
+            f"| `{r['variant']}` | {r['device']}{' (stand-in)' if r.get('standin') else ''} | "
+            f"{r['dtype']} | "
             + "".join(f"{r.get(c, '–')} | " for c in columns)
             + f"{cell(r['forward_s'], 1e3, 3)} | {cell(r['grad_s'], 1e3, 3)} | "
             f"{cell(ratio, 1, 1)} | {cell(r['compile_s'], 1, 2)} | "
