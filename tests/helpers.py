@@ -93,6 +93,34 @@ def assert_one_line_error(stderr: str, *fragments: str) -> str:
     return message
 
 
+def rejection(example: str, arrays: dict) -> str:
+    """The one-line `InputError` the example's `validate` raises on `arrays` (it must
+    raise one)."""
+    import pytest
+
+    import weanj
+
+    with pytest.raises(weanj.InputError) as e:
+        weanj.example(example).validate(arrays)
+    message = str(e.value)
+    assert "\n" not in message
+    return message
+
+
+def central_differences(loss, x, h: float) -> np.ndarray:
+    """∂loss/∂x by central differences, one entry at a time: `(loss(x + h·e) − loss(x −
+    h·e)) / 2h` for each unit array e of x's shape, in float64 (2·x.size losses). Its
+    error is the loss's own: truncation ~ h²·|∂³L|, rounding ~ eps·L/h."""
+    x = np.asarray(x, dtype=np.float64)
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[idx] += h
+        minus[idx] -= h
+        g[idx] = (loss(plus) - loss(minus)) / (2 * h)
+    return g
+
+
 def write_h5(path: Path, attrs: dict | None = None, **datasets) -> Path:
     """An HDF5 file with the given datasets and attributes (a user's own inputs file)."""
     with h5py.File(path, "w") as f:

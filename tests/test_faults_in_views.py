@@ -99,7 +99,8 @@ def test_diff_lists_every_fault_of_the_last_check_with_its_pairs_not_compared(fa
         label: f["reason"] for label, f in checked["faults"].items()
     }
     blocked = {j["blocked_by"] for j in data["skipped"] if j.get("blocked_by")}
-    assert blocked == {"jax-ramp@float32", "jax-edges", "jax-edges@float32"}
+    # jax-edges@float32 is judged against its own float64 run, at fault too: that names it
+    assert blocked == {"jax-ramp@float32", "jax-edges"}
     assert "  not compared: " in diff.stdout
     # diff runs no gradient check: it says so, and where the last check's are
     assert (

@@ -166,8 +166,11 @@ def test_a_zero_loss_against_a_cancelling_port_passes_in_float64_and_float32(flo
     assert 0 < abs(losses["jax-expanded"]) < 1e-13  # it cancels to rounding, not to 0
     assert 0 < abs(losses["jax-expanded@float32"]) < 1e-5
     pairs = _pairs(data)
-    for other in ("jax-expanded", "jax-expanded@float32"):
-        assert pairs[("jax-difference", other)]["verdict"] == "ok", pairs[("jax-difference", other)]
+    # in float64 against the exact 0; in float32 against its own float64 run (§9.4), whose
+    # loss is rounding too: the floors (each run's level, in float32's units) decide
+    for pair in (("jax-difference", "jax-expanded"), ("jax-expanded", "jax-expanded@float32")):
+        assert pairs[pair]["verdict"] == "ok", pairs[pair]
+    assert pairs[("jax-difference", "jax-difference@float32")]["verdict"] == "ok"
     assert "31-kmeans: ok" in check.stdout
     bisect = weanj_here(root, "bisect", "31-kmeans", "jax-difference", "jax-expanded")
     assert bisect.returncode == 0, bisect.stdout + bisect.stderr

@@ -48,6 +48,7 @@ from weanj._cli import main
 from weanj._commands.bisect import bisect
 from weanj._commands.fuzz import fuzz
 from weanj._places import places
+from weanj._report._lines import summary
 
 from .planting import plant
 from .projects import loaded, pytest_weanj_in, user_env, write_project
@@ -226,10 +227,12 @@ PAIRS = {
     _case(KINKS, "square", "jax-square~jax-square-off"): "FAIL",
     _case(KINKS, "square", "jax-square~mine-square"): "ok",
     _case(KINKS, "square", "jax-square-off~mine-square"): "FAIL",
+    # each float32 run against its own float64 run: precision alone, so the port 1% off
+    # in float64 is its family pair's FAIL, once, and its float32 run is ok
     _case(KINKS, "min", "jax-branch~jax-branch@float32"): "ok",
-    _case(KINKS, "min", "jax-branch~jax-minimum@float32"): "kinks",
+    _case(KINKS, "min", "jax-minimum~jax-minimum@float32"): "ok",
     _case(KINKS, "square", "jax-square~jax-square@float32"): "ok",
-    _case(KINKS, "square", "jax-square~jax-square-off@float32"): "FAIL",
+    _case(KINKS, "square", "jax-square-off~jax-square-off@float32"): "ok",
     _case(KINKS, "info", "jax-branch~jax-square"): "info",
     _case(CANCEL, "kmeans", "jax-expanded~jax-squared"): "ok",
     _case(CANCEL, "kmeans", "jax-expanded~jax-squared-off"): "FAIL",
@@ -241,8 +244,8 @@ PAIRS = {
     _case(STEPS, "steps", "jax-steps-loop~jax-steps-late"): "FAIL",
     _case(STEPS, "steps", "jax-steps-scan~jax-steps-late"): "FAIL",
     _case(STEPS, "steps", "jax-steps-loop~jax-steps-loop@float32"): "ok",
-    _case(STEPS, "steps", "jax-steps-loop~jax-steps-scan@float32"): "ok",
-    _case(STEPS, "steps", "jax-steps-loop~jax-steps-late@float32"): "FAIL",
+    _case(STEPS, "steps", "jax-steps-scan~jax-steps-scan@float32"): "ok",
+    _case(STEPS, "steps", "jax-steps-late~jax-steps-late@float32"): "ok",
 }
 # The failing gradient checks: the gradient 1% off, and the one 1e-9 off where g = 0.
 FAILING_CHECKS = {
@@ -864,9 +867,9 @@ def test_a_departure_from_the_declaration_fails_saying_how(declared):
     assert measured > 1e-3 and measured < 10.0  # the premises of `bounded` and `declared`
     bounded = by_case[_declared_case("bounded", "x")]
     assert bounded.verdict == Verdict.FAIL
-    assert bounded.departure == (
-        f"differs by {measured:.2e}·max|g_ref| in x, above the declared bound 0.001"
-    )
+    assert bounded.departure == "differs in x by more than the declared bound 0.001·max|g_ref|"
+    assert bounded.comparison.max_rel == pytest.approx(measured, rel=1e-9)  # said once, there
+    assert summary(bounded).count(f"{measured:.2e}") == 1
     agrees = by_case[_declared_case("agrees", "x")]
     assert agrees.verdict == Verdict.UNEXPECTEDLY_OK
     assert agrees.reason.startswith("declared FAIL (a planted term), but x agrees")

@@ -64,6 +64,55 @@ def test_two_members_that_differ_the_reference_is_trusted():
     assert (ej.variant_verdict("a"), ej.variant_verdict("b")) == (Verdict.OK, Verdict.FAIL)
 
 
+def _broken_reference(*others: str) -> tuple[CaseJudgement, list[CaseJudgement]]:
+    """`a`, the family's designated reference, raised: its run, and its pairs with each of
+    `others` not compared (as the case table judges them)."""
+    run = CaseJudgement("ex::f::a::run", CaseKind.RUN, Verdict.ERROR, "f", ("a",), reason="boom")
+    blocked = [
+        CaseJudgement(
+            f"ex::f::a~{o}",
+            CaseKind.PAIR,
+            Verdict.SKIPPED,
+            "f",
+            ("a", o),
+            "x",
+            reason="not compared: a is in error",
+            blocked_by="a",
+        )
+        for o in others
+    ]
+    return run, blocked
+
+
+def test_a_broken_reference_stands_aside_and_is_never_what_a_member_is_blamed_for():
+    """DESIGN §5: the family is judged against its next member that ran; the suspects group
+    only the members compared, so a tie among the others is settled by that member."""
+    run, blocked = _broken_reference("b", "c", "d")
+    bc, bd, cd = _pair("b", "c", off=1e-14), _pair("b", "d", off=1e-3), _pair("c", "d", off=1e-3)
+    ej = _judgement(run, *blocked, bc, bd, cd, subjects=("b", "c", "d"))
+    (ref,) = ej.references()
+    assert (ref.designated, ref.state, ref.judged_against) == ("a", "at fault (error)", "b")
+    assert ref.line == "family f: a is at fault (error); family judged against b"
+    assert ej.suspects() == {"d": [bd, cd]}
+    # two members left that disagree: the groups tie, the stand-in reference is trusted
+    run, blocked = _broken_reference("b", "c")
+    bc = _pair("b", "c", off=1e-3)
+    ej = _judgement(run, *blocked, bc, subjects=("b", "c"))
+    assert ej.suspects() == {"c": [bc]}
+    assert ej.references()[0].judged_against == "b"
+    # a reference that ran is no news
+    ej = _judgement(_pair("a", "b", off=1e-14), subjects=("a", "b"))
+    assert [r.line for r in ej.references()] == [""]
+
+
+def test_a_pair_unexpectedly_ok_blames_no_port():
+    """`unexpectedly ok`: the numbers agree, only the declaration is wrong: no suspect."""
+    ab = _pair("a", "b", off=1e-14)
+    ab.verdict = Verdict.UNEXPECTEDLY_OK
+    ej = _judgement(ab, subjects=("a", "b"))
+    assert ej.suspects() == {} and ej.failures == [ab]
+
+
 def test_a_variant_verdict_is_its_fault_its_own_checks_or_its_float32_run():
     run = CaseJudgement("ex::f::d::run", CaseKind.RUN, Verdict.ERROR, "f", ("d",), reason="boom")
     taylor = CaseJudgement("ex::f::a::taylor", CaseKind.TAYLOR, Verdict.FAIL, "f", ("a",), "x")

@@ -140,3 +140,165 @@ def test_the_reader_sees_what_it_must(tmp_path):
         "d['error']\n"
     )
     assert _spelled(p) == ["m.py:1", "m.py:2", "m.py:3", "m.py:4", "m.py:5"]
+
+
+# --- verdicts only from the judge (docs/DESIGN.md §8) ---------------------------------------
+
+
+def _member(node) -> bool:
+    """`Verdict.X` (or its text, `str(Verdict.X)`): a verdict named by its member."""
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "str" and node.args:
+        node = node.args[0]
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "Verdict"
+        and node.attr.isupper()
+    )
+
+
+def _read_back(node) -> bool:
+    """`Verdict.parse(...)`: a verdict read back from a file (a record, `check.json`)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "parse"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "Verdict"
+    )
+
+
+def _decided(path: Path) -> list[str]:
+    """Where a module gives a `Fault` or a `CaseJudgement` a verdict of its own: any verdict
+    argument but one read back from a file, and any `replace(..., verdict=...)`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        given = {k.arg: k.value for k in node.keywords}
+        if name == "Fault":
+            verdict = node.args[0] if node.args else given.get("verdict")
+        elif name == "CaseJudgement":
+            verdict = node.args[2] if len(node.args) > 2 else given.get("verdict")
+        elif name == "replace" and "verdict" in given:
+            verdict = given["verdict"]
+        else:
+            continue
+        if verdict is not None and not _read_back(verdict):
+            found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_no_module_outside_the_judge_decides_a_verdict():
+    """§8: the pipeline reports what happened (`_contract.fault_of`, `numbers_fault`), the
+    case table asks `_judge/_verdict` for every case; only `_judge/` makes a verdict."""
+    decided = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(("_judge/", "examples/")):
+            continue
+        decided.extend(f"{rel}: {where}" for where in _decided(path))
+    assert not decided, decided
+
+
+def _lists(path: Path) -> list[str]:
+    """Where a module writes a list of verdicts by hand: a tuple, list or set literal of
+    two or more `Verdict` members."""
+    return [
+        f"{path.name}:{node.lineno}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set))
+        and sum(_member(e) for e in node.elts) >= 2
+    ]
+
+
+def test_no_other_list_of_verdicts_exists():
+    """§8: `FAULTS`, `NOT_RUN`, `UNJUDGED`, `DECLARABLE` and every other set of verdicts is
+    derived from the `Verdict` table; no module (the judge's included) writes one."""
+    listed = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == "_model/_verdicts.py" or rel.startswith("examples/"):
+            continue
+        listed.extend(f"{rel}: {where}" for where in _lists(path))
+    assert not listed, listed
+
+
+def test_the_readers_of_verdicts_see_what_they_must(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text(
+        "Fault(Verdict.ERROR, 'what')\n"
+        "Fault(ERROR, 'what', command)\n"
+        "CaseJudgement(c, k, Verdict.TIMEOUT, reason=r)\n"
+        "CaseJudgement(c, k, verdict=v)\n"
+        "dataclasses.replace(j, verdict=Verdict.OK)\n"
+        "Fault(Verdict.parse(text), 'what')\n"  # read back: allowed
+        "CaseJudgement(c, k, Verdict.parse(text))\n"  # read back: allowed
+        "x in (Verdict.SKIPPED, Verdict.UNAVAILABLE)\n"
+        "y == Verdict.OK\n"  # one member: not a list
+        "r.verdict not in (str(Verdict.SKIPPED), str(Verdict.UNAVAILABLE))\n"
+    )
+    assert _decided(p) == ["m.py:1", "m.py:2", "m.py:3", "m.py:4", "m.py:5"]
+    assert _lists(p) == ["m.py:8", "m.py:10"]
+
+
+def test_the_sets_of_verdicts_derive_from_the_table():
+    from weanj._model import _verdicts as v
+
+    assert v.FAULTS == (Verdict.ERROR, Verdict.NONFINITE, Verdict.TIMEOUT)
+    assert v.NOT_RUN == (Verdict.UNAVAILABLE, Verdict.SKIPPED)
+    assert v.UNJUDGED == (Verdict.STALE, Verdict.UNAVAILABLE, Verdict.SKIPPED, Verdict.INFO)
+    assert v.DECLARABLE == DECLARABLE == (Verdict.FAIL, Verdict.ERROR, Verdict.NONFINITE)
+    assert [x for x in Verdict if x.agreeing] == [Verdict.KINKS, Verdict.OK]
+    assert [x for x in Verdict if x.as_declared] == [Verdict.KINKS, Verdict.EXPECTED]
+    assert all(x.failing for x in v.FAULTS) and not any(x.failing for x in v.NOT_RUN)
+
+
+def test_the_judge_turns_what_happened_into_a_fault():
+    """What the pipeline reports (an exception, the numbers) and the verdict it gets."""
+    import numpy as np
+
+    from weanj._errors import ExcludedError, UnavailableError
+    from weanj._judge._contract import Breach, fault_of, numbers_fault
+    from weanj._model import Gradient
+
+    cases = [
+        (TimeoutError("past 5 s"), Verdict.TIMEOUT, "cmd"),
+        (UnavailableError("no Julia found"), Verdict.UNAVAILABLE, ""),
+        (ExcludedError("float64 only"), Verdict.SKIPPED, ""),  # an UnavailableError too
+        (Breach("returned a loss of shape (2,)"), Verdict.ERROR, "cmd"),
+        (ZeroDivisionError("division by zero"), Verdict.ERROR, "cmd"),
+        (ChildProcessError("process 1 of 2 exited with code 9"), Verdict.ERROR, "cmd"),
+    ]
+    for happened, verdict, command in cases:
+        f = fault_of(happened, "", "cmd")
+        assert (f.verdict, f.what, f.command) == (verdict, str(happened), command)
+    assert fault_of(ValueError("x"), "the line").what == "the line"
+    ex = weanj.Example(name="k-ex", arrays=("x",), wrt="x", generate=lambda s: {"x": np.ones(2)})
+
+    def gradient(values, loss=1.0) -> Gradient:
+        return Gradient(ex, "v", "f", "float64", {"x": np.array(values)}, loss, {}, "0" * 64, "k")
+
+    assert numbers_fault(gradient([1.0, 2.0])) is None
+    bad = numbers_fault(gradient([1.0, np.nan]), "weanj run k-ex v")
+    assert bad.verdict == Verdict.NONFINITE and bad.command == "weanj run k-ex v"
+    assert bad.what.startswith("v: 1 NaN/Inf value(s) in the gradient x")
+    assert numbers_fault(gradient([1.0, 2.0], loss=float("inf"))).verdict == Verdict.NONFINITE
+
+
+def test_the_colours_are_styled_once_from_the_verdicts():
+    """§8.2: one CSS rule per `Verdict.colour`, the same for the report and the notebook."""
+    from weanj._model._verdicts import COLOURS
+    from weanj._report import _html_parts, _notebook
+
+    for colour in COLOURS:
+        assert f".{colour}{{" in _html_parts.STYLE
+        assert f".weanj-judgement .{colour}{{" in _notebook.SCOPED_STYLE
+    rule = _html_parts.verdict_style()
+    assert rule in _html_parts.STYLE
+    assert _html_parts.verdict_style(".weanj-judgement ") in _notebook.SCOPED_STYLE
+    for name in ("_notebook.py", "_html.py", "_md.py"):  # no colour of a verdict by hand
+        text = (PACKAGE / "_report" / name).read_text()
+        assert not any(f".{colour}{{" in text for colour in COLOURS), name

@@ -183,3 +183,25 @@ def test_this_reading_sees_the_imports_it_must():
     assert "weanj._model" in graph["weanj._judge._verdict"]  # a package's face
     assert "weanj._pipeline._fuzz_run" in graph["weanj._pytest_plugin"]  # inside a function
     assert "weanj._pipeline._measure" in graph["weanj._commands.bench"]  # `from .. import x`
+
+
+def _writes_gradients(path: Path) -> bool:
+    """The module calls the store's writer (`_store.write_gradient`)."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "write_gradient"
+        for node in ast.walk(ast.parse(path.read_text()))
+    )
+
+
+def test_one_writer_of_gradient_files():
+    """docs/DESIGN.md §8.2: no front end writes the store itself; a gradient file is written
+    by the run (`_pipeline/_run.py`: a check's `save_to_store`, `save_gradient` for `weanj
+    run` and `weanj.save_gradient`) and by `weanj record` (the recorded references)."""
+    writers = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if _writes_gradients(path)
+    }
+    assert writers == {"_pipeline/_run.py", "_commands/record.py"}

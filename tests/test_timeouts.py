@@ -70,9 +70,11 @@ _RELEASE = threading.Event()
 
 
 @pytest.fixture
-def slow(project, clock):
+def slow(project, clock, monkeypatch):
     """`94-smooth` with `jax-loop` and `jax-slow`, whose trace (its first call: a compile)
-    lasts until the test ends."""
+    lasts until the test ends. No heartbeat: its thread would read the clock that runs
+    1000 s a reading (and say a line) while the call is still being timed out."""
+    monkeypatch.setattr(Watch, "_start_beating", lambda self: None)
 
     def slow_loss(x, y, S):
         _RELEASE.wait(120)  # while tracing

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _arguments as arg
 from ._errors import InputError, InputFileError, StaleGradientError, WeanjError
-from ._io import _bench, _inputs, _store
+from ._io import _bench, _inputs
 from ._io._gradient_files import _SHA256, fix_hint, read_gradient_file, scan_store
 from ._model import (
     Example,
@@ -30,7 +30,8 @@ from ._model import (
     provenance_key,
     shown,
 )
-from ._pipeline._run import evaluation_run, outside_store_path
+from ._pipeline._run import evaluation_run
+from ._pipeline._run import save_gradient as write_gradient
 from ._places import Places, places
 from ._registry import example as example_named
 from ._registry import find_variant
@@ -326,11 +327,8 @@ def save_gradient(
         backend_version=backend_version,
     )
     g.of = find_variant(ex, variant)
-    shared_key = shared.key(dtype) if shared is not None else None
-    if path is None:  # the store, or runs/ under the one scheme (`weanj run`'s)
-        path = outside_store_path(g, shared, here)
-    target = _store.check_target(path, g, shared_key, here, force=force)
-    return _store.write_gradient(g, target, here, force=force)
+    # to `path`, else the store or runs/ under the one scheme (`weanj run`'s): one writer
+    return write_gradient(g, shared, here, out=path, force=force)
 
 
 def _computed_on(

@@ -19,6 +19,12 @@ from ._errors import InputError
 from ._model._kinds import shown
 
 
+def _refused(function: str, what: str, accepts: str, value: Any) -> InputError:
+    """The one line every check here raises: the function, its argument, what the
+    argument accepts and what it got."""
+    return InputError(f"{function}: {what} must be {accepts}, got {shown(value)}")
+
+
 def names(value: Any, what: str, function: str) -> list[str] | None:
     """None, one name (a `str`, or a `weanj.Example`), or a list or tuple of them: as a
     list (None stays)."""
@@ -30,9 +36,7 @@ def names(value: Any, what: str, function: str) -> list[str] | None:
         return [value]
     if isinstance(value, Sequence) and all(isinstance(v, (str, Example)) for v in value):
         return list(value)
-    raise InputError(
-        f"{function}: {what} must be a name (str) or a list of names, got {shown(value)}"
-    )
+    raise _refused(function, what, "a name (str) or a list of names", value)
 
 
 def example_name(value: Any, function: str, what: str = "example") -> Any:
@@ -41,9 +45,7 @@ def example_name(value: Any, function: str, what: str = "example") -> Any:
 
     if isinstance(value, (str, Example)):
         return value
-    raise InputError(
-        f"{function}: {what} must be an example's name (str) or a weanj.Example, got {shown(value)}"
-    )
+    raise _refused(function, what, "an example's name (str) or a weanj.Example", value)
 
 
 def variant_name(value: Any, function: str, what: str = "variant") -> Any:
@@ -52,9 +54,7 @@ def variant_name(value: Any, function: str, what: str = "variant") -> Any:
 
     if isinstance(value, (str, Variant)):
         return value
-    raise InputError(
-        f"{function}: {what} must be a variant's name (str) or a variant, got {shown(value)}"
-    )
+    raise _refused(function, what, "a variant's name (str) or a variant", value)
 
 
 def seconds(value: Any, what: str, function: str) -> float | None:
@@ -68,31 +68,27 @@ def seconds(value: Any, what: str, function: str) -> float | None:
         and not math.isnan(value)
     ):
         return float(value)
-    raise InputError(f"{function}: {what} must be a number of seconds > 0, got {shown(value)}")
+    raise _refused(function, what, "a number of seconds > 0", value)
 
 
 def flag(value: Any, what: str, function: str) -> bool:
     """True or False (not a text, not a number)."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    raise InputError(f"{function}: {what} must be True or False, got {shown(value)}")
+    raise _refused(function, what, "True or False", value)
 
 
 def mapping(value: Any, what: str, function: str) -> Mapping | None:
     """None, or a dict (of parameters, say)."""
     if value is None or isinstance(value, Mapping):
         return value
-    raise InputError(
-        f"{function}: {what} must be a dict of parameter names and values, got {shown(value)}"
-    )
+    raise _refused(function, what, "a dict of parameter names and values", value)
 
 
 def function_of_x(value: Any, what: str, function: str) -> Any:
     if callable(value):
         return value
-    raise InputError(
-        f"{function}: {what} must be a function of the array (x -> loss), got {shown(value)}"
-    )
+    raise _refused(function, what, "a function of the array (x -> loss)", value)
 
 
 def numbers(value: Any, what: str, function: str) -> np.ndarray:
@@ -102,9 +98,7 @@ def numbers(value: Any, what: str, function: str) -> np.ndarray:
     except Exception:
         a = None
     if a is None or a.dtype.kind not in "iufc" or isinstance(value, (str, bytes)):
-        raise InputError(
-            f"{function}: {what} must be an array of numbers (numpy or JAX), got {shown(value)}"
-        )
+        raise _refused(function, what, "an array of numbers (numpy or JAX)", value)
     return a
 
 
@@ -115,7 +109,7 @@ def seed(value: Any, what: str = "seed", function: str = "generate_inputs") -> i
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         if value >= 0:
             return int(value)
-    raise InputError(f"{function}: {what} must be an integer >= 0, got {shown(value)}")
+    raise _refused(function, what, "an integer >= 0", value)
 
 
 def out_path(value: Any, what: str, function: str) -> Any:
@@ -125,16 +119,11 @@ def out_path(value: Any, what: str, function: str) -> Any:
 
     if value is None or (isinstance(value, (str, os.PathLike)) and str(value).strip()):
         return value
-    raise InputError(
-        f"{function}: {what} must be a file name (str or pathlib.Path), got {shown(value)}"
-    )
+    raise _refused(function, what, "a file name (str or pathlib.Path)", value)
 
 
 def say_function(value: Any, what: str, function: str) -> Any:
     """A function of one line of text (`print`, a logger's method)."""
     if callable(value):
         return value
-    raise InputError(
-        f"{function}: {what} must be a function taking one line of text (e.g. print), "
-        f"got {shown(value)}"
-    )
+    raise _refused(function, what, "a function taking one line of text (e.g. print)", value)

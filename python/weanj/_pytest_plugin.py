@@ -3,7 +3,7 @@
 Registered through the `pytest11` entry point, so installing weanj is enough: in a
 project with `[tool.weanj]`, `pytest --weanj` collects one item per case of the case
 table (`_pipeline._cases`: each variant's run, same-family pairs per gradient array,
-float32 against the family's float64 reference, the Taylor and jvp checks, every
+each float32 run against its own float64 run, the Taylor and jvp checks, every
 recorded or other file of the store), with the case ids
 (`02-gauss-seidel::lex::jax-lex~jax-wavefront`), and needs no test code of its own. Each
 item asks the one judge, as `weanj check` does, and renders its verdict: failing
@@ -88,7 +88,7 @@ class WeanjItem(pytest.Item):
             raise _Failed(message(j))
         if j.verdict == Verdict.EXPECTED:  # a declared difference, as declared
             pytest.xfail(f"{j.verdict}: {j.reason}")
-        if j.verdict in (Verdict.SKIPPED, Verdict.STALE, Verdict.UNAVAILABLE):
+        if not j.verdict.ran or j.verdict == Verdict.STALE:  # not judged here
             pytest.skip(f"{j.verdict}: {j.reason}")
 
     def repr_failure(self, excinfo, style=None):

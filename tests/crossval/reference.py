@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from ..helpers import central_differences
+
 ALGORITHMS = ("jacobi", "lex", "rb")
 
 
@@ -133,14 +135,7 @@ def fd_gradient(algorithm: str, theta, uobs, K: int, h: float = 1.0) -> np.ndarr
     L is quadratic in θ, so `(L(θ+h e) − L(θ−h e)) / 2h` has no truncation error and a
     large `h` keeps the rounding error (≈ eps·L/h) small. 2n² loss evaluations.
     """
-    theta = np.asarray(theta, dtype=np.float64)
-    g = np.zeros_like(theta)
-    for idx in np.ndindex(theta.shape):
-        plus, minus = theta.copy(), theta.copy()
-        plus[idx] += h
-        minus[idx] -= h
-        g[idx] = (loss(algorithm, plus, uobs, K) - loss(algorithm, minus, uobs, K)) / (2 * h)
-    return g
+    return central_differences(lambda t: loss(algorithm, t, uobs, K), theta, h)
 
 
 def poisson_matrix(n: int) -> np.ndarray:

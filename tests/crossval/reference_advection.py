@@ -41,6 +41,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..helpers import central_differences
+
 LAMBDA = 0.25
 
 # Which reference each family computes (families are algorithms); the minmax family's
@@ -297,16 +299,9 @@ def fd_gradient(arrays, params, h: float = 1e-6) -> np.ndarray:
 
     Exact up to rounding (≈ eps·L/h) where no entry's ±h crosses a kink: the loss is
     piecewise quadratic in c0."""
-    c0 = np.asarray(arrays["c0"], dtype=np.float64)
-    g = np.zeros_like(c0)
-    for idx in np.ndindex(c0.shape):
-        plus, minus = c0.copy(), c0.copy()
-        plus[idx] += h
-        minus[idx] -= h
-        up = loss("muscl", {**arrays, "c0": plus}, params)
-        down = loss("muscl", {**arrays, "c0": minus}, params)
-        g[idx] = (up - down) / (2 * h)
-    return g
+    return central_differences(
+        lambda c0: loss("muscl", {**arrays, "c0": c0}, params), arrays["c0"], h
+    )
 
 
 def minmod_arguments(c: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -25,6 +25,8 @@ import math
 
 import numpy as np
 
+from ..helpers import central_differences
+
 ALGORITHMS = {"signfit": "signfit"}
 ARRAYS = ("x", "w")
 WRT = ("x", "w")
@@ -111,15 +113,9 @@ def gradient(algorithm: str, arrays, params=None) -> dict[str, np.ndarray]:
 
 def fd_gradient(arrays, h: float = 1e-3) -> dict[str, np.ndarray]:
     """Central differences of `loss`, one entry at a time."""
-    out = {}
-    for name in WRT:
-        base = np.asarray(arrays[name], dtype=np.float64)
-        g = np.zeros_like(base)
-        for k in range(base.size):
-            plus, minus = dict(arrays), dict(arrays)
-            plus[name], minus[name] = base.copy(), base.copy()
-            plus[name][k] += h
-            minus[name][k] -= h
-            g[k] = (loss("signfit", plus) - loss("signfit", minus)) / (2 * h)
-        out[name] = g
-    return out
+    return {
+        name: central_differences(
+            lambda v, name=name: loss("signfit", {**arrays, name: v}), arrays[name], h
+        )
+        for name in WRT
+    }

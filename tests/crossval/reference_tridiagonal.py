@@ -23,6 +23,8 @@ import math
 
 import numpy as np
 
+from ..helpers import central_differences
+
 ALGORITHMS = {"thomas": "thomas"}
 ARRAYS = ("a", "b", "c", "d", "xobs")
 WRT = ("a", "b", "c", "d")
@@ -182,15 +184,9 @@ def dense_gradient(arrays) -> dict[str, np.ndarray]:
 def fd_gradient(arrays, h: float = 1e-5) -> dict[str, np.ndarray]:
     """Central differences of `loss`, one entry at a time (truncation ~ h², rounding
     ~ eps·L/h: about 1e-10 relative at h = 1e-5 on well-dominated systems)."""
-    out = {}
-    for name in WRT:
-        base = np.asarray(arrays[name], dtype=np.float64)
-        g = np.zeros_like(base)
-        for idx in np.ndindex(base.shape):
-            plus, minus = dict(arrays), dict(arrays)
-            plus[name], minus[name] = base.copy(), base.copy()
-            plus[name][idx] += h
-            minus[name][idx] -= h
-            g[idx] = (loss("thomas", plus) - loss("thomas", minus)) / (2 * h)
-        out[name] = g
-    return out
+    return {
+        name: central_differences(
+            lambda v, name=name: loss("thomas", {**arrays, name: v}), arrays[name], h
+        )
+        for name in WRT
+    }

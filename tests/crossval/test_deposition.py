@@ -25,7 +25,15 @@ import weanj
 from weanj._registry import find_variant
 from weanj.examples import deposition as dep
 
-from ..helpers import assert_one_line_error, needs_xla_cpu, run_weanj, weanj_main, write_h5
+from ..helpers import (
+    assert_one_line_error,
+    central_differences,
+    needs_xla_cpu,
+    rejection,
+    run_weanj,
+    weanj_main,
+    write_h5,
+)
 from . import reference_deposition as ref
 
 EXAMPLE = "05-deposition"
@@ -92,17 +100,13 @@ def test_reference_gradient_is_the_central_difference_away_from_kinks():
     g = arrays["pos"] * 6 - 0.5
     away = np.abs(g - np.round(g)) > 100 * 6 * h
     for name in ("pos", "q"):
-        x = arrays[name]
-        for index in np.ndindex(x.shape):
+        fds = central_differences(
+            lambda v, name=name: ref.loss("cic", {**arrays, name: v}, {}), arrays[name], h
+        )
+        for index in np.ndindex(fds.shape):
             if name == "pos" and not away[index]:
                 continue
-            plus, minus = x.copy(), x.copy()
-            plus[index] += h
-            minus[index] -= h
-            fd = (
-                ref.loss("cic", {**arrays, name: plus}, {})
-                - ref.loss("cic", {**arrays, name: minus}, {})
-            ) / (2 * h)
+            fd = fds[index]
             assert abs(fd - grads[name][index]) <= 1e-6 * np.max(np.abs(grads[name])), (
                 name,
                 index,
@@ -371,10 +375,7 @@ BAD_INPUTS = {
 @pytest.mark.parametrize("case", list(BAD_INPUTS))
 def test_validator_rejects(case):
     arrays, fragment = BAD_INPUTS[case]
-    with pytest.raises(weanj.InputError) as info:
-        weanj.example(EXAMPLE).validate(arrays)
-    message = str(info.value)
-    assert fragment in message and "\n" not in message
+    assert fragment in rejection(EXAMPLE, arrays)
 
 
 def test_weanj_run_rejects_positions_outside_the_square_in_one_line(tmp_path):

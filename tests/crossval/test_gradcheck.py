@@ -236,5 +236,5 @@ def test_float32_overflow_is_nan_inf_named_float32_overflow(softmax):
     assert j.command == f"weanj run {SOFTMAX} jax-softmax-naive --dtype float32"
     assert "float32 overflow" in message(j).splitlines()[0]
     assert judged[f"{head}::jax-softmax-naive::run"].verdict == Verdict.OK  # float64 is fine
-    pair = judged[f"{head}::jax-softmax-shifted~jax-softmax-naive@float32"]
+    pair = judged[f"{head}::jax-softmax-naive~jax-softmax-naive@float32"]  # its own float64
     assert pair.verdict == Verdict.SKIPPED and pair.blocked_by == "jax-softmax-naive@float32"

@@ -37,7 +37,7 @@ import pytest
 
 import weanj
 
-from ..helpers import needs_xla_cpu, run_weanj
+from ..helpers import needs_xla_cpu, rejection, run_weanj
 from . import reference_signed_grid as reference
 
 EXAMPLE = "06-signed-grid"
@@ -383,14 +383,6 @@ def test_weanj_fuzz_passes_the_declared_pair_and_counts_its_draws(project):
 # --- the validator ----------------------------------------------------------------------------
 
 
-def _rejection(arrays) -> str:
-    with pytest.raises(weanj.InputError) as e:
-        weanj.example(EXAMPLE).validate(arrays)
-    message = str(e.value)
-    assert "\n" not in message
-    return message
-
-
 def test_validator_accepts_any_size_from_two():
     ex = weanj.example(EXAMPLE)
     for n in (2, 3, 8, 11, 1000):
@@ -411,5 +403,5 @@ def test_validator_accepts_any_size_from_two():
     ids=["n1", "w2d", "m0", "x2d", "nan", "too-long"],
 )
 def test_validator_refuses_in_one_line(x, w, words):
-    message = _rejection({"x": x, "w": w})
+    message = rejection(EXAMPLE, {"x": x, "w": w})
     assert words in message, message

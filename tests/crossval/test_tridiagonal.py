@@ -27,7 +27,7 @@ import pytest
 import weanj
 from weanj._registry import find_variant
 
-from ..helpers import assert_one_line_error
+from ..helpers import assert_one_line_error, rejection
 from . import reference_tridiagonal as reference
 
 EXAMPLE = "04-tridiagonal"
@@ -171,14 +171,6 @@ def test_adjoint_vjp_matches_jax_ad(m, n):
 # --- the validator ----------------------------------------------------------------------
 
 
-def _rejection(arrays) -> str:
-    with pytest.raises(weanj.InputError) as e:
-        weanj.example(EXAMPLE).validate(arrays)
-    message = str(e.value)
-    assert "\n" not in message
-    return message
-
-
 def test_validator_accepts_the_generator_and_ignores_outside_entries():
     ex = weanj.example(EXAMPLE)
     ex.validate(ex.generate(ex.seed))
@@ -192,7 +184,7 @@ def test_validator_names_the_first_row_and_index_not_dominant():
     arrays = systems(4, 7, 7)
     arrays["b"][2, 3] = abs(arrays["a"][2, 3]) + abs(arrays["c"][2, 3])  # equal: not strict
     arrays["b"][3, 1] = 0.1 * arrays["b"][3, 1]
-    message = _rejection(arrays)
+    message = rejection(EXAMPLE, arrays)
     assert "row 2, index 3" in message and "diagonally dominant" in message, message
 
 
@@ -202,13 +194,13 @@ def test_validator_names_the_first_row_and_index_not_dominant():
 def test_validator_rejects_mismatched_shapes(array, shape):
     arrays = systems(4, 7, 8)
     arrays[array] = np.ones(shape)
-    message = _rejection(arrays)
+    message = rejection(EXAMPLE, arrays)
     assert array in message and str(shape) in message, message
 
 
 def test_validator_rejects_non_matrices():
     arrays = {k: np.ones(5) for k in ("a", "b", "c", "d", "xobs")}
-    assert "(m, n)" in _rejection(arrays)
+    assert "(m, n)" in rejection(EXAMPLE, arrays)
 
 
 # --- `weanj run` on inputs never seen (issue 14, acceptance 1) ---------------------------

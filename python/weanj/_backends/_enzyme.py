@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._model import Example, Functions
-from ._jax import Precise, jax_variant, stored_convention
+from ._jax import Precise, jax_variant, loss_of, stored_convention
 
 
 def enzyme_functions(example: Example, loss: Callable) -> Functions:
@@ -26,11 +26,13 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
     - `example`: the example whose arrays, `wrt` and parameters `loss` takes.
     - `loss`: `loss(*arrays, *params) -> scalar`, a plain JAX function.
 
-    **Returns:** `Functions(loss, grad)`: the forward compiled through Enzyme's pipeline,
-    and Enzyme's reverse-mode gradient of that same forward with respect to the `wrt`
-    arrays (`Example.gradient_value`'s form). The static parameters are fixed before
-    Enzyme sees the function, since `enzyme_jax_ir` takes arrays only. No `jvp`: the
-    forward-vs-reverse check compares it with a family member's forward mode.
+    **Returns:** `Functions(loss, grad, value_and_grad=, evaluation_loss=)`: the forward
+    compiled through Enzyme's pipeline, and Enzyme's reverse-mode gradient of that same
+    forward with respect to the `wrt` arrays (`Example.gradient_value`'s form); weanj's
+    own runs call both as one program (`value_and_grad`, as `_jax.jit_functions`). The
+    static parameters are fixed before Enzyme sees the function, since `enzyme_jax_ir`
+    takes arrays only. No `jvp`: the forward-vs-reverse check compares it with a family
+    member's forward mode.
     """
     import jax
     from enzyme_ad.jax import enzyme_jax_ir
@@ -41,12 +43,15 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
     def through_enzyme(args):
         # The static parameters are baked in here, so each (shapes, parameters) is one
         # Enzyme module; the outer jax.jit caches it like any other trace.
-        def forward(*arrays):
+        # Named so: Enzyme-JAX compiles it on its own once per trace (to find the arguments
+        # XLA keeps), and a count of compilations (benchmarks/compile_cost.py) tells those
+        # apart from weanj's programs by this name.
+        def forward_for_enzyme(*arrays):
             it = iter(arrays)
             return loss(*(args[i] if i in static else next(it) for i in range(len(args))))
 
         arrays = [a for i, a in enumerate(args) if i not in static]
-        return enzyme_jax_ir()(forward), arrays
+        return enzyme_jax_ir()(forward_for_enzyme), arrays
 
     def enzyme_loss(*args):
         forward, arrays = through_enzyme(args)
@@ -56,14 +61,24 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
     # arrays is its position among the arguments.
     positions = example.wrt_positions
 
-    def enzyme_grad(*args):
-        forward, arrays = through_enzyme(args)
-        g = jax.grad(forward, argnums=positions)(*arrays)
+    def in_convention(g):
         return example.gradient_value(stored_convention(example, example.gradients(g)))
 
+    def enzyme_grad(*args):
+        forward, arrays = through_enzyme(args)
+        return in_convention(jax.grad(forward, argnums=positions)(*arrays))
+
+    def enzyme_value_and_grad(*args):
+        forward, arrays = through_enzyme(args)
+        value, g = jax.value_and_grad(forward, argnums=positions)(*arrays)
+        return value, in_convention(g)
+
+    one = Precise(jax.jit(enzyme_value_and_grad, static_argnums=static_argnums))
     return Functions(
         Precise(jax.jit(enzyme_loss, static_argnums=static_argnums)),
         Precise(jax.jit(enzyme_grad, static_argnums=static_argnums)),
+        value_and_grad=one,
+        evaluation_loss=loss_of(one),
     )
 
 

@@ -127,21 +127,56 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
     `grad` defaults to `jax.grad` of `loss` with respect to the example's `wrt` arrays;
     a custom `grad` takes the same arguments and returns what `jax.grad` would (an array
     for one `wrt`, else a dict or tuple in `wrt` order).
+
+    weanj's own runs call `value_and_grad`, one program (`jax.value_and_grad`: the loss
+    is computed inside the gradient's program anyway), and take every further loss from
+    it (`evaluation_loss`): same shapes, dtypes and parameters hit the same executable,
+    so an evaluation with its rounding level and Taylor test compiles once per dtype (and
+    its jvp check once more). `loss` and `grad` stay separate programs for direct calls
+    (a notebook, `weanj bench`'s forward and gradient timings).
     """
     import jax
 
-    raw = jax.grad(loss, argnums=example.wrt_positions) if grad is None else grad
+    positions = example.wrt_positions
+    raw = jax.grad(loss, argnums=positions) if grad is None else grad
+
+    def in_convention(g):
+        return example.gradient_value(stored_convention(example, example.gradients(g)))
 
     def gradient(*args):
-        named = stored_convention(example, example.gradients(raw(*args)))
-        return example.gradient_value(named)
+        return in_convention(raw(*args))
+
+    if grad is None:
+        both = jax.value_and_grad(loss, argnums=positions)
+
+        def loss_and_gradient(*args):
+            value, g = both(*args)
+            return value, in_convention(g)
+
+    else:  # a hand-written gradient: both in one program all the same
+
+        def loss_and_gradient(*args):
+            return loss(*args), gradient(*args)
 
     static = example.static_argnums()
+    one = Precise(jax.jit(loss_and_gradient, static_argnums=static))
     return Functions(
         Precise(jax.jit(loss, static_argnums=static)),
         Precise(jax.jit(gradient, static_argnums=static)),
         forward_mode(example, loss),
+        value_and_grad=one,
+        evaluation_loss=loss_of(one),
     )
+
+
+def loss_of(value_and_grad: Callable) -> Callable:
+    """`loss(*args)`: the loss output of a `value_and_grad` program (its gradient is
+    computed and dropped: a call of a compiled program costs less than compiling another)."""
+
+    def evaluation_loss(*args):
+        return value_and_grad(*args)[0]
+
+    return evaluation_loss
 
 
 class JaxRuntime(_runtime.Runtime):

@@ -246,55 +246,51 @@ class JuliaSession:
             return self._package(package)
         if file is None:
             return self.WeanJ
-        if file not in self.modules:
-            try:
-                self.modules[file] = self.WeanJ.include_kernels(file)
-            except Exception as e:
-                _log(f"including {file} failed:\n{e}")
-                self.modules[file] = Refusal("unavailable", self._load_failure(file, e))
-        found = self.modules[file]
-        if isinstance(found, Refusal):
-            raise found
-        return found
+        return _once(
+            self.modules,
+            file,
+            lambda: self.WeanJ.include_kernels(file),
+            f"including {file}",
+            lambda e: self._load_failure(file, e),
+        )
 
     def _package(self, package: str):
-        if package not in self.packages:
-            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", package):
-                raise Refusal("definition", f"{package!r} is not a Julia package's name")
-            try:
-                self.Main.seval(f"using {package}")
-                self.packages[package] = self.Main.seval(package)
-            except Exception as e:
-                _log(f"using {package} failed:\n{e}")
-                self.packages[package] = Refusal(
-                    "unavailable", f"the Julia package {package} does not load: {first_line(e)}"
-                )
-        found = self.packages[package]
-        if isinstance(found, Refusal):
-            raise found
-        return found
+        if package not in self.packages and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", package):
+            raise Refusal("definition", f"{package!r} is not a Julia package's name")
+
+        def load():
+            self.Main.seval(f"using {package}")
+            return self.Main.seval(package)
+
+        return _once(
+            self.packages,
+            package,
+            load,
+            f"using {package}",
+            lambda e: f"the Julia package {package} does not load: {first_line(e)}",
+        )
 
     def backend(self, ad: str):
         """The ADTypes backend of `ad`, its package imported (once)."""
-        if ad not in self.backends:
-            name = AD_PACKAGES.get(ad)
-            if name is None:
-                raise Refusal("definition", f"no AD package called {ad!r}")
-            try:
-                self.Main.seval(f"import {name}")
-                self.backends[ad] = self.WeanJ.ad_backend(ad, self.Main.seval(name))
-            except Exception as e:
-                _log(f"import {name} failed:\n{e}")
-                self.backends[ad] = Refusal(
-                    "unavailable",
-                    f"ad={ad!r} needs the Julia package {name}, which does not load: "
-                    f"{first_line(e)} (weanj adds it to the worker's environment when a "
-                    "variant uses it; with PYTHON_JULIACALL_PROJECT, add it there)",
-                )
-        found = self.backends[ad]
-        if isinstance(found, Refusal):
-            raise found
-        return found
+        name = AD_PACKAGES.get(ad)
+        if name is None:
+            raise Refusal("definition", f"no AD package called {ad!r}")
+
+        def load():
+            self.Main.seval(f"import {name}")
+            return self.WeanJ.ad_backend(ad, self.Main.seval(name))
+
+        return _once(
+            self.backends,
+            ad,
+            load,
+            f"import {name}",
+            lambda e: (
+                f"ad={ad!r} needs the Julia package {name}, which does not load: "
+                f"{first_line(e)} (weanj adds it to the worker's environment when a "
+                "variant uses it; with PYTHON_JULIACALL_PROJECT, add it there)"
+            ),
+        )
 
     def _load_failure(self, file: str, e: Exception) -> str:
         message = f"the Julia file {file} does not load: {first_line(e)}"
@@ -385,6 +381,22 @@ class JuliaSession:
                 f"{self.Main.eltype(value)}, not a real floating-point number",
             )
         return loss.reshape(())
+
+
+def _once(cache: dict, key: str, load, what: str, why) -> object:
+    """`load()` once per key, kept in `cache`. A load that fails is logged (`what`
+    failed) and kept as a `Refusal("unavailable", why(error))`, raised again on every
+    later request: a file or package that does not load is not tried again."""
+    if key not in cache:
+        try:
+            cache[key] = load()
+        except Exception as e:
+            _log(f"{what} failed:\n{e}")
+            cache[key] = Refusal("unavailable", why(e))
+    found = cache[key]
+    if isinstance(found, Refusal):
+        raise found
+    return found
 
 
 def _gradients(shadows) -> list:

@@ -128,6 +128,14 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
     return 0
 
 
+def _not_judged_said(judgement) -> int:
+    """The judgement's exit code (2 where an example could not be judged), the error of
+    each such example said once, on stderr (`diff` and `check` alike)."""
+    for name, error in judgement.not_judged.items():
+        say(wrapped(f"weanj: {name} not judged: {error}"))
+    return judgement.exit_code
+
+
 def cmd_diff(args: argparse.Namespace, words: dict) -> int:
     from .._commands.diff import diff
     from .._model._verdicts import CaseKind
@@ -154,9 +162,7 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
         for j, path in plots:
             where = f"wrote {path}" if path else "bitwise equal: no picture"
             say(f"  plot {j.subjects[0]} vs {j.subjects[1]} ({j.array}): {where}")
-    for name, error in judgement.not_judged.items():  # exit 2: the error once, on stderr
-        say(wrapped(f"weanj: {name} not judged: {error}"))
-    return judgement.exit_code
+    return _not_judged_said(judgement)
 
 
 def cmd_clean(args: argparse.Namespace, words: dict) -> int:
@@ -183,9 +189,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         device=args.device,
     )
     print("\n".join(judgement.lines()))
-    for name, error in judgement.not_judged.items():  # printed once, on stderr
-        say(wrapped(f"weanj: {name} not judged: {error}"))
-    return judgement.exit_code
+    return _not_judged_said(judgement)
 
 
 def cmd_bench(args: argparse.Namespace, words: dict) -> int:

@@ -37,47 +37,31 @@ class UsageError(InputError):
     """A command line that does not parse."""
 
 
-def positive_float(text: str) -> float:
-    """A finite number > 0 (seconds, budgets)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return value
+def _number(kind: type, accepts, what: str):
+    """An argparse `type=` for a number of `kind` (int or float) that `accepts(value)`:
+    a text that is no such number, or one out of range, is `expected WHAT, got 'TEXT'`
+    (argparse puts `argument --OPTION:` before it)."""
+    noun = "an integer" if kind is int else "a number"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
-
-
-def fuzz_seed(text: str) -> int:
-    """A seed of `weanj fuzz`: an integer from 0 to 2^32 - 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2^32 - 1, got {text!r}")
-    return value
-
-
-def count(text: str) -> int:
-    """An integer >= 0 (`--workers 0`: in this process)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+# seconds, budgets
+positive_float = _number(float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0")
+positive_int = _number(int, lambda v: v >= 1, "an integer >= 1")
+# a seed of `weanj fuzz` (what numpy's generators take)
+fuzz_seed = _number(int, lambda v: 0 <= v < 2**32, "an integer from 0 to 2^32 - 1")
+# `--workers 0`: in this process
+count = _number(int, lambda v: v >= 0, "an integer >= 0")
 
 
 def _processes(p: argparse.ArgumentParser) -> None:
@@ -178,8 +162,7 @@ def _check(sub) -> None:
         "--dtype",
         choices=(*DTYPE_CHOICES, "both"),
         default="both",
-        help="dtypes under test (default: both: float64, "
-        "then float32 against the float64 references)",
+        help="dtypes under test (default: both: float64, then float32 against its own float64 run)",
     )
     p.add_argument(
         "--variants",

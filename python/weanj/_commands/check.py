@@ -29,7 +29,7 @@ DTYPE_CHOICES = ("both", "float64", "float32")
 
 
 def dtypes_of(dtype: str) -> tuple[str, ...]:
-    """`--dtype`: float32 is always judged against the float64 references, so it brings
+    """`--dtype`: float32 is always judged against its own float64 run, so it brings
     float64 along; float64 alone leaves float32 out."""
     if dtype not in DTYPE_CHOICES:
         raise InputError(f"dtype must be one of {', '.join(DTYPE_CHOICES)}, got {dtype!r}")
@@ -97,7 +97,7 @@ def check(
 
     - `examples`: names of the project's examples (default: every one).
     - `variants`: only these variants (default: all).
-    - `dtype`: `"both"` (float64, then float32 against the float64 references),
+    - `dtype`: `"both"` (float64, then float32 against its own float64 run),
       `"float64"` or `"float32"`.
     - `timeout`: seconds a variant's call may take (verdict `timeout`).
     - `fresh`: recompute every evaluation; by default one whose inputs, code and versions

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._judge._contract import ERROR, NONFINITE, TIMEOUT, Fault
+from .._judge._contract import Fault
 from .._judge._verdict import CaseJudgement
-from .._model._verdicts import GRADIENT_CHECKS, Verdict
+from .._model._verdicts import FAULTS, GRADIENT_CHECKS, Verdict
 from .._pipeline._run import CheckRun
 from .._places import places
 from .._registry import catalogs
@@ -51,7 +51,7 @@ def last_faults(cat, inputs) -> dict[str, Fault]:
         if not isinstance(f, dict) or label.split("@")[0] not in names:
             continue
         verdict = f.get("verdict")
-        if verdict in (ERROR, NONFINITE, TIMEOUT) and isinstance(f.get("reason"), str):
+        if verdict in FAULTS and isinstance(f.get("reason"), str):  # as the check judged it
             out[label] = Fault(Verdict.parse(verdict), f["reason"], str(f.get("command") or ""))
     return out
 

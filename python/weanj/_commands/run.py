@@ -19,7 +19,7 @@ from .._io import _inputs, _store
 from .._judge._contract import Fault
 from .._model import Example, Gradient, Inputs, Variant, check_dtype
 from .._model._verdicts import Verdict
-from .._pipeline._run import apart_note, differences, evaluation_run
+from .._pipeline._run import apart_note, differences, evaluation_run, save_gradient
 from .._pipeline._run import outside_store_path as default_path
 from .._places import Places, places
 
@@ -98,14 +98,7 @@ def run(
             _print_traceback(v, chosen, dtype)
         hint = " (--traceback prints the whole traceback)" if raised and not traceback else ""
         raise found.error(f"; nothing was saved{hint}")
-    target = _store.check_target(
-        out if out is not None else default_path(found, shared, here),
-        found,
-        shared_key,
-        here,
-        force=force,
-    )
-    path = _store.write_gradient(found, target, here, force=force)
+    path = save_gradient(found, shared, here, out=out, force=force)  # the one writer
     return Run(found, path, apart_note(found, shared) if out is None else "")
 
 

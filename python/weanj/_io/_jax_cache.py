@@ -19,8 +19,10 @@ saved ≈ programs served × the ledger's seconds per program − the retrieval 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,6 +205,28 @@ def _add_to_ledger(folder: Path, programs: int, seconds: float) -> None:
             tmp.write_text(text + "\n", encoding="utf-8")
     except Exception:  # an estimate for later runs, never a reason to fail this one
         pass
+
+
+@contextlib.contextmanager
+def compilations(where: Callable[[], str] = lambda: "") -> Iterator[list[tuple[str, str, float]]]:
+    """Every XLA compilation while the block runs, from JAX's own monitoring event
+    (`COMPILE_EVENT`; a program the persistent cache serves counts too, its loading
+    timed): **yields** the list, filled as they happen, of `(where(), program, seconds)`,
+    `where()` asked at each (what was running: a benchmark's or a test's attribution),
+    `program` JAX's name of it (`jit(loss_and_gradient)`)."""
+    from jax import monitoring
+
+    found: list[tuple[str, str, float]] = []
+
+    def on_duration(event: str, seconds: float, **kwargs) -> None:
+        if event == COMPILE_EVENT:
+            found.append((where(), str(kwargs.get("fun_name", "")), seconds))
+
+    monitoring.register_event_duration_secs_listener(on_duration)
+    try:
+        yield found
+    finally:
+        monitoring.unregister_event_duration_listener(on_duration)
 
 
 def clock() -> CompileClock:

@@ -6,8 +6,10 @@ array per `wrt` array (the array itself for one, a dict or a tuple in `wrt` orde
 several), each shaped like its input and of the dtype under test (complex arrays: its
 complex counterpart). Anything else is the variant's fault, verdict `error`, named in one
 line: never a gradient failure, a precision failure or a traceback. A NaN or Inf in what it
-returns is the fault `NaN/Inf`. This module states the rules; the execution layer
-(`_pipeline`) applies them to what a run returned.
+returns is the fault `NaN/Inf`. This module states the rules and gives the verdicts; the
+execution layer (`_pipeline`) applies the rules to what a run returned and reports what
+happened (an exception, a time-out, the numbers) to `fault_of` and `numbers_fault`, which
+turn it into the run's `Fault`: no verdict is decided outside `_judge`.
 """
 
 from __future__ import annotations
@@ -19,17 +21,8 @@ from typing import Any
 import numpy as np
 
 from .._errors import ExcludedError, InputError, UnavailableError, VariantError, WeanjError
-from .._model import COMPLEX_OF, Example
+from .._model import COMPLEX_OF, Example, Gradient
 from .._model._verdicts import Verdict
-
-# A fault's verdict (`Verdict` is a `str`: a fault read back from a record compares equal).
-ERROR, NONFINITE, TIMEOUT, UNAVAILABLE, SKIPPED = (
-    Verdict.ERROR,
-    Verdict.NONFINITE,
-    Verdict.TIMEOUT,
-    Verdict.UNAVAILABLE,
-    Verdict.SKIPPED,
-)
 
 
 @dataclass(frozen=True)
@@ -51,12 +44,46 @@ class Fault:
     def error(self, after: str = "") -> WeanjError:
         """The exception the Python API and `weanj run` raise for it: `UnavailableError`,
         `ExcludedError` (skipped) or `VariantError` (its line, then `after`)."""
-        if self.verdict == UNAVAILABLE:
+        if self.verdict == Verdict.UNAVAILABLE:
             return UnavailableError(self.what)
-        if self.verdict == SKIPPED:
+        if self.verdict == Verdict.SKIPPED:
             return ExcludedError(self.what)
-        what = self.line if self.verdict == ERROR else f"{self.verdict}: {self.line}"
+        what = self.line if self.verdict == Verdict.ERROR else f"{self.verdict}: {self.line}"
         return VariantError(f"{what}{after}")
+
+
+class NotFinite(Exception):
+    """What a run returned holds NaN or Inf (the message says where)."""
+
+
+def fault_of(happened: BaseException, what: str = "", command: str = "") -> Fault:
+    """A run's fault from what happened to it: a time-out (`TimeoutError`) is `timeout`;
+    a variant that cannot run here (`UnavailableError`) `unavailable`; one declared not to
+    apply, or to these dtypes (`ExcludedError`), `skipped`; NaN/Inf in what it returned
+    (`NotFinite`) `NaN/Inf`; anything else it raised or returned against the contract
+    (`Breach`, any exception, a worker or process that died) `error`. `what`: the line
+    saying what (the exception's text by default); `command`, the command that reproduces
+    it, is kept for the variant's own faults only."""
+    if isinstance(happened, TimeoutError):
+        verdict = Verdict.TIMEOUT
+    elif isinstance(happened, ExcludedError):  # (an `UnavailableError` of its own kind)
+        verdict = Verdict.SKIPPED
+    elif isinstance(happened, UnavailableError):
+        verdict = Verdict.UNAVAILABLE
+    elif isinstance(happened, NotFinite):
+        verdict = Verdict.NONFINITE
+    else:
+        verdict = Verdict.ERROR
+    return Fault(verdict, what or str(happened), command if verdict.fault else "")
+
+
+def numbers_fault(g: Gradient, command: str = "") -> Fault | None:
+    """The fault of a run whose numbers are in, or None: a NaN or Inf in its loss or
+    gradient is the run's fault (`NaN/Inf`), saying where."""
+    if g.finite:
+        return None
+    what = f"{g.variant}: {g.nonfinite_text()}"
+    return fault_of(NotFinite(what), what, command)
 
 
 class Breach(Exception):

@@ -31,9 +31,6 @@ from .._model import Expected
 from .._model._verdicts import Verdict
 from ._compare import compare
 
-# Verdicts that say nothing about a difference: a declaration leaves them as they are.
-_UNJUDGED = (Verdict.SKIPPED, Verdict.UNAVAILABLE, Verdict.STALE, Verdict.INFO)
-
 
 def _as_declared(j: Any, e: Expected, reason: str, **more: Any) -> Any:
     return dataclasses.replace(j, verdict=Verdict.EXPECTED, expected=e, reason=reason, **more)
@@ -70,7 +67,7 @@ def declared_pair(
     arrays: Mapping[str, np.ndarray] | None = None,
 ) -> Any:
     """A pair's judgement on one gradient array, held to the pair's declarations."""
-    if not declared or j.verdict in _UNJUDGED:
+    if not declared or not j.verdict.judged:  # it says nothing about a difference
         return j
     array, c = j.array, j.comparison
     # The pair has one loss: a declared difference moves it (the gradient is the loss's),
@@ -93,31 +90,29 @@ def declared_pair(
         if j.failed:
             return _otherwise(j, e, f"differs in {array}, where the declaration names no element")
         return j
-    if not differs:
-        rel = "" if gradient is None or gradient.max_rel is None else gradient.max_rel
-        rel = f": max|Δ|/max|g_ref| = {rel:.2e}" if rel != "" else ""
-        return _not_there(j, e, f"{array} agrees{rel}", **place)
+    if not differs:  # how closely: the pair's comparison says it, once
+        return _not_there(j, e, f"{array} agrees", **place)
     if j.verdict != Verdict.FAIL or c is None or e.verdict != Verdict.FAIL:
         found = j.verdict if c is not None else f"{j.verdict} ({j.reason})"
         return _otherwise(j, e, f"declared {e.verdict}, found {found}", **place)
     if mask is not None:
         away = compare(g_ref, g, keep=~mask, grad_floor=grad_floor)
         if not away.agree:
-            where = (
-                str(Verdict.NONFINITE)
-                if away.nonfinite
-                else f"{away.max_rel if away.max_rel is not None else float('inf'):.2e}·max|g_ref|"
-            )
+            if away.nonfinite:
+                where = f" ({Verdict.NONFINITE})"
+            elif away.max_rel is not None and away.max_rel != c.max_rel:
+                where = f" ({away.max_rel:.2e}·max|g_ref|)"
+            else:  # the pair's worst element: its comparison gives the number, once
+                where = ""
             how = (
                 f"differs outside {e.where(arrays, array)}: {away.differing} other element(s) of "
-                f"{array}, the worst {_at(array, away.worst)} ({where})"
+                f"{array}, the worst {_at(array, away.worst)}{where}"
             )
             return _otherwise(j, e, how, away=away, **place)
     if e.bound is not None:
         measured = c.max_rel
-        if measured is None or measured > e.bound:
-            size = "inf" if measured is None else f"{measured:.2e}"
-            how = f"differs by {size}·max|g_ref| in {array}, above the declared bound {e.bound:g}"
+        if measured is None or measured > e.bound:  # the comparison gives how much, once
+            how = f"differs in {array} by more than the declared bound {e.bound:g}·max|g_ref|"
             return _otherwise(j, e, how, **place)
     return _as_declared(j, e, e.reason, **place)
 
@@ -141,7 +136,7 @@ def _loss_only(j: Any, e: Expected) -> Any:
 
 def declared_check(j: Any, declared: Sequence[Expected]) -> Any:
     """A run's or a gradient check's judgement, held to its declarations."""
-    if not declared or j.verdict in _UNJUDGED:
+    if not declared or not j.verdict.judged:
         return j
     e = declared[0]
     if j.verdict == Verdict.OK:

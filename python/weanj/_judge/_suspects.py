@@ -1,13 +1,17 @@
 """Which variant of a failing family is most likely wrong, decided from the pairs' verdicts
 alone (docs/verdicts.md, "The end of a run").
 
-Within a family, the float64 subjects that agree (verdict `ok` or `kinks`) form groups
-(connected through agreeing pairs). The *trusted* group is the largest one; on a tie the
-one holding the family's reference (its first subject: a recorded or Julia reference
-comes first). Every float64 subject outside it is a suspect, named with its failing pairs
-against the trusted group only: a port whose gradient equals the reference is never blamed
-for its gap to another wrong port, and with several wrong ports each is named. A float32
-run that fails against its reference is a suspect too, unless its float64 run already is.
+Within a family, the float64 subjects that were compared (a subject at fault, unavailable
+or skipped is in none of the groups: its pairs are not compared) and that agree (verdict
+`ok` or `kinks`) form groups (connected through agreeing pairs). The *trusted* group is
+the largest one; on a tie the one holding the family's reference: its first subject that
+was compared (`references`: where the designated reference, its first member, is at
+fault, the family is judged against its next member that ran, and every view says so).
+Every float64 subject outside it is a suspect, named with its failing pairs against the
+trusted group only: a port whose gradient equals the reference is never blamed for its gap
+to another wrong port, nor for disagreeing with a broken reference, and with several wrong
+ports each is named. A float32 run that fails against its own float64 run (or, with none,
+against the family's reference) is a suspect too, unless its float64 run already is.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._model._verdicts import CaseKind
+from .._model._verdicts import CaseKind, Verdict
 
 # `_verdict` asks this module (`ExampleJudgement.suspects`), so this one names its types
 # without importing them: a judgement is an `ExampleJudgement`, a case a `CaseJudgement`.
@@ -55,17 +59,83 @@ def _groups(nodes: list[str], agree: list[tuple[str, str]]) -> list[list[str]]:
     return list(out.values())
 
 
+@dataclass(frozen=True)
+class Reference:
+    """A family's reference as it was judged: `designated`, its first member; where that one
+    is at fault or did not run (`state` says which), the member the family was judged
+    against instead (`judged_against`; None when no other member was compared)."""
+
+    family: str
+    designated: str
+    state: str = ""  # "" when the designated reference was compared
+    judged_against: str | None = None
+
+    @property
+    def line(self) -> str:
+        """What every view says of a family whose designated reference stood aside."""
+        if not self.state:
+            return ""
+        head = f"family {self.family}: {self.designated} is {self.state}; "
+        if self.judged_against is None:
+            return head + "no other member was compared"
+        return head + f"family judged against {self.judged_against}"
+
+
+def _family_pairs(ej: ExampleJudgement) -> list[CaseJudgement]:
+    """The same-family pairs of the example (not the information pairs across families)."""
+    return [j for j in ej.of_kind(CaseKind.PAIR) if " vs " not in j.family and len(j.subjects) == 2]
+
+
+def _compared(pairs: list[CaseJudgement]) -> list[str]:
+    """The subjects of the pairs that were compared, in table order."""
+    return list(dict.fromkeys(s for j in pairs if j.verdict != Verdict.SKIPPED for s in j.subjects))
+
+
+def _state(ej: ExampleJudgement, label: str) -> str:
+    """Why a subject stood aside: at fault, unavailable, skipped; "" when it ran."""
+    run = ej.run_of(label)
+    if run is not None and run.verdict.fault:
+        return f"at fault ({run.verdict})"
+    if label in ej.unavailable:
+        return "unavailable here"
+    return "skipped here" if label in ej.skipped else ""
+
+
+def references(ej: ExampleJudgement) -> list[Reference]:
+    """Each family's reference as judged (`Reference`), in table order: its first float64
+    member, or, where that one is at fault or did not run, its first member that was
+    compared (the next member that ran)."""
+    pairs = [j for j in _family_pairs(ej) if not any("@" in s for s in j.subjects)]
+    out = []
+    for family in dict.fromkeys(j.family for j in pairs):
+        mine = [j for j in pairs if j.family == family]
+        designated = mine[0].subjects[0]
+        state = _state(ej, designated)
+        compared = [s for s in _compared(mine) if s != designated]
+        against = (compared[0] if compared else None) if state else None
+        out.append(Reference(family, designated, state, against))
+    return out
+
+
+def _agree(j: CaseJudgement) -> bool:
+    """The pair's numbers agree (`ok`, `kinks`; `unexpectedly ok` too: only the pair's
+    declaration is wrong, which its own failure says, never a port)."""
+    return j.verdict.agreeing or j.verdict == Verdict.UNEXPECTEDLY_OK
+
+
+def _differs(j: CaseJudgement) -> bool:
+    return j.failed and not _agree(j)
+
+
 def suspects(ej: ExampleJudgement) -> list[Suspect]:
     """The suspects of every failing family of the example (module docstring)."""
-    pairs = [
-        j for j in ej.of_kind(CaseKind.PAIR) if " vs " not in j.family and len(j.subjects) == 2
-    ]
+    pairs = _family_pairs(ej)
     found: list[Suspect] = []
-    for family in dict.fromkeys(j.family for j in pairs if j.failed):
+    for family in dict.fromkeys(j.family for j in pairs if _differs(j)):
         mine = [j for j in pairs if j.family == family]
         wide = [j for j in mine if not any("@" in s for s in j.subjects)]
-        nodes = list(dict.fromkeys(s for j in wide for s in j.subjects))
-        agree = [j.subjects for j in wide if j.verdict.agreeing]
+        nodes = _compared(wide)  # a subject at fault or not run is in no group
+        agree = [j.subjects for j in wide if _agree(j)]
         groups = _groups(nodes, agree)
         reference = nodes[0] if nodes else None
         trusted = set(
@@ -76,20 +146,21 @@ def suspects(ej: ExampleJudgement) -> list[Suspect]:
             if label in trusted:
                 continue
             against = tuple(
-                j for j in wide if label in j.subjects and j.failed and trusted & set(j.subjects)
+                j for j in wide if label in j.subjects and _differs(j) and trusted & set(j.subjects)
             )
             if against:
                 found.append(Suspect(family, label, against))
                 named.add(label)
         for j in mine:
             narrow = [s for s in j.subjects if "@" in s]
-            if not j.failed or not narrow:
+            if not _differs(j) or not narrow:
                 continue
             label = narrow[0]
             if label.split("@")[0] in named or label in named:
                 continue
             other = [s for s in j.subjects if s != label]
-            if other and (other[0] in trusted or not trusted):
+            own = other and other[0] == label.split("@")[0]  # against its own float64 run
+            if other and (own or other[0] in trusted or not trusted):
                 found.append(Suspect(family, label, (j,)))
                 named.add(label)
     return found

@@ -13,6 +13,7 @@ the judge's, like every other verdict.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 from dataclasses import dataclass, field
@@ -176,6 +177,13 @@ def _judge_pair(
     return CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, comparison=c, kinks=kinks, **what)
 
 
+def stood_in(j: CaseJudgement, aside: dict[str, str]) -> CaseJudgement:
+    """A comparison across families made with a family's stand-in reference (`{designated:
+    the member that ran}`, DESIGN §5): its reason says so (its id names the designated)."""
+    said = "; ".join(f"{a} is at fault, {b} stands in for it" for a, b in aside.items())
+    return dataclasses.replace(j, reason=f"{said}; {j.reason}" if j.reason else said)
+
+
 def _nonfinite(a: Gradient, b: Gradient) -> str:
     for g, other in ((b, a), (a, b)):
         if not g.finite:
@@ -185,6 +193,12 @@ def _nonfinite(a: Gradient, b: Gradient) -> str:
 
 
 # --- gradient checks -------------------------------------------------------------------------
+
+
+def check_fault(case: str, kind: CaseKind, fault: Fault, **what: Any) -> CaseJudgement:
+    """A gradient check whose own calls were at fault (a time-out): the fault's verdict
+    (`_contract.fault_of`), with its line."""
+    return CaseJudgement(case, kind, Verdict(fault.verdict), reason=fault.what, **what)
 
 
 def judge_taylor(case: str, result: TaylorResult, **what: Any) -> CaseJudgement:
@@ -294,6 +308,20 @@ def unreadable(case: str, message: str) -> CaseJudgement:
     return CaseJudgement(case, CaseKind.FILE, Verdict.FAIL, reason=message)
 
 
+def misplaced_file(case: str, g: Gradient) -> CaseJudgement:
+    """A variant's store file that holds another variant's gradient: FAIL, naming both."""
+    reason = (
+        f"{g.path} holds a gradient of {g.variant}, not of {g.path.stem} (whose store file it is)"
+    )
+    return CaseJudgement(case, CaseKind.FILE, Verdict.FAIL, reason=reason)
+
+
+def comparable(j: CaseJudgement) -> bool:
+    """A file judged on its own takes part in pairs: it is current and of the inputs'
+    shapes (`ok`, or a fault of its numbers, `NaN/Inf`, which its pairs then say)."""
+    return j.verdict == Verdict.OK or j.verdict.fault
+
+
 # --- an example's judgement ------------------------------------------------------------------
 
 
@@ -383,12 +411,20 @@ class ExampleJudgement:
             out.setdefault(s.label, []).extend(s.against)
         return out
 
+    def references(self) -> list[Any]:
+        """Each family's reference as judged (`_suspects.Reference`): where its designated
+        reference is at fault or did not run, the member it was judged against instead;
+        `.line` is what every view says of it."""
+        from ._suspects import references
+
+        return references(self)
+
     def variant_verdict(self, name: str) -> Verdict | None:
         """The verdict of one variant as a whole (its row in the views): the fault of its
         float64 run; `unavailable` or `skipped` (`self.unavailable`, `self.skipped`);
         `stale` where only a stale file of it was judged; else the worst failing verdict of
-        its own cases (its runs, its gradient checks, its float32 run against the family's
-        reference) and of the pairs in which the judge names it a suspect (`suspects`), or
+        its own cases (its runs, its gradient checks, its float32 run against its own
+        float64 run) and of the pairs in which the judge names it a suspect (`suspects`), or
         `ok`. None: nothing of it was judged."""
         run = self.run_of(name)
         if run is not None and run.failed:

@@ -414,6 +414,16 @@ class Example:
                 bound, target = spec.index_bound(arrays, sizes)
                 spec.check_index(np.asarray(arrays[spec.name]), bound, target)
 
+    def _check_all(self, arrays: Mapping[str, np.ndarray], who: str) -> None:
+        """Shapes, index values and the example's `validate`, in that order, on arrays
+        with values; a refusal is one `InputError` line naming `who`."""
+        try:
+            sizes = self.check_shapes({k: a.shape for k, a in arrays.items()})
+            self.check_indices(arrays, sizes)
+            self.validate(arrays)
+        except InputError as e:
+            raise InputError(f"{who}: {e}") from None
+
     def check_values(self, variant: str, arrays: tuple) -> None:
         """The example's `validate` on a direct call's arrays (`Variant.loss(...)` in a
         notebook), as one `InputError` line; skipped inside a trace (no values to read)."""
@@ -421,12 +431,7 @@ class Example:
             values = {a.name: np.asarray(x) for a, x in zip(self.specs, arrays, strict=True)}
         except Exception:  # a tracer (the call is being traced by jit, grad, vmap): no values
             return
-        try:
-            sizes = self.check_shapes({k: a.shape for k, a in values.items()})
-            self.check_indices(values, sizes)
-            self.validate(values)
-        except InputError as e:
-            raise InputError(f"{variant}: {e}") from None
+        self._check_all(values, variant)
 
     def check_arrays(self, arrays: Mapping[str, Any], what: str) -> dict[str, np.ndarray]:
         """The arrays as an inputs file stores them (each of its declared kind, finite),
@@ -437,12 +442,7 @@ class Example:
                 f"{what}: missing array(s) {', '.join(missing)} (expected {', '.join(self.arrays)})"
             )
         out = {spec.name: spec.stored(arrays[spec.name], what) for spec in self.specs}
-        try:
-            sizes = self.check_shapes({k: a.shape for k, a in out.items()})
-            self.check_indices(out, sizes)
-            self.validate(out)
-        except InputError as e:
-            raise InputError(f"{what}: {e}") from None
+        self._check_all(out, what)
         return out
 
     def check_params(self, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from .._errors import DefinitionError
-from ._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from ._verdicts import DECLARABLE, GRADIENT_CHECKS, CaseKind, Verdict
 
 # What a declaration may expect: a pair or a gradient check that fails, or a run whose
-# variant is at fault; and what it may declare instead of a pair: a run, a gradient check.
-DECLARABLE = (Verdict.FAIL, Verdict.ERROR, Verdict.NONFINITE)
+# variant is at fault (`DECLARABLE`, from `Verdict`); and what it may declare instead of
+# a pair: a run, a gradient check.
 CHECKS = (CaseKind.RUN, *GRADIENT_CHECKS)
 
 

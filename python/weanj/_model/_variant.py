@@ -25,13 +25,21 @@ from ._kinds import DTYPES
 EXTRAS = ("kernex", "enzyme", "julia", "plot")
 
 
+# How many of `Functions`' fields are functions of the example's arguments (`placed` is not).
+CALLS = 5
+
+
 class Functions(NamedTuple):
     """What a variant's `build` returns: `loss`, `grad` and, where the loss can be
     pushed forward, `jvp(*args, tangents) -> directional derivative` (None otherwise);
     `value_and_grad(*args) -> (loss, gradient)` where a backend computes both in one call
-    cheaper than in two (a Julia variant: one request to the worker), else None.
-    `placed(kind, precision=None)` is the context that runs a call on the device of
-    `kind` (`cpu`, `gpu`, `tpu`) and yields its place (a JAX program's:
+    cheaper than in two (a Julia variant: one request to the worker; a JAX variant: one
+    compiled program), else None; `evaluation_loss(*args) -> loss`, the loss as weanj's
+    own runs call it (the rounding level, the Taylor test's steps), where it differs from
+    `loss`: a JAX variant's is the loss output of its `value_and_grad` program, so that an
+    evaluation with all its checks compiles that one program, not a second one for the
+    loss (None: `loss`). `placed(kind, precision=None)` is the context that runs a call on
+    the device of `kind` (`cpu`, `gpu`, `tpu`) and yields its place (a JAX program's:
     `_backends._placement.placed`); None for functions that run on the CPU only (a Julia
     or plain Python variant: the CPU reference, no device run)."""
 
@@ -39,6 +47,7 @@ class Functions(NamedTuple):
     grad: Callable
     jvp: Callable | None = None
     value_and_grad: Callable | None = None
+    evaluation_loss: Callable | None = None
     placed: Callable | None = None
 
 
@@ -218,10 +227,10 @@ class Variant:
             fns = built if isinstance(built, Functions) else Functions(*built)
             ex = self.example
             self._built["fns"] = Functions(
-                Checked(ex, self.name, fns.loss),
-                Checked(ex, self.name, fns.grad),
-                None if fns.jvp is None else Checked(ex, self.name, fns.jvp, tangents=True),
-                None if fns.value_and_grad is None else Checked(ex, self.name, fns.value_and_grad),
+                *(
+                    None if f is None else Checked(ex, self.name, f, tangents=f is fns.jvp)
+                    for f in fns[:CALLS]
+                )
             )
             self._built["placed"] = fns.placed  # where the functions can run (no check)
         return self._built["fns"]
@@ -257,7 +266,7 @@ class Variant:
         inputs they read and checked once (`functions()` checks every call)."""
         fns = self.functions()
         return Functions(
-            *(None if f is None else f.fn for f in fns[:4]), placed=self._built.get("placed")
+            *(None if f is None else f.fn for f in fns[:CALLS]), placed=self._built.get("placed")
         )
 
     def backend_version(self) -> str:

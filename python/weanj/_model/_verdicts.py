@@ -20,33 +20,39 @@ from collections.abc import Iterable
 
 
 class Verdict(str, enum.Enum):
-    """A verdict, worst first. Each member: (label, colour class, fails, agrees)."""
+    """A verdict, worst first. Each member: (label, colour class, what it is: some of
+    `fails` (a failure), `agrees` (two ports agree), `fault` (a subject's own fault: its
+    pairs and checks are not compared), `declarable` (a `weanj.Expected` may declare it),
+    `unjudged` (it says nothing about a difference: a declaration leaves it as it is),
+    `not-run` (the subject does not run here), `as-declared` (a difference that shows as
+    declared: it passes, and is worth a look))."""
 
     # outside the tolerance policy, a gradient check that failed, a bad file; or a declared
     # difference that shows other than declared (the reason says how)
-    FAIL = ("FAIL", "fail", True, False)
+    FAIL = ("FAIL", "fail", "fails declarable")
     # declared with `weanj.Expected`, and not there: the pair agrees (strict, like
     # pytest's xfail(strict=True))
-    UNEXPECTEDLY_OK = ("unexpectedly ok", "fail", True, False)
+    UNEXPECTEDLY_OK = ("unexpectedly ok", "fail", "fails")
     # the variant itself is at fault (it raised; outputs of the wrong shape, kind, dtype)
-    ERROR = ("error", "fail", True, False)
-    NONFINITE = ("NaN/Inf", "fail", True, False)  # a NaN or Inf in a loss or gradient
-    TIMEOUT = ("timeout", "fail", True, False)  # a run that exceeded its time limit
-    STALE = ("stale", "stale", False, False)  # a file computed on other inputs
+    ERROR = ("error", "fail", "fails fault declarable")
+    # a NaN or Inf in a loss or gradient
+    NONFINITE = ("NaN/Inf", "fail", "fails fault declarable")
+    TIMEOUT = ("timeout", "fail", "fails fault")  # a run that exceeded its time limit
+    STALE = ("stale", "stale", "unjudged")  # a file computed on other inputs
     # a pair declared with `weanj.differ_at_kinks` that agrees away from the kinks
-    KINKS = ("kinks", "kinks", False, True)
+    KINKS = ("kinks", "kinks", "agrees as-declared")
     # a difference declared with `weanj.Expected` that shows as declared (with its reason)
-    EXPECTED = ("expected", "expected", False, False)
-    UNAVAILABLE = ("unavailable", "skip", False, False)  # its backend is missing here
-    SKIPPED = ("skipped", "skip", False, False)  # not judged, with the reason
-    INFO = ("info", "info", False, False)  # two families, compared for information
-    OK = ("ok", "ok", False, True)  # within the tolerance policy / the check passed
+    EXPECTED = ("expected", "expected", "as-declared")
+    UNAVAILABLE = ("unavailable", "skip", "unjudged not-run")  # its backend is missing here
+    SKIPPED = ("skipped", "skip", "unjudged not-run")  # not judged, with the reason
+    INFO = ("info", "info", "unjudged")  # two families, compared for information
+    OK = ("ok", "ok", "agrees")  # within the tolerance policy / the check passed
 
-    def __new__(cls, label: str, colour: str, fails: bool, agrees: bool):
+    def __new__(cls, label: str, colour: str, what: str):
         member = str.__new__(cls, label)
         member._value_ = label
         member.colour = colour  # the CSS class of pages and notebooks
-        member._fails, member._agrees = fails, agrees
+        member._what = frozenset(what.split())
         return member
 
     def __str__(self) -> str:
@@ -55,12 +61,40 @@ class Verdict(str, enum.Enum):
     @property
     def failing(self) -> bool:
         """A failure: the command exits 1 and pytest fails the item."""
-        return self._fails
+        return "fails" in self._what
 
     @property
     def agreeing(self) -> bool:
         """Two ports agree (what bisect and fuzz search the end of)."""
-        return self._agrees
+        return "agrees" in self._what
+
+    @property
+    def fault(self) -> bool:
+        """A subject's own fault (`error`, `NaN/Inf`, `timeout`): its `run` case says it,
+        its pairs and checks are not compared."""
+        return "fault" in self._what
+
+    @property
+    def declarable(self) -> bool:
+        """What a `weanj.Expected` may declare."""
+        return "declarable" in self._what
+
+    @property
+    def judged(self) -> bool:
+        """It says something about a difference (False for `stale`, `unavailable`,
+        `skipped`, `info`: a declaration leaves such a case as it is)."""
+        return "unjudged" not in self._what
+
+    @property
+    def as_declared(self) -> bool:
+        """A difference that shows as declared (`kinks`, `expected`): it passes, and the
+        views show it beside the failures (the compact pair table, the pictures)."""
+        return "as-declared" in self._what
+
+    @property
+    def ran(self) -> bool:
+        """The subject ran here (False for `unavailable` and `skipped`)."""
+        return "not-run" not in self._what
 
     @property
     def rank(self) -> int:
@@ -80,6 +114,11 @@ class Verdict(str, enum.Enum):
 
 RANKING = tuple(Verdict)
 COLOURS = tuple(dict.fromkeys(v.colour for v in Verdict))
+# The sets every module names by these words, derived from the table above.
+FAULTS = tuple(v for v in Verdict if v.fault)
+NOT_RUN = tuple(v for v in Verdict if not v.ran)
+UNJUDGED = tuple(v for v in Verdict if not v.judged)
+DECLARABLE = tuple(v for v in Verdict if v.declarable)
 
 
 class CaseKind(str, enum.Enum):

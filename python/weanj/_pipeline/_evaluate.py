@@ -19,15 +19,12 @@ import numpy as np
 from .. import _x64
 from .._errors import ExcludedError, UnavailableError, WeanjError
 from .._judge._contract import (
-    ERROR,
-    NONFINITE,
-    SKIPPED,
-    TIMEOUT,
-    UNAVAILABLE,
     Breach,
     Fault,
     checked_gradients,
     checked_loss,
+    fault_of,
+    numbers_fault,
 )
 from .._model import Configuration, Gradient, Inputs, Variant, run_label
 from .._watch import Watch
@@ -167,18 +164,36 @@ def _perturbed(inputs: Inputs, dtype: str, sample: int = 0, eps: float | None = 
     return inputs.example.args(moved, inputs.params)
 
 
+def run_loss(fns) -> Any:
+    """The loss as weanj's own runs call it beyond the evaluation's first call (the
+    rounding level, the Taylor test's steps): from the program that computed the
+    evaluation where the backend has one (`Functions.evaluation_loss`: nothing compiles
+    again), else the variant's `loss`."""
+    return fns.evaluation_loss if fns.evaluation_loss is not None else fns.loss
+
+
 def _loss_and_grad(
     fns, args: tuple, watch: Watch, label: str, dtype: str, returned: dict | None = None
 ) -> tuple[Any, Any]:
     """The loss (held to the contract) and the raw gradient: one watched call where the
     backend computes both at once (`Functions.value_and_grad`: a Julia variant's one
-    request), else the loss, checked before the gradient is asked for. `returned` keeps
-    what came back, for the fault line of a run at odds with its x64 configuration."""
+    request, a JAX variant's one compiled program), else the loss, checked before the
+    gradient is asked for. `returned` keeps what came back, for the fault line of a run
+    at odds with its x64 configuration."""
     returned = {} if returned is None else returned
     if fns.value_and_grad is not None:
-        both = watch.run(lambda: fns.value_and_grad(*args), label)
-        returned["the loss"], returned["the gradient"] = both
-        return checked_loss(both[0], dtype), both[1]
+        try:
+            both = watch.run(lambda: fns.value_and_grad(*args), label)
+        except TypeError:
+            # JAX refuses to differentiate a loss that is not a real scalar: the loss
+            # alone says which contract it breaks (`checked_loss`), as it would first
+            returned["the loss"] = watch.run(lambda: fns.loss(*args), label)
+            checked_loss(returned["the loss"], dtype)
+            raise
+        returned["the loss"] = both[0]
+        loss = checked_loss(both[0], dtype)  # the loss's breach first, as if called first
+        returned["the gradient"] = both[1]
+        return loss, both[1]
     returned["the loss"] = watch.run(lambda: fns.loss(*args), label)
     loss = checked_loss(returned["the loss"], dtype)
     returned["the gradient"] = raw_grad = watch.run(lambda: fns.grad(*args), label)
@@ -211,13 +226,15 @@ def _noise(
     unit of a reduced matmul precision in effect on a device (its products round there)."""
     shapes = {k: np.shape(v) for k, v in gradients.items()}
     try:
+        watch.step(f"perturbed run 1 of {NOISE_SAMPLES}")
         args = _perturbed(inputs, dtype, eps=eps)
         loss_t, raw_grad = _loss_and_grad(fns, args, watch, label, dtype)
         grads_t = checked_gradients(ex, raw_grad, dtype, shapes)
         moves = [abs(loss_t - loss)]
         for sample in range(1, NOISE_SAMPLES):
+            watch.step(f"perturbed run {sample + 1} of {NOISE_SAMPLES}")
             more = _perturbed(inputs, dtype, sample, eps)
-            moved = watch.run(lambda more=more: fns.loss(*more), label)
+            moved = watch.run(lambda more=more: run_loss(fns)(*more), label)
             moves.append(abs(checked_loss(moved, dtype) - loss))
     except Exception:  # the measurement is a refinement; the run itself stood
         return {}
@@ -279,57 +296,67 @@ def evaluate(
     label = label_of(variant, dtype, device, precision)
     command = reproduce_command(variant, inputs, dtype, shown_path, device)
 
-    def fault(verdict: str, what: str) -> Fault:
-        again = command if verdict in (ERROR, NONFINITE, TIMEOUT) else ""
-        return Fault(verdict, what, again, configuration=config)
+    def fault(happened: BaseException, what: str = "") -> Fault:
+        """What happened, reported to the judge, which gives the verdict (`fault_of`),
+        with the configuration the run was in."""
+        return dataclasses.replace(fault_of(happened, what, command), configuration=config)
 
     why = variant.unavailable_reason()
     if why is not None:
-        return fault(UNAVAILABLE, why)
+        return fault(UnavailableError(why))
     if dtype not in variant.dtypes:
-        return fault(SKIPPED, f"{variant.name} supports {', '.join(variant.dtypes)} only")
+        return fault(ExcludedError(f"{variant.name} supports {', '.join(variant.dtypes)} only"))
     excluded = variant.excluded(inputs.arrays, inputs.params)
     if excluded is not None:
-        return fault(SKIPPED, f"{variant.name} does not apply to these inputs: {excluded}")
+        return fault(ExcludedError(f"{variant.name} does not apply to these inputs: {excluded}"))
     args = inputs.args(dtype)
     where = f"{ex.name} {label}"
     returned: dict[str, Any] = {}
     place = None
     try:
-        fns = variant.built  # builds on first use: an optional backend may refuse here
-        built, (fns, place) = fns, on_device(fns, device, precision)
-        t0 = time.perf_counter()
-        loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype, returned)
-        seconds = time.perf_counter() - t0
+        with watch.phase(f"compiling or running {where}"):
+            built = variant.built  # builds on first use: an optional backend may refuse here
+            fns, place = on_device(built, device, precision)
+            t0 = time.perf_counter()
+            loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype, returned)
+            seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
-        g = _gradient(variant, inputs, config, gradients, loss, seconds)
-        describe_device(g, place, config, precision)
-        if not g.finite:
-            return fault(NONFINITE, f"{variant.name}: {g.nonfinite_text()}")
-        if g.extra.get("precision_reduced") and matmul_free(built, args, device, precision):
-            g.extra["precision_reduced"] = False  # no matrix product: nothing rounds coarser
-            g.extra["precision"] += " (no matrix product in this program)"
-        eps = precision_eps({"reduced": g.extra.get("precision_reduced"), **g.extra})
-        if eps is None:
-            g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
-        else:
-            _levels_on_device(g, inputs, (built, fns), args, watch, where, device, eps)
     except TimeoutError as e:
-        return fault(TIMEOUT, str(e))
-    except ExcludedError as e:
-        return fault(SKIPPED, first_line(e))
-    except UnavailableError as e:
-        return fault(UNAVAILABLE, first_line(e))
+        return fault(e)
+    except (ExcludedError, UnavailableError) as e:
+        return fault(e, first_line(e))
     except Breach as e:
-        return fault(ERROR, _x64_line(variant, config, returned) or f"{variant.name} {e}")
+        return fault(e, _x64_line(variant, config, returned) or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
         limit = platform_fault_line(e, device, place)  # or what the device cannot run
         if limit is not None:
-            return fault(UNAVAILABLE, limit)
-        return fault(ERROR, f"{variant.name} {first_line(e)}{raised_at(e)}")
+            return fault(UnavailableError(limit), limit)
+        return fault(e, f"{variant.name} {first_line(e)}{raised_at(e)}")
+    g = _gradient(variant, inputs, config, gradients, loss, seconds)
+    describe_device(g, place, config, precision)
+    nonfinite = numbers_fault(g, command)  # the numbers, judged
+    if nonfinite is not None:
+        return dataclasses.replace(nonfinite, configuration=config)
+    with watch.phase(f"{where}: loss floor (its rounding level)"):
+        _levels(g, inputs, (built, fns), args, watch, where, device, precision)
     if config.x64 is not None:
         g.extra["x64"] = config.x64.describe()  # stored with the gradient
     return g
+
+
+def _levels(g: Gradient, inputs: Inputs, functions: tuple, args, watch, where, device, precision):
+    """The run's rounding level (`noise`); on a device under a reduced matmul precision,
+    where the program has a matrix product, also that precision's level
+    (`_levels_on_device`)."""
+    (built, fns), ex, dtype = functions, g.example, g.dtype
+    if g.extra.get("precision_reduced") and matmul_free(built, args, device, precision):
+        g.extra["precision_reduced"] = False  # no matrix product: nothing rounds coarser
+        g.extra["precision"] += " (no matrix product in this program)"
+    eps = precision_eps({"reduced": g.extra.get("precision_reduced"), **g.extra})
+    if eps is None:
+        g.noise = _noise(fns, inputs, g.loss, g.gradients, ex, dtype, watch, where)
+    else:
+        _levels_on_device(g, inputs, functions, args, watch, where, device, eps)
 
 
 def _levels_on_device(

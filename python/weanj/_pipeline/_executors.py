@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import InputError, WeanjError
-from .._judge._contract import ERROR, Fault
+from .._judge._contract import Fault, fault_of
 from .._model import Gradient, Inputs, Variant
 from ._evaluate import first_line, label_of, reproduce_command
 from ._processes import inputs_payload
@@ -377,7 +377,7 @@ class DaskExecutor:
                         flow.add(again)
                         continue
                     command = reproduce_command(v, inputs, dtype, shown)
-                    found, checks, where, seconds = Fault(ERROR, str(e), command), {}, "", 0.0
+                    found, checks, where, seconds = fault_of(e, str(e), command), {}, "", 0.0
                 delivered.deliver(v, inputs, dtype, found, checks)
                 if records is not None and not _worker_died(found):
                     records.keep(v, inputs, dtype, found)
@@ -450,9 +450,9 @@ def _result(future, v: Variant, inputs: Inputs, dtype: str, shown):
                 f"{e.allowed_failures + 1} attempt(s) (an evaluation is retried on another "
                 "worker; see that worker's log)"
             )
-            return Fault(ERROR, what, command), {}, worker, 0.0
+            return fault_of(e, what, command), {}, worker, 0.0
         what = f"{_DIED} could not evaluate {v.name}: {first_line(e)}"
-        return Fault(ERROR, what, command), {}, "", 0.0
+        return fault_of(e, what, command), {}, "", 0.0
     try:
         out = future.result()
     except Exception as e:  # cancelled, or lost with its worker: not the variant's doing

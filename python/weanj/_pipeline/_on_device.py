@@ -85,7 +85,7 @@ def on_device(fns: Any, device: str, precision: str | None = None) -> tuple[Any,
     return fns._replace(**{k: at(getattr(fns, k)) for k in _CALLS}), place
 
 
-_CALLS = ("loss", "grad", "jvp", "value_and_grad")
+_CALLS = ("loss", "grad", "jvp", "value_and_grad", "evaluation_loss")
 
 
 def platform_fault_line(e: BaseException, device: str, place: Any) -> str | None:

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 from .._errors import InputError
-from .._judge._contract import ERROR, TIMEOUT, Fault
+from .._judge._contract import Fault, fault_of
 from .._model import Gradient, Inputs, Variant
 from ._evaluate import reproduce_command
 
@@ -118,11 +118,8 @@ def evaluate_across(
                 try:
                     codes.append(p.wait(timeout=limit))
                 except subprocess.TimeoutExpired:
-                    return Fault(
-                        TIMEOUT,
-                        f"{variant.name} on {processes} processes took longer than {limit:g} s",
-                        command,
-                    )
+                    what = f"{variant.name} on {processes} processes took longer than {limit:g} s"
+                    return fault_of(TimeoutError(what), what, command)
         finally:
             for p in procs:
                 if p.poll() is None:
@@ -132,12 +129,11 @@ def evaluate_across(
         if failed or not result.is_file():
             i, code = failed[0] if failed else (0, 0)
             last = _last_line(logs[i])
-            return Fault(
-                ERROR,
+            what = (
                 f"{variant.name} under jax.distributed: process {i} of {processes} exited "
-                f"with code {code}" + (f" ({last})" if last else ""),
-                command,
+                f"with code {code}" + (f" ({last})" if last else "")
             )
+            return fault_of(ChildProcessError(what), what, command)
         with open(result, "rb") as f:
             found = pickle.load(f)
     if isinstance(found, Gradient):

@@ -44,6 +44,7 @@ module reached only that way is not part of the key (docs/DESIGN.md says so).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -55,15 +56,16 @@ from .._environment import core_versions, now
 from .._errors import WeanjError
 from .._io._atomic import atomic_path
 from .._io._h5 import array_sha256
-from .._judge._contract import ERROR, NONFINITE, Fault
+from .._judge._contract import Fault
 from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
-from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from .._model._verdicts import FAULTS, GRADIENT_CHECKS, CaseKind, Verdict
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
 from ._gradchecks import CHECKS, TAYLOR_INFO
 
 FORMAT = 2
-_REUSED_FAULTS = (ERROR, NONFINITE)  # timeouts depend on the load; never reused
+# A variant's faults but timeouts, which depend on the load: never reused.
+_REUSED_FAULTS = tuple(v for v in FAULTS if v != Verdict.TIMEOUT)
 # `[tool.weanj]` keys that change where an evaluation runs, never a number of it.
 NOT_IN_THE_KEY = frozenset({"scheduler"})
 _RECORD_TEXT_MAX = 16 * 2**20  # bytes of the record's JSON text (a record is a few kB)
@@ -240,7 +242,7 @@ class Records:
         self.reused[(ex, label)] = record["created"]
         self._recalled[(ex, label)] = record
         if not isinstance(found, Gradient):  # what its key was recomputed with
-            return Fault(found.verdict, found.what, found.command, configuration=config)
+            return dataclasses.replace(found, configuration=config)
         found.configuration = config
         found.source, found.of = "run", variant
         found.seconds = record["seconds"]

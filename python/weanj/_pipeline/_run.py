@@ -467,3 +467,22 @@ def apart_note(g: Gradient, shared: Inputs | None) -> str:
         f"({', '.join(differences(g, shared))}); the store holds only gradients of the shared "
         "inputs and their parameters, which the judge compares"
     )
+
+
+def save_gradient(
+    g: Gradient,
+    shared: Inputs | None,
+    here: Places,
+    *,
+    out: str | Path | None = None,
+    force: bool = False,
+) -> Path:
+    """The writer of one gradient a front end saves outside a check (`weanj run`,
+    `weanj.save_gradient`): to `out`, else where `outside_store_path` says (its store file
+    when it is store material), under the store's rules (`_store.check_target`: a file
+    weanj did not write, a recorded reference without `force`, a file of other inputs in
+    the store are refused). **Returns:** the path written."""
+    shared_key = shared.key(g.dtype) if shared is not None else None
+    path = out if out is not None else outside_store_path(g, shared, here)
+    target = _store.check_target(path, g, shared_key, here, force=force)
+    return _store.write_gradient(g, target, here, force=force)

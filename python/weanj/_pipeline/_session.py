@@ -23,7 +23,7 @@ from .._judge._contract import Fault
 from .._judge._taylor import checked_masks
 from .._model import Example, Gradient, Inputs, Variant
 from .._watch import Watch
-from ._evaluate import evaluate, label_of
+from ._evaluate import evaluate, label_of, run_loss
 from ._on_device import on_device
 
 
@@ -78,6 +78,17 @@ class Session:
             )
             self.watch.abandoned.clear()
 
+    # --- progress ---------------------------------------------------------------------------
+
+    def phase(self, text: str):
+        """A context in which the heartbeat names `text` (`_watch.Watch.phase`): each
+        gradient check, each pair judged."""
+        return self.watch.phase(text)
+
+    def step(self, text: str) -> None:
+        """Where the current phase is (`direction 1 of 2, step 3 of at most 40`)."""
+        self.watch.step(text)
+
     # --- evaluations -------------------------------------------------------------------------
 
     def outcome(
@@ -114,8 +125,10 @@ class Session:
             label = label_of(variant, dtype, device, precision)
             if precision is not None:  # a re-run the judge asked for: no evaluation to count
                 self.say(f"  {variant.example.name} {label}: {seconds:.1f} s (precision or bug)")
+                self.watch.heard()
             elif self.on_evaluated is not None:
                 self.on_evaluated(label, found, seconds, reused)
+                self.watch.heard()  # a line was said: the heartbeat counts from it
         return self._outcomes[key]
 
     def forget(self) -> None:
@@ -149,12 +162,13 @@ class Session:
         """`x -> L(..., array=x, ...)` in float64, each call under the watch."""
         ex = variant.example
         arrays = inputs.run_arrays("float64")
-        fns = on_device(variant.built, "cpu")[0]  # the gradient checks are the CPU run's
+        # the evaluation's own program (no new compilation), on the CPU: the checks are its
+        run = run_loss(on_device(variant.built, "cpu")[0])
         where = f"{ex.name} {variant.name} (Taylor test of {array})"
 
         def loss(x: np.ndarray) -> float:
             args = ex.args({**arrays, array: x}, inputs.params)
-            return float(np.asarray(self.watch.run(lambda: fns.loss(*args), where)))
+            return float(np.asarray(self.watch.run(lambda: run(*args), where)))
 
         return loss
 

@@ -34,7 +34,7 @@ def same_family_pairs(ej: ExampleJudgement) -> list[CaseJudgement]:
     return [
         j
         for j in ej.of_kind(CaseKind.PAIR)
-        if j.verdict not in (Verdict.SKIPPED, Verdict.INFO)
+        if j.verdict.judged  # not skipped, not the information across families
         and len(j.subjects) == 2
         and not j.subjects[1].endswith("@float32")
     ]
@@ -56,6 +56,20 @@ def _measure(js: list[CaseJudgement]) -> str:
     return num(max(errors), 0) if errors else ""
 
 
+def _of_numbers(v: Verdict) -> bool:
+    """A verdict the numbers alone give (`ok`, `FAIL`): its cell shows the number; any other
+    (`NaN/Inf`, `expected`, `unexpectedly ok`, …) says its word, whose reason is the title."""
+    return v is Verdict.OK or v is Verdict.FAIL
+
+
+def _skipped_cell(js: list[CaseJudgement]) -> Cell:
+    """Cases all skipped: `not compared` where a subject is at fault (naming it), else
+    `skipped`, with the reason."""
+    reason = next((j.reason for j in js if j.reason), "")
+    text = "not compared" if any(j.blocked_by for j in js) else str(Verdict.SKIPPED)
+    return Cell(text, str(Verdict.SKIPPED), [], reason)
+
+
 def check_cell(js: list[CaseJudgement], kind: CaseKind | str) -> Cell:
     """A variant's cell of one gradient check: its worst verdict with the check's number
     (`_measure`), links to the arrays of that verdict, the summaries as its title."""
@@ -63,17 +77,17 @@ def check_cell(js: list[CaseJudgement], kind: CaseKind | str) -> Cell:
         return Cell("—", "", [], f"no {kind} check")
     worst = Verdict.worst(j.verdict for j in js)
     if worst == Verdict.SKIPPED:
-        reason = next((j.reason for j in js if j.reason), "")
-        text = "not compared" if any(j.blocked_by for j in js) else str(Verdict.SKIPPED)
-        return Cell(text, str(worst), [], reason)
+        return _skipped_cell(js)
     shown = _measure(js)
     links = [(j.array or str(kind), j.case) for j in js if j.verdict == worst]
-    text = f"{worst} {shown}".strip() if worst in (Verdict.OK, Verdict.FAIL) else str(worst)
+    text = f"{worst} {shown}".strip() if _of_numbers(worst) else str(worst)
     return Cell(text, str(worst), links, "\n".join(summary(j) for j in js))
 
 
 def float32_cell(ej: ExampleJudgement, name: str) -> Cell:
-    """The float32 column: the float32 run against its family's float64 reference."""
+    """The float32 column: the float32 run against its own float64 run (precision alone;
+    against the family's float64 reference where it has none), `not compared` where that
+    run is at fault."""
     label = f"{name}@float32"
     run = ej.run_of(label)
     if run is not None and run.verdict != Verdict.OK:
@@ -88,20 +102,24 @@ def float32_cell(ej: ExampleJudgement, name: str) -> Cell:
             return Cell(str(Verdict.SKIPPED), str(Verdict.SKIPPED), [], ej.skipped[label])
         return Cell("—", "", [], f"no float32 gradient of {name}")
     worst = Verdict.worst(j.verdict for j in mine)
+    if worst == Verdict.SKIPPED:
+        return _skipped_cell(mine)
     rels = [
         j.comparison.max_rel
         for j in mine
         if j.comparison is not None and j.comparison.max_rel is not None
     ]
     links = [(j.array or "", j.case) for j in mine if j.verdict == worst and j.failed]
-    text = f"{worst} {num(max(rels), 1) if rels else ''}".strip()
+    shown = num(max(rels), 1) if rels and _of_numbers(worst) else ""
+    text = f"{worst} {shown}".strip()
     return Cell(text, str(worst), links, "\n".join(summary(j) for j in mine))
 
 
 def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
     """Whether a variant agrees with the members of its family it was compared with:
     `ok ×3`, `FAIL vs 2 of 3` for the suspect, `ok ×1; FAIL vs` for a member that fails
-    only against the suspects, `kinks`, or `not compared`."""
+    only against the suspects (each with the pairs' own worst verdict: `unexpectedly ok
+    vs`), `kinks`, or `not compared`."""
     mine = [j for j in same_family_pairs(ej) if label in j.subjects]
     blocked = [j for j in ej.of_kind(CaseKind.PAIR) if label in j.subjects and j.blocked_by]
     if not mine:
@@ -119,14 +137,14 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
         links = [(f"{other(j)} ({j.array})", j.case) for j in failing]
         why = "\n".join(summary(j) for j in failing)
         against = dict.fromkeys(other(j) for j in failing)
+        worst = Verdict.worst(j.verdict for j in failing)
         if label in accused:
-            worst = Verdict.worst(j.verdict for j in failing)
-            return Cell(
-                f"{Verdict.FAIL} vs {len(against)} of {len(members)}", str(worst), links, why
-            )
-        # It fails only against the family's suspects: the suspects are the news.
-        text = f"{Verdict.OK} ×{len(members) - len(against)}; {Verdict.FAIL} vs"  # links name them
-        return Cell(text, "differs", links, why, plain=f"{text} {', '.join(against)}")
+            return Cell(f"{worst} vs {len(against)} of {len(members)}", str(worst), links, why)
+        # It fails only against the family's suspects: the suspects are the news; where the
+        # judge names none (`unexpectedly ok`: a declaration, not a port), the verdict is.
+        text = f"{Verdict.OK} ×{len(members) - len(against)}; {worst} vs"  # links name them
+        news = "differs" if any(other in accused for other in against) else str(worst)
+        return Cell(text, news, links, why, plain=f"{text} {', '.join(against)}")
     kinks = [j for j in mine if j.verdict == Verdict.KINKS]
     if kinks:
         at_kinks = dict.fromkeys(other(j) for j in kinks)

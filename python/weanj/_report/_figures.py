@@ -253,7 +253,7 @@ def chosen_pairs(ej: ExampleJudgement, *, recorded: bool = False) -> list[CaseJu
         for j in ej.of_kind(CaseKind.PAIR)
         if j.comparison is not None or j.verdict == Verdict.NONFINITE
     ]
-    notable = [j for j in pairs if j.failed or j.verdict in (Verdict.KINKS, Verdict.EXPECTED)]
+    notable = [j for j in pairs if j.failed or j.verdict.as_declared]
     if notable:
         return notable
     same = [j for j in pairs if j.verdict == Verdict.OK]

@@ -24,7 +24,17 @@ from ._figures import plain
 from ._html_bench import _dl, benchmarks, provenance
 from ._html_parts import CSP, STYLE, badge, cell, e, img, link, table, verdict_class
 from ._page_model import ExamplePage, anchor, overall, same_family_pairs
-from ._text import declared_text, index, julia, num, region_lines, summary, ulp_text, x64_lines
+from ._text import (
+    declared_text,
+    index,
+    julia,
+    num,
+    reference_lines,
+    region_lines,
+    summary,
+    ulp_text,
+    x64_lines,
+)
 
 # --- the top -------------------------------------------------------------------------------
 
@@ -115,18 +125,25 @@ def variant_table(p: ExamplePage) -> str:
     return table(head, rows, "variants")
 
 
+def _nothing_judged(p: ExamplePage, state_class: str, error_class: str) -> str:
+    """The close of an example's section where there is no judgement to show: what runs it
+    (`state`), or why the judge could not judge it; "" where there is one."""
+    if p.ej is None:
+        return f'<p class="{state_class}">{e(p.state)}</p></section>'
+    if p.error is not None:
+        return f'<p class="{error_class}">not judged: {e(p.error)}</p></section>'
+    return ""
+
+
 def example_top(p: ExamplePage) -> str:
     ex = p.example
     out = [
         f'<section class="example" id="{e(p.name)}">',
         f"<h3>{e(p.name)}{': ' + e(ex.title) if ex.title else ''} — {badge(p.verdict)}</h3>",
     ]
-    if p.ej is None:
-        out.append(f'<p class="{verdict_class(p.verdict)}">{e(p.state)}</p></section>')
-        return "".join(out)
-    if p.error is not None:
-        out.append(f'<p class="fail">not judged: {e(p.error)}</p></section>')
-        return "".join(out)
+    nothing = _nothing_judged(p, verdict_class(p.verdict), "fail")
+    if nothing:
+        return "".join(out) + nothing
     out.append(
         f'<p class="note">{e(p.ej.inputs.describe())}; dtypes judged: '
         f"{e(', '.join(sorted({g.dtype for g in p.ej.subjects.values()})) or 'none')}; "
@@ -135,8 +152,10 @@ def example_top(p: ExamplePage) -> str:
         f"{link('provenance', anchor(p.name, 'provenance'))}.</p>"
     )
     out.append(variant_table(p))
-    x64 = [line.strip() for line in x64_lines(p.ej)]
-    if x64:  # the x64 configuration each run computed in (DESIGN §2.2)
+    # the x64 configuration each run computed in (DESIGN §2.2); a family judged against
+    # another member than its designated reference (DESIGN §5)
+    x64 = [line.strip() for line in x64_lines(p.ej) + reference_lines(p.ej)]
+    if x64:
         out.append(f'<p class="note">{"<br>".join(e(line) for line in x64)}</p>')
     if p.not_compared:
         cases = len({case for v in p.not_compared.values() for case in v})
@@ -312,12 +331,9 @@ def evidence(p: ExamplePage, have_matplotlib: bool) -> str:
         f'<section id="{e(anchor(p.name, "pairs"))}">'
         f"<h3>{link(p.name, p.name)}: pairs and pictures</h3>"
     ]
-    if p.ej is None:
-        out.append(f'<p class="note">{e(p.state)}</p></section>')
-        return "".join(out)
-    if p.error is not None:
-        out.append(f'<p class="note">not judged: {e(p.error)}</p></section>')
-        return "".join(out)
+    nothing = _nothing_judged(p, "note", "note")
+    if nothing:
+        return "".join(out) + nothing
     drawn = {j.case for j in p.pictures}
     if p.pictures:
         kind = (
@@ -369,7 +385,7 @@ def tables(p: ExamplePage, drawn: set[str]) -> list[str]:
     groups = (
         ("same-family pairs (float64)", same),
         (
-            "float32 against the family's float64 reference",
+            "float32 against its own float64 run",
             [j for j in pairs if j.subjects[1].endswith("@float32")],
         ),
         (

@@ -9,6 +9,7 @@ import io
 from typing import Any
 
 from .._judge._verdict import Verdict
+from .._model._verdicts import COLOURS
 from ._cells import Cell
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -22,6 +23,25 @@ _STATES = {
     **dict.fromkeys(("not checked", "not judged", "incomplete"), Verdict.STALE.colour),
 }
 
+# The look of each colour class of `Verdict` (`Verdict.colour`), written once for the report
+# and the notebook (`verdict_style`).
+_LOOK = {
+    "fail": "background:#f9d6d5;font-weight:bold",
+    "stale": "background:#fff6cc",
+    "kinks": "background:#fbeec8",
+    "expected": "background:#e8def8",
+    "skip": "background:#eee;color:#555",
+    "info": "background:#e1ecf7",
+    "ok": "background:#dff3df",
+}
+
+
+def verdict_style(scope: str = "") -> str:
+    """The CSS rules of the verdicts' colours, derived from `Verdict` (each of its colour
+    classes, `COLOURS`), under `scope` (the notebook's fragment: `.weanj-judgement `)."""
+    return "".join(f"{scope}.{colour}{{{_LOOK[colour]}}}" for colour in COLOURS)
+
+
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:84em;
 padding:0 1em;color:#1b1b1b;line-height:1.4}
@@ -29,13 +49,11 @@ h1{margin-bottom:.2em}h2{border-bottom:2px solid #ccc;margin-top:2em}
 h3{margin-top:1.6em}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.25em .5em;vertical-align:top;text-align:left}
 th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}
-code{font-size:.95em;white-space:nowrap}td.n{white-space:nowrap}.ok{background:#dff3df}.fail{background:#f9d6d5;font-weight:bold}
-.kinks{background:#fbeec8}.expected{background:#e8def8}.info{background:#e1ecf7}
-.skip{background:#eee;color:#555}
-.stale{background:#fff6cc}.overall{font-size:1.3em;padding:.4em .7em;display:inline-block}
+code{font-size:.95em;white-space:nowrap}td.n{white-space:nowrap}
+.overall{font-size:1.3em;padding:.4em .7em;display:inline-block}
 .note{color:#555}.pic{margin:1em 0 2em}.pic img{max-width:100%;border:1px solid #ddd}
 nav a{margin-right:1em}ul.tight{margin:.3em 0}section.example{margin-bottom:1em}
-"""
+""" + verdict_style()
 
 
 def e(text: Any) -> str:

@@ -162,6 +162,18 @@ def example_json(ej: ExampleJudgement) -> dict[str, Any]:
         },
         "unavailable": dict(ej.unavailable),
         "skipped_subjects": dict(ej.skipped),
+        # families whose designated reference is at fault or did not run (DESIGN §5)
+        "references": [
+            {
+                "family": r.family,
+                "designated": r.designated,
+                "state": r.state,
+                "judged_against": r.judged_against,
+                "line": r.line,
+            }
+            for r in ej.references()
+            if r.state
+        ],
         "pairs": [
             judgement_json(j) for j in ej.of_kind(CaseKind.PAIR) if j.verdict != Verdict.SKIPPED
         ],

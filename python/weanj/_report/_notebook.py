@@ -7,9 +7,9 @@ from __future__ import annotations
 from .._judge._verdict import ExampleJudgement, Verdict
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ._cells import check_cell, checks_of, family_cell, float32_cell
-from ._html_parts import badge, cell, e, img, table, verdict_class
+from ._html_parts import badge, cell, e, img, table, verdict_class, verdict_style
 from ._lines import num
-from ._text import fault_rows, fault_text, summary
+from ._text import fault_rows, fault_text, reference_lines, summary
 
 # Scoped to the fragment: a notebook or a docs page around it keeps its own look.
 SCOPED_STYLE = (
@@ -17,13 +17,7 @@ SCOPED_STYLE = (
     ".weanj-judgement th,.weanj-judgement td{border:1px solid #ccc;padding:.2em .45em;"
     "text-align:left;vertical-align:top}"
     ".weanj-judgement th{background:#f2f2f2}"
-    ".weanj-judgement .ok{background:#dff3df}"
-    ".weanj-judgement .fail{background:#f9d6d5;font-weight:bold}"
-    ".weanj-judgement .kinks{background:#fbeec8}.weanj-judgement .info{background:#e1ecf7}"
-    ".weanj-judgement .expected{background:#e8def8}"
-    ".weanj-judgement .skip{background:#eee;color:#555}"
-    ".weanj-judgement .stale{background:#fff6cc}"
-    ".weanj-judgement img{max-width:100%}"
+    ".weanj-judgement img{max-width:100%}" + verdict_style(".weanj-judgement ")
 )
 
 
@@ -133,6 +127,8 @@ def judgement_html(judgement, *, max_pictures: int = 6) -> str:
                     _variant_rows(ej),
                 )
             )
+            for line in reference_lines(ej):  # a family judged against its next member
+                parts.append(f"<p>{e(line.strip())}</p>")
         pictures = _pictures(ej, left)
         left -= len(pictures)
         parts.extend(pictures)

@@ -23,7 +23,7 @@ from typing import Any
 
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Catalog
-from .._model._verdicts import GRADIENT_CHECKS, CaseKind
+from .._model._verdicts import GRADIENT_CHECKS, NOT_RUN, CaseKind
 from ._cells import check_cell, family_cell, float32_cell
 from ._lines import fault_text, relative_text
 from ._page_model import (
@@ -138,11 +138,8 @@ def _check_skips(page: ExamplePage) -> dict[str, list[str]]:
     fault are that variant's row, not a skip."""
     out: dict[str, list[str]] = {}
     ej = page.ej
-    ran = {
-        r.variant
-        for r in page.rows
-        if r.verdict not in (str(Verdict.SKIPPED), str(Verdict.UNAVAILABLE))
-    }
+    not_run = {str(v) for v in NOT_RUN}
+    ran = {r.variant for r in page.rows if r.verdict not in not_run}
     ran -= set(ej.faults)
     for j in ej.judgements:
         if j.kind not in GRADIENT_CHECKS or j.verdict != Verdict.SKIPPED or j.blocked_by:
@@ -177,7 +174,7 @@ def _failures(page: ExamplePage) -> None:
     pairs = [j for j in ej.of_kind(CaseKind.PAIR) if j.failed]
     named = set()
     # The judge's suspects (`_judge._suspects`), each against its family's trusted group
-    # (a float32 run is judged against its family's reference: never the reference's fault).
+    # (a float32 run is judged against its own float64 run: precision alone).
     for label, js in ej.suspects().items():
         by_array: dict[str | None, list[CaseJudgement]] = {}
         for j in js:
@@ -196,7 +193,7 @@ def _failures(page: ExamplePage) -> None:
         if j.case in named:
             continue
         ref, other = j.subjects
-        if other.endswith("@float32"):  # a float32 run off its family's float64 reference
+        if other.endswith("@float32"):  # a float32 run off its own float64 run
             what = f"{j.verdict}: differs from {ref}{_where(j.comparison)}"
             page.failures.append(Failure(other, j.array, what, [(ref, j.case)]))
         else:  # a failing pair the judge names no suspect of
@@ -233,7 +230,7 @@ def _pictures(ej: ExampleJudgement) -> tuple[list[CaseJudgement], int]:
     first); when none, the agreeing same-family pair of the largest error and every pair of family
     references (`info`)."""
     pairs = [j for j in ej.of_kind(CaseKind.PAIR) if j.comparison is not None]
-    notable = [j for j in pairs if j.failed or j.verdict in (Verdict.KINKS, Verdict.EXPECTED)]
+    notable = [j for j in pairs if j.failed or j.verdict.as_declared]
     if notable:
         notable.sort(key=lambda j: (j.subjects[1].endswith("@float32"), -_badness(j)))
         return notable[:MAX_PICTURES], max(0, len(notable) - MAX_PICTURES)

@@ -64,6 +64,12 @@ def not_compared_line(ej: ExampleJudgement) -> str | None:
     return f"  not compared: {len(blocked)} case(s) with {', '.join(who)} (at fault, above)"
 
 
+def reference_lines(ej: ExampleJudgement) -> list[str]:
+    """One line per family whose designated reference is at fault or did not run: the
+    member it was judged against instead (the judge's `ExampleJudgement.references`)."""
+    return [f"  {r.line}" for r in ej.references() if r.line]
+
+
 def variant_rows(ej: ExampleJudgement) -> list[str]:
     """The table of variants: loss, Taylor (smallest rate), jvp, float32, agreement with
     its family, time; a variant at fault gets its verdict and one line."""
@@ -139,8 +145,9 @@ def pair_row(j: CaseJudgement) -> str:
 
 
 def pair_lines(ej: ExampleJudgement, *, everything: bool) -> list[str]:
-    """The pair table (`everything=False`: the family references' pairs, float32 and
-    what fails or differs at kinks: `weanj check`'s compact table)."""
+    """The pair table (`everything=False`: the pairs of each family's reference (the
+    first member compared), the float32 runs and whatever is not plainly `ok` (fails,
+    differs at kinks or as declared, information): `weanj check`'s compact table)."""
     pairs = [j for j in ej.of_kind(CaseKind.PAIR) if j.verdict != Verdict.SKIPPED]
     if not everything:
         firsts = {}
@@ -150,8 +157,8 @@ def pair_lines(ej: ExampleJudgement, *, everything: bool) -> list[str]:
             j
             for j in pairs
             if j.subjects[0] == firsts.get(j.family)
-            or j.failed
-            or j.verdict in (Verdict.KINKS, Verdict.EXPECTED, Verdict.INFO)
+            or "@" in j.subjects[1]
+            or j.verdict != Verdict.OK
         ]
     if not pairs:
         return []
@@ -235,6 +242,7 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     blocked = not_compared_line(ej)
     if blocked:
         out.append(blocked)
+    out.extend(reference_lines(ej))
     out.extend(pair_lines(ej, everything=mode != "check"))
     out.extend(declared_lines(ej))
     files = ej.of_kind(CaseKind.FILE)
@@ -275,8 +283,9 @@ def suspect_lines(found: list) -> list[str]:
         closer = [f"`weanj diff {example}`"]
         if "@" not in s.label and "@" not in s.reference and "/" not in s.reference + s.label:
             closer.append(f"`weanj bisect {example} {s.reference} {s.label}`")
+        worst = Verdict.worst(j.verdict for j in s.against)
         out.append(
-            f"  {example} family {s.family}: {s.label} (FAIL vs {s.reference}: {arrays}); "
+            f"  {example} family {s.family}: {s.label} ({worst} vs {s.reference}: {arrays}); "
             f"look closer: {', '.join(closer)}"
         )
     return out
@@ -294,18 +303,8 @@ def overall_line(
     dtypes: tuple[str, ...],
     did_not_run: list[tuple[str, str, bool]] = (),
 ) -> str:
-    runs = sum(
-        1
-        for ej in results
-        for j in ej.of_kind(CaseKind.RUN)
-        if j.verdict not in (Verdict.SKIPPED, Verdict.UNAVAILABLE)
-    )
-    skipped = sum(
-        1
-        for ej in results
-        for j in ej.judgements
-        if j.verdict in (Verdict.SKIPPED, Verdict.UNAVAILABLE)
-    )
+    runs = sum(1 for ej in results for j in ej.of_kind(CaseKind.RUN) if j.verdict.ran)
+    skipped = sum(1 for ej in results for j in ej.judgements if not j.verdict.ran)
     failed = [ej.name for ej in results if ej.judged and not ej.ok]
     unjudged = [ej.name for ej in results if not ej.judged]
     unchecked = [d for d in ("float64", "float32") if d not in dtypes]

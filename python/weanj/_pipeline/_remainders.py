@@ -1,0 +1,287 @@
+"""The Taylor remainder test and central differences of any loss (docs/DESIGN.md §9.1,
+§9.3): the numbers of a check, for a variant's loss (`_gradchecks`, which judges them)
+or for any function a notebook passes to `weanj.taylor_test` and `weanj.fd_check`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .._errors import InputError
+from .._judge._taylor import (
+    AT_ROUNDING,
+    RESOLVED,
+    ROUNDING,
+    TaylorDirection,
+    TaylorResult,
+    inner,
+    random_direction,
+)
+from .._model import TaylorPolicy
+
+# --- the Taylor remainder test -----------------------------------------------------------
+
+
+def taylor(
+    loss: Callable[[np.ndarray], float],
+    x: np.ndarray,
+    g: np.ndarray,
+    policy: TaylorPolicy,
+    *,
+    array: str = "",
+    mask: np.ndarray | None = None,
+    noise: float = 0.0,
+    progress: Callable[[str], None] | None = None,
+) -> TaylorResult:
+    """The remainders of `loss` (a function of one array, the others fixed) at `x` with
+    claimed gradient `g`, along `policy.directions` seeded directions inside `mask`.
+    `noise`: the loss's own rounding noise (`Gradient.noise["loss"]`), a floor under the
+    rounding level of every remainder: a loss that cancels terms of order 1 down to ~0 is
+    noisy far above `ROUNDING` times its value (the same floor as the judge's loss floor).
+    `progress(where)`: told before each loss (`direction 1 of 2, step 3 of at most 40`)."""
+    x = np.asarray(x)
+    g = np.asarray(g)
+    keep = np.ones(x.shape, bool) if mask is None else np.asarray(mask, bool)
+    if not keep.any():
+        return TaylorResult(array, policy, 0.0, (), int(x.size), int(x.size))
+    if policy.h0 is not None:
+        h0 = float(policy.h0)
+    else:
+        norm = float(np.sqrt(np.sum(np.abs(x[keep]) ** 2)))
+        h0 = 1e-2 * (norm if norm > 0 else math.sqrt(int(keep.sum())))
+    rng = np.random.default_rng(policy.seed)
+    tell = progress if progress is not None else (lambda where: None)
+    tell("the loss at x")
+    base = float(loss(x))
+    directions = []
+    for d in range(policy.directions):
+        dx = random_direction(rng, x, None if mask is None else keep)
+        where = f"direction {d + 1} of {policy.directions}, step {{}} of at most {policy.max_steps}"
+        told = counted(loss, tell, where)
+        directions.append(
+            _one_direction(told, x, dx, inner(g, dx), base, h0, policy.max_steps, noise)
+        )
+    return TaylorResult(array, policy, h0, tuple(directions), int(x.size - keep.sum()), int(x.size))
+
+
+def counted(loss: Callable, tell: Callable[[str], None], where: str) -> Callable:
+    """`loss`, telling before each call which it is: `where` with the call's number in
+    place of `{}` (`step 3 of at most 40`)."""
+    made = 0
+
+    def told(x):
+        nonlocal made
+        made += 1
+        tell(where.format(made))
+        return loss(x)
+
+    return told
+
+
+def _one_direction(loss, x, dx, slope, base, h0, max_steps, noise=0.0) -> TaylorDirection:
+    steps, remainders, rounding = [], [], []
+    h = h0
+    quiet = 0  # consecutive remainders at rounding level
+    if not (math.isfinite(base) and math.isfinite(slope)):
+        return TaylorDirection((), (), (), nonfinite=True, slope=slope)
+    for _ in range(max_steps):
+        value = float(loss(x + h * dx))
+        if not math.isfinite(value):
+            return TaylorDirection(
+                tuple(steps), tuple(remainders), tuple(rounding), nonfinite=True, slope=slope
+            )
+        r = abs(value - base - h * slope)
+        rho = max(ROUNDING * max(abs(base), abs(value), abs(h * slope)), noise)
+        steps.append(h)
+        remainders.append(r)
+        rounding.append(rho)
+        # One remainder at rounding level may be a wrong gradient's two terms cancelling:
+        # r = |h²C − h·ε| crosses zero once, then falls as h; only AT_ROUNDING in a row
+        # mean the remainders are noise from here on.
+        quiet = quiet + 1 if r <= RESOLVED * rho else 0
+        if quiet == AT_ROUNDING:
+            break
+        h /= 2
+    return TaylorDirection(tuple(steps), tuple(remainders), tuple(rounding), slope=slope)
+
+
+# --- central differences (information; the seed notebook's call) ---------------------------
+
+
+def _as_arrays(x: Any) -> dict:
+    """`{name: array}` (float64, or complex128 for complex values) from an array or a
+    dict of arrays (several `wrt` arrays)."""
+
+    def widen(v):
+        v = np.asarray(v)
+        return v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
+
+    if isinstance(x, Mapping):
+        return {k: widen(v) for k, v in x.items()}
+    return {"": widen(x)}
+
+
+def _rebuild(template: Any, arrays: dict) -> Any:
+    return arrays[""] if not isinstance(template, Mapping) else dict(arrays)
+
+
+def _check_fd_arguments(f: Any, n: Any, h: Any, seed: Any) -> None:
+    """Each argument of `fd_check` of its kind, or an `InputError` naming it."""
+    if not callable(f):
+        raise InputError(f"fd_check: f must be a function, got {type(f).__name__}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise InputError(f"fd_check: n must be an integer >= 1 (directions), got {n!r}")
+    if isinstance(h, bool) or not isinstance(h, (int, float, np.floating, np.integer)):
+        raise InputError(f"fd_check: h must be a number > 0 (the step), got {h!r}")
+    if not (math.isfinite(float(h)) and h > 0):
+        raise InputError(f"fd_check: h must be a finite number > 0 (the step), got {h!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"fd_check: seed must be an integer >= 0, got {seed!r}")
+
+
+def _scalar(value: Any) -> float:
+    """What `f` returned, as a float, or an `InputError` (fd_check needs a scalar)."""
+    a = np.asarray(value)
+    if a.ndim != 0 or a.dtype.kind not in "fiu":
+        raise InputError(
+            f"fd_check: f must return a real scalar, got an array of shape {a.shape} ({a.dtype})"
+        )
+    return float(a)
+
+
+def fd_check(
+    f: Callable[[Any], float],
+    x: Any,
+    g: Any,
+    n: int = 10,
+    h: float = 1e-2,
+    seed: int = 0,
+    mask: Any = None,
+) -> float:
+    """Largest relative error of `g` against central differences of `f` along `n` directions.
+
+    **Arguments:**
+
+    - `f`: scalar function of an array shaped like `x` (e.g. a loss with other inputs
+      fixed), or of a dict of arrays when `x` is one (several gradient arrays).
+    - `x`: the point; `g`: the claimed gradient `∇f(x)`, shaped like `x`.
+    - `n`: number of random directions (unit-norm, standard normal, seeded by `seed`);
+      with a dict, each direction has components in every array at once.
+    - `h`: step; the central difference `(f(x+hv) - f(x-hv)) / 2h` is exact for
+      quadratics, so a large `h` keeps rounding error small there; for other losses its
+      truncation error is O(h²) (the Taylor test needs no step: `weanj check`).
+    - `mask`: booleans shaped like `x` (a dict for a dict): only the True entries are
+      perturbed, e.g. to keep central differences off a kink. None: all of them.
+
+    **Returns:** `max_k |D_k - ⟨g, v_k⟩| / max(|⟨g, v_k⟩|, |D_k|)` (0 where both vanish).
+    """
+    _check_fd_arguments(f, n, h, seed)
+    xs, gs = _as_arrays(x), _as_arrays(g)
+    # InputError (a ValueError): a caller's mistake, reported in one line by the CLI.
+    if set(gs) != set(xs):
+        raise InputError(f"gradient arrays {sorted(gs)} differ from x's {sorted(xs)}")
+    for k in xs:
+        if gs[k].shape != xs[k].shape:
+            label = f"{k}: " if k else ""
+            raise InputError(
+                f"{label}gradient shape {gs[k].shape} differs from x shape {xs[k].shape}"
+            )
+    masks = {k: np.ones(a.shape, bool) for k, a in xs.items()}
+    if mask is not None:
+        given = mask if isinstance(mask, Mapping) else {"": mask}
+        for k, m in given.items():
+            if k not in xs or np.shape(m) != xs[k].shape:
+                raise InputError(f"fd_check: mask {k!r} does not match x")
+            masks[k] = np.asarray(m, bool)
+    if not any(m.any() for m in masks.values()):
+        raise InputError("fd_check: the mask leaves no entry to perturb")
+    with _precision_of(next(iter(xs.values()))):
+        return _fd_worst(f, x, xs, gs, masks, n, h, seed)
+
+
+def _fd_worst(f, x, xs, gs, masks, n, h, seed) -> float:
+    rng = np.random.default_rng(seed)
+    worst = 0.0
+    for _ in range(n):
+        v = {}
+        for k, a in xs.items():
+            d = rng.standard_normal(a.shape)
+            if np.iscomplexobj(a):
+                d = d + 1j * rng.standard_normal(a.shape)
+            v[k] = d * masks[k]
+        norm = float(np.sqrt(sum(np.sum(np.abs(d) ** 2) for d in v.values())))
+        v = {k: d / norm for k, d in v.items()}
+        plus = _rebuild(x, {k: xs[k] + h * v[k] for k in xs})
+        minus = _rebuild(x, {k: xs[k] - h * v[k] for k in xs})
+        fd = (_scalar(f(plus)) - _scalar(f(minus))) / (2 * h)
+        ad = sum(inner(gs[k], v[k]) for k in xs)
+        if not (np.isfinite(fd) and np.isfinite(ad)):
+            return float("inf")
+        scale = max(abs(fd), abs(ad))
+        worst = max(worst, abs(fd - ad) / scale if scale > 0 else 0.0)
+    return worst
+
+
+def taylor_test(
+    loss: Callable[[Any], float],
+    x: Any,
+    g: Any,
+    *,
+    h0: float | None = None,
+    directions: int = 2,
+    rate: float = 1.8,
+    seed: int = 0,
+    mask: Any = None,
+) -> TaylorResult:
+    """The Taylor remainder test of a claimed gradient `g` of `loss` at `x`, for any
+    function (pyadjoint's `taylor_test` is the model).
+
+    Along `directions` seeded unit directions dx, the remainder `|L(x + h dx) − L(x) −
+    h⟨g, dx⟩|` is computed for h = h0, h0/2, ... until it reaches rounding level; it falls
+    as h² (rate 2) when `g` is the gradient, as h (rate 1) when it is not.
+
+    **Arguments:**
+
+    - `loss`: a scalar function of one array (the other inputs fixed).
+    - `x`, `g`: the point and the claimed gradient (same shape; complex arrays in weanj's
+      convention `∂L/∂Re z + i·∂L/∂Im z`).
+    - `h0`: the first step (default 1e-2·‖x‖); `directions`, `seed`: the directions;
+      `rate`: the bound the rates must reach; `mask`: booleans, only True entries move.
+
+    **Returns:** a `TaylorResult`: `.rates` (per direction), `.asymptotic` (the rates at the
+    smallest resolved steps), `.passes` (the judge's rule), and every step and remainder.
+    """
+    from .. import _arguments as arg
+
+    loss = arg.function_of_x(loss, "loss", "taylor_test")
+    x, g = arg.numbers(x, "x", "taylor_test"), arg.numbers(g, "g", "taylor_test")
+    if x.shape != g.shape:
+        raise InputError(f"taylor_test: g has shape {g.shape}, x has {x.shape}")
+    for what, value in (("directions", directions), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise InputError(f"taylor_test: {what} must be an integer >= 0, got {value!r}")
+    try:
+        policy = TaylorPolicy(h0=h0, directions=int(directions), rate=rate, seed=int(seed))
+    except Exception as e:
+        raise InputError(f"taylor_test: {e}") from None
+    if mask is not None and np.shape(mask) != x.shape:
+        raise InputError(f"taylor_test: mask has shape {np.shape(mask)}, x has {x.shape}")
+    with _precision_of(x):
+        return taylor(loss, x, g, policy, mask=mask)
+
+
+def _precision_of(x: np.ndarray):
+    """JAX's 64-bit types on for float64 (complex128) points, as weanj's runs have them: a
+    plain JAX loss would otherwise compute in float32, and a correct gradient's remainders
+    would stop at float32's rounding (rates 1, a false failure)."""
+    import contextlib
+    import sys
+
+    jax = sys.modules.get("jax")
+    if jax is None or np.asarray(x).dtype not in (np.float64, np.complex128):
+        return contextlib.nullcontext()
+    return jax.enable_x64(True)
