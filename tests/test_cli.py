@@ -211,11 +211,11 @@ def test_a_mistyped_option_is_one_line_naming_the_option_meant(project, capsys):
         ),
         (
             ["check", "--timeout", "-1"],
-            "argument --timeout: expected a finite number > 0, got '-1'",
+            "argument --timeout: expected a number of seconds >= 0 (0: no limit), got '-1'",
         ),
         (
             ["run", "01-jacobi", "jax-jacobi", "--timeout", "inf"],
-            "argument --timeout: expected a finite number > 0, got 'inf'",
+            "argument --timeout: expected a number of seconds >= 0 (0: no limit), got 'inf'",
         ),
     ],
     ids=["budget-inf", "samples-0", "check-timeout-negative", "run-timeout-inf"],

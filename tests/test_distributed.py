@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -278,12 +279,77 @@ def test_scheduler_and_a_dying_worker(tmp_path):
     assert differ <= {c for c in here if "jax-always" in c} | {""}, differ
 
 
+# `21-slow`: `jax-ok`, and `jax-sleeps`, which sleeps 600 s; `kernels.dies` kills (SIGKILL)
+# the first Dask worker process that imports it: a worker lost while the workers load the
+# project, before any task.
+SLEEPING = """\
+import time
+
+import jax.numpy as jnp, numpy as np
+import weanj
+
+ex = weanj.register_example(weanj.Example(
+    name="21-slow", arrays=("x",), wrt="x",
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(6)},
+))
+
+
+@weanj.jax_variant(ex, "jax-ok", family="f")
+def ok(x):
+    return jnp.sum(jnp.sin(x) ** 2)
+
+
+@weanj.jax_variant(ex, "jax-sleeps", family="f", dtypes=("float64",))
+def sleeps(x):
+    time.sleep(600)
+    return jnp.sum(jnp.sin(x) ** 2)
+"""
+
+DIES_LOADING = """\
+import multiprocessing, os, signal
+from pathlib import Path
+
+MARK = Path(__file__).with_name("died-loading")
+if multiprocessing.current_process().name.startswith("Dask Worker"):
+    try:
+        os.close(os.open(MARK, os.O_CREAT | os.O_EXCL | os.O_WRONLY))  # the first one only
+    except FileExistsError:
+        pass
+    else:
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_worker_lost_while_loading_and_a_call_that_never_ends(tmp_path):
+    """`weanj check --workers 2` where one worker is killed (SIGKILL) while the workers
+    load the project, and a variant sleeps 600 s under `[tool.weanj] timeout = 3`: the
+    check goes on (Dask's "Stream is closed" aborted it), the sleeping variant is
+    `timeout` naming the limit and where it comes from, every other evaluation is ok."""
+    root = write_project(
+        _folder(tmp_path / "proj"), {"kernels/dies.py": DIES_LOADING, "kernels/slow.py": SLEEPING}
+    )
+    with open(root / "pyproject.toml", "a") as f:
+        f.write("x64 = true\ntimeout = 3\n")
+    r = weanj_in(root, "check", "--workers", "2", timeout=600)
+    assert (root / "kernels" / "died-loading").exists()  # a worker was killed, loading
+    assert "Traceback" not in r.stderr and "Stream is closed" not in r.stderr, r.stderr
+    assert r.returncode == 1, r.stdout + r.stderr
+    found = verdicts(root)["21-slow"]
+    assert found["21-slow::f::jax-sleeps::run"] == "timeout", found
+    assert found["21-slow::f::jax-ok::run"] == "ok", found
+    assert found["21-slow::f::jax-ok@float32::run"] == "ok", found
+    data = json.loads((root / "results" / "21-slow" / "check.json").read_text())
+    (case,) = [c for c in data["runs"] if c["case"] == "21-slow::f::jax-sleeps::run"]
+    assert "time limit of 3 s ([tool.weanj] timeout" in case["reason"], case
+
+
 def test_which_executor(monkeypatch, tmp_path):
     """`--workers N` a local cluster; `--scheduler`, else `$DASK_SCHEDULER_ADDRESS`, else
     `[tool.weanj] scheduler` an existing one; `--workers 0` in this process whatever the
     project names; both flags at once, or a scheduler that is not text, one line."""
     from weanj._errors import InputError
-    from weanj._pipeline._executors import DaskExecutor, InProcess, executor_for
+    from weanj._pipeline._dask import DaskExecutor
+    from weanj._pipeline._executors import InProcess, executor_for
     from weanj._project import project_config
 
     root = _folder(tmp_path / "p")
@@ -310,6 +376,54 @@ def test_which_executor(monkeypatch, tmp_path):
 
 
 # --- jax.distributed -----------------------------------------------------------------------
+
+
+def _children(pid: int) -> dict[int, str]:
+    """{pid: command line} of the processes whose parent is `pid`."""
+    out = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+                out[int(stat.parent.name)] = cmdline.decode(errors="replace")
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+    return out
+
+
+def test_run_sharded_one_process_killed_is_an_error_naming_it(project):
+    """`weanj run 01-jacobi jax-jacobi-sharded --processes 2` with process 1 killed
+    (SIGKILL) as soon as it exists: process 0 would wait for it without end (it hung past
+    300 s); the run ends as `error` naming process 1 and the signal, exit 1, nothing saved,
+    no process left."""
+    import time
+
+    p = subprocess.Popen(
+        [sys.executable, "-m", "weanj", "run", "01-jacobi", "jax-jacobi-sharded",
+         "--processes", "2"],
+        env=subprocess_env(project), cwd=project, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 300  # an upper bound on the polling only
+    killed, seen = None, set()
+    while killed is None and p.poll() is None and time.monotonic() < deadline:
+        for pid, cmdline in _children(p.pid).items():
+            if "weanj._worker" in cmdline:
+                seen.add(pid)
+                if cmdline.split()[-3:-2] == ["1"]:
+                    os.kill(pid, signal.SIGKILL)
+                    killed = pid
+        time.sleep(0.05)
+    out, err = p.communicate(timeout=600)
+    assert killed is not None, err
+    assert p.returncode == 1, out + err
+    assert_one_line_error(
+        err, "jax-jacobi-sharded under jax.distributed", f"process 1 of 2 (pid {killed})",
+        "was killed by SIGKILL", "nothing was saved",
+    )  # fmt: skip
+    assert [pid for pid in seen if Path(f"/proc/{pid}").exists()] == []  # none left
+    assert not list((project / "results").glob("01-jacobi/gradients/**/jax-jacobi-sharded*"))
 
 
 def test_run_sharded_on_two_processes(project, capsys):

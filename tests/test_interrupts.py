@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -169,3 +171,195 @@ def test_an_interrupt_a_library_swallowed_still_ends_with_130(tmp_path):
     )
     assert r.returncode == 130 and r.stdout == "done\n", (r.returncode, r.stdout, r.stderr)
     assert r.stderr.strip() == "weanj: interrupted"
+
+
+# --- finished work is kept: SIGINT and SIGTERM, in-process and on Dask ----------------------
+
+# `20-wait`: three variants that compute at once, and `jax-wait` (float64 only), which waits
+# until the file `release` exists (600 s at most): a run interrupted while it waits has
+# finished exactly the other six evaluations, whatever the machine's speed.
+WAITING = """\
+import time
+import uuid
+from pathlib import Path
+
+import jax.numpy as jnp, numpy as np
+import weanj
+
+RELEASE = Path(__file__).with_name("release")
+
+ex = weanj.register_example(weanj.Example(
+    name="20-wait", arrays=("x",), wrt="x",
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(6)},
+))
+
+
+@weanj.jax_variant(ex, "jax-a", family="f")
+def a(x):
+    return jnp.sum(jnp.sin(x) ** 2)
+
+
+@weanj.jax_variant(ex, "jax-b", family="f")
+def b(x):
+    return jnp.sum(jnp.sin(x) * jnp.sin(x))
+
+
+@weanj.jax_variant(ex, "jax-c", family="f")
+def c(x):
+    return jnp.sum(1 - jnp.cos(x) ** 2)
+
+
+@weanj.jax_variant(ex, "jax-wait", family="f", dtypes=("float64",))
+def wait(x):
+    t0 = time.monotonic()
+    while not RELEASE.exists() and time.monotonic() - t0 < 600:
+        time.sleep(0.05)
+    return jnp.sum(jnp.sin(x) ** 2)
+"""
+
+_FINISHED = re.compile(r"\[\d+/7\] 20-wait (\S+): [\d.]+ s, ok")
+_REUSED = re.compile(r"\[\d+/7\] 20-wait (\S+): reused, ok")
+
+
+def _ours(marker: str) -> list[int]:
+    """The pids of the processes whose environment holds `marker` (the command's and every
+    process it started: Dask's workers, jax.distributed's processes)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if marker.encode() in environ.read_bytes():
+                found.append(int(environ.parent.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def _none_left(marker: str) -> list[int]:
+    """The processes of a command still there (polled for a while: a process being reaped
+    is still listed for a moment)."""
+    deadline = time.monotonic() + 60  # an upper bound on the polling only
+    while (left := _ours(marker)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@pytest.mark.parametrize(
+    "signum, workers",
+    [
+        (signal.SIGINT, []),
+        (signal.SIGTERM, []),
+        (signal.SIGINT, ["--workers", "2"]),
+        pytest.param(signal.SIGTERM, ["--workers", "2"], marks=pytest.mark.slow),
+    ],
+    ids=["sigint", "sigterm", "sigint-workers", "sigterm-workers"],
+)
+def test_an_interrupted_check_keeps_what_had_finished(tmp_path, signum, workers):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) or SIGTERM (what SLURM
+    and PBS send at a job's time limit) while `jax-wait` waits, the six other evaluations
+    finished: one line, exit 130 or 143, no traceback (the Dask workers' own included), no
+    process left; the next check reuses exactly those six and computes the seventh."""
+    from .projects import write_project
+
+    (tmp_path / "p").mkdir()
+    root = write_project(tmp_path / "p", {"kernels/waiting.py": WAITING})
+    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + "x64 = true\n")
+    marker = f"WEANJ_TEST_RUN={uuid.uuid4().hex}"
+    name, value = marker.split("=")
+    p = subprocess.Popen(
+        [sys.executable, "-m", "weanj", "check", *workers],
+        cwd=root,
+        env=user_env(**{name: value}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    said, finished = [], []
+    while len(finished) < 6:
+        line = p.stderr.readline()
+        assert line, (p.wait(), said)
+        said.append(line)
+        if m := _FINISHED.match(line):
+            finished.append(m.group(1))
+    if signum == signal.SIGINT:
+        os.killpg(p.pid, signum)
+    else:
+        os.kill(p.pid, signum)
+    out, err = p.communicate(timeout=300)
+    err = "".join(said) + err
+    code, line = {
+        signal.SIGINT: (130, "weanj: interrupted"),
+        signal.SIGTERM: (143, "weanj: terminated (SIGTERM)"),
+    }[signum]
+    assert p.returncode == code, (p.returncode, err[-3000:])
+    assert err.strip().splitlines()[-1] == line, err[-3000:]
+    assert "Traceback" not in err and "Traceback" not in out, err[-5000:]
+    assert _none_left(marker) == []
+    labels = [f"{v}{d}" for v in ("jax-a", "jax-b", "jax-c") for d in ("", "@float32")]
+    assert sorted(finished) == sorted(labels)
+    (root / "kernels" / "release").touch()
+    again = weanj_in(root, "check")
+    assert again.returncode == 0, again.stdout + again.stderr
+    reused = [m.group(1) for m in map(_REUSED.match, again.stderr.splitlines()) if m]
+    assert sorted(reused) == sorted(finished), again.stderr
+    assert "evaluations: reused 6 of 7, 1 recomputed" in again.stdout, again.stdout
+    # the float64 records written before their checks were judged have them now: the check
+    # computed them for the reused evaluations and wrote them in
+    import numpy as np
+
+    for label in ("jax-a", "jax-b", "jax-c", "jax-wait"):
+        with np.load(root / "results" / "20-wait" / "evaluations" / f"{label}.npz") as z:
+            record = json.loads(str(z["record"][()]))
+        assert set(record["checks"]) == {"taylor::x", "jvp::x"}, (label, record["checks"])
+
+
+def test_a_sigterm_while_weanj_imports_is_one_line_and_143(tmp_path):
+    """SIGTERM before the command has started (while `weanj` and its libraries import):
+    noted, then the command ends as for a SIGTERM at any later moment, one line and 143,
+    never a death by the signal."""
+    script = textwrap.dedent(
+        """
+        import os, signal, sys
+        sys.argv = [__file__, "list"]  # the console script: started as the program
+        import weanj  # noqa: F401 - as the console script imports it, handlers held
+        os.kill(os.getpid(), signal.SIGTERM)  # noted, not fatal
+        from weanj._cli import _main
+        _main.entry()
+        """
+    )
+    (tmp_path / "weanj").write_text(script)
+    r = subprocess.run(
+        [sys.executable, str(tmp_path / "weanj")],
+        cwd=tmp_path,
+        env=user_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 143, (r.returncode, r.stderr)
+    assert r.stderr.strip() == "weanj: terminated (SIGTERM)", r.stderr
+
+
+def test_pytest_weanj_terminated_is_pytests_interrupted(tmp_path):
+    """`pytest --weanj` sent SIGTERM while `jax-wait` waits: pytest's own "interrupted"
+    (2), as for Ctrl-C, never a death by the signal; the evaluations that had finished
+    are recorded."""
+    from .projects import write_project
+
+    (tmp_path / "p").mkdir()
+    root = write_project(tmp_path / "p", {"kernels/waiting.py": WAITING})
+    with open(root / "pyproject.toml", "a") as f:
+        f.write("x64 = true\n")
+    p = _popen(["-m", "pytest", "--weanj", "-p", "no:cacheprovider", "-q"], root)
+    collected = p.stdout.readline()
+    while collected and not collected.startswith("weanj: "):
+        collected = p.stdout.readline()
+    assert "cross-validation item(s)" in collected, collected
+    records = root / "results" / "20-wait" / "evaluations"
+    deadline = time.monotonic() + 300  # an upper bound on the polling only
+    while len(list(records.glob("*.npz"))) < 6 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.kill(p.pid, signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == pytest.ExitCode.INTERRUPTED, (p.returncode, out[-3000:], err)
+    assert "KeyboardInterrupt" in out, out[-2000:]
+    assert len(list(records.glob("*.npz"))) == 6

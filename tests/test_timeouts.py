@@ -125,7 +125,8 @@ def test_bench_past_its_timeout_goes_on_and_says_so(slow, project, capsys):
     argv = ["bench", SMOOTH, "--samples", "1", "--timeout", LIMIT]
     assert main([*argv, "--variants", "jax-slow"]) == 1  # nothing measured: no traceback
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "time limit of 600 s; skipping the rest" in err
+    assert "Traceback" not in err and "time limit of 600 s" in err
+    assert "--timeout S changes it, 0: none); skipping the rest" in err
     assert "nothing was written" in err.strip().splitlines()[-1]
     assert not (project / "results" / SMOOTH / "bench").exists()
     assert main([*argv, "--variants", "jax-slow", "jax-loop"]) == 0
@@ -202,3 +203,78 @@ def test_check_prints_the_heartbeat_of_a_long_compile(project, capsys, monkeypat
     assert code == 0, out + err
     assert re.search(rf"^  compiling or running {SMOOTH} jax-slow … \d+ s$", err, re.M), err
     assert json.loads((project / "results" / SMOOTH / "check.json").read_text())["verdict"] == "ok"
+
+
+# --- the default time limit (`[tool.weanj] timeout`, `--timeout`) ---------------------------
+
+
+def test_a_call_without_timeout_ends_at_the_default_limit(slow, project, capsys):
+    """No `--timeout`, no `[tool.weanj] timeout`: the limit is 600 s (`run`, `bench`,
+    `weanj.check()`), and the timeout says so and how to change it."""
+    code = main(["run", SMOOTH, "jax-slow"])
+    assert code == 1
+    said = "time limit of 600 s ([tool.weanj] timeout, default 600 s; --timeout S changes it"
+    assert_one_line_error(capsys.readouterr().err, "weanj: error: timeout: ", said)
+    assert main(["bench", SMOOTH, "--samples", "1", "--variants", "jax-slow"]) == 1
+    assert said in capsys.readouterr().err
+    judgement = weanj.check(SMOOTH, dtype="float64", say=lambda line: None)
+    runs = {j.case: j for j in judgement[SMOOTH].of_kind("run")}
+    timed_out = runs[f"{SMOOTH}::smooth::jax-slow::run"]
+    assert timed_out.verdict == weanj.Verdict.TIMEOUT and said in timed_out.reason
+
+
+def test_the_projects_time_limit_and_the_command_lines(tmp_path, monkeypatch):
+    """`[tool.weanj] timeout`: absent 600 s, a number of seconds, 0 no limit, anything
+    else one line naming the key; `--timeout S` (and `timeout=` of the API) wins, 0 no
+    limit, a negative or non-number one line; a run takes the project's limit."""
+    from weanj import _arguments as arg
+    from weanj._cli._parser import UsageError, parse
+    from weanj._errors import InputError, ProjectError
+    from weanj._pipeline._run import evaluation_run
+    from weanj._places import Places
+    from weanj._project import DEFAULT_TIMEOUT, project_config, time_limit
+
+    root = tmp_path / "p"
+    root.mkdir()
+    table = "[tool.weanj]\nexamples = []\n"
+    for line, limit in (("", DEFAULT_TIMEOUT), ("timeout = 3\n", 3.0), ("timeout = 0\n", None)):
+        (root / "pyproject.toml").write_text(table + line)
+        config = project_config(root)
+        assert config.timeout == limit
+        assert time_limit(None, config) == limit
+        assert time_limit(7, config) == 7.0 and time_limit(0, config) is None
+        assert evaluation_run(Places(root)).timeout == limit  # the run reads the project's
+        assert evaluation_run(Places(root), timeout=5).timeout == 5.0
+    for bad in ("-1", '"ten"', "true", "[600]"):
+        (root / "pyproject.toml").write_text(table + f"timeout = {bad}\n")
+        with pytest.raises(ProjectError, match=r"\[tool.weanj\] timeout must be a number"):
+            project_config(root)
+    assert arg.time_limit(0, "timeout", "check") == 0.0
+    assert arg.time_limit(2.5, "timeout", "check") == 2.5
+    assert arg.time_limit(None, "timeout", "check") is None
+    for bad in (-1, "600", True, float("nan")):
+        with pytest.raises(InputError, match="seconds >= 0"):
+            arg.time_limit(bad, "timeout", "check")
+    monkeypatch.chdir(root)
+    (root / "pyproject.toml").write_text(table)
+    assert parse(["check", "--timeout", "0"])[0].timeout == 0.0
+    assert parse(["check", "--timeout", "12"])[0].timeout == 12.0
+    for bad in ("-1", "ten", "inf"):
+        with pytest.raises(UsageError, match=r"--timeout: expected a number of seconds >= 0"):
+            parse(["check", "--timeout", bad])
+
+
+def test_the_time_limit_is_not_in_an_evaluations_key(tmp_path):
+    """`[tool.weanj] timeout` changes how long a call may take, never a number of it: the
+    records of a check are reused after the project's limit changed."""
+    from .projects import tiny_project, weanj_here
+
+    (tmp_path / "tiny").mkdir()
+    root = tiny_project(tmp_path / "tiny")
+    first = weanj_here(root, "check")
+    assert first.returncode == 0, first.stderr
+    with open(root / "pyproject.toml", "a") as f:
+        f.write("timeout = 300\n")
+    again = weanj_here(root, "check")
+    assert again.returncode == 0, again.stderr
+    assert "evaluations: reused 6 of 6 (" in again.stdout, again.stdout

@@ -133,7 +133,8 @@ def evaluate(
 
     - `params`: overrides of the example's parameters (default: the inputs').
     - `dtype`: `"float64"` or `"float32"`: the float arrays are cast before the call.
-    - `timeout`: seconds before the run is given up (`timeout`).
+    - `timeout`: seconds before the run is given up (`timeout`; default: the project's
+      `[tool.weanj] timeout`, else 600; 0: no limit).
 
     **Returns:** a `Gradient` with `source="run"`, its key and the seconds the first
     loss and gradient calls took (compilation included). A variant at fault raises
@@ -147,7 +148,7 @@ def evaluate(
     v = variant if isinstance(variant, Variant) else variant_named(ex, variant)
     dtype = check_dtype(dtype)
     params = arg.mapping(params, "params", "evaluate")
-    timeout = arg.seconds(timeout, "timeout", "evaluate")
+    timeout = arg.time_limit(timeout, "timeout", "evaluate")
     here = places()
     if not isinstance(inputs, Inputs):
         inputs = _inputs.read_inputs(ex, here, _path_argument(inputs, "inputs"))

@@ -71,6 +71,20 @@ def seconds(value: Any, what: str, function: str) -> float | None:
     raise _refused(function, what, "a number of seconds > 0", value)
 
 
+def time_limit(value: Any, what: str, function: str) -> float | None:
+    """None (the project's time limit), or a number of seconds >= 0 (0: no limit)."""
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+    if number and value == 0:
+        return 0.0
+    if value is None or (number and value > 0 and not math.isnan(value)):
+        return seconds(value, what, function)
+    raise InputError(
+        f"{function}: {what} must be a number of seconds >= 0 (0: no limit), got {shown(value)}"
+    )
+
+
 def flag(value: Any, what: str, function: str) -> bool:
     """True or False (not a text, not a number)."""
     if isinstance(value, (bool, np.bool_)):

@@ -15,8 +15,14 @@ traceback or a death by signal. Three dangers shape the rules here:
   `guarded_import` tells a real Ctrl-C apart from a module's own, and turns `os._exit`
   into an exception while example modules import.
 
+SIGTERM (what SLURM and PBS send at a job's time limit, what `kill` sends) is handled as
+Ctrl-C is: the same handler, so every evaluation that had finished is kept (its record is
+written as it finishes) and one line is said; only the exit status differs (143, 128 +
+SIGTERM, as a shell reports a job ended so). `ending()` gives the line and the status.
+
 `weanj/__init__.py` holds interrupts while weanj itself imports (`hold`/`release`);
-`_cli._main.entry` (the console script) and the pytest plugin install `note_and_raise`.
+`_cli._main.entry` (the console script) and the pytest plugin install `note_and_raise`
+for both signals (`install_for_command`, `install_for_session`).
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ def hold() -> object:
     handler that was in place (or a marker where none can be installed)."""
     if not _main_thread() or signal.getsignal(signal.SIGINT) is None:
         return _NOT_SET  # None: a handler installed outside Python, which cannot be put back
+    if started_as_program():  # a SIGTERM too, until `entry` handles both (a script's: its own)
+        signal.signal(signal.SIGTERM, lambda signum, frame: INTERRUPTED.append(signum))
     return signal.signal(signal.SIGINT, lambda signum, frame: INTERRUPTED.append(signum))
 
 
@@ -75,6 +83,25 @@ def release(before: object) -> None:
             before(signal.SIGINT, None)
         elif before == signal.SIG_DFL:
             signal.raise_signal(signal.SIGINT)
+
+
+INTERRUPTED_EXIT = 130  # 128 + SIGINT
+TERMINATED_EXIT = 143  # 128 + SIGTERM
+ENDED_BY = {INTERRUPTED_EXIT: "weanj: interrupted", TERMINATED_EXIT: "weanj: terminated (SIGTERM)"}
+
+
+def ending() -> tuple[str, int]:
+    """The one line and the exit status of a command that an interrupt ended: 143 where
+    a SIGTERM was noted, else 130."""
+    code = TERMINATED_EXIT if signal.SIGTERM in INTERRUPTED else INTERRUPTED_EXIT
+    return ENDED_BY[code], code
+
+
+def install_for_command() -> None:
+    """`note_and_raise` for SIGINT and SIGTERM (the console script, main thread)."""
+    if _main_thread():
+        signal.signal(signal.SIGINT, note_and_raise)
+        signal.signal(signal.SIGTERM, note_and_raise)
 
 
 def note_and_raise(signum, frame) -> None:
@@ -169,9 +196,11 @@ def swallowed_interrupts_are_noted() -> None:
 
 
 def install_for_session() -> None:
-    """`note_and_raise` as the SIGINT handler (main thread only: the pytest plugin)."""
+    """`note_and_raise` as the SIGINT and SIGTERM handler (main thread only: the pytest
+    plugin; a SIGTERM ends the session as pytest's "interrupted", as Ctrl-C does)."""
     if _main_thread():
         signal.signal(signal.SIGINT, note_and_raise)
+        signal.signal(signal.SIGTERM, note_and_raise)
 
 
 def ignore_from_now() -> None:
@@ -179,3 +208,4 @@ def ignore_from_now() -> None:
     the interpreter ends would only turn it into a death by SIGINT."""
     if _main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the process's own again

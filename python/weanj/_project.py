@@ -18,6 +18,8 @@ table where one lies on the way up. The table:
     entry-points = false     # true: every installed `weanj.examples` entry point;
                              # or a list of entry-point names: only those
     scheduler = "tcp://host:8786"   # weanj check's Dask scheduler (docs/distributed.md)
+    timeout = 600            # seconds a variant's call may take (default 600; 0: no limit);
+                             # --timeout S on the command line wins
 
     [tool.weanj.julia]
     project = "julia/env"    # a Julia environment of yours (Project.toml, Manifest.toml)
@@ -29,6 +31,7 @@ where files go (`_places`).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -37,6 +40,9 @@ from pathlib import Path
 from ._errors import ProjectError
 
 ROOT_VARIABLE = "WEANJ_ROOT"
+# Every evaluation has a time limit unless told otherwise: a call that never ends (a
+# deadlock, a compile that does not finish) is a `timeout` verdict, not a hung command.
+DEFAULT_TIMEOUT = 600.0
 # weanj's own examples (`builtin = true`, a `$WEANJ_ROOT` without [tool.weanj]).
 BUILTIN = (
     "weanj.examples.jacobi",
@@ -143,6 +149,7 @@ class ProjectConfig:
     x64: bool | None = None  # `x64 = true|false`: the program's JAX 64-bit types (None: undeclared)
     require: tuple[str, ...] = ()  # backends or variants that must run (else the check fails)
     devices: tuple[str, ...] = ()  # `devices = ["cpu", "tpu"]`: where checks run (docs/devices.md)
+    timeout: float | None = DEFAULT_TIMEOUT  # `timeout = S` (seconds; 0 in the table: None)
     julia_project: Path | None = None  # [tool.weanj.julia] project: the user's Julia environment
 
     @property
@@ -163,6 +170,7 @@ _KEYS = {
     "x64",
     "require",
     "devices",
+    "timeout",
     "julia",
 }
 DEVICE_KINDS = ("cpu", "gpu", "tpu")
@@ -261,6 +269,7 @@ def project_config(root: Path | None = None) -> ProjectConfig:
     return ProjectConfig(
         root,
         examples,
+        timeout=_timeout(pyproject, table.get("timeout", DEFAULT_TIMEOUT)),
         builtin=builtin,
         entry_points=entry,
         pyproject=pyproject,
@@ -272,3 +281,29 @@ def project_config(root: Path | None = None) -> ProjectConfig:
         devices=devices,
         julia_project=_julia_project(pyproject, root, table.get("julia")),
     )
+
+
+def _timeout(pyproject: Path, value) -> float | None:
+    """`[tool.weanj] timeout`: seconds ≥ 0 (0: no limit)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ProjectError(
+            f"{pyproject}: [tool.weanj] timeout must be a number of seconds >= 0 (the time "
+            "limit of a variant's call; 0: none), e.g. timeout = 600"
+        )
+    if not math.isfinite(value):
+        return None
+    return float(value) or None
+
+
+def time_limit(given: float | None, config: ProjectConfig | None = None) -> float | None:
+    """The time limit of a variant's call: `given` (`--timeout S`, `timeout=` of the API;
+    0: none) where given, else the project's `[tool.weanj] timeout` (default 600 s; `config`
+    None: the project found from here, or the default outside any)."""
+    if given is not None:
+        return float(given) or None
+    if config is None:
+        try:
+            config = project_config()
+        except ProjectError:
+            return DEFAULT_TIMEOUT
+    return config.timeout

@@ -37,9 +37,12 @@ from ._interrupts import CalledExit
 
 T = TypeVar("T")
 
-# The `time.monotonic()` by which the current watched call must end (None: no limit), as
-# seen from inside the call: a backend that waits on a child process (the Julia worker)
-# waits no longer than this, then stops the child itself, since Python cannot stop a thread.
+# Said with every timeout: where the limit comes from, and how to change it.
+LIMIT_SOURCE = " ([tool.weanj] timeout, default 600 s; --timeout S changes it, 0: none)"
+
+# The `time.monotonic()` by which the watched call must end (None: no limit), as seen
+# from inside the call: a backend that waits on a child process (the Julia worker) waits
+# no longer than this, then stops the child itself, since Python cannot stop a thread.
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "weanj_deadline", default=None
 )
@@ -73,6 +76,7 @@ class Watch:
     every_s: float = 12.0
     say: Callable[[str], None] = say
     abandoned: list[str] = field(default_factory=list)  # calls left running after a timeout
+    why: str = LIMIT_SOURCE  # where the limit comes from, said in the timeout
     clock: Callable[[], float] | None = None
     beating: bool = True
     _phases: list[_Phase] = field(default_factory=list, init=False, repr=False)
@@ -218,7 +222,7 @@ class Watch:
             if self.timeout_s is not None and self.now() - start >= self.timeout_s:
                 self.abandoned.append(label)
                 raise TimeoutError(
-                    f"{label} took longer than the time limit of {self.timeout_s:g} s"
+                    f"{label} took longer than the time limit of {self.timeout_s:g} s{self.why}"
                 )
         if "error" in box:
             error = box["error"]

@@ -2,8 +2,8 @@
 
 Every mistake (unknown name, bad file, bad array, missing backend) is one line on
 stderr (a list, where there is one, on the lines below it) and exit code 2, never a
-traceback; a judgement that fails exits with 1; an interrupt with 130 (`_interrupts`
-says how Ctrl-C is handled, in one place).
+traceback; a judgement that fails exits with 1; an interrupt with 130, a SIGTERM with 143
+(`_interrupts` says how both are handled, in one place).
 
 The console script leaves with `os._exit` once the output is flushed and the child
 processes are closed (`_resources.close_all`), so that no interpreter teardown runs
@@ -21,8 +21,9 @@ import sys
 from .._errors import WeanjError, error_text
 from .._interrupts import (
     INTERRUPTED,
+    ending,
     heavy_imports,
-    note_and_raise,
+    install_for_command,
     refuse_exit_calls,
     swallowed_interrupts_are_noted,
 )
@@ -33,7 +34,7 @@ LIGHT = {"new"}
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; **Returns** its exit code (0 ok, 1 a failing verdict, 2 a bad input,
-    130 interrupted)."""
+    130 interrupted, 143 terminated)."""
     try:
         from ._parser import parse
 
@@ -51,8 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         print(error_text(f"{e.strerror or e}{where}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("weanj: interrupted", file=sys.stderr)
-        return 130
+        line, code = ending()
+        print(line, file=sys.stderr)
+        return code
 
 
 def entry() -> None:
@@ -60,19 +62,20 @@ def entry() -> None:
     real_exit = refuse_exit_calls()
     swallowed_interrupts_are_noted()
     try:
-        signal.signal(signal.SIGINT, note_and_raise)
+        install_for_command()
         if INTERRUPTED:  # a Ctrl-C while `weanj` itself imported (weanj/__init__.py)
             raise KeyboardInterrupt
         code = main()
     except KeyboardInterrupt:  # after main's own handler: at its very end
-        print("weanj: interrupted", file=sys.stderr)
-        code = 130
+        line, code = ending()
+        print(line, file=sys.stderr)
     except SystemExit as e:  # argparse's --help and --version
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
-    if INTERRUPTED and code != 130:  # an interrupt that some callback swallowed
-        print("weanj: interrupted", file=sys.stderr)
-        code = 130
+    if INTERRUPTED and code != ending()[1]:  # an interrupt that some callback swallowed
+        line, code = ending()
+        print(line, file=sys.stderr)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the exit itself is not interruptible
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

@@ -64,6 +64,19 @@ fuzz_seed = _number(int, lambda v: 0 <= v < 2**32, "an integer from 0 to 2^32 - 
 count = _number(int, lambda v: v >= 0, "an integer >= 0")
 
 
+def time_limit(text: str) -> float:
+    """A finite number >= 0 (`--timeout`: 0 is no limit); one message for any other text."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds >= 0 (0: no limit), got {text!r}"
+        )
+    return value
+
+
 def _processes(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--processes",
@@ -82,10 +95,11 @@ def _example(p: argparse.ArgumentParser) -> None:
 def _timeout(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--timeout",
-        type=positive_float,
+        type=time_limit,
         default=None,
         metavar="S",
-        help=f"give up on {what} after S seconds (verdict timeout; the others go on)",
+        help=f"give up on {what} after S seconds (verdict timeout; the others go on); "
+        "default: [tool.weanj] timeout, else 600; 0: no limit",
     )
 
 

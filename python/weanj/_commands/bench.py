@@ -38,6 +38,7 @@ from .._pipeline import _measure as measure
 from .._pipeline._cases import build_plan
 from .._pipeline._evaluate import first_line
 from .._places import places
+from .._project import time_limit
 from .._watch import Watch
 
 
@@ -427,7 +428,7 @@ def bench(
 
     # Too many devices: one line, before any work.
     selection = contextlib.nullcontext() if devices is None else using_devices(devices, device)
-    watch = Watch(timeout_s=timeout, say=say)
+    watch = Watch(timeout_s=time_limit(timeout), say=say)
     with selection:
         for v in chosen:
             if v.name in result.skipped:

@@ -43,6 +43,7 @@ from .._pipeline._cases import PairOutcome, judge_pair_on
 from .._pipeline._minimal_case import Case, declared_line, sized_case
 from .._pipeline._session import Session
 from .._places import places
+from .._project import time_limit
 from .._report._lines import ranges_text
 from .._report._text import message
 
@@ -213,7 +214,7 @@ def bisect(
         result.lines.append(line)
         say(line)
 
-    with Session(timeout_s=timeout, shown_path=here.shown, device=device) as session:
+    with Session(timeout_s=time_limit(timeout), shown_path=here.shown, device=device) as session:
 
         def check(on: Inputs) -> PairOutcome:
             o = judge_pair_on(session, cat, va, vb, on)

@@ -99,7 +99,8 @@ def check(
     - `variants`: only these variants (default: all).
     - `dtype`: `"both"` (float64, then float32 against its own float64 run),
       `"float64"` or `"float32"`.
-    - `timeout`: seconds a variant's call may take (verdict `timeout`).
+    - `timeout`: seconds a variant's call may take (verdict `timeout`; default: the
+      project's `[tool.weanj] timeout`, else 600; 0: no limit).
     - `fresh`: recompute every evaluation; by default one whose inputs, code and versions
       did not change since it was recorded is reused (docs/DESIGN.md, "Evaluation
       records"), and the judge judges it afresh.
@@ -126,7 +127,7 @@ def check(
 
     examples = arg.names(examples, "examples", "check")
     variants = arg.names(variants, "variants", "check")
-    timeout = arg.seconds(timeout, "timeout", "check")
+    timeout = arg.time_limit(timeout, "timeout", "check")
     fresh, save = arg.flag(fresh, "fresh", "check"), arg.flag(save, "save", "check")
     say = arg.say_function(say, "say", "check")
     cats = restricted(catalogs(examples), variants)

@@ -45,6 +45,7 @@ from .._pipeline._fuzz_run import Fuzzed, run_fuzz
 from .._pipeline._minimal_case import declared_line
 from .._pipeline._session import Session
 from .._places import Places, places
+from .._project import time_limit
 from .._report._fuzz import drawn_text, report_lines
 
 SECONDS = 60.0  # a run given no seed and no --seconds
@@ -155,7 +156,7 @@ def fuzz(
     )  # fmt: skip
     for line in plan:
         tell(line)
-    with Session(timeout_s=timeout, shown_path=here.shown, device=device) as session:
+    with Session(timeout_s=time_limit(timeout), shown_path=here.shown, device=device) as session:
         result = run_fuzz(
             session, cat, chosen, here, seed=seed, database=not seeded,
             max_examples=max_examples, seconds=seconds, clock=clock, say=tell,

@@ -5,59 +5,77 @@ in float64, the numbers of its gradient checks (Taylor, jvp). It is pure: what i
 depends on its inputs, code and versions only (the evaluation records' key), so it may run
 anywhere, and run again.
 
-- **In-process** (the default, no dependency): the session evaluates each one when the
-  judge first asks for it, one after another, as weanj always did.
-- **Dask** (`--workers N`: a local cluster of N worker processes; `--scheduler ADDRESS`,
-  `$DASK_SCHEDULER_ADDRESS` or `[tool.weanj] scheduler`: an existing cluster; the extra
-  `weanj[distributed]`): every evaluation not reused from its record is a task. The
-  records are consulted *before* anything is sent (a reused evaluation costs no task);
-  each example's inputs go once to every worker, not with each task (a worker plugin,
-  `_dask_plugin`, which Dask also hands to a worker that joins or restarts later); each
-  worker loads the same project (`$WEANJ_ROOT`, its `[tool.weanj]` modules and
-  `pythonpath`) and keeps JAX's compilation cache where the project keeps it. What comes
-  back is data (loss, gradients, noise, check numbers, seconds, or the fault); the client
-  alone writes the store, the records and `check.json`, after every task is in, and the
-  judge judges the numbers exactly as it judges in-process ones (a check's numbers are
-  served to it as a reused evaluation's are), so the verdicts are the same whatever the
-  executor.
+Every executor has one method, `session(asked)` (the `Executor` protocol): given what
+the run asks (`Asked`: its plans, time limit, records, progress), the `Session` the judge
+asks its evaluations of.
 
-A worker that dies mid-task: Dask runs the task again on another worker (an evaluation
-is pure, so this is safe) up to its `distributed.scheduler.allowed-failures` (3 by
-default); past that the evaluation is `error`, naming the last worker, and the others
-finish. Ctrl-C cancels the tasks; nothing has been written by then.
+- **In-process** (`InProcess`, the default, no dependency): the session evaluates each
+  one when the judge first asks for it, one after another, as weanj always did.
+- **Elsewhere** (`Remote`, the base of every engine that evaluates in other processes):
+  the records are consulted *before* anything is sent (a reused evaluation costs
+  nothing), the sharded variants run first under jax.distributed with `--processes P`,
+  and the rest go to the engine's `evaluate(todo, asked, done)`, which calls `done` as
+  each comes back. `done` is the one place a result lands: the client writes its record
+  at once (the client alone writes: the store, the records, `check.json`), says its
+  progress line, and hands the numbers to the session, which serves them to the judge as a
+  reused evaluation's are, so the verdicts are the same whatever the executor. An
+  interrupted run therefore keeps every evaluation that had come back.
+- **Dask** (`_dask.py`; `--workers N`: a local cluster of N worker processes;
+  `--scheduler ADDRESS`, `$DASK_SCHEDULER_ADDRESS` or `[tool.weanj] scheduler`: an
+  existing cluster; the extra `weanj[distributed]`).
+
+Another engine (Ray, say) is one module holding a `Remote` subclass named `ENGINE`, and
+one line in `ENGINES` naming it and the address schemes it takes (`ray://…`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
+import importlib
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from .._errors import InputError, WeanjError
-from .._judge._contract import Fault, fault_of
+from .._errors import InputError
+from .._judge._contract import Fault
 from .._model import Gradient, Inputs, Variant
-from ._evaluate import first_line, label_of, reproduce_command
-from ._processes import inputs_payload
+from ._evaluate import label_of
 from ._session import Session
 
-EXTRA = "pip install 'weanj[distributed]'"
 SCHEDULER_VARIABLE = "DASK_SCHEDULER_ADDRESS"
 
+# The engines that evaluate elsewhere: {name: (module in this package, address schemes it
+# takes)}. The first also takes `--workers N` (a local cluster) and any address that no
+# other engine's scheme names (Dask's own `tcp://`, `tls://`, a bare `host:port`).
+ENGINES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "dask": ("._dask", ()),
+}
 
-def _distributed():
-    """Dask's `distributed`, imported only when an executor needs it."""
-    try:
-        import distributed
-    except ImportError:
-        raise InputError(
-            f"--workers and --scheduler run evaluations on Dask, which is not installed: {EXTRA}"
-        ) from None
-    return distributed
+
+@dataclass
+class Asked:
+    """What a run asks of its executor: its `plans` ({example: Plan or the error reading
+    it}), the time limit of each call (`timeout`, None: none), where lines go (`say`), its
+    progress (`progress`: called per evaluation, or `.line(...)` by an engine; None:
+    silent), how paths are shown (`shown_path`) and its evaluation `records` (or None)."""
+
+    plans: dict
+    timeout: float | None
+    say: Callable[[str], None]
+    progress: Any
+    shown_path: Callable
+    records: Any
+
+
+class Executor(Protocol):
+    """Where evaluations run: `session(asked)` opens the `Session` the judge asks."""
+
+    name: str
+
+    def session(self, asked: Asked) -> AbstractContextManager[Session]: ...
 
 
 def scheduler_of(config: Any) -> str | None:
@@ -78,13 +96,22 @@ def scheduler_of(config: Any) -> str | None:
     return value.strip()
 
 
+def engine_for(address: str | None) -> type:
+    """The engine's executor class for an address (None: a local cluster): the engine
+    whose scheme it names, else the first engine."""
+    scheme = address.split("://", 1)[0] if address and "://" in address else ""
+    name = next((n for n, (_, schemes) in ENGINES.items() if scheme in schemes), None)
+    module, _ = ENGINES[name or next(iter(ENGINES))]
+    return importlib.import_module(module, __package__).ENGINE
+
+
 def executor_for(
     workers: int | None = None,
     scheduler: str | None = None,
     config: Any = None,
     *,
     processes: int | None = None,
-) -> InProcess | DaskExecutor:
+) -> Executor:
     """The executor a command line asks for: `--workers N` (0: in-process, whatever the
     project names), `--scheduler ADDRESS`, else the project's scheduler, else in-process."""
     if workers is not None and scheduler is not None:
@@ -98,11 +125,12 @@ def executor_for(
         address = scheduler_of(config)
     if workers is None and address is None:
         return InProcess(config, processes=processes)
-    _distributed()  # one line naming the extra, before anything is read or run
-    return DaskExecutor(config, workers=workers, address=address, processes=processes)
+    engine = engine_for(address)
+    engine.require()  # one line naming what to install, before anything is read or run
+    return engine(config, workers=workers, address=address, processes=processes)
 
 
-def _across_processes(plans: dict, delivered: Delivered, processes, timeout, counter, shown, root):
+def _across_processes(asked: Asked, delivered: Delivered, processes, counter, root) -> set:
     """`--processes P`: every sharded variant's evaluation under jax.distributed on P
     local processes, in this process's turn (one cluster at a time: they share the
     cores). Never reused from, nor written to, the evaluation records: a record holds the
@@ -111,11 +139,11 @@ def _across_processes(plans: dict, delivered: Delivered, processes, timeout, cou
     from ._processes import evaluate_across
 
     done = set()
-    for plan in plans.values():
+    for plan in asked.plans.values():
         if not hasattr(plan, "subjects"):
             continue
         for s in plan.subjects.values():
-            if not s.live or s.skip is not None or s.device != "cpu":
+            if not s.live or s.skip is not None or s.device != "cpu":  # device runs: here
                 continue
             if not s.variant.multi_device:
                 continue
@@ -126,8 +154,8 @@ def _across_processes(plans: dict, delivered: Delivered, processes, timeout, cou
                 s.dtype,
                 processes,
                 root=root,
-                timeout=timeout,
-                shown_path=shown,
+                timeout=asked.timeout,
+                shown_path=asked.shown_path,
             )
             delivered.deliver(s.variant, plan.inputs, s.dtype, found)
             seconds = f"{time.perf_counter() - t0:.1f} s"
@@ -158,35 +186,25 @@ class InProcess:
         self.processes = processes
 
     @contextlib.contextmanager
-    def session(
-        self,
-        plans: dict,
-        *,
-        timeout: float | None,
-        say: Callable[[str], None],
-        progress: Callable | None,
-        shown_path: Callable,
-        records: Any,
-    ) -> Iterator[Session]:
+    def session(self, asked: Asked) -> Iterator[Session]:
+        records, progress = asked.records, asked.progress
         if self.processes:
             delivered = Delivered(records)
-            counter = _Counter(progress, say)
-            said = _across_processes(
-                plans, delivered, self.processes, timeout, counter, shown_path, self.config.root
-            )
+            counter = _Counter(progress)
+            said = _across_processes(asked, delivered, self.processes, counter, self.config.root)
             records = delivered
             progress = _Unless(progress, said) if progress is not None else None
         with Session(
-            timeout_s=timeout,
-            say=say,
+            timeout_s=asked.timeout,
+            say=asked.say,
             on_evaluated=progress,
-            shown_path=shown_path,
+            shown_path=asked.shown_path,
             records=records,
         ) as session:
             yield session
 
 
-# --- the client's side ------------------------------------------------------------------------
+# --- evaluating elsewhere: what every engine shares ------------------------------------------
 
 
 def _label_key(variant: Variant, dtype: str) -> tuple[str, str]:
@@ -194,7 +212,7 @@ def _label_key(variant: Variant, dtype: str) -> tuple[str, str]:
 
 
 class Delivered:
-    """What the tasks brought back, answering the session as evaluation records do: its
+    """What the engine brought back, answering the session as evaluation records do: its
     `recall` gives a delivered evaluation, its `recall_check` a delivered check's numbers
     (which go into the real records as a live check's do). Anything not delivered is the
     real records' business (and, where they have none, the session computes it here)."""
@@ -237,10 +255,31 @@ class Delivered:
             self.records.keep_check(*args)
 
 
-class DaskExecutor:
-    """Evaluations as Dask tasks (module docstring)."""
+class Done:
+    """Where an engine hands each evaluation as it comes back (`done(item, found, ...)`):
+    its record written at once (unless `kept=False`: a fault of the engine's, not the
+    variant's, such as a worker that died), its progress line, its numbers delivered."""
 
-    name = "dask"
+    def __init__(self, delivered: Delivered, counter: _Counter):
+        self.delivered, self.counter = delivered, counter
+
+    def __call__(
+        self, item: tuple, found, checks=None, seconds=0.0, where="", running=None, kept=True
+    ) -> None:
+        v, inputs, dtype = item
+        self.delivered.deliver(v, inputs, dtype, found, checks)
+        if kept and self.delivered.records is not None:
+            self.delivered.records.keep(v, inputs, dtype, found, checks)
+        self.counter.line(v, dtype, found, f"{seconds:.1f} s", where, running)
+
+
+class Remote:
+    """An engine that evaluates in other processes (the module docstring): a subclass
+    gives `require()` (a classmethod: one line naming what to install, where its library
+    is missing) and `evaluate(todo, asked, done)`, which evaluates every `(variant,
+    inputs, dtype)` of `todo` and calls `done` with each as it comes back."""
+
+    name = "remote"
 
     def __init__(
         self,
@@ -254,157 +293,61 @@ class DaskExecutor:
         self.workers = workers
         self.address = address
         self.processes = processes
-        self.dashboard: str | None = None
+
+    @classmethod
+    def require(cls) -> None:
+        """Nothing to install (an engine whose library may be missing says so here)."""
+
+    def evaluate(self, todo: list[tuple], asked: Asked, done: Done) -> None:
+        raise NotImplementedError
 
     @contextlib.contextmanager
-    def client(self, say: Callable[[str], None]) -> Iterator[Any]:
-        """A client of the local cluster (started here, its dashboard named) or of the
-        scheduler at `address`; closed on the way out."""
-        distributed = _distributed()
-        # Dask's own INFO lines (workers starting, closing) are not weanj's progress.
-        for name in ("distributed", "distributed.scheduler", "distributed.nanny"):
-            logging.getLogger(name).setLevel(logging.WARNING)
-        # a result lost with its worker is fetched again here, and said in its line
-        logging.getLogger("distributed.client").setLevel(logging.ERROR)
-        with contextlib.ExitStack() as stack:
-            if self.address is None:
-                cluster = stack.enter_context(_local_cluster(distributed, self.workers))
-                self.dashboard = cluster.dashboard_link
-                say(
-                    f"weanj: a local Dask cluster of {self.workers} worker process(es); "
-                    f"dashboard {self.dashboard} (needs bokeh)"
-                )
-                client = stack.enter_context(distributed.Client(cluster))
-            else:
-                try:
-                    client = stack.enter_context(distributed.Client(self.address, timeout="10s"))
-                except TypeError:  # tls:// without certificates: Dask finds no SSLContext
-                    if not str(self.address).startswith("tls://"):
-                        raise
-                    raise InputError(
-                        f"the Dask scheduler {self.address} speaks TLS, which needs a security "
-                        "configuration weanj does not make: set Dask's distributed.comm.tls "
-                        "ca-file and client cert and key (e.g. $DASK_DISTRIBUTED__COMM__TLS__"
-                        "CA_FILE), or use a tcp:// address"
-                    ) from None
-                except (OSError, TimeoutError, ValueError) as e:
-                    raise InputError(
-                        f"cannot reach the Dask scheduler at {self.address} ({first_line(e)})"
-                    ) from None
-                say(f"weanj: Dask scheduler {self.address}")
-            yield client
-
-    @contextlib.contextmanager
-    def session(
-        self,
-        plans: dict,
-        *,
-        timeout: float | None,
-        say: Callable[[str], None],
-        progress: Any,
-        shown_path: Callable,
-        records: Any,
-    ) -> Iterator[Session]:
-        delivered = Delivered(records)
+    def session(self, asked: Asked) -> Iterator[Session]:
+        delivered = Delivered(asked.records)
+        counter = _Counter(asked.progress)
         across = set()
         if self.processes:
-            counter = _Counter(progress, say)
-            across = _across_processes(
-                plans, delivered, self.processes, timeout, counter, shown_path, self.config.root
-            )
-        with self.client(say) as client:
-            self.evaluate(client, plans, delivered, timeout, say, progress, shown_path, across)
+            across = _across_processes(asked, delivered, self.processes, counter, self.config.root)
+        todo = _reuse_first(asked, delivered, counter, across)
+        if todo:
+            self.evaluate(todo, asked, Done(delivered, counter))
         with Session(
-            timeout_s=timeout, say=say, on_evaluated=None, shown_path=shown_path, records=delivered
+            timeout_s=asked.timeout,
+            say=asked.say,
+            on_evaluated=None,
+            shown_path=asked.shown_path,
+            records=delivered,
         ) as session:
             yield session
 
-    def evaluate(
-        self, client, plans, delivered: Delivered, timeout, say, progress, shown, across=()
-    ) -> None:
-        """Every live evaluation of the plans: reused ones from their records, the others
-        as tasks, each delivered as it comes back."""
-        distributed = _distributed()
-        records = delivered.records
-        token = uuid.uuid4().hex[:8]
-        setup = {**worker_setup(self.config), "run": token}
-        _ready_everywhere(client, setup)
-        payloads: dict[str, dict] = {}
-        todo: list[tuple] = []
-        futures: dict[Any, tuple] = {}
-        counter = _Counter(progress, say)
-        for plan in plans.values():
-            if not hasattr(plan, "subjects"):  # an example whose inputs cannot be read
+
+def _reuse_first(asked: Asked, delivered: Delivered, counter: _Counter, across) -> list[tuple]:
+    """Every live evaluation of the plans not evaluated yet: a reused one is delivered
+    from its record (no task); **Returns** the others, `[(variant, inputs, dtype)]`."""
+    records = asked.records
+    todo = []
+    for plan in asked.plans.values():
+        if not hasattr(plan, "subjects"):  # an example whose inputs cannot be read
+            continue
+        for s in plan.subjects.values():
+            if not s.live or s.skip is not None or s.device != "cpu":  # device runs: here
                 continue
-            inputs = plan.inputs
-            for s in plan.subjects.values():
-                if not s.live or s.skip is not None or s.device != "cpu":  # device runs: here
-                    continue
-                v = s.variant
-                if _label_key(v, s.dtype) in across:  # evaluated under jax.distributed
-                    continue
-                found = records.recall(v, inputs, s.dtype) if records is not None else None
-                if found is not None:  # reused: no task
-                    delivered.deliver(v, inputs, s.dtype, found)
-                    counter.line(v, s.dtype, found, "reused")
-                    continue
-                payloads.setdefault(inputs.digest, inputs_payload(inputs))
-                todo.append((v, inputs, s.dtype))
-        plugin = f"weanj-{token}"
-        if todo:  # the inputs travel once per worker, with the project (`_dask_plugin`)
-            from ._dask_plugin import WeanjProject
-
-            client.register_plugin(WeanjProject(setup, payloads), name=plugin)
-        from ._dask_plugin import run_task
-
-        for v, inputs, dtype in todo:
-            args = (setup, inputs.digest, v.example.name, v.name, dtype, timeout)
-            key = f"weanj-{v.example.name}-{label_of(v, dtype)}-{token}"
-            future = client.submit(run_task, *args, key=key, pure=False)
-            futures[future] = (v, inputs, dtype, args, 1)
-        try:
-            flow = distributed.as_completed(list(futures))
-            for future in flow:
-                v, inputs, dtype, args, attempt = futures[future]
-                try:
-                    found, checks, where, seconds = _result(future, v, inputs, dtype, shown)
-                except _Lost as e:
-                    if attempt < _ATTEMPTS:  # pure: computing it again is safe
-                        again = client.submit(
-                            run_task, *args, key=f"{future.key}-{attempt + 1}", pure=False
-                        )
-                        futures[again] = (v, inputs, dtype, args, attempt + 1)
-                        flow.add(again)
-                        continue
-                    command = reproduce_command(v, inputs, dtype, shown)
-                    found, checks, where, seconds = fault_of(e, str(e), command), {}, "", 0.0
-                delivered.deliver(v, inputs, dtype, found, checks)
-                if records is not None and not _worker_died(found):
-                    records.keep(v, inputs, dtype, found)
-                counter.line(v, dtype, found, f"{seconds:.1f} s", where, _running(client, futures))
-        except BaseException:  # Ctrl-C: nothing written yet; the tasks are cancelled
-            client.cancel(list(futures), force=True)
-            raise
-        finally:
-            if todo:  # a long-lived cluster keeps no run's inputs
-                with contextlib.suppress(Exception):
-                    client.unregister_worker_plugin(plugin)
-
-
-# A result lost after its task finished (its worker died before the client fetched it):
-# the task is submitted again, this many times in all.
-_ATTEMPTS = 3
-
-
-class _Lost(Exception):
-    """A finished task's result that could not be fetched."""
+            if _label_key(s.variant, s.dtype) in across:  # evaluated under jax.distributed
+                continue
+            found = records.recall(s.variant, plan.inputs, s.dtype) if records else None
+            if found is not None:
+                delivered.deliver(s.variant, plan.inputs, s.dtype, found)
+                counter.line(s.variant, s.dtype, found, "reused")
+                continue
+            todo.append((s.variant, plan.inputs, s.dtype))
+    return todo
 
 
 class _Counter:
     """`[3/29] 01-jacobi jax-jacobi: 1.2 s, ok (on tcp://…; 2 running)`, as check's."""
 
-    def __init__(self, progress: Any, say: Callable[[str], None]):
-        self.progress, self.say = progress, say
+    def __init__(self, progress: Any):
+        self.progress = progress
 
     def line(self, v: Variant, dtype: str, found, how: str, where="", running=None) -> None:
         if self.progress is None:
@@ -418,89 +361,7 @@ class _Counter:
         self.progress.line(v.example.name, label_of(v, dtype), found, how, tail)
 
 
-def _running(client, futures: dict) -> int:
-    """The tasks of this run that workers hold now (Dask's own count)."""
-    try:
-        ours = {f.key for f in futures if not f.done()}
-        held = client.processing()
-        threads = sum(client.nthreads().values())
-        return min(threads, sum(1 for keys in held.values() for k in keys if k in ours))
-    except Exception:  # noqa: BLE001 - a progress figure, never a failure
-        return sum(1 for f in futures if not f.done())
-
-
-def _worker_died(found) -> bool:
-    return isinstance(found, Fault) and found.what.startswith(_DIED)
-
-
-_DIED = "the Dask worker"
-
-
-def _result(future, v: Variant, inputs: Inputs, dtype: str, shown):
-    """`(Gradient or Fault, checks, worker, seconds)` of a finished task; a task that failed
-    (its worker died, or weanj's own error on the worker) is that evaluation's `error`."""
-    distributed = _distributed()
-    command = reproduce_command(v, inputs, dtype, shown)
-    if future.status == "error":
-        e = future.exception()
-        if isinstance(e, distributed.KilledWorker):
-            worker = getattr(e.last_worker, "address", str(e.last_worker))
-            what = (
-                f"{_DIED} {worker} running {v.name} died, on each of "
-                f"{e.allowed_failures + 1} attempt(s) (an evaluation is retried on another "
-                "worker; see that worker's log)"
-            )
-            return fault_of(e, what, command), {}, worker, 0.0
-        what = f"{_DIED} could not evaluate {v.name}: {first_line(e)}"
-        return fault_of(e, what, command), {}, "", 0.0
-    try:
-        out = future.result()
-    except Exception as e:  # cancelled, or lost with its worker: not the variant's doing
-        raise _Lost(
-            f"{_DIED} holding the result of {v.name} lost it ({first_line(e)}), {_ATTEMPTS} times"
-        ) from None
-    _add_to_clock(out.get("compile"))
-    found = out["found"]
-    if isinstance(found, Gradient):  # back to this process's example and variant
-        found.example, found.of = v.example, v
-    return found, out["checks"], out["worker"], out["seconds"]
-
-
-@contextlib.contextmanager
-def _local_cluster(distributed, workers: int) -> Iterator[Any]:
-    """N single-threaded worker processes on 127.0.0.1 (a task is one evaluation, and
-    JAX spreads one evaluation over the cores itself); the dashboard on a free port."""
-    with distributed.LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",
-        silence_logs=logging.CRITICAL,  # a task that fails is said in its line
-    ) as cluster:
-        yield cluster
-
-
-def worker_setup(config: Any) -> dict:
-    """What a worker needs to load the client's project and keep its compilation cache."""
-    from .._io._jax_cache import VARIABLE
-
-    return {"root": str(Path(config.root).resolve()), "cache": os.environ.get(VARIABLE)}
-
-
-def _ready_everywhere(client, setup: dict) -> None:
-    """Every worker loads the project now (in parallel, and once), or one line says which
-    cannot; a cluster with no worker is waited for, a while."""
-    try:
-        client.wait_for_workers(1, timeout=60)
-    except TimeoutError:
-        raise WeanjError("the Dask cluster has no worker (waited 60 s)") from None
-    from ._dask_plugin import ready
-
-    for worker, error in sorted(client.run(ready, setup).items()):
-        if error:
-            raise WeanjError(f"Dask worker {worker} cannot load the project: {error}")
-
+# --- the compilation clock of evaluations made elsewhere ------------------------------------
 
 _CLOCK_FIGURES = ("compiled_s", "retrieval_s", "hits", "requests")
 
@@ -509,7 +370,7 @@ def clock_figures(clock) -> list:
     return [getattr(clock, name) for name in _CLOCK_FIGURES]
 
 
-def _add_to_clock(figures) -> None:
+def add_to_clock(figures) -> None:
     """A task's compilation figures, added to this process's clock: `weanj check`'s
     summary line counts the workers' compilations as its own (the worker is single-threaded,
     so its clock's difference over a task is that task's)."""

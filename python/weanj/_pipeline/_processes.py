@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .._errors import InputError
@@ -113,25 +115,21 @@ def evaluate_across(
                         )
                     )
             limit = None if timeout is None else 4 * timeout + 120  # start-up, four calls
-            codes = []
-            for p in procs:
-                try:
-                    codes.append(p.wait(timeout=limit))
-                except subprocess.TimeoutExpired:
-                    what = f"{variant.name} on {processes} processes took longer than {limit:g} s"
-                    return fault_of(TimeoutError(what), what, command)
+            ended = _watch(procs, limit)
         finally:
             for p in procs:
                 if p.poll() is None:
                     p.kill()
                     p.wait()
-        failed = [(i, c) for i, c in enumerate(codes) if c != 0]
-        if failed or not result.is_file():
-            i, code = failed[0] if failed else (0, 0)
+        if ended is None:
+            what = f"{variant.name} on {processes} processes took longer than {limit:g} s"
+            return fault_of(TimeoutError(what), what, command)
+        if ended or not result.is_file():
+            i, code = ended[0] if ended else (0, procs[0].returncode)
             last = _last_line(logs[i])
             what = (
-                f"{variant.name} under jax.distributed: process {i} of {processes} exited "
-                f"with code {code}" + (f" ({last})" if last else "")
+                f"{variant.name} under jax.distributed: process {i} of {processes} (pid "
+                f"{procs[i].pid}) {_how_it_ended(code)}" + (f" ({last})" if last else "")
             )
             return fault_of(ChildProcessError(what), what, command)
         with open(result, "rb") as f:
@@ -139,6 +137,47 @@ def evaluate_across(
     if isinstance(found, Gradient):
         found.example, found.of = variant.example, variant
     return found
+
+
+# How long the others may take to end on their own once one process failed (they fail
+# too, their collective broken, or wait in it forever), and how often the processes are
+# looked at.
+_GRACE_S = 3.0
+_POLL_S = 0.1
+
+
+def _watch(procs: list[subprocess.Popen], limit: float | None) -> list[tuple[int, int]] | None:
+    """Wait for every process of a cluster, watching them all: **Returns** `[(index,
+    code)]` of the processes that failed, the first failure first (the others are killed
+    within `_GRACE_S` of it, since a process whose peer died waits in a collective, or
+    for it to join, without end); `[]` when every one ended well; None past `limit`."""
+    start = time.monotonic()
+    failed: list[tuple[int, int]] = []
+    first = None
+    while True:
+        codes = [p.poll() for p in procs]
+        for i, code in enumerate(codes):
+            if code not in (None, 0) and all(j != i for j, _ in failed):
+                failed.append((i, code))
+                first = time.monotonic() if first is None else first
+        if all(code is not None for code in codes):
+            return failed
+        now = time.monotonic()
+        if first is not None and now - first >= _GRACE_S:
+            return failed  # the rest are killed by the caller
+        if limit is not None and now - start >= limit:
+            return None
+        time.sleep(_POLL_S)
+
+
+def _how_it_ended(code: int) -> str:
+    """`exited with code 3`, `was killed by SIGKILL`."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
 
 
 def _last_line(log: Path) -> str:

@@ -17,7 +17,7 @@ with its key: the sha256 of
   package, found by reading the imports (`ast`), not by running anything; and the
   variant's own source files beyond Python (a Julia kernel); a change in one example's
   module changes only the keys of the examples that reach it;
-- **the project's `[tool.weanj]` table** (but `scheduler`);
+- **the project's `[tool.weanj]` table** (but `scheduler` and `timeout`);
 - **the versions**: weanj (and, for a checkout of weanj, a digest of its own sources),
   jax, jaxlib, numpy, and the variant's backend (`Variant.backend_version()`: Enzyme-JAX,
   kernex, Julia and its packages).
@@ -31,9 +31,11 @@ loaded, the zip members' npy headers are read and held to the format and the exa
 (names, dtype, shape, size): a small file that would inflate to gigabytes is refused
 unread. Any mismatch, malformed field or wrong type discards the record: recomputed,
 with one line per command (`discarded N evaluation record(s): why, e.g. label`), never
-a verdict, never a traceback. Records are immutable once written (a temporary file
-renamed over the old one): a concurrent reader sees the old record or the new one, never
-half of one. They guard against accidents, stale files and mixed-up or restored caches,
+a verdict, never a traceback. The one writer (the client) writes a record as soon as its
+evaluation finishes, so an interrupted run keeps what had finished; a check computed later
+is written into it at the next `flush`. Each write replaces the whole file (a temporary
+file renamed over the old one): a concurrent reader sees the old record or the new one,
+never half of one. They guard against accidents, stale files and mixed-up or restored caches,
 not against someone who can edit the project's code (docs/files.md). A timeout is
 never reused (it depends on the machine's load); `fresh=True` (`weanj check --fresh`)
 ignores every record. What is reused is the evaluation and its checks' *numbers*: the judge
@@ -46,8 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,36 +58,27 @@ from .._io._atomic import atomic_path
 from .._io._h5 import array_sha256
 from .._judge._contract import Fault
 from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
-from .._model._verdicts import FAULTS, GRADIENT_CHECKS, CaseKind, Verdict
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
-from ._gradchecks import CHECKS, TAYLOR_INFO
+from ._gradchecks import CHECKS
+from ._record_form import (
+    _RECORD_TEXT_MAX,
+    _REUSED_FAULTS,
+    FORMAT,
+    Discarded,
+    _add_check,
+    _check_record,
+    _header_checked,
+    _member,
+    _nbytes,
+    _plain,
+    canonical,
+)
 
-FORMAT = 2
-# A variant's faults but timeouts, which depend on the load: never reused.
-_REUSED_FAULTS = tuple(v for v in FAULTS if v != Verdict.TIMEOUT)
-# `[tool.weanj]` keys that change where an evaluation runs, never a number of it.
-NOT_IN_THE_KEY = frozenset({"scheduler"})
-_RECORD_TEXT_MAX = 16 * 2**20  # bytes of the record's JSON text (a record is a few kB)
-_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
-
-
-def canonical(data: Any) -> str:
-    """The one JSON text of a record's data that its digests are taken over."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars as Python numbers (anything else cannot be recorded)."""
-    import numpy as np
-
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"cannot record a {type(value).__name__}")
-
-
-class Discarded(Exception):
-    """A record that is not exactly what weanj writes for this evaluation: one line why."""
+# `[tool.weanj]` keys that change where or how long an evaluation runs, never a number of
+# it (a timeout is never recorded).
+NOT_IN_THE_KEY = frozenset({"scheduler", "timeout"})
 
 
 def label_of(variant: Variant, dtype: str) -> str:
@@ -121,6 +112,7 @@ class Records:
     _code: dict[str, str] = field(default_factory=dict)
     _pending: dict[tuple[str, str], dict] = field(default_factory=dict)
     _recalled: dict[tuple[str, str], dict] = field(default_factory=dict)
+    _reused_found: dict[tuple[str, str], Any] = field(default_factory=dict)
     _weanj: str = ""
 
     @property
@@ -242,11 +234,13 @@ class Records:
         self.reused[(ex, label)] = record["created"]
         self._recalled[(ex, label)] = record
         if not isinstance(found, Gradient):  # what its key was recomputed with
-            return dataclasses.replace(found, configuration=config)
-        found.configuration = config
-        found.source, found.of = "run", variant
-        found.seconds = record["seconds"]
-        found.extra["reused"] = self.reused[(ex, label)]
+            found = dataclasses.replace(found, configuration=config)
+        else:
+            found.configuration = config
+            found.source, found.of = "run", variant
+            found.seconds = record["seconds"]
+            found.extra["reused"] = self.reused[(ex, label)]
+        self._reused_found[(ex, label)] = found
         return found
 
     def _read(self, variant: Variant, inputs: Inputs, dtype: str, path: Path):
@@ -331,16 +325,27 @@ class Records:
 
     # --- keep ---------------------------------------------------------------------------------
 
-    def keep(self, variant: Variant, inputs: Inputs, dtype: str, found: Gradient | Fault) -> None:
-        """Note a new evaluation; written by `flush` once its checks are known."""
+    def keep(
+        self,
+        variant: Variant,
+        inputs: Inputs,
+        dtype: str,
+        found: Gradient | Fault,
+        checks: dict | None = None,
+    ) -> None:
+        """Record a new evaluation now, as soon as it finished (with the numbers of the
+        checks that came with it, `{(kind, array): numbers}`): an interrupted run keeps
+        every evaluation that had finished. A check computed later is added by
+        `keep_check` and written at the next `flush`."""
         if isinstance(found, Fault) and found.verdict not in _REUSED_FAULTS:
             return
         parts = self.parts(variant, inputs, dtype, found.configuration)
         seconds = getattr(found, "seconds", None)
-        self._pending[(variant.example.name, label_of(variant, dtype))] = {
+        pending = self._pending[(variant.example.name, label_of(variant, dtype))] = {
             "variant": variant,
             "dtype": dtype,
             "found": found,
+            "changed": True,
             "record": {
                 "format": FORMAT,
                 "example": variant.example.name,
@@ -353,52 +358,81 @@ class Records:
                 "checks": {},
             },
         }
+        for (kind, array), numbers in (checks or {}).items():
+            if "timeout" not in numbers:  # a check's timeout is the judge's, never kept
+                _add_check(pending, kind, array, numbers)
+        self._write(pending)
 
     def keep_check(
         self, variant: Variant, dtype: str, kind: CaseKind, array: str, numbers: dict
     ) -> None:
-        pending = self._pending.get((variant.example.name, label_of(variant, dtype)))
+        """A gradient check's numbers, computed after its evaluation was recorded (or
+        reused from a record that had not got them yet): written at the next `flush`."""
+        key = (variant.example.name, label_of(variant, dtype))
+        pending = self._pending.get(key)
+        if pending is None and key in self._recalled:  # reused, this check not recorded
+            derived = ("payload", "loss", "noise", "sha256", "fault")  # `_write` makes them
+            record = {k: v for k, v in self._recalled[key].items() if k not in derived}
+            record["checks"] = dict(record["checks"])
+            found = self._reused_found[key]
+            pending = self._pending[key] = dict(
+                variant=variant, dtype=dtype, found=found, changed=False, record=record
+            )
         if pending is not None:
-            if "info" in numbers:  # what the check computed; the judge adds its own afresh
-                numbers = {
-                    **numbers,
-                    "info": {k: v for k, v in numbers["info"].items() if k in TAYLOR_INFO},
-                }
-            pending["record"]["checks"][f"{kind}::{array}"] = numbers
+            _add_check(pending, kind, array, numbers)
 
     def flush(self) -> None:
-        """Write the records noted since the last flush (atomically; a failure to write
-        costs only the next run's reuse)."""
+        """Write the records whose checks changed since they were written."""
+        for pending in self._pending.values():
+            if pending["changed"]:
+                self._write(pending)
+
+    def _write(self, pending: dict) -> None:
+        """One record, atomically (a temporary file renamed over the old one); a failure
+        to write costs only the next run's reuse."""
         import numpy as np
 
-        for pending in self._pending.values():
-            v, found, record = pending["variant"], pending["found"], pending["record"]
-            path = self._path(v, pending["dtype"])
-            arrays: dict[str, Any] = {}
-            if isinstance(found, Fault):
-                record["fault"] = {
-                    "verdict": found.verdict,
-                    "what": found.what,
-                    "command": found.command,
-                }
-            else:
-                arrays = {
-                    name: np.ascontiguousarray(a, dtype=np.asarray(a).dtype.newbyteorder("<"))
-                    for name, a in found.gradients.items()
-                }
-                record["loss"] = float(found.loss)
-                record["noise"] = {k: float(x) for k, x in found.noise.items()}
-                record["sha256"] = {name: array_sha256(a) for name, a in arrays.items()}
-            try:
-                record = json.loads(json.dumps(record, default=_plain))
-                record["payload"] = text_digest(canonical(record))
-                with atomic_path(path, foreign="aside") as tmp:
-                    with open(tmp, "wb") as f:
-                        text = np.array(canonical(record))
-                        np.savez(f, record=text, **{f"g_{k}": a for k, a in arrays.items()})
-            except (OSError, WeanjError, TypeError, ValueError) as e:
-                self._notes.append(f"note: could not write the evaluation record {path} ({e})")
-        self._pending.clear()
+        v, found = pending["variant"], pending["found"]
+        record = dict(pending["record"])
+        pending["changed"] = False
+        path = self._path(v, pending["dtype"])
+        arrays: dict[str, Any] = {}
+        if isinstance(found, Fault):
+            record["fault"] = {
+                "verdict": found.verdict,
+                "what": found.what,
+                "command": found.command,
+            }
+        else:
+            arrays = {
+                name: np.ascontiguousarray(a, dtype=np.asarray(a).dtype.newbyteorder("<"))
+                for name, a in found.gradients.items()
+            }
+            record["loss"] = float(found.loss)
+            record["noise"] = {k: float(x) for k, x in found.noise.items()}
+            record["sha256"] = {name: array_sha256(a) for name, a in arrays.items()}
+        try:
+            record = json.loads(json.dumps(record, default=_plain))
+            record["payload"] = text_digest(canonical(record))
+            with atomic_path(path, foreign="aside") as tmp:
+                with open(tmp, "wb") as f:
+                    text = np.array(canonical(record))
+                    np.savez(f, record=text, **{f"g_{k}": a for k, a in arrays.items()})
+        except (OSError, WeanjError, TypeError, ValueError) as e:
+            self._notes.append(f"note: could not write the evaluation record {path} ({e})")
+
+    def reuse_line(self) -> str | None:
+        """`evaluations: reused 39 of 62, 23 recomputed (…)` for the whole run (None: no
+        evaluation was asked of the records)."""
+        reused = len(self.reused)
+        total = reused + len(self.recomputed)
+        if not total:
+            return None
+        again = f", {total - reused} recomputed" if total > reused else ""
+        return (
+            f"evaluations: reused {reused} of {total}{again} (weanj check --fresh recomputes "
+            "them all)"
+        )
 
     def summary(self, example: str) -> tuple[dict[str, str], str | None]:
         """`({label: "reused" | "recomputed: why"}, one line)` for one example."""
@@ -423,6 +457,8 @@ class Records:
             if ex == example and why not in ("no earlier record",)
         }
         line = f"  evaluations: reused {reused} of {len(out)}"
+        if reused < len(out):
+            line += f", {len(out) - reused} recomputed"
         if changed:
             by_why: dict[str, list[str]] = {}
             for label, why in changed.items():  # one reason once, however many variants
@@ -433,169 +469,6 @@ class Records:
             )
             line += f" ({shown})"
         return out, line
-
-
-# --- what a record must be, checked before it is believed -------------------------------------
-
-
-def _member(filename: str) -> str:
-    return filename[: -len(".npy")] if filename.endswith(".npy") else f"?{filename}"
-
-
-def _nbytes(dtype, shape) -> int:
-    return int(dtype.itemsize * math.prod(shape))
-
-
-def _header_checked(z, info, dtype, shape):
-    """A zip member's array, once its npy header says it is what the record must hold
-    (`dtype` and `shape`; None for the record's own text: a unicode scalar of bounded
-    size) and the member's declared size is exactly what that header implies: nothing is
-    inflated before (a member of 1.5e8 compressed zeros is refused unread)."""
-    import numpy as np
-    from numpy.lib import format as npy
-
-    with z.open(info) as f:
-        version = npy.read_magic(f)
-        if version == (1, 0):
-            got_shape, fortran, got_dtype = npy.read_array_header_1_0(f)
-        elif version == (2, 0):
-            got_shape, fortran, got_dtype = npy.read_array_header_2_0(f)
-        else:
-            raise Discarded(f"{_member(info.filename)} is not an array weanj writes")
-        offset = f.tell()
-        if fortran or got_dtype.hasobject:
-            raise Discarded(f"{_member(info.filename)} is not an array weanj writes")
-        if dtype is None:
-            if got_dtype.kind != "U" or got_shape != () or got_dtype.itemsize > _RECORD_TEXT_MAX:
-                raise Discarded("its record is not a text")
-        else:
-            if got_dtype != dtype:
-                raise Discarded(
-                    f"{_member(info.filename)[2:]} is of dtype {got_dtype}, not {dtype.name}"
-                )
-            if tuple(got_shape) != shape:
-                raise Discarded(
-                    f"{_member(info.filename)[2:]} has shape {tuple(got_shape)}, not {shape}"
-                )
-        if info.file_size != offset + _nbytes(got_dtype, got_shape):
-            raise Discarded(f"{_member(info.filename)} is not the size its header says")
-        data = f.read(_nbytes(got_dtype, got_shape))
-    return np.frombuffer(data, dtype=got_dtype).reshape(got_shape).copy()
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _finite(x: Any) -> bool:
-    return _is_number(x) and math.isfinite(x)
-
-
-def _require(ok: bool, why: str) -> None:
-    if not ok:
-        raise Discarded(why)
-
-
-def _check_record(record: Any, variant: Variant, dtype: str) -> None:
-    """Every field of a record of the form and type `flush` writes, for this variant and
-    dtype, or `Discarded`."""
-    _require(
-        isinstance(record, dict) and record.get("format") == FORMAT,
-        "not a weanj evaluation record of this format",
-    )
-    common = {
-        "format",
-        "example",
-        "variant",
-        "dtype",
-        "key",
-        "parts",
-        "created",
-        "seconds",
-        "checks",
-        "payload",
-    }
-    fields = set(record)
-    if "fault" in record:
-        _require(fields == common | {"fault"}, "its fields are not a record's")
-    else:
-        _require(fields == common | {"loss", "noise", "sha256"}, "its fields are not a record's")
-    _require(
-        record["example"] == variant.example.name,
-        f"it records another example ({str(record['example'])[:40]})",
-    )
-    _require(
-        record["variant"] == variant.name,
-        f"it records another variant ({str(record['variant'])[:40]})",
-    )
-    _require(record["dtype"] == dtype, f"it records another dtype ({str(record['dtype'])[:20]})")
-    for name in ("key", "payload"):
-        _require(
-            isinstance(record[name], str) and bool(_SHA256.match(record[name])),
-            f"its {name} is not a sha256",
-        )
-    parts = record["parts"]
-    _require(
-        isinstance(parts, dict)
-        and isinstance(parts.get("backend"), str)
-        and isinstance(parts.get("versions"), dict),
-        "its key's parts are malformed",
-    )
-    _require(isinstance(record["created"], str), "its time of creation is not a text")
-    s = record["seconds"]
-    _require(s is None or (_finite(s) and s >= 0), "its seconds are not a number")
-    wrt = variant.example.wrt_names
-    if "fault" in record:
-        f = record["fault"]
-        _require(
-            isinstance(f, dict)
-            and set(f) == {"verdict", "what", "command"}
-            and all(isinstance(x, str) for x in f.values()),
-            "its fault is malformed",
-        )
-        _require(f["verdict"] in _REUSED_FAULTS, "not a reusable fault")
-    else:
-        _require(_finite(record["loss"]), "its loss is not a finite number")
-        noise = record["noise"]
-        _require(
-            isinstance(noise, dict)
-            and set(noise) <= {"loss", *wrt}
-            and all(_finite(x) and x >= 0 for x in noise.values()),
-            "its rounding levels are malformed",
-        )
-        digests = record["sha256"]
-        _require(
-            isinstance(digests, dict)
-            and set(digests) == set(wrt)
-            and all(isinstance(x, str) and _SHA256.match(x) for x in digests.values()),
-            "its arrays' digests are malformed",
-        )
-    checks = record["checks"]
-    _require(isinstance(checks, dict), "its gradient checks are malformed")
-    for key, numbers in checks.items():
-        _check_check(key, numbers, wrt)
-
-
-def _check_check(key: Any, numbers: Any, wrt: tuple[str, ...]) -> None:
-    """One gradient check's numbers, exactly as the check (`_gradchecks.CHECKS`) writes
-    them."""
-    kind, _, array = str(key).partition("::")
-    bad = f"its {kind or 'gradient'} check numbers are malformed"
-    check = CHECKS.get(kind)
-    _require(check is not None and array in wrt and isinstance(numbers, dict), bad)
-    if check.may_skip and set(numbers) == {"skipped"}:
-        _require(isinstance(numbers["skipped"], str), bad)
-        return
-    _require(check.beside(numbers), bad)
-    parse = check.result.from_json
-    result = numbers["result"]
-    _require(isinstance(result, dict), bad)
-    try:  # exactly what `to_json` writes: read back and written again, the same text
-        again = parse(result).to_json()
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise Discarded(bad) from e
-    _require(canonical(again) == canonical(result), bad)
-    _require(result.get("array") == array, bad)
 
 
 def _why_changed(stored: dict, current: dict) -> str | None:

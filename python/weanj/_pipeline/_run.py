@@ -47,11 +47,12 @@ from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import DTYPES, Catalog, Gradient, Inputs, Variant
 from .._model._verdicts import Verdict
 from .._places import Places
+from .._project import project_config, time_limit
 from .._watch import Watch
 from ._cases import Case, Plan, judge_case, judge_plan, not_judged, read_plan, subject_outcome
 from ._evaluate import configuration_of
 from ._evaluate import evaluate as evaluate_variant
-from ._executors import InProcess
+from ._executors import Asked, InProcess
 from ._records import Records
 from ._session import Session
 
@@ -132,7 +133,8 @@ class CheckRun:
         self.judgement = judgement
         self.dtypes = tuple(dtypes)
         self.devices = tuple(devices)  # the devices under test (docs/devices.md)
-        self.timeout = timeout
+        # the time limit of each call: `timeout` where given (0: none), else the project's
+        self.timeout = time_limit(timeout, config or _config_at(places)) if live else None
         self.save = save and live
         self.write_verdicts = write_verdicts
         self.say = say
@@ -212,16 +214,15 @@ class CheckRun:
             if not self.live:
                 self._session = self._stack.enter_context(Session(say=self.say))
             else:
-                self._session = self._stack.enter_context(
-                    self.executor.session(
-                        self.plans,
-                        timeout=self.timeout,
-                        say=self.say,
-                        progress=self._progress,
-                        shown_path=self.places.shown,
-                        records=self.records,
-                    )
+                asked = Asked(
+                    self.plans,
+                    timeout=self.timeout,
+                    say=self.say,
+                    progress=self._progress,
+                    shown_path=self.places.shown,
+                    records=self.records,
                 )
+                self._session = self._stack.enter_context(self.executor.session(asked))
         return self._session
 
     def close(self) -> None:
@@ -301,13 +302,9 @@ class CheckRun:
         judgement.seconds = time.perf_counter() - self._t0
         if self.records is not None and self.save:
             judgement.notes.extend(self.records.notes)
-            reused = len(self.records.reused)
-            total = reused + len(self.records.recomputed)
-            if total:
-                judgement.notes.append(
-                    f"evaluations: reused {reused} of {total} (weanj check --fresh recomputes "
-                    "them all)"
-                )
+            line = self.records.reuse_line()
+            if line:
+                judgement.notes.append(line)
         judgement.did_not_run = did_not_run(self.catalogs, self.require)
         judgement.did_not_run += device_did_not_run(list(judgement), self.devices, self.require)
         judgement.suspects = [
@@ -366,6 +363,14 @@ def evaluation_run(
     return CheckRun(
         (), places, config=None, judgement=None, timeout=timeout, save=False, say=say, cache=cache
     )
+
+
+def _config_at(places: Places) -> Any:
+    """The project's configuration at the run's root (None: it cannot be read here)."""
+    try:
+        return project_config(places.root)
+    except WeanjError:
+        return None
 
 
 # --- what a live run says once --------------------------------------------------------------

@@ -53,7 +53,7 @@ Plain AD through the gather would form the full residual on every device: at n =
 derivative (`jax-jacobi`: 12.0 MiB), i.e. more than the 1/4 issue 18 allows.
 
 **Memory.** The gradient's scratch is per block (`benchmarks/sharded.py`,
-`benchmarks/README.md`). The loss alone holds the gathered u^K and uobs, n² values
+`docs/benchmark-scripts.md`). The loss alone holds the gathered u^K and uobs, n² values
 each, on every device: the price of the bitwise sum, paid once after the loop. With n
 not divisible by the device count, the (n, n) arrays at the boundary of `jax.jit`
 cannot be split evenly: XLA keeps θ and uobs whole on each device (each takes its

@@ -1,0 +1,212 @@
+"""What an evaluation record must be, checked before it is believed (docs/DESIGN.md §8.4;
+`_records` reads and writes them): its format, its fields and their types, its gradient
+checks' numbers exactly as each check writes them, and its arrays' npy headers, read
+before anything is inflated."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from .._model import Variant
+from .._model._verdicts import FAULTS, Verdict
+from ._gradchecks import CHECKS, TAYLOR_INFO
+
+FORMAT = 2
+# A variant's faults but timeouts, which depend on the load: never reused.
+_REUSED_FAULTS = tuple(v for v in FAULTS if v != Verdict.TIMEOUT)
+_RECORD_TEXT_MAX = 16 * 2**20  # bytes of the record's JSON text (a record is a few kB)
+_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+
+
+def canonical(data: Any) -> str:
+    """The one JSON text of a record's data that its digests are taken over."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as Python numbers (anything else cannot be recorded)."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot record a {type(value).__name__}")
+
+
+def _add_check(pending: dict, kind: str, array: str, numbers: dict) -> None:
+    """A check's numbers into a record to write (marked changed where they are new)."""
+    if "info" in numbers:  # what the check computed; the judge adds its own afresh
+        numbers = {
+            **numbers,
+            "info": {k: v for k, v in numbers["info"].items() if k in TAYLOR_INFO},
+        }
+    checks = pending["record"]["checks"]
+    if checks.get(f"{kind}::{array}") != numbers:
+        checks[f"{kind}::{array}"] = numbers
+        pending["changed"] = True
+
+
+class Discarded(Exception):
+    """A record that is not exactly what weanj writes for this evaluation: one line why."""
+
+
+def _member(filename: str) -> str:
+    return filename[: -len(".npy")] if filename.endswith(".npy") else f"?{filename}"
+
+
+def _nbytes(dtype, shape) -> int:
+    return int(dtype.itemsize * math.prod(shape))
+
+
+def _header_checked(z, info, dtype, shape):
+    """A zip member's array, once its npy header says it is what the record must hold
+    (`dtype` and `shape`; None for the record's own text: a unicode scalar of bounded
+    size) and the member's declared size is exactly what that header implies: nothing is
+    inflated before (a member of 1.5e8 compressed zeros is refused unread)."""
+    import numpy as np
+    from numpy.lib import format as npy
+
+    with z.open(info) as f:
+        version = npy.read_magic(f)
+        if version == (1, 0):
+            got_shape, fortran, got_dtype = npy.read_array_header_1_0(f)
+        elif version == (2, 0):
+            got_shape, fortran, got_dtype = npy.read_array_header_2_0(f)
+        else:
+            raise Discarded(f"{_member(info.filename)} is not an array weanj writes")
+        offset = f.tell()
+        if fortran or got_dtype.hasobject:
+            raise Discarded(f"{_member(info.filename)} is not an array weanj writes")
+        if dtype is None:
+            if got_dtype.kind != "U" or got_shape != () or got_dtype.itemsize > _RECORD_TEXT_MAX:
+                raise Discarded("its record is not a text")
+        else:
+            if got_dtype != dtype:
+                raise Discarded(
+                    f"{_member(info.filename)[2:]} is of dtype {got_dtype}, not {dtype.name}"
+                )
+            if tuple(got_shape) != shape:
+                raise Discarded(
+                    f"{_member(info.filename)[2:]} has shape {tuple(got_shape)}, not {shape}"
+                )
+        if info.file_size != offset + _nbytes(got_dtype, got_shape):
+            raise Discarded(f"{_member(info.filename)} is not the size its header says")
+        data = f.read(_nbytes(got_dtype, got_shape))
+    return np.frombuffer(data, dtype=got_dtype).reshape(got_shape).copy()
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _finite(x: Any) -> bool:
+    return _is_number(x) and math.isfinite(x)
+
+
+def _require(ok: bool, why: str) -> None:
+    if not ok:
+        raise Discarded(why)
+
+
+def _check_record(record: Any, variant: Variant, dtype: str) -> None:
+    """Every field of a record of the form and type `flush` writes, for this variant and
+    dtype, or `Discarded`."""
+    _require(
+        isinstance(record, dict) and record.get("format") == FORMAT,
+        "not a weanj evaluation record of this format",
+    )
+    common = {
+        "format",
+        "example",
+        "variant",
+        "dtype",
+        "key",
+        "parts",
+        "created",
+        "seconds",
+        "checks",
+        "payload",
+    }
+    fields = set(record)
+    if "fault" in record:
+        _require(fields == common | {"fault"}, "its fields are not a record's")
+    else:
+        _require(fields == common | {"loss", "noise", "sha256"}, "its fields are not a record's")
+    _require(
+        record["example"] == variant.example.name,
+        f"it records another example ({str(record['example'])[:40]})",
+    )
+    _require(
+        record["variant"] == variant.name,
+        f"it records another variant ({str(record['variant'])[:40]})",
+    )
+    _require(record["dtype"] == dtype, f"it records another dtype ({str(record['dtype'])[:20]})")
+    for name in ("key", "payload"):
+        _require(
+            isinstance(record[name], str) and bool(_SHA256.match(record[name])),
+            f"its {name} is not a sha256",
+        )
+    parts = record["parts"]
+    _require(
+        isinstance(parts, dict)
+        and isinstance(parts.get("backend"), str)
+        and isinstance(parts.get("versions"), dict),
+        "its key's parts are malformed",
+    )
+    _require(isinstance(record["created"], str), "its time of creation is not a text")
+    s = record["seconds"]
+    _require(s is None or (_finite(s) and s >= 0), "its seconds are not a number")
+    wrt = variant.example.wrt_names
+    if "fault" in record:
+        f = record["fault"]
+        _require(
+            isinstance(f, dict)
+            and set(f) == {"verdict", "what", "command"}
+            and all(isinstance(x, str) for x in f.values()),
+            "its fault is malformed",
+        )
+        _require(f["verdict"] in _REUSED_FAULTS, "not a reusable fault")
+    else:
+        _require(_finite(record["loss"]), "its loss is not a finite number")
+        noise = record["noise"]
+        _require(
+            isinstance(noise, dict)
+            and set(noise) <= {"loss", *wrt}
+            and all(_finite(x) and x >= 0 for x in noise.values()),
+            "its rounding levels are malformed",
+        )
+        digests = record["sha256"]
+        _require(
+            isinstance(digests, dict)
+            and set(digests) == set(wrt)
+            and all(isinstance(x, str) and _SHA256.match(x) for x in digests.values()),
+            "its arrays' digests are malformed",
+        )
+    checks = record["checks"]
+    _require(isinstance(checks, dict), "its gradient checks are malformed")
+    for key, numbers in checks.items():
+        _check_check(key, numbers, wrt)
+
+
+def _check_check(key: Any, numbers: Any, wrt: tuple[str, ...]) -> None:
+    """One gradient check's numbers, exactly as the check (`_gradchecks.CHECKS`) writes
+    them."""
+    kind, _, array = str(key).partition("::")
+    bad = f"its {kind or 'gradient'} check numbers are malformed"
+    check = CHECKS.get(kind)
+    _require(check is not None and array in wrt and isinstance(numbers, dict), bad)
+    if check.may_skip and set(numbers) == {"skipped"}:
+        _require(isinstance(numbers["skipped"], str), bad)
+        return
+    _require(check.beside(numbers), bad)
+    parse = check.result.from_json
+    result = numbers["result"]
+    _require(isinstance(result, dict), bad)
+    try:  # exactly what `to_json` writes: read back and written again, the same text
+        again = parse(result).to_json()
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise Discarded(bad) from e
+    _require(canonical(again) == canonical(result), bad)
+    _require(result.get("array") == array, bad)
