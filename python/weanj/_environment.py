@@ -83,11 +83,29 @@ def git_revision() -> str:
 
 
 def default_device() -> str:
-    """The kind of device JAX computes on by default here (`cpu`, `gpu`, ...; imports
-    JAX): the device of an environment block written after a run."""
-    import jax
+    """The kind of device weanj's runs are placed on by default: the CPU, whatever JAX's
+    default device is (a device run names its own device, docs/devices.md); the device of
+    an environment block written after a run."""
+    return "cpu"
 
-    return jax.default_backend()
+
+def device_software(kind: str) -> str:
+    """The software of an accelerator (`libtpu 0.0.42.1`; the CUDA plugin and its
+    libraries), what a device run's provenance names; "" for the CPU."""
+    if kind == "tpu":
+        found = [f"{n} {v}" for n in ("libtpu", "libtpu-nightly") if (v := package_version(n))]
+        return ", ".join(found) or "libtpu (version unknown)"
+    if kind == "gpu":
+        names = (
+            "jax-cuda12-plugin",
+            "jax-cuda12-pjrt",
+            "nvidia-cuda-runtime-cu12",
+            "nvidia-cudnn-cu12",
+            "jax-rocm60-plugin",
+        )
+        found = [f"{n} {v}" for n in names if (v := package_version(n))]
+        return ", ".join(found) or "CUDA (plugin version unknown)"
+    return ""
 
 
 def environment(device: str | None = None) -> dict[str, Any]:
@@ -113,6 +131,8 @@ def environment(device: str | None = None) -> dict[str, Any]:
             devs = jax.devices(device)
             env["device_kind"] = devs[0].device_kind
             env["device_count"] = len(devs)
+            if device != "cpu":
+                env["device_software"] = device_software(device)
         except RuntimeError:
             pass
     return env

@@ -148,6 +148,7 @@ class ProjectConfig:
     table: dict | None = None  # the table as read (part of what an evaluation depends on)
     x64: bool | None = None  # `x64 = true|false`: the program's JAX 64-bit types (None: undeclared)
     require: tuple[str, ...] = ()  # backends or variants that must run (else the check fails)
+    devices: tuple[str, ...] = ()  # `devices = ["cpu", "tpu"]`: where checks run (docs/devices.md)
     timeout: float | None = DEFAULT_TIMEOUT  # `timeout = S` (seconds; 0 in the table: None)
     julia_project: Path | None = None  # [tool.weanj.julia] project: the user's Julia environment
 
@@ -168,9 +169,11 @@ _KEYS = {
     "scheduler",
     "x64",
     "require",
+    "devices",
     "timeout",
     "julia",
 }
+DEVICE_KINDS = ("cpu", "gpu", "tpu")
 
 
 def _julia_project(pyproject: Path, root: Path, table) -> Path | None:
@@ -254,6 +257,15 @@ def project_config(root: Path | None = None) -> ProjectConfig:
     require = _strings(
         pyproject, "require", table.get("require", []), 'backends, e.g. require = ["julia"]'
     )
+    devices = _strings(
+        pyproject, "devices", table.get("devices", []), 'devices, e.g. devices = ["cpu", "tpu"]'
+    )
+    unknown = sorted(set(devices) - set(DEVICE_KINDS))
+    if unknown:
+        raise ProjectError(
+            f"{pyproject}: [tool.weanj] devices names {', '.join(unknown)} (devices are "
+            f"{', '.join(DEVICE_KINDS)})"
+        )
     return ProjectConfig(
         root,
         examples,
@@ -266,6 +278,7 @@ def project_config(root: Path | None = None) -> ProjectConfig:
         table=table,
         x64=x64,
         require=require,
+        devices=devices,
         julia_project=_julia_project(pyproject, root, table.get("julia")),
     )
 

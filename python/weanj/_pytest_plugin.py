@@ -36,6 +36,16 @@ OPTIONS = (
         "--weanj-example",
         dict(action="append", metavar="EXAMPLE", help="only this example (repeatable)"),
     ),
+    (
+        "--weanj-device",
+        dict(
+            action="append",
+            choices=("cpu", "gpu", "tpu"),
+            metavar="DEVICE",
+            help="also run on this device (cpu, gpu, tpu; repeatable), each run judged "
+            "against its family's CPU float64 reference (default: [tool.weanj] devices)",
+        ),
+    ),
 )
 _RUN = pytest.StashKey[object]()
 _EXITING = pytest.StashKey[bool]()
@@ -218,18 +228,21 @@ def pytest_collection_modifyitems(session, config, items):
         for cat in cats:
             items.append(_item(WeanjRecordItem, session, f"{cat.name}::record", catalog=cat))
         return
-    run = config.stash[_RUN] = weanj_run(cats)
+    run = config.stash[_RUN] = weanj_run(cats, device=config.getoption("weanj_device"))
     items.extend(weanj_items(run, session, draws=config.getoption("weanj_fuzz")))
 
 
-def weanj_run(cats, *, keep: bool = True):
+def weanj_run(cats, *, keep: bool = True, device=None):
     """The `CheckRun` `pytest --weanj` judges its items through: `weanj check`'s live run
     on these catalogs, nothing written to the store nor to `check.json`, no progress
-    lines (pytest reports each item), the evaluation records reused and kept (`keep`).
-    The gallery's tests (`tests/crossval/cases.py`) judge through this same run."""
-    from ._commands.check import check_run
+    lines (pytest reports each item), the evaluation records reused and kept (`keep`),
+    on the CPU and `device` (`--weanj-device`, else `[tool.weanj] devices`). The gallery's
+    tests (`tests/crossval/cases.py`) judge through this same run."""
+    from ._commands.check import check_run, devices_of
+    from ._registry import project
 
-    return check_run(cats, save=False, keep=keep, progress=False)
+    devices = devices_of(device, project())
+    return check_run(cats, save=False, keep=keep, progress=False, devices=devices)
 
 
 def weanj_items(run, session, *, draws: int = 0) -> list:

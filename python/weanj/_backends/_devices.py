@@ -1,10 +1,12 @@
 """The devices that multi-device (sharded) variants span.
 
 A sharded variant builds its device mesh when it is traced, from this module's selection:
-by default every device of JAX's default backend (`jax.devices()`: the CPU, or every GPU
-of the host); `set_devices(N)` (or `weanj bench --devices N`) restricts it to the first N,
-optionally of another platform. On a CPU, more devices are simulated with
-`XLA_FLAGS=--xla_force_host_platform_device_count=N`, set before JAX starts.
+by default every device of the evaluation's platform (`_placement.placed`: the CPU's for a
+CPU run on a TPU machine, the stand-in alone for a stand-in run), else of JAX's default
+backend (`jax.devices()`: the CPU, or every GPU of the host); `set_devices(N)` (or `weanj
+bench --devices N`) restricts it to the first N, optionally of another platform. On a CPU,
+more devices are simulated with `XLA_FLAGS=--xla_force_host_platform_device_count=N`, set
+before JAX starts.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 
 from .._errors import InputError, UnavailableError
+from . import _standin
 
 # None: all devices of the default backend; else (count or devices, platform or None).
 _selection: tuple | None = None
@@ -21,6 +24,14 @@ _selection: tuple | None = None
 def _available(platform: str | None) -> list:
     import jax
 
+    if platform is None:  # an evaluation's device (`placed`) decides, else JAX's default
+        from jax._src import config
+
+        current = config.default_device.value
+        if current is not None and not isinstance(current, str):
+            if _standin.is_standin(current):
+                return [current]  # the stand-in is one device
+            platform = current.platform
     try:
         return list(jax.devices(platform) if platform else jax.devices())
     except RuntimeError:

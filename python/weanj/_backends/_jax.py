@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .._errors import InputError, UnavailableError
+from .._errors import InputError
 from .._judge._taylor import OWN_JVP_TOLERANCE, DirectionalResult, inner, random_direction
 from .._model import Configuration, Example, Functions, Variant
 from .._registry import example_of, register_variant
@@ -78,11 +78,16 @@ class Precise:
 
 def configured_build(functions: Callable, ex: Example, name: str, *args) -> Any:
     """`functions(ex, *args)`, its `Precise` functions run in variant `name`'s
-    configuration (read at each call: it is known once its module has imported)."""
+    configuration (read at each call: it is known once its module has imported), and placed
+    on any device JAX has (`_placement.placed`)."""
+    from ._placement import placed
+
     built = functions(ex, *args)
     for fn in built if isinstance(built, tuple) else ():
         if isinstance(fn, Precise) and fn.configured is None:
             fn.configured = functools.partial(jax_configuration, ex.name, name)
+    if isinstance(built, Functions) and built.placed is None:
+        built = built._replace(placed=placed)  # a JAX program runs on any device JAX has
     return built
 
 
@@ -188,21 +193,15 @@ class JaxRuntime(_runtime.Runtime):
         return hasattr(variant.built.grad, "lower")
 
     def runs_on(self, kind: str) -> bool:
-        return kind in ("cpu", "gpu")
+        return kind in ("cpu", "gpu", "tpu")
 
     def device(self, kind: str):
-        """The first JAX device of kind `"cpu"` or `"gpu"`; none raises `UnavailableError`."""
-        import jax
+        """The JAX device of kind `"cpu"`, `"gpu"` or `"tpu"` an evaluation runs on
+        (`_placement.place_of`: the stand-in where it plays that kind); none raises
+        `UnavailableError` naming it."""
+        from ._placement import place_of
 
-        try:
-            found = jax.devices(kind)
-        except RuntimeError:  # JAX raises when no backend of that kind is installed
-            found = []
-        if not found:
-            raise UnavailableError(
-                f"no GPU visible to JAX here (jax.devices({kind!r}) is empty); {GPU_HINT}"
-            )
-        return found[0]
+        return place_of(kind).device
 
     def placement(self, device, multi_device: bool):
         """`device`, or, for a multi-device variant, replicated over the devices it spans

@@ -111,12 +111,13 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
         timeout=args.timeout,
         processes=args.processes,
         traceback=args.traceback,
+        device=args.device,
     )
     g = done.gradient
     shown = "".join(f"{k}={val} " for k, val in g.params.items())
     norms = "  ".join(f"‖∂L/∂{n}‖ = {float(np.linalg.norm(a)):.6e}" for n, a in g.gradients.items())
     print(
-        f"{g.example.name} {g.variant} {shown}{g.dtype}: loss "
+        f"{g.example.name} {g.label} {shown}{g.dtype}: loss "
         f"= {g.loss:.15e}  {norms}  ({g.seconds:.2f} s)"
     )
     if "processes" in g.extra:
@@ -185,6 +186,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         scheduler=args.scheduler,
         processes=args.processes,
         require=args.require,
+        device=args.device,
     )
     print("\n".join(judgement.lines()))
     return _not_judged_said(judgement)
@@ -266,6 +268,7 @@ def cmd_bisect(args: argparse.Namespace, words: dict) -> int:
         params=params,
         inputs=args.inputs,
         timeout=args.timeout,
+        device=args.device,
     )
     return done.exit_code
 
@@ -282,6 +285,7 @@ def cmd_fuzz(args: argparse.Namespace, words: dict) -> int:
         max_examples=args.max_examples,
         seconds=args.seconds,
         timeout=args.timeout,
+        device=args.device,
         seed=args.seed,
     )
     return done.exit_code

@@ -103,6 +103,31 @@ def _timeout(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+DEVICE_CHOICES = ("cpu", "gpu", "tpu")
+
+
+def _device(p, *, several: bool = True, side: str = "") -> None:
+    """`--device cpu|gpu|tpu` (repeatable where `several`): where the runs go."""
+    if several:
+        p.add_argument(
+            "--device",
+            action="append",
+            choices=DEVICE_CHOICES,
+            default=None,
+            help="run on this device too, each run judged against its family's CPU float64 "
+            "reference, e.g. --device cpu --device tpu (repeatable; default: "
+            "[tool.weanj] devices, else the CPU, whatever JAX's default device is)",
+        )
+    else:
+        p.add_argument(
+            "--device",
+            choices=DEVICE_CHOICES,
+            default="cpu",
+            help=f"JAX device kind{' of ' + side if side else ''} (default: cpu, whatever "
+            "JAX's default device is)",
+        )
+
+
 PARAMS_HELP = "--PARAM V: any parameter of the example (weanj list EXAMPLE shows them), e.g. --K 5"
 
 
@@ -133,6 +158,7 @@ def _run(sub) -> None:
         "weanj did not write (never a .py module)",
     )
     _processes(p)
+    _device(p, several=False)
     p.add_argument(
         "--traceback",
         action="store_true",
@@ -162,9 +188,11 @@ def _check(sub) -> None:
         "--require",
         action="append",
         metavar="BACKEND",
-        help="fail when a variant of this backend (or this name) cannot run here, e.g. "
-        "--require julia (default: [tool.weanj] require)",
+        help="fail when a variant of this backend (or this name) cannot run here, or a "
+        "run on this device (--require tpu), e.g. --require julia (default: [tool.weanj] "
+        "require)",
     )
+    _device(p)
     p.add_argument(
         "--fresh",
         action="store_true",
@@ -239,9 +267,7 @@ def _bench(sub) -> None:
         help="the same as --memory-over K ... (no values: none)",
     )
     p.add_argument("--dtype", choices=DTYPE_CHOICES, default="float64", help="default: float64")
-    p.add_argument(
-        "--device", choices=["cpu", "gpu"], default="cpu", help="JAX device kind (default: cpu)"
-    )
+    _device(p, several=False)
     p.add_argument(
         "--devices",
         type=positive_int,
@@ -354,6 +380,7 @@ def _bisect(sub) -> None:
         help="judge A and B on this inputs file alone (a case bisect or fuzz wrote)",
     )
     _timeout(p, "one evaluation")
+    _device(p, several=False, side="B (A, the reference, on the CPU)")
 
 
 def _fuzz(sub) -> None:
@@ -387,6 +414,7 @@ def _fuzz(sub) -> None:
         "draws and report (no database read or kept)",
     )
     _timeout(p, "one evaluation")
+    _device(p, several=False, side="B (A, the reference, on the CPU)")
 
 
 # Commands whose extra `--NAME V` words are the example's parameters.

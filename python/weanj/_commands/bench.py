@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._backends._placement import device_environment, is_standin
 from .._backends._runtime import Runtime, runtime_of
 from .._environment import environment, now
 from .._errors import InputError, WeanjError, say, wrapped
@@ -199,6 +200,7 @@ def sweep_variant(
         "family": v.family,
         "backend": v.backend,
         "device": device,
+        **({"standin": True} if is_standin(device) else {}),  # said in plots and tables
         "devices": device_count() if v.multi_device else 1,
         "dtype": series[0][0].dtype if series and series[0] else "float64",
         "date": now(),
@@ -330,8 +332,8 @@ def _checked(
 ) -> tuple[list[int], dict[str, Any], Any, Any]:
     """`bench`'s options checked before any work: (sizes, the size sweep's parameters,
     over, memory_over); a dimension's values out of reach are refused here too."""
-    if device not in ("cpu", "gpu"):
-        raise InputError(f"device must be cpu or gpu, got {device!r}")
+    if device not in ("cpu", "gpu", "tpu"):
+        raise InputError(f"device must be cpu, gpu or tpu, got {device!r}")
     sweep_sizes = _sweep_sizes(ex, sizes, shared)
     for what, value in (("samples", samples), ("devices", devices)):
         if value is not None and value < 1:
@@ -387,7 +389,8 @@ def bench(
       `("T", "d")`) needs a generator taking it as a keyword.
     - `memory_over`: the same, compiled only (scratch memory); default the first
       parameter with a `Param.sweep`; None: none.
-    - `device`: `"cpu"` or `"gpu"`; `devices`: how many devices sharded variants span.
+    - `device`: `"cpu"`, `"gpu"` or `"tpu"` (a stand-in says so); `devices`: how many
+      devices sharded variants span.
     - `samples`: timing samples per point (default 10, 3 from size 512, fewer within the
       budget); `timeout`: a time limit per point.
     - `write`: merge the records into `results/<example>/bench/` (`replace`: replacing
@@ -478,7 +481,7 @@ def bench(
             device,
             result.by_backend,
             here,
-            env=environment(device),
+            env=device_environment(environment(device), device),
             backend_versions=versions,
             replace=replace,
         )
@@ -529,7 +532,8 @@ def markdown_table(ex: Example, records: Sequence[dict[str, Any]]) -> str:
             continue
         ratio = r["grad_s"] / r["forward_s"] if r["forward_s"] else None
         lines.append(
-            f"| `{r['variant']}` | {r['device']} | {r['dtype']} | "
+            f"| `{r['variant']}` | {r['device']}{' (stand-in)' if r.get('standin') else ''} | "
+            f"{r['dtype']} | "
             + "".join(f"{r.get(c, '–')} | " for c in columns)
             + f"{cell(r['forward_s'], 1e3, 3)} | {cell(r['grad_s'], 1e3, 3)} | "
             f"{cell(ratio, 1, 1)} | {cell(r['compile_s'], 1, 2)} | "

@@ -62,6 +62,7 @@ class Bisected:
     outcome: PairOutcome | None = None
     minimal: Case | None = None
     reproduce: list[str] = field(default_factory=list)
+    device: str = "cpu"  # where B ran (`--device`)
 
     @property
     def case(self) -> Path | None:
@@ -196,22 +197,24 @@ def bisect(
     inputs: str | Path | None = None,
     timeout: float | None = None,
     say: Callable[[str], None] = print,
+    device: str = "cpu",
 ) -> Bisected:
     """Where `va` and `vb`, two available variants of one family of `cat` (as the front
     end resolves them), part ways (module docstring); `inputs`: judge them on that inputs
-    file alone. **Returns** a `Bisected` (`exit_code` 1 when they part ways)."""
+    file alone; `device`: B runs there (A, the reference, on the CPU). **Returns** a
+    `Bisected` (`exit_code` 1 when they part ways)."""
     ex = cat.example
     _in_float64(va, vb)
     a, b = va.name, vb.name
     here = places()
     _jax_cache.enable()
-    result = Bisected()
+    result = Bisected(device=device)
 
     def tell(line: str) -> None:
         result.lines.append(line)
         say(line)
 
-    with Session(timeout_s=time_limit(timeout), shown_path=here.shown) as session:
+    with Session(timeout_s=time_limit(timeout), shown_path=here.shown, device=device) as session:
 
         def check(on: Inputs) -> PairOutcome:
             o = judge_pair_on(session, cat, va, vb, on)
@@ -332,7 +335,7 @@ def _minimal_case(cat, va, vb, p, result: Bisected, at_first, base, check, here,
     result.outcome = minimal
     result.minimal = Case(minimal.inputs, ex.seed, made_at).write(here, stem)
     tell(f"minimal case written to {here.shown(result.case)} ({minimal.inputs.sizes_text()})")
-    result.reproduce = result.minimal.reproduce(va, vb, here)
+    result.reproduce = result.minimal.reproduce(va, vb, here, result.device)
     tell("reproduce it (from the project root):")
     tell("\n".join(f"  {line}" for line in result.reproduce))
     return result

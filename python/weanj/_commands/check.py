@@ -36,6 +36,23 @@ def dtypes_of(dtype: str) -> tuple[str, ...]:
     return ("float64",) if dtype == "float64" else DTYPES
 
 
+def devices_of(device: Sequence[str] | str | None, config=None) -> tuple[str, ...]:
+    """The devices under test: `device` (one kind or several), else `[tool.weanj]
+    devices`, else the CPU alone (whatever JAX's default device is). The CPU always
+    comes first: every device run is judged against its family's CPU float64 reference."""
+    from .._project import DEVICE_KINDS
+
+    asked = [device] if isinstance(device, str) else list(device or ())
+    if not asked and config is not None:
+        asked = list(getattr(config, "devices", ()) or ())
+    unknown = [d for d in asked if d not in DEVICE_KINDS]
+    if unknown:
+        raise InputError(
+            f"device must be one of {', '.join(DEVICE_KINDS)}, got {', '.join(map(repr, unknown))}"
+        )
+    return ("cpu", *dict.fromkeys(d for d in asked if d != "cpu"))
+
+
 def restricted(cats: list[Catalog], variants: Sequence[str] | None) -> list[Catalog]:
     """The catalogs with only the variants named (each name must exist in one of them)."""
     if not variants:
@@ -72,6 +89,7 @@ def check(
     scheduler: str | None = None,
     processes: int | None = None,
     require: Sequence[str] | None = None,
+    device: Sequence[str] | str | None = None,
 ) -> Judgement:
     """Run, check and judge every available variant of each example (default: all).
 
@@ -96,7 +114,11 @@ def check(
     - `processes`: evaluate the sharded (multi-device) variants under `jax.distributed`
       on this many local processes.
     - `require`: backends or variant names that must run (default: `[tool.weanj]
-      require`); one that did not makes the check fail, naming it.
+      require`); one that did not makes the check fail, naming it; a device kind
+      (`"tpu"`): every run there must run (a platform limit then fails).
+    - `device`: `"tpu"`, `"gpu"` or a list (`["cpu", "tpu"]`): each variant also runs
+      there, judged against its family's CPU float64 reference (default: `[tool.weanj]
+      devices`, else the CPU alone, whatever JAX's default device is; docs/devices.md).
 
     **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
@@ -115,6 +137,7 @@ def check(
         )
     return check_run(
         cats,
+        devices=devices_of(device, project()),
         dtypes=dtypes_of(dtype),
         timeout=timeout,
         fresh=fresh,
@@ -129,12 +152,17 @@ def check(
 def check_run(cats: list[Catalog], **options) -> CheckRun:
     """The live `CheckRun` of `weanj check` on these catalogs (its `Judgement` and its
     writer of `check.json` handed over): what `weanj.check()` and `pytest --weanj` run."""
+    from .._backends._placement import device_line
+
     dtypes = options.setdefault("dtypes", DTYPES)
+    devices = options.setdefault("devices", ("cpu",))
+    judgement = Judgement("check", dtypes=dtypes)
+    judgement.notes.append(device_line(devices))  # where the runs were placed, said once
     return CheckRun(
         cats,
         places(),
         config=project(),
-        judgement=Judgement("check", dtypes=dtypes),
+        judgement=judgement,
         write_verdicts=write_check_verdicts,
         **options,
     )

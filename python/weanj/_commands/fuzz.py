@@ -108,12 +108,14 @@ def fuzz(
     seed: int | None = None,
     say: Callable[[str], None] = print,
     clock: Callable[[], float] = time.monotonic,
+    device: str = "cpu",
 ) -> Fuzzed:
     """`weanj fuzz` (module docstring) of an example's catalog. `pairs`: the pairs to
     search, each two available variants of one family (as the front end resolves
     `--pairs`; default: every pair of the case table). `seed`: the run's draws (default:
     one drawn and shown); given, no database and no default time limit, so the report
-    depends on the seed alone. `clock`: what `seconds` are counted on. **Returns** a
+    depends on the seed alone. `clock`: what `seconds` are counted on. `device`: where B
+    of each pair runs (A, the reference, on the CPU). **Returns** a
     `Fuzzed` (`exit_code` 1 when some pair disagrees); its `lines` are what the command
     printed."""
     try:
@@ -154,13 +156,13 @@ def fuzz(
     )  # fmt: skip
     for line in plan:
         tell(line)
-    with Session(timeout_s=time_limit(timeout), shown_path=here.shown) as session:
+    with Session(timeout_s=time_limit(timeout), shown_path=here.shown, device=device) as session:
         result = run_fuzz(
             session, cat, chosen, here, seed=seed, database=not seeded,
             max_examples=max_examples, seconds=seconds, clock=clock, say=tell,
         )  # fmt: skip
     result.left_out = left_out
-    for line in report_lines(cat, result, here):
+    for line in report_lines(cat, result, here, device):
         tell(line)
     result.lines = lines
     if not result.draws and not result.findings and result.out_of_time:

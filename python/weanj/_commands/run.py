@@ -62,10 +62,13 @@ def run(
     timeout: float | None = None,
     processes: int | None = None,
     traceback: bool = False,
+    device: str = "cpu",
 ) -> Run:
     """Evaluate one variant of an example (both looked up by the front end) and save its
     gradient (module docstring), through the `CheckRun` of one evaluation. `traceback`:
-    where the variant raises, print the whole traceback on stderr before its one line."""
+    where the variant raises, print the whole traceback on stderr before its one line.
+    `device`: where it runs (`cpu`, `gpu`, `tpu`); a device run goes to `runs/`, never
+    to the store (the store holds CPU runs)."""
     dtype = check_dtype(dtype)
     here = places()
     one = evaluation_run(here, timeout=timeout)
@@ -88,7 +91,7 @@ def run(
             chosen.key(dtype),
         )
         _store.check_target(out, planned, shared_key, here, force=force)
-    found = one.evaluate(v, chosen, dtype, processes=processes)
+    found = one.evaluate(v, chosen, dtype, processes=processes, device=device)
     if isinstance(found, Fault):
         raised = found.verdict == Verdict.ERROR and f"{v.name} raised " in found.what
         if traceback and raised:

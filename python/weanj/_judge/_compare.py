@@ -104,7 +104,25 @@ def floor_of(a: Any, b: Any, key: str) -> float:
     much in float32). The same rule in float64 and float32 (docs/verdicts.md); 0 where
     the levels are unknown (a file written before they were measured)."""
     levels = [(g.noise.get(key, 0.0), g.dtype) for g in (a, b) if g.noise]
-    return floor_from(levels, coarser(a.dtype, b.dtype))
+    return max(floor_from(levels, coarser(a.dtype, b.dtype)), precision_floor(a, b, key))
+
+
+# A device run under a reduced matmul precision (a TPU's one bfloat16 pass) rounds the
+# operands of every product to that precision: its error is the rounding of its inputs
+# (what a random-sign perturbation by the precision's unit roundoff measures, on the device,
+# `precision_level`), carried through, plus that of each intermediate operand, each of the
+# same size or smaller; a few times the level. Four keeps a correct port of a dense network
+# over time steps (max|Δg| ≈ 2.2x its level) and catches a port that the reduced precision
+# breaks (9x) or an indexing bug (600x): tests/test_devices.py.
+PRECISION_MULTIPLE = 4.0
+
+
+def precision_floor(a: Any, b: Any, key: str) -> float:
+    """`PRECISION_MULTIPLE` times the larger precision level of the pair's runs (0 where
+    neither ran under a reduced matmul precision)."""
+    levels = [getattr(g, "extra", {}).get("precision_level") for g in (a, b)]
+    found = [float(v.get(key, 0.0)) for v in levels if isinstance(v, dict)]
+    return PRECISION_MULTIPLE * max(found, default=0.0)
 
 
 def declared_between(a: Any, b: Any) -> Tolerance | None:

@@ -69,11 +69,14 @@ class Gradient:
 
     @property
     def label(self) -> str:
-        """How reports name it: `jax-lex`, `jax-lex@float32`, `recorded/julia-lex`."""
+        """How reports name it: `jax-lex`, `jax-lex@float32`, `jax-lex@float32@tpu`,
+        `recorded/julia-lex`."""
         if self.source == "recorded":
             return f"recorded/{self.path.stem}" if self.path else f"recorded/{self.variant}"
         stem = self.path.stem if self.source == "file" and self.path else self.variant
-        return stem if self.dtype == "float64" else f"{stem}@{self.dtype}"
+        label = stem if self.dtype == "float64" else f"{stem}@{self.dtype}"
+        device = self.extra.get("device")  # a device run: `jax-lex@float32@tpu`
+        return f"{label}@{device}" if isinstance(device, str) and device != "cpu" else label
 
     @property
     def gradient(self) -> Any:

@@ -25,6 +25,10 @@ from ._kinds import DTYPES
 EXTRAS = ("kernex", "enzyme", "julia", "plot")
 
 
+# How many of `Functions`' fields are functions of the example's arguments (`placed` is not).
+CALLS = 5
+
+
 class Functions(NamedTuple):
     """What a variant's `build` returns: `loss`, `grad` and, where the loss can be
     pushed forward, `jvp(*args, tangents) -> directional derivative` (None otherwise);
@@ -34,13 +38,17 @@ class Functions(NamedTuple):
     own runs call it (the rounding level, the Taylor test's steps), where it differs from
     `loss`: a JAX variant's is the loss output of its `value_and_grad` program, so that an
     evaluation with all its checks compiles that one program, not a second one for the
-    loss (None: `loss`)."""
+    loss (None: `loss`). `placed(kind, precision=None)` is the context that runs a call on
+    the device of `kind` (`cpu`, `gpu`, `tpu`) and yields its place (a JAX program's:
+    `_backends._placement.placed`); None for functions that run on the CPU only (a Julia
+    or plain Python variant: the CPU reference, no device run)."""
 
     loss: Callable
     grad: Callable
     jvp: Callable | None = None
     value_and_grad: Callable | None = None
     evaluation_loss: Callable | None = None
+    placed: Callable | None = None
 
 
 class Checked:
@@ -221,9 +229,10 @@ class Variant:
             self._built["fns"] = Functions(
                 *(
                     None if f is None else Checked(ex, self.name, f, tangents=f is fns.jvp)
-                    for f in fns
+                    for f in fns[:CALLS]
                 )
             )
+            self._built["placed"] = fns.placed  # where the functions can run (no check)
         return self._built["fns"]
 
     @property
@@ -245,11 +254,20 @@ class Variant:
         return self.functions().jvp
 
     @property
+    def placement(self) -> Callable | None:
+        """Where its functions run (`Functions.placed`) once they are built; None before
+        (nothing is built to ask: a Julia worker is never started for it) and for
+        functions that run on the CPU only."""
+        return self._built.get("placed")
+
+    @property
     def built(self) -> Functions:
         """The built functions themselves, unchecked: what weanj's own runs call, on
         inputs they read and checked once (`functions()` checks every call)."""
         fns = self.functions()
-        return Functions(*(None if f is None else f.fn for f in fns))
+        return Functions(
+            *(None if f is None else f.fn for f in fns[:CALLS]), placed=self._built.get("placed")
+        )
 
     def backend_version(self) -> str:
         if callable(self.versions):

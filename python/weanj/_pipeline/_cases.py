@@ -39,6 +39,7 @@ from .._judge._expected import beyond_declaration
 from .._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Gradient, Inputs, Variant
 from .._places import Places
+from . import _device_cases as device_cases
 from ._evaluate import configuration_of, label_of
 from ._gradchecks import CHECKS
 from ._session import Session
@@ -68,6 +69,7 @@ def read_plan(
     dtypes: tuple[str, ...] = DTYPES,
     checks: bool = True,
     faults: dict[str, Fault] | None = None,
+    devices: tuple[str, ...] = ("cpu",),
 ) -> Plan:
     """The case table on the shared inputs, with the store as it is (raises the inputs'
     error when they cannot be read: the example is then not judged); `faults`: the last
@@ -90,6 +92,7 @@ def read_plan(
         checks=checks,
         places=places,
         faults=faults(inputs) if callable(faults) else faults,
+        devices=devices,
     )
 
 
@@ -103,7 +106,7 @@ def subject_outcome(p: Plan, label: str, session: Session) -> Gradient | Fault:
         return s.gradient
     if s.skip is not None:
         return s.skip
-    return session.outcome(s.variant, p.inputs, s.dtype)
+    return session.outcome(s.variant, p.inputs, s.dtype, s.device)
 
 
 def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
@@ -116,12 +119,12 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
         s = p.subjects[label]
         wider = None
         if s.dtype != "float64" and s.variant is not None:
-            wide = label_of(s.variant, "float64")
+            wide = label_of(s.variant, "float64", s.device)
             if wide in p.subjects:
                 wider = subject_outcome(p, wide, session)
         outcome = subject_outcome(p, label, session)
         j = judge.judge_run(case.id, label, outcome, family=case.family, wider=wider)
-        config = configuration_of(outcome, s.variant, s.dtype)  # decided once, by evaluate
+        config = configuration_of(outcome, s.variant, s.dtype, s.device)  # decided once
         if config is not None and config.x64 is not None:
             j.info["x64"] = config.x64.to_json()  # shown by every view
         return judge.declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))
@@ -139,7 +142,8 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     if case.kind == CaseKind.PAIR:
         j = _judge_pair(p, case, *outcomes, session=session)
         aside = {a: b for a, b in zip(case.subjects, labels, strict=True) if a != b}
-        return judge.stood_in(j, aside) if aside else j
+        j = judge.stood_in(j, aside) if aside else j
+        return device_cases.precision_or_bug(p, case, j, outcomes[1], session, judge_pair_of)
     g = outcomes[0]
     what.pop("array")
     try:
@@ -158,7 +162,7 @@ def _stand_in(p: Plan, label: str, session: Session) -> str:
         return label
     family = p.subjects[label].family
     for s in p.subjects.values():
-        if s.family == family and s.dtype == "float64" and s.label != label:
+        if s.family == family and s.dtype == "float64" and s.label != label and s.device == "cpu":
             if isinstance(subject_outcome(p, s.label, session), Gradient):
                 return s.label
     return label
@@ -168,7 +172,9 @@ def _judge_pair(
     p: Plan, case: Case, a: Gradient, b: Gradient, *, session: Session
 ) -> CaseJudgement:
     of = f" ({case.array})" if case.array else ""
-    with session.phase(f"{p.example.name}: judging {a.label} against {b.label}{of}"):
+    s = p.subjects.get(case.subjects[1])
+    on = device_cases.judged_on(s.variant if s else None, s.device if s else "cpu")
+    with session.phase(f"{p.example.name}: judging {a.label} against {b.label}{of}"), on:
         return judge_pair_of(
             p.catalog, p.inputs, case.id, a, b, case.array, session, info=case.info, declared=True
         )
@@ -217,12 +223,15 @@ def judge_plan(p: Plan, session: Session) -> ExampleJudgement:
             target[label] = s.skip.what
             continue
         found = subject_outcome(p, label, session)
+        if device_cases.cpu_only(s, found):
+            continue  # said once (`device_notes`), never a row of its own
         if isinstance(found, Gradient):
             result.subjects[label] = found
         elif found.verdict == Verdict.SKIPPED:
             result.skipped[label] = found.what
         elif found.verdict == Verdict.UNAVAILABLE:
             result.unavailable[label] = found.what
+    result.notes.extend(device_cases.device_notes(p, result, session))
     return result
 
 
@@ -275,15 +284,20 @@ def judge_pair_on(
     """A and B evaluated on `inputs` (float64) and judged, as `weanj check` would judge
     them there, held to their declarations: a side at fault is that side's judgement
     (they part ways there, unless its fault is declared); a side declared not to apply
-    leaves nothing to judge."""
-    ex = catalog.example
-    outcomes = [session.outcome(v, inputs, "float64") for v in (a, b)]
+    leaves nothing to judge. B runs on the session's device (`bisect`/`fuzz --device`),
+    A on the CPU: the reference side."""
+    ex, device = catalog.example, session.device
+    outcomes = [
+        session.outcome(a, inputs, "float64"),
+        session.outcome(b, inputs, "float64", device),
+    ]
+    names = (a.name, label_of(b, "float64", device))
     found = PairOutcome(inputs)
-    for v, o in zip((a, b), outcomes, strict=True):
+    for v, name, o in zip((a, b), names, outcomes, strict=True):
         if isinstance(o, Fault):
             if not o.verdict.ran:
                 return PairOutcome(inputs)
-            j = judge.judge_run(run_id(ex, v.family, v.name), v.name, o, family=v.family)
+            j = judge.judge_run(run_id(ex, v.family, name), name, o, family=v.family)
             found.judgements.append(
                 judge.declared_check(j, catalog.declared_check(CaseKind.RUN, v))
             )
@@ -291,8 +305,8 @@ def judge_pair_on(
         return found
     ga, gb = outcomes
     for array in ex.wrt_names:
-        case_id = pair_id(ex, a.family, a.name, b.name, array)
-        found.judgements.append(
-            judge_pair_of(catalog, inputs, case_id, ga, gb, array, session, declared=True)
-        )
+        case_id = pair_id(ex, a.family, *names, array)
+        with device_cases.judged_on(b, device):
+            j = judge_pair_of(catalog, inputs, case_id, ga, gb, array, session, declared=True)
+        found.judgements.append(j)
     return found

@@ -28,22 +28,38 @@ from .._judge._contract import (
 )
 from .._model import Configuration, Gradient, Inputs, Variant, run_label
 from .._watch import Watch
+from ._on_device import (
+    HIGHEST,
+    device_label,
+    matmul_free,
+    on_device,
+    platform_fault_line,
+    precision_eps,
+)
+from ._on_device import describe as describe_device
 
 # The perturbation that measures a run's rounding level, and its seed.
 _NOISE_SEED = 20261202
 
 
-def label_of(variant: Variant | str, dtype: str, device: str = "cpu") -> str:
-    """How every view names a run: `jax-lex`, `jax-lex@float32` (`Configuration.label`)."""
+def label_of(
+    variant: Variant | str, dtype: str, device: str = "cpu", precision: str | None = None
+) -> str:
+    """How every view names a run: `jax-lex`, `jax-lex@float32`, `jax-lex@float32@tpu`
+    (`Configuration.label`; `@highest` for the precision-or-bug re-run)."""
     name = variant if isinstance(variant, str) else variant.name
-    return run_label(name, dtype, device)
+    return device_label(run_label(name, dtype), device, precision)
 
 
-def configuration_of(found: Any, variant: Variant | None, dtype: str) -> Configuration | None:
+def configuration_of(
+    found: Any, variant: Variant | None, dtype: str, device: str = "cpu"
+) -> Configuration | None:
     """The configuration a subject was computed in: its evaluation's (`evaluate`, a
     record's recall), else (a file, a skip decided before any run) its variant's now."""
     config = getattr(found, "configuration", None)
-    return variant.configuration(dtype) if config is None and variant is not None else config
+    if config is None and variant is not None:
+        return variant.configuration(dtype, device)
+    return config
 
 
 def _word(value: Any) -> str:
@@ -53,12 +69,16 @@ def _word(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def reproduce_command(variant: Variant, inputs: Inputs, dtype: str, shown_path=str) -> str:
+def reproduce_command(
+    variant: Variant, inputs: Inputs, dtype: str, shown_path=str, device: str = "cpu"
+) -> str:
     """The `weanj run` that recomputes this evaluation (the shared inputs, or the inputs
     file it was read from, with the parameters that differ)."""
     words = ["weanj", "run", variant.example.name, variant.name]
     if dtype != "float64":
         words += ["--dtype", dtype]
+    if device != "cpu":
+        words += ["--device", device]
     if not inputs.shared:
         if inputs.path is not None:
             words += ["--inputs", shown_path(inputs.path)]
@@ -127,12 +147,12 @@ def raised_at(e: BaseException) -> str:
     return f" (at {path}:{line})"
 
 
-def _perturbed(inputs: Inputs, dtype: str, sample: int = 0) -> tuple:
+def _perturbed(inputs: Inputs, dtype: str, sample: int = 0, eps: float | None = None) -> tuple:
     """The arguments with every float (and complex) input moved by about one unit in the
-    last place, signs seeded (one draw per `sample`): what measures the computation's
-    rounding level."""
+    last place (of `eps`: a reduced matmul precision's on a device), signs seeded (one
+    draw per `sample`): what measures the computation's rounding level."""
     rng = np.random.default_rng(_NOISE_SEED if sample == 0 else [_NOISE_SEED, sample])
-    eps = float(np.finfo(dtype).eps)
+    eps = float(np.finfo(dtype).eps) if eps is None else eps
     arrays = inputs.run_arrays(dtype)
     moved = {}
     for spec in inputs.example.specs:
@@ -195,22 +215,25 @@ def backward_level(inputs: Inputs, gradients: dict, dtype: str) -> float:
     return eps * total
 
 
-def _noise(fns, inputs: Inputs, loss: float, gradients: dict, ex, dtype: str, watch, label) -> dict:
+def _noise(
+    fns, inputs: Inputs, loss: float, gradients: dict, ex, dtype: str, watch, label, eps=None
+) -> dict:
     """`{"loss": level, array: median |g̃ − g|}` ({} if a perturbed run fails or is not
     finite: the floors are then unknown, and zero). The loss's level is the largest of
     its moves under `NOISE_SAMPLES` perturbations and `backward_level`; a gradient's is
     the median of one perturbation's moves, not the maximum: at a kink a one-ulp move may
-    change the branch, and with it a few entries by far more than rounding."""
+    change the branch, and with it a few entries by far more than rounding. `eps`: the
+    unit of a reduced matmul precision in effect on a device (its products round there)."""
     shapes = {k: np.shape(v) for k, v in gradients.items()}
     try:
         watch.step(f"perturbed run 1 of {NOISE_SAMPLES}")
-        args = _perturbed(inputs, dtype)
+        args = _perturbed(inputs, dtype, eps=eps)
         loss_t, raw_grad = _loss_and_grad(fns, args, watch, label, dtype)
         grads_t = checked_gradients(ex, raw_grad, dtype, shapes)
         moves = [abs(loss_t - loss)]
         for sample in range(1, NOISE_SAMPLES):
             watch.step(f"perturbed run {sample + 1} of {NOISE_SAMPLES}")
-            more = _perturbed(inputs, dtype, sample)
+            more = _perturbed(inputs, dtype, sample, eps)
             moved = watch.run(lambda more=more: run_loss(fns)(*more), label)
             moves.append(abs(checked_loss(moved, dtype) - loss))
     except Exception:  # the measurement is a refinement; the run itself stood
@@ -253,14 +276,25 @@ def _x64_line(variant: Variant, config: Configuration, returned: dict[str, Any])
 
 
 def evaluate(
-    variant: Variant, inputs: Inputs, dtype: str, watch: Watch, *, shown_path=str
+    variant: Variant,
+    inputs: Inputs,
+    dtype: str,
+    watch: Watch,
+    *,
+    shown_path=str,
+    device: str = "cpu",
+    precision: str | None = None,
 ) -> Gradient | Fault:
     """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault; either
-    carries the `Configuration` it was computed in, decided here once."""
+    carries the `Configuration` it was computed in, decided here once: on `device` (every
+    call placed there, `_on_device`), with matmul `precision` (None: the one in effect;
+    `"highest"`: the precision-or-bug re-run)."""
     ex = variant.example
-    config = variant.configuration(dtype)
-    label = config.label(variant.name)
-    command = reproduce_command(variant, inputs, dtype, shown_path)
+    config = variant.configuration(dtype, device)
+    if precision is not None:
+        config = dataclasses.replace(config, precision=precision)
+    label = label_of(variant, dtype, device, precision)
+    command = reproduce_command(variant, inputs, dtype, shown_path, device)
 
     def fault(happened: BaseException, what: str = "") -> Fault:
         """What happened, reported to the judge, which gives the verdict (`fault_of`),
@@ -278,9 +312,11 @@ def evaluate(
     args = inputs.args(dtype)
     where = f"{ex.name} {label}"
     returned: dict[str, Any] = {}
+    place = None
     try:
         with watch.phase(f"compiling or running {where}"):
-            fns = variant.built  # builds on first use: an optional backend may refuse here
+            built = variant.built  # builds on first use: an optional backend may refuse here
+            fns, place = on_device(built, device, precision)
             t0 = time.perf_counter()
             loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype, returned)
             seconds = time.perf_counter() - t0
@@ -292,9 +328,63 @@ def evaluate(
     except Breach as e:
         return fault(e, _x64_line(variant, config, returned) or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
+        limit = platform_fault_line(e, device, place)  # or what the device cannot run
+        if limit is not None:
+            return fault(UnavailableError(limit), limit)
         return fault(e, f"{variant.name} {first_line(e)}{raised_at(e)}")
-    g = Gradient(
-        ex,
+    g = _gradient(variant, inputs, config, gradients, loss, seconds)
+    describe_device(g, place, config, precision)
+    nonfinite = numbers_fault(g, command)  # the numbers, judged
+    if nonfinite is not None:
+        return dataclasses.replace(nonfinite, configuration=config)
+    with watch.phase(f"{where}: loss floor (its rounding level)"):
+        _levels(g, inputs, (built, fns), args, watch, where, device, precision)
+    if config.x64 is not None:
+        g.extra["x64"] = config.x64.describe()  # stored with the gradient
+    return g
+
+
+def _levels(g: Gradient, inputs: Inputs, functions: tuple, args, watch, where, device, precision):
+    """The run's rounding level (`noise`); on a device under a reduced matmul precision,
+    where the program has a matrix product, also that precision's level
+    (`_levels_on_device`)."""
+    (built, fns), ex, dtype = functions, g.example, g.dtype
+    if g.extra.get("precision_reduced") and matmul_free(built, args, device, precision):
+        g.extra["precision_reduced"] = False  # no matrix product: nothing rounds coarser
+        g.extra["precision"] += " (no matrix product in this program)"
+    eps = precision_eps({"reduced": g.extra.get("precision_reduced"), **g.extra})
+    if eps is None:
+        g.noise = _noise(fns, inputs, g.loss, g.gradients, ex, dtype, watch, where)
+    else:
+        _levels_on_device(g, inputs, functions, args, watch, where, device, eps)
+
+
+def _levels_on_device(
+    g: Gradient, inputs: Inputs, functions: tuple, args: tuple, watch, where, device, eps
+) -> None:
+    """A run under a reduced matmul precision: its dtype's rounding level (`noise`)
+    measured on the device at precision=highest (at the reduced one, a one-ulp move may
+    cross a bfloat16 rounding and jump by far more), and the reduced precision's own
+    level (`extra["precision_level"]`, `_judge._compare.precision_floor`), measured
+    there by a perturbation of the precision's unit roundoff `eps`."""
+    (built, fns), ex, dtype = functions, g.example, g.dtype
+    try:
+        full, _ = on_device(built, device, HIGHEST)
+        loss_h, raw = _loss_and_grad(full, args, watch, where, dtype)
+        grads_h = checked_gradients(ex, raw, dtype, inputs.wrt_shapes)
+        g.noise = _noise(full, inputs, loss_h, grads_h, ex, dtype, watch, where)
+    except Exception:  # a refinement, as `_noise` itself: the floors are then unknown
+        g.noise = {}
+    level = _noise(fns, inputs, g.loss, g.gradients, ex, dtype, watch, where, eps)
+    g.extra["precision_level"] = level
+
+
+def _gradient(
+    variant: Variant, inputs: Inputs, config: Configuration, gradients, loss, seconds
+) -> Gradient:
+    dtype = config.dtype
+    return Gradient(
+        variant.example,
         variant.name,
         variant.family,
         dtype,
@@ -310,11 +400,3 @@ def evaluate(
         of=variant,
         configuration=config,
     )
-    nonfinite = numbers_fault(g, command)  # the numbers, judged
-    if nonfinite is not None:
-        return dataclasses.replace(nonfinite, configuration=config)
-    with watch.phase(f"{where}: loss floor (its rounding level)"):
-        g.noise = _noise(fns, inputs, loss, gradients, ex, dtype, watch, where)
-    if config.x64 is not None:
-        g.extra["x64"] = config.x64.describe()  # stored with the gradient
-    return g

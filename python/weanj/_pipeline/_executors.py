@@ -143,7 +143,9 @@ def _across_processes(asked: Asked, delivered: Delivered, processes, counter, ro
         if not hasattr(plan, "subjects"):
             continue
         for s in plan.subjects.values():
-            if not s.live or s.skip is not None or not s.variant.multi_device:
+            if not s.live or s.skip is not None or s.device != "cpu":  # device runs: here
+                continue
+            if not s.variant.multi_device:
                 continue
             t0 = time.perf_counter()
             found = evaluate_across(
@@ -328,7 +330,7 @@ def _reuse_first(asked: Asked, delivered: Delivered, counter: _Counter, across) 
         if not hasattr(plan, "subjects"):  # an example whose inputs cannot be read
             continue
         for s in plan.subjects.values():
-            if not s.live or s.skip is not None:
+            if not s.live or s.skip is not None or s.device != "cpu":  # device runs: here
                 continue
             if _label_key(s.variant, s.dtype) in across:  # evaluated under jax.distributed
                 continue

@@ -101,15 +101,17 @@ class Case:
         written = _inputs.read_inputs(ex, here, path)
         return Case(written, self.seed, self.size, self.source)
 
-    def reproduce(self, a: Variant, b: Variant, here: Places) -> list[str]:
-        """The commands, from the project root, that recompute A and B on the written case
-        and judge them on it alone."""
+    def reproduce(self, a: Variant, b: Variant, here: Places, device: str = "cpu") -> list[str]:
+        """The commands, from the project root, that recompute A and B (B on `device`) on
+        the written case and judge them on it alone."""
         if self.path is None:
             raise ValueError("a case is reproduced from its file: write it first")
         shown = here.shown(self.path)
+        on = f" --device {device}" if device != "cpu" else ""
         return [
-            *(reproduce_command(v, self.inputs, "float64", here.shown) for v in (a, b)),
-            f"weanj bisect {self.example.name} {a.name} {b.name} --inputs {shown}",
+            reproduce_command(a, self.inputs, "float64", here.shown),
+            reproduce_command(b, self.inputs, "float64", here.shown, device),
+            f"weanj bisect {self.example.name} {a.name} {b.name} --inputs {shown}{on}",
         ]
 
 

@@ -96,7 +96,10 @@ class CheckRun:
     - `say`: where progress and notes go; `progress`: one line per evaluation;
     - `every_example`: the names of every registered example, when the run covers them
       all (then results of examples no longer registered are noted);
-    - `cache`: turn on JAX's persistent compilation cache (as every command does).
+    - `cache`: turn on JAX's persistent compilation cache (as every command does);
+    - `devices`: the devices under test (`cpu`, `gpu`, `tpu`; default the CPU alone,
+      whatever JAX's default device is): each variant's run on every other device is
+      judged against its family's CPU float64 reference (`_device_cases`).
 
     The store run is `CheckRun.of_store`; one evaluation's run `evaluation_run`.
     """
@@ -122,12 +125,14 @@ class CheckRun:
         live: bool = True,
         faults: Callable[[Catalog, Inputs], dict[str, Fault]] | None = None,
         cache: bool = True,
+        devices: tuple[str, ...] = ("cpu",),
     ):
         self.catalogs = list(catalogs)
         self.places = places
         self.config = config
         self.judgement = judgement
         self.dtypes = tuple(dtypes)
+        self.devices = tuple(devices)  # the devices under test (docs/devices.md)
         # the time limit of each call: `timeout` where given (0: none), else the project's
         self.timeout = time_limit(timeout, config or _config_at(places)) if live else None
         self.save = save and live
@@ -151,7 +156,9 @@ class CheckRun:
         for cat in self.catalogs:
             try:
                 if live:
-                    self.plans[cat.name] = read_plan(cat, places, live=True, dtypes=self.dtypes)
+                    self.plans[cat.name] = read_plan(
+                        cat, places, live=True, dtypes=self.dtypes, devices=self.devices
+                    )
                 else:
                     found = (lambda inputs, cat=cat: faults(cat, inputs)) if faults else None
                     self.plans[cat.name] = read_plan(
@@ -299,6 +306,7 @@ class CheckRun:
             if line:
                 judgement.notes.append(line)
         judgement.did_not_run = did_not_run(self.catalogs, self.require)
+        judgement.did_not_run += device_did_not_run(list(judgement), self.devices, self.require)
         judgement.suspects = [
             (ej.name, s) for ej in judgement if ej.judged for s in find_suspects(ej)
         ]
@@ -321,13 +329,16 @@ class CheckRun:
         dtype: str = "float64",
         *,
         processes: int | None = None,
+        device: str = "cpu",
     ) -> Gradient | Fault:
         """One variant on `inputs` (any inputs, any parameters) in `dtype`, under the run's
         time limit, never reused from or kept in the records; with `processes`, a sharded
-        variant under jax.distributed on that many local processes."""
+        variant under jax.distributed on that many local processes; on `device`."""
         if processes is None:
             watch = Watch(timeout_s=self.timeout, say=self.say)
-            return evaluate_variant(variant, inputs, dtype, watch, shown_path=self.places.shown)
+            return evaluate_variant(
+                variant, inputs, dtype, watch, shown_path=self.places.shown, device=device
+            )
         from ._processes import check_sharded, evaluate_across
 
         check_sharded(variant)
@@ -389,6 +400,23 @@ def did_not_run(cats: Sequence[Catalog], required: set[str]) -> list[tuple[str, 
     return out
 
 
+def device_did_not_run(
+    judged: list[ExampleJudgement], devices: tuple[str, ...], required: set[str]
+) -> list[tuple[str, str, bool]]:
+    """`[(label, why, True)]`: each run on a required device (`--require tpu`) that was
+    unavailable there (no such device, or a platform limit): a failure only then."""
+    out = []
+    for device in devices:
+        if device == "cpu" or device not in required:
+            continue
+        for ej in judged:
+            for label, why in ej.unavailable.items():
+                cpu_twin = label[: -len(device) - 1]
+                if label.endswith(f"@{device}") and cpu_twin not in ej.unavailable:
+                    out.append((label, why, True))  # the device's, not the variant's
+    return out
+
+
 # --- the store writes -------------------------------------------------------------------------
 
 
@@ -396,7 +424,7 @@ def save_to_store(ej: ExampleJudgement, here: Places) -> None:
     """Each live run goes to its store file (NaN/Inf and faults are not saved: the
     verdicts say what happened)."""
     for g in ej.subjects.values():
-        if g.source == "run":
+        if g.source == "run" and not g.extra.get("device"):  # the store holds CPU runs
             config = configuration_of(g, g.of, g.dtype)  # its evaluation's (a reused one's too)
             if config is not None and config.x64 is not None:
                 g.extra.setdefault("x64", config.x64.describe())
@@ -407,7 +435,8 @@ def save_to_store(ej: ExampleJudgement, here: Places) -> None:
 def differences(g: Gradient, shared: Inputs | None) -> list[str]:
     """What sets a gradient apart from one on the shared inputs, as file-name parts
     (`inputs-1a2b3c4d5e6f`, `K5`, `float32`); empty when it is store material."""
-    if shared is not None and shared.matches(g):
+    device = g.extra.get("device")  # a device run is never store material
+    if shared is not None and shared.matches(g) and not device:
         return []
     out = []
     if shared is None or g.inputs_sha256 != shared.digest:
@@ -416,6 +445,8 @@ def differences(g: Gradient, shared: Inputs | None) -> list[str]:
         out.extend(f"{k}{v}" for k, v in g.params.items() if shared.params.get(k) != v)
     if g.dtype != "float64":
         out.append(g.dtype)
+    if device:
+        out.append(str(device))
     return out or [f"key-{g.key[:12]}"]
 
 
@@ -425,15 +456,17 @@ def outside_store_path(g: Gradient, shared: Inputs | None, here: Places) -> Path
     with their own parameters), else `results/<example>/runs/<variant>-<what differs>.h5`
     (`differences`). Files that older weanj wrote there as `<variant>-key-<key>.h5` read
     as before: a gradient file is read by its contents, never by its name."""
-    if shared is not None and shared.matches(g):
+    if shared is not None and shared.matches(g) and not g.extra.get("device"):
         return here.gradient(g.example.name, g.variant, g.dtype)
     return here.run_file(g.example.name, g.variant, differences(g, shared))
 
 
 def apart_note(g: Gradient, shared: Inputs | None) -> str:
     """One line saying why a gradient was not saved to the store ("" when it was)."""
-    if shared is not None and shared.matches(g):
+    if shared is not None and shared.matches(g) and not g.extra.get("device"):
         return ""
+    if g.extra.get("device"):
+        return f"not saved to the store: a run on {g.extra['device']} (the store holds CPU runs)"
     return (
         f"not saved to the store: computed on other inputs than the shared inputs "
         f"({', '.join(differences(g, shared))}); the store holds only gradients of the shared "

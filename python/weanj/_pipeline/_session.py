@@ -24,6 +24,7 @@ from .._judge._taylor import checked_masks
 from .._model import Example, Gradient, Inputs, Variant
 from .._watch import Watch
 from ._evaluate import evaluate, label_of, run_loss
+from ._on_device import on_device
 
 
 class Session:
@@ -37,6 +38,8 @@ class Session:
       evaluation (`reused`: from an evaluation record).
     - `shown_path`: how a path is written in a reproducing command.
     - `records`: where evaluations are kept between runs and reused (`_records`), or None.
+    - `device`: where `bisect` and `fuzz` run the B side of a pair (`--device`; A, the
+      reference side, runs on the CPU).
     """
 
     def __init__(
@@ -47,6 +50,7 @@ class Session:
         on_evaluated: Callable[[str, Any, float, bool], None] | None = None,
         shown_path: Callable[[Any], str] = str,
         records: Any = None,
+        device: str = "cpu",
     ):
         self.watch = Watch(timeout_s=timeout_s, say=say)
         self.timeout_s = timeout_s  # the limit asked for (a search may lower the watch's)
@@ -54,6 +58,7 @@ class Session:
         self.on_evaluated = on_evaluated
         self.shown_path = shown_path
         self.records = records
+        self.device = device  # where the B side of a searched pair runs (bisect, fuzz)
         self._outcomes: dict[tuple, Gradient | Fault] = {}
         self._masks: dict[tuple, dict[str, np.ndarray]] = {}
         self._forward: dict[tuple, float | Exception] = {}
@@ -86,21 +91,43 @@ class Session:
 
     # --- evaluations -------------------------------------------------------------------------
 
-    def outcome(self, variant: Variant, inputs: Inputs, dtype: str) -> Gradient | Fault:
-        """The variant's evaluation on `inputs` in `dtype` (once per session), or its fault."""
-        key = (id(variant), inputs.key(dtype))
+    def outcome(
+        self,
+        variant: Variant,
+        inputs: Inputs,
+        dtype: str,
+        device: str = "cpu",
+        precision: str | None = None,
+    ) -> Gradient | Fault:
+        """The variant's evaluation on `inputs` in `dtype` (once per session), or its fault;
+        on `device` with matmul `precision` (`_on_device`). A device run is neither reused
+        from nor kept in the evaluation records: they hold CPU runs."""
+        key = (id(variant), inputs.key(dtype), device, precision)
         if key not in self._outcomes:
             t0 = time.perf_counter()
-            found = self.records.recall(variant, inputs, dtype) if self.records else None
+            records = self.records if device == "cpu" and precision is None else None
+            found = records.recall(variant, inputs, dtype) if records else None
             reused = found is not None
             if found is None:
-                found = evaluate(variant, inputs, dtype, self.watch, shown_path=self.shown_path)
-                if self.records is not None:
-                    self.records.keep(variant, inputs, dtype, found)
+                found = evaluate(
+                    variant,
+                    inputs,
+                    dtype,
+                    self.watch,
+                    shown_path=self.shown_path,
+                    device=device,
+                    precision=precision,
+                )
+                if records is not None:
+                    records.keep(variant, inputs, dtype, found)
             self._outcomes[key] = found
-            if self.on_evaluated is not None:
-                seconds = time.perf_counter() - t0
-                self.on_evaluated(label_of(variant, dtype), found, seconds, reused)
+            seconds = time.perf_counter() - t0
+            label = label_of(variant, dtype, device, precision)
+            if precision is not None:  # a re-run the judge asked for: no evaluation to count
+                self.say(f"  {variant.example.name} {label}: {seconds:.1f} s (precision or bug)")
+                self.watch.heard()
+            elif self.on_evaluated is not None:
+                self.on_evaluated(label, found, seconds, reused)
                 self.watch.heard()  # a line was said: the heartbeat counts from it
         return self._outcomes[key]
 
@@ -135,7 +162,8 @@ class Session:
         """`x -> L(..., array=x, ...)` in float64, each call under the watch."""
         ex = variant.example
         arrays = inputs.run_arrays("float64")
-        run = run_loss(variant.built)  # the evaluation's own program (no new compilation)
+        # the evaluation's own program (no new compilation), on the CPU: the checks are its
+        run = run_loss(on_device(variant.built, "cpu")[0])
         where = f"{ex.name} {variant.name} (Taylor test of {array})"
 
         def loss(x: np.ndarray) -> float:
@@ -158,7 +186,7 @@ class Session:
                     n: (dx if n == array else np.zeros_like(run[n]))
                     for n in variant.example.wrt_names
                 }
-                jvp = variant.built.jvp
+                jvp = on_device(variant.built, "cpu")[0].jvp
                 args = (*inputs.args("float64"), tangents)
                 where = f"{variant.example.name} {variant.name} (jvp of {array})"
                 self._forward[key] = float(np.asarray(self.watch.run(lambda: jvp(*args), where)))

@@ -21,6 +21,7 @@ from .._judge._verdict import CaseJudgement, CaseKind
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
 from .._model._verdicts import GRADIENT_CHECKS
 from .._places import PRODUCED, RECORDED, Places
+from . import _device_cases as device_cases
 from ._evaluate import label_of
 
 # --- ids -----------------------------------------------------------------------------------
@@ -64,6 +65,7 @@ class Subject:
     variant: Variant | None = None  # the registered variant it is (live, or its store file)
     gradient: Gradient | None = None  # what a file holds (None: computed when needed)
     skip: Fault | None = None  # why it is not evaluated here (unavailable, skipped)
+    device: str = "cpu"  # where it runs (`_device_cases`: V@tpu)
 
     @property
     def live(self) -> bool:
@@ -90,6 +92,7 @@ class Plan:
     inputs: Inputs
     live: bool
     dtypes: tuple[str, ...]
+    devices: tuple[str, ...] = ("cpu",)  # the devices under test (the CPU first)
     subjects: dict[str, Subject] = field(default_factory=dict)
     cases: list[Case] = field(default_factory=list)
     files: dict[str, CaseJudgement] = field(default_factory=dict)  # file cases, judged
@@ -158,6 +161,7 @@ def build_plan(
     checks: bool = True,
     places: Places | None = None,
     faults: dict[str, Fault] | None = None,
+    devices: tuple[str, ...] = ("cpu",),
 ) -> Plan:
     """The case table of an example. `live`: registered variants are evaluated (check,
     pytest); otherwise their store files are judged (diff). `scan`: the store's files
@@ -166,7 +170,7 @@ def build_plan(
     ex = catalog.example
     for e in catalog.expectations:  # one line naming a declaration that cannot fit: before any run
         e.validate(inputs.arrays, ex.wrt_names)
-    p = Plan(catalog, inputs, live, tuple(d for d in DTYPES if d in dtypes))
+    p = Plan(catalog, inputs, live, tuple(d for d in DTYPES if d in dtypes), devices=devices)
     stored: dict[str, Gradient] = {}
     if scan is not None:
         for g in scan.gradients:
@@ -185,8 +189,11 @@ def build_plan(
             case_id = file_id(ex, _file_label(path, places))
             p.files[case_id] = judge.unreadable(case_id, message)
     _add_subjects(p, stored, faults or {})
+    if live:
+        device_cases.add_device_subjects(p)
     _add_runs(p)
     _add_pairs(p)
+    device_cases.add_device_pairs(p, _pair_cases, _reference)
     if live and checks:
         _add_checks(p)
     for case_id in p.files:
@@ -264,10 +271,11 @@ def _add_runs(p: Plan) -> None:
             )
 
 
-def _members(p: Plan) -> dict[str, list[Subject]]:
+def _members(p: Plan) -> dict[str, list[Subject]]:  # CPU subjects: a device run's pairs
     out: dict[str, list[Subject]] = {}
     for s in p.subjects.values():
-        out.setdefault(s.family, []).append(s)
+        if s.device == "cpu":
+            out.setdefault(s.family, []).append(s)
     return out
 
 
@@ -325,8 +333,8 @@ def _add_pairs(p: Plan) -> None:
 def _add_checks(p: Plan) -> None:
     ex = p.example
     for s in p.subjects.values():
-        if s.variant is None or s.dtype != "float64" or not s.live:
-            continue
+        if s.variant is None or s.dtype != "float64" or not s.live or s.device != "cpu":
+            continue  # the gradient checks are the CPU float64 run's
         for kind in GRADIENT_CHECKS:
             for array in ex.wrt_names:
                 case_id = check_id(ex, s.family, s.label, kind, array)

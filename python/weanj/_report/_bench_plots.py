@@ -30,7 +30,7 @@ from .._errors import UnavailableError
 from .._model import Catalog, Example
 from ._figures import plain
 
-_LINES = {"cpu": "-", "gpu": "--"}
+_LINES = {"cpu": "-", "gpu": "--", "tpu": "-."}
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">")
 # One sequential colour map per family: its shades tell the family's variants apart.
 _HUES = ("Blues", "Oranges", "Greens", "Purples", "Reds", "Greys", "YlOrBr", "PuRd", "BuGn")
@@ -209,7 +209,8 @@ def _legend(fig, records, style) -> None:
                     markerfacecolor="black" if device == "cpu" else "none",
                 )
             )
-            labels.append(device.upper())
+            standin = any(r.get("standin") is True for r in records if r["device"] == device)
+            labels.append(device.upper() + (" (stand-in)" if standin else ""))
     if handles:
         fig.legend(
             handles,

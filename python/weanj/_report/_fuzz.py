@@ -77,9 +77,9 @@ def _left_open(p: Param) -> bool:
     return not (math.isfinite(p.minimum) and math.isfinite(p.maximum))
 
 
-def finding_lines(cat: Catalog, f: Any, here: Places) -> list[str]:
+def finding_lines(cat: Catalog, f: Any, here: Places, device: str = "cpu") -> list[str]:
     """One finding (`_fuzz_run.Finding`): the case, its file, each pair's judgements and
-    the commands that reproduce it."""
+    the commands that reproduce it (B on `device`)."""
     case = f.draw.case
     out = [f"FAIL on {case.describe()}"]
     if f.first is not None and f.first.index != f.draw.index:
@@ -94,14 +94,15 @@ def finding_lines(cat: Catalog, f: Any, here: Places) -> list[str]:
             if beyond_declaration(j) or j.verdict == Verdict.EXPECTED:
                 out.extend(f"    {line}" for line in message(j).splitlines())
         out.append("    reproduce it (from the project root):")
-        out.extend(f"      {line}" for line in f.case.reproduce(cat.find(a), cat.find(b), here))
+        again = f.case.reproduce(cat.find(a), cat.find(b), here, device)
+        out.extend(f"      {line}" for line in again)
     return out
 
 
-def report_lines(cat: Catalog, result: Any, here: Places) -> list[str]:
+def report_lines(cat: Catalog, result: Any, here: Places, device: str = "cpu") -> list[str]:
     """The findings of a run (`_fuzz_run.Fuzzed`), what its draws came to, and the
     summary line."""
-    out = [line for f in result.findings for line in finding_lines(cat, f, here)]
+    out = [line for f in result.findings for line in finding_lines(cat, f, here, device)]
     if result.refused:
         refusals = "; ".join(f"{why} ({n}×)" for why, n in list(result.refused.items())[:3])
         out.append(f"  drawn inputs refused by the example: {refusals}")

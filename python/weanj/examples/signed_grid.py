@@ -207,14 +207,24 @@ HAZARD = (
 )
 
 
-@functools.cache
 def xla_fuses_here() -> bool:
     """Whether XLA contracts the literal port's `-1 + i·RN(2/(n-1))` into a fused
-    multiply-add here: on its CPU backend, where the CPU has an FMA instruction. JAX's
-    GPU code (seen on an H200) rounds the product and the sum apart, and the port agrees
-    there: the declaration then declares nothing, so the pair is judged as any other."""
-    if jax.default_backend() != "cpu":
-        return False
+    multiply-add on the evaluation's device (JAX's default device while weanj judges a
+    device pair; else the CPU, where weanj's runs go by default): on its CPU backend,
+    where the CPU has an FMA instruction. JAX's GPU code (seen on an H200) and a TPU (v5e)
+    round the product and the sum apart, and the port agrees there: the declaration then
+    declares nothing, so the pair is judged as any other."""
+    device = jax.config.jax_default_device  # None: weanj's runs' default, the CPU
+    if isinstance(device, str):
+        platform_name = device.split(":")[0] or "cpu"
+    else:
+        platform_name = getattr(device, "platform", None) or "cpu"
+    return platform_name == "cpu" and _cpu_fuses()
+
+
+@functools.cache
+def _cpu_fuses() -> bool:
+    """Whether this machine's CPU has a fused multiply-add instruction."""
     machine = platform.machine().lower()
     if machine in ("aarch64", "arm64"):
         return True

@@ -1,0 +1,395 @@
+"""The device as a dimension of the matrix (docs/devices.md), tested where no accelerator is:
+on the stand-in (`WEANJ_STANDIN_DEVICE=tpu` with two CPU devices, `_backends._standin`),
+in fresh processes (the XLA flag must be set before JAX starts).
+
+- the stand-in's reduced precision is one bfloat16 pass (checked against ml_dtypes'
+  rounding, independent of weanj), and never reaches a CPU run;
+- a user project with a dense network over time steps: on the stand-in tpu the correct
+  ports pass with the precision in effect named, a planted indexing bug fails with "still
+  differs under precision=highest", a port the reduced precision breaks fails with "agrees
+  under precision=highest", an ordinary exception is still the port's `error`;
+- the platform-limit table with the text a TPU v5e gave; the stand-in's injected
+  `UNIMPLEMENTED` makes the built-in sharded variant `unavailable on tpu`;
+- without `--device`, the verdicts, check.json's verdicts and the exit status are those
+  of the code before devices existed (/work/main's python, where it is there) with and
+  without the stand-in present;
+- without a TPU: `weanj bench --device tpu` is one line, exit 2; `weanj check --device
+  tpu` says the runs are unavailable, and fails only under `--require tpu`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from weanj._judge._platform import platform_limit, precision_or_bug
+
+from .projects import run_in, user_env, write_project
+
+# The text a TPU v5e gave for 01-jacobi's jax-jacobi-sharded in float64 (jax 0.10.2,
+# libtpu 0.0.42.1), as the issue quotes it.
+TPU_PMAX_TEXT = (
+    "JaxRuntimeError: UNIMPLEMENTED: Supported lowering only of Sum all reduce, original "
+    "computation: %region_1.2 (pmax.2: f64[], pmax.3: f64[]) -> f64[] {\n"
+    '  %pmax.2 = f64[] parameter(0), metadata={op_name="pmax"}\n'
+    " ... ROOT %max.1 = f64[] maximum(%pmax.2, %pmax.3) ...}"
+)
+
+STANDIN = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2", "WEANJ_STANDIN_DEVICE": "tpu"}
+
+
+def standin_env() -> dict[str, str]:
+    return user_env(**STANDIN)
+
+
+def bare_env() -> dict[str, str]:
+    env = user_env()
+    env.pop("WEANJ_STANDIN_DEVICE", None)
+    return env
+
+
+# --- the platform-limit table ----------------------------------------------------------------
+
+
+def test_the_tpu_pmax_text_is_a_platform_limit_naming_op_and_dtype():
+    assert platform_limit(TPU_PMAX_TEXT, "tpu") == (
+        "pmax of f64 (the TPU all-reduces only sums in float64)"
+    )
+
+
+def test_an_ordinary_error_or_a_cpu_run_is_no_platform_limit():
+    assert platform_limit("ValueError: operands could not be broadcast", "tpu") is None
+    assert platform_limit("IndexError: index 9 is out of bounds", "gpu") is None
+    assert platform_limit(TPU_PMAX_TEXT, "cpu") is None  # the CPU is the reference
+
+
+def test_the_precision_or_bug_lines():
+    assert precision_or_bug("tpu", "default", True).startswith(
+        "agrees under precision=highest: the difference is the TPU's default matmul precision"
+    )
+    assert precision_or_bug("tpu", "default", False) == (
+        "still differs under precision=highest: not the device's arithmetic"
+    )
+
+
+# --- the stand-in's arithmetic -------------------------------------------------------------------
+
+BF16_PROBE = """
+import numpy as np, jax, jax.numpy as jnp, ml_dtypes
+from weanj._backends._placement import placed
+rng = np.random.default_rng(3)
+a = rng.standard_normal((40, 30)).astype(np.float32)
+b = rng.standard_normal((30, 20)).astype(np.float32)
+f = jax.jit(lambda a, b: a @ b)
+with placed("tpu") as place:
+    standin = np.asarray(f(a, b))
+with placed("tpu", "highest"):
+    highest = np.asarray(f(a, b))
+cpu = np.asarray(f(a, b))
+rounded = (a.astype(ml_dtypes.bfloat16).astype(np.float64)
+           @ b.astype(ml_dtypes.bfloat16).astype(np.float64))
+exact = a.astype(np.float64) @ b.astype(np.float64)
+scale = np.abs(exact).max()
+print(json.dumps({
+    "kind": place.description,
+    "standin_vs_bf16": float(np.abs(standin - rounded).max() / scale),
+    "standin_vs_exact": float(np.abs(standin - exact).max() / scale),
+    "highest_vs_exact": float(np.abs(highest - exact).max() / scale),
+    "cpu_vs_exact": float(np.abs(cpu - exact).max() / scale),
+}))
+"""
+
+
+def test_the_standin_rounds_float32_products_to_bfloat16_and_never_a_cpu_run(tmp_path):
+    r = run_in(tmp_path, "-c", "import json\n" + BF16_PROBE, env=standin_env())
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["kind"] == "stand-in tpu (CPU device 1)"
+    # one bfloat16 pass: operands rounded as ml_dtypes rounds them, summed in float32
+    assert got["standin_vs_bf16"] < 1e-6
+    assert got["standin_vs_exact"] > 1e-4  # three digits, not seven
+    assert got["highest_vs_exact"] < 1e-6 and got["cpu_vs_exact"] < 1e-6
+
+
+# --- a user project with a dense network over time steps -------------------------------------
+
+DENSE = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+import weanj
+
+jax.config.update("jax_enable_x64", True)  # the program computes in float64
+
+ex = weanj.register_example(weanj.Example(
+    name="20-dense", arrays=("W", "u0", "target"), wrt=("W", "u0"),
+    params=(weanj.Param("T", 4),),
+    generate=lambda seed: {
+        "W": np.random.default_rng(seed).standard_normal((48, 48)) / np.sqrt(48),
+        "u0": np.random.default_rng(seed + 1).standard_normal((48, 24)),
+        "target": np.random.default_rng(seed + 2).standard_normal((48, 24)) * 0.5,
+    },
+))
+
+
+@weanj.jax_variant(ex, "jax-dense", family="dense")
+def dense(W, u0, target, T):
+    u = u0
+    for _ in range(T):
+        u = jnp.tanh(W @ u)
+    return jnp.sum((u - target) ** 2)
+
+
+@weanj.jax_variant(ex, "jax-dense-scan", family="dense")
+def dense_scan(W, u0, target, T):
+    def step(u, _):
+        return jnp.tanh(jnp.einsum("ij,jk->ik", W, u)), None
+    u, _ = jax.lax.scan(step, u0, None, length=T)
+    return jnp.sum((u - target) ** 2)
+
+
+@weanj.jax_variant(ex, "jax-dense-shifted", family="dense")
+def dense_shifted(W, u0, target, T):
+    u = u0
+    for t in range(T):
+        v = W @ u
+        u = jnp.tanh(v if t else jnp.roll(v, 1, axis=0))  # planted: a row index off by one
+    return jnp.sum((u - target) ** 2)
+
+
+@weanj.jax_variant(ex, "jax-dense-offset", family="dense")
+def dense_offset(W, u0, target, T):
+    u = u0
+    for _ in range(T):  # (W + 64) u - 64 sum(u): the same product, cancelling in bfloat16
+        u = jnp.tanh((W + 64.0) @ u - 64.0 * jnp.sum(u, axis=0))
+    return jnp.sum((u - target) ** 2)
+
+
+@weanj.jax_variant(ex, "jax-dense-raises", family="dense", dtypes=("float32",))
+def dense_raises(W, u0, target, T):
+    raise ValueError("an ordinary mistake")
+"""
+
+
+@pytest.fixture(scope="module")
+def dense_check(tmp_path_factory):
+    """`weanj check --device tpu` of the dense project on the stand-in: (run, verdicts,
+    reasons) from its check.json."""
+    root = write_project(tmp_path_factory.mktemp("dense"), {"kernels/dense.py": DENSE})
+    r = run_in(root, "-m", "weanj", "check", "--device", "tpu", env=standin_env(), timeout=900)
+    data = json.loads((root / "results" / "20-dense" / "check.json").read_text())
+    cases = {c["case"]: c for c in _cases(data)}
+    return r, cases, root
+
+
+def _cases(data) -> list[dict]:
+    """Every case judgement of a check.json, wherever the file keeps them."""
+    found = []
+
+    def walk(x):
+        if isinstance(x, dict):
+            if "case" in x and "verdict" in x:
+                verdict = x["verdict"]
+                if isinstance(verdict, dict):  # check.json's `{"$verdict": "ok"}`
+                    verdict = verdict.get("$verdict")
+                found.append({**x, "verdict": verdict})
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(data)
+    return found
+
+
+PAIR = "20-dense::dense::jax-dense~{}::{}"
+
+
+def test_the_correct_ports_pass_on_the_standin_tpu_with_the_precision_named(dense_check):
+    r, cases, _ = dense_check
+    for label in ("jax-dense@float32@tpu", "jax-dense-scan@float32@tpu", "jax-dense@tpu"):
+        for array in ("W", "u0"):
+            assert cases[PAIR.format(label, array)]["verdict"] == "ok", label
+    assert "matmul precision default of the stand-in tpu: BF16_BF16_F32" in r.stdout
+    assert "stand-in tpu (CPU device 1)" in r.stdout  # never presented as a TPU's
+    # and they differ from the CPU reference by the reduced precision, not by nothing
+    assert "BF16_BF16_F32" in json.dumps(cases[PAIR.format("jax-dense@float32@tpu", "W")])
+
+
+def test_a_planted_indexing_bug_fails_and_is_not_the_devices_arithmetic(dense_check):
+    r, cases, _ = dense_check
+    assert r.returncode == 1
+    for array in ("W", "u0"):
+        case = cases[PAIR.format("jax-dense-shifted@float32@tpu", array)]
+        assert case["verdict"] == "FAIL"
+        assert (
+            "still differs under precision=highest: not the device's arithmetic" in (case["reason"])
+        )
+
+
+def test_a_port_the_reduced_precision_breaks_is_named_as_the_precision(dense_check):
+    r, cases, _ = dense_check
+    case = cases[PAIR.format("jax-dense-offset@float32@tpu", "W")]
+    assert case["verdict"] == "FAIL"
+    assert (
+        "agrees under precision=highest: the difference is the stand-in TPU's default"
+        in (case["reason"])
+    )
+
+
+def test_an_ordinary_exception_on_the_device_is_the_ports_error(dense_check):
+    r, cases, _ = dense_check
+    run = cases["20-dense::dense::jax-dense-raises@float32@tpu::run"]
+    assert run["verdict"] == "error"
+    assert "ValueError: an ordinary mistake" in run["reason"]
+
+
+def test_bisect_on_the_device_names_it_and_reproduces_there(dense_check):
+    """`weanj bisect --device tpu`: B on the stand-in tpu, A (the reference) on the CPU."""
+    _, _, root = dense_check
+    args = ("bisect", "20-dense", "jax-dense", "jax-dense-shifted", "--device", "tpu")
+    r = run_in(root, "-m", "weanj", *args, env=standin_env(), timeout=900)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "20-dense::dense::jax-dense~jax-dense-shifted@tpu::W: FAIL" in r.stdout
+    assert "weanj run 20-dense jax-dense-shifted --device tpu --inputs" in r.stdout
+
+
+# --- the built-in sharded variant: a platform limit on the stand-in -----------------------
+
+
+def test_the_sharded_variant_in_float64_is_unavailable_on_the_standin_tpu(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.weanj]\nbuiltin = true\nx64 = true\n")
+    r = run_in(tmp_path, "-m", "weanj", "inputs", "regenerate", "01-jacobi", env=standin_env())
+    assert r.returncode == 0, r.stderr
+    args = ["check", "01-jacobi", "--device", "tpu", "--dtype", "float64", "--variants"]
+    args += ["jax-jacobi", "jax-jacobi-sharded"]
+    r = run_in(tmp_path, "-m", "weanj", *args, env=standin_env(), timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (
+        "unavailable jax-jacobi-sharded@tpu: unavailable on tpu (stand-in): pmax of f64 (the "
+        "TPU all-reduces only sums in float64)"
+    ) in r.stdout
+    # required, the platform limit is a failure
+    r = run_in(tmp_path, "-m", "weanj", *args, "--require", "tpu", env=standin_env(), timeout=900)
+    assert r.returncode == 1, r.stdout
+
+
+# --- without --device: as before ---------------------------------------------------------------
+
+TINY = """
+import jax.numpy as jnp, numpy as np
+import weanj
+
+ex = weanj.register_example(weanj.Example(
+    name="10-tiny", arrays=("x", "y"), wrt="x", params=(weanj.Param("S", 2),),
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(8),
+                           "y": np.random.default_rng(seed + 1).standard_normal(8)},
+))
+
+@weanj.jax_variant(ex, "jax-a", family="f")
+def a(x, y, S):
+    for _ in range(S):
+        x = (jnp.roll(x, 1) + 2 * x + jnp.roll(x, -1)) / 4
+    return jnp.sum((x - y) ** 2)
+
+@weanj.jax_variant(ex, "jax-b", family="f")
+def b(x, y, S):
+    return jnp.sum((jnp.roll(x, 1) - y) ** 2)  # wrong on purpose: a failing verdict too
+"""
+
+BEFORE = Path("/work/main/python")  # this repository's code before devices, where it is
+
+
+def _verdicts(root: Path, env: dict) -> tuple[int, dict, str]:
+    r = run_in(root, "-m", "weanj", "check", "--fresh", env=env)
+    data = json.loads((root / "results" / "10-tiny" / "check.json").read_text())
+    cases = {c["case"]: (c["verdict"], c.get("reason", "")) for c in _cases(data)}
+    return r.returncode, cases, r.stdout
+
+
+def test_without_device_the_verdicts_and_exit_are_those_without_devices(tmp_path):
+    root = write_project(tmp_path, {"kernels/tiny.py": TINY})
+    code, plain, said = _verdicts(root, bare_env())
+    assert code == 1 and any(v == "FAIL" for v, _ in plain.values())
+    assert "device: cpu\n" in said, [x for x in said.splitlines() if "device" in x]
+    code_standin, standin, said = _verdicts(root, standin_env())
+    assert (code_standin, standin) == (code, plain)  # an accelerator present changes nothing
+    assert "device: cpu (a stand-in TPU is present: --device tpu judges it)" in said
+    if BEFORE.is_dir() and (BEFORE / "weanj" / "_pipeline" / "_cases.py").is_file():
+        env = bare_env()
+        env["PYTHONPATH"] = str(BEFORE)
+        assert _verdicts(root, env)[:2] == (code, plain)
+
+
+# --- without a TPU ----------------------------------------------------------------------------
+
+
+def test_bench_on_a_tpu_without_one_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.weanj]\nbuiltin = true\nx64 = true\n")
+    r = run_in(
+        tmp_path, "-m", "weanj", "bench", "02-gauss-seidel", "--device", "tpu", env=bare_env()
+    )
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no TPU visible to JAX here" in lines[0], r.stderr
+
+
+TINY_OK = TINY.replace(
+    "return jnp.sum((jnp.roll(x, 1) - y) ** 2)  # wrong on purpose: a failing verdict too",
+    """for _ in range(S):
+        x = 0.25 * jnp.roll(x, 1) + 0.5 * x + 0.25 * jnp.roll(x, -1)
+    return jnp.sum((x - y) ** 2)""",
+)
+
+
+def test_check_on_a_tpu_without_one_says_unavailable_and_fails_only_when_required(tmp_path):
+    root = write_project(tmp_path, {"kernels/tiny.py": TINY_OK})
+    args = ("-m", "weanj", "check", "--device", "tpu", "--dtype", "float64")
+    r = run_in(root, *args, env=bare_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "jax-a@tpu" in r.stdout and "no TPU visible to JAX here" in r.stdout
+    r = run_in(root, *args, "--require", "tpu", env=bare_env())
+    assert r.returncode == 1, r.stdout + r.stderr
+
+
+API_CHECK = """
+import weanj
+j = weanj.check(dtype="float64", device={device!r})
+for case, verdict in sorted(j.verdicts().items()):
+    print(case, verdict)
+"""
+
+
+@pytest.mark.parametrize("how", ["api", "project"])
+def test_the_api_and_the_project_key_choose_the_device(tmp_path, how):
+    """`weanj.check(device="tpu")` and `[tool.weanj] devices = ["cpu", "tpu"]` judge the
+    runs on the stand-in tpu against the CPU reference, as `--device tpu` does."""
+    root = write_project(tmp_path, {"kernels/tiny.py": TINY_OK})
+    if how == "project":
+        text = (root / "pyproject.toml").read_text()
+        (root / "pyproject.toml").write_text(text + 'devices = ["cpu", "tpu"]\n')
+    r = run_in(
+        root, "-c", API_CHECK.format(device="tpu" if how == "api" else None), env=standin_env()
+    )
+    assert r.returncode == 0, r.stderr
+    verdicts = dict(line.rsplit(" ", 1) for line in r.stdout.strip().splitlines())
+    assert verdicts["10-tiny::f::jax-a~jax-a@tpu"] == "ok"
+    assert verdicts["10-tiny::f::jax-a~jax-b@tpu"] == "ok"
+    assert verdicts["10-tiny::f::jax-b@tpu::run"] == "ok"
+    assert not any(case.endswith("@tpu::taylor") for case in verdicts)  # the CPU run's
+
+
+def test_the_precision_level_is_measured_at_the_unit_roundoff_of_the_precision_in_effect():
+    """bfloat16 keeps 8 significant bits, tensorfloat32 11: their unit roundoffs 2⁻⁸ and
+    2⁻¹¹ (half an ulp); a run at full precision has no precision level of its own."""
+    from weanj._pipeline._on_device import precision_eps
+
+    tpu = "default (one bfloat16 pass for float32 matmuls on a TPU)"
+    gpu = "default (tensorfloat32 passes for float32 matmuls where the GPU has them)"
+    assert precision_eps({"reduced": True, "precision": tpu}) == 2.0**-8
+    assert precision_eps({"reduced": True, "precision": gpu}) == 2.0**-11
+    assert precision_eps({"reduced": True, "precision": "BF16_BF16_F32_X3"}) == 2.0**-17
+    assert precision_eps({"reduced": False, "precision": "highest"}) is None
