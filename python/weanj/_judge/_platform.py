@@ -75,6 +75,23 @@ def platform_limit(text: str, kind: str) -> str | None:
     return None
 
 
+def past_the_limit(kind: str, text: str) -> str | None:
+    """The one line of a run on a device of `kind` that did not finish within the time
+    limit (`text`, the `TimeoutError`'s), or None on the CPU, where it is the port's
+    `timeout`. On an accelerator a program can be far slower than on the CPU for reasons
+    that are the platform's (float64 emulated on a TPU; a sequential recurrence lowered as
+    thousands of tiny steps): the device cannot run it in the time given, like an op it
+    has no lowering for; `--require tpu` makes it a failure."""
+    if kind == "cpu":
+        return None
+    found = re.search(r"time limit of (?P<s>[0-9.e+]+) s", text)
+    limit = f"the time limit of {found.group('s')} s" if found else "the time limit"
+    return (
+        f"did not finish within {limit} on the {kind.upper()} (--timeout S or "
+        "[tool.weanj] timeout gives it longer)"
+    )
+
+
 def unavailable_on(kind: str, what: str, *, standin: bool = False) -> str:
     """`unavailable on tpu: pmax of f64 (...)` (`tpu (stand-in)` for the stand-in)."""
     return f"unavailable on {kind}{' (stand-in)' if standin else ''}: {what}"

@@ -322,7 +322,8 @@ def evaluate(
             seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
     except TimeoutError as e:
-        return fault(e)
+        limit = platform_fault_line(e, device, place)  # on a device: a platform limit
+        return fault(e) if limit is None else fault(UnavailableError(limit), limit)
     except (ExcludedError, UnavailableError) as e:
         return fault(e, first_line(e))
     except Breach as e:

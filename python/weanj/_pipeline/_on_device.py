@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._errors import UnavailableError
-from .._judge._platform import platform_limit, unavailable_on
+from .._judge._platform import past_the_limit, platform_limit, unavailable_on
 
 CPU = "cpu"
 HIGHEST = "highest"
@@ -94,7 +94,8 @@ def platform_fault_line(e: BaseException, device: str, place: Any) -> str | None
     if device == CPU:
         return None
     text = f"{type(e).__name__}: {e}"
-    what = platform_limit(text, device)
+    what = past_the_limit(device, text) if isinstance(e, TimeoutError) else None
+    what = what or platform_limit(text, device)
     if what is None:
         return None
     return unavailable_on(device, what, standin=bool(getattr(place, "standin", False)))
