@@ -111,6 +111,11 @@ def norm_check(monkeypatch):
     try:
         yield kind
     finally:
+        # a module imported while the check was registered took the longer tuples too
+        for module in [m for n, m in sys.modules.items() if n.startswith("weanj")]:
+            for attr, value in new.items():
+                if getattr(module, attr, None) is value:
+                    setattr(module, attr, old[attr])
         RESULTS.pop("toy_norm", None)
         _remove_kind("NORM", "norm")
 

@@ -26,6 +26,7 @@ from .._model._verdicts import KINDS as KINDS
 from .._model._verdicts import RANKING as RANKING
 from .._model._verdicts import CaseKind as CaseKind
 from .._model._verdicts import Verdict as Verdict
+from ._checks import CheckResult
 from ._compare import ArrayComparison, compare, declared_between, floor_of
 from ._contract import Fault
 from ._expected import declared_check as declared_check
@@ -49,7 +50,7 @@ class CaseJudgement:
     comparison: ArrayComparison | None = None
     away: ArrayComparison | None = None  # a declared kink pair, away from the kinks
     kinks: str | None = None  # why the pair may differ at the kinks
-    result: Any = None  # a gradient check's numbers (a type of `_checks.RESULTS`)
+    result: CheckResult | None = None  # a gradient check's numbers (a type of `RESULTS`)
     info: dict[str, Any] = field(default_factory=dict)  # extra numbers (central differences)
     expected: Expected | None = None  # the declaration it was held to (`weanj.Expected`)
     departure: str = ""  # how it differs from that declaration ("" when as declared)
@@ -210,7 +211,7 @@ def check_fault(case: str, kind: CaseKind, fault: Fault, **what: Any) -> CaseJud
     return CaseJudgement(case, kind, Verdict(fault.verdict), reason=fault.what, **what)
 
 
-def judge_check(case: str, kind: CaseKind, result: Any, **what: Any) -> CaseJudgement:
+def judge_check(case: str, kind: CaseKind, result: CheckResult, **what: Any) -> CaseJudgement:
     """A gradient check of one array judged by its result's rule (`result.judge()`, the
     protocol of `_checks`), the numbers kept as the judgement's `result`."""
     what.setdefault("array", result.array)
@@ -219,13 +220,9 @@ def judge_check(case: str, kind: CaseKind, result: Any, **what: Any) -> CaseJudg
 
 
 def judge_taylor(case: str, result: TaylorResult, **what: Any) -> CaseJudgement:
-    """ok when the result passes (`TaylorResult.passes`); FAIL with the rates otherwise."""
+    """A Taylor test's judgement (`TaylorResult.judge`): what `weanj.taylor_test`'s
+    result gives as a case."""
     return judge_check(case, CaseKind.TAYLOR, result, **what)
-
-
-def judge_directional(case: str, result: DirectionalResult, **what: Any) -> CaseJudgement:
-    """ok when `|jvp − ⟨g, dx⟩| ≤ tolerance·Σ|g_i dx_i|`."""
-    return judge_check(case, CaseKind.JVP, result, **what)
 
 
 # --- files ---------------------------------------------------------------------------------
