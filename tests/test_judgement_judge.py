@@ -173,11 +173,11 @@ def test_a_case_reads_back_whole_nan_and_inf_included():
 def test_gradient_checks_read_back_with_their_numbers():
     d = TaylorDirection((1e-2, 5e-3), (1e-4, 2.5e-5), (1e-16, 1e-16), slope=0.3)
     t = TaylorResult("x", TaylorPolicy(rate=1.9), 1e-2, (d,), left_out=1, size=4)
-    taylor = CaseJudgement("ex::f::a::taylor", CaseKind.TAYLOR, Verdict.OK, "f", ("a",), taylor=t)
+    taylor = CaseJudgement("ex::f::a::taylor", CaseKind.TAYLOR, Verdict.OK, "f", ("a",), result=t)
     back = _round_trip(taylor)
     assert back.taylor == t and back.taylor.directions[0].rates == pytest.approx((2.0,))
     r = DirectionalResult("x", "a", 1.0, 1.0 + 1e-3, 2.0, 1e-8)
-    jvp = CaseJudgement("ex::f::a::jvp", CaseKind.JVP, Verdict.FAIL, "f", ("a",), directional=r)
+    jvp = CaseJudgement("ex::f::a::jvp", CaseKind.JVP, Verdict.FAIL, "f", ("a",), result=r)
     assert _round_trip(jvp).directional == r and not r.passes
 
 

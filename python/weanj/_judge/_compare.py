@@ -360,33 +360,72 @@ def compare(
     `decided_by` says which bound decided.
     """
     if hasattr(g_ref, "gradients") and hasattr(g, "gradients"):
-        name = array or next(iter(g_ref.gradients))
-        floors = {
-            "loss_floor": floor_of(g_ref, g, "loss") if loss_floor is None else loss_floor,
-            "grad_floor": floor_of(g_ref, g, name) if grad_floor is None else grad_floor,
-        }
-        return compare(
-            g_ref.gradients[name],
-            g.gradients[name],
-            g_ref.loss if loss_ref is None else loss_ref,
-            g.loss if loss is None else loss,
+        return _compare_gradients(
+            g_ref,
+            g,
+            loss_ref,
+            loss,
+            array=array,
             keep=keep,
             dtype=dtype,
-            declared=declared if declared is not None else declared_between(g_ref, g),
-            **floors,
+            loss_floor=loss_floor,
+            grad_floor=grad_floor,
+            declared=declared,
         )
     g_ref, g = _numbers(g_ref, "g_ref"), _numbers(g, "g")
-    judged_by = dtype or coarser(g_ref.dtype, g.dtype)
+    judged = dtype or coarser(g_ref.dtype, g.dtype)
     runs = [(n, a.dtype) for n, a in ((noise_ref, g_ref), (noise, g)) if n]
     if loss_floor is None:
-        loss_floor = floor_from([(n.get("loss", 0.0), d) for n, d in runs], judged_by)
+        loss_floor = floor_from([(n.get("loss", 0.0), d) for n, d in runs], judged)
     if grad_floor is None:
-        grad_floor = floor_from([(n.get("grad", 0.0), d) for n, d in runs], judged_by)
+        grad_floor = floor_from([(n.get("grad", 0.0), d) for n, d in runs], judged)
     if g_ref.shape != g.shape:
         raise ValueError(f"gradient shapes differ: {g_ref.shape} vs {g.shape}")
-    judged = dtype or coarser(g_ref.dtype, g.dtype)
     tol = applied(judged, declared)
     keep = np.ones(g.shape, bool) if keep is None else np.asarray(keep, bool)
+    gap = _gradient_gap(g_ref, g, keep, judged, tol.grad, float(grad_floor))
+    loss_abs, loss_rel, loss_ok, loss_finite = _loss_gap(loss_ref, loss, tol.loss, loss_floor)
+    grad_ok, nonfinite = gap.pop("grad_ok"), gap.pop("nonfinite") or not loss_finite
+    return ArrayComparison(
+        **gap,
+        loss_abs=loss_abs,
+        loss_rel=loss_rel,
+        nonfinite=nonfinite,
+        agree=not nonfinite and grad_ok and loss_ok,
+        dtype=judged,
+        size=int(g.size),
+        left_out=int(g.size - keep.sum()),
+        grad_floor=float(grad_floor),
+        loss_floor=float(loss_floor),
+        declared=declared,
+    )
+
+
+def _compare_gradients(g_ref, g, loss_ref, loss, *, array, declared, **given) -> ArrayComparison:
+    """`compare` of two `Gradient`s on `array` (default: their first): their losses, the
+    floors their rounding levels give (unless given) and the example's declared tolerance
+    between them (unless given)."""
+    name = array or next(iter(g_ref.gradients))
+    loss_floor, grad_floor = given.pop("loss_floor"), given.pop("grad_floor")
+    return compare(
+        g_ref.gradients[name],
+        g.gradients[name],
+        g_ref.loss if loss_ref is None else loss_ref,
+        g.loss if loss is None else loss,
+        declared=declared if declared is not None else declared_between(g_ref, g),
+        loss_floor=floor_of(g_ref, g, "loss") if loss_floor is None else loss_floor,
+        grad_floor=floor_of(g_ref, g, name) if grad_floor is None else grad_floor,
+        **given,
+    )
+
+
+def _gradient_gap(
+    g_ref: np.ndarray, g: np.ndarray, keep: np.ndarray, judged: str, rel: float, floor: float
+) -> dict[str, Any]:
+    """The gradient part of an `ArrayComparison` (the fields it names), with `nonfinite`
+    and `grad_ok` (|Δ| within `rel`·max|g_ref|, or the floor) for `compare` to combine
+    with the loss: where `g` departs from `g_ref` on the `keep` entries, the worst entry,
+    the regions beyond the bound."""
     wide = np.complex128 if np.iscomplexobj(g) or np.iscomplexobj(g_ref) else np.float64
     finite = np.isfinite(g) & np.isfinite(g_ref)
     bad = ~finite & keep
@@ -396,7 +435,7 @@ def compare(
         )
     kept_ref = np.abs(g_ref[finite & keep])
     reference_max = float(np.max(kept_ref)) if kept_ref.size else 0.0
-    bound = max(tol.grad * reference_max, float(grad_floor))  # the largest |Δ| that agrees
+    bound = max(rel * reference_max, floor)  # the largest |Δ| that agrees
     nonfinite = bool(bad.any())
     if nonfinite:
         worst = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -417,33 +456,29 @@ def compare(
     )
     found, total = regions(outside, severity, delta=np.where(bad, np.nan, diff))
     where = np.argwhere(outside)
-    loss_abs = loss_rel = None
-    loss_ok = True
-    if loss_ref is not None and loss is not None:
-        loss_abs = abs(float(loss) - float(loss_ref))
-        nonfinite = nonfinite or not (np.isfinite(loss) and np.isfinite(loss_ref))
-        loss_rel = _relative(loss_abs, abs(float(loss_ref)))
-        loss_ok = loss_abs <= max(tol.loss * abs(float(loss_ref)), float(loss_floor))
-    grad_ok = not nonfinite and max_abs <= bound
-    agree = (not nonfinite) and grad_ok and loss_ok
-    return ArrayComparison(
-        max_abs=max_abs,
-        max_rel=max_rel,
-        worst=worst,
-        ulp=ulp,
-        loss_abs=loss_abs,
-        loss_rel=loss_rel,
-        nonfinite=nonfinite,
-        agree=agree,
-        dtype=judged,
-        differing=len(where),
-        differing_at=tuple(tuple(int(i) for i in row) for row in where[:MAX_LISTED]),
-        regions=found,
-        region_count=total,
-        size=int(g.size),
-        left_out=int(g.size - keep.sum()),
-        reference_max=reference_max,
-        grad_floor=float(grad_floor),
-        loss_floor=float(loss_floor),
-        declared=declared,
-    )
+    return {
+        "max_abs": max_abs,
+        "max_rel": max_rel,
+        "worst": worst,
+        "ulp": ulp,
+        "differing": len(where),
+        "differing_at": tuple(tuple(int(i) for i in row) for row in where[:MAX_LISTED]),
+        "regions": found,
+        "region_count": total,
+        "reference_max": reference_max,
+        "nonfinite": nonfinite,
+        "grad_ok": max_abs <= bound,
+    }
+
+
+def _loss_gap(
+    loss_ref: float | None, loss: float | None, rel: float, floor: float
+) -> tuple[float | None, float | None, bool, bool]:
+    """`|ΔL|`, `|ΔL|/|L_ref|`, whether it is within `rel`·|L_ref| or the floor, and whether
+    both losses are finite; (None, None, True, True) where either loss is not given."""
+    if loss_ref is None or loss is None:
+        return None, None, True, True
+    loss_abs = abs(float(loss) - float(loss_ref))
+    finite = bool(np.isfinite(loss) and np.isfinite(loss_ref))
+    loss_rel = _relative(loss_abs, abs(float(loss_ref)))
+    return loss_abs, loss_rel, loss_abs <= max(rel * abs(float(loss_ref)), float(floor)), finite

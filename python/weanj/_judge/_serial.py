@@ -2,7 +2,8 @@
 (docs/files.md, "check.json"; DESIGN §8.2).
 
 `encode_case`/`decode_case` give every field of a `CaseJudgement` back, the numbers
-behind it included (`ArrayComparison`, `TaylorResult`, `DirectionalResult`, `Tolerance`):
+behind it included (`ArrayComparison`, `Tolerance`, and a gradient check's result: any type
+registered in `_checks.RESULTS`, written under its name there, `taylor` or `directional`):
 a tagged form of the dataclasses, lossless (a tuple stays a tuple, NaN and Inf are kept,
 a verdict is a `Verdict`). A declaration (`weanj.Expected`, which may hold a function) is
 written as its fields and read back as the catalog's own declaration of those fields
@@ -10,8 +11,9 @@ written as its fields and read back as the catalog's own declaration of those fi
 `ExampleJudgement`, its subjects written as their provenance (a `Gradient` without its
 arrays: those are in the store files the check wrote, which the caller loads).
 
-Only the classes named here are ever built from a file; anything else is a `ValueError`
-(a file changed by hand is "unreadable", never a traceback).
+Only the classes named here and the check results with the dataclasses their fields are
+declared of are ever built from a file; anything else is a `ValueError` (a file changed by
+hand is "unreadable", never a traceback).
 """
 
 from __future__ import annotations
@@ -30,22 +32,37 @@ import numpy as np
 
 from .._model import Expected, Gradient
 from .._model._verdicts import Verdict
+from ._checks import RESULTS
 from ._compare import ArrayComparison, Region, Tolerance
-from ._taylor import DirectionalResult, TaylorDirection, TaylorPolicy, TaylorResult
 from ._verdict import CaseJudgement, ExampleJudgement
 
-_CLASSES: dict[str, type] = {
-    c.__name__: c
-    for c in (
-        ArrayComparison,
-        Region,
-        Tolerance,
-        TaylorDirection,
-        TaylorPolicy,
-        TaylorResult,
-        DirectionalResult,
-    )
-}
+_COMPARISON = (ArrayComparison, Region, Tolerance)
+
+
+def _classes() -> dict[str, type]:
+    """The classes a file may build: a comparison's, and every registered check result's
+    with the dataclasses its fields are declared of (`TaylorDirection`, `TaylorPolicy`)."""
+    return _classes_of(tuple(RESULTS.values()))
+
+
+@functools.cache
+def _classes_of(results: tuple[type, ...]) -> dict[str, type]:
+    found: dict[str, type] = {}
+
+    def add(hint: Any) -> None:
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            if hint.__name__ not in found:
+                found[hint.__name__] = hint
+                for h in _hints(hint).values():
+                    add(h)
+        for a in typing.get_args(hint):
+            add(a)
+
+    for c in (*_COMPARISON, *results):
+        add(c)
+    return found
+
+
 _EXPECTED_FIELDS = ("variant", "against", "check", "verdict", "reason", "array", "bound")
 
 
@@ -73,7 +90,7 @@ def _enc(x: Any) -> Any:
         return {"$dict": [[_enc(k), _enc(v)] for k, v in x.items()]}
     if isinstance(x, Expected):
         return {"$expected": {k: _enc(getattr(x, k)) for k in _EXPECTED_FIELDS}}
-    if dataclasses.is_dataclass(x) and type(x).__name__ in _CLASSES:
+    if dataclasses.is_dataclass(x) and _classes().get(type(x).__name__) is type(x):
         return {
             "$class": type(x).__name__,
             **{f.name: _enc(getattr(x, f.name)) for f in dataclasses.fields(x) if f.init},
@@ -105,7 +122,7 @@ def _dec(x: Any, expected: Callable[[dict], Expected]) -> Any:
     if "$expected" in x:
         return expected(_dec(x["$expected"], expected))
     if "$class" in x:
-        cls = _CLASSES.get(x["$class"])
+        cls = _classes().get(x["$class"])
         if cls is None:
             raise ValueError(f"an object of class {str(x['$class'])[:40]!r}")
         names = {f.name for f in dataclasses.fields(cls) if f.init}
@@ -204,18 +221,39 @@ def resolve_expected(declarations: tuple[Expected, ...]) -> Callable[[dict], Exp
 
 
 def encode_case(j: CaseJudgement) -> dict[str, Any]:
-    """Every field of a case's judgement (the numbers behind it included)."""
-    return {f.name: _enc(getattr(j, f.name)) for f in dataclasses.fields(j)}
+    """Every field of a case's judgement (the numbers behind it included); a check's
+    `result` under its name in `RESULTS`, every other registered name null."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(j):
+        if f.name == "result":
+            out.update(_encode_result(j.result))
+        else:
+            out[f.name] = _enc(getattr(j, f.name))
+    return out
+
+
+def _encode_result(result: Any) -> dict[str, Any]:
+    if result is not None and type(result) not in RESULTS.values():
+        raise TypeError(f"cannot write a {type(result).__name__} as a check's result")
+    return {name: _enc(result if type(result) is t else None) for name, t in RESULTS.items()}
 
 
 def decode_case(data: Any, expected: Callable[[dict], Expected]) -> CaseJudgement:
     """The `CaseJudgement` `encode_case` wrote (a `ValueError` for anything else)."""
     if not isinstance(data, dict):
         raise ValueError("a case that is not a mapping")
-    names = {f.name for f in dataclasses.fields(CaseJudgement)}
+    names = {f.name for f in dataclasses.fields(CaseJudgement)} - {"result"}
     given = {k: _dec(v, expected) for k, v in data.items()}
+    results = {k: given.pop(k) for k in list(given) if k in RESULTS}
     if not set(given) <= names or not {"case", "kind", "verdict"} <= set(given):
         raise ValueError("a case without its case id, kind and verdict")
+    found = [(k, r) for k, r in results.items() if r is not None]
+    if len(found) > 1:
+        raise ValueError("a case with the numbers of two checks")
+    for k, r in found:
+        if not isinstance(r, RESULTS[k]):
+            raise ValueError(f"a case whose {k} is not a {RESULTS[k].__name__}")
+        given["result"] = r
     return _build(CaseJudgement, given)
 
 

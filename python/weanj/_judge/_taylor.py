@@ -9,6 +9,9 @@ layer's (`_pipeline._gradchecks`).
 - **Forward vs reverse**: `jvp(L)(x; dx)` against `⟨g, dx⟩`, exact up to rounding and
   independent of any step.
 
+Each result type keeps the protocol of `_checks` (its verdict, its record, its text, its
+cell, its JSON) and is registered there by name, so no view branches on a check.
+
 `⟨g, dx⟩` is the real inner product `Re Σ conj(g)·dx`, so complex arrays (with g in
 weanj's convention `∂L/∂Re z + i·∂L/∂Im z`) are checked like pairs of real arrays. Every
 check keeps its directions inside the example's kink mask.
@@ -25,6 +28,8 @@ import numpy as np
 
 from .._errors import InputError
 from .._model import Example, TaylorPolicy
+from .._model._verdicts import Verdict
+from ._checks import check_result, finite, num
 
 EPS = float(np.finfo(np.float64).eps)
 # Rounding level of a remainder: a few hundred roundings of the loss's own size. Rates
@@ -120,6 +125,7 @@ class TaylorDirection:
         )
 
 
+@check_result("taylor")
 @dataclass(frozen=True)
 class TaylorResult:
     """The Taylor test of one gradient array: every direction, and what it left out."""
@@ -204,6 +210,90 @@ class TaylorResult:
             int(data["size"]),
         )
 
+    # --- its verdict and its views (the protocol of `_checks`) ---------------------------
+
+    def judge(self) -> tuple[Verdict, str]:
+        """ok when it passes (`passes`); FAIL with the rates otherwise; skipped where the
+        kink mask leaves nothing to perturb; NaN/Inf where a loss along a direction is."""
+        if not self.directions:
+            return Verdict.SKIPPED, f"the kink mask leaves no entry of {self.array} to perturb"
+        if any(d.nonfinite for d in self.directions):
+            return Verdict.NONFINITE, "a loss along a direction is NaN/Inf"
+        bound = self.policy.rate
+        failing = [rates for rates in self.asymptotic if rates and min(rates) < bound]
+        reason = ""
+        if failing:
+            reason = (
+                f"remainders fall with rate(s) {', '.join(f'{r:.2f}' for r in failing[0])} at "
+                f"the smallest steps, below {bound:g}: the gradient of {self.array} is not the "
+                "loss's derivative (a correct one gives 2)"
+            )
+        elif not any(d.resolved for d in self.directions):
+            reason = (
+                "every remainder is at rounding level (the loss is linear along the directions "
+                f"at this step); a relative gradient error above {self.sensitivity:.0e} would "
+                "have shown"
+            )
+        return (Verdict.OK if self.passes else Verdict.FAIL), reason
+
+    def summary(self, reason: str) -> str:
+        """The rates at the smallest steps, the first step and what the test resolves."""
+        if not self.directions:
+            return reason
+        rates = ["/".join(f"{r:.2f}" for r in rates) or "—" for rates in self.asymptotic]
+        text = (
+            f"rates at the smallest steps {'; '.join(rates)} (h0 {self.h0:.1e}, bound "
+            f"{self.policy.rate:g}; resolves relative errors from {self.sensitivity:.0e})"
+        )
+        return f"{text}: {reason}" if reason else text
+
+    @classmethod
+    def measure(cls, results) -> str:
+        """The smallest rate over the arrays; `lin.` where no remainder was resolved."""
+        rates = [r for t in results for rs in t.asymptotic for r in rs]
+        return f"{min(rates):.2f}" if rates else "lin."
+
+    def view_json(self) -> dict[str, Any]:
+        return {
+            "taylor": {
+                "h0": self.h0,
+                "rate_bound": self.policy.rate,
+                "left_out": self.left_out,
+                "directions": [
+                    {
+                        "steps": list(d.steps),
+                        "remainders": list(d.remainders),
+                        "rounding": list(d.rounding),
+                        "rates": list(d.rates),
+                    }
+                    for d in self.directions
+                ],
+            }
+        }
+
+    def plot(self, ax: Any, subject: str) -> tuple[str, str]:
+        """The remainders against the step, log-log, with slope 2 for scale and the
+        rounding level dotted."""
+        for k, d in enumerate(self.directions):
+            steps, rem = np.asarray(d.steps), np.asarray(d.remainders)
+            if steps.size == 0:
+                continue
+            good = rem > 0
+            ax.loglog(steps[good], rem[good], "o-", markersize=3, label=f"direction {k + 1}")
+            ax.loglog(steps, d.rounding, ":", color="grey", linewidth=1)
+            if good.any():
+                h0, r0 = steps[good][0], rem[good][0]
+                ax.loglog(
+                    steps,
+                    r0 * (steps / h0) ** 2,
+                    "--",
+                    color="black",
+                    linewidth=0.8,
+                    label="slope 2 (a correct gradient)" if k == 0 else None,
+                )
+        ax.set(xlabel="step h", ylabel="|L(x+h·dx) − L(x) − h⟨g, dx⟩|")
+        return "Taylor remainders (dotted: rounding level)", "Taylor remainders"
+
     def __repr__(self) -> str:
         shown = "; ".join("/".join(f"{r:.2f}" for r in rates) or "—" for rates in self.asymptotic)
         what = f" of {self.array}" if self.array else ""
@@ -214,6 +304,7 @@ class TaylorResult:
 # --- forward vs reverse --------------------------------------------------------------------
 
 
+@check_result("directional")
 @dataclass(frozen=True)
 class DirectionalResult:
     """`jvp(L)(x; dx)` by `by` against the variant's `⟨g, dx⟩`."""
@@ -264,6 +355,41 @@ class DirectionalResult:
             return math.inf
         diff = abs(self.forward - self.reverse)
         return diff / self.scale if self.scale > 0 else (0.0 if diff == 0 else math.inf)
+
+    # --- its verdict and its views (the protocol of `_checks`) ---------------------------
+
+    def judge(self) -> tuple[Verdict, str]:
+        """ok when `|jvp − ⟨g, dx⟩| ≤ tolerance·Σ|g_i dx_i|`."""
+        if not (math.isfinite(self.forward) and math.isfinite(self.reverse)):
+            return Verdict.NONFINITE, "NaN/Inf in jvp or ⟨g, dx⟩"
+        if self.passes:
+            return Verdict.OK, ""
+        return Verdict.FAIL, (
+            f"forward mode ({self.by}) gives {self.forward:.15g}, ⟨g, dx⟩ {self.reverse:.15g}: "
+            f"{self.error:.1e} relative, above {self.tolerance:g}"
+        )
+
+    def summary(self, reason: str) -> str:
+        return reason or (
+            f"jvp by {self.by} agrees with ⟨g, dx⟩ to {num(self.error, 1)} "
+            f"(tolerance {self.tolerance:g})"
+        )
+
+    @classmethod
+    def measure(cls, results) -> str:
+        """The largest relative error over the arrays."""
+        return num(max(d.error for d in results), 0)
+
+    def view_json(self) -> dict[str, Any]:
+        return {
+            "jvp": {
+                "by": self.by,
+                "forward": finite(self.forward),
+                "reverse": finite(self.reverse),
+                "error": finite(self.error),
+                "tolerance": self.tolerance,
+            }
+        }
 
 
 def jvp_direction(

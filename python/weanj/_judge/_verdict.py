@@ -1,8 +1,9 @@
 """The one judge: every verdict weanj gives is decided here, from numbers, running nothing.
 
 A `CaseJudgement` is data: the case it answers (one row of the case table), its
-verdict, and the numbers behind it (an `ArrayComparison`, a `TaylorResult`, a
-`DirectionalResult`, a reason). `weanj check`, `weanj diff`, `weanj report`, `weanj
+verdict, and the numbers behind it (an `ArrayComparison`; a gradient check's `result`,
+a `TaylorResult`, a `DirectionalResult` or any type registered in `_checks.RESULTS`; a
+reason). `weanj check`, `weanj diff`, `weanj report`, `weanj
 bisect`, `weanj fuzz` and `pytest --weanj` only render judgements (`_report`).
 
 The verdicts themselves (label, colour, whether each fails or agrees, their rank) are
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +26,7 @@ from .._model._verdicts import KINDS as KINDS
 from .._model._verdicts import RANKING as RANKING
 from .._model._verdicts import CaseKind as CaseKind
 from .._model._verdicts import Verdict as Verdict
+from ._checks import CheckResult
 from ._compare import ArrayComparison, compare, declared_between, floor_of
 from ._contract import Fault
 from ._expected import declared_check as declared_check
@@ -49,8 +50,7 @@ class CaseJudgement:
     comparison: ArrayComparison | None = None
     away: ArrayComparison | None = None  # a declared kink pair, away from the kinks
     kinks: str | None = None  # why the pair may differ at the kinks
-    taylor: TaylorResult | None = None
-    directional: DirectionalResult | None = None
+    result: CheckResult | None = None  # a gradient check's numbers (a type of `RESULTS`)
     info: dict[str, Any] = field(default_factory=dict)  # extra numbers (central differences)
     expected: Expected | None = None  # the declaration it was held to (`weanj.Expected`)
     departure: str = ""  # how it differs from that declaration ("" when as declared)
@@ -59,6 +59,16 @@ class CaseJudgement:
     @property
     def failed(self) -> bool:
         return self.verdict.failing
+
+    @property
+    def taylor(self) -> TaylorResult | None:
+        """A Taylor test's numbers (its `result`), None for any other case."""
+        return self.result if isinstance(self.result, TaylorResult) else None
+
+    @property
+    def directional(self) -> DirectionalResult | None:
+        """A jvp check's numbers (its `result`), None for any other case."""
+        return self.result if isinstance(self.result, DirectionalResult) else None
 
 
 def skipped(case: str, kind: CaseKind, reason: str, **what: Any) -> CaseJudgement:
@@ -201,52 +211,18 @@ def check_fault(case: str, kind: CaseKind, fault: Fault, **what: Any) -> CaseJud
     return CaseJudgement(case, kind, Verdict(fault.verdict), reason=fault.what, **what)
 
 
+def judge_check(case: str, kind: CaseKind, result: CheckResult, **what: Any) -> CaseJudgement:
+    """A gradient check of one array judged by its result's rule (`result.judge()`, the
+    protocol of `_checks`), the numbers kept as the judgement's `result`."""
+    what.setdefault("array", result.array)
+    verdict, reason = result.judge()
+    return CaseJudgement(case, kind, verdict, reason=reason, result=result, **what)
+
+
 def judge_taylor(case: str, result: TaylorResult, **what: Any) -> CaseJudgement:
-    """ok when the result passes (`TaylorResult.passes`); FAIL with the rates otherwise."""
-    what.setdefault("array", result.array)
-    if not result.directions:
-        why = f"the kink mask leaves no entry of {result.array} to perturb"
-        return skipped(case, CaseKind.TAYLOR, why, taylor=result, **what)
-    if any(d.nonfinite for d in result.directions):
-        reason = "a loss along a direction is NaN/Inf"
-        return CaseJudgement(
-            case, CaseKind.TAYLOR, Verdict.NONFINITE, reason=reason, taylor=result, **what
-        )
-    bound = result.policy.rate
-    failing = [rates for rates in result.asymptotic if rates and min(rates) < bound]
-    reason = ""
-    if failing:
-        reason = (
-            f"remainders fall with rate(s) {', '.join(f'{r:.2f}' for r in failing[0])} at the "
-            f"smallest steps, below {bound:g}: the gradient of {result.array} is not the "
-            "loss's derivative (a correct one gives 2)"
-        )
-    elif not any(d.resolved for d in result.directions):
-        reason = (
-            "every remainder is at rounding level (the loss is linear along the directions at "
-            f"this step); a relative gradient error above {result.sensitivity:.0e} would have shown"
-        )
-    verdict = Verdict.OK if result.passes else Verdict.FAIL
-    return CaseJudgement(case, CaseKind.TAYLOR, verdict, reason=reason, taylor=result, **what)
-
-
-def judge_directional(case: str, result: DirectionalResult, **what: Any) -> CaseJudgement:
-    """ok when `|jvp − ⟨g, dx⟩| ≤ tolerance·Σ|g_i dx_i|`."""
-    what.setdefault("array", result.array)
-    if not (math.isfinite(result.forward) and math.isfinite(result.reverse)):
-        reason = "NaN/Inf in jvp or ⟨g, dx⟩"
-        return CaseJudgement(
-            case, CaseKind.JVP, Verdict.NONFINITE, reason=reason, directional=result, **what
-        )
-    if result.passes:
-        return CaseJudgement(case, CaseKind.JVP, Verdict.OK, directional=result, **what)
-    reason = (
-        f"forward mode ({result.by}) gives {result.forward:.15g}, ⟨g, dx⟩ {result.reverse:.15g}: "
-        f"{result.error:.1e} relative, above {result.tolerance:g}"
-    )
-    return CaseJudgement(
-        case, CaseKind.JVP, Verdict.FAIL, reason=reason, directional=result, **what
-    )
+    """A Taylor test's judgement (`TaylorResult.judge`): what `weanj.taylor_test`'s
+    result gives as a case."""
+    return judge_check(case, CaseKind.TAYLOR, result, **what)
 
 
 # --- files ---------------------------------------------------------------------------------

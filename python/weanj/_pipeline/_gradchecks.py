@@ -4,15 +4,19 @@ numerics for any function are `_remainders`).
 
 `CHECKS` is the one table of the case table's gradient checks (`GRADIENT_CHECKS`, the
 `CaseKind` members with `is_check`): per check, how a variant's gradient is checked and
-judged, the policy numbers its evaluation record is keyed on, and what its record's
-numbers must be. The case table, the workers and the records dispatch through it.
+judged, the policy numbers its evaluation record is keyed on, what its record's numbers
+must be, and the class of those numbers (its `result`: a type registered in
+`_judge._checks.RESULTS`, which holds the check's rule, its record, its place in
+`check.json` and its views: its summary, its cell, its JSON, its picture). The case table,
+the workers, the records, `check.json` and every view dispatch through it; none names a
+check.
 
 These call the variant's loss through the session's watch, each check a phase of its
 heartbeat that says where it is ("taylor test of u0, direction 1 of 2, step 3");
 `weanj.jvp_check`, which pushes any JAX function forward, is the JAX backend's
 (`_backends._jax`). The numbers they collect are judged by the rules of `_judge`
-(`TaylorResult.passes`, `DirectionalResult.passes`), the same for every kernel and every
-front end.
+(`TaylorResult.judge`, `DirectionalResult.judge`, through `judge_check`), the same for
+every kernel and every front end.
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
     the evaluation was reused (the judge decides afresh)."""
     recorded = _recorded(session, g, CaseKind.TAYLOR, array)
     if recorded is not None:
-        j = judge.judge_taylor(case, TaylorResult.from_json(recorded["result"]), **what)
+        result = TaylorResult.from_json(recorded["result"])
+        j = judge.judge_check(case, CaseKind.TAYLOR, result, **what)
         j.info.update(recorded.get("info", {}))
         return j
     ex = inputs.example
@@ -69,7 +74,7 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
         policy = ex.taylor_for(array)
         told = {"array": array, "mask": keep, "noise": noise, "progress": session.step}
         result = taylor(loss, x, g.gradients[array], policy, **told)
-    j = judge.judge_taylor(case, result, **what)
+    j = judge.judge_check(case, CaseKind.TAYLOR, result, **what)
     if result.directions:
         with session.phase(f"{ex.name} {g.variant}: central differences of {array}"):
             each = counted(loss, session.step, f"loss {{}} of {2 * ex.fd.directions}")
@@ -106,7 +111,7 @@ def jvp_judgement(
         if "skipped" in recorded:
             return judge.skipped(case, CaseKind.JVP, recorded["skipped"], array=array, **what)
         result = DirectionalResult.from_json(recorded["result"])
-        return judge.judge_directional(case, result, **what)
+        return judge.judge_check(case, CaseKind.JVP, result, **what)
     ex = inputs.example
     mask = session.masks(ex, inputs)[array]
     x = inputs.run_arrays("float64")[array]
@@ -132,7 +137,7 @@ def jvp_judgement(
         )
         result = DirectionalResult(array, v.name, forward, reverse, scale, tol)
         _keep(session, g, CaseKind.JVP, array, {"result": result.to_json()})
-        return judge.judge_directional(case, result, **what)
+        return judge.judge_check(case, CaseKind.JVP, result, **what)
     own = why.get(g.variant, "no forward mode")
     reason = (
         f"neither {g.variant} ({own}) nor a member of family {g.family} can be pushed forward "
@@ -211,7 +216,9 @@ class GradientCheck:
       `array`, judged (from an evaluation record's numbers where there are some);
     - `policy(example)`: the entries of the evaluation record's check policy it adds
       (`_records.check_policy`: a change of one recomputes the evaluation);
-    - `result`: the class of the numbers it records (`from_json`, `to_json`);
+    - `result`: the class of the numbers it records, registered in `_judge._checks.RESULTS`
+      (`from_json`/`to_json` for its record; its rule, `judge`; its views: `summary`,
+      `measure`, `view_json`, and `plot` where it draws one);
     - `beside(numbers)`: whether a record's numbers beside `result` are what it writes;
     - `may_skip`: its record may hold only why it was skipped (`{"skipped": why}`).
     """

@@ -46,14 +46,11 @@ def checks_of(ej: ExampleJudgement, label: str, kind: CaseKind) -> list[CaseJudg
 
 
 def _measure(js: list[CaseJudgement]) -> str:
-    """The number a check's cell shows: the smallest Taylor rate, the largest forward
-    against reverse error; "" for a check whose judgement carries neither (its verdict
-    and summary say it)."""
-    rates = [r for j in js if j.taylor for rs in j.taylor.asymptotic for r in rs]
-    if any(j.taylor for j in js):
-        return f"{min(rates):.2f}" if rates else "lin."
-    errors = [j.directional.error for j in js if j.directional is not None]
-    return num(max(errors), 0) if errors else ""
+    """The number a check's cell shows, as its result type measures it over the arrays
+    (the smallest Taylor rate, the largest forward against reverse error); "" where no
+    judgement carries numbers (its verdict and summary say it)."""
+    results = [j.result for j in js if j.result is not None]
+    return type(results[0]).measure(results) if results else ""
 
 
 def _of_numbers(v: Verdict) -> bool:

@@ -238,36 +238,17 @@ def pair_picture(p: ExamplePage, j: CaseJudgement, have_matplotlib: bool) -> str
     return "".join(out)
 
 
-def taylor_picture(j: CaseJudgement) -> str:
-    """The remainders of a failing Taylor test against the step, with slope 2 for scale."""
+def check_picture(j: CaseJudgement) -> str:
+    """A failing gradient check's picture, as its result draws it (`plot`, the protocol of
+    `_judge._checks`): the Taylor test's remainders against the step, with slope 2."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.add_subplot()
-    for k, d in enumerate(j.taylor.directions):
-        steps, rem = np.asarray(d.steps), np.asarray(d.remainders)
-        if steps.size == 0:
-            continue
-        good = rem > 0
-        ax.loglog(steps[good], rem[good], "o-", markersize=3, label=f"direction {k + 1}")
-        ax.loglog(steps, d.rounding, ":", color="grey", linewidth=1)
-        if good.any():
-            h0, r0 = steps[good][0], rem[good][0]
-            ax.loglog(
-                steps,
-                r0 * (steps / h0) ** 2,
-                "--",
-                color="black",
-                linewidth=0.8,
-                label="slope 2 (a correct gradient)" if k == 0 else None,
-            )
-    ax.set(xlabel="step h", ylabel="|L(x+h·dx) − L(x) − h⟨g, dx⟩|")
-    ax.set_title(
-        plain(f"{j.subjects[0]} · {j.array}: Taylor remainders (dotted: rounding level)"),
-        fontsize=9,
-    )
+    title, what = j.result.plot(ax, j.subjects[0])
+    ax.set_title(plain(f"{j.subjects[0]} · {j.array}: {title}"), fontsize=9)
     ax.legend(fontsize=7)
-    return img(fig, f"Taylor remainders of {j.subjects[0]} in {j.array}")
+    return img(fig, f"{what} of {j.subjects[0]} in {j.array}")
 
 
 def _relative_cell(c) -> str:
@@ -352,9 +333,9 @@ def evidence(p: ExamplePage, have_matplotlib: bool) -> str:
             "see the table.</p>"
         )
     for j in checks(p):
-        if j.failed and j.taylor is not None and have_matplotlib:
+        if j.failed and hasattr(j.result, "plot") and have_matplotlib:
             try:
-                out.append(f'<div class="pic">{taylor_picture(j)}</div>')
+                out.append(f'<div class="pic">{check_picture(j)}</div>')
             except Exception as err:  # one picture must not cost the page
                 why = f"no picture of {j.case} ({type(err).__name__}: {err})"
                 out.append(f'<p class="note">{e(why.splitlines()[0][:300])}</p>')

@@ -5,20 +5,16 @@ The same judgements as the text, field for field; non-finite numbers become `nul
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
+from .._judge._checks import finite as finite
 from .._judge._compare import ArrayComparison
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ._text import summary, ulp_text
-
-
-def finite(x: float | None) -> float | None:
-    return float(x) if x is not None and math.isfinite(x) else None
 
 
 def comparison_json(c: ArrayComparison) -> dict[str, Any]:
@@ -79,31 +75,8 @@ def judgement_json(j: CaseJudgement) -> dict[str, Any]:
         out["same_family"] = " vs " not in j.family
         out["kinks"] = j.kinks
         out["away_from_kinks_max_rel"] = finite(j.away.max_rel) if j.away is not None else None
-    if j.taylor is not None:
-        t = j.taylor
-        out["taylor"] = {
-            "h0": t.h0,
-            "rate_bound": t.policy.rate,
-            "left_out": t.left_out,
-            "directions": [
-                {
-                    "steps": list(d.steps),
-                    "remainders": list(d.remainders),
-                    "rounding": list(d.rounding),
-                    "rates": list(d.rates),
-                }
-                for d in t.directions
-            ],
-        }
-    if j.directional is not None:
-        d = j.directional
-        out["jvp"] = {
-            "by": d.by,
-            "forward": finite(d.forward),
-            "reverse": finite(d.reverse),
-            "error": finite(d.error),
-            "tolerance": d.tolerance,
-        }
+    if j.result is not None:  # a gradient check: its numbers, as its result type writes them
+        out.update(j.result.view_json())
     if j.info:
         out["info"] = {
             k: {kk: finite(vv) if isinstance(vv, float) else vv for kk, vv in v.items()}

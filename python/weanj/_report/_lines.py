@@ -8,17 +8,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from .._judge._checks import num as num
 from .._judge._compare import ArrayComparison
 from .._judge._verdict import CaseJudgement, Verdict
 from .._model._verdicts import CaseKind
 
 MAX_REGION_LINES = 6
-
-
-def num(x: float | None, digits: int = 2) -> str:
-    if x is None:
-        return "—"
-    return f"{x:.{digits}e}" if math.isfinite(x) else str(Verdict.NONFINITE)
 
 
 def ulp_text(ulp: int | None) -> str:
@@ -104,20 +99,6 @@ def comparison_text(c: ArrayComparison) -> str:
     return text
 
 
-def taylor_text(j: CaseJudgement) -> str:
-    t = j.taylor
-    if t is None or not t.directions:
-        return j.reason
-    rates = ["/".join(f"{r:.2f}" for r in rates) or "—" for rates in t.asymptotic]
-    text = (
-        f"rates at the smallest steps {'; '.join(rates)} (h0 {t.h0:.1e}, bound {t.policy.rate:g}; "
-        f"resolves relative errors from {t.sensitivity:.0e})"
-    )
-    if j.reason:
-        text += f": {j.reason}"
-    return text
-
-
 def fault_text(j: CaseJudgement) -> str:
     """A run's fault: what, and the command that reproduces it."""
     again = f" (reproduce: `{j.command}`)" if j.command else ""
@@ -138,14 +119,8 @@ def summary(j: CaseJudgement) -> str:
             )
         if j.reason:
             body = f"{j.reason}; {body}"
-    elif j.taylor is not None:  # a gradient check says what its result carries
-        body = taylor_text(j)
-    elif j.directional is not None:
-        d = j.directional
-        body = (
-            j.reason
-            or f"jvp by {d.by} agrees with ⟨g, dx⟩ to {num(d.error, 1)} (tolerance {d.tolerance:g})"
-        )
+    elif j.result is not None:  # a gradient check: its result says what it carries
+        body = j.result.summary(j.reason)
     else:  # any other case, or a gradient check with a generic result: its reason
         body = j.reason
     return f"{head}: {body}" if body else head
