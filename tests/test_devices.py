@@ -277,6 +277,71 @@ def test_the_sharded_variant_in_float64_is_unavailable_on_the_standin_tpu(tmp_pa
     assert r.returncode == 1, r.stdout
 
 
+def test_bench_on_the_standin_tpu_says_a_platform_limit_and_measures_the_rest(tmp_path):
+    """`weanj bench --device tpu`: the sharded variant's float64 pmax is the platform
+    limit it is in `check` (skipped, one line), not the port's error; the others are
+    measured on the device and written."""
+    (tmp_path / "pyproject.toml").write_text("[tool.weanj]\nbuiltin = true\nx64 = true\n")
+    r = run_in(tmp_path, "-m", "weanj", "inputs", "regenerate", "01-jacobi", env=standin_env())
+    assert r.returncode == 0, r.stderr
+    args = ["bench", "01-jacobi", "--device", "tpu", "--sizes", "8", "--samples", "1"]
+    args += ["--variants", "jax-jacobi", "jax-jacobi-sharded"]
+    r = run_in(tmp_path, "-m", "weanj", *args, env=standin_env(), timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    said = r.stdout + r.stderr
+    assert "jax-jacobi-sharded: unavailable on tpu (stand-in): pmax of f64" in said, said
+    assert "error" not in said and "Traceback" not in said, said
+    data = json.loads((tmp_path / "results" / "01-jacobi" / "bench" / "jax-tpu.json").read_text())
+    assert {r["variant"] for r in data["records"]} == {"jax-jacobi"}
+    assert all(r["device"] == "tpu" and r.get("standin") for r in data["records"])
+
+
+SLOW_ON_THE_DEVICE = """
+import time
+import jax.numpy as jnp, numpy as np
+import weanj
+from jax._src import config
+
+ex = weanj.register_example(weanj.Example(
+    name="10-slow", arrays=("x", "y"), wrt="x",
+    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(8),
+                           "y": np.random.default_rng(seed + 1).standard_normal(8)},
+))
+
+def on_the_device():
+    d = config.default_device.value
+    return d is not None and not isinstance(d, str) and d.id == 1
+
+@weanj.jax_variant(ex, "jax-a", family="f")
+def a(x, y):
+    return jnp.sum((x - y) ** 2)
+
+@weanj.jax_variant(ex, "jax-b", family="f")
+def b(x, y):
+    if on_the_device():  # traced on the stand-in only: far slower there than on the CPU
+        time.sleep(30)
+    return jnp.sum((y - x) ** 2)
+"""
+
+
+def test_a_run_past_the_time_limit_on_a_device_is_a_platform_limit(tmp_path):
+    """On the CPU a run past the limit is the port's `timeout`; on a device, where a
+    program can be far slower for the platform's reasons (float64 emulated on a TPU), it
+    is `unavailable on tpu`, naming the limit, and a failure only where the device is
+    required (`--require tpu`)."""
+    root = write_project(tmp_path, {"kernels/slow.py": SLOW_ON_THE_DEVICE})
+    args = ["check", "--device", "tpu", "--dtype", "float64", "--timeout", "3", "--fresh"]
+    r = run_in(root, "-m", "weanj", *args, env=standin_env(), timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (
+        "unavailable jax-b@tpu: unavailable on tpu (stand-in): did not finish within the time "
+        "limit of 3 s on the TPU"
+    ) in r.stdout, r.stdout
+    assert "10-slow jax-b@tpu: " in r.stderr and ", timeout" not in r.stderr, r.stderr
+    r = run_in(root, "-m", "weanj", *args, "--require", "tpu", env=standin_env(), timeout=900)
+    assert r.returncode == 1, r.stdout
+
+
 # --- without --device: as before ---------------------------------------------------------------
 
 TINY = """

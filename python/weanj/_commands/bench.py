@@ -30,67 +30,30 @@ from typing import Any
 from .._backends._placement import device_environment, is_standin
 from .._backends._runtime import Runtime, runtime_of
 from .._environment import environment, now
-from .._errors import InputError, WeanjError, say, wrapped
+from .._errors import InputError, UnavailableError, WeanjError, say, wrapped
 from .._io import _bench, _inputs, _jax_cache
 from .._judge._contract import Breach
+from .._judge._platform import platform_limit, unavailable_on
 from .._model import Catalog, Example, Inputs, Variant, check_dtype
 from .._pipeline import _measure as measure
+from .._pipeline._bench_plan import (
+    DEFAULT,
+    DEFAULT_BUDGET_S,
+    BenchPoint,
+    bench_points,
+    checked_options,
+)
 from .._pipeline._cases import build_plan
 from .._pipeline._evaluate import first_line
 from .._places import places
 from .._project import time_limit
+from .._report._bench_table import markdown_table as markdown_table
 from .._watch import Watch
 
 
 def _say(message: str) -> None:
     """`weanj bench`'s notes: on stderr, wrapped as an error's first line is."""
     say(wrapped(message))
-
-
-@dataclass(frozen=True)
-class BenchPoint:
-    """One benchmark measurement: a variant at a dtype, a size, parameters and values of
-    symbolic dimensions; `timed` False for scratch memory only (compiled, never run)."""
-
-    variant: str
-    dtype: str
-    sweep: str  # the size's name, or the parameter or dimension swept
-    size: int | None
-    params: tuple[tuple[str, Any], ...]
-    dims: tuple[tuple[str, int], ...] = ()
-    timed: bool = True
-
-
-def bench_points(
-    ex: Example,
-    variant: str,
-    *,
-    sizes: list[int | None],
-    params: dict[str, Any],
-    dtype: str,
-    over: tuple[str, tuple] | None = None,
-    memory_over: tuple[str, tuple] | None = None,
-) -> list[list[BenchPoint]]:
-    """The series of one variant: over the sizes, then (at the middle size) `over` a
-    parameter or a dimension (timed) and `memory_over` one (compiled only)."""
-    size_name = ex.sizes.name if ex.sizes is not None else "size"
-    point = tuple(params.items())
-    series = [[BenchPoint(variant, dtype, size_name, s, point) for s in sizes]]
-    middle = sizes[len(sizes) // 2]
-    for spec, timed in ((over, True), (memory_over, False)):
-        if spec is None:
-            continue
-        name, values = spec
-        run = []
-        for value in values:
-            if name in ex.param_names:
-                changed = tuple({**params, name: value}.items())
-                run.append(BenchPoint(variant, dtype, name, middle, changed, timed=timed))
-            else:
-                dims = ((name, int(value)),)
-                run.append(BenchPoint(variant, dtype, name, middle, point, dims, timed=timed))
-        series.append(run)
-    return series
 
 
 @dataclass
@@ -107,10 +70,6 @@ class Benched:
     @property
     def records(self) -> list[dict[str, Any]]:
         return [r for rs in self.by_backend.values() for r in rs]
-
-
-DEFAULT_BUDGET_S = 5.0
-DEFAULT = object()  # "the example's own default" for `memory_over`
 
 
 def _mib(nbytes: int | None) -> str:
@@ -193,7 +152,8 @@ def sweep_variant(
 
     runtime = runtime_of(v)
     target = runtime.device(device)
-    where = runtime.placement(target, v.multi_device)
+    with runtime.on_device(target):  # a sharded variant spans the devices of this platform
+        where = runtime.placement(target, v.multi_device)
     base = {
         "example": ex.name,
         "variant": v.name,
@@ -231,6 +191,11 @@ def sweep_variant(
             except (WeanjError, Breach):
                 raise
             except Exception as e:  # the variant's own exception: its error
+                limit = platform_limit(f"{type(e).__name__}: {e}", device)
+                if limit is not None:  # or what the device cannot run (docs/devices.md)
+                    raise UnavailableError(
+                        unavailable_on(device, limit, standin=is_standin(device))
+                    ) from None
                 raise Breach(first_line(e)) from None
             records.append(_record(ex, v, p, base, values))
             if p.timed:
@@ -254,106 +219,6 @@ def sweep_variant(
             else:
                 say(f"  {v.name:<20} {_label(ex, p):<18} temp {_mib(values['peak_mem_bytes'])}")
     return records
-
-
-def _sweep_spec(ex: Example, what: str, spec) -> tuple[str, tuple] | None:
-    """`(name, values)` checked against the example's parameters and dimensions."""
-    if spec is None:
-        return None
-    name, values = spec
-    if not values:
-        raise InputError(f"{what} {name} needs at least one value")
-    if name in ex.param_names:
-        p = ex.param(name)
-        return name, tuple(
-            sorted({p.check(p.parse(str(x)) if isinstance(x, str) else x) for x in values})
-        )
-    if name in ex.symbols:
-        checked = []
-        for x in values:
-            try:
-                value = int(x)
-            except (TypeError, ValueError):
-                raise InputError(f"{what} {name}: a dimension takes integers, got {x!r}") from None
-            if value < 1:
-                raise InputError(f"{what} {name}: a dimension must be at least 1, got {value}")
-            checked.append(value)
-        return name, tuple(sorted(set(checked)))
-    known = [*ex.param_names, *ex.symbols]
-    raise InputError(
-        f"{what}: {ex.name} has no parameter or dimension "
-        f"{name} (it has: {', '.join(known) or 'none'})"
-    )
-
-
-def _sweep_sizes(
-    ex: Example, sizes: Sequence[int] | None, shared: Inputs | None
-) -> list[int | None]:
-    """The sizes of the sweep (the example's by default), refused in one line before any
-    allocation when their inputs would not fit in memory."""
-    if ex.sizes is None:
-        if sizes:
-            raise InputError(f"example {ex.name} declares no sizes to sweep (weanj.Sizes)")
-        return [None]
-    chosen = sorted({int(s) for s in (sizes or ex.sizes.values)})
-    if chosen[0] < 1:
-        raise InputError(f"sizes ({ex.sizes.name}) must be at least 1, got {chosen}")
-    measure.check_reachable(
-        ex, ex.sizes.name, chosen, measure.generator_for(ex, {}, shared), shared
-    )
-    return chosen
-
-
-def _sweeps(ex: Example, over, memory_over, shared: Inputs | None) -> tuple:
-    """`over` and `memory_over` checked (`memory_over` default: the first parameter with a
-    `Param.sweep`); a dimension no generator takes is refused before any work."""
-    over = _sweep_spec(ex, "--over", over)
-    if memory_over is DEFAULT:
-        swept = [p for p in ex.params if p.sweep]
-        memory_over = (swept[0].name, swept[0].sweep) if swept else None
-    memory_over = _sweep_spec(ex, "--memory-over", memory_over)
-    for spec in (over, memory_over):
-        if spec is not None and spec[0] not in ex.param_names:
-            measure.generator_for(ex, {spec[0]: spec[1][0]}, shared)
-    return over, memory_over
-
-
-def _checked(
-    ex: Example,
-    device: str,
-    sizes: Sequence[int] | None,
-    params: dict[str, Any] | None,
-    samples: int | None,
-    devices: int | None,
-    budget_s: float,
-    over: Any,
-    memory_over: Any,
-    shared: Inputs | None,
-) -> tuple[list[int], dict[str, Any], Any, Any]:
-    """`bench`'s options checked before any work: (sizes, the size sweep's parameters,
-    over, memory_over); a dimension's values out of reach are refused here too."""
-    if device not in ("cpu", "gpu", "tpu"):
-        raise InputError(f"device must be cpu, gpu or tpu, got {device!r}")
-    sweep_sizes = _sweep_sizes(ex, sizes, shared)
-    for what, value in (("samples", samples), ("devices", devices)):
-        if value is not None and value < 1:
-            raise InputError(f"{what} must be at least 1, got {value}")
-    if not (budget_s > 0 and budget_s != float("inf")):
-        raise InputError(f"the budget must be a finite number of seconds > 0, got {budget_s}")
-    given = {k: v for k, v in (params or {}).items() if v is not None}
-    point = ex.check_params({p.name: given.get(p.name, p.bench_value) for p in ex.params})
-    over, memory_over = _sweeps(ex, over, memory_over, shared)
-    for spec in (over, memory_over):  # a dimension's values out of reach: refused before any work
-        if spec is not None and spec[0] not in ex.param_names:
-            middle = sweep_sizes[len(sweep_sizes) // 2]  # where bench_points sweeps it
-            measure.check_reachable(
-                ex,
-                spec[0],
-                list(spec[1]),
-                lambda d, name=spec[0], at=middle: measure.generator_for(ex, {name: d}, shared)(at),
-                shared,
-            )
-    return sweep_sizes, point, over, memory_over
 
 
 def bench(
@@ -408,18 +273,11 @@ def bench(
         if ex.sizes is None:
             raise
         shared = None  # sizes come from the generator; only a dimension sweep needs them
-    sweep_sizes, point, over, memory_over = _checked(
+    sweep_sizes, point, over, memory_over = checked_options(
         ex, device, sizes, params, samples, devices, budget_s, over, memory_over, shared
     )
     chosen = list(variants) if variants else list(cat.variants)
-    result = Benched(ex)
-    if shared is not None:  # the case table says which variants run here, and why not
-        table = build_plan(cat, shared, live=True, dtypes=(dtype,), checks=False)
-        for s in table.subjects.values():
-            if s.skip is not None and s.variant in chosen:
-                result.skipped[s.variant.name] = s.skip.what
-    else:
-        result.skipped = {n: why for n, why in cat.unavailable().items()}
+    result = Benched(ex, skipped=_not_here(cat, chosen, shared, dtype))
     runtimes = {v.name: runtime_of(v) for v in chosen if v.name not in result.skipped}
     for v in chosen:  # fails before any work when the device is missing
         if v.name in runtimes and runtimes[v.name].runs_on(device):
@@ -429,6 +287,7 @@ def bench(
     # Too many devices: one line, before any work.
     selection = contextlib.nullcontext() if devices is None else using_devices(devices, device)
     watch = Watch(timeout_s=time_limit(timeout), say=say)
+    shown = ", ".join(f"{k}={val}" for k, val in point.items())
     with selection:
         for v in chosen:
             if v.name in result.skipped:
@@ -438,60 +297,66 @@ def bench(
                 result.skipped[v.name] = f"not a JAX function (it runs on the CPU), not on {device}"
                 say(f"{v.name}: skipped on {device} (not a JAX function; it runs on the CPU)")
                 continue
-            shown = ", ".join(f"{k}={val}" for k, val in point.items())
             say(f"{ex.name} {v.name} on {device} ({dtype}{', ' + shown if shown else ''}):")
             series = bench_points(
-                ex,
-                v.name,
-                sizes=sweep_sizes,
-                params=point,
-                dtype=dtype,
-                over=over,
+                ex, v.name, sizes=sweep_sizes, params=point, dtype=dtype, over=over,
                 memory_over=memory_over,
-            )
-            try:
-                records = sweep_variant(
-                    ex,
-                    v,
-                    series,
-                    device=device,
-                    budget_s=budget_s,
-                    samples=samples,
-                    watch=watch,
-                    say=say,
-                    shared=shared,
-                )
-            except Breach as e:
-                result.errors[v.name] = f"{v.name} {e}"
-                say(f"{v.name}: error: {v.name} {e} (reproduce: `weanj run {ex.name} {v.name}`)")
-                continue
-            result.by_backend.setdefault(v.backend, []).extend(records)
+            )  # fmt: skip
+            _sweep_into(result, v, series, say, device=device, budget_s=budget_s,
+                        samples=samples, watch=watch, shared=shared)  # fmt: skip
     if watch.abandoned:
-        say(
-            f"note: {len(watch.abandoned)} call(s) that timed out still run in the background: "
-            + ", ".join(watch.abandoned)
-        )
+        say(f"note: {len(watch.abandoned)} call(s) that timed out still run in the background: "
+            + ", ".join(watch.abandoned))  # fmt: skip
     if write and any(result.by_backend.values()):
-        versions = {
-            backend: next(v.backend_version() for v in chosen if v.backend == backend)
-            for backend in result.by_backend
-        }
-        result.paths = _bench.merge(
-            ex,
-            device,
-            result.by_backend,
-            here,
-            env=device_environment(environment(device), device),
-            backend_versions=versions,
-            replace=replace,
-        )
+        result.paths = _write(ex, chosen, result, device, here, replace)
     return result
 
 
-def _inside_cells(inside: Any, cell: Callable) -> str:
-    if not isinstance(inside, dict):
-        return " – | – |"
-    return f" {cell(inside.get('forward_s'), 1e3, 3)} | {cell(inside.get('grad_s'), 1e3, 3)} |"
+def _sweep_into(result: Benched, v: Variant, series, say, **how) -> None:
+    """One variant's series measured into `result`: its records, or its fault (one line),
+    or why the device cannot run it (a platform limit: skipped, not the port's fault)."""
+    ex = result.example
+    try:
+        records = sweep_variant(ex, v, series, say=say, **how)
+    except Breach as e:
+        result.errors[v.name] = f"{v.name} {e}"
+        say(f"{v.name}: error: {v.name} {e} (reproduce: `weanj run {ex.name} {v.name}`)")
+        return
+    except UnavailableError as e:
+        result.skipped[v.name] = str(e)
+        say(f"{v.name}: {e}")
+        return
+    result.by_backend.setdefault(v.backend, []).extend(records)
+
+
+def _not_here(cat: Catalog, chosen: list[Variant], shared: Inputs | None, dtype: str) -> dict:
+    """`{variant: why}` of the chosen variants that do not run here (the case table says
+    so where the shared inputs are read; else the catalog's unavailable ones)."""
+    if shared is None:
+        return dict(cat.unavailable())
+    table = build_plan(cat, shared, live=True, dtypes=(dtype,), checks=False)
+    return {
+        s.variant.name: s.skip.what
+        for s in table.subjects.values()
+        if s.skip is not None and s.variant in chosen
+    }
+
+
+def _write(ex: Example, chosen, result: Benched, device: str, here, replace: bool) -> list:
+    """Merge the records into `results/<example>/bench/`, one file per backend."""
+    versions = {
+        backend: next(v.backend_version() for v in chosen if v.backend == backend)
+        for backend in result.by_backend
+    }
+    return _bench.merge(
+        ex,
+        device,
+        result.by_backend,
+        here,
+        env=device_environment(environment(device), device),
+        backend_versions=versions,
+        replace=replace,
+    )
 
 
 def sweep_option(values: list[str] | None, option: str) -> tuple[str, list[str]] | None:
@@ -503,41 +368,3 @@ def sweep_option(values: list[str] | None, option: str) -> tuple[str, list[str]]
     if not rest:
         raise InputError(f"{option} {name} needs at least one value, e.g. {option} {name} 10 100")
     return name, rest
-
-
-def markdown_table(ex: Example, records: Sequence[dict[str, Any]]) -> str:
-    """The timed records as a Markdown table (times in ms, scratch memory in MiB)."""
-
-    def cell(value, scale, digits):
-        return "–" if value is None else f"{value * scale:.{digits}f}"
-
-    size_name = ex.sizes.name if ex.sizes is not None else None
-    columns = ([size_name] if size_name else []) + list(ex.param_names)
-    if any(r.get("devices", 1) != 1 for r in records):
-        columns.append("devices")
-    # A Julia variant's round trips, and beside them the times measured inside its worker
-    inside = any(isinstance(r.get("timed_inside"), dict) for r in records)
-    lines = [
-        "| variant | device | dtype | "
-        + "".join(f"{c} | " for c in columns)
-        + "forward [ms] | gradient [ms] | gradient/forward | first call [s] | scratch [MiB] |"
-        + (" forward inside [ms] | gradient inside [ms] |" if inside else ""),
-        "| --- | --- | --- | "
-        + "---: | " * len(columns)
-        + "---: | ---: | ---: | ---: | ---: |"
-        + (" ---: | ---: |" if inside else ""),
-    ]
-    for r in records:
-        if not r.get("timed", r.get("forward_s") is not None):
-            continue
-        ratio = r["grad_s"] / r["forward_s"] if r["forward_s"] else None
-        lines.append(
-            f"| `{r['variant']}` | {r['device']}{' (stand-in)' if r.get('standin') else ''} | "
-            f"{r['dtype']} | "
-            + "".join(f"{r.get(c, '–')} | " for c in columns)
-            + f"{cell(r['forward_s'], 1e3, 3)} | {cell(r['grad_s'], 1e3, 3)} | "
-            f"{cell(ratio, 1, 1)} | {cell(r['compile_s'], 1, 2)} | "
-            f"{cell(r['peak_mem_bytes'], 2**-20, 2)} |"
-            + (_inside_cells(r.get("timed_inside"), cell) if inside else "")
-        )
-    return "\n".join(lines)
