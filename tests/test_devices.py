@@ -365,6 +365,7 @@ def b(x, y, S):
     return jnp.sum((jnp.roll(x, 1) - y) ** 2)  # wrong on purpose: a failing verdict too
 """
 
+
 def _verdicts(root: Path, env: dict) -> tuple[int, dict, str]:
     r = run_in(root, "-m", "weanj", "check", "--fresh", env=env)
     data = json.loads((root / "results" / "10-tiny" / "check.json").read_text())

@@ -205,3 +205,30 @@ def test_one_writer_of_gradient_files():
         if _writes_gradients(path)
     }
     assert writers == {"_pipeline/_run.py", "_commands/record.py"}
+
+
+# Issue 48: modules a reader can hold. The built-in examples hold one example's variants
+# side by side, so they get a little more room.
+MODULE_LINES, EXAMPLE_LINES, FUNCTION_LINES = 500, 550, 90
+
+
+def test_no_module_or_function_past_what_a_reader_holds():
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        text = path.read_text()
+        limit = EXAMPLE_LINES if rel.startswith("examples/") else MODULE_LINES
+        if len(text.splitlines()) > limit:
+            long.append(f"{rel}: {len(text.splitlines())} lines (limit {limit})")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                size = node.end_lineno - node.lineno + 1
+                if size > FUNCTION_LINES:
+                    long.append(f"{rel}:{node.lineno} {node.name}: {size} lines")
+    assert not long, long
+
+
+@pytest.mark.parametrize("readme", ["julia/README.md", "benchmarks/README.md"])
+def test_the_folders_readmes_are_short_the_rest_is_in_the_docs(readme):
+    lines = (PACKAGE.parent.parent / readme).read_text().splitlines()
+    assert len(lines) < 200, f"{readme}: {len(lines)} lines; move the rest to docs/"
