@@ -306,3 +306,30 @@ def pytest_sessionfinish(session, exitstatus):
     if run is not None:
         run.close()  # the evaluation records kept, the session closed
     ignore_from_now()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """After an interrupt (Ctrl-C or SIGTERM) under `--weanj`, leave as the console script
+    does (`_cli._main.entry`): output flushed, child processes closed, then `os._exit` with
+    pytest's "interrupted" status, so that no interpreter teardown runs while a call that
+    was still computing (its thread inside JAX) works, where a segfault happened instead of
+    the status."""
+    if not config.getoption("weanj", default=False):
+        return
+    from ._interrupts import INTERRUPTED
+
+    if not INTERRUPTED:
+        return
+    import contextlib
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    with contextlib.suppress(Exception):
+        from ._resources import close_all
+
+        close_all()
+    os._exit(int(pytest.ExitCode.INTERRUPTED))
