@@ -69,6 +69,17 @@ class Asked:
     shown_path: Callable
     records: Any
 
+    def open_session(self, records: Any, on_evaluated: Any = None) -> Session:
+        """The `Session` an engine opens for this run: its limit, lines and paths, with
+        the records it reads (`records`) and what it calls per evaluation."""
+        return Session(
+            timeout_s=self.timeout,
+            say=self.say,
+            on_evaluated=on_evaluated,
+            shown_path=self.shown_path,
+            records=records,
+        )
+
 
 class Executor(Protocol):
     """Where evaluations run: `session(asked)` opens the `Session` the judge asks."""
@@ -194,13 +205,7 @@ class InProcess:
             said = _across_processes(asked, delivered, self.processes, counter, self.config.root)
             records = delivered
             progress = _Unless(progress, said) if progress is not None else None
-        with Session(
-            timeout_s=asked.timeout,
-            say=asked.say,
-            on_evaluated=progress,
-            shown_path=asked.shown_path,
-            records=records,
-        ) as session:
+        with asked.open_session(records, progress) as session:
             yield session
 
 
@@ -311,13 +316,7 @@ class Remote:
         todo = _reuse_first(asked, delivered, counter, across)
         if todo:
             self.evaluate(todo, asked, Done(delivered, counter))
-        with Session(
-            timeout_s=asked.timeout,
-            say=asked.say,
-            on_evaluated=None,
-            shown_path=asked.shown_path,
-            records=delivered,
-        ) as session:
+        with asked.open_session(delivered) as session:
             yield session
 
 
