@@ -20,6 +20,11 @@ os.environ.setdefault("JAX_ENABLE_X64", "1")
 if "jax" in sys.modules:
     sys.modules["jax"].config.update("jax_enable_x64", os.environ["JAX_ENABLE_X64"] == "1")
 
+# `weanj clean` removes without `--yes` where `CI=true` (as CI jobs want it): the tests run
+# the same on a developer's machine and in CI, so the variable is not inherited; the tests
+# of that rule (test_clean.py) set it themselves.
+os.environ.pop("CI", None)
+
 
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Path:
