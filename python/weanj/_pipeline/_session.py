@@ -53,7 +53,7 @@ class Session:
         device: str = "cpu",
     ):
         self.watch = Watch(timeout_s=timeout_s, say=say)
-        self.timeout_s = timeout_s  # the limit asked for (a search may lower the watch's)
+        self.timeout_s = timeout_s  # the limit asked for (each call's, the watch's)
         self.say = say
         self.on_evaluated = on_evaluated
         self.shown_path = shown_path
