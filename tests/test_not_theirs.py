@@ -21,25 +21,12 @@ import pytest
 import weanj
 from weanj._errors import InputError, InputFileError
 
+from . import test_clean
 from .helpers import assert_one_line_error
 from .projects import as_user_in, weanj_here, write_project
 
-KEEP = """\
-import jax.numpy as jnp, numpy as np
-import weanj
-
-ex = weanj.register_example(weanj.Example(
-    name="40-keep", arrays=("x",), wrt="x",
-    generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(6)}))
-
-@weanj.jax_variant(ex, "jax-a", family="f")
-def a(x):
-    return jnp.sum(jnp.sin(x) ** 2)
-
-@weanj.jax_variant(ex, "jax-b", family="f")
-def b(x):
-    return jnp.sum(1 - jnp.cos(x) ** 2)
-"""
+# 40-keep, two members of one family: the project of tests/test_clean.py.
+KEEP = test_clean.KEEP + test_clean.JAX_B
 
 X = {"x": np.linspace(-1.0, 1.0, 6)}
 
