@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +37,17 @@ from ._errors import say
 from ._interrupts import CalledExit
 
 T = TypeVar("T")
+
+
+def _ready(value: T) -> T:
+    """`value` computed: a JAX result is waited for (JAX dispatches asynchronously, a call
+    returning before its program has run), so that the time limit and the phase cover
+    the run itself, not its dispatch alone. Any other value is returned as it is."""
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.block_until_ready(value)
+    return value
+
 
 # Said with every timeout: where the limit comes from, and how to change it.
 LIMIT_SOURCE = " ([tool.weanj] timeout, default 600 s; --timeout S changes it, 0: none)"
@@ -188,7 +200,7 @@ class Watch:
         """`fn()` under the time limit, inside the current phase, else a phase of its own
         (`compiling or running LABEL`) (module docstring)."""
         if self.timeout_s is None and self.quiet_s == float("inf"):
-            return fn()
+            return _ready(fn())
         with self._lock:
             inside = bool(self._phases)
         context = (
@@ -206,7 +218,7 @@ class Watch:
         def target() -> None:
             _DEADLINE.set(limit)  # this thread's context: the call sees its own deadline
             try:
-                box["value"] = fn()
+                box["value"] = _ready(fn())
             except BaseException as e:  # handed to the caller's thread below
                 box["error"] = e
 
