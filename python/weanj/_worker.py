@@ -124,7 +124,10 @@ def _session_of(setup: dict, timeout: float | None) -> Session:
     held = _WORKER["sessions"].get(threading.get_ident())
     if held is None or held[0] != run:
         session = Session(
-            timeout_s=timeout, say=lambda _: None, shown_path=Places(Path(setup["root"])).shown
+            timeout_s=timeout,
+            say=lambda _: None,
+            shown_path=Places(Path(setup["root"])).shown,
+            checking=True,  # its float64 evaluations' gradient checks run here too
         )
         held = _WORKER["sessions"][threading.get_ident()] = (run, session)
     return held[1]
@@ -227,7 +230,7 @@ def evaluate_here(asked: dict) -> Gradient | Fault:
     the project loaded from `asked["root"]`, the variant's functions made to gather."""
     from ._backends._jax import gathering, global_device_count
     from ._io import _jax_cache
-    from ._model._variant import Checked, Functions
+    from ._model._variant import CALLS, Checked, Functions
     from ._pipeline._evaluate import evaluate
     from ._places import Places
     from ._registry import catalog
@@ -244,7 +247,7 @@ def evaluate_here(asked: dict) -> Gradient | Fault:
     v._built["fns"] = Functions(
         *(
             None if f is None else Checked(ex, v.name, gathering(f.fn), tangents=k == 2)
-            for k, f in enumerate(fns)
+            for k, f in enumerate(fns[:CALLS])
         )
     )
     found = evaluate(

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._model import Example, Functions
+from ._checking import OneProgram
 from ._jax import Precise, jax_variant, loss_of, stored_convention
 
 
@@ -74,12 +75,14 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
         return value, in_convention(g)
 
     one = Precise(jax.jit(enzyme_value_and_grad, static_argnums=static_argnums))
-    return Functions(
+    plain = Functions(
         Precise(jax.jit(enzyme_loss, static_argnums=static_argnums)),
         Precise(jax.jit(enzyme_grad, static_argnums=static_argnums)),
         value_and_grad=one,
         evaluation_loss=loss_of(one),
     )
+    # a check's float64 runs: that one program, the loss alone rented from it (`_checking`)
+    return plain._replace(checking=OneProgram(example, None, plain).functions())
 
 
 def enzyme_variant(

@@ -24,7 +24,7 @@ from .._errors import InputError
 from .._judge._taylor import OWN_JVP_TOLERANCE, DirectionalResult, inner, random_direction
 from .._model import Configuration, Example, Functions, Variant
 from .._registry import example_of, register_variant
-from . import _runtime
+from . import _checking, _runtime
 
 GPU_HINT = "on a machine with an NVIDIA GPU: pip install -U 'jax[cuda12]'"
 
@@ -88,6 +88,9 @@ def configured_build(functions: Callable, ex: Example, name: str, *args) -> Any:
             fn.configured = functools.partial(jax_configuration, ex.name, name)
     if isinstance(built, Functions) and built.placed is None:
         built = built._replace(placed=placed)  # a JAX program runs on any device JAX has
+    checking = built.checking if isinstance(built, Functions) else None
+    if checking is not None and checking.placed is None:  # a check's runs' (`_checking`)
+        built = built._replace(checking=checking._replace(placed=built.placed))
     return built
 
 
@@ -160,13 +163,24 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
 
     static = example.static_argnums()
     one = Precise(jax.jit(loss_and_gradient, static_argnums=static))
-    return Functions(
+    plain = Functions(
         Precise(jax.jit(loss, static_argnums=static)),
         Precise(jax.jit(gradient, static_argnums=static)),
         forward_mode(example, loss),
         value_and_grad=one,
         evaluation_loss=loss_of(one),
     )
+    # a check's float64 CPU runs: one program with the forward mode too (`_checking`), in
+    # the configuration `one` is given (`configured_build`), read at each call
+    full = _checking.full_program(
+        example, loss, gradient if grad is not None else in_convention, grad is not None
+    )
+    program = Precise(jax.jit(full, static_argnums=static), lambda: _configured(one))
+    return plain._replace(checking=_checking.OneProgram(example, program, plain).functions())
+
+
+def _configured(fn: Precise) -> Any:
+    return fn.configured() if fn.configured is not None else None
 
 
 def loss_of(value_and_grad: Callable) -> Callable:

@@ -41,7 +41,11 @@ class Functions(NamedTuple):
     loss (None: `loss`). `placed(kind, precision=None)` is the context that runs a call on
     the device of `kind` (`cpu`, `gpu`, `tpu`) and yields its place (a JAX program's:
     `_backends._placement.placed`); None for functions that run on the CPU only (a Julia
-    or plain Python variant: the CPU reference, no device run)."""
+    or plain Python variant: the CPU reference, no device run). `checking`: the
+    `Functions` a check's float64 CPU runs call (its evaluation, loss floor, Taylor steps
+    and jvp), where the backend has its own for them (a JAX variant: one program that also
+    pushes the loss forward, and the loss alone from a loss program once that is cheaper,
+    `_backends/_checking.py`), else None."""
 
     loss: Callable
     grad: Callable
@@ -49,6 +53,7 @@ class Functions(NamedTuple):
     value_and_grad: Callable | None = None
     evaluation_loss: Callable | None = None
     placed: Callable | None = None
+    checking: Any = None
 
 
 class Checked:
@@ -230,7 +235,8 @@ class Variant:
                 *(
                     None if f is None else Checked(ex, self.name, f, tangents=f is fns.jvp)
                     for f in fns[:CALLS]
-                )
+                ),
+                checking=fns.checking,  # weanj's checks' own runs, called unchecked
             )
             self._built["placed"] = fns.placed  # where the functions can run (no check)
         return self._built["fns"]
@@ -266,7 +272,9 @@ class Variant:
         inputs they read and checked once (`functions()` checks every call)."""
         fns = self.functions()
         return Functions(
-            *(None if f is None else f.fn for f in fns[:CALLS]), placed=self._built.get("placed")
+            *(None if f is None else f.fn for f in fns[:CALLS]),
+            placed=self._built.get("placed"),
+            checking=fns.checking,
         )
 
     def backend_version(self) -> str:

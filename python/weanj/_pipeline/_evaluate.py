@@ -164,6 +164,15 @@ def _perturbed(inputs: Inputs, dtype: str, sample: int = 0, eps: float | None = 
     return inputs.example.args(moved, inputs.params)
 
 
+def for_checks(built: Any, checking: bool) -> Any:
+    """The functions a float64 CPU run calls: in a check (`checking`), where the backend
+    has its own for a check's runs, those (`Functions.checking`: one program for the
+    evaluation, its loss floor, the Taylor steps and the jvp, the loss alone from a loss
+    program once that is cheaper), else `built` itself."""
+    own = getattr(built, "checking", None)
+    return own if checking and own is not None else built
+
+
 def run_loss(fns) -> Any:
     """The loss as weanj's own runs call it beyond the evaluation's first call (the
     rounding level, the Taylor test's steps): from the program that computed the
@@ -284,11 +293,13 @@ def evaluate(
     shown_path=str,
     device: str = "cpu",
     precision: str | None = None,
+    checking: bool = False,
 ) -> Gradient | Fault:
     """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault; either
     carries the `Configuration` it was computed in, decided here once: on `device` (every
     call placed there, `_on_device`), with matmul `precision` (None: the one in effect;
-    `"highest"`: the precision-or-bug re-run)."""
+    `"highest"`: the precision-or-bug re-run). `checking`: gradient checks will follow, so a
+    float64 CPU run calls what the backend has for a check's runs (`for_checks`)."""
     ex = variant.example
     config = variant.configuration(dtype, device)
     if precision is not None:
@@ -316,6 +327,8 @@ def evaluate(
     try:
         with watch.phase(f"compiling or running {where}"):
             built = variant.built  # builds on first use: an optional backend may refuse here
+            checked = dtype == "float64" and device == "cpu" and precision is None
+            built = for_checks(built, checking and checked)
             fns, place = on_device(built, device, precision)
             t0 = time.perf_counter()
             loss, raw_grad = _loss_and_grad(fns, args, watch, where, dtype, returned)

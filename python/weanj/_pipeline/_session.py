@@ -23,7 +23,7 @@ from .._judge._contract import Fault
 from .._judge._taylor import checked_masks
 from .._model import Example, Gradient, Inputs, Variant
 from .._watch import Watch
-from ._evaluate import evaluate, label_of, run_loss
+from ._evaluate import evaluate, for_checks, label_of, run_loss
 from ._on_device import on_device
 
 
@@ -40,6 +40,9 @@ class Session:
     - `records`: where evaluations are kept between runs and reused (`_records`), or None.
     - `device`: where `bisect` and `fuzz` run the B side of a pair (`--device`; A, the
       reference side, runs on the CPU).
+    - `checking`: gradient checks will run (a judged plan has them, `judge_plan`; a
+      worker's float64 evaluations): a variant's float64 CPU runs then call what its
+      backend has for a check's runs (`_evaluate.for_checks`: a JAX variant's one program).
     """
 
     def __init__(
@@ -51,6 +54,7 @@ class Session:
         shown_path: Callable[[Any], str] = str,
         records: Any = None,
         device: str = "cpu",
+        checking: bool = False,
     ):
         self.watch = Watch(timeout_s=timeout_s, say=say)
         self.timeout_s = timeout_s  # the limit asked for (each call's, the watch's)
@@ -59,6 +63,7 @@ class Session:
         self.shown_path = shown_path
         self.records = records
         self.device = device  # where the B side of a searched pair runs (bisect, fuzz)
+        self.checking = checking
         self._outcomes: dict[tuple, Gradient | Fault] = {}
         self._masks: dict[tuple, dict[str, np.ndarray]] = {}
         self._forward: dict[tuple, float | Exception] = {}
@@ -117,6 +122,7 @@ class Session:
                     shown_path=self.shown_path,
                     device=device,
                     precision=precision,
+                    checking=self.checking,
                 )
                 if records is not None:
                     records.keep(variant, inputs, dtype, found)
@@ -162,8 +168,9 @@ class Session:
         """`x -> L(..., array=x, ...)` in float64, each call under the watch."""
         ex = variant.example
         arrays = inputs.run_arrays("float64")
-        # the evaluation's own program (no new compilation), on the CPU: the checks are its
-        run = run_loss(on_device(variant.built, "cpu")[0])
+        # the evaluation's own program, on the CPU (the checks are its); in a check, the
+        # loss program once the steps cost more there than compiling it (`_checking`)
+        run = run_loss(on_device(for_checks(variant.built, self.checking), "cpu")[0])
         where = f"{ex.name} {variant.name} (Taylor test of {array})"
 
         def loss(x: np.ndarray) -> float:
@@ -179,14 +186,17 @@ class Session:
         key = (id(variant), inputs.key("float64"), array)
         if key not in self._forward:
             try:
-                if variant.unavailable_reason() is not None or variant.built.jvp is None:
+                if variant.unavailable_reason() is not None:
+                    raise TypeError("no forward mode")
+                built = for_checks(variant.built, self.checking)
+                if built.jvp is None:
                     raise TypeError("no forward mode")
                 run = inputs.run_arrays("float64")
                 tangents = {
                     n: (dx if n == array else np.zeros_like(run[n]))
                     for n in variant.example.wrt_names
                 }
-                jvp = on_device(variant.built, "cpu")[0].jvp
+                jvp = on_device(built, "cpu")[0].jvp
                 args = (*inputs.args("float64"), tangents)
                 where = f"{variant.example.name} {variant.name} (jvp of {array})"
                 self._forward[key] = float(np.asarray(self.watch.run(lambda: jvp(*args), where)))

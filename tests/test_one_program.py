@@ -1,0 +1,212 @@
+"""A check's float64 CPU runs of a JAX variant call one program that holds the loss, its
+gradient and its forward-mode derivative (`_backends/_checking.py`, issue 51).
+
+Its numbers are checked against the variant's own separate programs (`jax.value_and_grad`
+and `jax.jvp`) and against closed forms; a loss that cannot be pushed forward falls back
+to its `value_and_grad` program and says why its jvp cannot run; a loss that is no real
+scalar gets JAX's own refusal, not a number.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import weanj
+from weanj import _registry
+from weanj._pipeline._cases import judge_plan, read_plan
+from weanj._pipeline._evaluate import for_checks
+from weanj._pipeline._session import Session
+from weanj._places import places
+
+NAME = "94-one-program"
+N = 6
+
+
+def _generate(seed):
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal(N), "w": rng.uniform(0.5, 1.5, N)}
+
+
+@pytest.fixture(scope="module")
+def example():
+    ex = weanj.register_example(
+        weanj.Example(
+            name=NAME, arrays=("x", "w"), wrt=("x", "w"), shapes={"x": (N,), "w": (N,)},
+            generate=_generate,
+        )
+    )  # fmt: skip
+
+    # L = Σ w·sin(x)²: ∂L/∂x = w·sin(2x), ∂L/∂w = sin(x)²
+    @weanj.jax_variant(ex, "jax-ad", family="f")
+    def by_ad(x, w):
+        return jnp.sum(w * jnp.sin(x) ** 2)
+
+    def by_hand(x, w):
+        return {"x": w * jnp.sin(2 * x), "w": jnp.sin(x) ** 2}
+
+    weanj.jax_variant(ex, "jax-hand", family="f", loss=by_ad, grad=by_hand)
+
+    @jax.custom_vjp
+    def squares(x):
+        return jnp.sin(x) ** 2
+
+    squares.defvjp(lambda x: (squares(x), x), lambda x, g: (g * jnp.sin(2 * x),))
+
+    @weanj.jax_variant(ex, "jax-custom", family="f")
+    def by_custom(x, w):
+        return jnp.sum(w * squares(x))
+
+    @weanj.jax_variant(ex, "jax-vector", family="g")
+    def not_scalar(x, w):
+        return w * jnp.sin(x) ** 2
+
+    yield ex
+    _registry.unregister_example(NAME)
+
+
+def _args(ex):
+    data = _generate(3)
+    return ex.args(data, {}), data
+
+
+def _closed_form(data):
+    x, w = data["x"], data["w"]
+    return float(np.sum(w * np.sin(x) ** 2)), {"x": w * np.sin(2 * x), "w": np.sin(x) ** 2}
+
+
+def test_the_one_program_computes_what_the_separate_programs_do(example):
+    args, data = _args(example)
+    loss, grads = _closed_form(data)
+    dx = {"x": np.linspace(-1.0, 1.0, N), "w": np.linspace(0.5, -0.25, N)}
+    along = float(sum(np.dot(grads[n], dx[n]) for n in dx))  # ⟨∇L, dx⟩ by the closed form
+    for name in ("jax-ad", "jax-hand"):
+        v = _registry.catalog(NAME).find(name)
+        one = for_checks(v.built, True)
+        assert one is not v.built and one.placed is v.built.placed
+        value, g = one.value_and_grad(*args)
+        plain_value, plain_g = v.built.value_and_grad(*args)
+        assert float(value) == float(plain_value)  # the same loss, bit for bit
+        for n in ("x", "w"):
+            assert np.array_equal(np.asarray(g[n]), np.asarray(plain_g[n])), (name, n)
+            np.testing.assert_allclose(np.asarray(g[n]), grads[n], rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(float(value), loss, rtol=1e-14)
+        forward = float(one.jvp(*args, dx))
+        np.testing.assert_allclose(forward, along, rtol=1e-13)
+        np.testing.assert_allclose(forward, float(v.built.jvp(*args, dx)), rtol=1e-14)
+        assert float(one.evaluation_loss(*args)) == float(value)
+
+
+def test_without_checks_the_variant_keeps_its_own_programs(example):
+    built = _registry.catalog(NAME).find("jax-ad").built
+    assert for_checks(built, False) is built
+    plain = weanj.Functions(*built[:3])  # a backend without the one program
+    assert for_checks(plain, True) is plain
+
+
+def test_a_loss_that_cannot_be_pushed_forward_falls_back_and_says_why(example):
+    args, data = _args(example)
+    _, grads = _closed_form(data)
+    v = _registry.catalog(NAME).find("jax-custom")
+    one = for_checks(v.built, True)
+    _, g = one.value_and_grad(*args)  # the forward mode fails to trace: the plain program runs
+    np.testing.assert_allclose(np.asarray(g["x"]), grads["x"], rtol=1e-13)
+    with pytest.raises(TypeError, match="custom_vjp"):
+        one.jvp(*args, {"x": np.ones(N), "w": np.zeros(N)})
+    assert "custom_vjp" in str(one.jvp.__self__.refused)
+
+
+def test_in_a_check_every_jvp_is_judged_by_a_forward_mode_of_the_one_program(example, project):
+    """The check's numbers: jax-ad's own forward mode and jax-custom's borrowed one (its
+    loss cannot be pushed forward), each against ⟨∇L, dx⟩ by the closed form."""
+    from weanj._judge._taylor import jvp_direction
+
+    weanj.write_inputs(NAME)
+    cat = _registry.catalog(NAME)
+    cat = type(cat)(cat.example, tuple(v for v in cat.variants if v.family == "f"))
+    plan = read_plan(cat, places(), live=True, dtypes=("float64",))
+    with Session(say=lambda line: None) as session:
+        judged = judge_plan(plan, session)
+    assert session.checking  # the plan has jvp checks
+    inputs = weanj.read_inputs(NAME)
+    data = inputs.run_arrays("float64")
+    _, grads = _closed_form(data)
+    seen = {}
+    for j in judged.judgements:
+        if j.directional is None:
+            continue
+        d = j.directional
+        dx = jvp_direction(example, d.array, data[d.array], None)
+        np.testing.assert_allclose(d.forward, float(np.dot(grads[d.array], dx)), rtol=1e-12)
+        assert j.verdict.name == "OK", j
+        seen[(j.subjects[-1] if j.subjects else j.case, d.array)] = d.by
+    by = {(s.split("@")[0], a): b for (s, a), b in seen.items()}
+    for array in ("x", "w"):
+        assert by[("jax-ad", array)] == "jax-ad"
+        assert by[("jax-hand", array)] == "jax-hand"
+        assert by[("jax-custom", array)] == "jax-ad"  # the first member with a forward mode
+
+
+def test_a_loss_that_is_not_a_scalar_gets_jaxs_refusal(example):
+    args, _ = _args(example)
+    v = _registry.catalog(NAME).find("jax-vector")
+    one = for_checks(v.built, True)
+    with pytest.raises(TypeError, match="scalar"):
+        one.value_and_grad(*args)
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _rented(first: float, each: float):
+    """A `OneProgram` over counted stand-ins: its first call takes `first` simulated
+    seconds (a compilation), each later one `each`; the loss program's calls are free."""
+    from weanj._backends._checking import LOSS_SHARE, OneProgram
+
+    clock, calls = _Clock(), {"one": 0, "loss": 0}
+    ex = _registry.catalog(NAME).example
+
+    def full(*args):
+        clock.now += first if calls["one"] == 0 else each
+        calls["one"] += 1
+        return 1.0, {"x": 0.0, "w": 0.0}, 0.0
+
+    def loss(*args):
+        calls["loss"] += 1
+        return 2.0
+
+    plain = weanj.Functions(loss, None, value_and_grad=None)
+    one = OneProgram(ex, full, plain, clock=clock)
+    return one, calls, LOSS_SHARE
+
+
+def test_the_loss_alone_comes_from_the_one_program_while_that_is_cheaper(example):
+    args, _ = _args(example)
+    # a cheap kernel: 100 steps at 1 ms cost 0.1 s, under LOSS_SHARE of a 1 s compilation
+    one, calls, share = _rented(first=1.0, each=0.001)
+    one.value_and_grad(*args)
+    assert [one.evaluation_loss(*args) for _ in range(100)] == [1.0] * 100
+    assert calls == {"one": 101, "loss": 0} and not one.bought
+    assert 100 * 0.001 < share * 1.0
+    # a dear one: 30 ms a step; the loss program takes over once the steps passed the share
+    one, calls, share = _rented(first=1.0, each=0.03)
+    one.value_and_grad(*args)
+    values = [one.evaluation_loss(*args) for _ in range(40)]
+    rented = int(share / 0.03) + 1  # the first step whose seconds pass the share (no tie)
+    assert (rented - 1) * 0.03 < share < rented * 0.03
+    assert values == [1.0] * rented + [2.0] * (40 - rented)
+    assert calls == {"one": 1 + rented, "loss": 40 - rented}
+
+
+def test_with_no_evaluation_in_this_process_the_loss_program_serves_at_once(example):
+    args, _ = _args(example)
+    one, calls, _ = _rented(first=1.0, each=0.001)
+    assert one.evaluation_loss(*args) == 2.0  # the one program was never compiled here
+    assert calls == {"one": 0, "loss": 1}
