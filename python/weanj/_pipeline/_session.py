@@ -168,9 +168,10 @@ class Session:
         """`x -> L(..., array=x, ...)` in float64, each call under the watch."""
         ex = variant.example
         arrays = inputs.run_arrays("float64")
-        # the evaluation's own program, on the CPU (the checks are its); in a check, the
-        # loss program once the steps cost more there than compiling it (`_checking`)
-        run = run_loss(on_device(for_checks(variant.built, self.checking), "cpu")[0])
+        # a check's own (`_checking`): the evaluation's program while that is cheaper than
+        # compiling the loss program, else that one (at once where the evaluation did not
+        # run that program in this process: a session that is not `checking`, a record)
+        run = run_loss(on_device(for_checks(variant.built, True), "cpu")[0])
         where = f"{ex.name} {variant.name} (Taylor test of {array})"
 
         def loss(x: np.ndarray) -> float:
