@@ -111,6 +111,8 @@ def subject_outcome(p: Plan, label: str, session: Session) -> Gradient | Fault:
 
 def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     """The judge's answer to one case (computing what it needs through `session`)."""
+    if not session.checking and any(c.kind.is_check for c in p.cases):
+        session.checking = True  # the plan's float64 runs call what a check's runs want
     what = {"family": case.family, "subjects": case.subjects}
     if case.kind == CaseKind.FILE:
         return p.files[case.id]
@@ -215,8 +217,6 @@ def judge_plan(p: Plan, session: Session) -> ExampleJudgement:
     """Every case of a plan, judged in order."""
     result = ExampleJudgement(p.example, p.inputs, dtypes=p.dtypes)
     result.notes.extend(p.notes)
-    if any(case.kind.is_check for case in p.cases):
-        session.checking = True  # its float64 runs call what a check's runs want
     for case in p.cases:
         result.judgements.append(judge_case(p, case, session))
     for label, s in p.subjects.items():

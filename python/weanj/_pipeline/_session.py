@@ -40,7 +40,7 @@ class Session:
     - `records`: where evaluations are kept between runs and reused (`_records`), or None.
     - `device`: where `bisect` and `fuzz` run the B side of a pair (`--device`; A, the
       reference side, runs on the CPU).
-    - `checking`: gradient checks will run (a judged plan has them, `judge_plan`; a
+    - `checking`: gradient checks will run (a plan judged has them, `_cases.judge_case`; a
       worker's float64 evaluations): a variant's float64 CPU runs then call what its
       backend has for a check's runs (`_evaluate.for_checks`: a JAX variant's one program).
     """
