@@ -52,6 +52,19 @@ from .._model import Example, Functions
 LOSS_SHARE = 0.4
 
 
+def loss_along(loss: Callable, args: list, positions: tuple[int, ...]) -> Callable:
+    """`f(*values)`: `loss` of `args` with the arrays at `positions` (the wrt arrays)
+    replaced by `values`: what `jax.jvp` and `jax.linearize` push forward."""
+
+    def along(*values):
+        moved = list(args)
+        for i, value in zip(positions, values, strict=True):
+            moved[i] = value
+        return loss(*moved)
+
+    return along
+
+
 def full_program(example: Example, loss: Callable, gradient: Callable, hand_written: bool):
     """`full(*args, tangents) -> (loss, gradient, directional)` (module docstring), not yet
     jitted; `gradient(raw) -> stored gradient` puts JAX's transpose in weanj's convention,
@@ -63,13 +76,7 @@ def full_program(example: Example, loss: Callable, gradient: Callable, hand_writ
 
     def full(*args):
         *args, tangents = args
-
-        def along(*values):
-            moved = list(args)
-            for i, value in zip(positions, values, strict=True):
-                moved[i] = value
-            return loss(*moved)
-
+        along = loss_along(loss, args, positions)
         primals = tuple(args[i] for i in positions)
         directions = tuple(tangents[n] for n in example.wrt_names)
         if hand_written:

@@ -111,13 +111,7 @@ def forward_mode(example: Example, loss: Callable) -> Callable:
 
     def directional(*args):
         *args, tangents = args
-
-        def along(*values):
-            full = list(args)
-            for i, value in zip(positions, values, strict=True):
-                full[i] = value
-            return loss(*full)
-
+        along = _checking.loss_along(loss, args, positions)
         primals = tuple(args[i] for i in positions)
         return jax.jvp(along, primals, tuple(tangents[n] for n in example.wrt_names))[1]
 
