@@ -363,3 +363,15 @@ def test_pytest_weanj_terminated_is_pytests_interrupted(tmp_path):
     assert p.returncode == pytest.ExitCode.INTERRUPTED, (p.returncode, out[-3000:], err)
     assert "KeyboardInterrupt" in out, out[-2000:]
     assert len(list(records.glob("*.npz"))) == 6
+
+
+def test_a_missing_dependency_is_one_line_and_exit_2(monkeypatch, capsys):
+    """`python -m weanj check` where JAX cannot be imported (a checkout on PYTHONPATH, its
+    dependencies not installed): one line naming it, exit 2, no traceback."""
+    from weanj._cli._main import main
+
+    monkeypatch.setitem(sys.modules, "jax", None)  # `import jax` raises ImportError
+    assert main(["check"]) == 2
+    err = capsys.readouterr().err
+    assert "weanj needs jax" in err and "pip install -e ." in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
