@@ -40,7 +40,13 @@ def main(argv: list[str] | None = None) -> int:
 
         args, words = parse(argv)
         if args.command not in LIGHT:
-            heavy_imports()
+            try:
+                heavy_imports()
+            except ImportError as e:  # a checkout on PYTHONPATH without its dependencies
+                raise WeanjError(
+                    f"weanj needs {e.name or e}, which this Python cannot import ({e}); install "
+                    "weanj with its dependencies: pip install -e . (or pip install weanj)"
+                ) from None
         from ._commands import COMMANDS
 
         return int(COMMANDS[args.command](args, words) or 0)
