@@ -111,7 +111,7 @@ def subject_outcome(p: Plan, label: str, session: Session) -> Gradient | Fault:
 
 def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     """The judge's answer to one case (computing what it needs through `session`)."""
-    if not session.checking and any(c.kind.is_check for c in p.cases):
+    if p.has_checks:
         session.checking = True  # the plan's float64 runs call what a check's runs want
     what = {"family": case.family, "subjects": case.subjects}
     if case.kind == CaseKind.FILE:

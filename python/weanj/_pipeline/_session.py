@@ -187,10 +187,9 @@ class Session:
         key = (id(variant), inputs.key("float64"), array)
         if key not in self._forward:
             try:
-                if variant.unavailable_reason() is not None:
-                    raise TypeError("no forward mode")
-                built = for_checks(variant.built, self.checking)
-                if built.jvp is None:
+                available = variant.unavailable_reason() is None
+                built = for_checks(variant.built, self.checking) if available else None
+                if built is None or built.jvp is None:
                     raise TypeError("no forward mode")
                 run = inputs.run_arrays("float64")
                 tangents = {

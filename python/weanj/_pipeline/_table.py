@@ -10,6 +10,7 @@ references across families, for information. Case ids are the pytest ids.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 
@@ -102,6 +103,12 @@ class Plan:
     @property
     def example(self) -> Example:
         return self.catalog.example
+
+    @functools.cached_property
+    def has_checks(self) -> bool:
+        """Whether the table holds gradient checks (read once it is built): its float64
+        CPU runs then call what a check's runs want (`Session.checking`)."""
+        return any(c.kind.is_check for c in self.cases)
 
     def case(self, case_id: str) -> Case:
         return next(c for c in self.cases if c.id == case_id)
