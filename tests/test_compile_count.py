@@ -4,7 +4,8 @@ whose phase was running (`_watch`).
 
 A JAX variant's loss and gradient are one program per dtype, its loss floor and Taylor
 test reuse it, and in float64 the same program holds its forward mode for the jvp check
-(`_backends/_checking.py`); a run of the same example again compiles nothing.
+(`_backends/_checking.py`, which asks it for the loss alone in the loss-only calls); a
+run of the same example again compiles nothing.
 """
 
 from __future__ import annotations
@@ -67,9 +68,11 @@ def test_an_evaluation_with_its_checks_compiles_one_program_per_dtype(project, m
     from weanj._backends import _checking
 
     monkeypatch.setenv("WEANJ_COMPILATION_CACHE", "0")
-    # the Taylor steps never rent a loss program here, however slow a loaded machine makes
-    # them (when they do is test_one_program's, on a simulated clock): one program is
-    # what the evaluation and all its checks compile
+    # jax-jacobi-adjoint (a custom_vjp: no forward mode) and the Enzyme variant take their
+    # loss-only calls from their value_and_grad program; here that never buys a loss
+    # program, however slow a loaded machine makes the steps (when it does is
+    # test_one_program's, on a simulated clock). jax-jacobi's one program needs no such
+    # help: its loss-only calls ask it for the loss alone.
     monkeypatch.setattr(_checking, "LOSS_SHARE", float("inf"))
     full = catalog(EXAMPLE)
     # one variant of each way of building: JAX AD, a hand-written gradient (whose jvp

@@ -107,15 +107,29 @@ def test_without_checks_the_variant_keeps_its_own_programs(example):
 
 
 def test_a_loss_that_cannot_be_pushed_forward_falls_back_and_says_why(example):
+    """A custom_vjp: the one program cannot be lowered (no forward mode); the reverse-mode
+    program serves instead, the loss alone from it without the gradient, and the jvp
+    says JAX's reason."""
+    from weanj._backends._checking import GRADIENT, LOSS_ONLY
+
     args, data = _args(example)
-    _, grads = _closed_form(data)
+    loss, grads = _closed_form(data)
     v = _registry.catalog(NAME).find("jax-custom")
     one = for_checks(v.built, True)
-    _, g = one.value_and_grad(*args)  # the forward mode fails to trace: the plain program runs
+    runs = one.jvp.__self__
+    value, g = one.value_and_grad(*args)
+    assert runs.serving == "reverse" and "custom_vjp" in str(runs.refused)
     np.testing.assert_allclose(np.asarray(g["x"]), grads["x"], rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(g["w"]), grads["w"], rtol=1e-13)
+    np.testing.assert_allclose(float(value), loss, rtol=1e-14)
+    assert float(one.evaluation_loss(*args)) == float(value)
+    # asked for the loss alone, the reverse program leaves the gradient uncomputed (zeros)
+    _, nothing = runs._own(args, None, LOSS_ONLY)
+    assert all(not np.any(np.asarray(nothing[n])) for n in ("x", "w"))
+    assert np.array_equal(np.asarray(runs._own(args, None, GRADIENT)[1]["x"]), np.asarray(g["x"]))
     with pytest.raises(TypeError, match="custom_vjp"):
         one.jvp(*args, {"x": np.ones(N), "w": np.zeros(N)})
-    assert "custom_vjp" in str(one.jvp.__self__.refused)
+    assert runs.serving == "reverse"
 
 
 def test_in_a_check_every_jvp_is_judged_by_a_forward_mode_of_the_one_program(example, project):
@@ -157,6 +171,69 @@ def test_a_loss_that_is_not_a_scalar_gets_jaxs_refusal(example):
         one.value_and_grad(*args)
 
 
+def test_the_one_program_computes_only_what_a_call_asks(example):
+    """The loss alone, the gradient, the directional derivative: each call of the one
+    program asks for some (`wanted`); what it does not ask comes back zero (uncomputed,
+    in a `lax.cond`), what it asks equals the closed form; one compilation serves all."""
+    from weanj._backends._checking import DIRECTIONAL, GRADIENT, LOSS_ONLY
+
+    args, data = _args(example)
+    loss, grads = _closed_form(data)
+    dx = {"x": np.linspace(-1.0, 1.0, N), "w": np.linspace(0.5, -0.25, N)}
+    along = float(sum(np.dot(grads[n], dx[n]) for n in dx))
+    for name in ("jax-ad", "jax-hand"):
+        runs = for_checks(_registry.catalog(NAME).find(name).built, True).jvp.__self__
+        before = runs.full.jitted._cache_size()
+        for wanted in (LOSS_ONLY, GRADIENT, DIRECTIONAL):
+            value, g, directional = runs._own(args, dx, wanted)
+            np.testing.assert_allclose(float(value), loss, rtol=1e-14)
+            for n in ("x", "w"):
+                expected = grads[n] if wanted[0] else np.zeros(N)
+                np.testing.assert_allclose(np.asarray(g[n]), expected, rtol=1e-13, atol=0)
+            np.testing.assert_allclose(float(directional), along if wanted[1] else 0.0, 1e-13)
+        assert runs.full.jitted._cache_size() - before <= 1, name  # one trace for all three
+
+
+def test_a_hand_written_gradient_runs_only_when_asked(project):
+    """Counted from inside the program (`jax.debug.callback` in the gradient a user
+    wrote): the loss-only calls of a check never run it; the evaluation runs it once. Its
+    static parameter stays a Python value inside the one program (a Python loop)."""
+    ran = []
+    name = "95-hand-counted"
+    ex = weanj.register_example(
+        weanj.Example(
+            name=name, arrays=("x",), wrt=("x",), shapes={"x": (N,)},
+            params=(weanj.Param("n", 3),), generate=lambda seed: _generate(seed) | {},
+        )
+    )  # fmt: skip
+    try:
+
+        def loss(x, n):
+            return sum(jnp.sum(jnp.sin(x) ** 2) for _ in range(n))
+
+        def gradient(x, n):
+            jax.debug.callback(lambda: ran.append(1))
+            return sum(jnp.sin(2 * x) for _ in range(n))
+
+        v = weanj.jax_variant(ex, "jax-hand-n", family="f", loss=loss, grad=gradient)
+        x = _generate(4)["x"]
+        runs = for_checks(v.built, True)
+        value, g = runs.value_and_grad(x, 3)
+        jax.effects_barrier()
+        assert ran == [1]
+        np.testing.assert_allclose(np.asarray(g), 3 * np.sin(2 * x), rtol=1e-13)
+        losses = [float(runs.evaluation_loss(x, 3)) for _ in range(5)]
+        jax.effects_barrier()
+        assert ran == [1], "a loss-only call ran the gradient"
+        np.testing.assert_allclose(losses, [3 * np.sum(np.sin(x) ** 2)] * 5, rtol=1e-14)
+        dx = np.linspace(-1.0, 1.0, N)
+        np.testing.assert_allclose(
+            float(runs.jvp(x, 3, {"x": dx})), np.dot(3 * np.sin(2 * x), dx), rtol=1e-13
+        )
+    finally:
+        _registry.unregister_example(name)
+
+
 class _Clock:
     def __init__(self):
         self.now = 0.0
@@ -166,28 +243,29 @@ class _Clock:
 
 
 def _rented(first: float, each: float):
-    """A `OneProgram` over counted stand-ins: its first call takes `first` simulated
-    seconds (a compilation), each later one `each`; the loss program's calls are free."""
-    from weanj._backends._checking import LOSS_SHARE, OneProgram
+    """The check's runs of a backend with no forward mode (`CheckRuns` without `full`),
+    over counted stand-ins: its `value_and_grad` program's first call takes `first`
+    simulated seconds (a compilation), each later one `each`; the loss program's calls
+    are free."""
+    from weanj._backends._checking import LOSS_SHARE, CheckRuns
 
     clock, calls = _Clock(), {"one": 0, "loss": 0}
     ex = _registry.catalog(NAME).example
 
-    def full(*args):
+    def value_and_grad(*args):
         clock.now += first if calls["one"] == 0 else each
         calls["one"] += 1
-        return 1.0, {"x": 0.0, "w": 0.0}, 0.0
+        return 1.0, {"x": 0.0, "w": 0.0}
 
     def loss(*args):
         calls["loss"] += 1
         return 2.0
 
-    plain = weanj.Functions(loss, None, value_and_grad=None)
-    one = OneProgram(ex, full, plain, clock=clock)
-    return one, calls, LOSS_SHARE
+    plain = weanj.Functions(loss, None, value_and_grad=value_and_grad)
+    return CheckRuns(ex, plain, clock=clock), calls, LOSS_SHARE
 
 
-def test_the_loss_alone_comes_from_the_one_program_while_that_is_cheaper(example):
+def test_without_a_forward_mode_the_loss_is_rented_from_value_and_grad(example):
     args, _ = _args(example)
     # a cheap kernel: 100 steps at 1 ms cost 0.1 s, under LOSS_SHARE of a 1 s compilation
     one, calls, share = _rented(first=1.0, each=0.001)
@@ -208,5 +286,5 @@ def test_the_loss_alone_comes_from_the_one_program_while_that_is_cheaper(example
 def test_with_no_evaluation_in_this_process_the_loss_program_serves_at_once(example):
     args, _ = _args(example)
     one, calls, _ = _rented(first=1.0, each=0.001)
-    assert one.evaluation_loss(*args) == 2.0  # the one program was never compiled here
+    assert one.evaluation_loss(*args) == 2.0  # the program was never compiled here
     assert calls == {"one": 0, "loss": 1}

@@ -1,40 +1,40 @@
 """What a check's float64 CPU runs call: one program for the loss, its gradient and its
-forward-mode derivative, and the loss alone from a loss program once that is cheaper
-(issue 51).
+forward-mode derivative, each computed only when asked (issue 51).
 
 A check runs a JAX variant in float64 on the CPU for its evaluation, the loss floor's
 perturbed runs, the Taylor test's steps and the forward-vs-reverse (jvp) check. Each of
-these calls one program, `full(*args, tangents) -> (loss, gradient, directional)`:
-`jax.linearize` of the loss gives the loss and its linear map; the map applied to
-`tangents` is the forward-mode derivative, and its transpose (`jax.linear_transpose`,
-which is how `jax.grad` computes a gradient: the same numbers, bit for bit, on every
-gallery variant) the gradient. A run that asks no derivative along anything passes zero
-tangents. So in float64 an evaluation with all its checks compiles one program, where a
-`value_and_grad` program and a `jvp` program compiled two (benchmarks/compile_cost.py).
-A variant with a hand-written gradient keeps it: its `full` is `jax.jvp` of the loss and
-the gradient it wrote.
+these calls one program, `full(*args, tangents, wanted) -> (loss, gradient,
+directional)`: `jax.linearize` of the loss gives the loss and its linear map; the map
+applied to `tangents` is the forward-mode derivative, and its transpose
+(`jax.linear_transpose`, which is how `jax.grad` computes a gradient: the same numbers,
+bit for bit, on every gallery variant) the gradient. `wanted`, two booleans passed as an
+array (a traced value: one compilation serves every choice), says which of the two the
+call asks for; each sits in a `lax.cond`, so what is not asked is not computed. The
+evaluation asks the gradient; the loss floor's perturbed runs and the Taylor test's steps
+(tens of them: the step halves up to 40 times per direction) ask nothing and cost the
+forward pass with its stored residuals (`kernex-lex`: 13 ms, where its gradient takes
+310 ms); the jvp check asks the directional derivative. So in float64 an evaluation with
+all its checks compiles one program, where a loss, a gradient and a `jvp` program
+compiled three (benchmarks/compile_cost.py). A variant with a hand-written gradient
+keeps it: its `full` is the loss, the gradient it wrote and `jax.jvp` of the loss.
 
 A loss JAX cannot push forward (a `custom_vjp` inside, a primitive without a JVP rule)
 fails to trace so; its runs then go to its `value_and_grad` program, and its `jvp` raises
 that first error, which the jvp check names before it borrows a family member's forward
-mode (`_pipeline._gradchecks.jvp_judgement`).
+mode (`_pipeline._gradchecks.jvp_judgement`). A backend with no forward mode of its own
+(Enzyme-JAX's variants: their jvp check borrows a family member's) has its
+`value_and_grad` program alone.
 
-**The loss alone.** The loss floor's perturbed runs and the Taylor test's steps (tens of
-them: the step halves up to 40 times per direction) want the loss only. The one program
-computes it with no new compilation, which is what a cheap kernel wants: its calls cost
-microseconds, a second program tenths of a second. A kernel whose reverse pass is dear (a
-sequential sweep: `kernex-lex`'s gradient takes 20 times its loss) wants the opposite.
-Which one a variant is, is learned as the calls go, renting before buying: the loss-only
-calls go through the one program until the seconds they took there pass `LOSS_SHARE` of
-the one program's first call (its tracing and compilation: a loss program compiles in
-about that share of it, benchmarks/compile_cost.py), then through the variant's `loss`
-program, compiled then. A cheap kernel never compiles a second program; a dear one pays
-at most about twice what the better choice, known in advance, would have cost. So a
-check compiles one program per (variant, float64), two where the steps are dear.
+**The loss alone, there.** The loss-only calls go through that `value_and_grad` program
+(no new compilation, which a cheap kernel wants: its calls cost microseconds, a second
+program tenths of a second) until the seconds they took there pass `LOSS_SHARE` of its
+first call (its tracing and compilation: a loss program compiles in about that share of
+it, benchmarks/compile_cost.py), then through the variant's `loss` program, compiled
+then: renting before buying, so a kernel whose reverse pass is dear pays at most about
+twice what the better choice, known in advance, would have cost. Before any evaluation
+in this process (its numbers came from a record) the `loss` program serves at once.
 
-A backend with no forward mode of its own (Enzyme-JAX's variants: their jvp check borrows
-a family member's) gets the second half alone: its `value_and_grad` program, and the loss
-rented from it. Only weanj's checks call these functions (`Functions.checking`, chosen by
+Only weanj's checks call these functions (`Functions.checking`, chosen by
 `_pipeline._evaluate.for_checks`); `loss`, `grad` and `jvp` called directly stay the
 variant's own programs, and a float32 run calls its `value_and_grad` program alone.
 """
@@ -65,50 +65,91 @@ def loss_along(loss: Callable, args: list, positions: tuple[int, ...]) -> Callab
     return along
 
 
-def full_program(example: Example, loss: Callable, gradient: Callable, hand_written: bool):
-    """`full(*args, tangents) -> (loss, gradient, directional)` (module docstring), not yet
-    jitted; `gradient(raw) -> stored gradient` puts JAX's transpose in weanj's convention,
-    or, `hand_written`, `gradient(*args)` is the variant's own."""
+# what a call of the one program asks for: (the gradient, the directional derivative)
+LOSS_ONLY, GRADIENT, DIRECTIONAL = ((False, False), (True, False), (False, True))
+
+
+def one_program(example: Example, loss: Callable, in_convention: Callable, gradient=None):
+    """`(full, reverse)`, not yet jitted (module docstring). `full(*args, tangents, wanted)
+    -> (loss, gradient, directional)`; `wanted`: a bool pair, the gradient and the
+    directional derivative asked for; what is not asked is zeros and is not computed
+    (`lax.cond`: the loss alone costs the forward pass). `reverse(*args, wanted) -> (loss,
+    gradient)`, for a loss JAX cannot push forward: `jax.vjp`, the gradient computed only
+    when `wanted[0]`. `in_convention(raw)` puts JAX's gradient in weanj's convention;
+    `gradient(*args)`, a hand-written gradient in that convention, replaces it."""
     import jax
     import jax.numpy as jnp
 
     positions = example.wrt_positions
 
-    def full(*args):
-        *args, tangents = args
-        along = loss_along(loss, args, positions)
-        primals = tuple(args[i] for i in positions)
-        directions = tuple(tangents[n] for n in example.wrt_names)
-        if hand_written:
-            value, directional = jax.jvp(along, primals, directions)
-            return value, gradient(*args), directional
-        value, linear = jax.linearize(along, *primals)
+    def scalar(value):
         if jnp.shape(value) != () or not jnp.issubdtype(jnp.result_type(value), jnp.floating):
             # jax.grad's refusal, said by the value_and_grad program the run falls back to
             raise TypeError("the loss is not a real scalar")
-        raw = jax.linear_transpose(linear, *primals)(jnp.ones_like(value))
-        return value, gradient(raw), linear(*directions)
 
-    return full
+    def asked(flag, compute, like):
+        return jax.lax.cond(flag, compute, lambda: jax.tree.map(jnp.zeros_like, like))
+
+    def parts(args):
+        along = loss_along(loss, args, positions)
+        return along, tuple(args[i] for i in positions)
+
+    def by_hand(args, flag):
+        shapes = jax.eval_shape(lambda: gradient(*args))  # the parameters stay static
+        return asked(flag, lambda: gradient(*args), shapes)
+
+    def full(*args):
+        *args, tangents, wanted = args
+        along, primals = parts(args)
+        directions = tuple(tangents[n] for n in example.wrt_names)
+        if gradient is not None:
+            value = loss(*args)
+            directional = asked(wanted[1], lambda: jax.jvp(along, primals, directions)[1], value)
+            return value, by_hand(args, wanted[0]), directional
+        value, linear = jax.linearize(along, *primals)
+        scalar(value)
+        raw = asked(
+            wanted[0], lambda: jax.linear_transpose(linear, *primals)(jnp.ones_like(value)),
+            primals,
+        )  # fmt: skip
+        return value, in_convention(raw), asked(wanted[1], lambda: linear(*directions), value)
+
+    def reverse(*args):
+        *args, wanted = args
+        if gradient is not None:
+            return loss(*args), by_hand(args, wanted[0])
+        along, primals = parts(args)
+        value, pullback = jax.vjp(along, *primals)
+        scalar(value)
+        return value, in_convention(
+            asked(wanted[0], lambda: pullback(jnp.ones_like(value)), primals)
+        )
+
+    return full, reverse
 
 
-class OneProgram:
-    """The float64 CPU runs of a check, served by `full` (module docstring), else by
-    `plain`'s functions (None: the backend has no forward mode; or once `full` has failed
-    where `plain.value_and_grad` ran: `refused`, what the jvp raises then); the loss alone
-    by the same program until that costs more than compiling `plain.loss` (`bought`)."""
+class CheckRuns:
+    """The float64 CPU runs of a check (module docstring), by the first of these that
+    runs: `full` (`one_program`); `reverse` once `full` has failed (the forward mode:
+    `refused`, what the jvp raises then); `plain`'s functions once that has failed too
+    (the kernel's own error, raised there), or where there are neither (a backend with no
+    forward mode, like Enzyme-JAX's): there the loss alone is rented from
+    `plain.value_and_grad` until that costs more than compiling `plain.loss` (`bought`)."""
 
     def __init__(
         self,
         example: Example,
-        full: Callable | None,
         plain: Functions,
+        full: Callable | None = None,
+        reverse: Callable | None = None,
         clock: Callable[[], float] = time.perf_counter,
     ):
-        self.example, self.full, self.plain, self.clock = example, full, plain, clock
+        self.example, self.plain, self.clock = example, plain, clock
+        self.full, self.reverse = full, reverse
+        self.serving = "full" if full is not None else "plain"
         self.refused: BaseException | None = None
         self.first_call: float | None = None  # seconds: tracing and compilation included
-        self.spent = 0.0  # seconds of loss-only calls through the one program
+        self.spent = 0.0  # seconds of loss-only calls through `plain.value_and_grad`
         self.bought = False  # the loss-only calls go to `plain.loss`
 
     def _zeros(self, args: tuple) -> dict[str, Any]:
@@ -119,35 +160,48 @@ class OneProgram:
             for n, i in zip(self.example.wrt_names, self.example.wrt_positions, strict=True)
         }
 
+    def _own(self, args: tuple, tangents: dict | None, wanted: tuple[bool, bool]):
+        """`(loss, gradient, directional)` by `full`, or `(loss, gradient)` by `reverse`;
+        None when neither runs (then `plain`'s functions serve)."""
+        import numpy as np
+
+        if self.serving == "full":
+            tangents = self._zeros(args) if tangents is None else tangents
+            try:
+                return self.full(*args, tangents, np.array(wanted))
+            except Exception as e:  # noqa: BLE001 - the next program tells what failed
+                self.refused = e
+                self.serving = "reverse" if self.reverse is not None else "plain"
+        if self.serving == "reverse":
+            try:
+                return self.reverse(*args, np.array(wanted))
+            except Exception:  # noqa: BLE001 - the kernel's own error: `plain` raises it
+                self.serving = "plain"
+        return None
+
     def value_and_grad(self, *args):
         start = self.clock()
-        both = self._value_and_grad(args)
+        both = self._own(args, None, GRADIENT)
+        both = self.plain.value_and_grad(*args) if both is None else both[:2]
         if self.first_call is None:
             self.first_call = self.clock() - start
         return both
 
-    def _value_and_grad(self, args: tuple):
-        if self.full is not None and self.refused is None:
-            try:
-                value, gradient, _ = self.full(*args, self._zeros(args))
-                return value, gradient
-            except Exception as e:  # noqa: BLE001 - told apart by the plain program below
-                both = self.plain.value_and_grad(*args)  # the kernel's own error, if any
-                self.refused = e  # the plain program ran: the forward mode is what failed
-                return both
-        return self.plain.value_and_grad(*args)
-
     def evaluation_loss(self, *args):
-        """The loss alone (module docstring, "The loss alone"): by the one program while
-        that costs less than compiling the loss program would, then by that program. Before
-        any evaluation in this process (its numbers came from a record) the one program is
-        not compiled either: the loss program serves at once."""
-        if self.bought or self.first_call is None:
+        """The loss alone (module docstring, "The loss alone"): by the program that
+        computed the evaluation in this process; before any (its numbers came from a
+        record) by `plain.loss`; where `plain` serves, rented from its `value_and_grad`
+        program while that costs less than compiling `plain.loss` would."""
+        if self.first_call is None or self.bought:
             return self.plain.loss(*args)
+        if self.serving != "plain":
+            found = self._own(args, None, LOSS_ONLY)
+            if found is not None:
+                return found[0]
         import jax
 
         start = self.clock()
-        value = jax.block_until_ready(self._value_and_grad(args)[0])  # its seconds: the cost
+        value = jax.block_until_ready(self.plain.value_and_grad(*args)[0])  # its seconds
         self.spent += self.clock() - start
         self.bought = self.spent > LOSS_SHARE * self.first_call
         return value
@@ -155,13 +209,12 @@ class OneProgram:
     def jvp(self, *args):
         if self.full is None:
             return self.plain.jvp(*args)
-        if self.refused is not None:
-            raise self.refused
-        try:
-            return self.full(*args)[2]
-        except Exception as e:
-            self.refused = e
-            raise
+        if self.serving == "full":
+            *args, tangents = args
+            found = self._own(tuple(args), tangents, DIRECTIONAL)
+            if self.serving == "full":
+                return found[2]
+        raise self.refused
 
     def functions(self) -> Functions:
         return Functions(

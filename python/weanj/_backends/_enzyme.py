@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._model import Example, Functions
-from ._checking import OneProgram
+from ._checking import CheckRuns
 from ._jax import Precise, jax_variant, loss_of, stored_convention
 
 
@@ -82,7 +82,7 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
         evaluation_loss=loss_of(one),
     )
     # a check's float64 runs: that one program, the loss alone rented from it (`_checking`)
-    return plain._replace(checking=OneProgram(example, None, plain).functions())
+    return plain._replace(checking=CheckRuns(example, plain).functions())
 
 
 def enzyme_variant(

@@ -164,13 +164,18 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
         value_and_grad=one,
         evaluation_loss=loss_of(one),
     )
-    # a check's float64 CPU runs: one program with the forward mode too (`_checking`), in
-    # the configuration `one` is given (`configured_build`), read at each call
-    full = _checking.full_program(
-        example, loss, gradient if grad is not None else in_convention, grad is not None
+    # a check's float64 CPU runs (`_checking`), in the configuration `one` is given
+    # (`configured_build`), read at each call
+    full, reverse = _checking.one_program(
+        example, loss, in_convention, gradient if grad is not None else None
     )
-    program = Precise(jax.jit(full, static_argnums=static), lambda: _configured(one))
-    return plain._replace(checking=_checking.OneProgram(example, program, plain).functions())
+    runs = _checking.CheckRuns(
+        example, plain, *(
+            Precise(jax.jit(fn, static_argnums=static), lambda: _configured(one))
+            for fn in (full, reverse)
+        ),
+    )  # fmt: skip
+    return plain._replace(checking=runs.functions())
 
 
 def _configured(fn: Precise) -> Any:
