@@ -65,15 +65,7 @@ def test_subjects_are_read_from_the_phase_texts():
 def test_an_evaluation_with_its_checks_compiles_one_program_per_dtype(project, monkeypatch):
     import jax
 
-    from weanj._backends import _checking
-
     monkeypatch.setenv("WEANJ_COMPILATION_CACHE", "0")
-    # jax-jacobi-adjoint (a custom_vjp: no forward mode) and the Enzyme variant take their
-    # loss-only calls from their value_and_grad program; here that never buys a loss
-    # program, however slow a loaded machine makes the steps (when it does is
-    # test_one_program's, on a simulated clock). jax-jacobi's one program needs no such
-    # help: its loss-only calls ask it for the loss alone.
-    monkeypatch.setattr(_checking, "LOSS_SHARE", float("inf"))
     full = catalog(EXAMPLE)
     # one variant of each way of building: JAX AD, a hand-written gradient (whose jvp
     # check borrows jax-jacobi's forward mode), Enzyme-JAX where it is installed

@@ -234,57 +234,47 @@ def test_a_hand_written_gradient_runs_only_when_asked(project):
         _registry.unregister_example(name)
 
 
-class _Clock:
-    def __init__(self):
-        self.now = 0.0
+def test_with_no_evaluation_in_this_process_the_loss_program_serves_at_once(example):
+    """The evaluation's numbers came from a record: the loss-only calls compile the loss
+    program, not the one that would also hold the gradient; after an evaluation here,
+    they ask that one program for the loss alone."""
+    from weanj._backends._checking import CheckRuns
 
-    def __call__(self) -> float:
-        return self.now
+    args, _ = _args(example)
+    calls = []
 
-
-def _rented(first: float, each: float):
-    """The check's runs of a backend with no forward mode (`CheckRuns` without `full`),
-    over counted stand-ins: its `value_and_grad` program's first call takes `first`
-    simulated seconds (a compilation), each later one `each`; the loss program's calls
-    are free."""
-    from weanj._backends._checking import LOSS_SHARE, CheckRuns
-
-    clock, calls = _Clock(), {"one": 0, "loss": 0}
-    ex = _registry.catalog(NAME).example
-
-    def value_and_grad(*args):
-        clock.now += first if calls["one"] == 0 else each
-        calls["one"] += 1
+    def reverse(*args):
+        calls.append(("reverse", tuple(np.asarray(args[-1]))))
         return 1.0, {"x": 0.0, "w": 0.0}
 
     def loss(*args):
-        calls["loss"] += 1
+        calls.append(("loss",))
         return 2.0
 
-    plain = weanj.Functions(loss, None, value_and_grad=value_and_grad)
-    return CheckRuns(ex, plain, clock=clock), calls, LOSS_SHARE
+    runs = CheckRuns(_registry.catalog(NAME).example, weanj.Functions(loss, None), reverse=reverse)
+    assert runs.evaluation_loss(*args) == 2.0
+    assert calls == [("loss",)]
+    assert runs.value_and_grad(*args) == (1.0, {"x": 0.0, "w": 0.0})
+    assert runs.evaluation_loss(*args) == 1.0
+    assert calls[1:] == [("reverse", (True, False)), ("reverse", (False, False))]
 
 
-def test_without_a_forward_mode_the_loss_is_rented_from_value_and_grad(example):
-    args, _ = _args(example)
-    # a cheap kernel: 100 steps at 1 ms cost 0.1 s, under LOSS_SHARE of a 1 s compilation
-    one, calls, share = _rented(first=1.0, each=0.001)
-    one.value_and_grad(*args)
-    assert [one.evaluation_loss(*args) for _ in range(100)] == [1.0] * 100
-    assert calls == {"one": 101, "loss": 0} and not one.bought
-    assert 100 * 0.001 < share * 1.0
-    # a dear one: 30 ms a step; the loss program takes over once the steps passed the share
-    one, calls, share = _rented(first=1.0, each=0.03)
-    one.value_and_grad(*args)
-    values = [one.evaluation_loss(*args) for _ in range(40)]
-    rented = int(share / 0.03) + 1  # the first step whose seconds pass the share (no tie)
-    assert (rented - 1) * 0.03 < share < rented * 0.03
-    assert values == [1.0] * rented + [2.0] * (40 - rented)
-    assert calls == {"one": 1 + rented, "loss": 40 - rented}
+def test_an_enzyme_variants_check_runs_one_reverse_program(project):
+    """Enzyme-JAX (where installed): the check's runs are one program, `jax.vjp` through
+    Enzyme with its reverse pass asked only by the evaluation; the numbers are those of
+    its `value_and_grad` program, bit for bit."""
+    pytest.importorskip("enzyme_ad", reason="Enzyme-JAX is not installed (weanj[enzyme])")
+    from weanj._backends._checking import LOSS_ONLY
 
-
-def test_with_no_evaluation_in_this_process_the_loss_program_serves_at_once(example):
-    args, _ = _args(example)
-    one, calls, _ = _rented(first=1.0, each=0.001)
-    assert one.evaluation_loss(*args) == 2.0  # the program was never compiled here
-    assert calls == {"one": 0, "loss": 1}
+    weanj.write_inputs("01-jacobi")
+    v = _registry.catalog("01-jacobi").find("jax-jacobi-enzyme")
+    args = weanj.read_inputs("01-jacobi").args("float64")
+    runs = for_checks(v.built, True).value_and_grad.__self__
+    assert runs.serving == "reverse" and runs.full is None
+    value, g = runs.value_and_grad(*args)
+    plain_value, plain_g = v.built.value_and_grad(*args)
+    assert float(value) == float(plain_value)
+    assert np.array_equal(np.asarray(g), np.asarray(plain_g))
+    assert np.any(np.asarray(g))
+    loss, nothing = runs._own(args, None, LOSS_ONLY)
+    assert float(loss) == float(value) and not np.any(np.asarray(nothing))

@@ -19,20 +19,15 @@ compiled three (benchmarks/compile_cost.py). A variant with a hand-written gradi
 keeps it: its `full` is the loss, the gradient it wrote and `jax.jvp` of the loss.
 
 A loss JAX cannot push forward (a `custom_vjp` inside, a primitive without a JVP rule)
-fails to trace so; its runs then go to its `value_and_grad` program, and its `jvp` raises
-that first error, which the jvp check names before it borrows a family member's forward
-mode (`_pipeline._gradchecks.jvp_judgement`). A backend with no forward mode of its own
-(Enzyme-JAX's variants: their jvp check borrows a family member's) has its
-`value_and_grad` program alone.
-
-**The loss alone, there.** The loss-only calls go through that `value_and_grad` program
-(no new compilation, which a cheap kernel wants: its calls cost microseconds, a second
-program tenths of a second) until the seconds they took there pass `LOSS_SHARE` of its
-first call (its tracing and compilation: a loss program compiles in about that share of
-it, benchmarks/compile_cost.py), then through the variant's `loss` program, compiled
-then: renting before buying, so a kernel whose reverse pass is dear pays at most about
-twice what the better choice, known in advance, would have cost. Before any evaluation
-in this process (its numbers came from a record) the `loss` program serves at once.
+cannot be lowered so; its runs then go to a reverse-mode program built the same way
+(`reverse`: `jax.vjp`, the gradient in a `lax.cond`), and its `jvp` raises the first
+error, which the jvp check names before it borrows a family member's forward mode
+(`_pipeline._gradchecks.jvp_judgement`). A backend with no forward mode of its own
+(Enzyme-JAX's variants) has that reverse-mode program from the start: Enzyme's reverse
+pass (one `ReverseModeCombined` call) sits in the `lax.cond`, so its loss-only calls cost
+Enzyme's forward alone. Before any evaluation in this process (its numbers came from a
+record) the variant's `loss` program serves the loss-only calls: a loss compiles in less
+time than the program that would also hold the gradient.
 
 Only weanj's checks call these functions (`Functions.checking`, chosen by
 `_pipeline._evaluate.for_checks`); `loss`, `grad` and `jvp` called directly stay the
@@ -41,15 +36,10 @@ variant's own programs, and a float32 run calls its `value_and_grad` program alo
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 from .._model import Example, Functions
-
-# A loss program's compilation, as a share of its one program's first call (tracing,
-# compilation and a run): about 0.3 to 0.5 on the gallery (benchmarks/compile_cost.py).
-LOSS_SHARE = 0.4
 
 
 def loss_along(loss: Callable, args: list, positions: tuple[int, ...]) -> Callable:
@@ -130,11 +120,10 @@ def one_program(example: Example, loss: Callable, in_convention: Callable, gradi
 
 class CheckRuns:
     """The float64 CPU runs of a check (module docstring), by the first of these that
-    runs: `full` (`one_program`); `reverse` once `full` has failed (the forward mode:
+    runs: `full` (`one_program`); `reverse` (a backend with no forward mode, like
+    Enzyme-JAX's, from the start; a JAX loss once `full` has failed: the forward mode,
     `refused`, what the jvp raises then); `plain`'s functions once that has failed too
-    (the kernel's own error, raised there), or where there are neither (a backend with no
-    forward mode, like Enzyme-JAX's): there the loss alone is rented from
-    `plain.value_and_grad` until that costs more than compiling `plain.loss` (`bought`)."""
+    (the kernel's own error, raised there)."""
 
     def __init__(
         self,
@@ -142,15 +131,11 @@ class CheckRuns:
         plain: Functions,
         full: Callable | None = None,
         reverse: Callable | None = None,
-        clock: Callable[[], float] = time.perf_counter,
     ):
-        self.example, self.plain, self.clock = example, plain, clock
-        self.full, self.reverse = full, reverse
-        self.serving = "full" if full is not None else "plain"
+        self.example, self.plain, self.full, self.reverse = example, plain, full, reverse
+        self.serving = "full" if full is not None else "reverse" if reverse else "plain"
         self.refused: BaseException | None = None
-        self.first_call: float | None = None  # seconds: tracing and compilation included
-        self.spent = 0.0  # seconds of loss-only calls through `plain.value_and_grad`
-        self.bought = False  # the loss-only calls go to `plain.loss`
+        self.evaluated = False  # an evaluation ran in this process (its program compiled)
 
     def _zeros(self, args: tuple) -> dict[str, Any]:
         import numpy as np
@@ -180,31 +165,16 @@ class CheckRuns:
         return None
 
     def value_and_grad(self, *args):
-        start = self.clock()
         both = self._own(args, None, GRADIENT)
-        both = self.plain.value_and_grad(*args) if both is None else both[:2]
-        if self.first_call is None:
-            self.first_call = self.clock() - start
-        return both
+        self.evaluated = True
+        return self.plain.value_and_grad(*args) if both is None else both[:2]
 
     def evaluation_loss(self, *args):
-        """The loss alone (module docstring, "The loss alone"): by the program that
-        computed the evaluation in this process; before any (its numbers came from a
-        record) by `plain.loss`; where `plain` serves, rented from its `value_and_grad`
-        program while that costs less than compiling `plain.loss` would."""
-        if self.first_call is None or self.bought:
-            return self.plain.loss(*args)
-        if self.serving != "plain":
-            found = self._own(args, None, LOSS_ONLY)
-            if found is not None:
-                return found[0]
-        import jax
-
-        start = self.clock()
-        value = jax.block_until_ready(self.plain.value_and_grad(*args)[0])  # its seconds
-        self.spent += self.clock() - start
-        self.bought = self.spent > LOSS_SHARE * self.first_call
-        return value
+        """The loss alone: from the program that computed the evaluation in this process,
+        not asking it for the gradient; before any (its numbers came from a record), or
+        where that program failed, from `plain.loss` (a loss compiles in less time)."""
+        found = self._own(args, None, LOSS_ONLY) if self.evaluated else None
+        return self.plain.loss(*args) if found is None else found[0]
 
     def jvp(self, *args):
         if self.full is None:

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .._model import Example, Functions
-from ._checking import CheckRuns
-from ._jax import Precise, jax_variant, loss_of, stored_convention
+from ._checking import CheckRuns, one_program
+from ._jax import Precise, configuration_of, jax_variant, loss_of, stored_convention
 
 
 def enzyme_functions(example: Example, loss: Callable) -> Functions:
@@ -81,8 +81,12 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
         value_and_grad=one,
         evaluation_loss=loss_of(one),
     )
-    # a check's float64 runs: that one program, the loss alone rented from it (`_checking`)
-    return plain._replace(checking=CheckRuns(example, plain).functions())
+    # a check's float64 runs: one reverse-mode program, the gradient computed only when
+    # asked (`_checking`: Enzyme's reverse pass sits in a `lax.cond`)
+    _, reverse = one_program(example, enzyme_loss, in_convention)
+    jitted = jax.jit(reverse, static_argnums=static_argnums)
+    program = Precise(jitted, lambda: configuration_of(one))
+    return plain._replace(checking=CheckRuns(example, plain, None, program).functions())
 
 
 def enzyme_variant(

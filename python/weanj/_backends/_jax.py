@@ -127,10 +127,11 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
 
     weanj's own runs call `value_and_grad`, one program (`jax.value_and_grad`: the loss
     is computed inside the gradient's program anyway), and take every further loss from
-    it (`evaluation_loss`): same shapes, dtypes and parameters hit the same executable,
-    so an evaluation with its rounding level and Taylor test compiles once per dtype (and
-    its jvp check once more). `loss` and `grad` stay separate programs for direct calls
-    (a notebook, `weanj bench`'s forward and gradient timings).
+    it (`evaluation_loss`): same shapes, dtypes and parameters hit the same executable.
+    A check's float64 CPU runs call `checking` instead (`_checking`: one program that
+    also holds the forward mode, each call computing only what it asks). `loss` and
+    `grad` stay separate programs for direct calls (a notebook, `weanj bench`'s forward
+    and gradient timings).
     """
     import jax
 
@@ -171,14 +172,14 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
     )
     runs = _checking.CheckRuns(
         example, plain, *(
-            Precise(jax.jit(fn, static_argnums=static), lambda: _configured(one))
+            Precise(jax.jit(fn, static_argnums=static), lambda: configuration_of(one))
             for fn in (full, reverse)
         ),
     )  # fmt: skip
     return plain._replace(checking=runs.functions())
 
 
-def _configured(fn: Precise) -> Any:
+def configuration_of(fn: Precise) -> Any:
     return fn.configured() if fn.configured is not None else None
 
 

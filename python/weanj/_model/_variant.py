@@ -44,7 +44,7 @@ class Functions(NamedTuple):
     or plain Python variant: the CPU reference, no device run). `checking`: the
     `Functions` a check's float64 CPU runs call (its evaluation, loss floor, Taylor steps
     and jvp), where the backend has its own for them (a JAX variant: one program that also
-    pushes the loss forward, and the loss alone from a loss program once that is cheaper,
+    pushes the loss forward, each call computing only what it asks,
     `_backends/_checking.py`), else None."""
 
     loss: Callable

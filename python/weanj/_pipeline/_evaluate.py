@@ -167,8 +167,8 @@ def _perturbed(inputs: Inputs, dtype: str, sample: int = 0, eps: float | None = 
 def for_checks(built: Any, checking: bool) -> Any:
     """The functions a float64 CPU run calls: in a check (`checking`), where the backend
     has its own for a check's runs, those (`Functions.checking`: one program for the
-    evaluation, its loss floor, the Taylor steps and the jvp, the loss alone from a loss
-    program once that is cheaper), else `built` itself."""
+    evaluation, its loss floor, the Taylor steps and the jvp, each call computing only
+    what it asks), else `built` itself."""
     own = getattr(built, "checking", None)
     return own if checking and own is not None else built
 
