@@ -12,8 +12,8 @@ and without the persistent compilation cache (never turned on here): the example
 table judged as `weanj check --fresh` judges it (`_cases.read_plan` and `judge_plan` in a
 `Session`: every evaluation in both dtypes with its loss floor, the Taylor, central-
 difference and jvp checks and the pairs), once as weanj runs today (a JAX variant's loss
-and gradient one program; in float64 that program holds the forward mode too and the loss
-alone comes from it until a loss program is cheaper, `_backends/_checking.py`), once with
+and gradient one program; in float64 that program holds the forward mode too, and each
+call asks it only for what it needs, `_backends/_checking.py`), once with
 every JAX variant compiled the old way (a loss program, a gradient program and a jvp
 program, the extra losses from the loss program). The compilations are JAX's own
 monitoring event (`/jax/core/compile/backend_compile_duration`,
