@@ -3,20 +3,22 @@ forward-mode derivative, each computed only when asked (issue 51).
 
 A check runs a JAX variant in float64 on the CPU for its evaluation, the loss floor's
 perturbed runs, the Taylor test's steps and the forward-vs-reverse (jvp) check. Each of
-these calls one program, `full(*args, tangents, wanted) -> (loss, gradient,
+these calls one program, `full(*args, tangents, derivatives) -> (loss, gradient,
 directional)`: `jax.linearize` of the loss gives the loss and its linear map; the map
 applied to `tangents` is the forward-mode derivative, and its transpose
 (`jax.linear_transpose`, which is how `jax.grad` computes a gradient: the same numbers,
-bit for bit, on every gallery variant) the gradient. `wanted`, two booleans passed as an
-array (a traced value: one compilation serves every choice), says which of the two the
-call asks for; each sits in a `lax.cond`, so what is not asked is not computed. The
-evaluation asks the gradient; the loss floor's perturbed runs and the Taylor test's steps
-(tens of them: the step halves up to 40 times per direction) ask nothing and cost the
-forward pass with its stored residuals (`kernex-lex`: 13 ms, where its gradient takes
-310 ms); the jvp check asks the directional derivative. So in float64 an evaluation with
-all its checks compiles one program, where a loss, a gradient and a `jvp` program
-compiled three (benchmarks/compile_cost.py). A variant with a hand-written gradient
-keeps it: its `full` is the loss, the gradient it wrote and `jax.jvp` of the loss.
+bit for bit, on every gallery variant) the gradient. The two derivatives sit in one
+`lax.cond` that `derivatives`, a boolean passed as an array (a traced value: one
+compilation serves both kinds of call), opens. The loss floor's perturbed runs and the
+Taylor test's steps (tens of them: the step halves up to 40 times per direction) ask the
+loss alone and cost the forward pass with its stored residuals (`kernex-lex`: 13 ms,
+where its gradient takes 310 ms); the evaluation and the jvp check (one call each) ask the
+derivatives, each computing the other's too (the evaluation's directional derivative
+along zero tangents: one forward-mode pass spent, where a second `lax.cond` would cost
+compilation in every variant). So in float64 an evaluation with all its checks compiles
+one program, where a loss, a gradient and a `jvp` program compiled three
+(benchmarks/compile_cost.py). A variant with a hand-written gradient keeps it: its `full`
+is the loss, the gradient it wrote and `jax.jvp` of the loss.
 
 A loss JAX cannot push forward (a `custom_vjp` inside, a primitive without a JVP rule)
 cannot be lowered so; its runs then go to a reverse-mode program built the same way
@@ -55,17 +57,17 @@ def loss_along(loss: Callable, args: list, positions: tuple[int, ...]) -> Callab
     return along
 
 
-# what a call of the one program asks for: (the gradient, the directional derivative)
-LOSS_ONLY, GRADIENT, DIRECTIONAL = ((False, False), (True, False), (False, True))
+# what a call of the one program asks for: the loss alone, or its derivatives too
+LOSS_ONLY, DERIVATIVES = False, True
 
 
 def one_program(example: Example, loss: Callable, in_convention: Callable, gradient=None):
-    """`(full, reverse)`, not yet jitted (module docstring). `full(*args, tangents, wanted)
-    -> (loss, gradient, directional)`; `wanted`: a bool pair, the gradient and the
-    directional derivative asked for; what is not asked is zeros and is not computed
-    (`lax.cond`: the loss alone costs the forward pass). `reverse(*args, wanted) -> (loss,
+    """`(full, reverse)`, not yet jitted (module docstring). `full(*args, tangents,
+    derivatives) -> (loss, gradient, directional)`: with `derivatives` false, the
+    gradient and the directional derivative are zeros and are not computed (`lax.cond`:
+    the loss alone costs the forward pass). `reverse(*args, derivatives) -> (loss,
     gradient)`, for a loss JAX cannot push forward: `jax.vjp`, the gradient computed only
-    when `wanted[0]`. `in_convention(raw)` puts JAX's gradient in weanj's convention;
+    when asked. `in_convention(raw)` puts JAX's gradient in weanj's convention;
     `gradient(*args)`, a hand-written gradient in that convention, replaces it."""
     import jax
     import jax.numpy as jnp
@@ -84,35 +86,42 @@ def one_program(example: Example, loss: Callable, in_convention: Callable, gradi
         along = loss_along(loss, args, positions)
         return along, tuple(args[i] for i in positions)
 
-    def by_hand(args, flag):
-        shapes = jax.eval_shape(lambda: gradient(*args))  # the parameters stay static
-        return asked(flag, lambda: gradient(*args), shapes)
+    def hand_shapes(args):
+        return jax.eval_shape(lambda: gradient(*args))  # the parameters stay static
 
     def full(*args):
-        *args, tangents, wanted = args
+        *args, tangents, derivatives = args
         along, primals = parts(args)
         directions = tuple(tangents[n] for n in example.wrt_names)
         if gradient is not None:
             value = loss(*args)
-            directional = asked(wanted[1], lambda: jax.jvp(along, primals, directions)[1], value)
-            return value, by_hand(args, wanted[0]), directional
+            g, directional = asked(
+                derivatives,
+                lambda: (gradient(*args), jax.jvp(along, primals, directions)[1]),
+                (hand_shapes(args), value),
+            )
+            return value, g, directional
         value, linear = jax.linearize(along, *primals)
         scalar(value)
-        raw = asked(
-            wanted[0], lambda: jax.linear_transpose(linear, *primals)(jnp.ones_like(value)),
-            primals,
-        )  # fmt: skip
-        return value, in_convention(raw), asked(wanted[1], lambda: linear(*directions), value)
+        raw, directional = asked(
+            derivatives,
+            lambda: (
+                jax.linear_transpose(linear, *primals)(jnp.ones_like(value)),
+                linear(*directions),
+            ),
+            (primals, value),
+        )
+        return value, in_convention(raw), directional
 
     def reverse(*args):
-        *args, wanted = args
+        *args, derivatives = args
         if gradient is not None:
-            return loss(*args), by_hand(args, wanted[0])
+            return loss(*args), asked(derivatives, lambda: gradient(*args), hand_shapes(args))
         along, primals = parts(args)
         value, pullback = jax.vjp(along, *primals)
         scalar(value)
         return value, in_convention(
-            asked(wanted[0], lambda: pullback(jnp.ones_like(value)), primals)
+            asked(derivatives, lambda: pullback(jnp.ones_like(value)), primals)
         )
 
     return full, reverse
@@ -145,7 +154,7 @@ class CheckRuns:
             for n, i in zip(self.example.wrt_names, self.example.wrt_positions, strict=True)
         }
 
-    def _own(self, args: tuple, tangents: dict | None, wanted: tuple[bool, bool]):
+    def _own(self, args: tuple, tangents: dict | None, derivatives: bool):
         """`(loss, gradient, directional)` by `full`, or `(loss, gradient)` by `reverse`;
         None when neither runs (then `plain`'s functions serve)."""
         import numpy as np
@@ -153,19 +162,19 @@ class CheckRuns:
         if self.serving == "full":
             tangents = self._zeros(args) if tangents is None else tangents
             try:
-                return self.full(*args, tangents, np.array(wanted))
+                return self.full(*args, tangents, np.array(derivatives))
             except Exception as e:  # noqa: BLE001 - the next program tells what failed
                 self.refused = e
                 self.serving = "reverse" if self.reverse is not None else "plain"
         if self.serving == "reverse":
             try:
-                return self.reverse(*args, np.array(wanted))
+                return self.reverse(*args, np.array(derivatives))
             except Exception:  # noqa: BLE001 - the kernel's own error: `plain` raises it
                 self.serving = "plain"
         return None
 
     def value_and_grad(self, *args):
-        both = self._own(args, None, GRADIENT)
+        both = self._own(args, None, DERIVATIVES)
         self.evaluated = True
         return self.plain.value_and_grad(*args) if both is None else both[:2]
 
@@ -181,7 +190,7 @@ class CheckRuns:
             return self.plain.jvp(*args)
         if self.serving == "full":
             *args, tangents = args
-            found = self._own(tuple(args), tangents, DIRECTIONAL)
+            found = self._own(tuple(args), tangents, DERIVATIVES)
             if self.serving == "full":
                 return found[2]
         raise self.refused
