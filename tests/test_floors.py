@@ -262,8 +262,9 @@ class _Watch:
 
 def test_a_loss_no_perturbed_run_moves_gets_more_draws_until_one_does(project):
     """The loss level's draws (`_evaluate._noise`), counted: four where one moves the loss;
-    where none does, more, until the first that moves it, at most `NOISE_SAMPLES_MAX`;
-    the level is the largest move (the stand-in's 3e-15, as rounded), or `backward_level`."""
+    where none does and the gradient is 0 (`backward_level` 0), more, until the first that
+    moves it, at most `NOISE_SAMPLES_MAX`; where the gradient gives a level, four. The
+    level is the largest move (the stand-in's 3e-15, as rounded), or `backward_level`."""
     import weanj
     from weanj._model import Functions, Inputs
     from weanj._pipeline import _evaluate
@@ -274,10 +275,13 @@ def test_a_loss_no_perturbed_run_moves_gets_more_draws_until_one_does(project):
     x = np.array([0.5, -1.0, 2.0])
     inputs = Inputs(ex, {"x": x}, {}, digest="0" * 64)
     MOVE = (1.0 + 3e-15) - 1.0  # what the stand-in's move is in float64
-    for moves_from, calls_expected, level in (
-        (1, 4, MOVE),  # the first draw moves it: the four draws, no more
-        (7, 7, MOVE),  # draws 1-6 leave it unmoved: draw 7 is the last
-        (None, 16, 0.0),  # none moves it: 16 draws, the level is backward_level's (0 here)
+    g = np.array([1.0, 0.0, 2.0])
+    eps = np.finfo(np.float64).eps
+    for moves_from, gradient, calls_expected, level in (
+        (1, np.zeros(3), 4, MOVE),  # the first draw moves it: the four draws, no more
+        (7, np.zeros(3), 7, MOVE),  # draws 1-6 leave it unmoved: draw 7 is the last
+        (None, np.zeros(3), 16, 0.0),  # none moves it: 16 draws, and the level is 0
+        (7, g, 4, eps * np.sum(np.abs(x * g))),  # the gradient gives a level: four draws
     ):
         calls = []
 
@@ -290,7 +294,7 @@ def test_a_loss_no_perturbed_run_moves_gets_more_draws_until_one_does(project):
             return loss(*args), np.zeros(3)
 
         fns = Functions(loss, None, value_and_grad=value_and_grad)
-        got = _evaluate._noise(fns, inputs, 1.0, {"x": np.zeros(3)}, ex, "float64", _Watch(), "97")
+        got = _evaluate._noise(fns, inputs, 1.0, {"x": gradient}, ex, "float64", _Watch(), "97")
         assert len(calls) == calls_expected, (moves_from, len(calls))
         assert got["loss"] == level
     assert _evaluate.NOISE_SAMPLES_MAX == 16

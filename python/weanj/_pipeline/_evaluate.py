@@ -102,8 +102,11 @@ def first_line(e: BaseException) -> str:
 # few rarely stays at zero where rounding does not. Rarely is not never: a loss that
 # cancels to a few ulps of its terms takes one of a few values, and four draws can all
 # give back the same one (31-kmeans with x = c, n = 5: each draw leaves it unmoved with
-# probability 0.11, all four did). Where all the samples leave it unmoved, more are drawn,
-# up to `NOISE_SAMPLES_MAX` in all, until one moves it (0.11**16 = 5e-16).
+# probability 0.11, all four did, and its gradient is 0 there: its level was 0). Where all
+# the samples leave it unmoved and `backward_level` is 0 too (the level would be 0), more
+# are drawn, up to `NOISE_SAMPLES_MAX` in all, until one moves it (0.11**16 = 5e-16). Not
+# where the gradient gives a level: a float64 run on a TPU (its float64 emulated) can
+# leave a loss unmoved by every one-ulp draw, and each draw there takes seconds.
 NOISE_SAMPLES = 4
 NOISE_SAMPLES_MAX = 16
 
@@ -235,10 +238,10 @@ def _noise(
     """`{"loss": level, array: median |g̃ − g|}` ({} if a perturbed run fails or is not
     finite: the floors are then unknown, and zero). The loss's level is the largest of
     its moves under `NOISE_SAMPLES` perturbations (up to `NOISE_SAMPLES_MAX` where none
-    moves it) and `backward_level`; a gradient's is the median of one perturbation's
-    moves, not the maximum: at a kink a one-ulp move may change the branch, and with it a
-    few entries by far more than rounding. `eps`: the unit of a reduced matmul precision
-    in effect on a device (its products round there)."""
+    moves it and `backward_level` is 0) and `backward_level`; a gradient's is the median
+    of one perturbation's moves, not the maximum: at a kink a one-ulp move may change the
+    branch, and with it a few entries by far more than rounding. `eps`: the unit of a
+    reduced matmul precision in effect on a device (its products round there)."""
     shapes = {k: np.shape(v) for k, v in gradients.items()}
     try:
         watch.step(f"perturbed run 1 of {NOISE_SAMPLES}")
@@ -246,8 +249,9 @@ def _noise(
         loss_t, raw_grad = _loss_and_grad(fns, args, watch, label, dtype)
         grads_t = checked_gradients(ex, raw_grad, dtype, shapes)
         moves = [abs(loss_t - loss)]
+        backward = backward_level(inputs, gradients, dtype)
         for sample in range(1, NOISE_SAMPLES_MAX):
-            if sample >= NOISE_SAMPLES and any(moves):
+            if sample >= NOISE_SAMPLES and (any(moves) or backward):
                 break
             of = NOISE_SAMPLES if sample < NOISE_SAMPLES else f"at most {NOISE_SAMPLES_MAX}"
             watch.step(f"perturbed run {sample + 1} of {of}")
@@ -256,7 +260,7 @@ def _noise(
             moves.append(abs(checked_loss(moved, dtype) - loss))
     except Exception:  # the measurement is a refinement; the run itself stood
         return {}
-    out = {"loss": max(*moves, backward_level(inputs, gradients, dtype))}
+    out = {"loss": max(*moves, backward)}
     for name, g in gradients.items():
         wide = np.complex128 if np.iscomplexobj(g) else np.float64
         with np.errstate(invalid="ignore", over="ignore"):
