@@ -180,6 +180,7 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
 
 
 def configuration_of(fn: Precise) -> Any:
+    """The `Configuration` a `Precise` function runs in (None: the session's)."""
     return fn.configured() if fn.configured is not None else None
 
 

@@ -168,9 +168,9 @@ class Session:
         """`x -> L(..., array=x, ...)` in float64, each call under the watch."""
         ex = variant.example
         arrays = inputs.run_arrays("float64")
-        # a check's own (`_checking`): the evaluation's program while that is cheaper than
-        # compiling the loss program, else that one (at once where the evaluation did not
-        # run that program in this process: a session that is not `checking`, a record)
+        # a check's own (`_checking`): the evaluation's program asked for the loss alone,
+        # or the loss program where the evaluation did not run that program in this
+        # process (a session that is not `checking`, a record)
         run = run_loss(on_device(for_checks(variant.built, True), "cpu")[0])
         where = f"{ex.name} {variant.name} (Taylor test of {array})"
 
