@@ -100,10 +100,10 @@ class _Kept:
     def __init__(self):
         self.checks: dict[tuple[str, str], dict] = {}
 
-    def recall(self, *_):
+    def recall(self, *_, **__):
         return None
 
-    def keep(self, *_):
+    def keep(self, *_, **__):
         pass
 
     def recall_check(self, *_):

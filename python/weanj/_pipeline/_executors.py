@@ -232,15 +232,17 @@ class Delivered:
         for (kind, array), numbers in (checks or {}).items():
             self.checks[(*_label_key(variant, dtype), kind, array)] = numbers
 
-    def recall(self, variant: Variant, inputs: Inputs, dtype: str):
-        found = self.outcomes.get((*_label_key(variant, dtype), inputs.key(dtype)))
+    def recall(self, variant: Variant, inputs: Inputs, dtype: str, device: str = "cpu"):
+        found = None  # engines deliver CPU runs only: a device run is evaluated here
+        if device == "cpu":
+            found = self.outcomes.get((*_label_key(variant, dtype), inputs.key(dtype)))
         if found is not None or self.records is None:
             return found
-        return self.records.recall(variant, inputs, dtype)
+        return self.records.recall(variant, inputs, dtype, device=device)
 
-    def keep(self, *args) -> None:
+    def keep(self, *args, **kwargs) -> None:
         if self.records is not None:
-            self.records.keep(*args)
+            self.records.keep(*args, **kwargs)
 
     def recall_check(self, variant: Variant, dtype: str, kind: str, array: str) -> dict | None:
         numbers = self.checks.get((*_label_key(variant, dtype), kind, array), None)

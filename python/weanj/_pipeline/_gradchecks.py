@@ -215,7 +215,7 @@ class GradientCheck:
     - `judgement(session, case, catalog, inputs, g, array, **what)`: the check of `g`'s
       `array`, judged (from an evaluation record's numbers where there are some);
     - `policy(example)`: the entries of the evaluation record's check policy it adds
-      (`_records.check_policy`: a change of one recomputes the evaluation);
+      (`_record_form.check_policy`: a change of one recomputes the evaluation);
     - `result`: the class of the numbers it records, registered in `_judge._checks.RESULTS`
       (`from_json`/`to_json` for its record; its rule, `judge`; its views: `summary`,
       `measure`, `view_json`, and `plot` where it draws one);

@@ -128,3 +128,30 @@ def describe(g: Any, place: Any, config: Any, rerun: str | None) -> None:
     g.extra["precision_reduced"] = bool(info["reduced"])
     if info["standin"]:
         g.extra["standin"] = True
+
+
+def identity(variant: Any, device: str, dtype: str) -> dict[str, Any] | None:
+    """What an evaluation record of a run on `device` is keyed by beside its
+    configuration (`_records`): the device's kind as JAX describes it, its software (the
+    platform's version) and whether it is the stand-in; None where the variant cannot run
+    there (its backend missing, no such device, functions that run on the CPU only)."""
+    try:
+        _, place = on_device(variant.built, device)
+    except Exception:  # noqa: BLE001 - the evaluation itself says what the device lacks
+        return None
+    info = place.to_json(dtype)
+    return _identity(info["device"], info["software"], info["standin"])
+
+
+def identity_of(extra: dict[str, Any]) -> dict[str, Any]:
+    """The same identity, of a device run that has finished (its gradient's `extra`, as
+    `describe` wrote it)."""
+    return _identity(extra["device_kind"], extra.get("device_software"), extra.get("standin"))
+
+
+def _identity(kind: Any, software: Any, standin: Any) -> dict[str, Any]:
+    return {
+        "device_kind": str(kind),
+        "device_software": str(software or ""),
+        "standin": bool(standin),
+    }

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from .._model import Variant
-from .._model._verdicts import FAULTS, Verdict
+from .._model._verdicts import FAULTS, GRADIENT_CHECKS, Verdict
 from ._gradchecks import CHECKS, TAYLOR_INFO
 
 FORMAT = 2
@@ -35,6 +35,15 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"cannot record a {type(value).__name__}")
 
 
+def check_policy(variant: Variant) -> dict[str, Any]:
+    """What decides a gradient check's numbers beside the code: each check's policy (the
+    example's Taylor and central-difference policies, the jvp tolerances)."""
+    policy: dict[str, Any] = {}
+    for kind in GRADIENT_CHECKS:
+        policy.update(CHECKS[kind].policy(variant.example))
+    return policy
+
+
 def _add_check(pending: dict, kind: str, array: str, numbers: dict) -> None:
     """A check's numbers into a record to write (marked changed where they are new)."""
     if "info" in numbers:  # what the check computed; the judge adds its own afresh
@@ -50,6 +59,38 @@ def _add_check(pending: dict, kind: str, array: str, numbers: dict) -> None:
 
 class Discarded(Exception):
     """A record that is not exactly what weanj writes for this evaluation: one line why."""
+
+
+# What reading a record may raise: each discards it (recomputed, with one line why).
+UNREADABLE = (
+    Discarded,
+    OSError,
+    ValueError,
+    KeyError,
+    TypeError,
+    AttributeError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+    EOFError,
+    MemoryError,
+)
+
+# What a device run's record keeps of its gradient's `extra` (`_on_device.describe`,
+# `_evaluate._levels`): the device it ran on and the precision its floors come from.
+DEVICE_EXTRA = (
+    "device",
+    "device_kind",
+    "device_software",
+    "precision",
+    "precision_reduced",
+    "precision_level",
+    "standin",
+)
+
+
+def device_extra(extra: dict[str, Any]) -> dict[str, Any]:
+    return {k: extra[k] for k in DEVICE_EXTRA if k in extra}
 
 
 def _member(filename: str) -> str:
@@ -133,7 +174,11 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
     if "fault" in record:
         _require(fields == common | {"fault"}, "its fields are not a record's")
     else:
-        _require(fields == common | {"loss", "noise", "sha256"}, "its fields are not a record's")
+        device = {"extra"} if "extra" in record else set()  # a device run's
+        _require(
+            fields == common | {"loss", "noise", "sha256"} | device,
+            "its fields are not a record's",
+        )
     _require(
         record["example"] == variant.example.name,
         f"it records another example ({str(record['example'])[:40]})",
@@ -184,10 +229,31 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
             and all(isinstance(x, str) and _SHA256.match(x) for x in digests.values()),
             "its arrays' digests are malformed",
         )
+    _require(("extra" in record) == ("device" in parts), "its device is not the one its key names")
+    if "extra" in record:
+        _check_extra(record["extra"], wrt)
     checks = record["checks"]
     _require(isinstance(checks, dict), "its gradient checks are malformed")
     for key, numbers in checks.items():
         _check_check(key, numbers, wrt)
+
+
+def _check_extra(extra: Any, wrt: tuple[str, ...]) -> None:
+    """A device run's `extra`, exactly as `device_extra` keeps it."""
+    bad = "its device's description is malformed"
+    _require(isinstance(extra, dict) and set(extra) <= set(DEVICE_EXTRA), bad)
+    _require({"device", "device_kind", "precision", "precision_reduced"} <= set(extra), bad)
+    texts = ("device", "device_kind", "device_software", "precision")
+    _require(all(isinstance(extra[k], str) for k in texts if k in extra), bad)
+    flags = ("precision_reduced", "standin")
+    _require(all(isinstance(extra[k], bool) for k in flags if k in extra), bad)
+    level = extra.get("precision_level", {})
+    _require(
+        isinstance(level, dict)
+        and set(level) <= {"loss", *wrt}
+        and all(_finite(x) and x >= 0 for x in level.values()),
+        bad,
+    )
 
 
 def _check_check(key: Any, numbers: Any, wrt: tuple[str, ...]) -> None:

@@ -18,6 +18,8 @@ with its key: the sha256 of
   variant's own source files beyond Python (a Julia kernel); a change in one example's
   module changes only the keys of the examples that reach it;
 - **the project's `[tool.weanj]` table** (but `scheduler` and `timeout`);
+- **the device** of a run on one (`_on_device.identity`: its kind, software, stand-in or
+  not); such a record keeps the precision its floors come from, and only its gradient;
 - **the versions**: weanj (and, for a checkout of weanj, a digest of its own sources),
   jax, jaxlib, numpy, and the variant's backend (`Variant.backend_version()`: Enzyme-JAX,
   kernex, Julia and its packages).
@@ -58,14 +60,15 @@ from .._io._atomic import atomic_path
 from .._io._h5 import array_sha256
 from .._judge._contract import Fault
 from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
-from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from .._model._verdicts import CaseKind, Verdict
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
-from ._gradchecks import CHECKS
+from ._on_device import CPU, device_label, identity, identity_of
 from ._record_form import (
     _RECORD_TEXT_MAX,
     _REUSED_FAULTS,
     FORMAT,
+    UNREADABLE,
     Discarded,
     _add_check,
     _check_record,
@@ -74,6 +77,8 @@ from ._record_form import (
     _nbytes,
     _plain,
     canonical,
+    check_policy,
+    device_extra,
 )
 
 # `[tool.weanj]` keys that change where or how long an evaluation runs, never a number of
@@ -81,17 +86,8 @@ from ._record_form import (
 NOT_IN_THE_KEY = frozenset({"scheduler", "timeout"})
 
 
-def label_of(variant: Variant, dtype: str) -> str:
-    return variant.name if dtype == "float64" else f"{variant.name}@{dtype}"
-
-
-def check_policy(variant: Variant) -> dict[str, Any]:
-    """What decides a gradient check's numbers beside the code: each check's policy (the
-    example's Taylor and central-difference policies, the jvp tolerances)."""
-    policy: dict[str, Any] = {}
-    for kind in GRADIENT_CHECKS:
-        policy.update(CHECKS[kind].policy(variant.example))
-    return policy
+def label_of(variant: Variant, dtype: str, device: str = CPU) -> str:
+    return device_label(variant.name if dtype == "float64" else f"{variant.name}@{dtype}", device)
 
 
 @dataclass
@@ -162,8 +158,11 @@ class Records:
             else text_digest(self._code[module] + files_digest(extra, self._roots()))
         )
 
-    def parts(self, variant: Variant, inputs: Inputs, dtype: str, config=None) -> dict[str, Any]:
-        """The key's parts; of the evaluation's `Configuration`, what its backend sets."""
+    def parts(
+        self, variant: Variant, inputs: Inputs, dtype: str, config=None, device=None
+    ) -> dict[str, Any]:
+        """The key's parts; of the evaluation's `Configuration`, what its backend sets; of
+        a run on a device, the device's identity (`_on_device.identity`)."""
         config = config or variant.configuration(dtype)
         if not self._weanj:
             self._weanj = weanj_sources()
@@ -182,46 +181,40 @@ class Records:
             "versions": {**core_versions(), "weanj sources": self._weanj},
             "backend": variant.backend_version(),
             **config.key_parts(),
+            **(device or {}),
             "checks": text_digest(canonical(check_policy(variant))),
         }
 
     # --- recall -------------------------------------------------------------------------------
 
-    def _path(self, variant: Variant, dtype: str) -> Path:
-        return self.places.evaluations(variant.example.name) / f"{label_of(variant, dtype)}.npz"
+    def _path(self, variant: Variant, label: str) -> Path:
+        return self.places.evaluations(variant.example.name) / f"{label}.npz"
 
-    def recall(self, variant: Variant, inputs: Inputs, dtype: str) -> Gradient | Fault | None:
+    def recall(
+        self, variant: Variant, inputs: Inputs, dtype: str, device: str = CPU
+    ) -> Gradient | Fault | None:
         """The recorded evaluation, where its key is the one recomputed now from the
-        project; else None (and why it is recomputed)."""
+        project; else None (and why it is recomputed). On a device not here (or that the
+        variant cannot run on), None: the evaluation says why."""
         ex = variant.example.name
-        label = label_of(variant, dtype)
+        label = label_of(variant, dtype, device)
+        place = identity(variant, device, dtype) if device != CPU else None
+        if device != CPU and place is None:
+            return None
         if self.fresh:
             self.recomputed[(ex, label)] = "asked afresh (--fresh)"
             return None
-        config = variant.configuration(dtype)
-        current = self.parts(variant, inputs, dtype, config)
+        config = variant.configuration(dtype, device)
+        current = self.parts(variant, inputs, dtype, config, place)
         try:
-            record, found = self._read(variant, inputs, dtype, self._path(variant, dtype))
+            record, found = self._read(variant, inputs, dtype, self._path(variant, label))
             if record is not None and record["key"] != text_digest(canonical(current)):
                 why = _why_changed(record["parts"], current)
                 if why is None:  # its parts say it holds, its key says otherwise
                     raise Discarded("its key is not the one its parts give")
                 self.recomputed[(ex, label)] = why
                 return None
-        except (
-            Discarded,
-            WeanjError,
-            OSError,
-            ValueError,
-            KeyError,
-            TypeError,
-            AttributeError,
-            IndexError,
-            OverflowError,
-            RecursionError,
-            EOFError,
-            MemoryError,
-        ) as e:
+        except (WeanjError, *UNREADABLE) as e:
             why = (str(e).splitlines() or [type(e).__name__])[0][:160] or type(e).__name__
             if not isinstance(e, Discarded):
                 why = f"unreadable ({why})"
@@ -314,6 +307,7 @@ class Records:
             created=record["created"],
             noise={k: float(v) for k, v in record["noise"].items()},
         )
+        g.extra.update(record.get("extra", {}))  # a device run's device and precision
         return record, g
 
     def recall_check(self, variant: Variant, dtype: str, kind: CaseKind, array: str) -> dict | None:
@@ -332,17 +326,22 @@ class Records:
         dtype: str,
         found: Gradient | Fault,
         checks: dict | None = None,
+        device: str = CPU,
     ) -> None:
         """Record a new evaluation now, as soon as it finished (with the numbers of the
         checks that came with it, `{(kind, array): numbers}`): an interrupted run keeps
         every evaluation that had finished. A check computed later is added by
-        `keep_check` and written at the next `flush`."""
-        if isinstance(found, Fault) and found.verdict not in _REUSED_FAULTS:
+        `keep_check` and written at the next `flush`. Of a run on a device, only a
+        gradient is kept (its faults may be the platform's, or its load's)."""
+        if isinstance(found, Fault) and (device != CPU or found.verdict not in _REUSED_FAULTS):
             return
-        parts = self.parts(variant, inputs, dtype, found.configuration)
+        place = identity_of(found.extra) if device != CPU else None
+        parts = self.parts(variant, inputs, dtype, found.configuration, place)
         seconds = getattr(found, "seconds", None)
-        pending = self._pending[(variant.example.name, label_of(variant, dtype))] = {
+        label = label_of(variant, dtype, device)
+        pending = self._pending[(variant.example.name, label)] = {
             "variant": variant,
+            "label": label,
             "dtype": dtype,
             "found": found,
             "changed": True,
@@ -356,6 +355,7 @@ class Records:
                 "created": now(),
                 "seconds": None if seconds is None else float(seconds),
                 "checks": {},
+                **({"extra": device_extra(found.extra)} if device != CPU else {}),
             },
         }
         for (kind, array), numbers in (checks or {}).items():
@@ -375,9 +375,8 @@ class Records:
             record = {k: v for k, v in self._recalled[key].items() if k not in derived}
             record["checks"] = dict(record["checks"])
             found = self._reused_found[key]
-            pending = self._pending[key] = dict(
-                variant=variant, dtype=dtype, found=found, changed=False, record=record
-            )
+            pending = {"variant": variant, "label": key[1], "dtype": dtype, "found": found}
+            pending = self._pending[key] = {**pending, "changed": False, "record": record}
         if pending is not None:
             _add_check(pending, kind, array, numbers)
 
@@ -395,7 +394,7 @@ class Records:
         v, found = pending["variant"], pending["found"]
         record = dict(pending["record"])
         pending["changed"] = False
-        path = self._path(v, pending["dtype"])
+        path = self._path(v, pending["label"])
         arrays: dict[str, Any] = {}
         if isinstance(found, Fault):
             record["fault"] = {
@@ -487,6 +486,8 @@ def _why_changed(stored: dict, current: dict) -> str | None:
             return f"{name} changed ({old.get(name)} → {new[name]})"
     if stored.get("backend") != current["backend"]:
         return f"its backend changed ({current['backend']})"
+    if any(stored.get(k) != current.get(k) for k in ("device_kind", "device_software", "standin")):
+        return f"the device changed (now {current.get('device_kind')})"
     if stored.get("x64") != current.get("x64"):
         return "jax_enable_x64 changed"
     if stored.get("checks") != current["checks"]:

@@ -105,13 +105,14 @@ class Session:
         precision: str | None = None,
     ) -> Gradient | Fault:
         """The variant's evaluation on `inputs` in `dtype` (once per session), or its fault;
-        on `device` with matmul `precision` (`_on_device`). A device run is neither reused
-        from nor kept in the evaluation records: they hold CPU runs."""
+        on `device` with matmul `precision` (`_on_device`). A device run is reused from
+        and kept in the evaluation records as a CPU run is, keyed by the device too; the
+        precision-or-bug re-run (`precision`) is neither."""
         key = (id(variant), inputs.key(dtype), device, precision)
         if key not in self._outcomes:
             t0 = time.perf_counter()
-            records = self.records if device == "cpu" and precision is None else None
-            found = records.recall(variant, inputs, dtype) if records else None
+            records = self.records if precision is None else None
+            found = records.recall(variant, inputs, dtype, device=device) if records else None
             reused = found is not None
             if found is None:
                 found = evaluate(
@@ -125,7 +126,7 @@ class Session:
                     checking=self.checking,
                 )
                 if records is not None:
-                    records.keep(variant, inputs, dtype, found)
+                    records.keep(variant, inputs, dtype, found, device=device)
             self._outcomes[key] = found
             seconds = time.perf_counter() - t0
             label = label_of(variant, dtype, device, precision)
