@@ -62,6 +62,16 @@ def pytest_configure(config):
         folder = tempfile.mkdtemp(prefix="weanj-test-cache-")
         os.environ["WEANJ_COMPILATION_CACHE"] = folder
         config.stash[_MADE] = folder
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and "PYTHONPYCACHEPREFIX" not in os.environ:
+        # A machine whose Python writes no bytecode (this one's environment says so) makes
+        # every fresh process a test starts compile weanj's modules again, and every
+        # `pytest --weanj` rewrite its asserts again. The processes this session starts
+        # (xdist's workers, the tests' subprocesses) write it to one folder of the
+        # session's instead, never beside a project's files; removed at the end.
+        prefix = tempfile.mkdtemp(prefix="weanj-test-pycache-")
+        os.environ.pop("PYTHONDONTWRITEBYTECODE")
+        os.environ["PYTHONPYCACHEPREFIX"] = prefix
+        config.stash[_PYCACHE] = prefix
     if os.environ.get("PYTEST_XDIST_WORKER"):
         # One XLA thread per xdist worker (set before JAX starts its CPU backend; the
         # subprocesses a test starts inherit it): `-n 2` on two cores then runs two
@@ -78,9 +88,11 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    folder = config.stash.get(_MADE, None)
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
+    for key in (_MADE, _PYCACHE):
+        folder = config.stash.get(key, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 _MADE = pytest.StashKey[str]()
+_PYCACHE = pytest.StashKey[str]()

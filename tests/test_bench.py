@@ -147,7 +147,7 @@ def test_budget_stops_the_sweep(project):
         "02-gauss-seidel",
         ["jax-rb"],
         sizes=[8, 4, 16],
-        params={"K": 2},
+        params={"K": 1},  # the cheapest programs to compile: the budget is all that matters
         budget_s=1e-12,
         samples=1,
         memory_over=None,
@@ -225,12 +225,14 @@ def test_replace_on_the_command_line(project, capsys):
 
 
 def test_over_a_parameter_is_timed_at_the_middle_size(project):
-    # The values as text, as the command line gives them: parsed by the Param.
-    by_backend = _bench_jacobi("jax-jacobi", over=("K", ("3", "1")))
+    # The values as text, as the command line gives them: parsed by the Param. The sizes,
+    # K and K values of test_record_schema (there memory only): most programs of these
+    # (n, K) are then compiled once for both tests.
+    by_backend = _bench_jacobi("jax-jacobi", sizes=[8, 16], params={"K": 3}, over=("K", ("5", "2")))
     over = [r for r in by_backend["jax"] if r["sweep"] == "K"]
-    assert [(r["n"], r["K"]) for r in over] == [(6, 1), (6, 3)]
+    assert [(r["n"], r["K"]) for r in over] == [(16, 2), (16, 5)]
     assert all(r["timed"] and r["grad_s"] > 0 and r["forward_s"] > 0 for r in over)
-    assert [r["K"] for r in by_backend["jax"] if r["sweep"] == "n"] == [2, 2]
+    assert [r["K"] for r in by_backend["jax"] if r["sweep"] == "n"] == [3, 3]
 
 
 def test_N_counts_the_entries_of_every_gradient_array(project):
@@ -539,15 +541,27 @@ def _record(name, size=4, **changes):
     return r
 
 
+# 01-jacobi as its benchmark file sees it (its name, its size n, its parameter K), built
+# rather than looked up: looking 01-jacobi up loads the built-in examples, which import
+# JAX, a second or more of start-up in each writer; only the file is at stake. The test
+# checks that it is 01-jacobi to `merge` (the same record fields and field kinds).
+_JACOBI_FOR_THE_FILE = textwrap.dedent("""
+    import weanj
+    ex = weanj.Example(
+        name="01-jacobi", arrays=("theta", "uobs"), wrt="theta",
+        shapes={"theta": ("n", "n"), "uobs": ("n", "n")}, params=(weanj.Param("K", 20),),
+        generate=lambda seed: {}, sizes=weanj.Sizes(generate=lambda seed, n: {}, values=(4,)),
+    )
+""")
+
 # A process that merges its variant's records into the file (`_io._bench.merge`, what
 # `weanj bench` calls) as soon as the go file appears, `rounds` times (no JAX: only the
 # file is at stake).
-_BENCH_WRITER = textwrap.dedent("""
+_BENCH_WRITER = _JACOBI_FOR_THE_FILE + textwrap.dedent("""
     import pathlib, sys, time
-    from weanj import example
     from weanj._io import _bench
     from weanj._places import places
-    ex, here = example("01-jacobi"), places()
+    here = places()
     variant, rounds, go = sys.argv[1], int(sys.argv[2]), pathlib.Path(sys.argv[3])
     record = {"variant": variant, "dtype": "float64", "N": 16, "n": 4, "K": 1, "sweep": "n",
               "forward_s": 1.0, "grad_s": 2.0, "compile_s": 3.0, "peak_mem_bytes": 4}
@@ -563,6 +577,10 @@ _BENCH_WRITER = textwrap.dedent("""
 def test_concurrent_writers_keep_every_record(project):
     """Writers, each on its own variant, all at once on one file: with the lock every
     series survives (without it, nearly every run of this test loses some)."""
+    scope: dict = {}
+    exec(_JACOBI_FOR_THE_FILE, scope)  # the writers' 01-jacobi is the registered one to merge
+    for fields in (bench_files.record_fields, bench_files.param_kinds):
+        assert fields(scope["ex"]) == fields(weanj.example("01-jacobi"))
     writers, rounds, go = 6, 8, project / "go"
     procs = []
     try:

@@ -1,6 +1,9 @@
 """The device as a dimension of the matrix (docs/devices.md), tested where no accelerator is:
 on the stand-in (`WEANJ_STANDIN_DEVICE=tpu` with two CPU devices, `_backends._standin`),
-in fresh processes (the XLA flag must be set before JAX starts).
+in fresh processes (the XLA flag must be set before JAX starts). The commands without the
+stand-in (no TPU here) run in this process, the variable unset (`projects.weanj_here`;
+`helpers.weanj_main` for the built-in examples): what they are checked for is what they
+say, write and exit with, not what a fresh process does.
 
 - the stand-in's reduced precision is one bfloat16 pass (checked against ml_dtypes'
   rounding, independent of weanj), and never reaches a CPU run;
@@ -20,13 +23,17 @@ in fresh processes (the XLA flag must be set before JAX starts).
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from weanj._judge._platform import platform_limit, precision_or_bug
 
-from .projects import run_in, user_env, write_project
+from .conftest import REPO
+from .helpers import PYTHON, weanj_main
+from .projects import run_in, user_env, weanj_here, write_project
 
 # The text a TPU v5e gave for 01-jacobi's jax-jacobi-sharded in float64 (jax 0.10.2,
 # libtpu 0.0.42.1), as the issue quotes it.
@@ -44,10 +51,11 @@ def standin_env() -> dict[str, str]:
     return user_env(**STANDIN)
 
 
-def bare_env() -> dict[str, str]:
-    env = user_env()
-    env.pop("WEANJ_STANDIN_DEVICE", None)
-    return env
+def bare_here(monkeypatch, root: Path, *args) -> subprocess.CompletedProcess:
+    """`weanj ARGS` in this process (`weanj_here`), without the stand-in: this process
+    has no TPU, and `$WEANJ_STANDIN_DEVICE` is unset while the command runs."""
+    monkeypatch.delenv("WEANJ_STANDIN_DEVICE", raising=False)
+    return weanj_here(root, *args)
 
 
 # --- the platform-limit table ----------------------------------------------------------------
@@ -260,30 +268,53 @@ def test_bisect_on_the_device_names_it_and_reproduces_there(dense_check):
 # --- the built-in sharded variant: a platform limit on the stand-in -----------------------
 
 
+def _jacobi_project(root: Path) -> Path:
+    """A project of weanj's built-in examples (`builtin = true`, `x64 = true`) in `root`,
+    holding 01-jacobi's inputs: the committed file, which is byte for byte what `weanj
+    inputs regenerate 01-jacobi` writes (test_inputs.py's
+    test_regenerate_is_byte_identical holds that), copied rather than regenerated."""
+    (root / "pyproject.toml").write_text("[tool.weanj]\nbuiltin = true\nx64 = true\n")
+    (root / "shared_inputs").mkdir()
+    name = "shared_inputs/01-jacobi.h5"
+    shutil.copyfile(REPO / name, root / name)
+    return root
+
+
+SHARDED = ["check", "01-jacobi", "--device", "tpu", "--dtype", "float64", "--variants"]
+SHARDED += ["jax-jacobi", "jax-jacobi-sharded"]
+SHARDED_UNAVAILABLE = (
+    "unavailable jax-jacobi-sharded@tpu: unavailable on tpu (stand-in): pmax of f64 (the "
+    "TPU all-reduces only sums in float64)"
+)
+
+
 def test_the_sharded_variant_in_float64_is_unavailable_on_the_standin_tpu(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("[tool.weanj]\nbuiltin = true\nx64 = true\n")
-    r = run_in(tmp_path, "-m", "weanj", "inputs", "regenerate", "01-jacobi", env=standin_env())
-    assert r.returncode == 0, r.stderr
-    args = ["check", "01-jacobi", "--device", "tpu", "--dtype", "float64", "--variants"]
-    args += ["jax-jacobi", "jax-jacobi-sharded"]
-    r = run_in(tmp_path, "-m", "weanj", *args, env=standin_env(), timeout=900)
+    _jacobi_project(tmp_path)
+    r = run_in(tmp_path, "-m", "weanj", *SHARDED, env=standin_env(), timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert (
-        "unavailable jax-jacobi-sharded@tpu: unavailable on tpu (stand-in): pmax of f64 (the "
-        "TPU all-reduces only sums in float64)"
-    ) in r.stdout
-    # required, the platform limit is a failure
-    r = run_in(tmp_path, "-m", "weanj", *args, "--require", "tpu", env=standin_env(), timeout=900)
-    assert r.returncode == 1, r.stdout
+    assert SHARDED_UNAVAILABLE in r.stdout
+
+
+# slow: that a run unavailable on the required device is a failure is held in the fast suite
+# by test_a_run_past_the_time_limit_on_a_device_is_a_platform_limit (a platform limit on the
+# stand-in, `--require tpu`: exit 1) and by
+# test_check_on_a_tpu_without_one_says_unavailable_and_fails_only_when_required
+@pytest.mark.slow
+def test_the_sharded_variant_in_float64_required_on_the_standin_tpu_is_a_failure(tmp_path):
+    """Required (`--require tpu`), the sharded variant's platform limit is a failure."""
+    _jacobi_project(tmp_path)
+    args = [*SHARDED, "--require", "tpu"]
+    r = run_in(tmp_path, "-m", "weanj", *args, env=standin_env(), timeout=900)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert SHARDED_UNAVAILABLE in r.stdout
+    assert "required but not run: jax-jacobi-sharded@tpu did not run" in r.stdout, r.stdout
 
 
 def test_bench_on_the_standin_tpu_says_a_platform_limit_and_measures_the_rest(tmp_path):
     """`weanj bench --device tpu`: the sharded variant's float64 pmax is the platform
     limit it is in `check` (skipped, one line), not the port's error; the others are
     measured on the device and written."""
-    (tmp_path / "pyproject.toml").write_text("[tool.weanj]\nbuiltin = true\nx64 = true\n")
-    r = run_in(tmp_path, "-m", "weanj", "inputs", "regenerate", "01-jacobi", env=standin_env())
-    assert r.returncode == 0, r.stderr
+    _jacobi_project(tmp_path)
     args = ["bench", "01-jacobi", "--device", "tpu", "--sizes", "8", "--samples", "1"]
     args += ["--variants", "jax-jacobi", "jax-jacobi-sharded"]
     r = run_in(tmp_path, "-m", "weanj", *args, env=standin_env(), timeout=900)
@@ -328,18 +359,46 @@ def test_a_run_past_the_time_limit_on_a_device_is_a_platform_limit(tmp_path):
     """On the CPU a run past the limit is the port's `timeout`; on a device, where a
     program can be far slower for the platform's reasons (float64 emulated on a TPU), it
     is `unavailable on tpu`, naming the limit, and a failure only where the device is
-    required (`--require tpu`)."""
-    root = write_project(tmp_path, {"kernels/slow.py": SLOW_ON_THE_DEVICE})
-    args = ["check", "--device", "tpu", "--dtype", "float64", "--timeout", "3", "--fresh"]
-    r = run_in(root, "-m", "weanj", *args, env=standin_env(), timeout=900)
-    assert r.returncode == 0, r.stdout + r.stderr
+    required (`--require tpu`).
+
+    The two checks run in two copies of the project, the required one started once the
+    first has said that its run of `jax-a` on the device finished: its start (imports,
+    loading the project) overlaps the first's wait on `jax-b@tpu` (a sleep), not the
+    first's runs that must finish within the limit."""
+    (tmp_path / "a").mkdir()
+    root = write_project(tmp_path / "a", {"kernels/slow.py": SLOW_ON_THE_DEVICE})
+    required_root = Path(shutil.copytree(root, tmp_path / "b"))
+    args = ["-m", "weanj", "check", "--device", "tpu", "--dtype", "float64", "--timeout", "3"]
+    args += ["--fresh"]
+    first = _popen(root, *args)
+    said = []
+    while line := first.stderr.readline():  # up to the line of its run of jax-a@tpu
+        said.append(line)
+        if "10-slow jax-a@tpu: " in line:
+            break
+    required = _popen(required_root, *args, "--require", "tpu")
+    out, err = first.communicate(timeout=900)
+    err = "".join(said) + err
+    required_out, required_err = required.communicate(timeout=900)
+    assert first.returncode == 0, out + err
     assert (
         "unavailable jax-b@tpu: unavailable on tpu (stand-in): did not finish within the time "
         "limit of 3 s on the TPU"
-    ) in r.stdout, r.stdout
-    assert "10-slow jax-b@tpu: " in r.stderr and ", timeout" not in r.stderr, r.stderr
-    r = run_in(root, "-m", "weanj", *args, "--require", "tpu", env=standin_env(), timeout=900)
-    assert r.returncode == 1, r.stdout
+    ) in out, out
+    assert "10-slow jax-b@tpu: " in err and ", timeout" not in err, err
+    assert required.returncode == 1, required_out + required_err
+
+
+def _popen(root: Path, *argv: str) -> subprocess.Popen:
+    """`python ARGV` started in the folder `root` on the stand-in, its output piped."""
+    return subprocess.Popen(
+        [PYTHON, *argv],
+        cwd=root,
+        env=standin_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 # --- without --device: as before ---------------------------------------------------------------
@@ -366,19 +425,21 @@ def b(x, y, S):
 """
 
 
-def _verdicts(root: Path, env: dict) -> tuple[int, dict, str]:
-    r = run_in(root, "-m", "weanj", "check", "--fresh", env=env)
+def _verdicts(r: subprocess.CompletedProcess, root: Path) -> tuple[int, dict, str]:
     data = json.loads((root / "results" / "10-tiny" / "check.json").read_text())
     cases = {c["case"]: (c["verdict"], c.get("reason", "")) for c in _cases(data)}
     return r.returncode, cases, r.stdout
 
 
-def test_without_device_the_verdicts_and_exit_are_those_without_devices(tmp_path):
+def test_without_device_the_verdicts_and_exit_are_those_without_devices(tmp_path, monkeypatch):
+    """`weanj check` without `--device`: without the stand-in (in this process) and with
+    it (in a fresh process, where it is present), the same exit status and verdicts."""
     root = write_project(tmp_path, {"kernels/tiny.py": TINY})
-    code, plain, said = _verdicts(root, bare_env())
+    code, plain, said = _verdicts(bare_here(monkeypatch, root, "check", "--fresh"), root)
     assert code == 1 and any(v == "FAIL" for v, _ in plain.values())
     assert "device: cpu\n" in said, [x for x in said.splitlines() if "device" in x]
-    code_standin, standin, said = _verdicts(root, standin_env())
+    r = run_in(root, "-m", "weanj", "check", "--fresh", env=standin_env())
+    code_standin, standin, said = _verdicts(r, root)
     assert (code_standin, standin) == (code, plain)  # an accelerator present changes nothing
     assert "device: cpu (a stand-in TPU is present: --device tpu judges it)" in said
     # as before devices existed: the CPU runs' cases only, the wrong port the one failure
@@ -390,11 +451,12 @@ def test_without_device_the_verdicts_and_exit_are_those_without_devices(tmp_path
 # --- without a TPU ----------------------------------------------------------------------------
 
 
-def test_bench_on_a_tpu_without_one_is_one_line_and_exit_2(tmp_path):
+def test_bench_on_a_tpu_without_one_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    """In this process (`helpers.weanj_main`: the built-in examples are registered here),
+    as test_bench.py's test_missing_gpu_is_one_line_and_exit_2 holds it for a GPU."""
     (tmp_path / "pyproject.toml").write_text("[tool.weanj]\nbuiltin = true\nx64 = true\n")
-    r = run_in(
-        tmp_path, "-m", "weanj", "bench", "02-gauss-seidel", "--device", "tpu", env=bare_env()
-    )
+    monkeypatch.delenv("WEANJ_STANDIN_DEVICE", raising=False)
+    r = weanj_main("bench", "02-gauss-seidel", "--device", "tpu", root=tmp_path)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "no TPU visible to JAX here" in lines[0], r.stderr
@@ -408,13 +470,15 @@ TINY_OK = TINY.replace(
 )
 
 
-def test_check_on_a_tpu_without_one_says_unavailable_and_fails_only_when_required(tmp_path):
+def test_check_on_a_tpu_without_one_says_unavailable_and_fails_only_when_required(
+    tmp_path, monkeypatch
+):
     root = write_project(tmp_path, {"kernels/tiny.py": TINY_OK})
-    args = ("-m", "weanj", "check", "--device", "tpu", "--dtype", "float64")
-    r = run_in(root, *args, env=bare_env())
+    args = ("check", "--device", "tpu", "--dtype", "float64")
+    r = bare_here(monkeypatch, root, *args)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "jax-a@tpu" in r.stdout and "no TPU visible to JAX here" in r.stdout
-    r = run_in(root, *args, "--require", "tpu", env=bare_env())
+    r = bare_here(monkeypatch, root, *args, "--require", "tpu")
     assert r.returncode == 1, r.stdout + r.stderr
 
 

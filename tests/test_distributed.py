@@ -70,7 +70,9 @@ def _arrays_of_bytes(data: bytes, scratch: Path) -> dict[str, bytes]:
 def test_workers_judge_as_in_process(tmp_path):
     """`weanj check --workers 2` on a user project: the same verdicts in every check.json,
     the same exit status and the same store gradients as the in-process check; each
-    evaluation was a task on a worker (the progress lines name it)."""
+    evaluation was a task on a worker (the progress lines name it). A second `--workers 2`
+    check (in this process, as a fresh one runs it) reuses every record the client wrote
+    and sends no task."""
     root = tiny_project(_folder(tmp_path / "tiny"))
     local = weanj_here(root, "check", "--fresh")  # in this process, as a fresh one runs it
     assert local.returncode == 0, local.stderr
@@ -89,8 +91,10 @@ def test_workers_judge_as_in_process(tmp_path):
     for path, data in stored.items():  # the client wrote the same store files
         assert _arrays(root / path) == _arrays_of_bytes(data, tmp_path / "before.h5"), path
     # the records were written by the client: a second run reuses them and sends no task
-    again = weanj_in(root, "check", "--workers", "2")
+    # (it starts no cluster: nothing is left to evaluate)
+    again = weanj_here(root, "check", "--workers", "2")
     assert again.returncode == 0, again.stderr
+    assert "Dask cluster" not in again.stderr, again.stderr
     reused = [line for line in again.stderr.splitlines() if line.startswith("[")]
     assert len(reused) == 6 and all(": reused, ok" in line for line in reused), reused
     assert verdicts(root) == expected
@@ -392,34 +396,64 @@ def _children(pid: int) -> dict[int, str]:
     return out
 
 
-def test_run_sharded_one_process_killed_is_an_error_naming_it(project):
-    """`weanj run 01-jacobi jax-jacobi-sharded --processes 2` with process 1 killed
-    (SIGKILL) as soon as it exists: process 0 would wait for it without end (it hung past
-    300 s); the run ends as `error` naming process 1 and the signal, exit 1, nothing saved,
-    no process left."""
+def _weanj_here_within(argv: list[str], seconds: float, meanwhile=lambda: None):
+    """`weanj ARGV` (the command line's `main`) in a thread of this process, which is then
+    the parent of the processes that `--processes P` starts, as a fresh `python -m weanj`
+    would be: (its exit code, or None if it had not ended within `seconds`, its stdout, its
+    stderr). `meanwhile()` is called every 50 ms while it runs. A worker process still
+    running on the way out (the run did not end) is killed."""
+    import io
+    import threading
     import time
 
-    p = subprocess.Popen(
-        [sys.executable, "-m", "weanj", "run", "01-jacobi", "jax-jacobi-sharded",
-         "--processes", "2"],
-        env=subprocess_env(project), cwd=project, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 300  # an upper bound on the polling only
-    killed, seen = None, set()
-    while killed is None and p.poll() is None and time.monotonic() < deadline:
-        for pid, cmdline in _children(p.pid).items():
+    from weanj._cli import main
+
+    got: dict = {}
+    out, err = io.StringIO(), io.StringIO()
+
+    def target():
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            got["code"] = main(argv)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + seconds
+    try:
+        while thread.is_alive() and time.monotonic() < deadline:
+            meanwhile()
+            thread.join(0.05)
+    finally:
+        if thread.is_alive():
+            for pid, cmdline in _children(os.getpid()).items():
+                if "weanj._worker" in cmdline:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+            thread.join(60)
+    return got.get("code"), out.getvalue(), err.getvalue()
+
+
+def test_run_sharded_one_process_killed_is_an_error_naming_it(project):
+    """`weanj run 01-jacobi jax-jacobi-sharded --processes 2` (in this process, as a fresh
+    one runs it) with process 1 killed (SIGKILL) as soon as it exists: process 0 would
+    wait for it without end (it hung past 300 s); the run ends as `error` naming process 1
+    and the signal, exit 1, nothing saved, no process left."""
+    killed, seen = [], set()
+
+    def kill_process_1():
+        for pid, cmdline in _children(os.getpid()).items():
             if "weanj._worker" in cmdline:
                 seen.add(pid)
-                if cmdline.split()[-3:-2] == ["1"]:
+                if not killed and cmdline.split()[-3:-2] == ["1"]:
                     os.kill(pid, signal.SIGKILL)
-                    killed = pid
-        time.sleep(0.05)
-    out, err = p.communicate(timeout=600)
-    assert killed is not None, err
-    assert p.returncode == 1, out + err
+                    killed.append(pid)
+
+    code, out, err = _weanj_here_within(
+        ["run", "01-jacobi", "jax-jacobi-sharded", "--processes", "2"], 600, kill_process_1
+    )
+    assert killed, err
+    assert code == 1, out + err
     assert_one_line_error(
-        err, "jax-jacobi-sharded under jax.distributed", f"process 1 of 2 (pid {killed})",
+        err, "jax-jacobi-sharded under jax.distributed", f"process 1 of 2 (pid {killed[0]})",
         "was killed by SIGKILL", "nothing was saved",
     )  # fmt: skip
     assert [pid for pid in seen if Path(f"/proc/{pid}").exists()] == []  # none left
@@ -427,23 +461,24 @@ def test_run_sharded_one_process_killed_is_an_error_naming_it(project):
 
 
 def test_run_sharded_on_two_processes(project, capsys):
-    """`weanj run 01-jacobi jax-jacobi-sharded --processes 2`: two local processes under
-    jax.distributed (CPU collectives), each with one device; the loss and gradient equal
-    the single-process run's within the family's tolerance."""
+    """`weanj run 01-jacobi jax-jacobi-sharded --processes 2` (in this process, as a fresh
+    one runs it): two local processes under jax.distributed (CPU collectives), each with
+    one device; the loss and gradient equal the single-process run's within the family's
+    tolerance."""
     import weanj
     from weanj._cli import main
     from weanj._commands.run import run
     from weanj._judge._compare import TOLERANCES
 
-    env = subprocess_env(project)
     ex = weanj.example("01-jacobi")
     run(ex, weanj.variant(ex, "jax-jacobi-sharded"), out=project / "one.h5")  # one process, here
-    two = run_python(
-        "-m", "weanj", "run", "01-jacobi", "jax-jacobi-sharded", "--processes", "2",
-        "--out", "two.h5", env=env, cwd=project, timeout=300,
+    code, out, err = _weanj_here_within(
+        ["run", "01-jacobi", "jax-jacobi-sharded", "--processes", "2", "--out",
+         str(project / "two.h5")],
+        300,
     )  # fmt: skip
-    assert two.returncode == 0, two.stdout + two.stderr
-    assert "2 processes" in two.stdout + two.stderr
+    assert code == 0, out + err
+    assert "2 processes" in out + err
     tol = TOLERANCES["float64"]
     a = weanj.load_gradient("01-jacobi", "jax-jacobi-sharded", path=project / "one.h5")
     b = weanj.load_gradient("01-jacobi", "jax-jacobi-sharded", path=project / "two.h5")

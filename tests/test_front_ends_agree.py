@@ -12,7 +12,10 @@ the project folder); the other front ends are called in this process, the projec
 registry loads it (`projects.loaded`), `weanj diff --json` through the command line's own
 `main`.
 
-A throwaway user project holds:
+One throwaway user project holds every example of this module (these three, and
+`40-declared` and `45-one-run` below); `pytest --weanj` judges them all in one run, once
+the front ends called in this process have written what they write, and each test reads
+the items of its own examples:
 
 - `30-kinks`: family `min` (`jax-branch`, `jax-minimum`: they differ only at the ties
   x == y, declared with `weanj.differ_at_kinks`) and family `square` (`jax-square`, and
@@ -181,23 +184,31 @@ STEPS_MODULE = textwrap.dedent(
 )
 
 # Observes `pytest --weanj` (it decides nothing): each item's verdict and reason as the
-# judge gave them, since a pass does not say whether it was `ok` or `kinks`.
+# judge gave them, since a pass does not say whether it was `ok` or `kinks`; the run that
+# judged it; and the x64 configuration a run item carries.
 OBSERVER = textwrap.dedent(
     """
     import json, os
 
-    VERDICTS = {}
+    VERDICTS, RUNS, X64 = {}, set(), {}
 
 
     def pytest_runtest_teardown(item):
+        from weanj._pytest_plugin import _RUN
+
         j = getattr(item, "judgement", None)
         if j is not None:
-            VERDICTS[item.nodeid.removeprefix("weanj::")] = [str(j.verdict), j.reason]
+            case = item.nodeid.removeprefix("weanj::")
+            VERDICTS[case] = [str(j.verdict), j.reason]
+            run = item.config.stash[_RUN]
+            RUNS.add(f"{type(run).__module__}.{type(run).__qualname__} {id(run)}")
+            if "x64" in dict(item.user_properties):
+                X64[case] = dict(item.user_properties)["x64"]
 
 
     def pytest_sessionfinish(session):
         with open(os.environ["VERDICTS_FILE"], "w") as f:
-            json.dump(VERDICTS, f)
+            json.dump({"verdicts": VERDICTS, "runs": sorted(RUNS), "x64": X64}, f)
     """
 )
 
@@ -263,16 +274,10 @@ VARIANT_PAIRS = {
 
 
 @pytest.fixture(scope="module")
-def fronts(tmp_path_factory):
-    """The project, its store, and what each front end says of it."""
-    root = tmp_path_factory.mktemp("front-ends")
-    files = {
-        "fe_kinks.py": KINKS_MODULE,
-        "fe_cancel.py": CANCEL_MODULE,
-        "fe_steps.py": STEPS_MODULE,
-        "conftest.py": OBSERVER,
-    }
-    write_project(root, files, regenerate=False)
+def fronts_here(project):
+    """The store of 30-kinks, 31-cancel and 32-steps, and what each front end called in this
+    process says of them."""
+    root = project
     quiet = lambda line: None  # noqa: E731
     with loaded(root, *MODULES):
         for name in EXAMPLES:
@@ -293,8 +298,6 @@ def fronts(tmp_path_factory):
             name: fuzz(_registry.catalog(name), max_examples=1, say=quiet) for name in EXAMPLES
         }
         premises = _premises()
-    verdicts_file = tmp_path_factory.mktemp("observer") / "verdicts.json"
-    tests = pytest_weanj_in(root, "-v", "-rs", env=user_env(VERDICTS_FILE=str(verdicts_file)))
     return {
         "root": root,
         "check": check,
@@ -302,10 +305,22 @@ def fronts(tmp_path_factory):
         "report": report,
         "bisect": bisected,
         "fuzz": fuzzed,
-        "pytest": tests,
-        "observed": json.loads(verdicts_file.read_text()),
         "premises": premises,
     }
+
+
+@pytest.fixture(scope="module")
+def fronts(fronts_here, users_pytest):
+    """The project, its store, and what each front end says of it (`pytest --weanj`: the
+    items of these three examples, in the one run of the project)."""
+    tests, observed = users_pytest
+    mine = {c: v for c, v in observed["verdicts"].items() if _of(c, EXAMPLES)}
+    return {**fronts_here, "pytest": tests, "observed": mine}
+
+
+def _of(case: str, examples) -> bool:
+    """Whether the case id is of one of the `examples`."""
+    return case.split("::")[0] in examples
 
 
 def _cli_json(*argv) -> dict:
@@ -361,7 +376,9 @@ def _check_table(fronts, name: str) -> dict[tuple[str, str], str]:
 
 
 def _pytest_items(stdout: str) -> dict[str, str]:
-    return dict(ITEM.findall(stdout))
+    """`{case: outcome}` of the items of 30-kinks, 31-cancel and 32-steps (the run judges
+    the project's other examples too)."""
+    return {case: outcome for case, outcome in ITEM.findall(stdout) if _of(case, EXAMPLES)}
 
 
 def _check(fronts) -> dict[str, str]:
@@ -687,7 +704,7 @@ def test_a_variant_wrong_from_step_31_is_found_by_fuzz_at_once_with_checks_pair_
 
 
 # --- declared expectations (issue 40) ---------------------------------------------------------
-# A second throwaway project, `40-declared`: five families, each a reference `jax-F-ref`
+# `40-declared`, the project's fourth example: five families, each a reference `jax-F-ref`
 # (L = Σ (x − y)²) and a variant `jax-F` declared with `weanj.Expected` to differ from it.
 # The variant adds one planted term a[i]², so ∂L/∂a[i] grows by 2·a[i] and nothing else
 # moves (its gradient is its loss's derivative: its Taylor and jvp checks pass):
@@ -775,12 +792,10 @@ DECLARED_OUTCOME = {
 
 
 @pytest.fixture(scope="module")
-def declared(tmp_path_factory):
-    """The project of declared differences, and what each front end says of it."""
-    root = tmp_path_factory.mktemp("declared")
-    write_project(
-        root, {"fe_declared.py": DECLARED_MODULE, "conftest.py": OBSERVER}, regenerate=False
-    )
+def declared_here(project):
+    """The example of declared differences, and what each front end called in this process
+    says of it."""
+    root = project
     quiet = lambda line: None  # noqa: E731
     with loaded(root, "fe_declared"):
         weanj.write_inputs(DECLARED)
@@ -792,8 +807,6 @@ def declared(tmp_path_factory):
         cli = (code, out.getvalue())
         diff = _cli_json("diff", DECLARED, "--json")
         report = weanj.report(DECLARED, out=root / "report.html")
-    verdicts_file = tmp_path_factory.mktemp("observer") / "verdicts.json"
-    tests = pytest_weanj_in(root, "-v", "-rx", env=user_env(VERDICTS_FILE=str(verdicts_file)))
     return {
         "inputs": inputs,
         "api": api,
@@ -801,9 +814,16 @@ def declared(tmp_path_factory):
         "diff": diff,
         "report": report,
         "html": (root / "report.html").read_text(),
-        "pytest": tests,
-        "observed": json.loads(verdicts_file.read_text()),
     }
+
+
+@pytest.fixture(scope="module")
+def declared(declared_here, users_pytest):
+    """The example of declared differences, and what each front end says of it
+    (`pytest --weanj`: its items, in the one run of the project)."""
+    tests, observed = users_pytest
+    mine = {c: v for c, v in observed["verdicts"].items() if _of(c, (DECLARED,))}
+    return {**declared_here, "pytest": tests, "observed": mine}
 
 
 def test_declared_differences_get_one_verdict_in_every_front_end(declared):
@@ -890,7 +910,7 @@ def test_a_departure_from_the_declaration_fails_saying_how(declared):
 
 
 # --- one run under every front end (issue 43, item 1) -----------------------------------------
-# A third throwaway project, `45-one-run`, as a user's project looks when something is wrong:
+# `45-one-run`, the project's fifth example, as a user's project looks when something is wrong:
 # family `sq`: `jax-ref` (L = Σ (x − y)², float64 and float32: the float32 pair), `jax-off`
 # (its gradient 1% too large at x[2]: FAIL) and `jax-broken` (raises: error); family `planted`:
 # `jax-planted-ref` and `jax-planted`, which adds x[2]² and declares it with `weanj.Expected`.
@@ -943,31 +963,6 @@ ONE_RUN_MODULE = textwrap.dedent(
     )
     """
 )
-# Observes `pytest --weanj`: each item's verdict, and the run that judged it.
-RUN_OBSERVER = textwrap.dedent(
-    """
-    import json, os
-
-    VERDICTS, RUNS, X64 = {}, set(), {}
-
-
-    def pytest_runtest_teardown(item):
-        from weanj._pytest_plugin import _RUN
-
-        j = getattr(item, "judgement", None)
-        if j is not None:
-            VERDICTS[item.nodeid.removeprefix("weanj::")] = str(j.verdict)
-            run = item.config.stash[_RUN]
-            RUNS.add(f"{type(run).__module__}.{type(run).__qualname__} {id(run)}")
-            if "x64" in dict(item.user_properties):
-                X64[item.nodeid.removeprefix("weanj::")] = dict(item.user_properties)["x64"]
-
-
-    def pytest_sessionfinish(session):
-        with open(os.environ["VERDICTS_FILE"], "w") as f:
-            json.dump({"verdicts": VERDICTS, "runs": sorted(RUNS), "x64": X64}, f)
-    """
-)
 
 
 def _one(what: str) -> str:
@@ -1001,15 +996,13 @@ ONE_RUN_OUTCOME = {
 
 
 @pytest.fixture(scope="module")
-def one_run(tmp_path_factory):
-    """The project, and every front end's run of it: the `CheckRun`s each made (watched
-    by wrapping `CheckRun.__init__`), and what each returned or printed."""
+def one_run_here(project):
+    """The example, and the run of it of every front end called in this process: the
+    `CheckRun`s each made (watched by wrapping `CheckRun.__init__`), and what each returned
+    or printed."""
     from weanj._pipeline import _run
 
-    root = tmp_path_factory.mktemp("one-run")
-    write_project(
-        root, {"fe_one_run.py": ONE_RUN_MODULE, "conftest.py": RUN_OBSERVER}, regenerate=False
-    )
+    root = project
     quiet = lambda line: None  # noqa: E731
     made: list = []
     init = _run.CheckRun.__init__
@@ -1036,10 +1029,20 @@ def one_run(tmp_path_factory):
         out["evaluate32"] = runs_of(lambda: weanj.evaluate(ONE_RUN, "jax-ref", dtype="float32"))
         out["broken"] = runs_of(lambda: _raised(lambda: weanj.evaluate(ONE_RUN, "jax-broken")))
         out["run"] = runs_of(lambda: _cli_text("run", ONE_RUN, "jax-broken"))
-    verdicts_file = tmp_path_factory.mktemp("observer") / "verdicts.json"
-    tests = pytest_weanj_in(root, "-v", "-rsx", env=user_env(VERDICTS_FILE=str(verdicts_file)))
-    out["pytest"] = (tests, json.loads(verdicts_file.read_text()))
     return out
+
+
+@pytest.fixture(scope="module")
+def one_run(one_run_here, users_pytest):
+    """The example, and every front end's run of it (`pytest --weanj`: the one run of the
+    project, what its session judged of this example's items and the runs it judged by)."""
+    tests, observed = users_pytest
+    mine = {
+        "verdicts": {c: v for c, (v, _) in observed["verdicts"].items() if _of(c, (ONE_RUN,))},
+        "runs": observed["runs"],
+        "x64": {c: x for c, x in observed["x64"].items() if _of(c, (ONE_RUN,))},
+    }
+    return {**one_run_here, "pytest": (tests, mine)}
 
 
 def _cli_text(*argv) -> tuple[int, str, str]:
@@ -1118,7 +1121,8 @@ def test_the_front_ends_of_one_run_agree(one_run):
     assert data["exit_code"] == 1 == diff.exit_code
     # pytest --weanj: every case but the one across families is an item, with check's verdict.
     tests, observed = one_run["pytest"]
-    items = dict(DECLARED_ITEM.findall(tests.stdout))
+    # (the items of this example: the run judges the project's other examples too)
+    items = {c: o for c, o in DECLARED_ITEM.findall(tests.stdout) if _of(c, (ONE_RUN,))}
     tested = {c: v for c, v in check.items() if "::info::" not in c}
     judged = observed["verdicts"]  # (an item skipped at collection is judged by no one)
     assert set(items) == set(tested) and judged == {c: check[c] for c in judged}
@@ -1142,3 +1146,33 @@ def test_the_front_ends_of_one_run_agree(one_run):
     (run_code, run_out, run_err), _ = one_run["run"]
     assert run_code == 1 and run_out == "" and "a broken port" in run_err
     assert str(error).splitlines()[0] in run_err
+
+
+# --- the project, and the one `pytest --weanj` run of it ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """The throwaway user project of all five examples, and the observer of its
+    `pytest --weanj` (its inputs are written where each example's front ends run)."""
+    root = tmp_path_factory.mktemp("front-ends")
+    files = {
+        "fe_kinks.py": KINKS_MODULE,
+        "fe_cancel.py": CANCEL_MODULE,
+        "fe_steps.py": STEPS_MODULE,
+        "fe_declared.py": DECLARED_MODULE,
+        "fe_one_run.py": ONE_RUN_MODULE,
+        "conftest.py": OBSERVER,
+    }
+    return write_project(root, files, regenerate=False)
+
+
+@pytest.fixture(scope="module")
+def users_pytest(project, fronts_here, declared_here, one_run_here, tmp_path_factory):
+    """`pytest --weanj` of the whole project as a user runs it (a subprocess in its folder),
+    once every front end called in this process has written what it writes (the store,
+    recorded/ and the user's own file): the finished process, and what the observer saw
+    (`{"verdicts": {case: [verdict, reason]}, "runs": [...], "x64": {case: ...}}`)."""
+    verdicts_file = tmp_path_factory.mktemp("observer") / "verdicts.json"
+    tests = pytest_weanj_in(project, "-v", "-rsx", env=user_env(VERDICTS_FILE=str(verdicts_file)))
+    return tests, json.loads(verdicts_file.read_text())

@@ -10,6 +10,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from .projects import user_env, weanj_in
+from .projects import user_env, weanj_here, weanj_in, write_project
 
 
 def _popen(argv: list[str], cwd: Path) -> subprocess.Popen:
@@ -217,6 +218,20 @@ def wait(x):
     return jnp.sum(jnp.sin(x) ** 2)
 """
 
+
+@pytest.fixture(scope="module")
+def waiting(tmp_path_factory) -> Path:
+    """The `20-wait` project (`x64 = true`), its inputs written, written once for this
+    module: each test runs in its own copy (`_copy_of`), so none sees another's results."""
+    root = write_project(tmp_path_factory.mktemp("waiting"), {"kernels/waiting.py": WAITING})
+    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + "x64 = true\n")
+    return root
+
+
+def _copy_of(waiting: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(waiting, tmp_path / "p"))
+
+
 _FINISHED = re.compile(r"\[\d+/7\] 20-wait (\S+): [\d.]+ s, ok")
 _REUSED = re.compile(r"\[\d+/7\] 20-wait (\S+): reused, ok")
 
@@ -253,16 +268,13 @@ def _none_left(marker: str) -> list[int]:
     ],
     ids=["sigint", "sigterm", "sigint-workers", "sigterm-workers"],
 )
-def test_an_interrupted_check_keeps_what_had_finished(tmp_path, signum, workers):
+def test_an_interrupted_check_keeps_what_had_finished(waiting, tmp_path, signum, workers):
     """Ctrl-C (SIGINT to the process group, as a terminal sends it) or SIGTERM (what SLURM
     and PBS send at a job's time limit) while `jax-wait` waits, the six other evaluations
     finished: one line, exit 130 or 143, no traceback (the Dask workers' own included), no
-    process left; the next check reuses exactly those six and computes the seventh."""
-    from .projects import write_project
-
-    (tmp_path / "p").mkdir()
-    root = write_project(tmp_path / "p", {"kernels/waiting.py": WAITING})
-    (root / "pyproject.toml").write_text((root / "pyproject.toml").read_text() + "x64 = true\n")
+    process left; the next check (in this process: what it reads is the store the
+    interrupted one left) reuses exactly those six and computes the seventh."""
+    root = _copy_of(waiting, tmp_path)
     marker = f"WEANJ_TEST_RUN={uuid.uuid4().hex}"
     name, value = marker.split("=")
     p = subprocess.Popen(
@@ -298,7 +310,7 @@ def test_an_interrupted_check_keeps_what_had_finished(tmp_path, signum, workers)
     labels = [f"{v}{d}" for v in ("jax-a", "jax-b", "jax-c") for d in ("", "@float32")]
     assert sorted(finished) == sorted(labels)
     (root / "kernels" / "release").touch()
-    again = weanj_in(root, "check")
+    again = weanj_here(root, "check")
     assert again.returncode == 0, again.stdout + again.stderr
     reused = [m.group(1) for m in map(_REUSED.match, again.stderr.splitlines()) if m]
     assert sorted(reused) == sorted(finished), again.stderr
@@ -339,16 +351,11 @@ def test_a_sigterm_while_weanj_imports_is_one_line_and_143(tmp_path):
     assert r.stderr.strip() == "weanj: terminated (SIGTERM)", r.stderr
 
 
-def test_pytest_weanj_terminated_is_pytests_interrupted(tmp_path):
+def test_pytest_weanj_terminated_is_pytests_interrupted(waiting, tmp_path):
     """`pytest --weanj` sent SIGTERM while `jax-wait` waits: pytest's own "interrupted"
     (2), as for Ctrl-C, never a death by the signal; the evaluations that had finished
     are recorded."""
-    from .projects import write_project
-
-    (tmp_path / "p").mkdir()
-    root = write_project(tmp_path / "p", {"kernels/waiting.py": WAITING})
-    with open(root / "pyproject.toml", "a") as f:
-        f.write("x64 = true\n")
+    root = _copy_of(waiting, tmp_path)
     p = _popen(["-m", "pytest", "--weanj", "-p", "no:cacheprovider", "-q"], root)
     collected = p.stdout.readline()
     while collected and not collected.startswith("weanj: "):

@@ -7,6 +7,7 @@ below and records what crossed. Nothing here computes or claims a Julia result.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ from weanj._errors import DefinitionError, ProjectError, UnavailableError
 from weanj._project import project_config
 
 from . import julia_helpers
-from .julia_helpers import one_line
+from .julia_helpers import forget_julia, one_line
 from .projects import run_in, user_env, weanj_here, write_project
 
 new_example = julia_helpers.new_example
@@ -133,6 +134,23 @@ def ports_project(root: Path) -> tuple[Path, dict[str, str], Path, Path]:
     return root, env, record, env_folder
 
 
+@contextlib.contextmanager
+def commands_here(env: dict[str, str]):
+    """This process's environment as `env` (the environment of the project's commands)
+    sets it, while the block runs, for `weanj_here`: the command runs as a fresh process
+    would, and a worker it starts is a process of its own, with the same settings; no
+    worker runs before or after the block."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            if os.environ.get(key) != value:
+                mp.setenv(key, value)
+        forget_julia()
+        try:
+            yield
+        finally:
+            forget_julia()
+
+
 def recorded(record: Path, kind: str) -> list[dict]:
     if not record.exists():
         return []
@@ -174,7 +192,11 @@ def test_a_users_package_is_the_reference_of_three_gradients_and_its_environment
     root, env, record, env_folder = ports_project(tmp_path)
     before = file_hashes(env_folder)
 
-    first = run_in(root, "-m", "weanj", "check", env=env)
+    # the first and the third check in this process, as a fresh one runs them (the worker a
+    # process of its own either way); the second a fresh process: what it reuses is what the
+    # first left on disk
+    with commands_here(env):
+        first = weanj_here(root, "check")
     output = first.stdout + first.stderr
     assert first.returncode == 1, output  # the two errors
     assert "Traceback" not in output
@@ -207,7 +229,8 @@ def test_a_users_package_is_the_reference_of_three_gradients_and_its_environment
 
     with (env_folder / "src" / "smooth.jl").open("a") as f:
         f.write("# an edit\n")
-    edited = run_in(root, "-m", "weanj", "check", env=env)
+    with commands_here(env):
+        edited = weanj_here(root, "check")
     assert edited.returncode == 1, edited.stdout + edited.stderr
     assert len(recorded(record, "start")) == 2
     assert [progress(edited.stderr, label) == "reused" for label in labels] == [
@@ -221,11 +244,15 @@ def test_a_users_package_is_the_reference_of_three_gradients_and_its_environment
     before.pop("src/smooth.jl")
     assert after == before  # weanj wrote nothing into the user's environment
 
-    listed = run_in(root, "-m", "weanj", "list", env=env).stdout
+    # `weanj list` and `weanj diff` start no worker (what a variant computes with is known
+    # before one starts): run in this process, as a fresh one runs them
+    with commands_here(env):
+        listed = weanj_here(root, "list").stdout
+        diff = weanj_here(root, "diff", "22-ports").stdout
+    assert len(recorded(record, "start")) == 2  # neither started a worker
     assert "julia-forwarddiff        (gradient: ForwardDiff) available" in listed
     assert "julia-adjoint            (gradient: hand-written) available" in listed
     assert "julia-enzyme             (gradient: Enzyme) available" in listed
-    diff = run_in(root, "-m", "weanj", "diff", "22-ports", env=env).stdout
     (line,) = [
         x for x in diff.splitlines() if x.split()[:3] == ["julia-forwarddiff", "ports", "float64"]
     ]
@@ -379,8 +406,12 @@ def test_what_a_variant_computes_with_is_in_its_backend_version(new_example, mon
 def test_an_ad_package_or_a_users_package_that_does_not_load_is_one_line(
     tmp_path, variable, value, variant, message
 ):
+    """`weanj run` of a variant whose AD package, or the user's package, does not load in
+    the worker: exit 2, one error line naming the package and the log, no traceback (run
+    in this process as a fresh one runs it; the worker is a process of its own)."""
     root, env, _, _ = ports_project(tmp_path)
-    done = run_in(root, "-m", "weanj", "run", "22-ports", variant, env={**env, variable: value})
+    with commands_here({**env, variable: value}):
+        done = weanj_here(root, "run", "22-ports", variant)
     output = done.stdout + done.stderr
     assert done.returncode == 2, output
     assert "Traceback" not in output

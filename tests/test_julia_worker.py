@@ -27,6 +27,7 @@ Nothing here is Julia, and nothing here is saved as a Julia result.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -184,42 +185,46 @@ def float32_deposition_case(content: dict, case: dict) -> dict:
     }
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.stem)
-def test_every_example_crosses_as_its_kernel_reads_it(fake, monkeypatch, path, dtype):
+def test_every_example_crosses_as_its_kernel_reads_it(fake, monkeypatch, path):
     """Each built-in Julia variant (all five examples: with and without parameters, one
-    and several `wrt` arrays) on its fixture's cases: the stand-in answers only when the
-    arrays it receives are the case's, in argument order, untransposed, in the dtype
-    under test, and the parameters Julia `Int`s; its answer comes back as the loss in
-    that dtype and the gradient arrays by name in `wrt` order, C-ordered."""
+    and several `wrt` arrays) on its fixture's cases, in float64 and then in float32 (one
+    worker for both): the stand-in answers only when the arrays it receives are the
+    case's, in argument order, untransposed, in the dtype under test, and the parameters
+    Julia `Int`s; its answer comes back as the loss in that dtype and the gradient arrays
+    by name in `wrt` order, C-ordered."""
     content = json.loads(path.read_text())
-    cases = content["cases"]
-    if content["example"] == "05-deposition" and dtype == "float32":
-        cases = [float32_deposition_case(content, case) for case in cases]
+    cases_in = {"float64": content["cases"], "float32": content["cases"]}
+    if content["example"] == "05-deposition":  # known to the worker before it starts
+        cases_in["float32"] = [float32_deposition_case(content, c) for c in content["cases"]]
         extra = fake.root / "extra_cases.json"
-        extra.write_text(json.dumps({content["loss"]: cases}))
+        extra.write_text(json.dumps({content["loss"]: cases_in["float32"]}))
         monkeypatch.setenv("WEANJ_TEST_EXTRA_CASES", str(extra))
     v = weanj.variant(content["example"], content["variant"])
     flags = [a in content["wrt"] for a in content["arrays"]] + [False] * len(content["params"])
-    for case in cases:
-        arrays = [decode(case["inputs"][a]).astype(dtype) for a in content["arrays"]]
-        args = (*arrays, *(case["params"][p] for p in content["params"]))
-        # the loss and the gradient apart, then together (one request: an evaluation's)
-        both = v.functions().value_and_grad(*args)
-        for loss, g in ((v.loss(*args), v.grad(*args)), both):
-            assert type(loss) is np.dtype(dtype).type
-            assert loss == np.dtype(dtype).type(case["loss"])
-            found = g if isinstance(g, dict) else {content["wrt"][0]: g}
-            assert list(found) == content["wrt"]
-            for name in content["wrt"]:
-                expected = decode(case["gradient"][name]).astype(dtype)
-                assert found[name].dtype == np.dtype(dtype) and found[name].flags.c_contiguous
-                assert np.array_equal(found[name], expected)
-    for kind in ("grad", "loss_and_gradient"):
-        calls = fake.calls(kind)
-        assert len(calls) == len(cases) >= 1
-        assert all(c["flags"] == flags and c["activity"] == "bare" for c in calls)
-        assert all(p[0] == "int" for c in calls for p in c["params"])
+    kinds = ("grad", "loss_and_gradient")
+    for dtype, cases in cases_in.items():
+        made = {kind: len(fake.calls(kind)) for kind in kinds}  # the earlier dtype's
+        for case in cases:
+            arrays = [decode(case["inputs"][a]).astype(dtype) for a in content["arrays"]]
+            args = (*arrays, *(case["params"][p] for p in content["params"]))
+            # the loss and the gradient apart, then together (one request: an evaluation's)
+            both = v.functions().value_and_grad(*args)
+            for loss, g in ((v.loss(*args), v.grad(*args)), both):
+                assert type(loss) is np.dtype(dtype).type, dtype
+                assert loss == np.dtype(dtype).type(case["loss"]), dtype
+                found = g if isinstance(g, dict) else {content["wrt"][0]: g}
+                assert list(found) == content["wrt"]
+                for name in content["wrt"]:
+                    expected = decode(case["gradient"][name]).astype(dtype)
+                    assert found[name].dtype == np.dtype(dtype), dtype
+                    assert found[name].flags.c_contiguous
+                    assert np.array_equal(found[name], expected), dtype
+        for kind in kinds:
+            calls = fake.calls(kind)[made[kind] :]  # this dtype's
+            assert len(calls) == len(cases) >= 1, dtype
+            assert all(c["flags"] == flags and c["activity"] == "bare" for c in calls)
+            assert all(p[0] == "int" for c in calls for p in c["params"])
 
 
 def test_the_worker_imports_juliacall_first_and_never_jax(fake):
@@ -907,6 +912,23 @@ def two_files_project(root: Path) -> tuple[Path, dict[str, str], Path]:
     return root, env, record
 
 
+@contextlib.contextmanager
+def commands_here(env: dict[str, str]):
+    """This process's environment as `env` (the environment of the project's commands)
+    sets it, while the block runs, for `weanj_here`: the command runs as a fresh process
+    would, and a worker it starts is a process of its own, with the same settings; no
+    worker runs before or after the block."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            if os.environ.get(key) != value:
+                mp.setenv(key, value)
+        forget_julia()
+        try:
+            yield
+        finally:
+            forget_julia()
+
+
 def recorded(record: Path, kind: str) -> list[dict]:
     if not record.exists():
         return []
@@ -920,37 +942,62 @@ def progress(output: str, label: str) -> str:
     return line.split(f"21-two {label}:")[1].split(",")[0].strip()
 
 
-def test_one_julia_evaluation_is_one_request(tmp_path):
-    """Acceptance 4 of #39: each Julia evaluation (and the run on perturbed inputs that
-    measures its rounding level) is one request for the loss and the gradient together;
-    no gradient-only request is made, and what the worker computed is judged ok against
-    the JAX variants."""
-    root, env, record = two_files_project(tmp_path)
-    done = run_in(root, "-m", "weanj", "check", env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    both = recorded(record, "loss_and_gradient")
-    # two variants × two dtypes, each evaluated on its inputs and on perturbed ones
-    assert len(both) == 2 * 2 * 2
-    assert {a["dtype"] for c in both for a in c["arrays"]} == {"<f8", "<f4"}
-    assert recorded(record, "grad") == []
-    verdicts = {tuple(p["subjects"]): p["verdict"] for p in check_json_of(root)["pairs"]}
-    assert verdicts[("julia-a", "julia-b")] == "ok"
-    assert verdicts[("jax-loop", "julia-a")] == "ok"
-
-
 def check_json_of(root: Path) -> dict:
     return json.loads((root / "results" / "21-two" / "check.json").read_text())
 
 
-def test_julia_records_are_reused_and_an_edit_recomputes_that_files_variants(tmp_path):
-    """Acceptance 5 of #39 (with the stand-in worker): a second `weanj check` with
-    nothing changed reuses every Julia evaluation and starts no worker; editing one
-    Julia file recomputes its variant's evaluations only (and starts one worker)."""
-    root, env, record = two_files_project(tmp_path)
+@pytest.fixture(scope="module")
+def two_files_checked(tmp_path_factory) -> dict:
+    """The two-file project after its first `weanj check` (run in this process as a fresh
+    one runs it; the worker a process of its own): the project, its environment and the
+    stand-in's record, and what that first check left, kept as it was then (the finished
+    command, the record's calls of each kind the tests read, and check.json). One command
+    for both tests of a first check; then
+    test_julia_records_are_reused_and_an_edit_recomputes_that_files_variants goes on in
+    the project (the only test that runs anything more in it)."""
+    root, env, record = two_files_project(tmp_path_factory.mktemp("two-files"))
+    with commands_here(env):
+        first = weanj_here(root, "check")
+    return {
+        "root": root,
+        "env": env,
+        "record": record,
+        "first": first,
+        "calls": {kind: recorded(record, kind) for kind in ("start", "loss_and_gradient", "grad")},
+        "check.json": check_json_of(root) if first.returncode == 0 else None,
+    }
+
+
+def test_one_julia_evaluation_is_one_request(two_files_checked):
+    """Acceptance 4 of #39: each Julia evaluation (and the run on perturbed inputs that
+    measures its rounding level) is one request for the loss and the gradient together;
+    no gradient-only request is made, and what the worker computed is judged ok against
+    the JAX variants (the project's first `weanj check`)."""
+    done, calls = two_files_checked["first"], two_files_checked["calls"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    both = calls["loss_and_gradient"]
+    # two variants × two dtypes, each evaluated on its inputs and on perturbed ones
+    assert len(both) == 2 * 2 * 2
+    assert {a["dtype"] for c in both for a in c["arrays"]} == {"<f8", "<f4"}
+    assert calls["grad"] == []
+    pairs = two_files_checked["check.json"]["pairs"]
+    verdicts = {tuple(p["subjects"]): p["verdict"] for p in pairs}
+    assert verdicts[("julia-a", "julia-b")] == "ok"
+    assert verdicts[("jax-loop", "julia-a")] == "ok"
+
+
+def test_julia_records_are_reused_and_an_edit_recomputes_that_files_variants(two_files_checked):
+    """Acceptance 5 of #39 (with the stand-in worker): after a first `weanj check`, which
+    computes every Julia evaluation in one worker, a second with nothing changed reuses
+    every Julia evaluation and starts no worker; editing one Julia file recomputes its
+    variant's evaluations only (and starts one worker). The second is a fresh process
+    (what it reuses is what the first left on disk); the first and the third run in this
+    process as a fresh one runs them (`commands_here`: no worker before or after)."""
+    root, env, record = (two_files_checked[k] for k in ("root", "env", "record"))
     labels = ["julia-a", "julia-a@float32", "julia-b", "julia-b@float32"]
-    first = run_in(root, "-m", "weanj", "check", env=env)
+    first = two_files_checked["first"]
     assert first.returncode == 0, first.stdout + first.stderr
-    assert len(recorded(record, "start")) == 1
+    assert len(two_files_checked["calls"]["start"]) == 1
     assert all(progress(first.stderr, label) != "reused" for label in labels)
 
     again = run_in(root, "-m", "weanj", "check", env=env)
@@ -961,7 +1008,8 @@ def test_julia_records_are_reused_and_an_edit_recomputes_that_files_variants(tmp
 
     with (root / "julia" / "a.jl").open("a") as f:
         f.write("# an edit\n")
-    edited = run_in(root, "-m", "weanj", "check", env=env)
+    with commands_here(env):
+        edited = weanj_here(root, "check")
     assert edited.returncode == 0, edited.stdout + edited.stderr
     assert len(recorded(record, "start")) == 2
     assert [progress(edited.stderr, label) == "reused" for label in labels] == [
@@ -976,11 +1024,12 @@ def test_bench_reports_the_times_inside_the_worker_beside_the_round_trip(tmp_pat
     """Acceptance 6 of #39 (with the stand-in worker, whose times are its own, and say
     so): `weanj bench` on a Julia variant labels its medians as round trips and prints
     the times measured inside the worker beside them (median and fastest of as many
-    samples, after a warm-up call), recorded under `timed_inside` with their clock."""
+    samples, after a warm-up call), recorded under `timed_inside` with their clock. The
+    command runs in this process as a fresh one runs it (`commands_here`); the worker, whose
+    times these are, is a process of its own either way."""
     root, env, record = two_files_project(tmp_path)
-    done = run_in(
-        root, "-m", "weanj", "bench", "21-two", "--variants", "julia-a", "--samples", "3", env=env
-    )
+    with commands_here(env):
+        done = weanj_here(root, "bench", "21-two", "--variants", "julia-a", "--samples", "3")
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "(round trip)" in output

@@ -85,16 +85,19 @@ def _reused(reuse: dict, ex: str) -> set[str]:
     return {label for label, how in reuse[ex].items() if how.startswith("reused")}
 
 
-@pytest.fixture
-def project(tmp_path):
-    root = write_project(
-        tmp_path, {"kernels/helper.py": HELPER, "kernels/one.py": ONE, "kernels/two.py": TWO}
-    )
+def _write(root: Path) -> Path:
+    """The project of `21-one` and `22-two` in `root`, its inputs written."""
+    write_project(root, {"kernels/helper.py": HELPER, "kernels/one.py": ONE, "kernels/two.py": TWO})
     # kernels.helper is a project module, not an example module: list only the examples
     (root / "pyproject.toml").write_text(
         '[tool.weanj]\nexamples = ["kernels.one", "kernels.two"]\n'
     )
     return root
+
+
+@pytest.fixture
+def project(tmp_path):
+    return _write(tmp_path)
 
 
 @pytest.mark.slow  # six checks of two examples; the copy, clone and tamper tests run by default
@@ -328,22 +331,53 @@ def _write_record(path: Path, record: dict, arrays: dict, *, forge: bool = False
 
 
 def _bomb(path: Path, record: dict) -> None:
-    """A record whose gradient member is 1.5e8 float64 zeros, deflated to a few MB."""
-    import zipfile
+    """A record whose gradient member is 1.5e8 float64 zeros, deflated to a few MB: a zip of
+    the members `zipfile` would write (the same names, sizes and crc, deflated), written by
+    hand so that the zeros are not deflated 1.2 GB over. Each 8 MiB block of zeros is
+    deflated from a reset state (a full flush), so every block gives the same bytes:
+    deflated once (twice, to see that it does), those bytes are repeated."""
+    import io
+    import struct
+    import zlib
 
-    header = np.lib.format
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-        with z.open("record.npy", "w") as f:
-            header.write_array(f, np.array(json.dumps(record)))
-        with z.open("g_x.npy", "w", force_zip64=True) as f:
-            n = 150_000_000
-            header.write_array_header_1_0(
-                f, {"descr": "<f8", "fortran_order": False, "shape": (n,)}
+    n = 150_000_000
+    members = []
+    for name, zeros in (("record.npy", 0), ("g_x.npy", n * 8)):
+        text = io.BytesIO()
+        if zeros:
+            header = {"descr": "<f8", "fortran_order": False, "shape": (n,)}
+            np.lib.format.write_array_header_1_0(text, header)
+        else:
+            np.lib.format.write_array(text, np.array(json.dumps(record)))
+        text = text.getvalue()
+        deflate = zlib.compressobj(1, zlib.DEFLATED, -15)  # as zipfile's compresslevel=1
+        data = [deflate.compress(text) + deflate.flush(zlib.Z_FULL_FLUSH)]
+        crc = zlib.crc32(text)
+        block = bytes(2**23)
+        blocks, rest = divmod(zeros, len(block))
+        if blocks:
+            once = deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH)
+            assert deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH) == once
+            data.append(once * blocks)
+            for _ in range(blocks):
+                crc = zlib.crc32(block, crc)
+        data.append(deflate.compress(bytes(rest)) + deflate.flush())
+        crc = zlib.crc32(bytes(rest), crc)
+        members.append((name.encode(), b"".join(data), crc, len(text) + zeros))
+    with open(path, "wb") as f:  # local headers and data, the central directory, its end
+        central = []
+        for name, data, crc, size in members:
+            # flags, deflated, 00:00 on 1980-01-01, crc, sizes, the name's length
+            fields = (0, 8, 0, 0x21, crc, len(data), size, len(name))
+            entry = struct.pack(
+                "<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, *fields, 0, 0, 0, 0, 0, f.tell()
             )
-            chunk = bytes(2**23)
-            for _ in range(n * 8 // len(chunk)):
-                f.write(chunk)
-            f.write(bytes(n * 8 % len(chunk)))
+            central.append(entry + name)
+            f.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, *fields, 0) + name + data)
+        start = f.tell()
+        f.write(b"".join(central))
+        end = (0, 0, len(members), len(members), f.tell() - start, start, 0)
+        f.write(struct.pack("<IHHHHIIH", 0x06054B50, *end))
 
 
 def _tamper(kind: str, folder: Path) -> str:
@@ -488,6 +522,16 @@ def test_a_record_not_as_weanj_wrote_it_is_recomputed_with_one_line(port_project
 # --- relocatable: a copied or cloned project reuses every evaluation -------------------------
 
 
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory) -> Path:
+    """The project, checked once in this process (`_check(here=True)`): its evaluation
+    records on disk. The tests that relocate it copy it first; none changes it."""
+    root = _write(tmp_path_factory.mktemp("checked"))
+    r, _ = _check(root, here=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return root
+
+
 def _all_reused(root: Path) -> None:
     """A check of `root` in a fresh process (what it reuses is what is on disk) reuses every
     evaluation (the checks that wrote them run in this process, `_check(here=True)`)."""
@@ -498,16 +542,16 @@ def _all_reused(root: Path) -> None:
     assert "discarded" not in r.stdout and "evaluations: reused 4 of 4" in r.stdout, r.stdout
 
 
-def test_a_copied_project_reuses_every_evaluation(project, tmp_path_factory):
+def test_a_copied_project_reuses_every_evaluation(checked, tmp_path_factory):
     import shutil
 
-    assert _check(project, here=True)[0].returncode == 0
     copy = tmp_path_factory.mktemp("elsewhere") / "copied project"
-    shutil.copytree(project, copy, symlinks=True)  # `cp -r`
+    shutil.copytree(checked, copy, symlinks=True)  # `cp -r`
     _all_reused(copy)
 
 
-def test_a_cloned_project_reuses_every_evaluation(project, tmp_path_factory):
+def test_a_cloned_project_reuses_every_evaluation(checked, tmp_path_factory):
+    import shutil
     import subprocess
 
     def git(*args, cwd):
@@ -518,7 +562,9 @@ def test_a_cloned_project_reuses_every_evaluation(project, tmp_path_factory):
         assert r.returncode == 0, r.stderr
         return r
 
-    assert _check(project, here=True)[0].returncode == 0
+    # the checked project, as its own folder (the module's stays as it is)
+    project = tmp_path_factory.mktemp("own") / "project"
+    shutil.copytree(checked, project, symlinks=True)
     git("init", "-q", cwd=project)
     git("add", "-A", cwd=project)
     git("add", "-f", "results", cwd=project)  # run outputs are ignored in a new project

@@ -4,7 +4,10 @@ from the store, the last `weanj check` and the benchmark files.
 The user project (in a folder outside the repository, found by root discovery) has two
 examples: `11-scale`, whose only gradient array is a 0-d scalar and whose two variants
 agree; and `12-ring`, with two correct variants and one (`jax-wrong`) whose gradient is
-off by 1e-3 relative at x[7]. Numbers on the page are checked against numpy; the page
+off by 1e-3 relative at x[7]. The check the report reads (`weanj.check()`), `weanj report`
+and `weanj check` run in this process as a fresh one runs them (`projects.run_here`,
+`projects.weanj_here`: the project loaded afresh from its folder; what is tested is what
+they write, not the process). Numbers on the page are checked against numpy; the page
 itself by parsing it: every image decodes as PNG, every `#anchor` resolves, nothing
 refers to the network.
 """
@@ -24,7 +27,7 @@ import numpy as np
 import pytest
 
 from .helpers import assert_one_line_error, bench_record, inputs_sha256, provenance_key
-from .projects import RING, run_in, weanj_in, write_project
+from .projects import RING, run_here, weanj_here, write_project
 from .toy_kernels import smooth_reference
 
 # L(s) = Σ (s·x − y)², one 0-d gradient array; the two variants sum in other orders.
@@ -200,10 +203,10 @@ def ports(tmp_path_factory) -> Path:
         {"kernels/scale.py": SCALE, "kernels/ring.py": RING},
         name="my-ports",
     )
-    r = run_in(root, "-c", CHECK)
+    r = run_here(root, CHECK)
     assert r.returncode == 0, r.stderr
     for args in (("--out", "report.html"), ("--format", "md", "--out", "summary.md")):
-        r = weanj_in(root, "report", *args)
+        r = weanj_here(root, "report", *args)
         assert r.returncode == 0, r.stdout + r.stderr
         assert r.stdout.startswith(f"wrote {args[-1]} (") and "FAIL" in r.stdout, r.stdout
     return root
@@ -316,7 +319,7 @@ def test_check_leaves_its_verdicts_for_the_report(ports, tmp_path):
     target = ports / "results" / "11-scale" / "check.json"
     before = json.loads(target.read_text())["timestamp"]
     target.unlink()
-    r = weanj_in(ports, "check", "11-scale", "--dtype", "float64")
+    r = weanj_here(ports, "check", "11-scale", "--dtype", "float64")
     assert r.returncode == 0, r.stdout + r.stderr
     assert target.is_file(), (
         "weanj check left no check.json (cmd_check must call write_check_verdicts)"
@@ -604,13 +607,23 @@ FAULTS = "98-faults"
 ZERO = "99-zero"
 
 
-@pytest.fixture
-def verdicts(project):
-    """Two examples, checked in both dtypes: `98-faults` with two correct variants, two at
-    fault (one raises inside the kernel, one returns a vector loss) and one unavailable
-    (it needs a module that does not exist); `99-zero`, whose reference gradient is all
-    zeros (x == y), with `jax-zwrong` off by 1e-9 there and its loss by 1e-15 (the
-    reference loss is 0), in absolute terms."""
+@pytest.fixture(scope="module")
+def checked_root(tmp_path_factory):
+    """The project root (`$WEANJ_ROOT`, a temporary folder) of the two examples below, for
+    the tests of this module that read their check (they write only their own pages)."""
+    root = tmp_path_factory.mktemp("verdicts")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WEANJ_ROOT", str(root))
+        yield root
+
+
+@pytest.fixture(scope="module")
+def verdicts(checked_root):
+    """Two examples, checked in both dtypes, once for the module's tests of them:
+    `98-faults` with two correct variants, two at fault (one raises inside the kernel, one
+    returns a vector loss) and one unavailable (it needs a module that does not exist);
+    `99-zero`, whose reference gradient is all zeros (x == y), with `jax-zwrong` off by
+    1e-9 there and its loss by 1e-15 (the reference loss is 0), in absolute terms."""
     import jax.numpy as jnp
 
     import weanj
@@ -651,10 +664,10 @@ def verdicts(project):
         _registry.unregister_example(name)
 
 
-def test_a_variant_at_fault_is_shown_once_with_its_line_and_command(verdicts, project):
+def test_a_variant_at_fault_is_shown_once_with_its_line_and_command(verdicts, checked_root):
     from weanj import Verdict
 
-    out = project / "r.html"
+    out = checked_root / "r.html"
     assert _report(FAULTS, ZERO, "--out", str(out)) == 0
     page = assert_self_contained(out.read_text(encoding="utf-8"))
     ej = verdicts[FAULTS]
@@ -686,8 +699,8 @@ def test_a_variant_at_fault_is_shown_once_with_its_line_and_command(verdicts, pr
     assert blocked and all(ej.by_case()[c].verdict == Verdict.SKIPPED for c in blocked)
     assert f"Not compared: {len(blocked)} case(s) with jax-raises, jax-vector" in page.text(FAULTS)
     # The Markdown summary says the same, each fault once in the failures.
-    assert _report(FAULTS, "--format", "md", "--out", str(project / "r.md")) == 0
-    md = (project / "r.md").read_text(encoding="utf-8")
+    assert _report(FAULTS, "--format", "md", "--out", str(checked_root / "r.md")) == 0
+    md = (checked_root / "r.md").read_text(encoding="utf-8")
     for name in ("jax-raises", "jax-vector"):
         bullets = [x for x in md.splitlines() if x.startswith(f"- `{name}`: error: ")]
         assert len(bullets) == 1 and f"(reproduce: `weanj run {FAULTS} {name}`)" in bullets[0]
@@ -695,11 +708,11 @@ def test_a_variant_at_fault_is_shown_once_with_its_line_and_command(verdicts, pr
     assert "- unavailable `jax-gone`: " in md
 
 
-def test_an_all_zero_reference_is_shown_in_absolute_terms(verdicts, project):
+def test_an_all_zero_reference_is_shown_in_absolute_terms(verdicts, checked_root):
     from weanj import Verdict
     from weanj._report._lines import ulp_text
 
-    out = project / "r.html"
+    out = checked_root / "r.html"
     assert _report(ZERO, "--out", str(out)) == 0
     text = out.read_text(encoding="utf-8")
     page = assert_self_contained(text)
@@ -731,7 +744,7 @@ def test_an_all_zero_reference_is_shown_in_absolute_terms(verdicts, project):
 # --- one render path: the live judgement and its check.json ---------------------------------
 
 
-def test_check_json_reads_back_the_judgement_the_check_returned(verdicts, project):
+def test_check_json_reads_back_the_judgement_the_check_returned(verdicts, checked_root):
     """check.json is the judgement's serialisation: read back, every case of each example
     is the live one, field for field (the numbers behind it included), and so are the
     subjects' provenance, what was skipped or unavailable, and when it was judged."""
@@ -788,14 +801,14 @@ def _same(x, y) -> bool:
     return type(x) is type(y) and x == y
 
 
-def test_the_live_page_and_the_page_from_check_json_are_the_same_bytes(verdicts, project):
+def test_the_live_page_and_the_page_from_check_json_are_the_same_bytes(verdicts, checked_root):
     """`weanj.report(judgement=weanj.check(...))` and `weanj report` reading the check
     files that check wrote render one page: byte for byte, in HTML and in Markdown (the
     page's date is the judgement's, not the time of writing)."""
     import weanj
 
     for fmt in ("html", "md"):
-        live, stored = project / f"live.{fmt}", project / f"stored.{fmt}"
+        live, stored = checked_root / f"live.{fmt}", checked_root / f"stored.{fmt}"
         weanj.report([FAULTS, ZERO], out=live, judgement=verdicts)
         assert _report(FAULTS, ZERO, "--out", str(stored)) == 0
         a, b = live.read_bytes(), stored.read_bytes()
@@ -816,6 +829,6 @@ def test_the_live_page_and_the_page_from_check_json_are_the_same_bytes(verdicts,
         assert "no longer holds what the check judged" not in b.decode()
     # The failing pair's picture, drawn from the gradients check stored, is on both pages.
     assert Page(live.with_suffix(".html").read_text()).imgs_in.get(f"{ZERO}::z::jax-z~jax-zwrong")
-    assert "error" in (project / "live.md").read_text()  # a page with something on it
+    assert "error" in (checked_root / "live.md").read_text()  # a page with something on it
     # The live judgement alone, for the examples it holds (its default).
-    assert weanj.report(out=project / "only.html", judgement=verdicts).verdict == "FAIL"
+    assert weanj.report(out=checked_root / "only.html", judgement=verdicts).verdict == "FAIL"

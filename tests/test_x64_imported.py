@@ -3,10 +3,12 @@ without JAX's x64 gets none of it (issue 48, item 1; docs/DESIGN.md §2.2).
 
 Each case is a user project outside the repository run in fresh processes (x64 is process
 state): `weanj check` on the command line, and scripts that import the project's module
-themselves, before or after `import weanj`, as a notebook does; one is a real notebook run
-by nbclient. The module `kernels.ramp` weighs x² by `jnp.arange(n) / n`, a default-dtype
-array: float32 with x64 off, float64 with it on, so the dtype and the digits of its loss
-say which configuration it ran in.
+themselves, before or after `import weanj`, as a notebook does (one fresh process per
+import order); one is a real notebook run by nbclient. The module `kernels.ramp` weighs x²
+by `jnp.arange(n) / n`, a default-dtype array: float32 with x64 off, float64 with it on, so
+the dtype and the digits of its loss say which configuration it ran in. Each import order
+is a case of its own; the x64 = false project and its `weanj check` are made once for all of
+them (`declared_off`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,16 @@ ORDERS = {
     "weanj, then module": "import weanj\nimport kernels.ramp",
 }
 
+# The import orders as parametrized cases. Python runs `import a, b` as `import a` then
+# `import b` (the same instructions), so the one-line order is the first order again: with
+# `-m slow`; the real notebook below imports that way (`import kernels.ramp, weanj`).
+ORDER_CASES = [
+    "module, then weanj",
+    # slow: the same imports, in the same order, as the "module, then weanj" case
+    pytest.param("both on one line, the module first", marks=pytest.mark.slow),
+    "weanj, then module",
+]
+
 
 def _project(root: Path, *, x64: bool, preamble: str = "", dtypes=("float64", "float32")) -> Path:
     (root / "kernels").mkdir()
@@ -97,21 +109,44 @@ def _ramp_loss(dtype: str) -> float:
     return float(np.sum(w * x * x, dtype=dtype))
 
 
-def test_a_declared_x64_holds_whoever_imports_the_module_first(tmp_path):
+def _declared(root: Path, on: bool) -> dict:
+    """The x64 of every run of a project declaring `x64 = on` in `root`."""
+    word = str(on).lower()
+    return {"enabled": on, "source": f"x64 = {word} in [tool.weanj] of {root / 'pyproject.toml'}"}
+
+
+def _declared_on_runs(root: Path) -> dict[str, list]:
+    """`weanj check` of the x64 = true project (JAX's default in the process): as issue 42
+    has it, float64 passes, float32 is promoted by the 64-bit arange."""
+    declared = _declared(root, True)
+    return {"jax-ramp": ["ok", declared], "jax-ramp@float32": ["error", declared]}
+
+
+@pytest.mark.parametrize("order", ORDER_CASES)
+def test_a_declared_x64_holds_whoever_imports_the_module_first(tmp_path, order):
+    """x64 = true, the process at JAX's default (off): whichever import comes first, the
+    variant computes in float64 (its loss's dtype and digits), and `weanj.check()` judges
+    the project as `weanj check` does (`_declared_on_runs`)."""
     root = _project(tmp_path, x64=True)
     env = _env(None)  # JAX's default, off: only the declaration turns x64 on
-    source = f"x64 = true in [tool.weanj] of {root / 'pyproject.toml'}"
-    declared = {"enabled": True, "source": source}
-    cli = _cli(root, env)
-    # as issue 42 has it: float64 passes, float32 is promoted by the 64-bit arange
-    assert cli == {"jax-ramp": ["ok", declared], "jax-ramp@float32": ["error", declared]}
     wide = _ramp_loss("float64")
     assert abs(wide - _ramp_loss("float32")) > 1e-9 * abs(wide)  # the digits tell them apart
-    for order, imports in ORDERS.items():
-        got = _script(root, imports, "float64", env)
-        assert got["loss"][0] == got["grad"] == "float64", order
-        assert got["loss"][1] == pytest.approx(wide, rel=1e-13), order
-        assert got["runs"] == cli, order  # weanj.check() judges as `weanj check` does
+    got = _script(root, ORDERS[order], "float64", env)
+    assert got["loss"][0] == got["grad"] == "float64"
+    assert got["loss"][1] == pytest.approx(wide, rel=1e-13)
+    assert got["runs"] == _declared_on_runs(root)  # weanj.check() judges as `weanj check` does
+
+
+# slow: the same `weanj check` on the command line (this module, x64 = true, the process at
+# JAX's default; the same verdicts, the same x64) is held by tests/test_x64.py's
+# test_a_project_declaring_x64_passes_in_float64_and_names_the_float32_promotion
+@pytest.mark.slow
+def test_weanj_check_on_the_command_line_holds_a_declared_x64(tmp_path):
+    """`weanj check` of the x64 = true project, the process at JAX's default: the runs
+    that test_a_declared_x64_holds_whoever_imports_the_module_first expects of
+    `weanj.check()`."""
+    root = _project(tmp_path, x64=True)
+    assert _cli(root, _env(None)) == _declared_on_runs(root)
 
 
 def test_pytest_weanj_holds_the_declaration_when_a_conftest_imports_the_module_first(tmp_path):
@@ -126,19 +161,30 @@ def test_pytest_weanj_holds_the_declaration_when_a_conftest_imports_the_module_f
     assert f"x64 on ({source})" in lines  # each run item's report section
 
 
-def test_a_declared_x64_off_holds_for_a_float32_program_imported_first(tmp_path):
-    root = _project(tmp_path, x64=False, dtypes=("float32",))
+@pytest.fixture(scope="module")
+def declared_off(tmp_path_factory) -> tuple[Path, dict[str, list]]:
+    """The float32 program whose project declares x64 = false, and its `weanj check` on
+    the command line (each run's verdict and x64) in a process that starts with x64 on
+    (`$JAX_ENABLE_X64=1`): one command, which every import order's case compares with
+    (their scripts write nothing into the project: `save=False`)."""
+    root = _project(tmp_path_factory.mktemp("declared-off"), x64=False, dtypes=("float32",))
+    return root, _cli(root, _env("1"))
+
+
+@pytest.mark.parametrize("order", ORDER_CASES)
+def test_a_declared_x64_off_holds_for_a_float32_program_imported_first(declared_off, order):
+    """x64 = false, the process started with x64 on: `weanj check` skips the float64 run
+    and passes the float32 one, in the declared configuration; whichever import comes
+    first, no float64 appears, and `weanj.check()` judges as `weanj check` does."""
+    root, cli = declared_off
     env = _env("1")  # the process starts with x64 on: only the declaration turns it off
-    source = f"x64 = false in [tool.weanj] of {root / 'pyproject.toml'}"
-    declared = {"enabled": False, "source": source}
-    cli = _cli(root, env)
+    declared = _declared(root, False)
     assert cli == {"jax-ramp": ["skipped", declared], "jax-ramp@float32": ["ok", declared]}
     narrow = _ramp_loss("float32")
-    for order, imports in ORDERS.items():
-        got = _script(root, imports, "float32", env)
-        assert got["loss"][0] == got["grad"] == "float32", order  # no float64 appears
-        assert got["loss"][1] == pytest.approx(narrow, rel=1e-6), order
-        assert got["runs"] == cli, order
+    got = _script(root, ORDERS[order], "float32", env)
+    assert got["loss"][0] == got["grad"] == "float32"  # no float64 appears
+    assert got["loss"][1] == pytest.approx(narrow, rel=1e-6)
+    assert got["runs"] == cli
 
 
 def test_a_module_that_sets_x64_contrary_to_the_declaration_is_named_with_it(tmp_path):
