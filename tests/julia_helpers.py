@@ -6,6 +6,8 @@ cross; tests/test_julia_worker.py sends them across)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import shutil
 from pathlib import Path
@@ -120,3 +122,20 @@ def graph_inputs(dtype):
     mask = np.array([True, False, True, True])
     w = rng.standard_normal(4).astype(dtype)
     return x, z, edges, mask, w
+
+
+@contextlib.contextmanager
+def commands_here(env: dict[str, str]):
+    """This process's environment as `env` (the environment of the project's commands)
+    sets it, while the block runs, for `weanj_here`: the command runs as a fresh process
+    would, and a worker it starts is a process of its own, with the same settings; no
+    worker runs before or after the block."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            if os.environ.get(key) != value:
+                mp.setenv(key, value)
+        forget_julia()
+        try:
+            yield
+        finally:
+            forget_julia()

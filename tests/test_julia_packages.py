@@ -7,7 +7,6 @@ below and records what crossed. Nothing here computes or claims a Julia result.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -24,7 +23,7 @@ from weanj._errors import DefinitionError, ProjectError, UnavailableError
 from weanj._project import project_config
 
 from . import julia_helpers
-from .julia_helpers import forget_julia, one_line
+from .julia_helpers import commands_here, one_line
 from .projects import run_in, user_env, weanj_here, write_project
 
 new_example = julia_helpers.new_example
@@ -132,23 +131,6 @@ def ports_project(root: Path) -> tuple[Path, dict[str, str], Path, Path]:
         }
     )
     return root, env, record, env_folder
-
-
-@contextlib.contextmanager
-def commands_here(env: dict[str, str]):
-    """This process's environment as `env` (the environment of the project's commands)
-    sets it, while the block runs, for `weanj_here`: the command runs as a fresh process
-    would, and a worker it starts is a process of its own, with the same settings; no
-    worker runs before or after the block."""
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in env.items():
-            if os.environ.get(key) != value:
-                mp.setenv(key, value)
-        forget_julia()
-        try:
-            yield
-        finally:
-            forget_julia()
 
 
 def recorded(record: Path, kind: str) -> list[dict]:

@@ -27,7 +27,6 @@ Nothing here is Julia, and nothing here is saved as a Julia result.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -49,6 +48,7 @@ from weanj._backends import _julia_wire as wire
 from . import julia_helpers
 from .helpers import graph_fields, graph_gradient
 from .julia_helpers import (
+    commands_here,
     forget_julia,
     graph_inputs,
     one_line,
@@ -910,23 +910,6 @@ def two_files_project(root: Path) -> tuple[Path, dict[str, str], Path]:
         }
     )
     return root, env, record
-
-
-@contextlib.contextmanager
-def commands_here(env: dict[str, str]):
-    """This process's environment as `env` (the environment of the project's commands)
-    sets it, while the block runs, for `weanj_here`: the command runs as a fresh process
-    would, and a worker it starts is a process of its own, with the same settings; no
-    worker runs before or after the block."""
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in env.items():
-            if os.environ.get(key) != value:
-                mp.setenv(key, value)
-        forget_julia()
-        try:
-            yield
-        finally:
-            forget_julia()
 
 
 def recorded(record: Path, kind: str) -> list[dict]:
