@@ -385,3 +385,35 @@ def needs_xla_cpu(what: str) -> None:
     backend = jax.default_backend()
     if backend != "cpu":
         pytest.skip(f"{what} is a fact of XLA's CPU code; JAX's default backend here is {backend}")
+
+
+def main_in_thread(argv: list[str], seconds: float, meanwhile=None, left=None):
+    """`weanj ARGV` (the command line's `main`) in a thread of this process, its output
+    captured: (its exit code, or None if it had not ended within `seconds`, its stdout, its
+    stderr). `meanwhile()` is called every 50 ms while it runs; `left()`, where it had not
+    ended, to end what it started (it is then given 60 s more)."""
+    import threading
+    import time
+
+    from weanj._cli import main
+
+    got: dict = {}
+    out, err = io.StringIO(), io.StringIO()
+
+    def target():
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            got["code"] = main(argv)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + seconds
+    try:
+        while thread.is_alive() and time.monotonic() < deadline:
+            if meanwhile is not None:
+                meanwhile()
+            thread.join(0.05 if meanwhile is not None else max(0.0, deadline - time.monotonic()))
+    finally:
+        if thread.is_alive() and left is not None:
+            left()
+            thread.join(60)
+    return got.get("code"), out.getvalue(), err.getvalue()

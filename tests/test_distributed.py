@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .helpers import assert_one_line_error, run_python, subprocess_env
+from .helpers import assert_one_line_error, main_in_thread, run_python, subprocess_env
 from .projects import tiny_project, user_env, weanj_here, weanj_in, write_project
 
 pytest.importorskip("distributed")
@@ -397,39 +397,20 @@ def _children(pid: int) -> dict[int, str]:
 
 
 def _weanj_here_within(argv: list[str], seconds: float, meanwhile=lambda: None):
-    """`weanj ARGV` (the command line's `main`) in a thread of this process, which is then
-    the parent of the processes that `--processes P` starts, as a fresh `python -m weanj`
-    would be: (its exit code, or None if it had not ended within `seconds`, its stdout, its
-    stderr). `meanwhile()` is called every 50 ms while it runs. A worker process still
-    running on the way out (the run did not end) is killed."""
-    import io
-    import threading
-    import time
+    """`weanj ARGV` (the command line's `main`) in a thread of this process
+    (`main_in_thread`), which is then the parent of the processes that `--processes P`
+    starts, as a fresh `python -m weanj` would be: (its exit code, or None if it had not
+    ended within `seconds`, its stdout, its stderr). `meanwhile()` is called every 50 ms
+    while it runs. A worker process still running on the way out (the run did not end) is
+    killed."""
 
-    from weanj._cli import main
+    def kill_workers():
+        for pid, cmdline in _children(os.getpid()).items():
+            if "weanj._worker" in cmdline:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
 
-    got: dict = {}
-    out, err = io.StringIO(), io.StringIO()
-
-    def target():
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            got["code"] = main(argv)
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + seconds
-    try:
-        while thread.is_alive() and time.monotonic() < deadline:
-            meanwhile()
-            thread.join(0.05)
-    finally:
-        if thread.is_alive():
-            for pid, cmdline in _children(os.getpid()).items():
-                if "weanj._worker" in cmdline:
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
-            thread.join(60)
-    return got.get("code"), out.getvalue(), err.getvalue()
+    return main_in_thread(argv, seconds, meanwhile, kill_workers)
 
 
 def test_run_sharded_one_process_killed_is_an_error_naming_it(project):

@@ -25,7 +25,6 @@ import re
 import shutil
 import signal
 import subprocess
-import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -40,7 +39,14 @@ from weanj._io import _inputs, _safeh5
 from weanj._model import from_arrays
 
 from .conftest import REPO
-from .helpers import PYTHON, assert_one_line_error, bench_record, subprocess_env, write_h5
+from .helpers import (
+    PYTHON,
+    assert_one_line_error,
+    bench_record,
+    main_in_thread,
+    subprocess_env,
+    write_h5,
+)
 
 CORRUPT = REPO / "tests" / "data" / "corrupt"
 BATTERY = json.loads((CORRUPT / "cases.json").read_text())
@@ -402,22 +408,10 @@ def weanj_png(example: str, body: bytes) -> bytes:
 
 
 def _main_within(argv: list[str], seconds: float) -> tuple[int | None, str]:
-    """`weanj ARGV` (the command line's `main`) in a thread of this process: its exit code,
-    or None if it had not ended within `seconds`, and what it wrote on stderr."""
-    import contextlib
-    import io
-
-    got: dict = {}
-    out, err = io.StringIO(), io.StringIO()
-
-    def target():
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            got["code"] = main(argv)
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(seconds)
-    return got.get("code"), err.getvalue()
+    """`weanj ARGV` in a thread of this process (`main_in_thread`): its exit code, or None
+    if it had not ended within `seconds`, and what it wrote on stderr."""
+    code, _, err = main_in_thread(argv, seconds)
+    return code, err
 
 
 # The files of `test_benchmark_files_that_are_no_records_files_are_skipped`: {name: kind}.
