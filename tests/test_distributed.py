@@ -449,7 +449,7 @@ def test_run_sharded_on_two_processes(project, capsys):
     import weanj
     from weanj._cli import main
     from weanj._commands.run import run
-    from weanj._judge._compare import TOLERANCES
+    from weanj._judge._policy import TOLERANCES
 
     ex = weanj.example("01-jacobi")
     run(ex, weanj.variant(ex, "jax-jacobi-sharded"), out=project / "one.h5")  # one process, here

@@ -323,8 +323,10 @@ def _write_record(path: Path, record: dict, arrays: dict, *, forge: bool = False
     """Write a record file; `forge`: with its arrays' and payload digests made to match
     what it now holds (so that only its form or its key can give it away)."""
     if forge:
-        if "sha256" in record:
-            record["sha256"] = {k[2:]: _array_digest(a) for k, a in arrays.items()}
+        for field, prefix in (("sha256", "g_"), ("noise_sha256", "n_")):  # gradients, levels
+            if field in record:
+                found = {k[2:]: a for k, a in arrays.items() if k.startswith(prefix)}
+                record[field] = {k: _array_digest(a) for k, a in found.items()}
         record["payload"] = _digest({k: v for k, v in record.items() if k != "payload"})
     with open(path, "wb") as f:
         np.savez(f, record=np.array(json.dumps(record)), **arrays)
@@ -390,12 +392,16 @@ def _tamper(kind: str, folder: Path) -> str:
         result = record["checks"]["taylor::x"]["result"]
         result["directions"][0]["slope"] = 1.0
     elif kind == "fault":
-        for k in ("loss", "noise", "sha256"):
+        for k in ("loss", "noise", "sha256", "noise_sha256"):
             del record[k]
         record["fault"] = {"verdict": "error", "what": "jax-good raised", "command": ""}
         arrays = {}
     elif kind == "shape":
-        _write_record(good, record, {"g_x": arrays["g_x"][:4]}, forge=True)
+        _write_record(good, record, {**arrays, "g_x": arrays["g_x"][:4]}, forge=True)
+        return "jax-good"
+    elif kind in ("levels edited", "levels negative"):  # each entry's rounding level
+        arrays["n_x"] = arrays["n_x"] * (2 if kind == "levels edited" else -1)
+        _write_record(good, record, arrays, forge=kind == "levels negative")
         return "jax-good"
     elif kind == "nan":
         arrays["g_x"][1] = np.nan
@@ -424,6 +430,7 @@ def _tamper(kind: str, folder: Path) -> str:
         good.write_bytes((folder / "jax-good@float32.npz").read_bytes())
         return "jax-good"
     elif kind == "bomb":
+        record.pop("noise_sha256")  # a record without its entries' levels: g_x alone
         _bomb(good, record)
         return "jax-good"
     wrote = kind in ("seconds as text", "noise a list", "junk in checks", "directions as text")
@@ -438,6 +445,8 @@ TAMPERS = {
     "fault": "its contents do not match their recorded digest (edited?)",
     "shape": "x has shape (4,), not (6,)",
     "nan": "the gradient of x is not finite",
+    "levels edited": "the rounding levels of x do not match their sha256",
+    "levels negative": "the rounding levels of x are not finite and positive",
     "copied": "it records another variant (jax-good)",
     "relabelled": "its key is not the one its parts give",
     "seconds as text": "its seconds are not a number",
@@ -480,6 +489,7 @@ def _verdicts(root: Path) -> dict[str, str]:
 # Of each family of tampering (an edit under the digest, a malformed field, a wrong array),
 # some cases run by default and their siblings with `-m slow`.
 SLOW_TAMPERS = (
+    "levels negative",
     "checks",
     "fault",
     "noise a list",

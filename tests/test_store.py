@@ -457,6 +457,37 @@ def test_mistyped_gradient_attributes_are_refused(project, attrs, words):
     assert f"`weanj run {EXAMPLE} jax-jacobi`" in message  # what recomputes it
 
 
+@pytest.mark.parametrize(
+    "levels, words",
+    [
+        (np.zeros((63, 64)), "noise/theta is not a level per entry of its gradient"),
+        (np.full((64, 64), -1.0), "noise/theta is not a level per entry"),
+        (np.full((64, 64), np.nan), "noise/theta is not a level per entry"),
+        (np.zeros((64, 64), np.int64), "noise/theta is not a level per entry"),
+    ],
+    ids=("shape", "negative", "nan", "integers"),
+)
+def test_entries_levels_are_kept_and_a_malformed_one_is_refused(project, levels, words):
+    """Each entry's rounding level (`noise`, beside `gradient`) is written with a run's
+    gradient and read back as it was; one not shaped, typed and signed as a level is
+    refused in one line."""
+    from weanj._io._store import write_gradient
+    from weanj._places import places
+
+    g = weanj.evaluate(EXAMPLE, "jax-jacobi")
+    assert g.noise_entries["theta"].shape == g.gradients["theta"].shape
+    path = write_gradient(g, weanj.gradient_path(EXAMPLE, "jax-jacobi"), places())
+    back = weanj.load_gradient(EXAMPLE, "jax-jacobi")
+    assert np.array_equal(back.noise_entries["theta"], g.noise_entries["theta"])
+    with h5py.File(path, "r+") as f:
+        del f["noise"]
+        f["noise"] = levels
+    with pytest.raises(weanj.InputFileError) as excinfo:
+        weanj.load_gradient(EXAMPLE, "jax-jacobi")
+    message = str(excinfo.value)
+    assert words in message and str(path) in message and "\n" not in message
+
+
 def test_a_text_gradient_and_a_mistyped_digest_are_refused(project):
     path = weanj.gradient_path(EXAMPLE, "jax-jacobi")
     path.parent.mkdir(parents=True)

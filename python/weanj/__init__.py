@@ -58,12 +58,12 @@ from ._errors import WeanjError as WeanjError  # noqa: E402
 from ._io._jax_cache import enable as enable_compilation_cache  # noqa: E402, F401 (public)
 
 # The judge's rules and numbers
-from ._judge._compare import TOLERANCES as TOLERANCES  # noqa: E402
 from ._judge._compare import ArrayComparison as ArrayComparison  # noqa: E402
-from ._judge._compare import Tolerance as Tolerance  # noqa: E402
 from ._judge._compare import compare as compare  # noqa: E402
-from ._judge._compare import tolerance as tolerance  # noqa: E402
 from ._judge._compare import ulp_distance as ulp_distance  # noqa: E402
+from ._judge._policy import TOLERANCES as TOLERANCES  # noqa: E402
+from ._judge._policy import Tolerance as Tolerance  # noqa: E402
+from ._judge._policy import tolerance as tolerance  # noqa: E402
 from ._judge._taylor import DirectionalResult as DirectionalResult  # noqa: E402
 from ._judge._taylor import TaylorResult as TaylorResult  # noqa: E402
 from ._judge._verdict import CaseJudgement as CaseJudgement  # noqa: E402

@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._judge._compare import tolerance
 from weanj._judge._contract import Fault
+from weanj._judge._policy import tolerance
 from weanj._judge._verdict import CaseJudgement, Verdict
 from weanj._pipeline import _cases
 from weanj._pytest_plugin import weanj_run

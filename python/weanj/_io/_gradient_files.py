@@ -122,9 +122,10 @@ def read_gradient_file(
     path = Path(path)
     hint = fix_hint(path, places)
     where = f"gradient file {path}"
-    with parsed(path, "gradient file", hint, ("gradient", "sha256", *_REQUIRED)) as f:
+    with parsed(path, "gradient file", hint, ("gradient", "noise", "sha256", *_REQUIRED)) as f:
         datasets = _read_datasets(f, where, hint)
         attrs = read_attributes(f.attrs, where, hint)
+        entries = _read_entries(f, where, hint)
     _typed_attributes(attrs, where, hint)
     if attrs["example"] != ex.name:
         raise InputFileError(
@@ -165,6 +166,7 @@ def read_gradient_file(
     noise = {name: float(n) for name, (_, _, n) in _named(ex, datasets).items() if n is not None}
     if "noise_loss" in attrs:
         noise["loss"] = float(attrs["noise_loss"])
+    noise_entries = _entries_of(ex, entries, gradients, where, hint)
     return Gradient(
         example=ex,
         variant=attrs["variant"],
@@ -186,7 +188,42 @@ def read_gradient_file(
             **({"x64": attrs["x64"]} if "x64" in attrs else {}),  # the run's configuration
         },
         noise=noise,
+        noise_entries=noise_entries,
     )
+
+
+def _read_entries(f: Any, where: str, hint: str) -> dict[str, np.ndarray]:
+    """The entries' rounding levels (`noise`, a dataset or a group of them, laid out as
+    `gradient`; `Gradient.noise_entries`): `{name: values}`, "" for the single dataset;
+    {} where the file has none (written before weanj measured them, or not by a run)."""
+    if "noise" not in f:
+        return {}
+    node = f["noise"]
+    items = [("", node)] if isinstance(node, h5py.Dataset) else list(node.items())
+    return {name: read_array(ds, f"{where}: noise/{name}".rstrip("/"), hint) for name, ds in items}
+
+
+def _entries_of(ex: Example, entries: dict, gradients: dict, where: str, hint: str) -> dict:
+    """The entries' rounding levels by wrt name, each held to its gradient's shape, real,
+    finite and not negative, or an `InputFileError`."""
+    if not entries:
+        return {}
+    named = {ex.wrt_names[0]: entries[""]} if set(entries) == {""} else entries
+    if set(named) != set(gradients):
+        raise InputFileError(
+            f"{where}: its noise arrays ({', '.join(sorted(named)) or 'one'}) are not its "
+            f"gradient arrays ({', '.join(gradients)}){hint}"
+        )
+    out = {}
+    for name, values in named.items():
+        fine = values.dtype.kind == "f" and values.shape == np.shape(gradients[name])
+        if not fine or not (np.isfinite(values).all() and (values >= 0).all()):
+            raise InputFileError(
+                f"{where}: noise/{name} is not a level per entry of its gradient (real, "
+                f"finite, not negative, shaped {np.shape(gradients[name])}){hint}"
+            )
+        out[name] = values.astype(np.float64)
+    return out
 
 
 def _named(ex: Example, datasets: dict) -> dict:

@@ -176,6 +176,12 @@ def write_gradient(
                     ds.attrs["sha256"] = array_sha256(values)
                     if name in g.noise:
                         ds.attrs["noise"] = np.float64(g.noise[name])
+                if set(g.noise_entries) == set(names):  # each entry's level, laid out alike
+                    if len(names) > 1:
+                        f.create_group("noise", track_order=True)
+                    for name, where in datasets:
+                        where = where.replace("gradient", "noise", 1)
+                        write_array(f, where, np.asarray(g.noise_entries[name], np.float64))
                 write_attributes(f, {**_attributes(g), **(extra or {})})
             trust_file(tmp)  # weanj wrote these bytes itself: no need to probe them on reading
     except OSError as e:

@@ -1,142 +1,35 @@
-"""Comparing gradient arrays: the tolerance policy, the elementwise comparison, ULPs and
-the regions where two arrays part ways.
+"""Comparing gradient arrays: the elementwise comparison under the tolerance policy and
+its floors (`_policy`), ULPs, and the regions where two arrays part ways.
 
-The policy (docs/DESIGN.md, "Tolerance policy"; docs/verdicts.md, "The floors"):
-variants of one family agree when `|ΔL| ≤ max(loss·|L_ref|, F_L)` and
-`|Δg| ≤ max(grad·max|g_ref|, F_g)` at every element of every gradient array; a pair of
-mixed dtypes is judged by the coarser one; a tolerance the example declares for the family
-(`Example.tolerance`, `family_tolerance`) raises `loss` and `grad`. The floors `F` estimate
-the rounding error of the computations, not a constant: `NOISE_MULTIPLE` times the larger
-rounding level of the two runs (`Gradient.noise`, measured by `_pipeline._evaluate`: for
-the loss, the largest of how far it moved under several random-sign one-ulp perturbations
-of the inputs and ε·Σ|x_i·∂L/∂x_i|, what a backward-stable computation's rounding can
-move it; for each gradient array, the median move of its entries), each scaled from its
-run's dtype to the judged one (a float64 run's level times ε32/ε64 in a float32 pair).
+Variants of one family agree when `|ΔL| ≤ max(loss·|L_ref|, F_L)` and
+`|Δg_i| ≤ max(grad·max|g_ref|, F_g, F_i)` at every element of every gradient array
+(`_policy`: the tolerances, the floors from the runs' rounding levels, each entry's own).
 A loss that cancels to ~1e-15 out of terms of order 1 moves by about as much, so 0.0
 against -1.8e-15 agrees, while a difference of 1e-10 relative on a well-conditioned loss
 still fails; a reference gradient that is all zeros is judged in absolute terms the same
-way. The elements beyond the tolerance are grouped
-into connected regions (any rank), so a report can say *where* two ports differ, not only
-the first elements in C order.
+way. The elements beyond the tolerance are grouped into connected regions (any rank), so a
+report can say *where* two ports differ, not only the first elements in C order.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .._errors import InputError
 from .._model._kinds import shown
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """Same-family agreement: `|ΔL| ≤ loss·|L|` and `|Δg| ≤ grad·max|g_ref|` elementwise;
-    declared on an example (`Example(tolerance=...)`), `why` says what needs it."""
-
-    loss: float
-    grad: float
-    why: str = field(default="", repr=False)
-
-    def __post_init__(self):
-        for name in ("loss", "grad"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-                raise ValueError(f"Tolerance {name} must be a number ≥ 0, got {value!r}")
-
-    def describe(self) -> str:
-        """`declared tolerance loss 1e-06, grad 1e-06 (why)`."""
-        why = f" ({self.why})" if self.why else ""
-        return f"declared tolerance loss {self.loss:g}, grad {self.grad:g}{why}"
-
-
-# Why these numbers: a K-sweep iteration in float64 accumulates O(K·n) roundings of
-# size 1e-16 relative to max|g|; 1e-11 leaves two orders of margin for reordered sums
-# (adjoints, other AD engines) while catching any algorithmic difference (red-black vs
-# lexicographic differ at 1e-3). float32 scales the same argument by its epsilon.
-TOLERANCES = {
-    "float64": Tolerance(loss=1e-12, grad=1e-11),
-    "float32": Tolerance(loss=1e-5, grad=1e-4),
-}
-REAL_OF = {
-    "complex128": "float64",
-    "complex64": "float32",
-    "float64": "float64",
-    "float32": "float32",
-}
-
-
-def tolerance(dtype: Any) -> Tolerance:
-    """The policy for a dtype (complex dtypes: that of their real parts)."""
-    try:
-        return TOLERANCES[REAL_OF[np.dtype(dtype).name]]
-    except (KeyError, TypeError):  # one line naming what it accepts, not numpy's error
-        from .._errors import InputError
-
-        raise InputError(
-            f"tolerance: dtype must be float64, float32, complex128 or complex64, got {dtype!r}"
-        ) from None
-
-
-def eps(dtype: Any) -> float:
-    """The machine epsilon of a dtype under test (complex: of its real parts)."""
-    return float(np.finfo(REAL_OF[np.dtype(dtype).name]).eps)
-
-
-# A difference within this many times a run's own rounding noise is rounding: the same
-# two orders of margin as the relative tolerances leave over the roundings they expect.
-NOISE_MULTIPLE = 100.0
-
-
-def floor_from(levels: list[tuple[float, Any]], judged: Any) -> float:
-    """`NOISE_MULTIPLE` times the largest of the rounding levels `[(level, run dtype)]`,
-    each scaled from its run's dtype to the `judged` one (ε_judged / ε_run)."""
-    scale = eps(judged)
-    return NOISE_MULTIPLE * max((float(v) * scale / eps(d) for v, d in levels), default=0.0)
-
-
-def floor_of(a: Any, b: Any, key: str) -> float:
-    """The floor of `key` ("loss" or a gradient array) for a pair: `NOISE_MULTIPLE` times
-    the larger rounding level of its two runs, each scaled from its own dtype to the one
-    that judges the pair (ε_judged / ε_run: a float64 run's level is worth 2²⁹ times as
-    much in float32). The same rule in float64 and float32 (docs/verdicts.md); 0 where
-    the levels are unknown (a file written before they were measured)."""
-    levels = [(g.noise.get(key, 0.0), g.dtype) for g in (a, b) if g.noise]
-    return max(floor_from(levels, coarser(a.dtype, b.dtype)), precision_floor(a, b, key))
-
-
-# A device run under a reduced matmul precision (a TPU's one bfloat16 pass) rounds the
-# operands of every product to that precision: its error is the rounding of its inputs
-# (what a random-sign perturbation by the precision's unit roundoff measures, on the device,
-# `precision_level`), carried through, plus that of each intermediate operand, each of the
-# same size or smaller; a few times the level. Four keeps a correct port of a dense network
-# over time steps (max|Δg| ≈ 2.2x its level) and catches a port that the reduced precision
-# breaks (9x) or an indexing bug (600x): tests/test_devices.py.
-PRECISION_MULTIPLE = 4.0
-
-
-def precision_floor(a: Any, b: Any, key: str) -> float:
-    """`PRECISION_MULTIPLE` times the larger precision level of the pair's runs (0 where
-    neither ran under a reduced matmul precision)."""
-    levels = [getattr(g, "extra", {}).get("precision_level") for g in (a, b)]
-    found = [float(v.get(key, 0.0)) for v in levels if isinstance(v, dict)]
-    return PRECISION_MULTIPLE * max(found, default=0.0)
-
-
-def declared_between(a: Any, b: Any) -> Tolerance | None:
-    """The tolerance the example declares for the pair's family (None: the default)."""
-    if a.family != b.family:
-        return None
-    found = a.example.declared_tolerance(a.family)
-    return found if isinstance(found, Tolerance) else None
-
-
-def coarser(*dtypes: Any) -> str:
-    """The coarser of the dtypes under test (a float32 in a pair makes it float32)."""
-    reals = {REAL_OF[np.dtype(d).name] for d in dtypes}
-    return "float32" if "float32" in reals else "float64"
+from ._policy import (
+    REAL_OF,
+    Tolerance,
+    applied,
+    coarser,
+    declared_between,
+    entry_floor_of,
+    floor_from,
+    floor_of,
+)
 
 
 def ulp_distance(a: Any, b: Any, dtype: Any = np.float64) -> int:
@@ -256,6 +149,9 @@ class ArrayComparison:
     left_out: int = 0  # elements not compared (outside a mask)
     reference_max: float = 0.0  # max |g_ref| over the compared elements
     grad_floor: float = 0.0  # F_g: the gradient's noise floor (absolute)
+    # entries beyond max(tolerance·max|g_ref|, F_g) but within their own rounding level
+    # (`entry_floor_of`): an ill-conditioned entry, judged by the rounding it shows
+    own_rounding: int = 0
     loss_floor: float = 0.0  # F_L: the loss's noise floor (absolute)
     declared: Tolerance | None = None  # the example's declared tolerance, where it applied
 
@@ -271,8 +167,9 @@ class ArrayComparison:
 
     @property
     def floored(self) -> bool:
-        """The noise floor, not the relative tolerance, bounds the gradient's |Δ|."""
-        return self.grad_floor > self.tolerance.grad * self.reference_max
+        """The noise floor, not the relative tolerance, bounds the gradient's |Δ| (the
+        array's floor, or an entry's own: `own_rounding`)."""
+        return self.grad_floor > self.tolerance.grad * self.reference_max or self.own_rounding > 0
 
     @property
     def decided_by(self) -> dict[str, str]:
@@ -306,14 +203,6 @@ def _relative(abs_: float, ref: float) -> float | None:
     return 0.0 if abs_ == 0 else None
 
 
-def applied(dtype: str, declared: Tolerance | None) -> Tolerance:
-    """The dtype's tolerance, raised where `declared` is larger."""
-    tol = tolerance(dtype)
-    if declared is None:
-        return tol
-    return Tolerance(max(tol.loss, declared.loss), max(tol.grad, declared.grad), declared.why)
-
-
 def _numbers(value: Any, what: str) -> np.ndarray:
     """`value` as an array of real or complex numbers, or one `InputError` line (a text, a
     None, a ragged list: never a KeyError from deep inside)."""
@@ -343,6 +232,7 @@ def compare(
     noise_ref: dict[str, float] | None = None,
     noise: dict[str, float] | None = None,
     array: str | None = None,
+    entry_floor: np.ndarray | None = None,
 ) -> ArrayComparison:
     """Compare the array `g` with `g_ref` (same shape) under the judge's rule: the
     tolerance policy with its rounding floors (docs/verdicts.md, "The floors").
@@ -353,7 +243,9 @@ def compare(
     `array` (default: the first `wrt` array). For plain arrays, the floors come from
     `loss_floor`/`grad_floor` (absolute) or from the runs' rounding levels
     `noise_ref`/`noise` (`{"loss": level, "grad": level}`, as `Gradient.noise` holds them,
-    scaled by the arrays' dtypes the judge's way; 0 where neither is given). `keep`
+    scaled by the arrays' dtypes the judge's way; 0 where neither is given), and
+    `entry_floor` (absolute, shaped like the arrays) a floor per entry where it is larger
+    (two `Gradient`s: their entries' own rounding levels, `entry_floor_of`). `keep`
     (booleans shaped like the arrays) restricts the comparison to its True elements;
     `dtype` forces the policy's dtype (default: the coarser of the two arrays');
     `declared` a tolerance the example declares, which raises the dtype's. The result's
@@ -371,6 +263,7 @@ def compare(
             loss_floor=loss_floor,
             grad_floor=grad_floor,
             declared=declared,
+            entry_floor=entry_floor,
         )
     g_ref, g = _numbers(g_ref, "g_ref"), _numbers(g, "g")
     judged = dtype or coarser(g_ref.dtype, g.dtype)
@@ -383,7 +276,9 @@ def compare(
         raise ValueError(f"gradient shapes differ: {g_ref.shape} vs {g.shape}")
     tol = applied(judged, declared)
     keep = np.ones(g.shape, bool) if keep is None else np.asarray(keep, bool)
-    gap = _gradient_gap(g_ref, g, keep, judged, tol.grad, float(grad_floor))
+    if entry_floor is not None and np.shape(entry_floor) != g.shape:
+        raise ValueError(f"entry floors of shape {np.shape(entry_floor)} for arrays {g.shape}")
+    gap = _gradient_gap(g_ref, g, keep, judged, tol.grad, float(grad_floor), entry_floor)
     loss_abs, loss_rel, loss_ok, loss_finite = _loss_gap(loss_ref, loss, tol.loss, loss_floor)
     grad_ok, nonfinite = gap.pop("grad_ok"), gap.pop("nonfinite") or not loss_finite
     return ArrayComparison(
@@ -407,6 +302,8 @@ def _compare_gradients(g_ref, g, loss_ref, loss, *, array, declared, **given) ->
     between them (unless given)."""
     name = array or next(iter(g_ref.gradients))
     loss_floor, grad_floor = given.pop("loss_floor"), given.pop("grad_floor")
+    if given.get("entry_floor") is None and grad_floor is None:
+        given["entry_floor"] = entry_floor_of(g_ref, g, name)
     return compare(
         g_ref.gradients[name],
         g.gradients[name],
@@ -420,12 +317,18 @@ def _compare_gradients(g_ref, g, loss_ref, loss, *, array, declared, **given) ->
 
 
 def _gradient_gap(
-    g_ref: np.ndarray, g: np.ndarray, keep: np.ndarray, judged: str, rel: float, floor: float
+    g_ref: np.ndarray,
+    g: np.ndarray,
+    keep: np.ndarray,
+    judged: str,
+    rel: float,
+    floor: float,
+    entry_floor: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The gradient part of an `ArrayComparison` (the fields it names), with `nonfinite`
-    and `grad_ok` (|Δ| within `rel`·max|g_ref|, or the floor) for `compare` to combine
-    with the loss: where `g` departs from `g_ref` on the `keep` entries, the worst entry,
-    the regions beyond the bound."""
+    and `grad_ok` (|Δ| within `rel`·max|g_ref|, or the floor, or the entry's own floor)
+    for `compare` to combine with the loss: where `g` departs from `g_ref` on the `keep`
+    entries, the worst entry, the regions beyond the bound."""
     wide = np.complex128 if np.iscomplexobj(g) or np.iscomplexobj(g_ref) else np.float64
     finite = np.isfinite(g) & np.isfinite(g_ref)
     bad = ~finite & keep
@@ -450,7 +353,13 @@ def _gradient_gap(
         max_abs = float(diff[worst]) if diff.size else 0.0
         max_rel = _relative(max_abs, reference_max)
         ulp = ulp_distance(g_ref[worst], g[worst], judged) if diff.size else 0
-    outside = bad | (diff > bound)
+    beyond = diff > bound
+    outside = bad | beyond
+    own_rounding = 0
+    if entry_floor is not None:
+        within = beyond & (diff <= np.asarray(entry_floor, np.float64))
+        own_rounding = int(np.count_nonzero(within))
+        outside &= ~within
     severity = np.where(
         bad, np.inf, diff / reference_max if reference_max > 0 else np.where(diff > 0, np.inf, 0.0)
     )
@@ -467,7 +376,8 @@ def _gradient_gap(
         "region_count": total,
         "reference_max": reference_max,
         "nonfinite": nonfinite,
-        "grad_ok": max_abs <= bound,
+        "own_rounding": own_rounding,
+        "grad_ok": not bool((outside & ~bad).any()),
     }
 
 

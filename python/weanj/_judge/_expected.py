@@ -64,9 +64,11 @@ def declared_pair(
     g: np.ndarray,
     *,
     grad_floor: float = 0.0,
+    entry_floor: np.ndarray | None = None,
     arrays: Mapping[str, np.ndarray] | None = None,
 ) -> Any:
-    """A pair's judgement on one gradient array, held to the pair's declarations."""
+    """A pair's judgement on one gradient array, held to the pair's declarations (its
+    floors, `grad_floor` and `entry_floor`, as the pair's comparison had them)."""
     if not declared or not j.verdict.judged:  # it says nothing about a difference
         return j
     array, c = j.array, j.comparison
@@ -74,7 +76,7 @@ def declared_pair(
     # so each array is held to the declaration on its gradient alone.
     gradient = None
     if c is not None and not c.nonfinite:
-        gradient = compare(g_ref, g, grad_floor=grad_floor)
+        gradient = compare(g_ref, g, grad_floor=grad_floor, entry_floor=entry_floor)
     differs = j.failed if gradient is None else not gradient.agree
     mine = sorted((e for e in declared if e.array in (None, array)), key=lambda e: e.array is None)
     if not mine:  # declared for another array of the pair
@@ -96,7 +98,7 @@ def declared_pair(
         found = j.verdict if c is not None else f"{j.verdict} ({j.reason})"
         return _otherwise(j, e, f"declared {e.verdict}, found {found}", **place)
     if mask is not None:
-        away = compare(g_ref, g, keep=~mask, grad_floor=grad_floor)
+        away = compare(g_ref, g, keep=~mask, grad_floor=grad_floor, entry_floor=entry_floor)
         if not away.agree:
             if away.nonfinite:
                 where = f" ({Verdict.NONFINITE})"

@@ -33,7 +33,8 @@ import numpy as np
 from .._model import Expected, Gradient
 from .._model._verdicts import Verdict
 from ._checks import RESULTS
-from ._compare import ArrayComparison, Region, Tolerance
+from ._compare import ArrayComparison, Region
+from ._policy import Tolerance
 from ._verdict import CaseJudgement, ExampleJudgement
 
 _COMPARISON = (ArrayComparison, Region, Tolerance)

@@ -27,10 +27,11 @@ from .._model._verdicts import RANKING as RANKING
 from .._model._verdicts import CaseKind as CaseKind
 from .._model._verdicts import Verdict as Verdict
 from ._checks import CheckResult
-from ._compare import ArrayComparison, compare, declared_between, floor_of
+from ._compare import ArrayComparison, compare
 from ._contract import Fault
 from ._expected import declared_check as declared_check
 from ._expected import declared_pair
+from ._policy import declared_between, entry_floor_of, floor_of
 from ._taylor import DirectionalResult, TaylorResult
 
 
@@ -136,15 +137,15 @@ def judge_pair(
     the kinks) that agrees away from them gives `kinks`; a pair declared with
     `weanj.Expected` (`expected`, on the inputs' `arrays`) is held to its declarations
     (`_expected`). The floors of the tolerance come from the runs' rounding noise
-    (`Gradient.noise`, `_compare.floor_of`)."""
+    (`Gradient.noise`, `_policy.floor_of`)."""
     j = _judge_pair(case, a, b, array, kinks=kinks, keep=keep, info=info)
     if not expected:
         return j
     ga, gb = np.asarray(a.gradients[array]), np.asarray(b.gradients[array])
     if ga.shape != gb.shape:
         return declared_pair(j, expected, ga, ga, arrays=arrays)
-    floor = floor_of(a, b, array)
-    return declared_pair(j, expected, ga, gb, grad_floor=floor, arrays=arrays)
+    floors = {"grad_floor": floor_of(a, b, array), "entry_floor": entry_floor_of(a, b, array)}
+    return declared_pair(j, expected, ga, gb, **floors, arrays=arrays)
 
 
 def _judge_pair(
@@ -168,6 +169,7 @@ def _judge_pair(
         "loss_floor": floor_of(a, b, "loss"),
         "grad_floor": floor_of(a, b, array),
         "declared": declared_between(a, b),
+        "entry_floor": entry_floor_of(a, b, array),
     }
     c = compare(ga, gb, a.loss, b.loss, **floors)
     if c.nonfinite:

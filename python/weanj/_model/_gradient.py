@@ -31,7 +31,8 @@ class Gradient:
     registered `Variant` itself (None for a file of a name this project does not
     register). `noise` holds how far the loss and each gradient array moved when every
     float input was perturbed by one unit in the last place (the rounding level of the
-    computation, which the judge's floors scale with; docs/DESIGN.md, "Tolerance policy").
+    computation, which the judge's floors scale with; docs/DESIGN.md, "Tolerance policy"),
+    `noise_entries` how far each entry moved.
     """
 
     example: Example
@@ -53,6 +54,10 @@ class Gradient:
     extra: dict[str, Any] = field(default_factory=dict)
     of: Variant | None = None
     noise: dict[str, float] = field(default_factory=dict)
+    # each array's level entry by entry, `{array: |g̃ − g|}` (float64, the gradient's shape;
+    # {}: not measured, or a file written before): where an entry's rounding is far above
+    # its array's median (an ill-conditioned entry), the judge's floor there
+    noise_entries: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
     # the `Configuration` it was computed in (None: read from a file, not known)
     configuration: Any = field(default=None, compare=False)
 

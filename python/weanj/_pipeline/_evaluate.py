@@ -26,6 +26,7 @@ from .._judge._contract import (
     fault_of,
     numbers_fault,
 )
+from .._judge._policy import entry_share
 from .._model import Configuration, Gradient, Inputs, Variant, run_label
 from .._watch import Watch
 from ._on_device import (
@@ -109,6 +110,15 @@ def first_line(e: BaseException) -> str:
 # leave a loss unmoved by every one-ulp draw, and each draw there takes seconds.
 NOISE_SAMPLES = 4
 NOISE_SAMPLES_MAX = 16
+# An entry's own level (`Gradient.noise_entries`, the judge's floor at that entry where it
+# is larger than its array's) is its move under the first draw; where an entry moved by
+# more than ENTRY_SPREAD times its array's median (uneven rounding: an ill-conditioned
+# entry), the largest of its moves under ENTRY_DRAWS draws (the first of the loss's draws,
+# their gradients computed too): one draw leaves a noisy entry nearly still often enough
+# (30-det, one draw: a 100-draw fuzz found such an entry in one seed of two; three draws:
+# tests/test_floors.py) that a port right to its rounding failed.
+ENTRY_SPREAD = 10.0
+ENTRY_DRAWS = 3
 
 
 def _library_folders() -> tuple[str, ...]:
@@ -232,22 +242,63 @@ def backward_level(inputs: Inputs, gradients: dict, dtype: str) -> float:
     return eps * total
 
 
+def _moves(gradients: dict, grads_t: dict) -> dict[str, np.ndarray]:
+    """`{array: |g̃ − g|}` entry by entry, float64."""
+    out = {}
+    for name, g in gradients.items():
+        wide = np.complex128 if np.iscomplexobj(g) else np.float64
+        with np.errstate(invalid="ignore", over="ignore"):
+            out[name] = np.abs(grads_t[name].astype(wide) - g.astype(wide)).astype(np.float64)
+    return out
+
+
+def _uneven(gradients: dict, moved: dict[str, np.ndarray], dtype: str) -> bool:
+    """Whether an entry moved by more than `ENTRY_SPREAD` times its array's median move
+    and counts as rounding (`entry_share` of the array's largest entry at most,
+    `entry_floor_of`): an array whose rounding is uneven, whose entries' levels then take
+    `ENTRY_DRAWS` draws."""
+    share = entry_share(dtype)
+    for name, d in moved.items():
+        if d.size:
+            scale = float(np.max(np.abs(np.asarray(gradients[name]))))
+            with np.errstate(invalid="ignore"):
+                counted = d[d <= share * scale]
+            if counted.size and counted.max() > ENTRY_SPREAD * np.median(d):
+                return True
+    return False
+
+
 def _noise(
-    fns, inputs: Inputs, loss: float, gradients: dict, ex, dtype: str, watch, label, eps=None
+    fns,
+    inputs: Inputs,
+    loss: float,
+    gradients: dict,
+    ex,
+    dtype: str,
+    watch,
+    label,
+    eps=None,
+    entries: dict | None = None,
 ) -> dict:
     """`{"loss": level, array: median |g̃ − g|}` ({} if a perturbed run fails or is not
     finite: the floors are then unknown, and zero). The loss's level is the largest of
     its moves under `NOISE_SAMPLES` perturbations (up to `NOISE_SAMPLES_MAX` where none
     moves it and `backward_level` is 0) and `backward_level`; a gradient's is the median
     of one perturbation's moves, not the maximum: at a kink a one-ulp move may change the
-    branch, and with it a few entries by far more than rounding. `eps`: the unit of a
-    reduced matmul precision in effect on a device (its products round there)."""
+    branch, and with it a few entries by far more than rounding. `entries`, where given,
+    receives each entry's own level (`Gradient.noise_entries`, float64): its move under
+    the first draw, or, where an array's rounding is uneven (`_uneven`), the largest of
+    its moves under `ENTRY_DRAWS` draws (one draw may happen to leave a noisy entry
+    nearly still). `eps`: the unit of a reduced matmul precision in effect on a device
+    (its products round there)."""
     shapes = {k: np.shape(v) for k, v in gradients.items()}
     try:
         watch.step(f"perturbed run 1 of {NOISE_SAMPLES}")
         args = _perturbed(inputs, dtype, eps=eps)
         loss_t, raw_grad = _loss_and_grad(fns, args, watch, label, dtype)
-        grads_t = checked_gradients(ex, raw_grad, dtype, shapes)
+        first = _moves(gradients, checked_gradients(ex, raw_grad, dtype, shapes))
+        levels = dict(first)
+        more_draws = entries is not None and _uneven(gradients, first, dtype)
         moves = [abs(loss_t - loss)]
         backward = backward_level(inputs, gradients, dtype)
         for sample in range(1, NOISE_SAMPLES_MAX):
@@ -256,18 +307,24 @@ def _noise(
             of = NOISE_SAMPLES if sample < NOISE_SAMPLES else f"at most {NOISE_SAMPLES_MAX}"
             watch.step(f"perturbed run {sample + 1} of {of}")
             more = _perturbed(inputs, dtype, sample, eps)
-            moved = watch.run(lambda more=more: run_loss(fns)(*more), label)
-            moves.append(abs(checked_loss(moved, dtype) - loss))
+            if more_draws and sample < ENTRY_DRAWS:  # the gradient too, for its entries
+                moved, raw = _loss_and_grad(fns, more, watch, label, dtype)  # loss checked
+                found = _moves(gradients, checked_gradients(ex, raw, dtype, shapes))
+                levels = {k: np.fmax(levels[k], found[k]) for k in levels}
+            else:
+                moved = watch.run(lambda more=more: run_loss(fns)(*more), label)
+                moved = checked_loss(moved, dtype)
+            moves.append(abs(moved - loss))
     except Exception:  # the measurement is a refinement; the run itself stood
         return {}
     out = {"loss": max(*moves, backward)}
-    for name, g in gradients.items():
-        wide = np.complex128 if np.iscomplexobj(g) else np.float64
-        with np.errstate(invalid="ignore", over="ignore"):
-            d = np.abs(grads_t[name].astype(wide) - g.astype(wide))
+    for name, d in first.items():
         out[name] = float(np.median(d)) if d.size else 0.0
-    if not all(np.isfinite(v) for v in out.values()):
+    finite = all(np.isfinite(v) for v in out.values())
+    if not finite or not all(np.isfinite(d).all() for d in levels.values()):
         return {}
+    if entries is not None:
+        entries.update(levels)
     return out
 
 
@@ -381,7 +438,9 @@ def _levels(g: Gradient, inputs: Inputs, functions: tuple, args, watch, where, d
         g.extra["precision"] += " (no matrix product in this program)"
     eps = precision_eps({"reduced": g.extra.get("precision_reduced"), **g.extra})
     if eps is None:
-        g.noise = _noise(fns, inputs, g.loss, g.gradients, ex, dtype, watch, where)
+        g.noise = _noise(
+            fns, inputs, g.loss, g.gradients, ex, dtype, watch, where, entries=g.noise_entries
+        )
     else:
         _levels_on_device(g, inputs, functions, args, watch, where, device, eps)
 
@@ -392,16 +451,19 @@ def _levels_on_device(
     """A run under a reduced matmul precision: its dtype's rounding level (`noise`)
     measured on the device at precision=highest (at the reduced one, a one-ulp move may
     cross a bfloat16 rounding and jump by far more), and the reduced precision's own
-    level (`extra["precision_level"]`, `_judge._compare.precision_floor`), measured
+    level (`extra["precision_level"]`, `_judge._policy.precision_floor`), measured
     there by a perturbation of the precision's unit roundoff `eps`."""
     (built, fns), ex, dtype = functions, g.example, g.dtype
     try:
         full, _ = on_device(built, device, HIGHEST)
         loss_h, raw = _loss_and_grad(full, args, watch, where, dtype)
         grads_h = checked_gradients(ex, raw, dtype, inputs.wrt_shapes)
-        g.noise = _noise(full, inputs, loss_h, grads_h, ex, dtype, watch, where)
+        g.noise = _noise(
+            full, inputs, loss_h, grads_h, ex, dtype, watch, where, entries=g.noise_entries
+        )
     except Exception:  # a refinement, as `_noise` itself: the floors are then unknown
         g.noise = {}
+        g.noise_entries.clear()
     level = _noise(fns, inputs, g.loss, g.gradients, ex, dtype, watch, where, eps)
     g.extra["precision_level"] = level
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._judge import _verdict as judge
-from .._judge._compare import NOISE_MULTIPLE, TOLERANCES, Tolerance
+from .._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance
 from .._judge._taylor import (
     OWN_JVP_TOLERANCE,
     DirectionalResult,

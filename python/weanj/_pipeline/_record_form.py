@@ -10,8 +10,10 @@ import math
 import re
 from typing import Any
 
-from .._model import Variant
+from .._io._h5 import array_sha256
+from .._model import COMPLEX_OF, Variant
 from .._model._verdicts import FAULTS, GRADIENT_CHECKS, Verdict
+from .._sources import text_digest
 from ._gradchecks import CHECKS, TAYLOR_INFO
 
 FORMAT = 2
@@ -175,8 +177,9 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
         _require(fields == common | {"fault"}, "its fields are not a record's")
     else:
         device = {"extra"} if "extra" in record else set()  # a device run's
+        levels = {"noise_sha256"} if "noise_sha256" in record else set()  # entries' levels
         _require(
-            fields == common | {"loss", "noise", "sha256"} | device,
+            fields == common | {"loss", "noise", "sha256"} | device | levels,
             "its fields are not a record's",
         )
     _require(
@@ -222,13 +225,14 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
             and all(_finite(x) and x >= 0 for x in noise.values()),
             "its rounding levels are malformed",
         )
-        digests = record["sha256"]
-        _require(
-            isinstance(digests, dict)
-            and set(digests) == set(wrt)
-            and all(isinstance(x, str) and _SHA256.match(x) for x in digests.values()),
-            "its arrays' digests are malformed",
-        )
+        for field in ("sha256", "noise_sha256"):
+            digests = record.get(field, {} if field == "noise_sha256" else None)
+            _require(
+                isinstance(digests, dict)
+                and set(digests) == (set(wrt) if field in record else set())
+                and all(isinstance(x, str) and _SHA256.match(x) for x in digests.values()),
+                "its arrays' digests are malformed",
+            )
     _require(("extra" in record) == ("device" in parts), "its device is not the one its key names")
     if "extra" in record:
         _check_extra(record["extra"], wrt)
@@ -276,3 +280,76 @@ def _check_check(key: Any, numbers: Any, wrt: tuple[str, ...]) -> None:
         raise Discarded(bad) from e
     _require(canonical(again) == canonical(result), bad)
     _require(result.get("array") == array, bad)
+
+
+def read_record(path, variant: Variant, wrt_shapes: dict, dtype: str):
+    """`(record, {array: gradient}, {array: entry levels})` of a record file, exactly as
+    `_records` writes it for this evaluation (None where there is none; a fault's record
+    with no arrays); anything else raises `Discarded`: a file that is not regular, too
+    large, a zip of other members, npy headers of another dtype or shape (read before
+    anything is inflated), a malformed record, digests that do not match."""
+    import os
+    import stat
+    import zipfile
+
+    import numpy as np
+
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        raise Discarded("not a regular file (a link, a folder or a device)")
+    ex = variant.example
+    expected: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
+    for name, shape in wrt_shapes.items():
+        kind = ex.array(name).kind
+        expected[f"g_{name}"] = (
+            np.dtype(COMPLEX_OF[dtype] if kind == "complex" else dtype).newbyteorder("<"),
+            tuple(shape),
+        )
+    # the gradient arrays and, where kept, their entries' rounding levels (float64)
+    most = sum(_nbytes(dt, shape) + 8 * math.prod(shape) for dt, shape in expected.values())
+    if info.st_size > 2 * (most + _RECORD_TEXT_MAX):
+        raise Discarded("larger than any record of this example")
+    try:
+        with zipfile.ZipFile(path) as z:
+            members = {_member(i.filename): i for i in z.infolist()}
+            names = set(members)
+            if "record" not in names or len(names) != len(z.infolist()):
+                raise Discarded("not a weanj evaluation record")
+            text = _header_checked(z, members["record"], None, None)
+            record = json.loads(str(text[()]))
+            _check_record(record, variant, dtype)
+            arrays, entries = {}, {}
+            if "fault" not in record:
+                levels = {  # each entry's rounding level, where the record has them
+                    f"n_{member[2:]}": (np.dtype("<f8"), shape)
+                    for member, (_, shape) in expected.items()
+                    if "noise_sha256" in record
+                }
+                if names != {"record", *expected, *levels}:
+                    raise Discarded("its arrays are not the example's gradient arrays")
+                for member, (dt, shape) in expected.items():
+                    arrays[member[2:]] = _header_checked(z, members[member], dt, shape)
+                for member, (dt, shape) in levels.items():
+                    entries[member[2:]] = _header_checked(z, members[member], dt, shape)
+            elif names != {"record"}:
+                raise Discarded("a recorded fault that holds arrays")
+    except zipfile.BadZipFile as e:
+        raise Discarded(f"not a record ({e})") from None
+    payload = {k: v for k, v in record.items() if k != "payload"}
+    if record["payload"] != text_digest(canonical(payload)):
+        raise Discarded("its contents do not match their recorded digest (edited?)")
+    if "fault" not in record:
+        for name, a in arrays.items():
+            if array_sha256(a) != record["sha256"][name]:
+                raise Discarded(f"the values of {name} do not match their sha256")
+            if not np.all(np.isfinite(a)):
+                raise Discarded(f"the gradient of {name} is not finite")
+        for name, a in entries.items():
+            if array_sha256(a) != record["noise_sha256"][name]:
+                raise Discarded(f"the rounding levels of {name} do not match their sha256")
+            if not (np.all(np.isfinite(a)) and np.all(a >= 0)):
+                raise Discarded(f"the rounding levels of {name} are not finite and positive")
+    return record, arrays, entries

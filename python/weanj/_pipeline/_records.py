@@ -59,26 +59,22 @@ from .._errors import WeanjError
 from .._io._atomic import atomic_path
 from .._io._h5 import array_sha256
 from .._judge._contract import Fault
-from .._model import COMPLEX_OF, Gradient, Inputs, Variant, provenance_key
+from .._model import Gradient, Inputs, Variant, provenance_key
 from .._model._verdicts import CaseKind, Verdict
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
 from ._on_device import CPU, device_label, identity, identity_of
 from ._record_form import (
-    _RECORD_TEXT_MAX,
     _REUSED_FAULTS,
     FORMAT,
     UNREADABLE,
     Discarded,
     _add_check,
-    _check_record,
-    _header_checked,
-    _member,
-    _nbytes,
     _plain,
     canonical,
     check_policy,
     device_extra,
+    read_record,
 )
 
 # `[tool.weanj]` keys that change where or how long an evaluation runs, never a number of
@@ -240,58 +236,14 @@ class Records:
         """`(record, Gradient or Fault)` from a record file, (None, None) where there is
         none; anything not exactly what `flush` writes for this evaluation raises
         `Discarded` (and is recomputed)."""
-        import os
-        import stat
-        import zipfile
-
-        import numpy as np
-
-        try:
-            info = os.lstat(path)
-        except FileNotFoundError:
+        found = read_record(path, variant, inputs.wrt_shapes, dtype)
+        if found is None:
             return None, None
-        if not stat.S_ISREG(info.st_mode):
-            raise Discarded("not a regular file (a link, a folder or a device)")
+        record, arrays, entries = found
         ex = variant.example
-        expected: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
-        for name, shape in inputs.wrt_shapes.items():
-            kind = ex.array(name).kind
-            expected[f"g_{name}"] = (
-                np.dtype(COMPLEX_OF[dtype] if kind == "complex" else dtype).newbyteorder("<"),
-                tuple(shape),
-            )
-        if info.st_size > 2 * (sum(_nbytes(*e) for e in expected.values()) + _RECORD_TEXT_MAX):
-            raise Discarded("larger than any record of this example")
-        try:
-            with zipfile.ZipFile(path) as z:
-                members = {_member(i.filename): i for i in z.infolist()}
-                names = set(members)
-                if "record" not in names or len(names) != len(z.infolist()):
-                    raise Discarded("not a weanj evaluation record")
-                text = _header_checked(z, members["record"], None, None)
-                record = json.loads(str(text[()]))
-                _check_record(record, variant, dtype)
-                arrays = {}
-                if "fault" not in record:
-                    if names != {"record", *expected}:
-                        raise Discarded("its arrays are not the example's gradient arrays")
-                    for member, (dt, shape) in expected.items():
-                        arrays[member[2:]] = _header_checked(z, members[member], dt, shape)
-                elif names != {"record"}:
-                    raise Discarded("a recorded fault that holds arrays")
-        except zipfile.BadZipFile as e:
-            raise Discarded(f"not a record ({e})") from None
-        payload = {k: v for k, v in record.items() if k != "payload"}
-        if record["payload"] != text_digest(canonical(payload)):
-            raise Discarded("its contents do not match their recorded digest (edited?)")
         if "fault" in record:
             f = record["fault"]
             return record, Fault(Verdict.parse(f["verdict"]), f["what"], f["command"])
-        for name, a in arrays.items():
-            if array_sha256(a) != record["sha256"][name]:
-                raise Discarded(f"the values of {name} do not match their sha256")
-            if not np.all(np.isfinite(a)):
-                raise Discarded(f"the gradient of {name} is not finite")
         g = Gradient(
             ex,
             variant.name,
@@ -306,6 +258,7 @@ class Records:
             backend_version=str(record["parts"]["backend"]),
             created=record["created"],
             noise={k: float(v) for k, v in record["noise"].items()},
+            noise_entries=entries,
         )
         g.extra.update(record.get("extra", {}))  # a device run's device and precision
         return record, g
@@ -371,7 +324,7 @@ class Records:
         key = (variant.example.name, label_of(variant, dtype))
         pending = self._pending.get(key)
         if pending is None and key in self._recalled:  # reused, this check not recorded
-            derived = ("payload", "loss", "noise", "sha256", "fault")  # `_write` makes them
+            derived = ("payload", "loss", "noise", "sha256", "noise_sha256", "fault")  # `_write`'s
             record = {k: v for k, v in self._recalled[key].items() if k not in derived}
             record["checks"] = dict(record["checks"])
             found = self._reused_found[key]
@@ -396,6 +349,7 @@ class Records:
         pending["changed"] = False
         path = self._path(v, pending["label"])
         arrays: dict[str, Any] = {}
+        entries: dict[str, Any] = {}  # each entry's rounding level, where measured
         if isinstance(found, Fault):
             record["fault"] = {
                 "verdict": found.verdict,
@@ -410,13 +364,21 @@ class Records:
             record["loss"] = float(found.loss)
             record["noise"] = {k: float(x) for k, x in found.noise.items()}
             record["sha256"] = {name: array_sha256(a) for name, a in arrays.items()}
+            if set(found.noise_entries) == set(arrays):
+                entries = {
+                    name: np.ascontiguousarray(found.noise_entries[name], dtype="<f8")
+                    for name in arrays
+                }
+                record["noise_sha256"] = {k: array_sha256(a) for k, a in entries.items()}
         try:
             record = json.loads(json.dumps(record, default=_plain))
             record["payload"] = text_digest(canonical(record))
             with atomic_path(path, foreign="aside") as tmp:
                 with open(tmp, "wb") as f:
                     text = np.array(canonical(record))
-                    np.savez(f, record=text, **{f"g_{k}": a for k, a in arrays.items()})
+                    members = {f"g_{k}": a for k, a in arrays.items()}
+                    members.update({f"n_{k}": a for k, a in entries.items()})
+                    np.savez(f, record=text, **members)
         except (OSError, WeanjError, TypeError, ValueError) as e:
             self._notes.append(f"note: could not write the evaluation record {path} ({e})")
 

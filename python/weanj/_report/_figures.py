@@ -20,7 +20,8 @@ import numpy as np
 from .._errors import UnavailableError
 from .._io._atomic import atomic_path
 from .._io._marks import mark_of, png_metadata
-from .._judge._compare import ArrayComparison, tolerance
+from .._judge._compare import ArrayComparison
+from .._judge._policy import tolerance
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model import Gradient
 from .._model._verdicts import CaseKind

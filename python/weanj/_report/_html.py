@@ -255,10 +255,15 @@ def _relative_cell(c) -> str:
     """max|Δ|/max|g_ref|, or, against a reference of zeros, the words saying so (the max|Δ|
     beside it is then the measure); the noise floor where it, not the relative tolerance,
     bounds |Δ|."""
-    text = "reference all zeros" if c.reference_zero else num(c.max_rel)
-    if c.floored:
-        text += f' <span class="note">(noise floor {num(c.grad_floor)})</span>'
-    return text if c.floored else e(text)
+    text = e("reference all zeros" if c.reference_zero else num(c.max_rel))
+    notes = []
+    if c.grad_floor > c.tolerance.grad * c.reference_max:
+        notes.append(f"noise floor {num(c.grad_floor)}")
+    if c.own_rounding:
+        notes.append(f"{c.own_rounding} element(s) within their own rounding level")
+    if notes:
+        text += f' <span class="note">({e("; ".join(notes))})</span>'
+    return text
 
 
 def _loss_cell(c) -> str:

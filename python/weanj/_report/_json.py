@@ -30,6 +30,7 @@ def comparison_json(c: ArrayComparison) -> dict[str, Any]:
         "reference_zero": c.reference_zero,
         "reference_max": finite(c.reference_max),
         "grad_floor": finite(c.grad_floor),
+        "own_rounding": c.own_rounding,
         "loss_floor": finite(c.loss_floor),
         "differing": c.differing,
         "differing_at": [list(i) for i in c.differing_at],

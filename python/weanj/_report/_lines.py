@@ -62,10 +62,22 @@ def region_lines(c: ArrayComparison, indent: str = "    ") -> list[str]:
     return out
 
 
+def floor_text(c: ArrayComparison) -> str:
+    """`, noise floor 2.5e-19` where the array's floor bounds |Δ| rather than the relative
+    tolerance, and `, 3 element(s) within their own rounding level` where entries beyond
+    both are within their own floors (`ArrayComparison.own_rounding`)."""
+    text = ""
+    if c.grad_floor > c.tolerance.grad * c.reference_max:
+        text += f", noise floor {num(c.grad_floor)}"
+    if c.own_rounding:
+        text += f", {c.own_rounding} element(s) within their own rounding level"
+    return text
+
+
 def relative_text(c: ArrayComparison) -> str:
     """`max|Δ|/max|g_ref| = 1.2e-13`, or, against a reference of zeros, the absolute max|Δ|;
     with the noise floor where it, not the relative tolerance, bounds |Δ|."""
-    floor = f", noise floor {num(c.grad_floor)}" if c.floored else ""
+    floor = floor_text(c)
     if c.reference_zero:
         return f"reference is all zeros; max|Δ| = {num(c.max_abs)}{floor}"
     return f"max|Δ|/max|g_ref| = {num(c.max_rel)}{floor}"
