@@ -814,8 +814,9 @@ def test_a_worker_that_hangs_or_dies_ends_the_check_and_leaves_no_process(
 def test_a_check_interrupted_while_the_worker_computes_leaves_no_process(tmp_path, signum):
     """Ctrl-C (SIGINT to weanj's process group, as a terminal sends it; the worker's
     group is its own) while the worker hangs on a request: weanj ends with 130 and kills
-    the worker's group. SIGTERM, which runs no Python handler: the lifeline closes with
-    weanj, and the watchdog kills the group."""
+    the worker's group. SIGTERM (what a batch system sends at a job's time limit): weanj
+    handles it as an interrupt, says so in one line and ends with 143 (128 + 15, as a
+    shell reports a job ended so; `_interrupts`), and the worker's group is gone."""
     root = tiny_project(tmp_path)
     pids = tmp_path / "pids.jsonl"
     env = user_env(
@@ -842,7 +843,9 @@ def test_a_check_interrupted_while_the_worker_computes_leaves_no_process(tmp_pat
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode == (130 if signum == signal.SIGINT else -signal.SIGTERM), out + err
+    assert p.returncode == (130 if signum == signal.SIGINT else 143), out + err
+    if signum == signal.SIGTERM:
+        assert "weanj: terminated (SIGTERM)" in err, err
     assert "Traceback" not in err
     assert nothing_left(pids) == []
 
