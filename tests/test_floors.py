@@ -497,3 +497,26 @@ def test_an_uneven_array_takes_its_entries_levels_from_three_draws(project):
         assert calls["gradient"] - 1 + calls["loss"] == _evaluate.NOISE_SAMPLES
         assert got["x"] == pytest.approx(float(np.median(moves[0])), rel=1e-3)
         assert np.allclose(entries["x"], levels, rtol=1e-3, atol=0), dtype  # 1 + m, rounded
+
+
+def test_the_jvp_checks_floor_carries_each_entrys_own_level():
+    """`_gradchecks._jvp_floor`: the gradient's level carried along the direction, each
+    entry's own where it is larger and counts as rounding (`entry_levels`):
+    `100·Σ level_i·|dx_i| / Σ|g_i·dx_i|`."""
+    import weanj
+    from weanj._model import Gradient
+    from weanj._pipeline._gradchecks import _jvp_floor
+
+    ex = weanj.Example(
+        name="95-jvp", arrays=("x",), wrt="x", shapes={"x": (3,)}, generate=lambda s: {}
+    )
+    g = np.array([1.0, -2.0, 4.0])
+    dx = np.array([1.0, 1.0, -1.0])
+    scale = float(np.sum(np.abs(g * dx)))  # 7
+    levels = np.array([1e-16, 1e-9, 1e-3])  # the last: beyond 10·√ε of 4, a jump
+    run = Gradient(ex, "a", "f", "float64", {"x": g}, 1.0, {}, "0" * 64, "k",
+                   noise={"x": 2e-16}, noise_entries={"x": levels})  # fmt: skip
+    expected = 100 * (2e-16 + 1e-9 + 2e-16) / 7
+    assert _jvp_floor(run, "x", dx, scale) == pytest.approx(expected, rel=1e-12)
+    run.noise_entries = {}  # none measured (a file written before): the array's level
+    assert _jvp_floor(run, "x", dx, scale) == pytest.approx(100 * 2e-16 * 3 / 7, rel=1e-12)

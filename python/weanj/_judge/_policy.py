@@ -118,23 +118,31 @@ def entry_share(dtype: Any) -> float:
     return ENTRY_SQRT_EPS * float(np.sqrt(eps(dtype)))
 
 
+def entry_levels(g: Any, key: str) -> np.ndarray | None:
+    """A run's own level of each entry of the gradient array `key`, where it counts as
+    rounding (at most `entry_share` of the array's largest entry; 0 elsewhere), in its
+    own dtype's units; None where the run did not measure them."""
+    own = np.abs(np.asarray(g.gradients.get(key, ())))
+    move = (getattr(g, "noise_entries", None) or {}).get(key)
+    if move is None or np.shape(move) != own.shape or not own.size:
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = float(np.max(own, initial=0.0, where=np.isfinite(own)))
+        return np.where(move <= entry_share(g.dtype) * scale, move, 0.0)
+
+
 def entry_floor_of(a: Any, b: Any, key: str) -> np.ndarray | None:
     """The floor of each entry of the gradient array `key` for a pair (None where neither
     run measured its entries): `NOISE_MULTIPLE` times the larger of the two runs' entry
-    levels, each counted where it is at most `entry_share` of the run's largest entry (0
-    elsewhere) and scaled from its run's dtype to the judged one, as `floor_of` scales."""
+    levels (`entry_levels`), each scaled from its run's dtype to the judged one, as
+    `floor_of` scales."""
     judged = coarser(a.dtype, b.dtype)
     found = None
     for g in (a, b):
-        moves = getattr(g, "noise_entries", None) or {}
-        own = np.abs(np.asarray(g.gradients.get(key, ())))
-        move = moves.get(key)
-        if move is None or np.shape(move) != own.shape or not own.size:
+        counted = entry_levels(g, key)
+        if counted is None:
             continue
-        with np.errstate(invalid="ignore", over="ignore"):
-            scale = float(np.max(own, initial=0.0, where=np.isfinite(own)))
-            counted = np.where(move <= entry_share(g.dtype) * scale, move, 0.0)
-            level = counted * (eps(judged) / eps(g.dtype))
+        level = counted * (eps(judged) / eps(g.dtype))
         found = level if found is None else np.maximum(found, level)
     return None if found is None else NOISE_MULTIPLE * found
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._judge import _verdict as judge
-from .._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance
+from .._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance, entry_levels
 from .._judge._taylor import (
     OWN_JVP_TOLERANCE,
     DirectionalResult,
@@ -89,14 +89,17 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
 
 def _jvp_floor(g: Gradient, array: str, dx: np.ndarray, scale: float) -> float:
     """The relative tolerance below which forward and reverse mode cannot be told apart:
-    the gradient's rounding level (`Gradient.noise`, as the pairs' floor) carried along
-    `dx`, `NOISE_MULTIPLE·level·Σ|dx_i| / Σ|g_i dx_i|`; and a tolerance the example
-    declares for the family (its `grad`)."""
+    the gradient's rounding level (`Gradient.noise`, as the pairs' floor; each entry's own
+    where larger, `entry_levels`) carried along `dx`, `NOISE_MULTIPLE·Σ level_i·|dx_i| /
+    Σ|g_i dx_i|`; and a tolerance the example declares for the family (its `grad`)."""
     declared = g.example.declared_tolerance(g.family)
     floor = declared.grad if isinstance(declared, Tolerance) else 0.0
     level = float(g.noise.get(array, 0.0)) if g.noise else 0.0
-    if scale > 0 and level > 0:
-        floor = max(floor, NOISE_MULTIPLE * level * float(np.sum(np.abs(dx))) / scale)
+    own = entry_levels(g, array)
+    levels = level if own is None else np.maximum(own, level)
+    carried = float(np.sum(levels * np.abs(dx)))
+    if scale > 0 and carried > 0:
+        floor = max(floor, NOISE_MULTIPLE * carried / scale)
     return floor
 
 
