@@ -118,17 +118,24 @@ def entry_share(dtype: Any) -> float:
     return ENTRY_SQRT_EPS * float(np.sqrt(eps(dtype)))
 
 
+def counted_levels(move: np.ndarray, gradient: Any, dtype: Any) -> np.ndarray:
+    """The moves `move` of the entries of `gradient` (a run in `dtype`) that count as
+    their rounding: at most `entry_share` of the array's largest finite entry; 0 elsewhere."""
+    own = np.abs(np.asarray(gradient))
+    with np.errstate(invalid="ignore", over="ignore"):
+        scale = float(np.max(own, initial=0.0, where=np.isfinite(own)))
+        return np.where(move <= entry_share(dtype) * scale, move, 0.0)
+
+
 def entry_levels(g: Any, key: str) -> np.ndarray | None:
     """A run's own level of each entry of the gradient array `key`, where it counts as
-    rounding (at most `entry_share` of the array's largest entry; 0 elsewhere), in its
-    own dtype's units; None where the run did not measure them."""
-    own = np.abs(np.asarray(g.gradients.get(key, ())))
+    rounding (`counted_levels`), in its own dtype's units; None where the run did not
+    measure them."""
+    own = np.asarray(g.gradients.get(key, ()))
     move = (getattr(g, "noise_entries", None) or {}).get(key)
     if move is None or np.shape(move) != own.shape or not own.size:
         return None
-    with np.errstate(invalid="ignore", over="ignore"):
-        scale = float(np.max(own, initial=0.0, where=np.isfinite(own)))
-        return np.where(move <= entry_share(g.dtype) * scale, move, 0.0)
+    return counted_levels(move, own, g.dtype)
 
 
 def entry_floor_of(a: Any, b: Any, key: str) -> np.ndarray | None:

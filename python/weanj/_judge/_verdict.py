@@ -138,14 +138,30 @@ def judge_pair(
     `weanj.Expected` (`expected`, on the inputs' `arrays`) is held to its declarations
     (`_expected`). The floors of the tolerance come from the runs' rounding noise
     (`Gradient.noise`, `_policy.floor_of`)."""
-    j = _judge_pair(case, a, b, array, kinks=kinks, keep=keep, info=info)
-    if not expected:
-        return j
     ga, gb = np.asarray(a.gradients[array]), np.asarray(b.gradients[array])
     if ga.shape != gb.shape:
-        return declared_pair(j, expected, ga, ga, arrays=arrays)
-    floors = {"grad_floor": floor_of(a, b, array), "entry_floor": entry_floor_of(a, b, array)}
-    return declared_pair(j, expected, ga, gb, **floors, arrays=arrays)
+        reason = f"{array} has shape {gb.shape} in {b.label} but {ga.shape} in {a.label}"
+        what = _pair_what(a, b, array, info)
+        j = CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, reason=reason, **what)
+        return declared_pair(j, expected, ga, ga, arrays=arrays) if expected else j
+    floors = {
+        "loss_floor": floor_of(a, b, "loss"),
+        "grad_floor": floor_of(a, b, array),
+        "declared": declared_between(a, b),
+        "entry_floor": entry_floor_of(a, b, array),
+    }
+    j = _judge_pair(case, a, b, array, floors, kinks=kinks, keep=keep, info=info)
+    if not expected:
+        return j
+    held = {k: floors[k] for k in ("grad_floor", "entry_floor")}  # as the comparison had them
+    return declared_pair(j, expected, ga, gb, **held, arrays=arrays)
+
+
+def _pair_what(a: Gradient, b: Gradient, array: str, info: bool) -> dict[str, Any]:
+    what = {"family": a.family, "subjects": (a.label, b.label), "array": array}
+    if info or a.family != b.family:
+        what["family"] = f"{a.family} vs {b.family}"
+    return what
 
 
 def _judge_pair(
@@ -153,24 +169,15 @@ def _judge_pair(
     a: Gradient,
     b: Gradient,
     array: str,
+    floors: dict[str, Any],
     *,
     kinks: str | None,
     keep: np.ndarray | None,
     info: bool,
 ) -> CaseJudgement:
-    what = {"family": a.family, "subjects": (a.label, b.label), "array": array}
-    if info or a.family != b.family:
-        what["family"] = f"{a.family} vs {b.family}"
+    """The pair judged by `compare` under its `floors` (arrays of one shape)."""
+    what = _pair_what(a, b, array, info)
     ga, gb = np.asarray(a.gradients[array]), np.asarray(b.gradients[array])
-    if ga.shape != gb.shape:
-        reason = f"{array} has shape {gb.shape} in {b.label} but {ga.shape} in {a.label}"
-        return CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, reason=reason, **what)
-    floors = {
-        "loss_floor": floor_of(a, b, "loss"),
-        "grad_floor": floor_of(a, b, array),
-        "declared": declared_between(a, b),
-        "entry_floor": entry_floor_of(a, b, array),
-    }
     c = compare(ga, gb, a.loss, b.loss, **floors)
     if c.nonfinite:
         return CaseJudgement(

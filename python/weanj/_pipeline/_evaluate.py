@@ -26,7 +26,7 @@ from .._judge._contract import (
     fault_of,
     numbers_fault,
 )
-from .._judge._policy import entry_share
+from .._judge._policy import counted_levels
 from .._model import Configuration, Gradient, Inputs, Variant, run_label
 from .._watch import Watch
 from ._on_device import (
@@ -254,17 +254,11 @@ def _moves(gradients: dict, grads_t: dict) -> dict[str, np.ndarray]:
 
 def _uneven(gradients: dict, moved: dict[str, np.ndarray], dtype: str) -> bool:
     """Whether an entry moved by more than `ENTRY_SPREAD` times its array's median move
-    and counts as rounding (`entry_share` of the array's largest entry at most,
-    `entry_floor_of`): an array whose rounding is uneven, whose entries' levels then take
-    `ENTRY_DRAWS` draws."""
-    share = entry_share(dtype)
+    and counts as rounding (`counted_levels`, as the judge counts it): an array whose
+    rounding is uneven, whose entries' levels then take `ENTRY_DRAWS` draws."""
     for name, d in moved.items():
-        if d.size:
-            scale = float(np.max(np.abs(np.asarray(gradients[name]))))
-            with np.errstate(invalid="ignore"):
-                counted = d[d <= share * scale]
-            if counted.size and counted.max() > ENTRY_SPREAD * np.median(d):
-                return True
+        if d.size and counted_levels(d, gradients[name], dtype).max() > ENTRY_SPREAD * np.median(d):
+            return True
     return False
 
 

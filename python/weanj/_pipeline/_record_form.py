@@ -323,11 +323,9 @@ def read_record(path, variant: Variant, wrt_shapes: dict, dtype: str):
             _check_record(record, variant, dtype)
             arrays, entries = {}, {}
             if "fault" not in record:
-                levels = {  # each entry's rounding level, where the record has them
-                    f"n_{member[2:]}": (np.dtype("<f8"), shape)
-                    for member, (_, shape) in expected.items()
-                    if "noise_sha256" in record
-                }
+                levels = {}  # each entry's rounding level, where the record has them
+                if "noise_sha256" in record:
+                    levels = {f"n_{m[2:]}": (np.dtype("<f8"), s) for m, (_, s) in expected.items()}
                 if names != {"record", *expected, *levels}:
                     raise Discarded("its arrays are not the example's gradient arrays")
                 for member, (dt, shape) in expected.items():
