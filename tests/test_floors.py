@@ -262,13 +262,13 @@ class _Watch:
 
 
 def test_a_loss_no_perturbed_run_moves_gets_more_draws_until_one_does(project):
-    """The loss level's draws (`_evaluate._noise`), counted: four where one moves the loss;
+    """The loss level's draws (`_levels._noise`), counted: four where one moves the loss;
     where none does and the gradient is 0 (`backward_level` 0), more, until the first that
     moves it, at most `NOISE_SAMPLES_MAX`; where the gradient gives a level, four. The
     level is the largest move (the stand-in's 3e-15, as rounded), or `backward_level`."""
     import weanj
     from weanj._model import Functions, Inputs
-    from weanj._pipeline import _evaluate
+    from weanj._pipeline import _levels
 
     ex = weanj.Example(
         name="97-draws", arrays=("x",), wrt="x", shapes={"x": (3,)}, generate=lambda s: {}
@@ -295,10 +295,10 @@ def test_a_loss_no_perturbed_run_moves_gets_more_draws_until_one_does(project):
             return loss(*args), np.zeros(3)
 
         fns = Functions(loss, None, value_and_grad=value_and_grad)
-        got = _evaluate._noise(fns, inputs, 1.0, {"x": gradient}, ex, "float64", _Watch(), "97")
+        got = _levels._noise(fns, inputs, 1.0, {"x": gradient}, ex, "float64", _Watch(), "97")
         assert len(calls) == calls_expected, (moves_from, len(calls))
         assert got["loss"] == level
-    assert _evaluate.NOISE_SAMPLES_MAX == 16
+    assert _levels.NOISE_SAMPLES_MAX == 16
 
 
 # --- each entry's own rounding (`Gradient.noise_entries`, `_policy.entry_floor_of`) --------
@@ -437,13 +437,13 @@ def test_an_entry_floor_counts_rounding_not_a_jump_and_scales_as_the_arrays_do()
 
 
 def test_an_uneven_array_takes_its_entries_levels_from_three_draws(project):
-    """`_evaluate._noise`: each entry's level is its move under the first draw; where an
+    """`_levels._noise`: each entry's level is its move under the first draw; where an
     entry moved by more than `ENTRY_SPREAD` times its array's median (and by no more than
     `entry_share` of itself), the largest of its moves under `ENTRY_DRAWS` draws, the
     gradient computed in each; the loss draws stay four either way."""
     import weanj
     from weanj._model import Functions, Inputs
-    from weanj._pipeline import _evaluate
+    from weanj._pipeline import _levels
 
     ex = weanj.Example(
         name="96-uneven", arrays=("x",), wrt="x", shapes={"x": (4,)}, generate=lambda s: {}
@@ -490,11 +490,11 @@ def test_an_uneven_array_takes_its_entries_levels_from_three_draws(project):
         fns = Functions(loss, None, value_and_grad=value_and_grad, evaluation_loss=loss)
         entries: dict = {}
         value_and_grad()  # the evaluation
-        got = _evaluate._noise(
+        got = _levels._noise(
             fns, inputs, 1.0, {"x": g}, ex, dtype, _Watch(), "96", entries=entries
         )
         assert calls["gradient"] - 1 == gradient_calls, dtype
-        assert calls["gradient"] - 1 + calls["loss"] == _evaluate.NOISE_SAMPLES
+        assert calls["gradient"] - 1 + calls["loss"] == _levels.NOISE_SAMPLES
         assert got["x"] == pytest.approx(float(np.median(moves[0])), rel=1e-3)
         assert np.allclose(entries["x"], levels, rtol=1e-3, atol=0), dtype  # 1 + m, rounded
 

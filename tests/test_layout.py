@@ -197,14 +197,14 @@ def _writes_gradients(path: Path) -> bool:
 
 def test_one_writer_of_gradient_files():
     """docs/DESIGN.md §8.2: no front end writes the store itself; a gradient file is written
-    by the run (`_pipeline/_run.py`: a check's `save_to_store`, `save_gradient` for `weanj
+    by the run (`_pipeline/_store_writes.py`: a check's `save_to_store`, `save_gradient` for `weanj
     run` and `weanj.save_gradient`) and by `weanj record` (the recorded references)."""
     writers = {
         path.relative_to(PACKAGE).as_posix()
         for path in sorted(PACKAGE.rglob("*.py"))
         if _writes_gradients(path)
     }
-    assert writers == {"_pipeline/_run.py", "_commands/record.py"}
+    assert writers == {"_pipeline/_store_writes.py", "_commands/record.py"}
 
 
 # Issue 48: modules a reader can hold. The built-in examples hold one example's variants

@@ -19,8 +19,8 @@ import pytest
 import weanj
 from weanj import _registry
 from weanj._io import _jax_cache
+from weanj._pipeline._calls import for_checks
 from weanj._pipeline._cases import judge_plan, read_plan
-from weanj._pipeline._evaluate import for_checks
 from weanj._pipeline._session import Session
 from weanj._places import places
 
@@ -139,7 +139,8 @@ def test_a_loss_that_cannot_be_pushed_forward_falls_back_and_says_why(example):
 
 def test_in_a_check_every_jvp_is_judged_by_a_forward_mode_of_the_one_program(example, project):
     """The check's numbers: jax-ad's own forward mode and jax-custom's borrowed one (its
-    loss cannot be pushed forward), each against ⟨∇L, dx⟩ by the closed form."""
+    loss cannot be pushed forward), each against ⟨∇L, dx⟩ by the closed form: the arrays
+    pushed forward in one call, each direction divided by its array's Σ|∇L_i dx_i|."""
     from weanj._judge._taylor import jvp_direction
 
     weanj.write_inputs(NAME)
@@ -157,8 +158,12 @@ def test_in_a_check_every_jvp_is_judged_by_a_forward_mode_of_the_one_program(exa
         if j.directional is None:
             continue
         d = j.directional
-        dx = jvp_direction(example, d.array, data[d.array], None)
-        np.testing.assert_allclose(d.forward, float(np.dot(grads[d.array], dx)), rtol=1e-12)
+        assert d.shared == ("x", "w")  # both arrays in one call, and it agreed
+        want = 0.0
+        for a in d.shared:
+            dx = jvp_direction(example, a, data[a], None)
+            want += float(np.dot(grads[a], dx)) / float(np.sum(np.abs(grads[a] * dx)))
+        np.testing.assert_allclose(d.forward, want, rtol=1e-12)
         assert j.verdict.name == "OK", j
         seen[(j.subjects[-1] if j.subjects else j.case, d.array)] = d.by
     by = {(s.split("@")[0], a): b for (s, a), b in seen.items()}

@@ -73,13 +73,22 @@ def _recording_watch(sim: SimulatedClock, spans: list[Span]):
 
 
 def _slowed(sim: SimulatedClock, v, seconds: dict[str, float]) -> None:
-    """`v`'s built functions, each call first taking `seconds[field]` simulated seconds."""
+    """`v`'s built functions, each call first taking `seconds[field]` simulated seconds;
+    its loss alone (not its value_and_grad) noisy, 1e-10 of itself, so that the Taylor
+    test's regime estimate is not borne out under the free floor and the check escalates
+    to the loss's measured rounding level (the perturbed runs)."""
+    import numpy as np
+
     fns = v.functions()
 
-    def slow(fn, s):
+    def slow(fn, s, noisy=False):
         def call(*args):
             sim.sleep(s)
-            return fn(*args)
+            value = fn(*args)
+            if noisy:  # deterministic in x: a rounding-like jitter
+                wobble = np.sin(1e7 * float(np.sum(np.asarray(args[0]))))
+                value = float(value) * (1 + 1e-10 * wobble)
+            return value
 
         return call
 
@@ -88,7 +97,12 @@ def _slowed(sim: SimulatedClock, v, seconds: dict[str, float]) -> None:
         *(
             None
             if f is None
-            else Checked(v.example, v.name, slow(f.fn, seconds[name]), tangents=name == "jvp")
+            else Checked(
+                v.example,
+                v.name,
+                slow(f.fn, seconds[name], noisy=name in ("loss", "evaluation_loss")),
+                tangents=name == "jvp",
+            )
             for name, f in zip(Functions._fields[:CALLS], fns, strict=False)
         )
     )
@@ -97,8 +111,9 @@ def _slowed(sim: SimulatedClock, v, seconds: dict[str, float]) -> None:
 @pytest.fixture
 def slow_check(project, monkeypatch):
     """A float64 check of `94-smooth` with `jax-loop` and a slow stand-in `jax-slow` (its
-    loss and gradient 6 s a call, each further loss 2 s, its jvp 20 s) and a pair judged
-    in 16 s; **yields** (lines said with their simulated times, the phases)."""
+    loss and gradient 6 s a call, each further loss 2 s and noisy, its jvp 20 s), central
+    differences asked for (`fd`), and a pair judged in 16 s; **yields** (lines said with
+    their simulated times, the phases)."""
     sim, spans, said = SimulatedClock(), [], []
     monkeypatch.setattr(_session, "Watch", _recording_watch(sim, spans))
     judge_pair = _verdict.judge_pair
@@ -113,7 +128,11 @@ def slow_check(project, monkeypatch):
         seconds = dict(loss=2.0, grad=6.0, jvp=20.0, value_and_grad=6.0, evaluation_loss=2.0)
         _slowed(sim, v, seconds)
         judgement = weanj.check(
-            SMOOTH, dtype="float64", say=lambda line: said.append((sim.t, line)), save=False
+            SMOOTH,
+            dtype="float64",
+            say=lambda line: said.append((sim.t, line)),
+            save=False,
+            fd=True,
         )
     assert judgement.ok, [j.reason for j in judgement[SMOOTH].failures]
     yield said, spans
@@ -123,7 +142,7 @@ def test_every_phase_is_heard_within_5_s_and_then_every_15_s(slow_check):
     said, spans = slow_check
     times = [t for t, _ in said]
     start, end = min(s.start for s in spans), max(s.end for s in spans)
-    assert end - start > 120, "the stand-in should take minutes of simulated time"
+    assert end - start >= 100, "the stand-in should take minutes of simulated time"
     # a line within 5 s of the first phase's start, then never 15 s of silence
     edges = [start, *[t for t in times if start <= t <= end], end]
     gaps = [b - a for a, b in zip(edges, edges[1:], strict=False)]
@@ -141,9 +160,9 @@ def test_each_phase_names_what_it_does(slow_check):
     where = f"{SMOOTH} jax-slow"
     for expected in (
         rf"  compiling or running {where} … \d+ s",
-        rf"  {where}: loss floor \(its rounding level\), perturbed run \d of 4 … \d+ s",
-        rf"  {where}: taylor test of x, direction [12] of 2, step \d+ of at most 40 … \d+ s",
-        rf"  {where}: central differences of x, loss \d+ of \d+ … \d+ s",
+        rf"  {where}: escalated: its rounding level, perturbed run \d of 4 … \d+ s",
+        rf"  {where}: taylor test of x, direction [12] of 2, step h0/2\^\d+ … \d+ s",
+        rf"  {where}: escalated: central differences of x, loss \d+ of \d+ … \d+ s",
         rf"  {where}: jvp of x … \d+ s",
         rf"  {SMOOTH}: judging jax-loop against jax-slow \(x\) … \d+ s",
     ):
@@ -166,9 +185,9 @@ def test_the_count_goes_on_within_a_phase(slow_check):
             assert len(counts) >= 2 and counts[-1] >= 15, (s, counts)
     taylor = [line for _, line in said if "taylor test of x" in line]
     steps = [
-        int(re.search(r"step (\d+)", line).group(1)) for line in taylor if "direction 1" in line
+        int(re.search(r"h0/2\^(\d+)", line).group(1)) for line in taylor if "direction 1" in line
     ]
-    assert steps == sorted(steps) and len(steps) >= 2, taylor
+    assert len(set(steps)) >= 2, taylor
 
 
 def test_the_watch_alone_counts_lines_per_simulated_second():

@@ -31,7 +31,7 @@ from ._model import (
     shown,
 )
 from ._pipeline._run import evaluation_run
-from ._pipeline._run import save_gradient as write_gradient
+from ._pipeline._store_writes import save_gradient as write_gradient
 from ._places import Places, places
 from ._registry import example as example_named
 from ._registry import find_variant

@@ -87,7 +87,7 @@ def _worker_inputs(example: Any, payload: dict) -> Inputs:
             path=None if payload["path"] is None else Path(payload["path"]),
             shared=payload["shared"],
             attrs=MappingProxyType(dict(payload["attrs"])),
-            legacy=payload["legacy"],
+            legacy_of=payload["legacy"],
         )
         _WORKER["inputs"][key] = found
     return found

@@ -203,4 +203,5 @@ class CheckRuns:
             value_and_grad=self.value_and_grad,
             evaluation_loss=self.evaluation_loss,
             placed=self.plain.placed,
+            jvp_backward=self.full is not None,
         )

@@ -187,6 +187,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         processes=args.processes,
         require=args.require,
         device=args.device,
+        fd=args.fd,
     )
     print("\n".join(judgement.lines()))
     return _not_judged_said(judgement)

@@ -200,6 +200,12 @@ def _check(sub) -> None:
         "versions did not change)",
     )
     p.add_argument(
+        "--fd",
+        action="store_true",
+        help="central differences beside every gradient check, as information (default: "
+        "only beside one that is not ok)",
+    )
+    p.add_argument(
         "--workers",
         type=count,
         default=None,

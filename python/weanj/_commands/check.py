@@ -90,6 +90,7 @@ def check(
     processes: int | None = None,
     require: Sequence[str] | None = None,
     device: Sequence[str] | str | None = None,
+    fd: bool = False,
 ) -> Judgement:
     """Run, check and judge every available variant of each example (default: all).
 
@@ -119,6 +120,8 @@ def check(
     - `device`: `"tpu"`, `"gpu"` or a list (`["cpu", "tpu"]`): each variant also runs
       there, judged against its family's CPU float64 reference (default: `[tool.weanj]
       devices`, else the CPU alone, whatever JAX's default device is; docs/devices.md).
+    - `fd`: central differences beside every gradient check, as information (by default
+      only beside one that is not ok: docs/gradient-checks.md).
 
     **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
@@ -129,6 +132,7 @@ def check(
     variants = arg.names(variants, "variants", "check")
     timeout = arg.time_limit(timeout, "timeout", "check")
     fresh, save = arg.flag(fresh, "fresh", "check"), arg.flag(save, "save", "check")
+    fd = arg.flag(fd, "fd", "check")
     say = arg.say_function(say, "say", "check")
     cats = restricted(catalogs(examples), variants)
     if not cats:  # nothing checked is not a pass
@@ -146,6 +150,7 @@ def check(
         executor=executor_for(workers, scheduler, project(), processes=processes),
         require=require,
         every_example=None if examples else [c.name for c in catalogs(None)],
+        fd=fd,
     ).judge()
 
 

@@ -133,6 +133,7 @@ results/report.html
 results/report.md
 results/.weanj-fuzz/
 results/.weanj-inputs-checked.json
+results/.weanj-h5-probed.json
 .weanj-cache/
 .*.tmp
 """

@@ -26,7 +26,7 @@ FORMAT = 2
 
 _REQUIRED = ("variant", "family", "example", "dtype", "inputs_sha256")
 
-_OPTIONAL_TEXT = ("backend", "backend_version", "created", "key", "x64")
+_OPTIONAL_TEXT = ("backend", "backend_version", "created", "key", "x64", "levels", "evaluation")
 _OPTIONAL_NUMBERS = ("loss", "noise_loss")
 
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
@@ -189,6 +189,8 @@ def read_gradient_file(
         },
         noise=noise,
         noise_entries=noise_entries,
+        levels_measured=attrs.get("levels", "measured") == "measured",
+        evaluated="levels" in attrs or "noise_loss" in attrs,
     )
 
 

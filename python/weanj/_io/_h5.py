@@ -78,6 +78,6 @@ def read_array(node: Any, where: str, hint: str = "") -> np.ndarray:
 def array_sha256(a: np.ndarray) -> str:
     """Digest of an array's values: little-endian, its own dtype, C order."""
     a = np.asarray(a)
-    return hashlib.sha256(
-        np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).tobytes()
-    ).hexdigest()
+    # the array's own buffer where it is little-endian and C-ordered: no copy of it
+    data = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).reshape(-1)
+    return hashlib.sha256(data.view(np.uint8) if data.size else b"").hexdigest()

@@ -260,6 +260,7 @@ def verify_inputs(ex: Example, places: Places) -> tuple[bool, str]:
 # --- stale inputs: a shared file the current generator would not write ------------------------
 
 _FRESH_FILE = ".weanj-inputs-checked.json"  # in results/: which files matched which generator
+PROBED_FILE = ".weanj-h5-probed.json"  # in results/: which HDF5 bytes were found safe (_safeh5)
 _fresh_here: set[tuple[str, str, str]] = set()  # (example, inputs sha256, generator digest)
 
 

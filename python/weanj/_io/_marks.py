@@ -7,7 +7,8 @@ mark of each kind of file is what its own format already holds, so that no file 
 rewriting to be recognised (docs/files.md, "What weanj wrote"):
 
 - gradient file (`.h5`): the text attributes `variant`, `family`, `example`, `dtype`,
-  `inputs_sha256`; a file a weanj evaluation wrote also `noise_loss`;
+  `inputs_sha256`; a file a weanj evaluation wrote also `levels` (files written before
+  rounding levels were gathered on demand: `noise_loss`);
 - inputs or case file (`.h5`): `example` and `generator = "weanj-inputs/…"`;
 - evaluation record (`.npz`): its `record.npy` JSON, with `format`, `example`, `variant`,
   `dtype`, `key`;
@@ -116,7 +117,7 @@ def _h5_mark(path: Path) -> Mark | None:
             example,
             attrs["variant"],
             attrs["dtype"],
-            evaluation="noise_loss" in attrs,
+            evaluation="levels" in attrs or "noise_loss" in attrs,
         )
     generator = _text(attrs.get("generator"))
     if generator is not None and generator.startswith("weanj-inputs/"):

@@ -235,6 +235,11 @@ on_exit(_PROBER.close)
 _memo: dict[tuple[str, tuple[str, ...], int], Outcome] = {}
 _trusted: set[str] = set()
 _memo_lock = threading.Lock()
+# The digests of bytes that probed ok (or that weanj wrote) in earlier processes of this
+# project (`keep_probes`): a re-check reads each file once and hashes it, and probes only
+# bytes it has not seen. At most `LEDGER_SIZE` digests, the latest kept.
+_ledger: dict[str, object] = {"path": None, "known": None}
+LEDGER_SIZE = 2000
 
 
 def digest(data: bytes) -> str:
@@ -243,8 +248,58 @@ def digest(data: bytes) -> str:
 
 def trust(data: bytes) -> None:
     """Mark bytes that weanj itself just wrote with h5py as safe to parse without a probe."""
+    sha = digest(data)
     with _memo_lock:
-        _trusted.add(digest(data))
+        _trusted.add(sha)
+    _remember(sha)
+
+
+def keep_probes(path: Path | None) -> None:
+    """Remember the digests of bytes found safe in the JSON file `path` (weanj's own
+    hidden memo, `results/.weanj-h5-probed.json`), across processes; None: in this
+    process only."""
+    with _memo_lock:
+        _ledger["path"], _ledger["known"] = path, None
+
+
+def _known() -> dict[str, None]:
+    """The ledger's digests, read once (in order, oldest first; {} without a ledger or
+    where it cannot be read: then every file is probed)."""
+    path = _ledger["path"]
+    if _ledger["known"] is None:
+        found: dict[str, None] = {}
+        if path is not None:
+            try:
+                data = json.loads(Path(path).read_text(encoding="utf-8"))
+                if isinstance(data, list) and all(isinstance(x, str) for x in data):
+                    found = dict.fromkeys(data[-LEDGER_SIZE:])
+            except (OSError, ValueError, RecursionError):
+                pass
+        _ledger["known"] = found
+    return _ledger["known"]  # type: ignore[return-value]
+
+
+def _remember(entry: str) -> None:
+    """Add an entry to the ledger (a digest of bytes weanj wrote, or one with the names
+    it was probed for), written at once, atomically, where it is new."""
+    with _memo_lock:
+        path, known = _ledger["path"], _known()
+        if path is None or entry in known:
+            return
+        known[entry] = None
+        kept = list(known)[-LEDGER_SIZE:]
+    path = Path(path)
+    if path.is_symlink() or not path.parent.is_dir():
+        return  # never written through a link; no results/ yet: probed again next time
+    try:  # weanj's own hidden memo (no mark of its own): replaced whole, atomically
+        with tempfile.NamedTemporaryFile(
+            "w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+        ) as f:
+            f.write(json.dumps(kept) + "\n")
+        os.replace(f.name, path)
+    except OSError:  # a read-only project: probed again next time
+        with contextlib.suppress(OSError, NameError):
+            os.unlink(f.name)
 
 
 def trust_file(path: Path | str) -> None:
@@ -257,8 +312,9 @@ def probe(data: bytes, lookups: Iterable[str] = ()) -> Outcome:
     limit = timeout_s()
     sha = digest(data)
     key = (sha, tuple(lookups), max_file_bytes())
+    probed = f"{sha} {json.dumps(key[1])}"  # the names it was probed for matter
     with _memo_lock:
-        if sha in _trusted:
+        if sha in _trusted or sha in _known() or probed in _known():
             return _OK
         if key in _memo:
             return _memo[key]
@@ -267,6 +323,8 @@ def probe(data: bytes, lookups: Iterable[str] = ()) -> Outcome:
     outcome = _PROBER.probe(data, key[1], limit)
     with _memo_lock:
         _memo[key] = outcome
+    if outcome.ok:
+        _remember(probed)
     return outcome
 
 
@@ -389,3 +447,4 @@ def _reset() -> None:
     with _memo_lock:
         _memo.clear()
         _trusted.clear()
+        _ledger["path"], _ledger["known"] = None, None

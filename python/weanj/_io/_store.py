@@ -140,9 +140,27 @@ def _attributes(g: Gradient) -> dict[str, Any]:
         attrs["loss"] = float(g.loss)
     if "loss" in g.noise:
         attrs["noise_loss"] = float(g.noise["loss"])
+    if g.evaluated:  # a weanj evaluation's: whether its rounding levels were gathered
+        attrs["levels"] = "measured" if g.levels_measured else "not measured"
     if isinstance(g.extra.get("x64"), str):  # the JAX x64 configuration it ran in (`_x64`)
         attrs["x64"] = g.extra["x64"]
     return attrs
+
+
+def holds(target: Path, evaluation: str) -> bool:
+    """Whether the store file `target` was written from the evaluation record whose
+    payload digest is `evaluation` (its `evaluation` attribute; read without its arrays):
+    then a re-check that reused that record has nothing to write."""
+    if not evaluation or not target.is_file() or target.is_symlink():
+        return False
+    try:
+        from ._h5 import read_attributes
+        from ._safeh5 import parsed
+
+        with parsed(target, "gradient file") as f:
+            return read_attributes(f.attrs, str(target)).get("evaluation") == evaluation
+    except (WeanjError, OSError):
+        return False
 
 
 def write_gradient(

@@ -193,8 +193,20 @@ class ArrayComparison:
         """The worst element as Julia's 1-based index (same axis order)."""
         return tuple(i + 1 for i in self.worst)
 
-
-PairComparison = ArrayComparison  # the name of earlier versions
+    @property
+    def beyond_tolerance(self) -> bool:
+        """Some entry, or the loss, differs by more than the relative tolerance alone
+        allows (finite numbers): where the rounding floors may decide, and a check gathers
+        the runs' rounding levels (`_pipeline._cases.judge_pair_of`)."""
+        if self.nonfinite:
+            return False
+        tol = self.tolerance
+        if self.max_abs > tol.grad * self.reference_max:
+            return True
+        if self.loss_abs is None or self.loss_abs == 0:
+            return False
+        ref = self.loss_abs / self.loss_rel if self.loss_rel else 0.0
+        return self.loss_abs > tol.loss * ref
 
 
 def _relative(abs_: float, ref: float) -> float | None:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .._model import Expected, Gradient
+from .._model._cost import Cost
 from .._model._verdicts import Verdict
 from ._checks import RESULTS
 from ._compare import ArrayComparison, Region
@@ -277,6 +278,7 @@ _GRADIENT_FIELDS = (
     "format",
     "seconds",
     "noise",
+    "levels_measured",
 )
 
 
@@ -285,6 +287,7 @@ def encode_gradient(g: Gradient) -> dict[str, Any]:
     return {
         **{k: _enc(getattr(g, k)) for k in _GRADIENT_FIELDS},
         "label": g.label,
+        "cost": g.cost.to_json(),
         "extra": _enc(extra),
         "shapes": {name: list(np.shape(a)) for name, a in g.gradients.items()},
     }
@@ -303,6 +306,7 @@ def decode_gradient(
     if not isinstance(extra, dict):
         raise ValueError("a subject whose extra is not a mapping")
     g = _build(Gradient, {"example": example, "gradients": {}, "extra": extra, **given})
+    g.cost = Cost.from_json(data.get("cost", {}))
     g.of = find_variant(g.variant)
     return g
 

@@ -110,11 +110,13 @@ class TaylorDirection:
 
     @property
     def rates(self) -> tuple[float, ...]:
-        """`log2(r_k / r_{k+1})` over consecutive steps whose remainders are resolved."""
+        """`log2(r_k / r_{k+1})` over consecutive steps, one halving apart, whose
+        remainders are resolved (a step the test jumped over leaves no rate)."""
         out = []
         for k in range(len(self.remainders) - 1):
             a, b = self.remainders[k], self.remainders[k + 1]
-            if a > RESOLVED * self.rounding[k] and b > RESOLVED * self.rounding[k + 1]:
+            halving = abs(self.steps[k] - 2.0 * self.steps[k + 1]) <= 1e-12 * self.steps[k]
+            if halving and a > RESOLVED * self.rounding[k] and b > RESOLVED * self.rounding[k + 1]:
                 out.append(math.log2(a / b))
         return tuple(out)
 
@@ -136,6 +138,11 @@ class TaylorResult:
     directions: tuple[TaylorDirection, ...]
     left_out: int
     size: int
+    # the arrays whose directions were shared (each moved along its part of one direction:
+    # `_pipeline._gradchecks`), () for a test of this array alone
+    shared: tuple[str, ...] = ()
+    # whether a direction was walked step by step (the regime's estimate not borne out)
+    walked: bool = False
 
     @property
     def sensitivity(self) -> float:
@@ -151,6 +158,11 @@ class TaylorResult:
     def rates(self) -> tuple[tuple[float, ...], ...]:
         """Per direction, every rate between resolved remainders (`asymptotic`: the last)."""
         return tuple(d.rates for d in self.directions)
+
+    @property
+    def others(self) -> tuple[str, ...]:
+        """The other arrays whose directions this test shared."""
+        return tuple(a for a in self.shared if a != self.array)
 
     @property
     def passes(self) -> bool:
@@ -177,6 +189,8 @@ class TaylorResult:
             "h0": self.h0,
             "left_out": self.left_out,
             "size": self.size,
+            "shared": list(self.shared),
+            "walked": self.walked,
             "directions": [
                 {
                     "steps": list(d.steps),
@@ -208,6 +222,8 @@ class TaylorResult:
             directions,
             int(data["left_out"]),
             int(data["size"]),
+            tuple(str(a) for a in data["shared"]),
+            bool(data["walked"]),
         )
 
     # --- its verdict and its views (the protocol of `_checks`) ---------------------------
@@ -241,9 +257,11 @@ class TaylorResult:
         if not self.directions:
             return reason
         rates = ["/".join(f"{r:.2f}" for r in rates) or "—" for rates in self.asymptotic]
+        shared = f", directions shared with {', '.join(self.others)}" if self.others else ""
         text = (
             f"rates at the smallest steps {'; '.join(rates)} (h0 {self.h0:.1e}, bound "
-            f"{self.policy.rate:g}; resolves relative errors from {self.sensitivity:.0e})"
+            f"{self.policy.rate:g}; resolves relative errors from {self.sensitivity:.0e}"
+            f"{shared})"
         )
         return f"{text}: {reason}" if reason else text
 
@@ -259,6 +277,8 @@ class TaylorResult:
                 "h0": self.h0,
                 "rate_bound": self.policy.rate,
                 "left_out": self.left_out,
+                "shared": list(self.shared),
+                "walked": self.walked,
                 "directions": [
                     {
                         "steps": list(d.steps),
@@ -315,6 +335,9 @@ class DirectionalResult:
     reverse: float
     scale: float  # Σ |g_i|·|dx_i|: the size of the terms of ⟨g, dx⟩
     tolerance: float
+    # the arrays pushed forward together (each direction divided by its array's scale, so
+    # that `scale` is 1: `_pipeline._gradchecks`), () for this array alone
+    shared: tuple[str, ...] = ()
 
     @property
     def passes(self) -> bool:
@@ -328,6 +351,7 @@ class DirectionalResult:
             "reverse": self.reverse,
             "scale": self.scale,
             "tolerance": self.tolerance,
+            "shared": list(self.shared),
         }
 
     @classmethod
@@ -339,6 +363,7 @@ class DirectionalResult:
             float(data["reverse"]),
             float(data["scale"]),
             float(data["tolerance"]),
+            tuple(str(a) for a in data["shared"]),
         )
 
     def __repr__(self) -> str:
@@ -370,9 +395,10 @@ class DirectionalResult:
         )
 
     def summary(self, reason: str) -> str:
+        together = f", with {', '.join(self.shared)} in one call" if self.shared else ""
         return reason or (
             f"jvp by {self.by} agrees with ⟨g, dx⟩ to {num(self.error, 1)} "
-            f"(tolerance {self.tolerance:g})"
+            f"(tolerance {self.tolerance:g}{together})"
         )
 
     @classmethod
@@ -388,6 +414,7 @@ class DirectionalResult:
                 "reverse": finite(self.reverse),
                 "error": finite(self.error),
                 "tolerance": self.tolerance,
+                "shared": list(self.shared),
             }
         }
 

@@ -56,6 +56,9 @@ class CaseJudgement:
     expected: Expected | None = None  # the declaration it was held to (`weanj.Expected`)
     departure: str = ""  # how it differs from that declaration ("" when as declared)
     declared: str = ""  # where it declares a difference, on these inputs (`x[0]`)
+    # the evidence gathered beyond a check's first pass to decide it (the runs' rounding
+    # levels, central differences, a shared check split per array, the walk of every step)
+    evidence: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -131,13 +134,16 @@ def judge_pair(
     info: bool = False,
     expected: tuple[Expected, ...] = (),
     arrays: Any = None,
+    rounding: bool = True,
 ) -> CaseJudgement:
     """`b` against the reference `a`, on one gradient array. `info`: two families, for
     information; a declared kink pair (`kinks`, with the mask `keep` of entries away from
     the kinks) that agrees away from them gives `kinks`; a pair declared with
     `weanj.Expected` (`expected`, on the inputs' `arrays`) is held to its declarations
     (`_expected`). The floors of the tolerance come from the runs' rounding noise
-    (`Gradient.noise`, `_policy.floor_of`)."""
+    (`Gradient.noise`, `_policy.floor_of`); without `rounding`, the relative tolerance
+    alone (what decides a pair whose differences are all within it, whatever the floors:
+    a check gathers the levels only where one is beyond, `ArrayComparison.beyond_tolerance`)."""
     ga, gb = np.asarray(a.gradients[array]), np.asarray(b.gradients[array])
     if ga.shape != gb.shape:
         reason = f"{array} has shape {gb.shape} in {b.label} but {ga.shape} in {a.label}"
@@ -145,10 +151,10 @@ def judge_pair(
         j = CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, reason=reason, **what)
         return declared_pair(j, expected, ga, ga, arrays=arrays) if expected else j
     floors = {
-        "loss_floor": floor_of(a, b, "loss"),
-        "grad_floor": floor_of(a, b, array),
+        "loss_floor": floor_of(a, b, "loss") if rounding else 0.0,
+        "grad_floor": floor_of(a, b, array) if rounding else 0.0,
         "declared": declared_between(a, b),
-        "entry_floor": entry_floor_of(a, b, array),
+        "entry_floor": entry_floor_of(a, b, array) if rounding else None,
     }
     j = _judge_pair(case, a, b, array, floors, kinks=kinks, keep=keep, info=info)
     if not expected:

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ._cost import Cost
 from ._example import Example
 from ._kinds import first_nonfinite, index_text
 from ._variant import Variant
@@ -60,6 +61,15 @@ class Gradient:
     noise_entries: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
     # the `Configuration` it was computed in (None: read from a file, not known)
     configuration: Any = field(default=None, compare=False)
+    # whether `noise` was measured: True (measured, or a file's, as it holds them), False
+    # (an evaluation whose levels a check gathers where a comparison needs them:
+    # `_pipeline._session.Session.levels`)
+    levels_measured: bool = True
+    # computed by a weanj evaluation (a run, its record, or a store file it wrote), not
+    # arrays a user saved
+    evaluated: bool = False
+    # the kernel's executions spent on it, per phase (`Cost`; empty: not counted, a file)
+    cost: Cost = field(default_factory=Cost, compare=False)
 
     def __repr__(self) -> str:
         loss = "None" if self.loss is None else f"{self.loss:.6g}"

@@ -45,7 +45,7 @@ def legacy_digest(ex: Example, arrays: Mapping[str, np.ndarray]) -> str | None:
         return None
     h = hashlib.sha256()
     for name in ex.arrays:
-        h.update(np.ascontiguousarray(arrays[name], dtype="<f8").tobytes())
+        h.update(np.ascontiguousarray(arrays[name], dtype="<f8").reshape(-1).view(np.uint8))
     return h.hexdigest()
 
 
@@ -65,10 +65,12 @@ def provenance_key(inputs_sha256: str, params: Mapping[str, Any], dtype: str) ->
     return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
 
 
-def _frozen(arrays: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+def _frozen(arrays: Mapping[str, np.ndarray], copy: bool = True) -> Mapping[str, np.ndarray]:
+    """The arrays, read-only (`copy`: copied first; not where the caller just read them
+    and holds no other reference)."""
     out = {}
     for name, a in arrays.items():
-        a = np.array(a, copy=True)
+        a = np.array(a, copy=True) if copy else np.asarray(a)
         a.flags.writeable = False  # one object, shared by every run: nobody may change it
         out[name] = a
     return MappingProxyType(out)
@@ -85,7 +87,8 @@ class Inputs:
     path: Path | None = None
     shared: bool = False
     attrs: Mapping[str, Any] = field(default_factory=dict, compare=False)
-    legacy: str | None = field(default=None, compare=False)
+    # the format-1 digest (`legacy_digest`), or what computes it when first asked
+    legacy_of: Any = field(default=None, compare=False, repr=False)
 
     def __repr__(self) -> str:
         where = f", path={str(self.path)!r}" if self.path else ""
@@ -98,6 +101,16 @@ class Inputs:
     def key(self, dtype: str = "float64") -> str:
         """The provenance key of a run on these inputs in `dtype`."""
         return provenance_key(self.digest, dict(self.params), check_dtype(dtype))
+
+    @property
+    def legacy(self) -> str | None:
+        """The format-1 digest of these arrays (None where the example has arrays that
+        are not float), computed once, when first asked."""
+        found = self.legacy_of
+        if callable(found):
+            found = found()
+            object.__setattr__(self, "legacy_of", found)
+        return found
 
     def keys(self, dtype: str) -> frozenset[str]:
         """The keys that mean "these inputs" in `dtype` (with the format-1 spelling)."""
@@ -166,7 +179,7 @@ def from_arrays(
         _frozen(stored),
         MappingProxyType(ex.check_params(dict(params or {}))),
         digest(ex, stored),
-        legacy=legacy_digest(ex, stored),
+        legacy_of=lambda: legacy_digest(ex, stored),
     )
 
 
@@ -181,13 +194,14 @@ def stored_inputs(
     attrs: Mapping[str, Any],
 ) -> Inputs:
     """`Inputs` as an inputs file holds them (already checked by its reader)."""
+    frozen = _frozen(arrays, copy=False)  # read from the file for these inputs alone
     return Inputs(
         ex,
-        _frozen(arrays),
+        frozen,
         MappingProxyType(dict(params)),
         sha,
         path=path,
         shared=shared,
         attrs=MappingProxyType(dict(attrs)),
-        legacy=legacy_digest(ex, arrays),
+        legacy_of=lambda: legacy_digest(ex, frozen),
     )

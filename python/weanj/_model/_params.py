@@ -50,6 +50,7 @@ RESERVED_NAMES = frozenset(
         "pairs",
         "seconds",
         "fresh",
+        "fd",
         "seed",
         "workers",
         "scheduler",

@@ -45,7 +45,9 @@ class Functions(NamedTuple):
     `Functions` a check's float64 CPU runs call (its evaluation, loss floor, Taylor steps
     and jvp), where the backend has its own for them (a JAX variant: one program that also
     pushes the loss forward, each call computing only what it asks,
-    `_backends/_checking.py`), else None."""
+    `_backends/_checking.py`), else None. `jvp_backward`: a `jvp` call runs the kernel
+    backward too (the check's one program computes the gradient beside the forward-mode
+    derivative), as a check counts it (`_model._cost`)."""
 
     loss: Callable
     grad: Callable
@@ -54,6 +56,7 @@ class Functions(NamedTuple):
     evaluation_loss: Callable | None = None
     placed: Callable | None = None
     checking: Any = None
+    jvp_backward: bool = False
 
 
 class Checked:

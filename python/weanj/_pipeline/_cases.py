@@ -41,6 +41,7 @@ from .._model import DTYPES, Catalog, Gradient, Inputs, Variant
 from .._places import Places
 from . import _device_cases as device_cases
 from ._evaluate import configuration_of, label_of
+from ._evidence import with_evidence
 from ._gradchecks import CHECKS
 from ._session import Session
 
@@ -142,7 +143,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
             fault = judge.judge_run("", label, outcome)
             return judge.not_compared(case.id, case.kind, fault, **what)
     if case.kind == CaseKind.PAIR:
-        j = _judge_pair(p, case, *outcomes, session=session)
+        j = with_evidence(_judge_pair(p, case, *outcomes, session=session), p.example, outcomes)
         aside = {a: b for a, b in zip(case.subjects, labels, strict=True) if a != b}
         j = judge.stood_in(j, aside) if aside else j
         return device_cases.precision_or_bug(p, case, j, outcomes[1], session, judge_pair_of)
@@ -153,6 +154,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
         j = check.judgement(session, case.id, p.catalog, p.inputs, g, case.array, **what)
     except TimeoutError as e:  # what happened, reported to the judge
         j = judge.check_fault(case.id, case.kind, fault_of(e), array=case.array, **what)
+    j = with_evidence(j, p.example)
     return judge.declared_check(j, p.catalog.declared_check(case.kind, g.of))
 
 
@@ -200,17 +202,31 @@ def judge_pair_of(
     why = catalog.kink_difference(a.of, b.of)
     keep = session.masks(catalog.example, inputs)[array] if why is not None else None
     expected = catalog.declared_pair(a.of, b.of) if declared and not info else ()
-    return judge.judge_pair(
-        case_id,
-        a,
-        b,
-        array,
-        kinks=why,
-        keep=keep,
-        info=info,
-        expected=expected,
-        arrays=inputs.arrays,
-    )
+
+    def judged(rounding: bool) -> CaseJudgement:
+        return judge.judge_pair(
+            case_id,
+            a,
+            b,
+            array,
+            kinks=why,
+            keep=keep,
+            info=info,
+            expected=expected,
+            arrays=inputs.arrays,
+            rounding=rounding,
+        )
+
+    # Within the relative tolerance everywhere, the floors decide nothing: judged without
+    # them, so the numbers shown are the same whether or not the levels were gathered for
+    # another pair. Beyond it, the runs' rounding levels are gathered and the floors apply.
+    j = judged(rounding=False)
+    c = j.comparison
+    if j.verdict != Verdict.INFO and c is not None and c.beyond_tolerance:
+        session.levels(a)
+        session.levels(b)
+        j = judged(rounding=True)
+    return j
 
 
 def judge_plan(p: Plan, session: Session) -> ExampleJudgement:

@@ -60,7 +60,8 @@ class Asked:
     """What a run asks of its executor: its `plans` ({example: Plan or the error reading
     it}), the time limit of each call (`timeout`, None: none), where lines go (`say`), its
     progress (`progress`: called per evaluation, or `.line(...)` by an engine; None:
-    silent), how paths are shown (`shown_path`) and its evaluation `records` (or None)."""
+    silent), how paths are shown (`shown_path`), its evaluation `records` (or None) and
+    whether central differences go beside every gradient check (`fd`)."""
 
     plans: dict
     timeout: float | None
@@ -68,6 +69,7 @@ class Asked:
     progress: Any
     shown_path: Callable
     records: Any
+    fd: bool = False
 
     def open_session(self, records: Any, on_evaluated: Any = None) -> Session:
         """The `Session` an engine opens for this run: its limit, lines and paths, with
@@ -78,6 +80,7 @@ class Asked:
             on_evaluated=on_evaluated,
             shown_path=self.shown_path,
             records=records,
+            fd=self.fd,
         )
 
 

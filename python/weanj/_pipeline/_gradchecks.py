@@ -37,8 +37,9 @@ from .._judge._taylor import (
     jvp_direction,
 )
 from .._model import Catalog, Example, Gradient, Inputs
-from .._model._verdicts import CaseKind
-from ._remainders import counted, fd_check, taylor
+from .._model._verdicts import CaseKind, Verdict
+from ._levels import backward_level
+from ._remainders import counted, fd_check, taylor_shared
 
 # --- the checks of one variant's gradient, as judgements -------------------------------------
 
@@ -55,36 +56,129 @@ def _keep(session, g: Gradient, kind: CaseKind, array: str, numbers: dict) -> No
 
 
 def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str, **what: Any):
-    """The Taylor test of `g`'s `array` (the example's policy, inside its kink mask), and
-    the central-difference error as information; from an evaluation record's numbers where
-    the evaluation was reused (the judge decides afresh)."""
+    """The Taylor test of `g`'s `array` (the example's policy, inside its kink mask); from
+    an evaluation record's numbers where the evaluation was reused (the judge decides
+    afresh). The arrays of one run share their directions (`_shared_taylor`) where every
+    one passes; where one does not, each array is tested alone, so the failure is its own."""
     recorded = _recorded(session, g, CaseKind.TAYLOR, array)
     if recorded is not None:
         result = TaylorResult.from_json(recorded["result"])
         j = judge.judge_check(case, CaseKind.TAYLOR, result, **what)
         j.info.update(recorded.get("info", {}))
+        if _with_fd(session, inputs, g, array, j):
+            _keep(
+                session, g, CaseKind.TAYLOR, array, {"result": recorded["result"], "info": j.info}
+            )
         return j
     ex = inputs.example
-    mask = session.masks(ex, inputs)[array]
-    keep = None if mask.all() else mask
-    loss = session.loss_along(g.of, inputs, array)
-    x = inputs.run_arrays("float64")[array]
-    noise = float(g.noise.get("loss", 0.0))
     with session.phase(f"{ex.name} {g.variant}: taylor test of {array}"):
-        policy = ex.taylor_for(array)
-        told = {"array": array, "mask": keep, "noise": noise, "progress": session.step}
-        result = taylor(loss, x, g.gradients[array], policy, **told)
+        result = _taylor_results(session, inputs, g)[array]
     j = judge.judge_check(case, CaseKind.TAYLOR, result, **what)
-    if result.directions:
-        with session.phase(f"{ex.name} {g.variant}: central differences of {array}"):
-            each = counted(loss, session.step, f"loss {{}} of {2 * ex.fd.directions}")
-            fd = ex.fd
-            error = fd_check(each, x, g.gradients[array], n=fd.directions, h=fd.step, mask=keep)
-        j.info["fd"] = {"error": error, "step": ex.fd.step, "threshold": ex.fd.threshold}
     if result.left_out:
         j.info["masked"] = {"left_out": result.left_out, "size": result.size, "why": ex.fd.why}
+    _with_fd(session, inputs, g, array, j)
     _keep(session, g, CaseKind.TAYLOR, array, {"result": result.to_json(), "info": j.info})
     return j
+
+
+def _with_fd(session, inputs: Inputs, g: Gradient, array: str, j) -> bool:
+    """Central differences beside a check that is not ok, or where asked (`Session.fd`),
+    as information (`fd_information`); **Returns** whether they were added now."""
+    failed = j.verdict.failing and j.verdict != Verdict.TIMEOUT  # its numbers say not ok
+    if "fd" in j.info or not (getattr(session, "fd", False) or failed):
+        return False
+    if g.of is None or g.of.unavailable_reason() is not None:
+        return False
+    j.info["fd"] = fd_information(session, inputs, g, array)
+    return True
+
+
+def _taylor_results(session, inputs: Inputs, g: Gradient) -> dict[str, TaylorResult]:
+    """Every wrt array's Taylor result for one run, computed once per session: the arrays
+    whose policies agree share their directions; where a shared result does not pass,
+    each of those arrays is tested alone (the attribution, counted apart)."""
+
+    def compute() -> dict[str, TaylorResult]:
+        masks = session.masks(inputs.example, inputs)
+        results: dict[str, TaylorResult] = {}
+        for arrays in groups(inputs.example):
+            found = _taylor_of(session, inputs, g, arrays, masks, "taylor")
+            if len(arrays) > 1 and not all(r.passes for r in found.values()):
+                for array in arrays:
+                    found.update(_taylor_of(session, inputs, g, (array,), masks, "attribution"))
+            results.update(found)
+        return results
+
+    return session.once(("taylor", id(g)), compute)
+
+
+def groups(ex: Example) -> list[tuple[str, ...]]:
+    """The wrt arrays in groups that can share directions: the same number of directions,
+    rate bound and most steps (h0 and seed stay each array's own)."""
+    groups: dict[tuple, list[str]] = {}
+    for name in ex.wrt_names:
+        p = ex.taylor_for(name)
+        groups.setdefault((p.directions, p.rate, p.max_steps), []).append(name)
+    return [tuple(names) for names in groups.values()]
+
+
+def _taylor_of(session, inputs, g, arrays, masks, phase) -> dict[str, TaylorResult]:
+    """The Taylor test of `arrays` of `g` (together where several), its losses counted
+    under `phase`; its rounding floor the free one (`backward_level`) until a direction
+    needs the loss's measured level (`Session.levels`, an escalation)."""
+    ex = inputs.example
+    spent = counted_into(g, phase)
+    loss = session.loss_of(g.of, inputs, arrays, spent)
+    xs = {a: inputs.run_arrays("float64")[a] for a in arrays}
+    keep = {a: (None if masks[a].all() else masks[a]) for a in arrays}
+
+    def escalate() -> float:
+        session.levels(g)
+        return float(g.noise.get("loss", 0.0))
+
+    free = backward_level(inputs, g.gradients, "float64")
+    floor = float(g.noise["loss"]) if "loss" in g.noise else free
+    return taylor_shared(
+        loss,
+        xs,
+        {a: g.gradients[a] for a in arrays},
+        {a: ex.taylor_for(a) for a in arrays},
+        keep,
+        floor=floor,
+        escalate=None if g.levels_measured else escalate,
+        progress=session.step,
+    )
+
+
+def counted_into(g: Gradient, phase: str):
+    """`spent(forward, backward)` counting into `g.cost` under `phase`."""
+    return lambda forward, backward: g.cost.add(phase, forward, backward)
+
+
+def fd_information(session, inputs: Inputs, g: Gradient, array: str) -> dict:
+    """Central differences of `g`'s `array` under the example's `FDPolicy`, inside its
+    kink mask, as information beside a check that is not ok (or where asked: `--fd`);
+    computed once per session, its losses counted under `fd`."""
+
+    def compute() -> dict:
+        ex = inputs.example
+        mask = session.masks(ex, inputs)[array]
+        fd = ex.fd
+        loss = session.loss_along(g.of, inputs, array, counted_into(g, "fd"))
+        x = inputs.run_arrays("float64")[array]
+        with session.phase(f"{ex.name} {g.variant}: escalated: central differences of {array}"):
+            each = counted(loss, session.step, f"loss {{}} of {2 * fd.directions}")
+            keep = None if mask.all() else mask
+            error = fd_check(each, x, g.gradients[array], n=fd.directions, h=fd.step, mask=keep)
+        return {"error": error, "step": fd.step, "threshold": fd.threshold}
+
+    return session.once(("fd", id(g), array), compute)
+
+
+def _declared(g: Gradient) -> float:
+    """The tolerance the example declares for `g`'s family (its `grad`), else 0."""
+    declared = g.example.declared_tolerance(g.family)
+    return declared.grad if isinstance(declared, Tolerance) else 0.0
 
 
 def _jvp_floor(g: Gradient, array: str, dx: np.ndarray, scale: float) -> float:
@@ -92,8 +186,7 @@ def _jvp_floor(g: Gradient, array: str, dx: np.ndarray, scale: float) -> float:
     the gradient's rounding level (`Gradient.noise`, as the pairs' floor; each entry's own
     where larger, `entry_levels`) carried along `dx`, `NOISE_MULTIPLE·Σ level_i·|dx_i| /
     Σ|g_i dx_i|`; and a tolerance the example declares for the family (its `grad`)."""
-    declared = g.example.declared_tolerance(g.family)
-    floor = declared.grad if isinstance(declared, Tolerance) else 0.0
+    floor = _declared(g)
     level = float(g.noise.get(array, 0.0)) if g.noise else 0.0
     own = entry_levels(g, array)
     levels = level if own is None else np.maximum(own, level)
@@ -108,46 +201,111 @@ def jvp_judgement(
 ):
     """`jvp(L)(x; dx)` against `⟨g, dx⟩`: by the variant's own forward mode (1e-12), else
     by the first member of its family that has one (the family tolerance); from an
-    evaluation record's numbers where the evaluation was reused."""
+    evaluation record's numbers where the evaluation was reused. The arrays of one run
+    are checked in one forward-mode call where every one agrees (`_jvp_results`)."""
     recorded = _recorded(session, g, CaseKind.JVP, array)
     if recorded is not None:
         if "skipped" in recorded:
             return judge.skipped(case, CaseKind.JVP, recorded["skipped"], array=array, **what)
         result = DirectionalResult.from_json(recorded["result"])
-        return judge.judge_check(case, CaseKind.JVP, result, **what)
-    ex = inputs.example
-    mask = session.masks(ex, inputs)[array]
-    x = inputs.run_arrays("float64")[array]
-    dx = jvp_direction(ex, array, x, None if mask.all() else mask)
-    reverse = inner(g.gradients[array], dx)
-    scale = float(np.sum(np.abs(g.gradients[array]) * np.abs(dx)))
+        j = judge.judge_check(case, CaseKind.JVP, result, **what)
+        j.info.update(recorded.get("info", {}))
+        if _with_fd(session, inputs, g, array, j):
+            _keep(session, g, CaseKind.JVP, array, {"result": recorded["result"], "info": j.info})
+        return j
+    with session.phase(f"{inputs.example.name} {g.variant}: jvp of {array}"):
+        found = _jvp_results(session, catalog, inputs, g)[array]
+    if isinstance(found, str):
+        _keep(session, g, CaseKind.JVP, array, {"skipped": found})
+        return judge.skipped(case, CaseKind.JVP, found, array=array, **what)
+    j = judge.judge_check(case, CaseKind.JVP, found, **what)
+    numbers: dict[str, Any] = {"result": found.to_json()}
+    if _with_fd(session, inputs, g, array, j):
+        numbers["info"] = {"fd": j.info["fd"]}
+    _keep(session, g, CaseKind.JVP, array, numbers)
+    return j
+
+
+def _donors(catalog: Catalog, g: Gradient) -> list:
+    """Whose forward mode checks `g`: its own variant's, then its family's members."""
     family = catalog.families().get(g.family, [])
-    order = [g.of] + [v for v in family if v is not g.of]
+    return [g.of] + [v for v in family if v is not g.of]
+
+
+def _jvp_results(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
+    """`{array: DirectionalResult, or why skipped}` for one run, once per session. Each
+    array's direction is its own (`jvp_direction`); all arrays are pushed forward in one
+    call, each direction divided by its array's `Σ|g_i dx_i|` so that each contributes
+    terms of size 1, and judged at the tolerance of one array (an error of one array
+    beyond it shows, unless others cancel it exactly). Where that one call does not agree,
+    each array is checked alone (the attribution), as with one array."""
+    return session.once(("jvp", id(g)), lambda: _jvp_all(session, catalog, inputs, g))
+
+
+def _jvp_all(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
+    ex = inputs.example
+    masks = session.masks(ex, inputs)
+    run = inputs.run_arrays("float64")
+    dx, reverse, scale = {}, {}, {}
+    for a in ex.wrt_names:
+        dx[a] = jvp_direction(ex, a, run[a], None if masks[a].all() else masks[a])
+        reverse[a] = inner(g.gradients[a], dx[a])
+        scale[a] = float(np.sum(np.abs(g.gradients[a]) * np.abs(dx[a])))
+    out: dict[str, Any] = {}
+    if len(ex.wrt_names) > 1 and all(v > 0 for v in scale.values()):
+        weighted = {a: dx[a] / scale[a] for a in ex.wrt_names}
+        joint = sum(reverse[a] / scale[a] for a in ex.wrt_names)
+        found = _pushed(session, catalog, inputs, g, weighted, counted_into(g, "jvp"))
+        if not isinstance(found, str):
+            v, forward = found
+            tol = OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad
+            tol = max(tol, _declared(g))
+            shared = tuple(ex.wrt_names)
+            results = {
+                a: DirectionalResult(a, v.name, forward, joint, 1.0, tol, shared) for a in shared
+            }
+            if all(r.passes for r in results.values()):
+                out = results
+    phase = "attribution" if len(ex.wrt_names) > 1 else "jvp"
+    for a in ex.wrt_names:
+        if a not in out:
+            out[a] = _one_array(session, catalog, inputs, g, a, dx[a], reverse[a], scale[a], phase)
+    return out
+
+
+def _pushed(session, catalog, inputs, g, tangents, spent):
+    """`(variant, jvp)` by the first donor (`_donors`) that can push the loss forward, or
+    why none can."""
     why = {}
-    for v in order:
+    for v in _donors(catalog, g):
         try:
-            by = "" if v is g.of else f" by {v.name}"
-            with session.phase(f"{ex.name} {g.variant}: jvp of {array}{by}"):
-                forward = session.forward(v, inputs, array, dx)
+            return v, session.forward(v, inputs, tangents, spent)
         except TimeoutError:
             raise
         except Exception as e:
             why[v.name] = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
-            continue
-        tol = max(
-            OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad,
-            _jvp_floor(g, array, dx, scale),
-        )
-        result = DirectionalResult(array, v.name, forward, reverse, scale, tol)
-        _keep(session, g, CaseKind.JVP, array, {"result": result.to_json()})
-        return judge.judge_check(case, CaseKind.JVP, result, **what)
     own = why.get(g.variant, "no forward mode")
-    reason = (
+    return (
         f"neither {g.variant} ({own}) nor a member of family {g.family} can be pushed forward "
         "by jax.jvp"
     )
-    _keep(session, g, CaseKind.JVP, array, {"skipped": reason})
-    return judge.skipped(case, CaseKind.JVP, reason, array=array, **what)
+
+
+def _one_array(session, catalog, inputs, g, array, dx, reverse, scale, phase):
+    """The jvp check of one array along its own direction; its floor (the gradient's
+    rounding level carried along dx, `_jvp_floor`) measured only where the tolerance
+    alone does not decide (`Session.levels`)."""
+    found = _pushed(session, catalog, inputs, g, {array: dx}, counted_into(g, phase))
+    if isinstance(found, str):
+        return found
+    v, forward = found
+    base = max(OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad, _declared(g))
+    result = DirectionalResult(array, v.name, forward, reverse, scale, base)
+    if not result.passes:
+        session.levels(g)
+        tol = max(base, _jvp_floor(g, array, dx, scale))
+        result = DirectionalResult(array, v.name, forward, reverse, scale, tol)
+    return result
 
 
 # --- the table of the checks ------------------------------------------------------------------
@@ -206,6 +364,19 @@ def _taylor_beside(numbers: dict) -> bool:
     return True
 
 
+def _jvp_beside(numbers: dict) -> bool:
+    """A jvp record's numbers beside its result: central differences, where gathered."""
+    if set(numbers) == {"result"}:
+        return True
+    info = numbers.get("info")
+    return (
+        set(numbers) == {"result", "info"}
+        and isinstance(info, dict)
+        and set(info) == {"fd"}
+        and _taylor_beside({"result": None, "info": info})
+    )
+
+
 def _jvp_policy(ex: Example) -> dict[str, Any]:
     """The jvp tolerances: the variant's own forward mode, a sibling's (the record's key)."""
     return {CaseKind.JVP: [OWN_JVP_TOLERANCE, TOLERANCES["float64"].grad]}
@@ -244,7 +415,7 @@ CHECKS: dict[CaseKind, GradientCheck] = {
         jvp_judgement,
         _jvp_policy,
         DirectionalResult,
-        lambda numbers: set(numbers) == {"result"},
+        _jvp_beside,
         may_skip=True,
     ),
 }

@@ -12,11 +12,12 @@ from typing import Any
 
 from .._io._h5 import array_sha256
 from .._model import COMPLEX_OF, Variant
+from .._model._cost import Cost
 from .._model._verdicts import FAULTS, GRADIENT_CHECKS, Verdict
 from .._sources import text_digest
 from ._gradchecks import CHECKS, TAYLOR_INFO
 
-FORMAT = 2
+FORMAT = 3  # 3: the rounding levels gathered on demand (`levels`), the kernel's runs (`cost`)
 # A variant's faults but timeouts, which depend on the load: never reused.
 _REUSED_FAULTS = tuple(v for v in FAULTS if v != Verdict.TIMEOUT)
 _RECORD_TEXT_MAX = 16 * 2**20  # bytes of the record's JSON text (a record is a few kB)
@@ -136,8 +137,11 @@ def _header_checked(z, info, dtype, shape):
                 )
         if info.file_size != offset + _nbytes(got_dtype, got_shape):
             raise Discarded(f"{_member(info.filename)} is not the size its header says")
-        data = f.read(_nbytes(got_dtype, got_shape))
-    return np.frombuffer(data, dtype=got_dtype).reshape(got_shape).copy()
+        out = np.empty(got_shape, dtype=got_dtype)  # read into it: one copy of the array
+        view = out.reshape(-1).view(np.uint8) if out.size else memoryview(b"")
+        if out.size and f.readinto(view) != out.nbytes:
+            raise Discarded(f"{_member(info.filename)} is shorter than its header says")
+    return out
 
 
 def _is_number(x: Any) -> bool:
@@ -179,7 +183,7 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
         device = {"extra"} if "extra" in record else set()  # a device run's
         levels = {"noise_sha256"} if "noise_sha256" in record else set()  # entries' levels
         _require(
-            fields == common | {"loss", "noise", "sha256"} | device | levels,
+            fields == common | {"loss", "noise", "sha256", "levels", "cost"} | device | levels,
             "its fields are not a record's",
         )
     _require(
@@ -217,22 +221,7 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
         )
         _require(f["verdict"] in _REUSED_FAULTS, "not a reusable fault")
     else:
-        _require(_finite(record["loss"]), "its loss is not a finite number")
-        noise = record["noise"]
-        _require(
-            isinstance(noise, dict)
-            and set(noise) <= {"loss", *wrt}
-            and all(_finite(x) and x >= 0 for x in noise.values()),
-            "its rounding levels are malformed",
-        )
-        for field in ("sha256", "noise_sha256"):
-            digests = record.get(field, {} if field == "noise_sha256" else None)
-            _require(
-                isinstance(digests, dict)
-                and set(digests) == (set(wrt) if field in record else set())
-                and all(isinstance(x, str) and _SHA256.match(x) for x in digests.values()),
-                "its arrays' digests are malformed",
-            )
+        _check_numbers(record, wrt)
     _require(("extra" in record) == ("device" in parts), "its device is not the one its key names")
     if "extra" in record:
         _check_extra(record["extra"], wrt)
@@ -240,6 +229,31 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
     _require(isinstance(checks, dict), "its gradient checks are malformed")
     for key, numbers in checks.items():
         _check_check(key, numbers, wrt)
+
+
+def _check_numbers(record: dict, wrt: tuple[str, ...]) -> None:
+    """A gradient's record: its loss, rounding levels, cost and arrays' digests."""
+    _require(_finite(record["loss"]), "its loss is not a finite number")
+    _require(isinstance(record["levels"], bool), "whether its levels were measured is unsaid")
+    try:
+        Cost.from_json(record["cost"])
+    except ValueError as e:
+        raise Discarded(f"its cost is malformed ({e})") from None
+    noise = record["noise"]
+    _require(
+        isinstance(noise, dict)
+        and set(noise) <= {"loss", *wrt}
+        and all(_finite(x) and x >= 0 for x in noise.values()),
+        "its rounding levels are malformed",
+    )
+    for field in ("sha256", "noise_sha256"):
+        digests = record.get(field, {} if field == "noise_sha256" else None)
+        _require(
+            isinstance(digests, dict)
+            and set(digests) == (set(wrt) if field in record else set())
+            and all(isinstance(x, str) and _SHA256.match(x) for x in digests.values()),
+            "its arrays' digests are malformed",
+        )
 
 
 def _check_extra(extra: Any, wrt: tuple[str, ...]) -> None:
@@ -351,3 +365,32 @@ def read_record(path, variant: Variant, wrt_shapes: dict, dtype: str):
             if not (np.all(np.isfinite(a)) and np.all(a >= 0)):
                 raise Discarded(f"the rounding levels of {name} are not finite and positive")
     return record, arrays, entries
+
+
+def _why_changed(stored: dict, current: dict) -> str | None:
+    """Why a record does not hold for the current evaluation (None: its parts say it does)."""
+    if stored.get("inputs") != current["inputs"]:
+        return "the inputs changed (arrays, parameters or dtype)"
+    if stored.get("code") != current["code"]:
+        return "its example's module, or a module it imports, changed"
+    if stored.get("config") != current["config"]:
+        return "[tool.weanj] changed"
+    old, new = stored.get("versions", {}), current["versions"]
+    for name in sorted(new):
+        if old.get(name) != new[name]:
+            if name == "weanj sources":
+                return "weanj's own sources changed"
+            return f"{name} changed ({old.get(name)} → {new[name]})"
+    if stored.get("backend") != current["backend"]:
+        return f"its backend changed ({current['backend']})"
+    if any(stored.get(k) != current.get(k) for k in ("device_kind", "device_software", "standin")):
+        return f"the device changed (now {current.get('device_kind')})"
+    if stored.get("x64") != current.get("x64"):
+        return "jax_enable_x64 changed"
+    if stored.get("checks") != current["checks"]:
+        return "the gradient-check policy changed"
+    if stored.get("variant") != current["variant"] or stored.get("family") != current["family"]:
+        return "its name or family changed"
+    if stored != current:
+        return "its key changed"
+    return None

@@ -60,6 +60,7 @@ from .._io._atomic import atomic_path
 from .._io._h5 import array_sha256
 from .._judge._contract import Fault
 from .._model import Gradient, Inputs, Variant, provenance_key
+from .._model._cost import Cost
 from .._model._verdicts import CaseKind, Verdict
 from .._places import Places
 from .._sources import code_digest, files_digest, text_digest, weanj_sources
@@ -71,12 +72,25 @@ from ._record_form import (
     Discarded,
     _add_check,
     _plain,
+    _why_changed,
     canonical,
     check_policy,
     device_extra,
     read_record,
 )
 
+# What `_write` computes from the evaluation itself, never carried over from a record read.
+_DERIVED = (
+    "payload",
+    "loss",
+    "noise",
+    "sha256",
+    "noise_sha256",
+    "fault",
+    "levels",
+    "cost",
+    "extra",
+)
 # `[tool.weanj]` keys that change where or how long an evaluation runs, never a number of
 # it (a timeout is never recorded).
 NOT_IN_THE_KEY = frozenset({"scheduler", "timeout"})
@@ -259,6 +273,9 @@ class Records:
             created=record["created"],
             noise={k: float(v) for k, v in record["noise"].items()},
             noise_entries=entries,
+            levels_measured=bool(record["levels"]),
+            cost=Cost.from_json(record["cost"]),
+            evaluated=True,
         )
         g.extra.update(record.get("extra", {}))  # a device run's device and precision
         return record, g
@@ -308,7 +325,6 @@ class Records:
                 "created": now(),
                 "seconds": None if seconds is None else float(seconds),
                 "checks": {},
-                **({"extra": device_extra(found.extra)} if device != CPU else {}),
             },
         }
         for (kind, array), numbers in (checks or {}).items():
@@ -321,17 +337,39 @@ class Records:
     ) -> None:
         """A gradient check's numbers, computed after its evaluation was recorded (or
         reused from a record that had not got them yet): written at the next `flush`."""
-        key = (variant.example.name, label_of(variant, dtype))
+        pending = self._pending_of(variant, dtype)
+        if pending is not None:
+            _add_check(pending, kind, array, numbers)
+
+    def keep_levels(self, variant: Variant, dtype: str, g: Gradient, device: str = CPU) -> None:
+        """An evaluation's rounding levels, measured after it was recorded (a comparison
+        asked for them): written at the next `flush`."""
+        pending = self._pending_of(variant, dtype, device)
+        if pending is not None:
+            pending["changed"] = True
+
+    def _pending_of(self, variant: Variant, dtype: str, device: str = CPU) -> dict | None:
+        """The record to write of an evaluation kept or reused in this session (None:
+        neither, as a timeout)."""
+        key = (variant.example.name, label_of(variant, dtype, device))
         pending = self._pending.get(key)
-        if pending is None and key in self._recalled:  # reused, this check not recorded
-            derived = ("payload", "loss", "noise", "sha256", "noise_sha256", "fault")  # `_write`'s
-            record = {k: v for k, v in self._recalled[key].items() if k not in derived}
+        if pending is None and key in self._recalled:  # reused: written again if it changes
+            record = {k: v for k, v in self._recalled[key].items() if k not in _DERIVED}
             record["checks"] = dict(record["checks"])
             found = self._reused_found[key]
             pending = {"variant": variant, "label": key[1], "dtype": dtype, "found": found}
             pending = self._pending[key] = {**pending, "changed": False, "record": record}
+        return pending
+
+    def payload(self, variant: Variant, dtype: str) -> str | None:
+        """The payload digest of this evaluation's record as it stands on disk (written or
+        reused in this session; None: none), which a store file written from it carries."""
+        key = (variant.example.name, label_of(variant, dtype))
+        pending = self._pending.get(key)
         if pending is not None:
-            _add_check(pending, kind, array, numbers)
+            return None if pending["changed"] else pending.get("payload")
+        record = self._recalled.get(key)
+        return None if record is None else record.get("payload")
 
     def flush(self) -> None:
         """Write the records whose checks changed since they were written."""
@@ -363,6 +401,10 @@ class Records:
             }
             record["loss"] = float(found.loss)
             record["noise"] = {k: float(x) for k, x in found.noise.items()}
+            record["levels"] = bool(found.levels_measured)
+            record["cost"] = found.cost.to_json()
+            if "device" in record["parts"]:  # a device run's place and precision level
+                record["extra"] = device_extra(found.extra)
             record["sha256"] = {name: array_sha256(a) for name, a in arrays.items()}
             if set(found.noise_entries) == set(arrays):
                 entries = {
@@ -373,6 +415,7 @@ class Records:
         try:
             record = json.loads(json.dumps(record, default=_plain))
             record["payload"] = text_digest(canonical(record))
+            pending["payload"] = record["payload"]
             with atomic_path(path, foreign="aside") as tmp:
                 with open(tmp, "wb") as f:
                     text = np.array(canonical(record))
@@ -430,32 +473,3 @@ class Records:
             )
             line += f" ({shown})"
         return out, line
-
-
-def _why_changed(stored: dict, current: dict) -> str | None:
-    """Why a record does not hold for the current evaluation (None: its parts say it does)."""
-    if stored.get("inputs") != current["inputs"]:
-        return "the inputs changed (arrays, parameters or dtype)"
-    if stored.get("code") != current["code"]:
-        return "its example's module, or a module it imports, changed"
-    if stored.get("config") != current["config"]:
-        return "[tool.weanj] changed"
-    old, new = stored.get("versions", {}), current["versions"]
-    for name in sorted(new):
-        if old.get(name) != new[name]:
-            if name == "weanj sources":
-                return "weanj's own sources changed"
-            return f"{name} changed ({old.get(name)} → {new[name]})"
-    if stored.get("backend") != current["backend"]:
-        return f"its backend changed ({current['backend']})"
-    if any(stored.get(k) != current.get(k) for k in ("device_kind", "device_software", "standin")):
-        return f"the device changed (now {current.get('device_kind')})"
-    if stored.get("x64") != current.get("x64"):
-        return "jax_enable_x64 changed"
-    if stored.get("checks") != current["checks"]:
-        return "the gradient-check policy changed"
-    if stored.get("variant") != current["variant"] or stored.get("family") != current["family"]:
-        return "its name or family changed"
-    if stored != current:
-        return "its key changed"
-    return None

@@ -12,18 +12,20 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
-from .._judge._taylor import (
-    AT_ROUNDING,
-    RESOLVED,
-    ROUNDING,
-    TaylorDirection,
-    TaylorResult,
-    inner,
-    random_direction,
-)
+from .._judge._taylor import TaylorDirection, TaylorResult, inner, random_direction
 from .._model import TaylorPolicy
+from ._taylor_walk import Floor, Grid, one_direction
 
 # --- the Taylor remainder test -----------------------------------------------------------
+
+
+def _h0(policy: TaylorPolicy, x: np.ndarray, keep: np.ndarray) -> float:
+    """The first step: the policy's, else 1e-2·‖x‖ over the entries that move (1e-2·√N
+    where those are all zero): about one percent of the array."""
+    if policy.h0 is not None:
+        return float(policy.h0)
+    norm = float(np.sqrt(np.sum(np.abs(x[keep]) ** 2)))
+    return 1e-2 * (norm if norm > 0 else math.sqrt(int(keep.sum())))
 
 
 def taylor(
@@ -36,41 +38,114 @@ def taylor(
     mask: np.ndarray | None = None,
     noise: float = 0.0,
     progress: Callable[[str], None] | None = None,
+    escalate: Callable[[], float] | None = None,
 ) -> TaylorResult:
     """The remainders of `loss` (a function of one array, the others fixed) at `x` with
-    claimed gradient `g`, along `policy.directions` seeded directions inside `mask`.
-    `noise`: the loss's own rounding noise (`Gradient.noise["loss"]`), a floor under the
-    rounding level of every remainder: a loss that cancels terms of order 1 down to ~0 is
-    noisy far above `ROUNDING` times its value (the same floor as the judge's loss floor).
-    `progress(where)`: told before each loss (`direction 1 of 2, step 3 of at most 40`)."""
+    claimed gradient `g`, along `policy.directions` seeded directions inside `mask`
+    (`_taylor_walk`: the regime estimated, the walk where it is not borne out).
+    `noise`: a floor under the rounding level of every remainder (the loss's rounding
+    level, `Gradient.noise["loss"]`, or the free `ε·Σ|x·∂L/∂x|`); `escalate()`: the
+    loss's measured rounding level, asked for where a direction is not decided under
+    `noise`. `progress(where)`: told before each loss."""
     x = np.asarray(x)
     g = np.asarray(g)
     keep = np.ones(x.shape, bool) if mask is None else np.asarray(mask, bool)
     if not keep.any():
         return TaylorResult(array, policy, 0.0, (), int(x.size), int(x.size))
-    if policy.h0 is not None:
-        h0 = float(policy.h0)
-    else:
-        norm = float(np.sqrt(np.sum(np.abs(x[keep]) ** 2)))
-        h0 = 1e-2 * (norm if norm > 0 else math.sqrt(int(keep.sum())))
-    rng = np.random.default_rng(policy.seed)
+    found = taylor_shared(
+        lambda xs: loss(xs.get(array, x)),
+        {array: x},
+        {array: g},
+        {array: policy},
+        {array: None if mask is None else keep},
+        floor=noise,
+        escalate=escalate,
+        progress=progress,
+    )
+    return found[array]
+
+
+def taylor_shared(
+    loss: Callable[[dict[str, np.ndarray]], float],
+    xs: dict[str, np.ndarray],
+    gs: dict[str, np.ndarray],
+    policies: dict[str, TaylorPolicy],
+    masks: dict[str, np.ndarray | None],
+    *,
+    floor: float = 0.0,
+    escalate: Callable[[], float] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, TaylorResult]:
+    """One Taylor test of several arrays at once: each direction moves every array along
+    its own seeded direction (the one its test alone would take), scaled by its own h0,
+    so one step t moves each array by t·h0 of its own size. Its result, per array: the
+    same remainders, the steps in that array's units. The policies share `directions`,
+    `rate` and `max_steps` (`_gradchecks` groups them so); `loss({array: x})` replaces
+    those arrays. An array its mask leaves nothing of is not moved (its own result: no
+    direction)."""
+    names = list(xs)
+    first = policies[names[0]]
+    keeps = {
+        n: np.ones(np.shape(xs[n]), bool) if masks.get(n) is None else np.asarray(masks[n], bool)
+        for n in names
+    }
+    moving = [n for n in names if keeps[n].any()]
+    out = {
+        n: TaylorResult(n, policies[n], 0.0, (), int(np.size(xs[n])), int(np.size(xs[n])))
+        for n in names
+        if n not in moving
+    }
+    if not moving:
+        return out
+    h0 = {n: _h0(policies[n], np.asarray(xs[n]), keeps[n]) for n in moving}
+    rngs = {n: np.random.default_rng(policies[n].seed) for n in moving}
     tell = progress if progress is not None else (lambda where: None)
     tell("the loss at x")
-    base = float(loss(x))
-    directions = []
-    for d in range(policy.directions):
-        dx = random_direction(rng, x, None if mask is None else keep)
-        where = f"direction {d + 1} of {policy.directions}, step {{}} of at most {policy.max_steps}"
-        told = counted(loss, tell, where)
-        directions.append(
-            _one_direction(told, x, dx, inner(g, dx), base, h0, policy.max_steps, noise)
+    base = float(loss({}))
+    level = Floor(floor, escalate)
+    found: list[tuple[TaylorDirection, bool]] = []
+    for d in range(first.directions):
+        dx = {
+            n: h0[n] * random_direction(rngs[n], xs[n], None if masks.get(n) is None else keeps[n])
+            for n in moving
+        }
+        slope = sum(inner(gs[n], dx[n]) for n in moving)
+        where = f"direction {d + 1} of {first.directions}, step h0/2^{{}}"
+        grid = Grid(
+            lambda t, dx=dx: loss({n: xs[n] + t * dx[n] for n in moving}),
+            base,
+            slope,
+            1.0,
+            first.max_steps,
+            lambda how, k, where=where: tell(how + where.format(k)),
         )
-    return TaylorResult(array, policy, h0, tuple(directions), int(x.size - keep.sum()), int(x.size))
+        found.append(one_direction(grid, level, first.rate))
+    walked = any(w for _, w in found)
+    shared = tuple(moving) if len(moving) > 1 else ()
+    for n in moving:
+        directions = tuple(_in_units(d, h0[n]) for d, _ in found)
+        left_out = int(np.size(xs[n]) - keeps[n].sum())
+        out[n] = TaylorResult(
+            n, policies[n], h0[n], directions, left_out, int(np.size(xs[n])), shared, walked
+        )
+    return {n: out[n] for n in names}
+
+
+def _in_units(d: TaylorDirection, h0: float) -> TaylorDirection:
+    """A direction walked in t (the step relative to h0), in an array's own steps h =
+    t·h0 (its slope per unit h: the remainders are the same)."""
+    return TaylorDirection(
+        tuple(t * h0 for t in d.steps),
+        d.remainders,
+        d.rounding,
+        nonfinite=d.nonfinite,
+        slope=d.slope / h0,
+    )
 
 
 def counted(loss: Callable, tell: Callable[[str], None], where: str) -> Callable:
     """`loss`, telling before each call which it is: `where` with the call's number in
-    place of `{}` (`step 3 of at most 40`)."""
+    place of `{}` (`loss 3 of 20`)."""
     made = 0
 
     def told(x):
@@ -80,33 +155,6 @@ def counted(loss: Callable, tell: Callable[[str], None], where: str) -> Callable
         return loss(x)
 
     return told
-
-
-def _one_direction(loss, x, dx, slope, base, h0, max_steps, noise=0.0) -> TaylorDirection:
-    steps, remainders, rounding = [], [], []
-    h = h0
-    quiet = 0  # consecutive remainders at rounding level
-    if not (math.isfinite(base) and math.isfinite(slope)):
-        return TaylorDirection((), (), (), nonfinite=True, slope=slope)
-    for _ in range(max_steps):
-        value = float(loss(x + h * dx))
-        if not math.isfinite(value):
-            return TaylorDirection(
-                tuple(steps), tuple(remainders), tuple(rounding), nonfinite=True, slope=slope
-            )
-        r = abs(value - base - h * slope)
-        rho = max(ROUNDING * max(abs(base), abs(value), abs(h * slope)), noise)
-        steps.append(h)
-        remainders.append(r)
-        rounding.append(rho)
-        # One remainder at rounding level may be a wrong gradient's two terms cancelling:
-        # r = |h²C − h·ε| crosses zero once, then falls as h; only AT_ROUNDING in a row
-        # mean the remainders are noise from here on.
-        quiet = quiet + 1 if r <= RESOLVED * rho else 0
-        if quiet == AT_ROUNDING:
-            break
-        h /= 2
-    return TaylorDirection(tuple(steps), tuple(remainders), tuple(rounding), slope=slope)
 
 
 # --- central differences (information; the seed notebook's call) ---------------------------

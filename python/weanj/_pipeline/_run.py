@@ -36,11 +36,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 from .._errors import WeanjError, say
-from .._io import _jax_cache, _store
+from .._io import _jax_cache, _safeh5
+from .._io._inputs import PROBED_FILE
 from .._judge._contract import Fault
 from .._judge._suspects import suspects as find_suspects
 from .._judge._verdict import CaseJudgement, ExampleJudgement
@@ -50,11 +50,11 @@ from .._places import Places
 from .._project import project_config, time_limit
 from .._watch import Watch
 from ._cases import Case, Plan, judge_case, judge_plan, not_judged, read_plan, subject_outcome
-from ._evaluate import configuration_of
 from ._evaluate import evaluate as evaluate_variant
 from ._executors import Asked, InProcess
 from ._records import Records
 from ._session import Session
+from ._store_writes import save_to_store
 
 
 class _Progress:
@@ -99,7 +99,9 @@ class CheckRun:
     - `cache`: turn on JAX's persistent compilation cache (as every command does);
     - `devices`: the devices under test (`cpu`, `gpu`, `tpu`; default the CPU alone,
       whatever JAX's default device is): each variant's run on every other device is
-      judged against its family's CPU float64 reference (`_device_cases`).
+      judged against its family's CPU float64 reference (`_device_cases`);
+    - `fd`: central differences beside every gradient check (by default only beside
+      one that is not ok).
 
     The store run is `CheckRun.of_store`; one evaluation's run `evaluation_run`.
     """
@@ -126,8 +128,10 @@ class CheckRun:
         faults: Callable[[Catalog, Inputs], dict[str, Fault]] | None = None,
         cache: bool = True,
         devices: tuple[str, ...] = ("cpu",),
+        fd: bool = False,
     ):
         self.catalogs = list(catalogs)
+        self.fd = fd
         self.places = places
         self.config = config
         self.judgement = judgement
@@ -146,6 +150,7 @@ class CheckRun:
         self._clock = None
         if live and cache:
             _jax_cache.enable()  # compiled kernels are reused across runs (and processes)
+            _safeh5.keep_probes(places.results / PROBED_FILE)  # and files found safe
             if judgement is not None:
                 self._clock = _jax_cache.clock()
         self._t0 = time.perf_counter()
@@ -221,6 +226,7 @@ class CheckRun:
                     progress=self._progress,
                     shown_path=self.places.shown,
                     records=self.records,
+                    fd=self.fd,
                 )
                 self._session = self._stack.enter_context(self.executor.session(asked))
         return self._session
@@ -259,10 +265,11 @@ class CheckRun:
             ej = judge_plan(p, session)
             if self.live:
                 ej.seconds = time.perf_counter() - started
-            if self.save:
-                save_to_store(ej, self.places)
             if self.records is not None:
                 self.records.flush()
+            if self.save:
+                save_to_store(ej, self.places, self.records)
+            if self.records is not None:
                 if self.save:
                     ej.reuse, line = self.records.summary(cat.name)
                     if line:
@@ -415,79 +422,3 @@ def device_did_not_run(
                 if label.endswith(f"@{device}") and cpu_twin not in ej.unavailable:
                     out.append((label, why, True))  # the device's, not the variant's
     return out
-
-
-# --- the store writes -------------------------------------------------------------------------
-
-
-def save_to_store(ej: ExampleJudgement, here: Places) -> None:
-    """Each live run goes to its store file (NaN/Inf and faults are not saved: the
-    verdicts say what happened)."""
-    for g in ej.subjects.values():
-        if g.source == "run" and not g.extra.get("device"):  # the store holds CPU runs
-            config = configuration_of(g, g.of, g.dtype)  # its evaluation's (a reused one's too)
-            if config is not None and config.x64 is not None:
-                g.extra.setdefault("x64", config.x64.describe())
-            target = here.gradient(ej.name, g.variant, g.dtype)
-            _store.write_gradient(g, target, here)
-
-
-def differences(g: Gradient, shared: Inputs | None) -> list[str]:
-    """What sets a gradient apart from one on the shared inputs, as file-name parts
-    (`inputs-1a2b3c4d5e6f`, `K5`, `float32`); empty when it is store material."""
-    device = g.extra.get("device")  # a device run is never store material
-    if shared is not None and shared.matches(g) and not device:
-        return []
-    out = []
-    if shared is None or g.inputs_sha256 != shared.digest:
-        out.append(f"inputs-{g.inputs_sha256[:12]}")
-    if shared is not None:
-        out.extend(f"{k}{v}" for k, v in g.params.items() if shared.params.get(k) != v)
-    if g.dtype != "float64":
-        out.append(g.dtype)
-    if device:
-        out.append(str(device))
-    return out or [f"key-{g.key[:12]}"]
-
-
-def outside_store_path(g: Gradient, shared: Inputs | None, here: Places) -> Path:
-    """Where a gradient goes by default, for every front end that saves one (`weanj run`,
-    `weanj.save_gradient`): its store file when it is store material (the shared inputs
-    with their own parameters), else `results/<example>/runs/<variant>-<what differs>.h5`
-    (`differences`). Files that older weanj wrote there as `<variant>-key-<key>.h5` read
-    as before: a gradient file is read by its contents, never by its name."""
-    if shared is not None and shared.matches(g) and not g.extra.get("device"):
-        return here.gradient(g.example.name, g.variant, g.dtype)
-    return here.run_file(g.example.name, g.variant, differences(g, shared))
-
-
-def apart_note(g: Gradient, shared: Inputs | None) -> str:
-    """One line saying why a gradient was not saved to the store ("" when it was)."""
-    if shared is not None and shared.matches(g) and not g.extra.get("device"):
-        return ""
-    if g.extra.get("device"):
-        return f"not saved to the store: a run on {g.extra['device']} (the store holds CPU runs)"
-    return (
-        f"not saved to the store: computed on other inputs than the shared inputs "
-        f"({', '.join(differences(g, shared))}); the store holds only gradients of the shared "
-        "inputs and their parameters, which the judge compares"
-    )
-
-
-def save_gradient(
-    g: Gradient,
-    shared: Inputs | None,
-    here: Places,
-    *,
-    out: str | Path | None = None,
-    force: bool = False,
-) -> Path:
-    """The writer of one gradient a front end saves outside a check (`weanj run`,
-    `weanj.save_gradient`): to `out`, else where `outside_store_path` says (its store file
-    when it is store material), under the store's rules (`_store.check_target`: a file
-    weanj did not write, a recorded reference without `force`, a file of other inputs in
-    the store are refused). **Returns:** the path written."""
-    shared_key = shared.key(g.dtype) if shared is not None else None
-    path = out if out is not None else outside_store_path(g, shared, here)
-    target = _store.check_target(path, g, shared_key, here, force=force)
-    return _store.write_gradient(g, target, here, force=force)

@@ -23,7 +23,9 @@ from .._judge._contract import Fault
 from .._judge._taylor import checked_masks
 from .._model import Example, Gradient, Inputs, Variant
 from .._watch import Watch
-from ._evaluate import evaluate, for_checks, label_of, run_loss
+from ._calls import for_checks, run_loss
+from ._evaluate import evaluate, label_of
+from ._levels import measure_levels
 from ._on_device import on_device
 
 
@@ -42,7 +44,9 @@ class Session:
       reference side, runs on the CPU).
     - `checking`: gradient checks will run (a plan judged has them, `_cases.judge_case`; a
       worker's float64 evaluations): a variant's float64 CPU runs then call what its
-      backend has for a check's runs (`_evaluate.for_checks`: a JAX variant's one program).
+      backend has for a check's runs (`_calls.for_checks`: a JAX variant's one program).
+    - `fd`: central differences beside every gradient check (`weanj check --fd`), not
+      only beside one that is not ok.
     """
 
     def __init__(
@@ -55,8 +59,10 @@ class Session:
         records: Any = None,
         device: str = "cpu",
         checking: bool = False,
+        fd: bool = False,
     ):
         self.watch = Watch(timeout_s=timeout_s, say=say)
+        self.fd = fd  # central differences beside every gradient check, not only where not ok
         self.timeout_s = timeout_s  # the limit asked for (each call's, the watch's)
         self.say = say
         self.on_evaluated = on_evaluated
@@ -65,8 +71,10 @@ class Session:
         self.device = device  # where the B side of a searched pair runs (bisect, fuzz)
         self.checking = checking
         self._outcomes: dict[tuple, Gradient | Fault] = {}
+        self._how: dict[int, tuple[Inputs, str, str | None]] = {}  # id(g): how it was run
         self._masks: dict[tuple, dict[str, np.ndarray]] = {}
         self._forward: dict[tuple, float | Exception] = {}
+        self._shared: dict[tuple, Any] = {}  # a check shared by a run's arrays (`_gradchecks`)
 
     def __enter__(self) -> Session:
         return self
@@ -124,10 +132,12 @@ class Session:
                     device=device,
                     precision=precision,
                     checking=self.checking,
+                    levels=False,  # measured where a comparison needs them (`levels`)
                 )
                 if records is not None:
                     records.keep(variant, inputs, dtype, found, device=device)
             self._outcomes[key] = found
+            self._how[id(found)] = (inputs, device, precision)
             seconds = time.perf_counter() - t0
             label = label_of(variant, dtype, device, precision)
             if precision is not None:  # a re-run the judge asked for: no evaluation to count
@@ -138,11 +148,43 @@ class Session:
                 self.watch.heard()  # a line was said: the heartbeat counts from it
         return self._outcomes[key]
 
+    def once(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """`compute()` once per session and `key` (a check shared by a run's arrays, the
+        central differences of an array: `_gradchecks`)."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
+    def levels(self, g: Gradient) -> bool:
+        """Measure the rounding level of one of this session's evaluations where it was
+        not (`Gradient.levels_measured`): the evidence a comparison asks for when the
+        relative tolerance alone does not decide it (`_evaluate.measure_levels`), kept in
+        its evaluation record. **Returns** whether it measured now."""
+        how = self._how.get(id(g))
+        if g.levels_measured or g.of is None or how is None:
+            return False
+        inputs, device, precision = how
+        measure_levels(
+            g,
+            inputs,
+            self.watch,
+            device=device,
+            precision=precision,
+            checking=self.checking,
+            says="escalated: its rounding level",
+        )
+        keep = getattr(self.records, "keep_levels", None)
+        if keep is not None and precision is None:
+            keep(g.of, g.dtype, g, device=device)
+        return True
+
     def forget(self) -> None:
         """Forget every evaluation (a notebook that redefined a variant)."""
         self._outcomes.clear()
+        self._how.clear()
         self._masks.clear()
         self._forward.clear()
+        self._shared.clear()
 
     # --- what the gradient checks compute ------------------------------------------------
 
@@ -163,29 +205,49 @@ class Session:
             self._masks[key] = checked_masks(example, given, arrays)
         return {name: m.copy() for name, m in self._masks[key].items()}
 
-    def loss_along(
-        self, variant: Variant, inputs: Inputs, array: str
-    ) -> Callable[[np.ndarray], float]:
-        """`x -> L(..., array=x, ...)` in float64, each call under the watch."""
+    def loss_of(
+        self, variant: Variant, inputs: Inputs, arrays: tuple[str, ...], spent=None
+    ) -> Callable[[dict[str, np.ndarray]], float]:
+        """`{array: x} -> L(...)` in float64 with those `arrays` replaced, each call under
+        the watch and counted by `spent(forward, backward)` (one forward each)."""
         ex = variant.example
-        arrays = inputs.run_arrays("float64")
+        run_arrays = inputs.run_arrays("float64")
         # a check's own (`_checking`): the evaluation's program asked for the loss alone,
         # or the loss program where the evaluation did not run that program in this
         # process (a session that is not `checking`, a record)
         run = run_loss(on_device(for_checks(variant.built, True), "cpu")[0])
-        where = f"{ex.name} {variant.name} (Taylor test of {array})"
+        where = f"{ex.name} {variant.name} (Taylor test of {', '.join(arrays)})"
+        spent = spent or (lambda forward, backward: None)
 
-        def loss(x: np.ndarray) -> float:
-            args = ex.args({**arrays, array: x}, inputs.params)
-            return float(np.asarray(self.watch.run(lambda: run(*args), where)))
+        def loss(xs: dict[str, np.ndarray]) -> float:
+            args = ex.args({**run_arrays, **xs}, inputs.params)
+            value = float(np.asarray(self.watch.run(lambda: run(*args), where)))
+            spent(1, 0)
+            return value
 
         return loss
 
-    def forward(self, variant: Variant, inputs: Inputs, array: str, dx: np.ndarray) -> float:
-        """`jvp(L)(x; dx)` by one variant (once per session, inputs and array: every member
-        of a family is checked along the same direction); raises where it has no forward
-        mode (a custom_vjp, a Julia loss, Enzyme's forward)."""
-        key = (id(variant), inputs.key("float64"), array)
+    def loss_along(
+        self, variant: Variant, inputs: Inputs, array: str, spent=None
+    ) -> Callable[[np.ndarray], float]:
+        """`x -> L(..., array=x, ...)` in float64, each call under the watch (`loss_of`)."""
+        loss = self.loss_of(variant, inputs, (array,), spent)
+        return lambda x: loss({array: x})
+
+    def forward(
+        self, variant: Variant, inputs: Inputs, tangents: dict[str, np.ndarray], spent=None
+    ) -> float:
+        """`jvp(L)(x; tangents)` by one variant, tangents given for some wrt arrays (the
+        others zero); once per session, inputs and tangents (every member of a family is
+        checked along the same direction), its runs counted by `spent(forward,
+        backward)` when it runs; raises where it has no forward mode (a custom_vjp, a
+        Julia loss, Enzyme's forward)."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for name in sorted(tangents):
+            digest.update(name.encode() + np.ascontiguousarray(tangents[name]).tobytes())
+        key = (id(variant), inputs.key("float64"), digest.hexdigest())
         if key not in self._forward:
             try:
                 available = variant.unavailable_reason() is None
@@ -193,14 +255,15 @@ class Session:
                 if built is None or built.jvp is None:
                     raise TypeError("no forward mode")
                 run = inputs.run_arrays("float64")
-                tangents = {
-                    n: (dx if n == array else np.zeros_like(run[n]))
-                    for n in variant.example.wrt_names
+                full = {
+                    n: tangents.get(n, np.zeros_like(run[n])) for n in variant.example.wrt_names
                 }
                 jvp = on_device(built, "cpu")[0].jvp
-                args = (*inputs.args("float64"), tangents)
-                where = f"{variant.example.name} {variant.name} (jvp of {array})"
+                args = (*inputs.args("float64"), full)
+                where = f"{variant.example.name} {variant.name} (jvp of {', '.join(tangents)})"
                 self._forward[key] = float(np.asarray(self.watch.run(lambda: jvp(*args), where)))
+                if spent is not None:  # a call that ran (a refused trace runs nothing)
+                    spent(1, 1 if built.jvp_backward else 0)
             except TimeoutError:
                 raise
             except Exception as e:

@@ -140,11 +140,11 @@ class Plan:
 
 def unregistered(g: Gradient) -> bool:
     """A store file of a variant the project no longer registers: a file of the produced
-    store (`gradients/`) that a weanj evaluation wrote (it carries the run's rounding
-    level, `noise_loss`; a user's experiment saved with `weanj.save_gradient` does not)
-    under a name no registered variant has. Such a file is never judged, and `weanj
-    clean` removes it."""
-    return g.source == "store" and g.of is None and bool(g.noise)
+    store (`gradients/`) that a weanj evaluation wrote (`Gradient.evaluated`: it says
+    whether its rounding levels were gathered, `levels`, or carries them, `noise_loss`;
+    a user's experiment saved with `weanj.save_gradient` does neither) under a name no
+    registered variant has. Such a file is never judged, and `weanj clean` removes it."""
+    return g.source == "store" and g.of is None and g.evaluated
 
 
 def ignored_note(example: str, files: list[Gradient], places: Places | None) -> str:

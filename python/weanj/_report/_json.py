@@ -83,6 +83,8 @@ def judgement_json(j: CaseJudgement) -> dict[str, Any]:
             k: {kk: finite(vv) if isinstance(vv, float) else vv for kk, vv in v.items()}
             for k, v in j.info.items()
         }
+    if j.evidence:  # what was gathered beyond the first pass to decide it
+        out["evidence"] = list(j.evidence)
     return out
 
 
@@ -113,6 +115,8 @@ def gradient_json(g: Gradient) -> dict[str, Any]:
         "nonfinite": not g.finite,
         "nonfinite_count": g.nonfinite_count,
         "noise": {k: finite(v) for k, v in g.noise.items()},
+        "levels_measured": g.levels_measured,
+        "cost": g.cost.to_json(),
         "x64": g.extra.get("x64") if isinstance(g.extra.get("x64"), str) else None,
     }
 

@@ -73,7 +73,10 @@ def write_check_verdicts(results: list[ExampleJudgement], places: Places) -> lis
         if not ej.environment:  # the live judgement carries it too (its page shows it)
             ej.environment = dict(env)
         path = places.check_file(ej.name)
-        text = json.dumps(check_json(ej, env), indent=1, allow_nan=False)
+        data = check_json(ej, env)
+        if _steady(_written(path)) == _steady(data):
+            continue  # the same judgement as the file holds: nothing to write
+        text = json.dumps(data, indent=1, allow_nan=False)
         try:
             with atomic_path(path, foreign="aside") as tmp:
                 tmp.write_text(text + "\n", encoding="utf-8")
@@ -82,6 +85,29 @@ def write_check_verdicts(results: list[ExampleJudgement], places: Places) -> lis
             continue
         written.append(path)
     return written
+
+
+# What changes with every run, not with what was judged: when and how long.
+_WHEN = ("timestamp", "seconds", "judged_at", "date")
+
+
+def _steady(data: Any) -> Any:
+    """A check file's data without when it was judged and how long it took (`_WHEN`, at
+    any depth): two runs that judged the same give the same."""
+    if isinstance(data, dict):
+        return {k: _steady(v) for k, v in data.items() if k not in _WHEN}
+    if isinstance(data, list):  # a `$dict`'s [key, value] pairs too (`_judge._serial`)
+        pair = lambda v: isinstance(v, list) and len(v) == 2 and v[0] in _WHEN  # noqa: E731
+        return [_steady(v) for v in data if not pair(v)]
+    return data
+
+
+def _written(path: Path) -> Any:
+    """The data of the check file at `path` as JSON (None: none, or not readable JSON)."""
+    try:
+        return json.loads(path.read_bytes()) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 @dataclass
