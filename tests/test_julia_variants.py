@@ -656,8 +656,9 @@ def test_julia_dependencies_agree():
     # DifferentiationInterface 0.7.x and ADTypes 1.x declare julia "1.10" (docs/julia.md)
     assert package["compat"]["ADTypes"] == "1"
     assert package["compat"]["DifferentiationInterface"] == "0.7"
-    # The AD packages Pkg.test uses have the bounds weanj declares when a variant uses them.
-    for ad in ("forwarddiff", "finitedifferences"):
+    # The AD packages Pkg.test uses (every one `julia_variant(ad=...)` offers besides
+    # Enzyme) have the bounds weanj declares when a variant uses them.
+    for ad in ("forwarddiff", "mooncake", "zygote", "finitedifferences"):
         name, uuid_text, bound = _julia_env.AD[ad]
         assert package["extras"][name] == uuid_text and package["compat"][name] == bound
     assert top["deps"] == {"Enzyme": enzyme}
@@ -675,14 +676,18 @@ def test_julia_dependencies_agree():
         "ForwardDiff": "f6369f11-7733-5829-9624-2563aa707210",
         "JET": "c3a54625-cd67-489e-a8e7-0a5a0ff4e31b",
         "JSON": "682c06a0-de6a-54ab-a142-c8b1cf79cde6",
+        "Mooncake": "da2b9cff-9c12-43a0-ae48-6db2b0edb7d6",
         "Test": "8dfed614-e22c-5e08-85e1-65c5234f0b40",
+        "Zygote": "e88e6eb3-aa80-5325-afca-941959d7151f",
     }
     assert package["targets"]["test"] == [
         "FiniteDifferences",
         "ForwardDiff",
         "JET",
         "JSON",
+        "Mooncake",
         "Test",
+        "Zygote",
     ]
     # JET's series each run on a few Julia minors only: the bound lets Pkg pick one for
     # every Julia weanj supports (0.9 for 1.10 and 1.11, 0.12 for 1.12 and 1.13).
