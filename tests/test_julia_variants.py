@@ -36,6 +36,7 @@ import pytest
 
 import weanj
 from weanj._backends import _julia, _julia_client, _julia_env, _julia_find
+from weanj._backends._julia_bounds import compat_ranges
 from weanj._registry import catalog, catalogs, find_variant
 
 from . import julia_helpers
@@ -490,11 +491,17 @@ def test_kernels_are_designs_loops(stem, kernels):
 
 
 def test_the_poisson_loss_sums_in_float64():
-    """julia/README.md's rule for every loss: the sum in Float64, rounded to T once."""
+    """julia/README.md's rule for every loss: the sum in Float64 (`accumulator_type`,
+    `promote_type(Float64, T)`: Float64 itself for Float64 and Float32), rounded to T once;
+    T is the arrays' promoted element type."""
     text = (SRC / "poisson.jl").read_text()
     body = text[text.index("function misfit(") :]
     body = body[: body.index("\nend\n")]
-    assert "s = 0.0" in body and "s += Float64(r)^2" in body and "return T(s)" in body
+    assert "T = promote_type(eltype(u), eltype(uobs))" in body
+    assert "S = accumulator_type(T)" in body and "s = zero(S)" in body
+    assert "s += S(r)^2" in body and "return T(s)" in body
+    sums = (SRC / "sums.jl").read_text()
+    assert "accumulator_type(::Type{T}) where {T <: Real} = promote_type(Float64, T)" in sums
 
 
 def _fatou() -> str:
@@ -529,40 +536,9 @@ def test_fatou_rejects_a_julia_file_that_does_not_parse(tmp_path):
 Version = tuple[int, int, int]
 
 
-def pkg_compat(spec: str) -> list[tuple[Version, Version]]:
-    """The half-open version ranges `[lo, hi)` a compat entry allows, by the rules of
-    Pkg's documentation ("Version specifier format"): bare and `^` (caret), `~` (tilde),
-    `=` (equality) and `a - b` (hyphen: missing trailing numbers of `b` are wildcards)
-    clauses, separated by commas."""
-    ranges = []
-    for clause in (c.strip() for c in spec.split(",")):
-        if " - " in clause:
-            first, last = (part.strip().split(".") for part in clause.split(" - "))
-            lo = tuple(int(x) for x in first) + (0,) * (3 - len(first))
-            b = [int(x) for x in last]
-            hi = (b[0] + 1, 0, 0) if len(b) == 1 else (b[0], b[1] + 1, 0)
-            ranges.append((lo, hi if len(b) < 3 else (b[0], b[1], b[2] + 1)))
-            continue
-        m = re.fullmatch(r"([\^~=]?)(\d+)(?:\.(\d+))?(?:\.(\d+))?", clause)
-        assert m, f"no Pkg compat clause: {clause!r}"
-        op, given = m.group(1), [int(x) for x in m.groups()[1:] if x is not None]
-        lo = tuple(given) + (0,) * (3 - len(given))
-        major, minor, patch = lo
-        if op == "=":
-            assert len(given) == 3, clause
-            hi = (major, minor, patch + 1)
-        elif op == "~":
-            hi = (major + 1, 0, 0) if len(given) == 1 else (major, minor + 1, 0)
-            if len(given) == 3 and major == minor == 0:
-                hi = (0, 0, patch + 1)
-        elif major != 0 or len(given) == 1:
-            hi = (major + 1, 0, 0)
-        elif minor != 0 or len(given) == 2:
-            hi = (0, minor + 1, 0)
-        else:
-            hi = (0, 0, patch + 1)
-        ranges.append((lo, hi))
-    return ranges
+# The compat reading the worker checks environments with (and these tests check the
+# dependency files with), by the rules of Pkg's documentation.
+pkg_compat = compat_ranges
 
 
 # The examples of Pkg's documentation ("Version specifier format"): each entry and the

@@ -202,9 +202,8 @@ def _build(example: Any, kernel: JuliaKernel) -> Functions:
             "params": params,
             **extra,
         }
-        reply, out = _julia_client.request(
-            header, [arrays[a] for a in kernel.arrays], variant=kernel.variant, what=what
-        )
+        named = {"variant": kernel.variant, "what": what, "example": kernel.example}
+        reply, out = _julia_client.request(header, [arrays[a] for a in kernel.arrays], **named)
         return reply, out, dtype
 
     def loss_of(out: list, dtype: np.dtype):
