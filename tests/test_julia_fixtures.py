@@ -33,6 +33,8 @@ import weanj
 from weanj._backends import _julia
 from weanj._registry import catalog, catalogs, find_variant
 
+from . import julia_smooth_cases
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_DIR = REPO / "julia" / "test" / "fixtures"
 REGENERATE = "python -m tests.test_julia_fixtures"
@@ -140,28 +142,10 @@ def reference_case(module: str, name: str, make: str, *args, **kwargs_of_case) -
 
 # --- 03-advection: random fields (smooth there), and ties where the conventions differ ---
 
-
-def advection_smooth_case() -> Case:
-    """n = 5, T = 2: c0 = 0.4·i² + 0.25·j² (0-based), whose slopes differ by 0.2 or more
-    and whose periodic wrap jumps down (slopes of opposite signs there), with the random
-    velocities and observations of `random_case`: every piece of both limiters at both
-    steps stays as it is when any entry of c0 moves by 0.1, far more than
-    FiniteDifferences' steps (tests/test_julia_generic_kernels.py)."""
-
-    def inputs() -> dict[str, np.ndarray]:
-        ref = importlib.import_module(f"{__package__}.crossval.reference_advection")
-        arrays = ref.random_case(np.random.default_rng(1606), 5)
-        i = np.arange(5.0)
-        arrays["c0"] = 0.4 * i[:, None] ** 2 + 0.25 * i[None, :] ** 2
-        return arrays
-
-    return Case("n5-T2-smooth", inputs, {"T": 2})
-
-
 ADVECTION_RANDOM = (
     reference_case("reference_advection", "n5-T2", "small_inputs", 0, finite_differences=False),
     reference_case("reference_advection", "n6-T3", "small_inputs", 1, finite_differences=False),
-    advection_smooth_case(),
+    Case("n5-T2-smooth", julia_smooth_cases.advection_inputs, {"T": 2}),  # for FD too
 )
 # The loss is piecewise quadratic in c0 and the random fields sit away from every kink:
 # the Taylor test's smallest steps cross none, but FiniteDifferences' steps (about 1e-2)
@@ -180,32 +164,12 @@ TRIDIAGONAL_CASES = (
 
 # --- 05-deposition: particles on kinks and on the periodic wrap, and random ones ---------
 
-
-def deposition_smooth_case() -> Case:
-    """P = 5 particles on a 3×3 grid, each coordinate 0.3 to 0.7 of a cell from the kink
-    lines (k + 0.5)/n, one across the periodic wrap: the loss is smooth around them (a
-    polynomial within 0.1 of every coordinate), so the Taylor test and the AD packages of
-    runtests.jl (FiniteDifferences' steps included) see no kink."""
-
-    def inputs() -> dict[str, np.ndarray]:
-        rng = np.random.default_rng(1605)
-        n, P = 3, 5
-        fraction = 0.3 + 0.4 * rng.random((P, 2))  # of a cell, past a kink line
-        pos = (rng.integers(0, n, (P, 2)) + 0.5 + fraction) / n
-        pos[0] = (2.5 + 0.55) / n - 1, (1.5 + 0.4) / n  # x past the last kink line: wrapped
-        q = 1.0 + 0.25 * rng.standard_normal(P)
-        rhoobs = (P / n**2) * (1.0 + 0.1 * rng.standard_normal((n, n)))
-        return {"pos": pos, "q": q, "rhoobs": rhoobs}
-
-    return Case("P5-n3-smooth", inputs, {})
-
-
 # Particles on cell edges (floor's one-sided slope): the loss has kinks at the point; and
 # particles away from them.
 DEPOSITION_CASES = (
     reference_case("reference_deposition", "P12-n8-kinks-wrap", "small_inputs", 0, on_kinks=True),
     reference_case("reference_deposition", "P12-n8-kinks-wrap-2", "small_inputs", 1, on_kinks=True),
-    deposition_smooth_case(),
+    Case("P5-n3-smooth", julia_smooth_cases.deposition_inputs, {}),
 )
 
 # --- 06-signed-grid: an odd n (the midpoint t = 0 on the grid), an even n, and n = 2 ----

@@ -202,8 +202,9 @@ def _build(example: Any, kernel: JuliaKernel) -> Functions:
             "params": params,
             **extra,
         }
-        named = {"variant": kernel.variant, "what": what, "example": kernel.example}
-        reply, out = _julia_client.request(header, [arrays[a] for a in kernel.arrays], **named)
+        reply, out = _julia_client.request(
+            header, [arrays[a] for a in kernel.arrays], variant=kernel.variant, what=what
+        )
         return reply, out, dtype
 
     def loss_of(out: list, dtype: np.dtype):

@@ -87,7 +87,7 @@ DEFAULT_TIMEOUT_S = 1800.0
 LIMITS = f"[tool.weanj] timeout or --timeout; ${TIMEOUT_VARIABLE} for the Julia calls alone"
 
 # The worker running, a start that failed (its error, raised again), the variants whose
-# request timed out (`(example, variant)`: the error, raised again), what the worker said
+# request timed out (`_variant_key`: the error's text, said again), what the worker said
 # it runs.
 _STATE: dict = {"worker": None, "failed": None, "timed out": {}, "versions": None}
 _LOCK = threading.RLock()
@@ -315,6 +315,12 @@ def _start_worker(limit: tuple[float, str], variant: str) -> Worker:
     return worker
 
 
+def _variant_key(header: dict) -> tuple:
+    """What tells a variant's requests apart from another's: its name, its kernel (file or
+    package, and loss) and its example's arrays."""
+    return tuple(str(header.get(k)) for k in ("variant", "file", "package", "loss", "names"))
+
+
 _FAILURES = {
     "unavailable": UnavailableError,
     "input": InputError,
@@ -323,15 +329,13 @@ _FAILURES = {
 }
 
 
-def request(
-    header: dict, arrays: list, *, variant: str, what: str, example: str = ""
-) -> tuple[dict, list]:
+def request(header: dict, arrays: list, *, variant: str, what: str) -> tuple[dict, list]:
     """Ask the worker for `header["op"]` on `arrays` (starting a worker first if none
     runs) and return its reply's header and arrays; its failures as the exceptions of the
     module docstring. `what` ("loss", "gradient") names the computation in messages. The
-    start and the request have a time limit each (`_limit`); a variant (`example`,
-    `variant`) whose request timed out is not asked again (`TimeoutError` at once)."""
-    key = (example, variant)
+    start and the request have a time limit each (`_limit`); a variant whose request timed
+    out is not asked again (`TimeoutError` at once)."""
+    key = _variant_key(header)
     with _LOCK:
         earlier = _STATE["timed out"].get(key)
         if earlier is not None:
