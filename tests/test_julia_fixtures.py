@@ -33,6 +33,8 @@ import weanj
 from weanj._backends import _julia
 from weanj._registry import catalog, catalogs, find_variant
 
+from . import julia_smooth_cases
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_DIR = REPO / "julia" / "test" / "fixtures"
 REGENERATE = "python -m tests.test_julia_fixtures"
@@ -56,6 +58,10 @@ class Case:
     # On the kernel's kinks (ties, particles on cell edges): the loss is not smooth along
     # any direction there, so runtests.jl's Taylor remainder test leaves the case out.
     on_kinks: bool = False
+    # Farther from every kink than FiniteDifferences' steps reach (or with none): the
+    # cases where runtests.jl compares its gradient with Enzyme's
+    # (tests/test_julia_generic_kernels.py checks the distance).
+    finite_differences: bool = True
 
 
 @dataclass(frozen=True)
@@ -137,11 +143,13 @@ def reference_case(module: str, name: str, make: str, *args, **kwargs_of_case) -
 # --- 03-advection: random fields (smooth there), and ties where the conventions differ ---
 
 ADVECTION_RANDOM = (
-    reference_case("reference_advection", "n5-T2", "small_inputs", 0),
-    reference_case("reference_advection", "n6-T3", "small_inputs", 1),
+    reference_case("reference_advection", "n5-T2", "small_inputs", 0, finite_differences=False),
+    reference_case("reference_advection", "n6-T3", "small_inputs", 1, finite_differences=False),
+    Case("n5-T2-smooth", julia_smooth_cases.advection_inputs, {"T": 2}),  # for FD too
 )
 # The loss is piecewise quadratic in c0 and the random fields sit away from every kink:
-# the Taylor test's smallest steps cross none. The ties sit on kinks.
+# the Taylor test's smallest steps cross none, but FiniteDifferences' steps (about 1e-2)
+# may (some slopes lie within 2e-3 of a tie). The ties sit on kinks.
 ADVECTION_TIES = reference_case(
     "reference_advection", "ties-n6-T2", "tie_inputs", 0, julia_convention=True, on_kinks=True
 )
@@ -156,10 +164,12 @@ TRIDIAGONAL_CASES = (
 
 # --- 05-deposition: particles on kinks and on the periodic wrap, and random ones ---------
 
-# Particles on cell edges (floor's one-sided slope): the loss has kinks at the point.
+# Particles on cell edges (floor's one-sided slope): the loss has kinks at the point; and
+# particles away from them.
 DEPOSITION_CASES = (
     reference_case("reference_deposition", "P12-n8-kinks-wrap", "small_inputs", 0, on_kinks=True),
     reference_case("reference_deposition", "P12-n8-kinks-wrap-2", "small_inputs", 1, on_kinks=True),
+    Case("P5-n3-smooth", julia_smooth_cases.deposition_inputs, {}),
 )
 
 # --- 06-signed-grid: an odd n (the midpoint t = 0 on the grid), an even n, and n = 2 ----
@@ -249,6 +259,7 @@ def render(fixture: Fixture) -> str:
                 "loss": float(loss),
                 "gradient": {w: encode(gradient[w]) for w in kernel.wrt},
                 "on_kinks": case.on_kinks,
+                "finite_differences": case.finite_differences and not case.on_kinks,
             }
         )
     content = {

@@ -36,6 +36,7 @@ import pytest
 
 import weanj
 from weanj._backends import _julia, _julia_client, _julia_env, _julia_find
+from weanj._backends._julia_bounds import compat_ranges
 from weanj._registry import catalog, catalogs, find_variant
 
 from . import julia_helpers
@@ -490,11 +491,17 @@ def test_kernels_are_designs_loops(stem, kernels):
 
 
 def test_the_poisson_loss_sums_in_float64():
-    """julia/README.md's rule for every loss: the sum in Float64, rounded to T once."""
+    """julia/README.md's rule for every loss: the sum in Float64 (`accumulator_type`,
+    `promote_type(Float64, T)`: Float64 itself for Float64 and Float32), rounded to T once;
+    T is the arrays' promoted element type."""
     text = (SRC / "poisson.jl").read_text()
     body = text[text.index("function misfit(") :]
     body = body[: body.index("\nend\n")]
-    assert "s = 0.0" in body and "s += Float64(r)^2" in body and "return T(s)" in body
+    assert "T = promote_type(eltype(u), eltype(uobs))" in body
+    assert "S = accumulator_type(T)" in body and "s = zero(S)" in body
+    assert "s += S(r)^2" in body and "return T(s)" in body
+    sums = (SRC / "sums.jl").read_text()
+    assert "accumulator_type(::Type{T}) where {T <: Real} = promote_type(Float64, T)" in sums
 
 
 def _fatou() -> str:
@@ -529,40 +536,9 @@ def test_fatou_rejects_a_julia_file_that_does_not_parse(tmp_path):
 Version = tuple[int, int, int]
 
 
-def pkg_compat(spec: str) -> list[tuple[Version, Version]]:
-    """The half-open version ranges `[lo, hi)` a compat entry allows, by the rules of
-    Pkg's documentation ("Version specifier format"): bare and `^` (caret), `~` (tilde),
-    `=` (equality) and `a - b` (hyphen: missing trailing numbers of `b` are wildcards)
-    clauses, separated by commas."""
-    ranges = []
-    for clause in (c.strip() for c in spec.split(",")):
-        if " - " in clause:
-            first, last = (part.strip().split(".") for part in clause.split(" - "))
-            lo = tuple(int(x) for x in first) + (0,) * (3 - len(first))
-            b = [int(x) for x in last]
-            hi = (b[0] + 1, 0, 0) if len(b) == 1 else (b[0], b[1] + 1, 0)
-            ranges.append((lo, hi if len(b) < 3 else (b[0], b[1], b[2] + 1)))
-            continue
-        m = re.fullmatch(r"([\^~=]?)(\d+)(?:\.(\d+))?(?:\.(\d+))?", clause)
-        assert m, f"no Pkg compat clause: {clause!r}"
-        op, given = m.group(1), [int(x) for x in m.groups()[1:] if x is not None]
-        lo = tuple(given) + (0,) * (3 - len(given))
-        major, minor, patch = lo
-        if op == "=":
-            assert len(given) == 3, clause
-            hi = (major, minor, patch + 1)
-        elif op == "~":
-            hi = (major + 1, 0, 0) if len(given) == 1 else (major, minor + 1, 0)
-            if len(given) == 3 and major == minor == 0:
-                hi = (0, 0, patch + 1)
-        elif major != 0 or len(given) == 1:
-            hi = (major + 1, 0, 0)
-        elif minor != 0 or len(given) == 2:
-            hi = (0, minor + 1, 0)
-        else:
-            hi = (0, 0, patch + 1)
-        ranges.append((lo, hi))
-    return ranges
+# The compat reading the worker checks environments with (and these tests check the
+# dependency files with), by the rules of Pkg's documentation.
+pkg_compat = compat_ranges
 
 
 # The examples of Pkg's documentation ("Version specifier format"): each entry and the
@@ -656,8 +632,9 @@ def test_julia_dependencies_agree():
     # DifferentiationInterface 0.7.x and ADTypes 1.x declare julia "1.10" (docs/julia.md)
     assert package["compat"]["ADTypes"] == "1"
     assert package["compat"]["DifferentiationInterface"] == "0.7"
-    # The AD packages Pkg.test uses have the bounds weanj declares when a variant uses them.
-    for ad in ("forwarddiff", "finitedifferences"):
+    # The AD packages Pkg.test uses (every one `julia_variant(ad=...)` offers besides
+    # Enzyme) have the bounds weanj declares when a variant uses them.
+    for ad in ("forwarddiff", "mooncake", "zygote", "finitedifferences"):
         name, uuid_text, bound = _julia_env.AD[ad]
         assert package["extras"][name] == uuid_text and package["compat"][name] == bound
     assert top["deps"] == {"Enzyme": enzyme}
@@ -675,14 +652,18 @@ def test_julia_dependencies_agree():
         "ForwardDiff": "f6369f11-7733-5829-9624-2563aa707210",
         "JET": "c3a54625-cd67-489e-a8e7-0a5a0ff4e31b",
         "JSON": "682c06a0-de6a-54ab-a142-c8b1cf79cde6",
+        "Mooncake": "da2b9cff-9c12-43a0-ae48-6db2b0edb7d6",
         "Test": "8dfed614-e22c-5e08-85e1-65c5234f0b40",
+        "Zygote": "e88e6eb3-aa80-5325-afca-941959d7151f",
     }
     assert package["targets"]["test"] == [
         "FiniteDifferences",
         "ForwardDiff",
         "JET",
         "JSON",
+        "Mooncake",
         "Test",
+        "Zygote",
     ]
     # JET's series each run on a few Julia minors only: the bound lets Pkg pick one for
     # every Julia weanj supports (0.9 for 1.10 and 1.11, 0.12 for 1.12 and 1.13).

@@ -42,7 +42,7 @@ import pytest
 
 import weanj
 from weanj import _watch
-from weanj._backends import _julia, _julia_client
+from weanj._backends import _julia, _julia_client, _julia_process
 from weanj._backends import _julia_wire as wire
 
 from . import julia_helpers
@@ -238,7 +238,7 @@ def test_the_worker_imports_juliacall_first_and_never_jax(fake):
     assert start["before"] == {"numpy": False, "jax": False, "weanj": False}
     # WeanJ is loaded as the package it is, never included as a script
     assert [c["code"] for c in fake.calls("seval")] == [
-        "string(VERSION)",
+        *("string(VERSION)", "Base.load_path()"),  # the bounds checked before loading
         "import Enzyme",
         "using WeanJ",
     ]
@@ -567,8 +567,8 @@ def test_a_worker_that_exits_at_start_is_one_line_and_not_started_again(failing)
 
 @pytest.mark.slow  # the hang-on-request case of the no-orphan test runs by default
 def test_a_worker_still_busy_at_the_deadline_is_killed(failing, monkeypatch):
-    """Past the watched call's deadline the worker is killed (with everything it
-    started) and the call raises TimeoutError; the next call starts a fresh worker."""
+    """Past the watched call's deadline the worker is killed (with all it started) and the
+    call raises TimeoutError; that variant is not asked again, the next one starts afresh."""
     log = failing("hang")
     started = []
     popen = subprocess.Popen
@@ -577,15 +577,12 @@ def test_a_worker_still_busy_at_the_deadline_is_killed(failing, monkeypatch):
         started.append(popen(*args, **kwargs))
         return started[-1]
 
-    monkeypatch.setattr(_julia_client.subprocess, "Popen", recording_popen)
-    v = weanj.variant("02-gauss-seidel", "julia-lex")
-    for attempt in (1, 2):
-        # Started first, without a limit, so that only the request is timed (a loaded
-        # machine may take seconds to start even a stand-in).
+    monkeypatch.setattr(_julia_process.subprocess, "Popen", recording_popen)
+    for attempt, name in enumerate(("julia-lex", "julia-rb"), start=1):
+        v = weanj.variant("02-gauss-seidel", name)
+        # Started first, without a limit, so that only the request is timed.
         with _julia_client._LOCK:
-            _julia_client._STATE["worker"] = _julia_client._start(
-                _julia_client._limit(), "julia-lex"
-            )
+            _julia_client._STATE["worker"] = _julia_client._start(_julia_client._limit(), name)
         token = _watch._DEADLINE.set(time.monotonic() + 2)
         try:
             with pytest.raises(TimeoutError) as caught:
@@ -593,11 +590,14 @@ def test_a_worker_still_busy_at_the_deadline_is_killed(failing, monkeypatch):
         finally:
             _watch._DEADLINE.reset(token)
         assert one_line(str(caught.value)) == (
-            "the Julia worker was still computing julia-lex's gradient at the time limit; "
-            f"stopped it (log: {log})"
+            f"the Julia worker was still computing {name}'s gradient at the time limit "
+            f"({_julia_client.LIMITS}); stopped it (log: {log})"
         )
         assert len(started) == attempt and started[-1].wait(10) < 0  # killed, by a signal
         assert _julia_client._STATE["worker"] is None
+    with pytest.raises(TimeoutError, match="^julia-lex is not asked again: the Julia worker"):
+        weanj.variant("02-gauss-seidel", "julia-lex").grad(*LEX_ARGS)
+    assert len(started) == 2
 
 
 # --- weanj check with a failing worker -----------------------------------------------------

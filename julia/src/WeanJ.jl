@@ -3,8 +3,12 @@
 
 The Julia reference kernels of weanj: the in-place loops a Julia scientist writes, one
 file per example in `julia/src/<stem>.jl` mirroring `python/weanj/examples/<stem>.py`, and
-one generic Enzyme gradient for all of them (and for a user's own kernels). The
-conventions (indices, layout, Float64 sums) are in `julia/README.md`.
+one generic Enzyme gradient for all of them (and for a user's own kernels). Every kernel
+takes arrays of any `Real` element type, the differentiated ones possibly of another type
+than the constant ones (an AD's number type, such as ForwardDiff's dual numbers), and
+allocates in their promoted type, so that every AD `julia_variant(ad = ...)` offers can
+differentiate it. The conventions (indices, layout, Float64 sums) are in
+`julia/README.md`.
 
 A package, precompiled by Pkg (`src/workload.jl` runs every loss on tiny inputs while it
 precompiles): loaded by weanj's Julia worker (`python/weanj/_backends/_julia_worker.py`,
@@ -20,7 +24,7 @@ using Enzyme: Enzyme, Active, Const, Duplicated, ReverseWithPrimal
 
 export backend_version, include_kernels, kernel_function
 export loss_and_gradient, loss_value, enzyme_gradient, timings
-export ad_backend, ad_loss_and_gradient, handwritten_loss_and_gradient
+export ad_backend, ad_prepare, ad_loss_and_gradient, handwritten_loss_and_gradient
 export jacobi_loss, lex_loss, rb_loss
 export muscl_loss, muscl_minmax_loss
 export thomas_loss
@@ -30,6 +34,7 @@ export signfit_loss
 
 # --- the kernels, one file per example (dependencies first) ------------------------------
 
+include("sums.jl")
 include("poisson.jl")
 include("jacobi.jl")
 include("gauss_seidel.jl")

@@ -16,7 +16,9 @@
 # docs/DESIGN.md's periodic 0-based `i ± 1 (mod n)` is the 1-based `mod1(i ± 1, n)`. The loops
 # run `j` outer, `i` inner (column-major); each of sx, sy, F, G and c' is computed in a
 # pass of its own from the previous pass's arrays, so the order of the cells within a pass
-# does not matter. The element type is `R` (`T` is docs/DESIGN.md's number of steps).
+# does not matter. The element type is `R` (`T` is docs/DESIGN.md's number of steps): the
+# promoted type of the arrays, so that a differentiated `c0` may carry an AD's number type
+# (ForwardDiff's dual numbers) while the velocities stay floats.
 #
 # Why the two limiters: `minmod` branches as docs/DESIGN.md does, so Enzyme differentiates the
 # branch taken (at a tie a == b that of a; where a*b <= 0, zero). `minmod_minmax` is the
@@ -30,7 +32,7 @@
 docs/DESIGN.md's limiter, with its branches: zero where `a*b <= 0`, else `a` where
 `|a| <= |b|`, else `b`. Enzyme differentiates the branch taken.
 """
-function minmod(a::R, b::R) where {R <: AbstractFloat}
+function minmod(a::R, b::R) where {R <: Real}
     if a * b <= 0
         return zero(R)
     elseif abs(a) <= abs(b)
@@ -48,7 +50,7 @@ no later operation can tell apart), but Enzyme differentiates Julia's `min`, `ab
 `sign`: at `a == b` the derivative goes to `b` (`min(x, y)` returns `y` when `x == y`),
 at `a == 0 != b` it is `(sign(b)/2, 0)`.
 """
-function minmod_minmax(a::R, b::R) where {R <: AbstractFloat}
+function minmod_minmax(a::R, b::R) where {R <: Real}
     return R(1 // 2) * (sign(a) + sign(b)) * min(abs(a), abs(b))
 end
 
@@ -57,9 +59,11 @@ end
 
 The flux through the face between a cell and the next along one axis, upwind by the sign
 of the face velocity `w`: `w * (chere + 0.5*(1 − λw)*shere)` for `w >= 0`, else
-`w * (cnext − 0.5*(1 + λw)*snext)`, with the limited slopes `s` of the two cells.
+`w * (cnext − 0.5*(1 + λw)*snext)`, with the limited slopes `s` of the two cells. `λ` and
+`0.5` are in the type `R` of the field (the velocity `w` may have another: a constant
+float where the field carries an AD's number type).
 """
-function face_flux(w::R, chere::R, cnext::R, shere::R, snext::R) where {R <: AbstractFloat}
+function face_flux(w::Real, chere::R, cnext::R, shere::R, snext::R) where {R <: Real}
     λ = R(1 // 4)
     half = R(1 // 2) # R literals: `0.5` would promote Float32 to Float64
     if w >= 0
@@ -98,12 +102,14 @@ end
 """
     advect(c0, u, v, T, limiter)
 
-`c^T`: `T` steps from `c0` (which is left unmodified), in two buffers that swap roles
-after each step.
+`c^T`: `T` steps from `c0` (which is left unmodified, copied into the first buffer), in
+two buffers that swap roles after each step. Every buffer holds the promoted element type
+of `c0`, `u` and `v`.
 """
-function advect(c0::Matrix{R}, u, v, T::Integer, limiter::L) where {R <: AbstractFloat, L}
-    c, cnew = copy(c0), similar(c0)
-    sx, sy, F, G = similar(c0), similar(c0), similar(c0), similar(c0)
+function advect(c0::Matrix{<:Real}, u, v, T::Integer, limiter::L) where {L}
+    R = promote_type(eltype(c0), eltype(u), eltype(v))
+    c, cnew = copyto!(similar(c0, R), c0), similar(c0, R)
+    sx, sy, F, G = similar(c0, R), similar(c0, R), similar(c0, R), similar(c0, R)
     for _ in 1:T
         muscl_step!(cnew, c, u, v, sx, sy, F, G, limiter)
         c, cnew = cnew, c
@@ -120,7 +126,7 @@ define: `c0` must be n×n with n ≥ 1, `u`, `v`, `cobs` of the same size, `T �
 """
 function check_advection(c0::AbstractMatrix, u, v, cobs, T::Integer)
     check_advection_sizes(size(c0), size(u), size(v), size(cobs), T)
-    return check_cfl(Float64(maximum(abs, u)), Float64(maximum(abs, v)))
+    return check_cfl(maximum(abs, u), maximum(abs, v))
 end
 
 # Only sizes, T and the velocities' maxima (constants to Enzyme) cross into these
@@ -146,7 +152,7 @@ end
     return nothing
 end
 
-@noinline function check_cfl(umax::Float64, vmax::Float64)
+@noinline function check_cfl(umax::Real, vmax::Real)
     if umax > 1 || vmax > 1
         throw(ArgumentError("|u| and |v| must be ≤ 1 (CFL, λ = 1/4), got $umax and $vmax"))
     end
@@ -156,15 +162,17 @@ end
 """
     advection_misfit(c, cobs)
 
-`Σ (c[i, j] − cobs[i, j])²`: each residual in the element type `R`, as the JAX side
-computes it, the squares summed in Float64 and rounded to `R` once (README.md: every loss
-sums in Float64).
+`Σ (c[i, j] − cobs[i, j])²`: each residual in the promoted element type `R` of the two, as
+the JAX side computes it, the squares summed in Float64 (`accumulator_type`) and rounded
+to `R` once (README.md: every loss sums in Float64).
 """
-function advection_misfit(c::Matrix{R}, cobs::Matrix{R}) where {R <: AbstractFloat}
-    s = 0.0
+function advection_misfit(c::Matrix{<:Real}, cobs::Matrix{<:Real})
+    R = promote_type(eltype(c), eltype(cobs))
+    S = accumulator_type(R)
+    s = zero(S)
     for j in axes(c, 2), i in axes(c, 1)
         r = c[i, j] - cobs[i, j]
-        s += Float64(r)^2
+        s += S(r)^2
     end
     return R(s)
 end
@@ -180,12 +188,12 @@ be called by dynamic dispatch inside the loops Enzyme differentiates.
 """
 function advection_loss(
     limiter::L,
-    c0::Matrix{R},
-    u::Matrix{R},
-    v::Matrix{R},
-    cobs::Matrix{R},
+    c0::Matrix{<:Real},
+    u::Matrix{<:Real},
+    v::Matrix{<:Real},
+    cobs::Matrix{<:Real},
     T::Integer,
-) where {L, R <: AbstractFloat}
+) where {L}
     check_advection(c0, u, v, cobs, T)
     return advection_misfit(advect(c0, u, v, T, limiter), cobs)
 end

@@ -21,11 +21,12 @@
 
 Add the cloud-in-cell charges of the particles `pos` (P×2) with charges `q` (P) to the
 periodic grid `ρ` (n×n), particle by particle and corner by corner, in docs/DESIGN.md's
-order: (i0, j0), (i1, j0), (i0, j1), (i1, j1).
+order: (i0, j0), (i1, j0), (i0, j1), (i1, j1). `ρ` holds the promoted element type of
+`pos` and `q` (either may carry an AD's number type).
 """
-function cic_deposit!(ρ::Matrix{T}, pos::Matrix{T}, q::Vector{T}) where {T <: AbstractFloat}
+function cic_deposit!(ρ::Matrix{<:Real}, pos::Matrix{<:Real}, q::Vector{<:Real})
     n = size(ρ, 1)
-    half = T(1 // 2) # a T literal: `- 0.5` would promote Float32 to Float64
+    half = eltype(pos)(1 // 2) # in pos's type: `- 0.5` would promote Float32 to Float64
     for p in axes(pos, 1)
         gx = pos[p, 1] * n - half
         gy = pos[p, 2] * n - half
@@ -76,20 +77,22 @@ end
 
 `Σ (ρ − ρobs)²` with ρ the cloud-in-cell deposition of the particles `pos` (P×2) with
 charges `q` on the n×n grid of `ρobs` (numpy's `rhoobs`). Each residual is computed in
-the element type `T`, as the JAX side does; the squares are summed in Float64 and the sum
-is rounded to `T` once (julia/README.md: every loss sums in Float64), so that a Float32
-loss of a large grid does not drift from JAX's `jnp.sum` by more than the float32
-tolerance.
+the promoted element type `T` of the arrays, as the JAX side does; the squares are summed
+in Float64 (`accumulator_type`) and the sum is rounded to `T` once (julia/README.md:
+every loss sums in Float64), so that a Float32 loss of a large grid does not drift from
+JAX's `jnp.sum` by more than the float32 tolerance.
 """
-function cic_loss(pos::Matrix{T}, q::Vector{T}, ρobs::Matrix{T}) where {T <: AbstractFloat}
+function cic_loss(pos::Matrix{<:Real}, q::Vector{<:Real}, ρobs::Matrix{<:Real})
     check_cic(pos, q, ρobs)
+    T = promote_type(eltype(pos), eltype(q), eltype(ρobs))
+    S = accumulator_type(T)
     n = size(ρobs, 1)
     ρ = zeros(T, n, n)
     cic_deposit!(ρ, pos, q)
-    s = 0.0
+    s = zero(S)
     for j in 1:n, i in 1:n
         r = ρ[i, j] - ρobs[i, j]
-        s += Float64(r)^2
+        s += S(r)^2
     end
     return T(s)
 end

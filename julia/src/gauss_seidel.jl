@@ -14,7 +14,7 @@
 `u^K` from `u⁰ = 0`, padded, after `K` calls of `sweep!(u, θ, h2)`, each of which updates
 `u` in place: the iteration `lex` and `rb` share.
 """
-function in_place_solve(sweep!, θ::Matrix{T}, K::Integer) where {T <: AbstractFloat}
+function in_place_solve(sweep!, θ::Matrix{T}, K::Integer) where {T <: Real}
     h2 = grid_h2(T, size(θ, 1))
     u = zero_grid(θ)
     for _ in 1:K
@@ -45,7 +45,7 @@ lex_solve(θ::Matrix, K::Integer) = in_place_solve(lex_sweep!, θ, K)
 
 `Σ (u^K − uobs)²` over the interior after `K` lexicographic sweeps.
 """
-function lex_loss(θ::Matrix{T}, uobs::Matrix{T}, K::Integer) where {T <: AbstractFloat}
+function lex_loss(θ::Matrix{<:Real}, uobs::Matrix{<:Real}, K::Integer)
     return poisson_loss(lex_solve, θ, uobs, K)
 end
 
@@ -92,6 +92,6 @@ rb_solve(θ::Matrix, K::Integer) = in_place_solve(rb_sweep!, θ, K)
 
 `Σ (u^K − uobs)²` over the interior after `K` red-black sweeps.
 """
-function rb_loss(θ::Matrix{T}, uobs::Matrix{T}, K::Integer) where {T <: AbstractFloat}
+function rb_loss(θ::Matrix{<:Real}, uobs::Matrix{<:Real}, K::Integer)
     return poisson_loss(rb_solve, θ, uobs, K)
 end

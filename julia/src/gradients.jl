@@ -133,23 +133,56 @@ function flat_problem(loss::F, wrt::Tuple{Vararg{Bool}}, args::Tuple) where {F}
 end
 
 """
-    ad_loss_and_gradient(backend, loss, wrt, args...) -> ([L], gradients)
+    ad_prepare(backend, loss, wrt, args...) -> prep
 
-The loss and its gradient with respect to the arguments flagged in `wrt`, from one
-`DifferentiationInterface.value_and_gradient(f, backend, x, contexts...)` call: `x` the
-flagged arrays end to end (this file's header), every other argument a `Constant`.
-Returns what `loss_and_gradient` returns: the loss in a one-element vector and the
-gradients in argument order (complex ones in weanj's convention).
+DifferentiationInterface's preparation of the gradient `ad_loss_and_gradient` takes
+(`prepare_gradient(f, backend, x, contexts...)`): Mooncake compiles its rule here,
+ForwardDiff sizes its dual numbers' buffer. Valid for later calls whose arguments have
+the same types and sizes (DI's docs, "Reusing preparation"; DI checks the types); the
+values may differ. weanj's worker prepares once per variant and argument shapes, as
+Enzyme compiles once per argument types.
 """
-function ad_loss_and_gradient(
+function ad_prepare(
     backend::B,
     loss::F,
     wrt::Tuple{Vararg{Bool}},
     args::Vararg{Any, N},
 ) where {B, F, N}
     flat, x, contexts = flat_problem(loss, wrt, args)
-    L, g = DifferentiationInterface.value_and_gradient(flat, backend, x, contexts...)
+    return DifferentiationInterface.prepare_gradient(flat, backend, x, contexts...)
+end
+
+"""
+    ad_loss_and_gradient(backend, loss, wrt, args...; prep = nothing) -> ([L], gradients)
+
+The loss and its gradient with respect to the arguments flagged in `wrt`, from one
+`DifferentiationInterface.value_and_gradient(f, [prep,] backend, x, contexts...)` call:
+`x` the flagged arrays end to end (this file's header), every other argument a
+`Constant`; with `prep` from `ad_prepare` on arguments of the same types and sizes, DI
+prepares nothing again. Returns what `loss_and_gradient` returns: the loss in a
+one-element vector and the gradients in argument order (complex ones in weanj's
+convention). The loss is the one the AD returns: ForwardDiff's is converted to the
+element type of `x` (its `GradientResult(x)`), whatever type the kernel returned it in.
+"""
+function ad_loss_and_gradient(
+    backend::B,
+    loss::F,
+    wrt::Tuple{Vararg{Bool}},
+    args::Vararg{Any, N};
+    prep = nothing,
+) where {B, F, N}
+    flat, x, contexts = flat_problem(loss, wrt, args)
+    L, g = prepared_value_and_gradient(flat, prep, backend, x, contexts)
     return [L], split_gradient(g, flat.segments, 0)
+end
+
+# DifferentiationInterface's `value_and_gradient`, unprepared (it prepares on every call)
+# or with the preparation given.
+function prepared_value_and_gradient(flat, ::Nothing, backend, x, contexts::Tuple)
+    return DifferentiationInterface.value_and_gradient(flat, backend, x, contexts...)
+end
+function prepared_value_and_gradient(flat, prep, backend, x, contexts::Tuple)
+    return DifferentiationInterface.value_and_gradient(flat, prep, backend, x, contexts...)
 end
 
 """

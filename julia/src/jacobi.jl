@@ -14,7 +14,7 @@
 
 `u^K` from `u⁰ = 0`, padded.
 """
-function jacobi_solve(θ::Matrix{T}, K::Integer) where {T <: AbstractFloat}
+function jacobi_solve(θ::Matrix{T}, K::Integer) where {T <: Real}
     h2 = grid_h2(T, size(θ, 1))
     u, unew = zero_grid(θ), zero_grid(θ)
     for _ in 1:K
@@ -29,6 +29,6 @@ end
 
 `Σ (u^K − uobs)²` over the interior after `K` Jacobi iterations.
 """
-function jacobi_loss(θ::Matrix{T}, uobs::Matrix{T}, K::Integer) where {T <: AbstractFloat}
+function jacobi_loss(θ::Matrix{<:Real}, uobs::Matrix{<:Real}, K::Integer)
     return poisson_loss(jacobi_solve, θ, uobs, K)
 end

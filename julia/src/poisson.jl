@@ -18,9 +18,11 @@
     grid_h2(T, n)
 
 `h2 = 1/(n+1)^2` in the element type `T`. Computed in Float64 and rounded once, as the
-Python side's float `1.0 / (n + 1) ** 2` is when it multiplies a float32 array.
+Python side's float `1.0 / (n + 1) ** 2` is when it multiplies a float32 array (for an
+AD's number type, such as ForwardDiff's dual numbers, a constant of that type: the value
+rounded to the type it carries, no derivative).
 """
-grid_h2(::Type{T}, n::Integer) where {T <: AbstractFloat} = T(1 / (n + 1)^2)
+grid_h2(::Type{T}, n::Integer) where {T <: Real} = T(1 / (n + 1)^2)
 
 """
     zero_grid(θ)
@@ -85,17 +87,20 @@ end
     misfit(u, uobs)
 
 `Σ (u[i, j] − uobs[i-1, j-1])²` over the interior of the padded grid `u`. Each residual is
-computed in the element type `T`, as the JAX side does; the squares are summed in Float64
-and the sum is rounded to `T` once (julia/README.md: every loss sums in Float64). Summed
-term by term in Float32, the loss would drift from JAX's `jnp.sum` by more than the
-float32 loss tolerance from n ≈ 256 on.
+computed in the element type `T` of the two (their promoted type: a differentiated `u`
+may carry an AD's number type and `uobs` not), as the JAX side does; the squares are
+summed in Float64 (`accumulator_type`) and the sum is rounded to `T` once
+(julia/README.md: every loss sums in Float64). Summed term by term in Float32, the loss
+would drift from JAX's `jnp.sum` by more than the float32 loss tolerance from n ≈ 256 on.
 """
-function misfit(u::Matrix{T}, uobs::Matrix{T}) where {T <: AbstractFloat}
+function misfit(u::Matrix{<:Real}, uobs::Matrix{<:Real})
+    T = promote_type(eltype(u), eltype(uobs))
+    S = accumulator_type(T)
     n = size(uobs, 1)
-    s = 0.0
+    s = zero(S)
     for j in 2:(n + 1), i in 2:(n + 1)
         r = u[i, j] - uobs[i - 1, j - 1]
-        s += Float64(r)^2
+        s += S(r)^2
     end
     return T(s)
 end
@@ -107,7 +112,7 @@ end
 the loss every Poisson variant shares, so that a variant is its solver (as `loss_of` in
 python/weanj/examples/_poisson.py).
 """
-function poisson_loss(solve, θ::Matrix{T}, uobs::Matrix{T}, K::Integer) where {T}
+function poisson_loss(solve, θ::Matrix{<:Real}, uobs::Matrix{<:Real}, K::Integer)
     check_poisson(θ, uobs, K)
     return misfit(solve(θ, K), uobs)
 end

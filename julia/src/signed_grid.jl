@@ -43,14 +43,18 @@ end
     signfit_loss(x, w)
 
 `Σ w[i] * (sign(t_i) - Σ_j x[j] * t_i^(j-1))²` on the grid `t_i = -1 + 2(i-1)/(n-1)`,
-i = 1..n, n = `length(w)`. `t` and the residual are computed in the element type `T`,
-as the JAX side does (2(i-1) and n-1 are exact in `T` for n ≤ 2^23); each term is summed
-in Float64 and the sum rounded to `T` once (julia/README.md: every loss sums in Float64).
+i = 1..n, n = `length(w)`. `t` and the residual are computed in the promoted element type
+`T` of `x` and `w`, as the JAX side does (2(i-1) and n-1 are exact in `T` for n ≤ 2^23;
+for an AD's number type `t` is a constant of it); each term is summed in Float64
+(`accumulator_type`) and the sum rounded to `T` once (julia/README.md: every loss sums in
+Float64).
 """
-function signfit_loss(x::Vector{T}, w::Vector{T}) where {T <: AbstractFloat}
+function signfit_loss(x::Vector{<:Real}, w::Vector{<:Real})
     check_signfit(x, w)
+    T = promote_type(eltype(x), eltype(w))
+    S = accumulator_type(T)
     m, n = length(x), length(w)
-    s = 0.0
+    s = zero(S)
     for i in 1:n
         t = -one(T) + T(2 * (i - 1)) / T(n - 1)
         r = sign(t)
@@ -59,7 +63,7 @@ function signfit_loss(x::Vector{T}, w::Vector{T}) where {T <: AbstractFloat}
             r = r - x[j] * p
             p = p * t
         end
-        s += Float64(w[i]) * Float64(r)^2
+        s += S(w[i]) * S(r)^2
     end
     return T(s)
 end

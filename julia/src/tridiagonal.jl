@@ -77,25 +77,28 @@ end
     thomas_loss(a, b, c, d, xobs)
 
 `Σ (x - xobs)²` over all m×n entries, `x` the Thomas solution of every row. Each residual
-is computed in the element type `T`, as the JAX side does; the squares are summed in
-Float64 and the sum is rounded to `T` once (julia/README.md: every loss sums in Float64),
-so a Float32 loss is the Float32 rounding of an accurate sum. The work arrays are
-allocated here, so the arguments are left unmodified.
+is computed in the promoted element type `T` of the arrays, as the JAX side does; the
+squares are summed in Float64 (`accumulator_type`) and the sum is rounded to `T` once
+(julia/README.md: every loss sums in Float64), so a Float32 loss is the Float32 rounding
+of an accurate sum. The work arrays are allocated here, in `T`, so the arguments are left
+unmodified.
 """
 function thomas_loss(
-    a::Matrix{T},
-    b::Matrix{T},
-    c::Matrix{T},
-    d::Matrix{T},
-    xobs::Matrix{T},
-) where {T <: AbstractFloat}
+    a::Matrix{<:Real},
+    b::Matrix{<:Real},
+    c::Matrix{<:Real},
+    d::Matrix{<:Real},
+    xobs::Matrix{<:Real},
+)
     check_tridiagonal(a, b, c, d, xobs)
+    T = promote_type(eltype(a), eltype(b), eltype(c), eltype(d), eltype(xobs))
+    S = accumulator_type(T)
     m, n = size(b)
     x, cp, dp = zeros(T, m, n), zeros(T, m, n), zeros(T, m, n)
     thomas_solve!(x, cp, dp, a, b, c, d)
-    s = 0.0
+    s = zero(S)
     for k in 1:n, r in 1:m
-        s += Float64(x[r, k] - xobs[r, k])^2
+        s += S(x[r, k] - xobs[r, k])^2
     end
     return T(s)
 end

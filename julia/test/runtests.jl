@@ -7,10 +7,12 @@
 # `loss_and_gradient` with one flag per argument), so that Julia's own test run is a
 # cross-language check; the examples without parameters (04-tridiagonal, 05-deposition)
 # among them. Then the Taylor remainder test of Enzyme's gradient (valid for any
-# kernel), the inputs left unmodified, the kernels' shape checks, the gradient on arrays of every kind and on
-# closures, the Julia-side timings, `include_kernels` on a user's file that includes a
-# helper file, and type stability: `@inferred` on every loss and on the gradient's typed
-# core in both element types, and JET's optimisation analysis of every loss.
+# kernel); every other AD julia_variant offers, on every kernel, against Enzyme's, and
+# on several arrays at once (test/every_ad.jl); the inputs left unmodified, the shape
+# checks, the gradient on arrays of every kind and on closures, the Julia-side timings,
+# `include_kernels` on a user's file that includes a helper file, and type stability:
+# `@inferred` on every loss and on the gradient's typed core in both element types, and
+# JET's optimisation analysis of every loss.
 
 using Test
 using FiniteDifferences: FiniteDifferences
@@ -18,6 +20,7 @@ using ForwardDiff: ForwardDiff
 using JET: JET
 using JSON: JSON
 using WeanJ
+include("every_ad.jl")
 
 # JET runs in full on the Julia versions its installed series supports (Pkg installs one
 # for each of 1.10-1.13: JET's README, "Julia compatibility and versioning"); from 0.12 on,
@@ -61,13 +64,13 @@ function arguments(fixture, case, T)
 end
 
 """
-    wrt_flags(fixture) -> Tuple{Vararg{Bool}}
+    wrt_flags(fixture, names = fixture["wrt"]) -> Tuple{Vararg{Bool}}
 
-`enzyme_gradient`'s flags: true for the fixture's `wrt` arrays, false for every other
-array and for the parameters.
+`enzyme_gradient`'s flags: true for the arrays `names` (the fixture's `wrt` arrays by
+default), false for every other array and for the parameters.
 """
-function wrt_flags(fixture)
-    arrays = (name in fixture["wrt"] for name in fixture["arrays"])
+function wrt_flags(fixture, names = fixture["wrt"])
+    arrays = (name in names for name in fixture["arrays"])
     return (arrays..., (false for _ in fixture["params"])...)
 end
 
@@ -218,6 +221,7 @@ fixtures = [
             end
         end
     end
+    every_ad_against_enzyme(fixtures) # every other AD, against Enzyme (test/every_ad.jl)
 
     @testset "the Poisson kernels refuse what they do not define" begin
         for loss in (jacobi_loss, lex_loss, rb_loss)
@@ -360,45 +364,7 @@ fixtures = [
         )
     end
 
-    @testset "ad_loss_and_gradient: DifferentiationInterface on several arrays" begin
-        # x real and z complex differentiated, y and s constant: the flat vector holds x,
-        # then Re z, then Im z. The gradient of |z|² in weanj's convention is 2z.
-        mixed(x, z, y, s) = s * sum(abs2, x .- y) + sum(abs2, z)
-        x, y = [1.0, -2.0, 0.5], [0.25, 0.5, -1.0]
-        z = ComplexF64[1.0 + 2.0im, -0.5 + 0.25im]
-        flags = (true, true, false, false)
-        forward = ad_backend("forwarddiff", ForwardDiff)
-        value, (gx, gz) = ad_loss_and_gradient(forward, mixed, flags, x, z, y, 3.0)
-        @test value isa Vector{Float64} && only(value) ≈ mixed(x, z, y, 3.0)
-        @test gx ≈ 2 .* 3 .* (x .- y) && gz ≈ 2 .* z && eltype(gz) == ComplexF64
-        @test x == [1.0, -2.0, 0.5] && y == [0.25, 0.5, -1.0]
-        # A matrix keeps its shape; Float32 in, Float32 out.
-        m = Float32[1 2; 3 4]
-        value32, (gm,) = ad_loss_and_gradient(forward, a -> sum(abs2, a), (true,), m)
-        @test value32 isa Vector{Float32} && gm isa Matrix{Float32} && gm == 2 .* m
-        # FiniteDifferences' fifth-order central method: the loss is quadratic, so its
-        # estimate is exact up to rounding (≈ defaults to a relative 1.5e-8).
-        fdm = ad_backend("finitedifferences", FiniteDifferences)
-        _, (fx, fz) = ad_loss_and_gradient(fdm, mixed, flags, x, z, y, 3.0)
-        @test fx ≈ gx && fz ≈ gz
-        @test_throws ArgumentError ad_backend("tapenade", ForwardDiff)
-        @test_throws ArgumentError ad_loss_and_gradient(
-            forward,
-            mixed,
-            (true, true),
-            x,
-            z,
-            y,
-            1.0,
-        )
-        @test_throws ArgumentError ad_loss_and_gradient(
-            forward,
-            (a, b) -> sum(a) + sum(b),
-            (true, true),
-            [1.0],
-            Float32[1.0],
-        )
-    end
+    di_on_several_arrays() # DifferentiationInterface's flat vector (test/every_ad.jl)
 
     @testset "handwritten_loss_and_gradient: a gradient written by hand" begin
         squares(x, y, s) = s * sum(abs2, x .- y)

@@ -14,58 +14,47 @@ What can go wrong, and what the caller sees (each one line, naming the log):
   starts a fresh worker (except after a failed start, which is not tried again in the
   same command);
 - the worker is still busy at the time limit: the deadline of the watched call
-  (the evaluation's limit), or `$WEANJ_JULIA_TIMEOUT_S` where set and earlier (default
-  1800 s where no call is watched), for the start and each request: it is killed with
-  everything it started and the call raises `TimeoutError` (the verdict `timeout`); the
-  next Julia evaluation starts a fresh worker, except after a start that timed out;
+  (the evaluation's limit, `[tool.weanj] timeout` or `--timeout`), or
+  `$WEANJ_JULIA_TIMEOUT_S` where set and earlier (default 1800 s where no call is
+  watched), for the start and each request: it is killed with everything it started and
+  the call raises `TimeoutError` (the verdict `timeout`). A start that timed out is not
+  tried again in the process; a variant whose request timed out is not asked again
+  (its remaining evaluations are `timeout` at once, so a check waits one limit per
+  variant, not one per dtype), while the next Julia variant starts a fresh worker;
 - a kernel refuses its arguments (`InputError`), a variant is declared wrongly
   (`DefinitionError`), a kernel throws (`JuliaError`, Julia's stack trace in the log).
 
-No worker outlives weanj. It runs in a process group of its own, which `close` (on
-every exit: `_resources.on_exit`) and every failure above kill with SIGKILL and reap;
-`close` never waits on a request in flight (a Ctrl-C arrives while one is). For the
-exits that run no Python (SIGTERM, SIGKILL), the worker holds the read end of a pipe
-whose write end only weanj holds (its lifeline, `_julia_wire.watch_lifeline`): when weanj
-ends, however it ends, the pipe closes and a watchdog in the worker's group kills the
-group.
+No worker outlives weanj. It runs in a process group of its own (`_julia_process`),
+which `close` (on every exit: `_resources.on_exit`) and every failure above kill with
+SIGKILL and reap; `close` never waits on a request in flight (a Ctrl-C arrives while one
+is); for the exits that run no Python, its lifeline.
 
-The worker's log is `<project>/.weanj-cache/julia/worker.log`: its stderr and anything
-Julia prints, one section per worker started (appended to; set aside as `worker.log.old`
-once it passes 4 MiB).
-
-`$WEANJ_JULIA_WORKER` names another command to run as the worker (split as a POSIX
-shell splits it): a test double that speaks the same protocol (`_julia_wire.serve`).
-With it set, Julia variants count as available (what runs them is configured), no
-Julia is looked for, and every gradient it computes says so in its `backend_version`
-("stand-in worker (...)"), never a Julia version.
-
-The worker's log is never written through a symbolic link, nor outside the project
-(`open_log`). What computes a Julia evaluation, and the environments (weanj's, and the
-user's of `[tool.weanj.julia] project`), are `_julia_env`'s, read without starting Julia.
+`$WEANJ_JULIA_WORKER` names another command to run as the worker (`_julia_stand_in`).
+What computes a Julia evaluation, and the environments (weanj's, and the user's of
+`[tool.weanj.julia] project`), are `_julia_env`'s, read without starting Julia; the
+packages weanj's environment needs and their bounds, which the worker checks in the
+stacked environments, `_julia_bounds`'.
 """
 
 from __future__ import annotations
 
-import contextlib
-import datetime
 import os
-import shlex
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import _watch
-from .._errors import DefinitionError, InputError, UnavailableError, WeanjError, say
+from .._errors import DefinitionError, InputError, UnavailableError, say
 from .._project import project_root
 from .._resources import on_exit
 from . import _julia_wire as wire
+from ._julia_bounds import weanj_bounds
 from ._julia_env import (  # noqa: F401 (re-exported: the tests, _julia)
+    AD,
     WORKER_VARIABLE,
+    ad_in_use,
     environment_folder,
     environment_identity,
     identity,
@@ -77,109 +66,30 @@ from ._julia_env import (  # noqa: F401 (re-exported: the tests, _julia)
     write_requirements,
 )
 from ._julia_find import BELOW, FIX_VERSION, MINIMUM, SUPPORTED_TEXT, locate_julia, worker_settings
+from ._julia_process import (  # noqa: F401 (re-exported: the tests, _julia)
+    JuliaError,
+    Worker,
+    open_log,
+    spawn,
+    work_folder,
+)
+from ._julia_stand_in import stand_in_argv
 
 WORKER_SCRIPT = Path(__file__).with_name("_julia_worker.py")
 _PACKAGE = Path(__file__).resolve().parent.parent
-# After the quit message, how long a worker may take to end (Julia's atexit hooks)
-# before it is killed.
-QUIT_S = 2.0
-MAX_LOG = 4 << 20
 # The time limit of a Julia call (the worker's start, each request) where the command
 # sets none (`--timeout`): generous, since a start may install and precompile Enzyme and
 # a kernel's first gradient compiles it with Enzyme (minutes each), but finite, so that a
 # worker that stops answering never hangs weanj.
 TIMEOUT_VARIABLE = "WEANJ_JULIA_TIMEOUT_S"
 DEFAULT_TIMEOUT_S = 1800.0
-# The fd number of the worker's end of its lifeline (`_julia_wire.watch_lifeline`).
-LIFELINE_VARIABLE = wire.LIFELINE_VARIABLE
+# Where the limits of a Julia call are set, said with every timeout.
+LIMITS = f"[tool.weanj] timeout or --timeout; ${TIMEOUT_VARIABLE} for the Julia calls alone"
 
-
-class JuliaError(WeanjError):
-    """A Julia variant that failed in the worker: its kernel threw, or the worker died.
-    The variant's verdict is `error`; the message is one line naming the log."""
-
-    exit_code = 1
-
-
-def work_folder(root: Path | None = None) -> Path:
-    """`<project>/.weanj-cache/julia`: the worker's log and the project's Julia
-    requirements (beside JAX's compilation cache, `_cache`)."""
-    return (root or project_root()) / ".weanj-cache" / "julia"
-
-
-# --- the worker ------------------------------------------------------------------------------
-
-
-@dataclass
-class Worker:
-    """A running worker: its process, its pipes, its log, what it said it runs, and the
-    write end of its lifeline (module docstring)."""
-
-    process: subprocess.Popen
-    log: Path
-    lifeline: int | None = None
-    versions: str = ""
-    expired: bool = field(default=False, repr=False)  # killed at the deadline
-    broken: bool = field(default=False, repr=False)  # an exchange was interrupted
-
-    def kill(self) -> None:
-        """Kill the worker and every process it started (its own process group)."""
-        with contextlib.suppress(OSError):
-            if os.name == "posix":
-                os.killpg(self.process.pid, signal.SIGKILL)
-            else:
-                self.process.kill()
-
-    def release(self) -> None:
-        """Close weanj's end of the lifeline: the watchdog then kills whatever is left of
-        the worker's group (a child Julia started that outlived it) and ends."""
-        fd, self.lifeline = self.lifeline, None
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def end(self) -> None:
-        """Kill the group, reap the worker, release the lifeline, close the pipes: never
-        waits on the worker's answer (what a busy exchange or an exit calls)."""
-        self.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(QUIT_S)
-        self.release()
-        for stream in (self.process.stdin, self.process.stdout):
-            with contextlib.suppress(OSError, ValueError):
-                stream.close()
-
-    def stop(self) -> None:
-        """Ask the worker to quit, wait a little (Julia's atexit hooks), then `end`."""
-        if self.process.poll() is None:
-            with contextlib.suppress(OSError, ValueError):
-                wire.write(self.process.stdin, {"op": "quit"})
-            with contextlib.suppress(OSError, ValueError):
-                self.process.stdin.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(QUIT_S)
-        self.end()
-
-    def cause_of_death(self, error: Exception) -> str:
-        """What became of a worker whose pipe closed (or that sent garbage)."""
-        if isinstance(error, wire.Garbled):
-            self.kill()
-            return f"sent something that is not a message ({error})"
-        try:
-            code = self.process.wait(5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return "closed its pipe but did not exit (killed)"
-        if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            return f"died ({name})"
-        return f"exited with status {code}" if code else "exited"
-
-
-_STATE: dict = {"worker": None, "failed": None, "log started": False, "versions": None}
+# The worker running, a start that failed (its error, raised again), the variants whose
+# request timed out (`_variant_key`: the error's text, said again), what the worker said
+# it runs.
+_STATE: dict = {"worker": None, "failed": None, "timed out": {}, "versions": None}
 _LOCK = threading.RLock()
 
 
@@ -206,7 +116,7 @@ def forget() -> None:
     """Stop the worker and forget a failed start (tests; a new command)."""
     with _LOCK:
         close()
-        _STATE.update(failed=None, versions=None)
+        _STATE.update(failed=None, versions=None, **{"timed out": {}})
 
 
 def failed_reason() -> str | None:
@@ -243,15 +153,12 @@ def _limit() -> tuple[float, str]:
     watched = _watch.deadline()
     own = os.environ.get(TIMEOUT_VARIABLE, "").strip()
     if watched is not None and not own:
-        return watched, "at the time limit"
+        return watched, f"at the time limit ({LIMITS})"
     seconds = default_timeout_s()
     mine = time.monotonic() + seconds
     if watched is not None and watched <= mine:
-        return watched, "at the time limit"
-    return mine, (
-        f"after {seconds:g} s, the time limit of a Julia call (set {TIMEOUT_VARIABLE}, "
-        "or --timeout)"
-    )
+        return watched, f"at the time limit ({LIMITS})"
+    return mine, f"after {seconds:g} s, the time limit of a Julia call ({LIMITS})"
 
 
 def _exchange(worker: Worker, header: dict, arrays, limit: tuple[float, str], doing: str):
@@ -308,9 +215,12 @@ def _discard(worker: Worker) -> None:
 def _start(limit: tuple[float, str], variant: str) -> Worker:
     """A new worker, started and greeted (the first start of a command may take minutes:
     juliapkg installs and precompiles packages). A start that fails, or times out, is
-    not tried again in the same process: the next Julia evaluation gets the same error."""
+    not tried again in the same process: the next Julia evaluation gets the same error
+    at once (a timeout saying so)."""
     if _STATE["failed"] is not None:
         failed = _STATE["failed"]
+        if isinstance(failed, TimeoutError):
+            raise TimeoutError(f"{failed}; not started again in this process") from None
         raise type(failed)(str(failed))
     try:
         return _start_worker(limit, variant)
@@ -326,6 +236,8 @@ def _setup(root: Path) -> dict:
 
     sources = julia_sources()
     env = user_environment(root)
+    ad = {AD[a][0]: AD[a][1:] for a in ad_in_use()}  # {name: (uuid, bound)}
+    bounds = [] if sources is None else weanj_bounds(_PACKAGE / "juliapkg.json", sources, ad)
     return {
         "op": "start",
         "project": str(root),
@@ -337,45 +249,17 @@ def _setup(root: Path) -> dict:
         "sources": None if sources is None else str(sources),
         "requirements": None,
         "user_environment": None if env is None else str(env),
+        # what the worker checks the stacked environments against (`_julia_bounds`)
+        "bounds": bounds,
     }
-
-
-def open_log(folder: Path, root: Path) -> int:
-    """The worker's log, opened to append: never through a symbolic link (a log linked to
-    a file elsewhere would be written there: `O_NOFOLLOW`), nor in a folder that lies
-    outside the project (`.weanj-cache` linked elsewhere); each refused in one line.
-    Set aside as `worker.log.old` once it passes `MAX_LOG` (the link itself, never its
-    target, would be moved)."""
-    log = folder / "worker.log"
-    if not folder.resolve().is_relative_to(root.resolve()):
-        raise UnavailableError(
-            f"{folder} lies outside the project (a link to {folder.resolve()}): weanj writes "
-            "its Julia worker's log only inside the project; remove the link"
-        )
-    if not _STATE["log started"]:
-        with contextlib.suppress(OSError):
-            if not log.is_symlink() and log.stat().st_size > MAX_LOG:
-                os.replace(log, log.with_name("worker.log.old"))
-        _STATE["log started"] = True
-    try:
-        return os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as e:
-        if log.is_symlink():
-            raise UnavailableError(
-                f"{log} is a symbolic link: weanj appends its Julia worker's log only to a "
-                "file of its own; remove the link"
-            ) from None
-        raise UnavailableError(
-            f"cannot write the Julia worker's log {log} ({e.strerror})"
-        ) from None
 
 
 def _command(root: Path, folder: Path, setup: dict, env: dict) -> list[str]:
     """The worker's command line, after finding Julia and writing the requirements (or a
     stand-in's command, `$WEANJ_JULIA_WORKER`)."""
-    command = stand_in()
-    if command is not None:
-        return shlex.split(command)
+    argv = stand_in_argv()
+    if argv is not None:
+        return argv
     found = locate_julia()
     if found.path is None:
         raise UnavailableError(found.why)
@@ -388,41 +272,6 @@ def _command(root: Path, folder: Path, setup: dict, env: dict) -> list[str]:
     )
     env.update(worker_settings(found.path, env))
     return [sys.executable, str(WORKER_SCRIPT)]
-
-
-def _spawn(argv: list[str], env: dict, root: Path, log_fd: int, log: Path) -> Worker:
-    """The worker process, in a group of its own, its stderr the log, holding the read end
-    of its lifeline (the write end stays here, not inheritable)."""
-    started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-    watched, lifeline = os.pipe() if os.name == "posix" else (None, None)
-    if watched is not None:
-        env[LIFELINE_VARIABLE] = str(watched)
-    heading = f"--- weanj's Julia worker, {started}, for process {os.getpid()}: "
-    os.write(log_fd, f"{heading}{shlex.join(argv)}\n".encode())
-    try:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log_fd,
-            env=env,
-            cwd=root,
-            start_new_session=True,
-            pass_fds=() if watched is None else (watched,),
-        )
-    except OSError as e:
-        for fd in (watched, lifeline):
-            if fd is not None:
-                os.close(fd)
-        command = stand_in()
-        where = f"{WORKER_VARIABLE}={command}" if command else argv[0]
-        raise JuliaError(f"cannot start the Julia worker ({where}: {e.strerror or e})") from None
-    finally:
-        if watched is not None:
-            with contextlib.suppress(OSError):
-                os.close(watched)
-    on_exit(close)
-    return Worker(process, log, lifeline)
 
 
 def _start_worker(limit: tuple[float, str], variant: str) -> Worker:
@@ -440,9 +289,10 @@ def _start_worker(limit: tuple[float, str], variant: str) -> Worker:
     log_fd = open_log(folder, root)
     say(f"  starting the Julia worker for {variant}; log: {log}")
     try:
-        worker = _spawn(argv, env, project_root(), log_fd, log)
+        worker = spawn(argv, env, project_root(), log_fd, log)
     finally:
         os.close(log_fd)
+    on_exit(close)
     _STATE["worker"] = worker
     reply, _ = _exchange(worker, setup, [], limit, "starting")
     if reply.get("reply") == "failed":
@@ -465,6 +315,12 @@ def _start_worker(limit: tuple[float, str], variant: str) -> Worker:
     return worker
 
 
+def _variant_key(header: dict) -> tuple:
+    """What tells a variant's requests apart from another's: its name, its kernel (file or
+    package, and loss) and its example's arrays."""
+    return tuple(str(header.get(k)) for k in ("variant", "file", "package", "loss", "names"))
+
+
 _FAILURES = {
     "unavailable": UnavailableError,
     "input": InputError,
@@ -477,12 +333,25 @@ def request(header: dict, arrays: list, *, variant: str, what: str) -> tuple[dic
     """Ask the worker for `header["op"]` on `arrays` (starting a worker first if none
     runs) and return its reply's header and arrays; its failures as the exceptions of the
     module docstring. `what` ("loss", "gradient") names the computation in messages. The
-    start and the request have a time limit each (`_limit`)."""
+    start and the request have a time limit each (`_limit`); a variant whose request timed
+    out is not asked again (`TimeoutError` at once)."""
+    key = _variant_key(header)
     with _LOCK:
+        earlier = _STATE["timed out"].get(key)
+        if earlier is not None:
+            raise TimeoutError(
+                f"{variant} is not asked again: {earlier}; its other evaluations would wait as long"
+            )
         worker = _STATE["worker"]
         if worker is None:
             worker = _start(_limit(), variant)
-        reply, out = _exchange(worker, header, arrays, _limit(), f"computing {variant}'s {what}")
+        try:
+            reply, out = _exchange(
+                worker, header, arrays, _limit(), f"computing {variant}'s {what}"
+            )
+        except TimeoutError as e:
+            _STATE["timed out"][key] = str(e)
+            raise
         _STATE["versions"] = worker.versions
     if reply.get("reply") == "failed":
         kind = reply.get("kind")

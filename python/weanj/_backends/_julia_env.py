@@ -23,7 +23,6 @@ import importlib.metadata
 import json
 import os
 import re
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,14 +30,13 @@ from pathlib import Path
 from .._errors import ProjectError, UnavailableError, WeanjError
 from .._sources import text_digest
 from ._julia_find import locate_julia
+from ._julia_stand_in import (  # noqa: F401 (WORKER_VARIABLE re-exported: the client)
+    WORKER_VARIABLE,
+    stand_in,
+    stand_in_identity,
+)
 
-WORKER_VARIABLE = "WEANJ_JULIA_WORKER"
 _PACKAGE = Path(__file__).resolve().parent.parent
-
-
-def stand_in() -> str | None:
-    """The command of `$WEANJ_JULIA_WORKER`, or None."""
-    return os.environ.get(WORKER_VARIABLE, "").strip() or None
 
 
 # --- the AD packages -------------------------------------------------------------------------
@@ -224,27 +222,12 @@ def weanj_sources_digest(sources: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _stand_in_identity(command: str) -> str:
-    """A stand-in worker: its command and a digest of the files it names (its script)."""
-    h = hashlib.sha256()
-    for word in shlex.split(command):
-        path = Path(word)
-        with contextlib.suppress(OSError):
-            if path.is_file() and path.stat().st_size < MAX_STAND_IN_FILE:
-                h.update(word.encode() + b"\0" + path.read_bytes() + b"\0")
-    return f"stand-in worker ({command}), not Julia: files sha256 {h.hexdigest()[:16]}"
-
-
-MAX_STAND_IN_FILE = 4 << 20
-
-
 def identity() -> str:
     """What computes the Julia variants here, known without starting Julia (module
     docstring): the same text when a record is written and when a later command looks it
     up, so that Julia records are reused; any part that changes makes them recomputed."""
-    command = stand_in()
-    if command is not None:
-        return _stand_in_identity(command)
+    if stand_in() is not None:
+        return stand_in_identity()
     found = locate_julia()
     if found.path is None:
         return "Julia (none found here)"

@@ -15,7 +15,8 @@ this process only, which weanj reports as that variant's error.
 It runs as a script, not as `python -m weanj...`: importing the package `weanj` would
 load numpy, and numpy loads the system's `libstdc++` before Julia's newer one, which
 Julia then cannot load (PythonCall's FAQ, "`ccall requires the compiler`"). So juliacall
-is imported first, numpy after it, and nothing of weanj but `_julia_wire`.
+is imported first, numpy after it, and nothing of weanj but the modules beside it that
+the worker shares (`_julia_wire`, `_julia_faults`, `_julia_bounds`).
 
 On start it imports juliacall (juliapkg resolves the Julia packages first: those of
 `weanj/juliapkg.json`, juliacall's, and, in the folder `requirements` names, WeanJ
@@ -24,16 +25,18 @@ Julia's version, loads Enzyme and then WeanJ as the package it is (`using WeanJ`
 precompiled by Pkg once, the cache reused by every later start), and answers with the
 versions. With a user's environment (`[tool.weanj.julia] project`) it first activates
 and instantiates that one as it is (`Pkg.instantiate(; manifest = true)`: never resolved,
-never written) and stacks weanj's below it on `LOAD_PATH` (`STACK`). Then, per request
-(`_julia_wire.OPS`), it calls a kernel's loss and gradient from one reverse pass
-(`WeanJ.loss_and_gradient`), through DifferentiationInterface
-(`WeanJ.ad_loss_and_gradient`, `ad=`) or by a hand-written gradient function
+never written) and stacks weanj's below it on `LOAD_PATH` (`STACK`); before loading
+anything it checks every package weanj needs against weanj's bound in the environments
+on the load path (`_julia_bounds`). Then, per request (`_julia_wire.OPS`), it calls a
+kernel's loss and gradient from one reverse pass (`WeanJ.loss_and_gradient`), through
+DifferentiationInterface (`WeanJ.ad_loss_and_gradient`, `ad=`, prepared once per variant
+and argument shapes, `WeanJ.ad_prepare`) or by a hand-written gradient function
 (`WeanJ.handwritten_loss_and_gradient`), its loss alone (`WeanJ.loss_value`), or times
 both inside Julia (`WeanJ.timings`), on the arrays it receives, after including a user's
 kernel file once into a module of its own (`WeanJ.include_kernels`) or loading a user's
 package (`using`). Every call is followed by a check that the kernel left its array
 arguments as they came (`written`): a kernel writing a `Const` argument can make Enzyme
-return a wrong gradient silently.
+return a wrong gradient silently. What goes wrong is said in one line (`_julia_faults`).
 """
 
 from __future__ import annotations
@@ -43,22 +46,24 @@ import re
 import sys
 
 if __package__:  # imported as weanj._backends._julia_worker (tests)
+    from . import _julia_bounds as bounds
+    from . import _julia_faults as faults
     from . import _julia_wire as wire
-else:  # run as a script: this folder, not the package, is where `_julia_wire` is found
+else:  # run as a script: this folder, not the package, is where its modules are found
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _julia_bounds as bounds
+    import _julia_faults as faults
     import _julia_wire as wire
 
 Refusal = wire.Refusal
+DOCS, AD_PACKAGES, first_line, _log = faults.DOCS, faults.AD_PACKAGES, faults.first_line, faults.log
+refusal_of, written = faults.refusal_of, faults.written
+# The ADs whose loss, as DifferentiationInterface returns it, is converted to the element
+# type of the differentiated arrays: ForwardDiff's (DI's ForwardDiff extension,
+# `value_and_gradient`: `GradientResult(x)`, a DiffResults value of `eltype(x)`). Their
+# loss is taken from one primal call first, so that its own type is checked.
+LOSS_IN_INPUT_TYPE = {"forwarddiff"}
 
-DOCS = "docs/julia.md"
-# The AD packages of `julia_variant(ad=...)` (weanj's `_julia_env.AD`): loaded with
-# `import` on first use, which also loads DifferentiationInterface's extension for it.
-AD_PACKAGES = {
-    "forwarddiff": "ForwardDiff",
-    "mooncake": "Mooncake",
-    "zygote": "Zygote",
-    "finitedifferences": "FiniteDifferences",
-}
 # The user's environment above weanj's: activated (so `@`, the first entry of LOAD_PATH,
 # is theirs) and instantiated from its Manifest as it is (`manifest = true`: an error,
 # never a resolve, where it has none); weanj's environment (juliapkg's, the one active
@@ -77,62 +82,6 @@ end
 """
 
 
-def first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0] if text else type(e).__name__
-
-
-def _log(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def _glibcxx_hint(message: str, julia: str | None) -> str:
-    """What to do when an older libstdc++ was loaded into this process before Julia's."""
-    if "GLIBCXX" not in message and "CXXABI" not in message:
-        return ""
-    bundled = "<Julia's folder>/lib/julia/libstdc++.so.6"
-    if julia:
-        # Julia's binary distributions (juliaup's included) ship theirs in lib/julia.
-        candidate = os.path.join(
-            os.path.dirname(os.path.dirname(os.path.realpath(julia))), "lib", "julia"
-        )
-        if os.path.isfile(os.path.join(candidate, "libstdc++.so.6")):
-            bundled = os.path.join(candidate, "libstdc++.so.6")
-    return (
-        f"; an older libstdc++ than Julia needs was loaded first: start weanj with "
-        f"LD_PRELOAD={bundled} ({DOCS}: Troubleshooting)"
-    )
-
-
-def _enzyme_hint() -> str:
-    project = os.environ.get("PYTHON_JULIACALL_PROJECT")
-    if project:
-        return (
-            f"PYTHON_JULIACALL_PROJECT={project} is used as it is and nothing installs "
-            f"Enzyme there: run julia --project={project} -e 'using Pkg; Pkg.add(\"Enzyme\")', "
-            "or unset PYTHON_JULIACALL_EXE and PYTHON_JULIACALL_PROJECT"
-        )
-    return (
-        "juliapkg installs it from weanj/juliapkg.json; reinstall with "
-        "python -c 'import juliapkg; juliapkg.resolve(force=True)'"
-    )
-
-
-def _weanj_hint(sources: str | None) -> str:
-    project = os.environ.get("PYTHON_JULIACALL_PROJECT")
-    where = sources or "<weanj>/julia"
-    if project:
-        return (
-            f"PYTHON_JULIACALL_PROJECT={project} is used as it is: add WeanJ there with "
-            f"julia --project={project} -e 'using Pkg; Pkg.develop(path=\"{where}\")', or "
-            "unset PYTHON_JULIACALL_EXE and PYTHON_JULIACALL_PROJECT"
-        )
-    return (
-        f"juliapkg develops it from {where}; reinstall with "
-        "python -c 'import juliapkg; juliapkg.resolve(force=True)'"
-    )
-
-
 def _version(text: str) -> tuple[int, int, int] | None:
     """(major, minor, patch) of a Julia version; a pre-release counts as its release,
     as Pkg (and `_julia_find.supported`) compare them."""
@@ -149,6 +98,7 @@ class JuliaSession:
         self.modules: dict[str, object] = {}  # a user's file: its module, or a Refusal
         self.packages: dict[str, object] = {}  # a user's package: its module, or a Refusal
         self.backends: dict[str, object] = {}  # an `ad`: its ADTypes backend, or a Refusal
+        self.preps: dict[tuple, object] = {}  # DI's preparation per variant and shapes
 
     # --- starting -----------------------------------------------------------------------
 
@@ -167,7 +117,7 @@ class JuliaSession:
         try:
             from juliacall import Main
         except Exception as e:  # juliacall and juliapkg fail with plain Exceptions
-            raise Refusal("unavailable", self._start_failure(what, e, julia)) from None
+            raise Refusal("unavailable", faults.start_failure(what, e, julia)) from None
         try:
             running = str(Main.seval("string(VERSION)"))
         except Exception as e:
@@ -185,6 +135,7 @@ class JuliaSession:
             )
         if setup.get("user_environment"):
             self._stack(Main, setup["user_environment"], note)
+        self._check_bounds(Main, setup, key)
         note(f"Julia {running} started; loading Enzyme and WeanJ (using WeanJ)")
         try:
             Main.seval("import Enzyme")
@@ -192,7 +143,7 @@ class JuliaSession:
             raise Refusal(
                 "unavailable",
                 f"Julia {running} started but could not load Enzyme: {first_line(e)}; "
-                + _enzyme_hint(),
+                + faults.enzyme_hint(),
             ) from None
         try:
             Main.seval("using WeanJ")
@@ -201,7 +152,7 @@ class JuliaSession:
             raise Refusal(
                 "unavailable",
                 f"Julia {running} started but could not load WeanJ ({first_line(e)}); "
-                + _weanj_hint(setup.get("sources")),
+                + faults.weanj_hint(setup.get("sources")),
             ) from None
         self.Main, self.WeanJ = Main, Main.WeanJ
         import juliacall  # already imported: its version only
@@ -222,20 +173,18 @@ class JuliaSession:
             ) from None
 
     @staticmethod
-    def _start_failure(what: str, e: Exception, julia: str | None) -> str:
-        import subprocess
-
-        _log(f"importing juliacall failed: {e!r}")
-        if isinstance(e, subprocess.CalledProcessError):
-            # juliapkg runs Julia processes of its own (to find libjulia, to install the
-            # packages with Pkg), whose output went to the log.
-            return (
-                f"could not start {what}: juliapkg's setup of the Julia environment failed "
-                f"(a Julia process exited with status {e.returncode} finding libjulia or "
-                "installing packages; its output is in the log)"
-            )
-        hint = _glibcxx_hint(str(e), julia)
-        return f"could not start {what} through juliacall ({first_line(e)}){hint}"
+    def _check_bounds(Main, setup: dict, julia: tuple) -> None:  # noqa: N803 (juliacall's)
+        """Refuse, in one line, a package weanj needs that the environments on Julia's
+        load path (the user's stacked above weanj's) hold at a version outside weanj's
+        bound for it (`_julia_bounds`), before anything loads it."""
+        needs = setup.get("bounds") or []
+        if not needs:
+            return
+        load_path = [str(p) for p in Main.seval("Base.load_path()")]
+        user = setup.get("user_environment")
+        refused = bounds.stacked_refusal(load_path, needs, julia, user)
+        if refused is not None:
+            raise Refusal("unavailable", refused)
 
     # --- requests -----------------------------------------------------------------------
 
@@ -334,7 +283,7 @@ class JuliaSession:
         args = given + list(request.get("params", []))
         wrt = tuple(bool(flag) for flag in request.get("wrt", ()))
         try:
-            reply = self._call(op, fn, wrt, args, method, request)
+            reply = self._call(op, fn, wrt, args, method, request, arrays)
         except Refusal:
             raise
         except Exception as e:
@@ -342,7 +291,7 @@ class JuliaSession:
         written(request, arrays, given, wrt)
         return reply
 
-    def _call(self, op: str, fn, wrt: tuple, args: list, method: dict, request: dict):
+    def _call(self, op: str, fn, wrt, args: list, method: dict, request: dict, arrays: list):
         WeanJ = self.WeanJ  # noqa: N806 (Julia's name)
         options = {
             "activity": request.get("activity", "bare"),
@@ -362,7 +311,7 @@ class JuliaSession:
         if "gradient" in method:
             value, shadows = WeanJ.handwritten_loss_and_gradient(fn, method["gradient"], wrt, *args)
         elif "backend" in method:
-            value, shadows = WeanJ.ad_loss_and_gradient(method["backend"], fn, wrt, *args)
+            value, shadows = self._ad(method["backend"], fn, wrt, args, request, arrays)
         elif op == "grad":
             return {"reply": "grad"}, _gradients(WeanJ.enzyme_gradient(fn, wrt, *args, **options))
         else:
@@ -370,6 +319,30 @@ class JuliaSession:
         if op == "grad":
             return {"reply": "grad"}, _gradients(shadows)
         return {"reply": op}, [self._loss(value, request), *_gradients(shadows)]
+
+    def _ad(self, backend, fn, wrt: tuple, args: list, request: dict, arrays: list):
+        """DifferentiationInterface's loss and gradient (`WeanJ.ad_loss_and_gradient`),
+        prepared once per variant and argument types and shapes (`WeanJ.ad_prepare`: DI's
+        preparation is valid for arguments of the same types and sizes, so Mooncake
+        compiles its rule once, as Enzyme compiles once per argument types). For an AD
+        that returns its loss in its inputs' type, the loss comes from one primal call
+        first, its own type checked before the AD runs."""
+        WeanJ = self.WeanJ  # noqa: N806 (Julia's name)
+        ad = request.get("ad")
+        shapes = tuple((a.dtype.str, a.shape) for a in arrays)
+        params = tuple(type(p).__name__ for p in request.get("params", []))
+        where = (request.get("file"), request.get("package"), request["loss"])
+        key = (request["variant"], *where, ad, wrt, shapes, params)
+        value = None
+        if ad in LOSS_IN_INPUT_TYPE:
+            value = WeanJ.loss_value(fn, *args)
+            refused = faults.loss_type_refusal(request, self._loss(value, request), arrays, wrt)
+            if refused is not None:
+                raise refused
+        if key not in self.preps:
+            self.preps[key] = WeanJ.ad_prepare(backend, fn, wrt, *args)
+        found, shadows = WeanJ.ad_loss_and_gradient(backend, fn, wrt, *args, prep=self.preps[key])
+        return (found if value is None else value), shadows
 
     def _loss(self, value, request: dict):
         """The loss, a `[loss]` vector in Julia, as a 0-d array of its own element type."""
@@ -405,60 +378,6 @@ def _gradients(shadows) -> list:
     import numpy as np
 
     return [np.ascontiguousarray(g.to_numpy()) for g in shadows]
-
-
-def written(request: dict, arrays: list, given: list, wrt: tuple) -> None:
-    """A `Refusal` (`error`) naming the first array argument the call left changed: a
-    kernel must leave its arguments as they came; one that writes a `Const` (not
-    differentiated) argument can make Enzyme's gradient wrong without any error."""
-    import numpy as np
-
-    names = request.get("names") or [f"argument {k + 1}" for k in range(len(arrays))]
-    for k, (before, after) in enumerate(zip(arrays, given, strict=True)):
-        now = after.to_numpy()
-        nan = before.dtype.kind in "fc"
-        if now.shape != before.shape or not np.array_equal(now, before, equal_nan=nan):
-            role = "differentiated" if k < len(wrt) and wrt[k] else "not differentiated"
-            raise Refusal(
-                "error",
-                f"{request['variant']}: {request['loss']} wrote its input {names[k]} "
-                f"({role}): a kernel must leave its arguments unchanged (for Enzyme, a "
-                f"written Const argument can make the gradient wrong silently; {DOCS})",
-            )
-
-
-def refusal_of(request: dict, e: Exception) -> Refusal:
-    """A Julia exception as one line: a kernel's own check (`input`), Enzyme's activity
-    errors naming the option of `weanj.julia_variant` that fixes them (`definition`),
-    anything else (`error`: a bug in the kernel; Julia's stack trace goes to the log)."""
-    text, first = str(e), first_line(e)
-    variant, loss = request["variant"], request["loss"]
-    options = f"{DOCS}: Closures and callables"
-    if "EnzymeMutabilityException" in text or "cannot be proven readonly" in text:
-        return Refusal(
-            "definition",
-            f"{variant}: Enzyme cannot prove that {loss} leaves what it captured unwritten "
-            "(EnzymeMutabilityException): pass function='duplicated' to weanj.julia_variant "
-            f"if that state holds values the loss depends on, function='const' if it does "
-            f"not ({options})",
-        )
-    if "Constant memory is stored" in text or "EnzymeRuntimeActivityError" in text:
-        fix = "runtime_activity=True"
-        if request.get("activity") != "duplicated":
-            fix = f"function='duplicated' (if {loss} keeps a buffer of its own) or {fix}"
-        return Refusal(
-            "definition",
-            f"{variant}: Enzyme found constant memory stored into a differentiable variable "
-            f"(EnzymeRuntimeActivityError): pass {fix} to weanj.julia_variant ({options})",
-        )
-    if first.startswith(("DimensionMismatch", "ArgumentError")):
-        return Refusal("input", f"{variant}: {first}")
-    _log(f"{variant}: {text}")
-    ad = request.get("ad") or "enzyme"
-    if not request.get("gradient") and ad != "enzyme" and request.get("op") != "loss":
-        package = AD_PACKAGES.get(ad, ad)
-        return Refusal("error", f"{variant}: {package} (ad={ad!r}) failed on {loss}: {first}")
-    return Refusal("error", f"{variant}: {first}")
 
 
 def main() -> None:

@@ -27,11 +27,18 @@ Nothing here is Julia, and nothing it computes is a Julia result:
   by hand (`handwritten_loss_and_gradient`), returning the gradient arrays. A kernel may
   write its arguments in place (the worker must notice). `$WEANJ_TEST_NO_PACKAGE` names a
   package whose `using` fails.
-- `ad_loss_and_gradient` answers as each AD would: the gradient (ForwardDiff, Mooncake,
-  Zygote and FiniteDifferences alike), or the refusal above; `$WEANJ_TEST_NO_AD` (comma
-  separated) names AD packages whose `import` fails.
+- `ad_loss_and_gradient` answers as each AD would through DifferentiationInterface: the
+  gradient (ForwardDiff, Mooncake, Zygote and FiniteDifferences alike) and the loss,
+  ForwardDiff's converted to the element type of the differentiated arrays (DI's
+  `GradientResult(x)`), the others' in the kernel's own type; or the refusal above (the
+  text Julia would print: a `MethodError` with its candidates, Zygote's mutation error).
+  With `prep`, it must be `ad_prepare`'s for the same AD and argument types and shapes
+  (DI's `PreparationMismatchError` otherwise). `$WEANJ_TEST_NO_AD` (comma separated)
+  names AD packages whose `import` fails.
 - The worker's stacking of the user's environment (`import Pkg`, then the function of
-  `_julia_worker.STACK` called with the folder) is recorded, and changes nothing.
+  `_julia_worker.STACK` called with the folder) is recorded, and puts the folder's
+  Project.toml first on `Base.load_path()`, above `$WEANJ_TEST_WEANJ_ENVIRONMENT`'s (a
+  folder standing for weanj's environment, if set).
 - `$WEANJ_TEST_JULIA_VERSION` (default 1.11.5) is `string(VERSION)`;
   `$WEANJ_TEST_NO_ENZYME` set makes `import Enzyme` fail.
 """
@@ -87,6 +94,21 @@ class Backend:
 
     def __init__(self, name):
         self.name = name
+
+
+class Prep:
+    """DifferentiationInterface's preparation, as `WeanJ.ad_prepare` makes it: valid for
+    one AD and the arguments' types and shapes."""
+
+    def __init__(self, ad, args):
+        self.ad, self.signature = ad, _signature(args)
+
+
+def _signature(args):
+    return [
+        (a.values.dtype.str, a.values.shape) if isinstance(a, ArrayValue) else type(a).__name__
+        for a in args
+    ]
 
 
 def _user_kernels() -> dict:
@@ -166,22 +188,35 @@ class WeanJModule:
         assert package == ("AD package", name), package
         return Backend(name)
 
-    def ad_loss_and_gradient(self, backend, fn, flags, *args):
-        """DifferentiationInterface's `([loss], gradients)`: as `loss_and_gradient`, or
-        the kernel's refusal by that AD."""
+    def ad_prepare(self, backend, fn, flags, *args):
+        """DifferentiationInterface's preparation for `ad_loss_and_gradient`."""
         assert isinstance(backend, Backend) and isinstance(flags, tuple)
+        record(call="ad_prepare", ad=backend.name, signature=_signature(args))
+        return Prep(backend.name, args)
+
+    def ad_loss_and_gradient(self, backend, fn, flags, *args, prep=None):
+        """DifferentiationInterface's `([loss], gradients)`: as `loss_and_gradient` (the
+        loss in the arrays' float type for ForwardDiff), or the kernel's refusal by that
+        AD."""
+        assert isinstance(backend, Backend) and isinstance(flags, tuple)
+        if prep is not None and (prep.ad, prep.signature) != (backend.name, _signature(args)):
+            raise JuliaError("PreparationMismatchError (inconsistent types between ...)")
         record(
             call="ad_loss_and_gradient",
             ad=backend.name,
             flags=list(flags),
             arrays=_described(args),
             params=_params(args),
+            prepared=prep is not None,
         )
         refusals = fn[2] if len(fn) > 2 else {}
         if backend.name in refusals:
             raise JuliaError(refusals[backend.name] + "\nStacktrace: ...")
-        value = ArrayValue(np.array([fn[0](*_unwrapped(args))]))
-        return value, self._shadows(fn, flags, args)
+        loss = np.array([fn[0](*_unwrapped(args))])
+        if backend.name == "forwarddiff":  # DI's GradientResult(x): x's element type
+            x = next(a.values for a, flag in zip(args, flags, strict=True) if flag)
+            loss = loss.astype(np.finfo(x.dtype).dtype)
+        return ArrayValue(loss), self._shadows(fn, flags, args)
 
     def handwritten_loss_and_gradient(self, fn, gradient, flags, *args):
         """`([loss(args...)], gradient(args...))`, the gradient function's arrays."""
@@ -305,15 +340,20 @@ class MainModule:
     def __init__(self):
         self.WeanJ = None
         self.packages = {}
+        weanj = os.environ.get("WEANJ_TEST_WEANJ_ENVIRONMENT")
+        self.load_path = [] if not weanj else [str(Path(weanj) / "Project.toml")]
 
     def seval(self, code):
         record(call="seval", code=code)
         if code == "string(VERSION)":
             return os.environ.get("WEANJ_TEST_JULIA_VERSION", "1.11.5")
+        if code == "Base.load_path()":
+            return list(self.load_path)
         if "Pkg.instantiate(; manifest = true)" in code:
 
             def stack(env):
                 record(call="stack", environment=str(env))
+                self.load_path.insert(0, str(Path(env) / "Project.toml"))
                 return "<weanj's environment>"
 
             return stack
