@@ -46,7 +46,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import Verdict, _registry
+from weanj import Verdict, _registry, _run_names
 from weanj._cli import main
 from weanj._commands.bisect import bisect
 from weanj._commands.fuzz import fuzz
@@ -292,7 +292,7 @@ def fronts_here(project):
             a, b = pair.split("~")
             shared = places().inputs(example)
             cat = _registry.catalog(example)  # the names resolved as the command line does
-            va, vb = _registry.same_family_pair(cat, a, b, "bisect")
+            va, vb = _run_names.same_family_pair(cat, a, b, "bisect")
             bisected[case] = bisect(cat, va, vb, inputs=shared, say=quiet)
         fuzzed = {
             name: fuzz(_registry.catalog(name), max_examples=1, say=quiet) for name in EXAMPLES

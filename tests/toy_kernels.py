@@ -101,3 +101,20 @@ def integer_xy(draw, longest: int, largest: int) -> dict[str, np.ndarray]:
         "x": np.array([p[0] for p in pairs], float),
         "y": np.array([p[1] for p in pairs], float),
     }
+
+
+# --- a float32-only bug: the iterate kept in bfloat16 from the fourth sweep on --------------
+
+COARSE_FROM = 4  # the first sweep after which a float32 run rounds its iterate to bfloat16
+
+
+def smooth_coarse_late(x, y, S):
+    """Σ (Mˢx − y)² as `smooth_loop`, but a float32 run rounds its iterate to bfloat16 after
+    each sweep from the `COARSE_FROM`-th on (a port that "saves memory" in low precision):
+    a float64 run is `smooth_loop`'s."""
+    for s in range(1, S + 1):
+        x = smooth(x)
+        if s >= COARSE_FROM and x.dtype == jnp.float32:
+            x = x.astype(jnp.bfloat16).astype(jnp.float32)
+    return jnp.sum((x - y) ** 2)
+
