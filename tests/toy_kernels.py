@@ -118,3 +118,30 @@ def smooth_coarse_late(x, y, S):
             x = x.astype(jnp.bfloat16).astype(jnp.float32)
     return jnp.sum((x - y) ** 2)
 
+
+# --- Σ|w − c| + Σw², evaluated just above its kinks w = c -------------------------------------
+
+KINK_AT = np.array([0.5, -0.3, 0.8])
+ABOVE_KINK = 1e-9  # how far above c the inputs lie: far less than the Taylor test's first step
+
+
+def above_the_kinks(seed: int) -> dict[str, np.ndarray]:
+    """w = c + 1e-9 (every entry just above its kink; the seed is not used)."""
+    return {"w": KINK_AT + ABOVE_KINK}
+
+
+def kinked_by_abs(w):
+    """Σ|w − c| + Σw², by `jnp.abs`."""
+    return jnp.sum(jnp.abs(w - KINK_AT)) + jnp.sum(w**2)
+
+
+def kinked_by_branches(w):
+    """Σ|w − c| + Σw², |d| by its branches."""
+    d = w - KINK_AT
+    return jnp.sum(jnp.where(d > 0, d, -d)) + jnp.sum(w * w)
+
+
+def kinked_by_relu(w):
+    """Σ|w − c| + Σw², |d| = relu(d) + relu(−d)."""
+    d = w - KINK_AT
+    return jnp.sum(jax.nn.relu(d) + jax.nn.relu(-d)) + jnp.sum(w**2)

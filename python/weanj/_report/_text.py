@@ -8,6 +8,7 @@ the same.
 
 from __future__ import annotations
 
+from .._judge._suspects import kink_hypotheses
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ._cells import check_cell, checks_of, family_cell, float32_cell
@@ -262,6 +263,7 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     if failing:
         out.append("  failures:")
         out.extend(failing)
+        out.extend(f"  {h.line}" for h in kink_hypotheses(ej))  # a family failing alike
     notes = [f"{len(failing)} failure(s)"] if failing else []
     if expected:
         notes.append(expected_count(len(expected)))
