@@ -99,6 +99,10 @@ def test_fuzz_in_float32_fails_where_check_fails_with_checks_numbers(coarse, cap
     assert by_case[PAIR32].verdict == weanj.Verdict.FAIL
     float64_pairs = [j for j in judgement[EX].of_kind(CaseKind.PAIR) if "@" not in j.case]
     assert float64_pairs and all(j.verdict == weanj.Verdict.OK for j in float64_pairs)
+    # the end of check names the float32 run, and a bisect that takes its name
+    (suspect,) = [x for x in judgement.lines() if x.startswith(f"  {EX} family s: ")]
+    assert suspect.startswith(f"  {EX} family s: jax-coarse@float32 (FAIL vs jax-coarse: x)")
+    assert suspect.endswith(f"`weanj bisect {EX} jax-coarse jax-coarse@float32`"), suspect
 
     # float64 (the default): the pairs check passes; nothing to find
     assert main(["fuzz", EX, "--seed", "1", "--max-examples", "2"]) == 0
@@ -245,3 +249,22 @@ def test_bisect_with_nothing_to_search_says_so_in_one_line(flat, capsys, project
     assert main(["bisect", FLAT, "jax-sq", "jax-expanded", "--inputs", str(shared)]) == 0
     out = capsys.readouterr().out
     assert f"jax-sq vs jax-expanded (q) on shared_inputs/{FLAT}.h5 (x (5,), y (5,)): ok" in out
+
+
+def test_the_replay_command_names_the_runs_and_the_dtype(coarse):
+    """An unseeded run's replay line: its pairs by their runs' names, or the `--dtype` and
+    `--device` of the default pairs; each line parses as the command line it is."""
+    from weanj._cli._parser import parse
+    from weanj._pipeline._fuzz_draws import replay_command
+    from weanj._run_names import chosen_pairs
+
+    cat = _registry.catalog(EX)
+    pairs = chosen_pairs(cat, [("jax-loop", "jax-coarse")], "--pairs", dtype="float32")
+    assert [(a.label, b.label) for a, b in pairs] == [("jax-loop@float32", "jax-coarse@float32")]
+    named = replay_command(coarse, 7, pairs)
+    assert named == f"weanj fuzz {EX} --pairs jax-loop@float32 jax-coarse@float32 --seed 7"
+    default = replay_command(coarse, 7, None, 10, dtype="float32", device="tpu")
+    assert default == f"weanj fuzz {EX} --dtype float32 --device tpu --max-examples 10 --seed 7"
+    for line in (named, default):
+        args, _ = parse(line.split()[1:])
+        assert args.command == "fuzz" and args.seed == 7
