@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import _registry
+from weanj import _registry, _run_names
 from weanj._cli import main
 from weanj._commands import bisect as bisect_command
 
@@ -30,7 +30,7 @@ from .projects import reproduce_case, saved_path, weanj_in, write_project
 def _bisect(example: str, a: str, b: str, **options):
     """`weanj bisect`'s function, the names resolved as the command line resolves them."""
     cat = _registry.catalog(example)
-    return bisect_command.bisect(cat, *_registry.same_family_pair(cat, a, b, "bisect"), **options)
+    return bisect_command.bisect(cat, *_run_names.same_family_pair(cat, a, b, "bisect"), **options)
 
 
 STEPS = """\
@@ -446,8 +446,8 @@ def test_the_minimal_case_is_the_case_fuzz_writes_too(odd_sizes, project, capsys
     assert made.inputs.key() == case.inputs.key()  # the generator's n = 11, as fuzz makes it
     again = made.write(places(), "bisect-jax-sum-jax-mid-n11")
     assert again.path.read_bytes() == written
-    cat = _registry.catalog(ODD)
-    assert done.reproduce == again.reproduce(cat.find("jax-sum"), cat.find("jax-mid"), places())
+    runs = _run_names.same_family_pair(_registry.catalog(ODD), "jax-sum", "jax-mid", "bisect")
+    assert done.reproduce == again.reproduce(*runs, places())
     assert made.order() == (22, 0.0, odd_sizes.seed)  # 2 × 11 elements, no parameter
     # a size the example refuses is no case: why, in words
     assert sized_case(odd_sizes, 3, {}, 0) == "refused (n = 3: needs n >= 10, got 3)"

@@ -46,7 +46,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import Verdict, _registry
+from weanj import Verdict, _registry, _run_names
 from weanj._cli import main
 from weanj._commands.bisect import bisect
 from weanj._commands.fuzz import fuzz
@@ -292,7 +292,7 @@ def fronts_here(project):
             a, b = pair.split("~")
             shared = places().inputs(example)
             cat = _registry.catalog(example)  # the names resolved as the command line does
-            va, vb = _registry.same_family_pair(cat, a, b, "bisect")
+            va, vb = _run_names.same_family_pair(cat, a, b, "bisect")
             bisected[case] = bisect(cat, va, vb, inputs=shared, say=quiet)
         fuzzed = {
             name: fuzz(_registry.catalog(name), max_examples=1, say=quiet) for name in EXAMPLES
@@ -468,12 +468,12 @@ def test_every_pair_gets_one_verdict_in_every_front_end(fronts):
     assert _fuzz_failing(fronts) == failing
     for name, fz in fronts["fuzz"].items():
         assert fz.draws == 1 and all(f.how == "shared inputs" for f in fz.findings)
-        searched = {_case(name, a.family, f"{a.name}~{b.name}") for a, b in fz.pairs}
+        searched = {_case(name, a.family, f"{a.label}~{b.label}") for a, b in fz.pairs}
         assert searched == {c for c in VARIANT_PAIRS if c.startswith(f"{name}::")}
         agreed = {
-            _case(name, a.family, f"{a.name}~{b.name}")
+            _case(name, a.family, f"{a.label}~{b.label}")
             for a, b in fz.pairs
-            if (a.name, b.name) not in fz.failed_pairs
+            if (a.label, b.label) not in fz.failed_pairs
         }
         assert {c: VARIANT_PAIRS[c] for c in agreed} == {
             c: v for c, v in VARIANT_PAIRS.items() if c.startswith(f"{name}::") and v != "FAIL"

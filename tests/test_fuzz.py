@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj import _registry
+from weanj import _registry, _run_names
 from weanj._cli import main
 from weanj._commands import fuzz as fuzz_command
 from weanj._pipeline import _fuzz_draws, _fuzz_run, _fuzz_search
@@ -40,7 +40,7 @@ from .toy_kernels import away_from_ties, integer_xy, min_by_branches, min_by_min
 def _fuzz(example: str, *, pairs=None, **options):
     """`weanj fuzz`'s function, the names resolved as the command line resolves them."""
     cat = _registry.catalog(example)
-    chosen = _registry.chosen_pairs(cat, pairs, "--pairs") if pairs else None
+    chosen = _run_names.chosen_pairs(cat, pairs, "--pairs") if pairs else None
     return fuzz_command.fuzz(cat, pairs=chosen, **options)
 
 
@@ -416,7 +416,7 @@ def test_max_examples_bounds_the_draws(agreeing, capsys):
 
 
 def test_pairs_are_checked(agreeing, capsys):
-    """`--pairs` names are resolved at the edge (`_registry.chosen_pairs`), each refusal one
+    """`--pairs` names are resolved at the edge (`_run_names.chosen_pairs`), each refusal one
     line (an unknown name with the known ones listed below it), exit 2, nothing run."""
     for pair, fragment in (
         (("jax-a", "jax-c"), "compares members of one family"),

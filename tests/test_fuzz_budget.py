@@ -266,6 +266,7 @@ def test_draws_of_one_shape_reuse_the_compiled_programs(project):
     import jax
     from jax._src import dispatch
 
+    from weanj._model import VariantRun
     from weanj._pipeline._fuzz_search import Budget, judge_draw
     from weanj._pipeline._minimal_case import sized_case
     from weanj._pipeline._session import Session
@@ -282,7 +283,7 @@ def test_draws_of_one_shape_reuse_the_compiled_programs(project):
         def programs(size: int, seed: int) -> int:
             before = len(made)
             case = sized_case(ex, size, {"T": 3}, seed)
-            draw = judge_draw(session, cat, [(a, b)], case, Budget())
+            draw = judge_draw(session, cat, [(VariantRun(a), VariantRun(b))], case, Budget())
             assert not draw.failing and not draw.nonfinite, draw.outcomes
             return len(made) - before
 

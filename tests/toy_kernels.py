@@ -101,3 +101,47 @@ def integer_xy(draw, longest: int, largest: int) -> dict[str, np.ndarray]:
         "x": np.array([p[0] for p in pairs], float),
         "y": np.array([p[1] for p in pairs], float),
     }
+
+
+# --- a float32-only bug: the iterate kept in bfloat16 from the fourth sweep on --------------
+
+COARSE_FROM = 4  # the first sweep after which a float32 run rounds its iterate to bfloat16
+
+
+def smooth_coarse_late(x, y, S):
+    """Σ (Mˢx − y)² as `smooth_loop`, but a float32 run rounds its iterate to bfloat16 after
+    each sweep from the `COARSE_FROM`-th on (a port that "saves memory" in low precision):
+    a float64 run is `smooth_loop`'s."""
+    for s in range(1, S + 1):
+        x = smooth(x)
+        if s >= COARSE_FROM and x.dtype == jnp.float32:
+            x = x.astype(jnp.bfloat16).astype(jnp.float32)
+    return jnp.sum((x - y) ** 2)
+
+
+# --- Σ|w − c| + Σw², evaluated just above its kinks w = c -------------------------------------
+
+KINK_AT = np.array([0.5, -0.3, 0.8])
+ABOVE_KINK = 1e-9  # how far above c the inputs lie: far less than the Taylor test's first step
+
+
+def above_the_kinks(seed: int) -> dict[str, np.ndarray]:
+    """w = c + 1e-9 (every entry just above its kink; the seed is not used)."""
+    return {"w": KINK_AT + ABOVE_KINK}
+
+
+def kinked_by_abs(w):
+    """Σ|w − c| + Σw², by `jnp.abs`."""
+    return jnp.sum(jnp.abs(w - KINK_AT)) + jnp.sum(w**2)
+
+
+def kinked_by_branches(w):
+    """Σ|w − c| + Σw², |d| by its branches."""
+    d = w - KINK_AT
+    return jnp.sum(jnp.where(d > 0, d, -d)) + jnp.sum(w * w)
+
+
+def kinked_by_relu(w):
+    """Σ|w − c| + Σw², |d| = relu(d) + relu(−d)."""
+    d = w - KINK_AT
+    return jnp.sum(jax.nn.relu(d) + jax.nn.relu(-d)) + jnp.sum(w**2)

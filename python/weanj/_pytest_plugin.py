@@ -144,7 +144,7 @@ def _fuzz_pair(catalog, a, b, draws: int) -> str | None:
 
     here = places()
     set_hypothesis_home_dir(here.results / ".weanj-fuzz")
-    seed = pair_seed(fuzz_id(catalog.example, a.family, a.name, b.name))
+    seed = pair_seed(fuzz_id(catalog.example, a.family, a.label, b.label))
     with Session(shown_path=here.shown) as session:
         result = run_fuzz(
             session, catalog, [(a, b)], here, seed=seed, database=False,

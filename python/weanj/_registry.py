@@ -25,7 +25,6 @@ from typing import Any
 from . import _x64
 from ._errors import (
     DefinitionError,
-    InputError,
     ProjectError,
     UnavailableError,
     UnknownNameError,
@@ -417,33 +416,3 @@ def chosen_variants(cat: Catalog, names: list[str] | None) -> list[Variant]:
     if not names:
         return list(cat.variants)
     return [registered_variant(cat.example, n) for n in dict.fromkeys(names)]
-
-
-def same_family_pair(cat: Catalog, a: str, b: str, what: str) -> tuple[Variant, Variant]:
-    """Two available variants of one family (what `bisect` and `fuzz --pairs` compare), or
-    an `InputError` naming `what` asked: the same variant twice, or two families (other
-    algorithms, expected to differ)."""
-    if a == b:
-        raise InputError(
-            f"{what} needs two different variants, got {a} twice (a variant is not compared "
-            "with itself)"
-        )
-    va, vb = variant(cat.example, a), variant(cat.example, b)
-    if va.family != vb.family:
-        raise InputError(
-            f"{what} {a} {b}: {a} ({va.family}) and {b} ({vb.family}) are of different families "
-            f"(other algorithms, expected to differ); {what} compares members of one family"
-        )
-    return va, vb
-
-
-def chosen_pairs(
-    cat: Catalog, pairs: list[tuple[str, str]] | tuple[tuple[str, str], ...], what: str
-) -> list[tuple[Variant, Variant]]:
-    """The pairs named (`fuzz --pairs`), each checked as `same_family_pair` checks one;
-    a pair named twice is taken once."""
-    out: dict[tuple[str, str], tuple[Variant, Variant]] = {}
-    for a, b in pairs:
-        if (a, b) not in out:
-            out[(a, b)] = same_family_pair(cat, a, b, what)
-    return list(out.values())

@@ -141,7 +141,7 @@ def cmd_diff(args: argparse.Namespace, words: dict) -> int:
     from .._model._verdicts import CaseKind
     from .._places import places
 
-    judgement = diff(args.example)
+    judgement = diff(args.example, runs=args.runs or None)
     ej = judgement[_example(args.example).name]
     if ej.error is None and not ej.subjects and not ej.of_kind(CaseKind.FILE):
         raise WeanjError(
@@ -256,33 +256,28 @@ def cmd_report(args: argparse.Namespace, words: dict) -> int:
 
 def cmd_bisect(args: argparse.Namespace, words: dict) -> int:
     from .._commands.bisect import bisect
-    from .._registry import same_family_pair
+    from .._run_names import same_family_pair
 
     cat = _catalog(args.example)
     params = param_values(cat.example, words, args.options)
-    va, vb = same_family_pair(cat, args.a, args.b, "bisect")
+    a, b = same_family_pair(cat, args.a, args.b, "bisect", dtype=args.dtype, device=args.device)
     done = bisect(
-        cat,
-        va,
-        vb,
-        over=args.over,
-        params=params,
-        inputs=args.inputs,
-        timeout=args.timeout,
-        device=args.device,
+        cat, a, b, over=args.over, params=params, inputs=args.inputs, timeout=args.timeout
     )
     return done.exit_code
 
 
 def cmd_fuzz(args: argparse.Namespace, words: dict) -> int:
     from .._commands.fuzz import fuzz
-    from .._registry import chosen_pairs
+    from .._run_names import chosen_pairs
 
     cat = _catalog(args.example)
-    pairs = chosen_pairs(cat, [tuple(p) for p in args.pairs], "--pairs") if args.pairs else None
+    named = [tuple(p) for p in args.pairs or ()]
+    pairs = chosen_pairs(cat, named, "--pairs", dtype=args.dtype, device=args.device)
     done = fuzz(
         cat,
-        pairs=pairs,
+        pairs=pairs or None,
+        dtype=args.dtype,
         max_examples=args.max_examples,
         seconds=args.seconds,
         timeout=args.timeout,

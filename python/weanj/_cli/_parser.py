@@ -8,134 +8,32 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import math
 import re
 
 from .._errors import InputError
+from ._options import (
+    DTYPE_CHOICES,
+    PARAMS_HELP,
+    Parser,
+    add_device,
+    add_example,
+    add_processes,
+    add_timeout,
+    count,
+    fuzz_seed,
+    positive_float,
+    positive_int,
+)
+from ._options import UsageError as UsageError
 
-DTYPE_CHOICES = ("float64", "float32")
 _PARAM_WORD = re.compile(r"--([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?\Z")
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with a wider help layout, no abbreviations (`--t` never means `--timeout`)
-    and errors in one line."""
-
-    def __init__(self, *args, **kwargs):
-        kwargs["allow_abbrev"] = False
-        super().__init__(*args, **kwargs)
-
-    def _get_formatter(self):
-        return argparse.HelpFormatter(prog=self.prog, max_help_position=30, width=100)
-
-    def error(self, message: str):
-        """One line on stderr, exit 2 (argparse's own prints the usage first)."""
-        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-
-class UsageError(InputError):
-    """A command line that does not parse."""
-
-
-def _number(kind: type, accepts, what: str):
-    """An argparse `type=` for a number of `kind` (int or float) that `accepts(value)`:
-    a text that is no such number, or one out of range, is `expected WHAT, got 'TEXT'`
-    (argparse puts `argument --OPTION:` before it)."""
-    noun = "an integer" if kind is int else "a number"
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
-        if not accepts(value):
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-        return value
-
-    return parse
-
-
-# seconds, budgets
-positive_float = _number(float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0")
-positive_int = _number(int, lambda v: v >= 1, "an integer >= 1")
-# a seed of `weanj fuzz` (what numpy's generators take)
-fuzz_seed = _number(int, lambda v: 0 <= v < 2**32, "an integer from 0 to 2^32 - 1")
-# `--workers 0`: in this process
-count = _number(int, lambda v: v >= 0, "an integer >= 0")
-
-
-def time_limit(text: str) -> float:
-    """A finite number >= 0 (`--timeout`: 0 is no limit); one message for any other text."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds >= 0 (0: no limit), got {text!r}"
-        )
-    return value
-
-
-def _processes(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--processes",
-        type=positive_int,
-        default=None,
-        metavar="P",
-        help="run the sharded (multi-device) variants under jax.distributed on P local "
-        "processes (docs/distributed.md)",
-    )
-
-
-def _example(p: argparse.ArgumentParser) -> None:
-    p.add_argument("example", help="an example of the project (weanj list)")
-
-
-def _timeout(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument(
-        "--timeout",
-        type=time_limit,
-        default=None,
-        metavar="S",
-        help=f"give up on {what} after S seconds (verdict timeout; the others go on); "
-        "default: [tool.weanj] timeout, else 600; 0: no limit",
-    )
-
-
-DEVICE_CHOICES = ("cpu", "gpu", "tpu")
-
-
-def _device(p, *, several: bool = True, side: str = "") -> None:
-    """`--device cpu|gpu|tpu` (repeatable where `several`): where the runs go."""
-    if several:
-        p.add_argument(
-            "--device",
-            action="append",
-            choices=DEVICE_CHOICES,
-            default=None,
-            help="run on this device too, each run judged against its family's CPU float64 "
-            "reference, e.g. --device cpu --device tpu (repeatable; default: "
-            "[tool.weanj] devices, else the CPU, whatever JAX's default device is)",
-        )
-    else:
-        p.add_argument(
-            "--device",
-            choices=DEVICE_CHOICES,
-            default="cpu",
-            help=f"JAX device kind{' of ' + side if side else ''} (default: cpu, whatever "
-            "JAX's default device is)",
-        )
-
-
-PARAMS_HELP = "--PARAM V: any parameter of the example (weanj list EXAMPLE shows them), e.g. --K 5"
 
 
 def _run(sub) -> None:
     p = sub.add_parser(
         "run", help="loss and gradient of one variant, saved to the store", epilog=PARAMS_HELP
     )
-    _example(p)
+    add_example(p)
     p.add_argument("variant", help="one of its variants (weanj list EXAMPLE)")
     p.add_argument(
         "--inputs",
@@ -157,14 +55,14 @@ def _run(sub) -> None:
         help="replace a recorded reference (the old one is kept aside), or an --out file "
         "weanj did not write (never a .py module)",
     )
-    _processes(p)
-    _device(p, several=False)
+    add_processes(p)
+    add_device(p, several=False)
     p.add_argument(
         "--traceback",
         action="store_true",
         help="where the variant raises, print its whole traceback (stderr)",
     )
-    _timeout(p, "the variant")
+    add_timeout(p, "the variant")
 
 
 def _check(sub) -> None:
@@ -192,7 +90,7 @@ def _check(sub) -> None:
         "run on this device (--require tpu), e.g. --require julia (default: [tool.weanj] "
         "require)",
     )
-    _device(p)
+    add_device(p)
     p.add_argument(
         "--fresh",
         action="store_true",
@@ -219,13 +117,20 @@ def _check(sub) -> None:
         help="evaluate on the Dask cluster of this scheduler (default: $DASK_SCHEDULER_ADDRESS, "
         "else [tool.weanj] scheduler, else in this process)",
     )
-    _processes(p)
-    _timeout(p, "a variant")
+    add_processes(p)
+    add_timeout(p, "a variant")
 
 
 def _diff(sub) -> None:
     p = sub.add_parser("diff", help="judge the stored gradients of an example pairwise")
-    _example(p)
+    add_example(p)
+    p.add_argument(
+        "runs",
+        nargs="*",
+        metavar="RUN",
+        help="only these stored runs and the pairs among them, named as the views name "
+        "them (V, V@float32, recorded/V); default: all",
+    )
     p.add_argument("--json", action="store_true", help="the judgement as JSON on stdout")
     p.add_argument("--plot", action="store_true", help="pictures of |Δ| in results/EXAMPLE/diff/")
     p.add_argument(
@@ -239,7 +144,7 @@ def _bench(sub) -> None:
     p = sub.add_parser(
         "bench", help="time forward and gradient, compile time and memory", epilog=PARAMS_HELP
     )
-    _example(p)
+    add_example(p)
     p.add_argument("--variants", nargs="+", metavar="VARIANT", help="default: all available")
     p.add_argument(
         "--sizes",
@@ -273,7 +178,7 @@ def _bench(sub) -> None:
         help="the same as --memory-over K ... (no values: none)",
     )
     p.add_argument("--dtype", choices=DTYPE_CHOICES, default="float64", help="default: float64")
-    _device(p, several=False)
+    add_device(p, several=False)
     p.add_argument(
         "--devices",
         type=positive_int,
@@ -298,7 +203,7 @@ def _bench(sub) -> None:
         action="store_true",
         help="replace the earlier records of the variants measured",
     )
-    _timeout(p, "a variant's point")
+    add_timeout(p, "a variant's point")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -324,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     _check(sub)
     _bench(sub)
     p = sub.add_parser("plot", help="PNG figures from the stored benchmark results")
-    _example(p)
+    add_example(p)
     _report(sub)
     _bisect(sub)
     _fuzz(sub)
@@ -372,9 +277,15 @@ def _bisect(sub) -> None:
         help="the smallest iteration count and problem size at which two variants part ways",
         epilog=PARAMS_HELP,
     )
-    _example(p)
-    p.add_argument("a", metavar="A", help="a variant (the reference)")
-    p.add_argument("b", metavar="B", help="another variant of its family")
+    add_example(p)
+    p.add_argument(
+        "a", metavar="A", help="a variant (the reference), or a run of one as the views name it"
+    )
+    p.add_argument(
+        "b",
+        metavar="B",
+        help="another variant of its family, or a run (V@float32: V's float32 run; V@tpu)",
+    )
     p.add_argument(
         "--over",
         metavar="PARAM",
@@ -385,21 +296,34 @@ def _bisect(sub) -> None:
         metavar="FILE",
         help="judge A and B on this inputs file alone (a case bisect or fuzz wrote)",
     )
-    _timeout(p, "one evaluation")
-    _device(p, several=False, side="B (A, the reference, on the CPU)")
+    _pair_dtype(p)
+    add_timeout(p, "one evaluation")
+    add_device(p, several=False, side="B (A, the reference, on the CPU)")
+
+
+def _pair_dtype(p) -> None:
+    """`--dtype` of `bisect` and `fuzz`: the dtype of pairs whose names give none."""
+    p.add_argument(
+        "--dtype",
+        choices=DTYPE_CHOICES,
+        default="float64",
+        help="run both sides in this dtype where the names give none (default: float64); "
+        "V V@float32 is V's float32 run against its float64 run, judged in float32",
+    )
 
 
 def _fuzz(sub) -> None:
     p = sub.add_parser(
         "fuzz", help="differential testing of same-family pairs on drawn inputs, with shrinking"
     )
-    _example(p)
+    add_example(p)
     p.add_argument(
         "--pairs",
         nargs=2,
         action="append",
         metavar=("A", "B"),
-        help="only these pairs (repeatable)",
+        help="only these pairs (repeatable); a run is named as the views name it "
+        "(V@float32, V@tpu)",
     )
     p.add_argument(
         "--max-examples", type=positive_int, default=None, metavar="N", help="draws (default 100)"
@@ -419,8 +343,9 @@ def _fuzz(sub) -> None:
         help="draw from this seed (default: one drawn and shown); the same seed, the same "
         "draws and report (no database read or kept)",
     )
-    _timeout(p, "one evaluation")
-    _device(p, several=False, side="B (A, the reference, on the CPU)")
+    _pair_dtype(p)
+    add_timeout(p, "one evaluation")
+    add_device(p, several=False, side="B (A, the reference, on the CPU)")
 
 
 # Commands whose extra `--NAME V` words are the example's parameters.

@@ -1,7 +1,10 @@
-"""`weanj bisect EX A B [--over PARAM|SIZE]`: when, and on how small an input, two ports
-part ways.
+"""`weanj bisect EX A B [--over PARAM|SIZE] [--dtype D] [--device D]`: when, and on how
+small an input, two ports part ways.
 
-A pair "agrees" exactly when the one judge says `ok` (or `kinks`, for a pair declared with
+A and B are runs, named as the views name them (`weanj._run_names`): `V V@float32` is a
+variant's float32 run against its own float64 run, as `weanj check` pairs them; `A B
+--dtype float32` two ports in float32; `A B@tpu` (or `--device tpu`) B on the device. A
+pair "agrees" exactly when the one judge says `ok` (or `kinks`, for a pair declared with
 `weanj.differ_at_kinks`) on every gradient array, as `weanj check` judges it
 (`_pipeline._cases.judge_pair_on`, with the same case ids); a variant at fault on some
 input parts ways there. A pair declared to differ (`weanj.Expected`) is said to be so,
@@ -26,6 +29,9 @@ where the declared difference does not show, it is taken to agree.
 3. The minimal case (`_pipeline._minimal_case.Case`, the one fuzz writes too) is written
    as an inputs file, `results/EX/cases/`, with the commands that reproduce it (`weanj
    bisect EX A B --inputs CASE` judges the pair on it alone).
+
+An example with no int parameter and no declared `Sizes` has nothing to search: one line
+says so (`InputError`), and `--inputs CASE` judges the pair on one file.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from typing import Any
 from .._errors import InputError, WeanjError
 from .._io import _inputs, _jax_cache
 from .._judge._verdict import Verdict
-from .._model import Catalog, Example, Inputs, Param, Variant
+from .._model import Catalog, Example, Inputs, Param, VariantRun
 from .._pipeline._cases import PairOutcome, judge_pair_on
 from .._pipeline._minimal_case import Case, declared_line, sized_case
 from .._pipeline._session import Session
@@ -62,7 +68,6 @@ class Bisected:
     outcome: PairOutcome | None = None
     minimal: Case | None = None
     reproduce: list[str] = field(default_factory=list)
-    device: str = "cpu"  # where B ran (`--device`)
 
     @property
     def case(self) -> Path | None:
@@ -181,43 +186,51 @@ def _over(ex: Example, over: str | None) -> Param | str | None:
     return p
 
 
-def _in_float64(va: Variant, vb: Variant) -> None:
-    for v in (va, vb):
-        if "float64" not in v.dtypes:
-            raise InputError(f"{v.name} does not run in float64, which bisect compares")
+def nothing_to_search(ex: Example, a: VariantRun, b: VariantRun) -> str | None:
+    """The line that says a search has nothing to go over (no int parameter, no declared
+    `Sizes`), or None."""
+    if any(p.kind == "int" for p in ex.params) or ex.sizes is not None:
+        return None
+    return (
+        f"bisect {ex.name}: nothing to search: it has no int parameter and declares no "
+        f"Sizes; `weanj bisect {ex.name} {a.label} {b.label} --inputs FILE` judges the pair "
+        "on one inputs file"
+    )
 
 
 def bisect(
     cat: Catalog,
-    va: Variant,
-    vb: Variant,
+    a: VariantRun,
+    b: VariantRun,
     *,
     over: str | None = None,
     params: dict[str, Any] | None = None,
     inputs: str | Path | None = None,
     timeout: float | None = None,
     say: Callable[[str], None] = print,
-    device: str = "cpu",
 ) -> Bisected:
-    """Where `va` and `vb`, two available variants of one family of `cat` (as the front
-    end resolves them), part ways (module docstring); `inputs`: judge them on that inputs
-    file alone; `device`: B runs there (A, the reference, on the CPU). **Returns** a
-    `Bisected` (`exit_code` 1 when they part ways)."""
+    """Where the runs `a` and `b` (each in its dtype, on its device), of two available
+    variants of one family of `cat` (as the front end reads their names,
+    `_run_names.same_family_pair`), part ways (module docstring); `inputs`: judge them on
+    that inputs file alone. An example with nothing to search (no int parameter, no
+    declared `Sizes`) is an `InputError` saying so, unless `inputs` is given. **Returns**
+    a `Bisected` (`exit_code` 1 when they part ways)."""
     ex = cat.example
-    _in_float64(va, vb)
-    a, b = va.name, vb.name
+    if inputs is None and nothing_to_search(ex, a, b) is not None:
+        raise InputError(nothing_to_search(ex, a, b))
+    p = _over(ex, over) if inputs is None else None
     here = places()
     _jax_cache.enable()
-    result = Bisected(device=device)
+    result = Bisected()
 
     def tell(line: str) -> None:
         result.lines.append(line)
         say(line)
 
-    with Session(timeout_s=time_limit(timeout), shown_path=here.shown, device=device) as session:
+    with Session(timeout_s=time_limit(timeout), shown_path=here.shown) as session:
 
         def check(on: Inputs) -> PairOutcome:
-            o = judge_pair_on(session, cat, va, vb, on)
+            o = judge_pair_on(session, cat, a, b, on)
             if o.timed_out:  # which variant, and the limit: the timeout's own line
                 late = next(j for j in o.judgements if j.verdict == Verdict.TIMEOUT)
                 raise WeanjError(
@@ -230,39 +243,43 @@ def bisect(
             if params:
                 on = on.with_params(params)
             result.outcome = check(on)
-            _tell_declared(cat, va, vb, tell)
+            _tell_declared(cat, a, b, tell)
             tell(
-                f"{a} vs {b} ({va.family}) on {here.shown(Path(inputs))} ({on.sizes_text()}): "
-                f"{result.outcome.word()}"
+                f"{a.label} vs {b.label} ({a.family}) on {here.shown(Path(inputs))} "
+                f"({on.sizes_text()}): {result.outcome.word()}"
             )
             tell("\n".join(outcome_lines(result.outcome)))
             return result
-        return _search(cat, va, vb, _over(ex, over), dict(params or {}), check, here, tell, result)
+        return _search(cat, a, b, p, dict(params or {}), check, here, tell, result)
 
 
-def _tell_declared(cat: Catalog, va: Variant, vb: Variant, tell) -> None:
-    line = declared_line(cat, va, vb)
+def _tell_declared(cat: Catalog, a: VariantRun, b: VariantRun, tell) -> None:
+    line = declared_line(cat, a, b)
     if line is not None:
         tell(line)
 
 
-def _agree(cat: Catalog, va: Variant, vb: Variant) -> str:
+def _declared(cat: Catalog, a: VariantRun, b: VariantRun) -> bool:
+    return bool(cat.declared_pair(a.variant, b.variant))
+
+
+def _agree(cat: Catalog, a: VariantRun, b: VariantRun) -> str:
     """What a search that found nothing says the pair does."""
-    return "agree, or differ only as declared," if cat.declared_pair(va, vb) else "agree"
+    return "agree, or differ only as declared," if _declared(cat, a, b) else "agree"
 
 
-def _search(cat, va, vb, p, params, check, here, tell, result: Bisected) -> Bisected:
+def _search(cat, a, b, p, params, check, here, tell, result: Bisected) -> Bisected:
     ex = cat.example
     base = _inputs.read_inputs(ex, here)
     given = dict(params)
     if params:  # `--PARAM V`; for the parameter bisected, the top of the search
         base = base.with_params(params)
     tell(
-        f"bisect {ex.name}: {va.name} vs {vb.name} ({va.family}) on the shared inputs "
+        f"bisect {ex.name}: {a.label} vs {b.label} ({a.family}) on the shared inputs "
         f"({base.sizes_text()})"
     )
-    _tell_declared(cat, va, vb, tell)
-    agree = _agree(cat, va, vb)
+    _tell_declared(cat, a, b, tell)
+    agree = _agree(cat, a, b)
     at_first = None
     if isinstance(p, Param):
         hi = (
@@ -286,30 +303,29 @@ def _search(cat, va, vb, p, params, check, here, tell, result: Bisected) -> Bise
                 if result.first > lo
                 else " (the smallest value)"
             )
-            beyond = " beyond the declaration" if cat.declared_pair(va, vb) else ""
+            beyond = " beyond the declaration" if _declared(cat, a, b) else ""
             tell(f"first disagreement{beyond} at {p.name} = {result.first}{since}:")
             tell("\n".join(outcome_lines(at_first)))
         else:
-            tell(f"{va.name} and {vb.name} {agree} at every {p.name} tried, {lo} … {hi}")
+            tell(f"{a.label} and {b.label} {agree} at every {p.name} tried, {lo} … {hi}")
             if int(base.params[p.name]) in seen:
                 return result  # the shared value was among those tried
-    if at_first is None and not isinstance(p, str):  # no parameter, or the shared value not tried
+    if at_first is None and isinstance(p, Param):  # the shared value was not among those tried
         at_first = check(base)
         tell(f"on the shared inputs ({base.sizes_text()}): {at_first.word()}")
         if at_first.agree:
             return result
         tell("\n".join(outcome_lines(at_first)))
-        if isinstance(p, Param):
-            result.first = int(base.params[p.name])
-    return _minimal_case(cat, va, vb, p, result, at_first, base, check, here, tell)
+        result.first = int(base.params[p.name])
+    return _minimal_case(cat, a, b, p, result, at_first, base, check, here, tell)
 
 
-def _minimal_case(cat, va, vb, p, result: Bisected, at_first, base, check, here, tell) -> Bisected:
+def _minimal_case(cat, a, b, p, result: Bisected, at_first, base, check, here, tell) -> Bisected:
     """Step 2 and 3: the smallest size at the value found, the case file and the commands."""
     ex = cat.example
     params = dict((at_first.inputs if at_first is not None else base).params)
     minimal, made_at = at_first, None  # the outcome there, and the size it was made at
-    stem = f"bisect-{va.name}-{vb.name}" + (
+    stem = f"bisect-{a.label}-{b.label}" + (
         f"-{p.name}{result.first}" if isinstance(p, Param) else ""
     )
     if ex.sizes is None:
@@ -320,7 +336,7 @@ def _minimal_case(cat, va, vb, p, result: Bisected, at_first, base, check, here,
         found, tried = smallest_size(ex, check, params, ex.seed, tell)
         if found is None:
             tell(
-                f"  {va.name} and {vb.name} {_agree(cat, va, vb)} at every {ex.sizes.name} tried "
+                f"  {a.label} and {b.label} {_agree(cat, a, b)} at every {ex.sizes.name} tried "
                 f"({ex.sizes.name} = {ranges_text(tried)})"
                 + ("; the minimal case is the shared inputs" if minimal is not None else "")
             )
@@ -335,7 +351,7 @@ def _minimal_case(cat, va, vb, p, result: Bisected, at_first, base, check, here,
     result.outcome = minimal
     result.minimal = Case(minimal.inputs, ex.seed, made_at).write(here, stem)
     tell(f"minimal case written to {here.shown(result.case)} ({minimal.inputs.sizes_text()})")
-    result.reproduce = result.minimal.reproduce(va, vb, here, result.device)
+    result.reproduce = result.minimal.reproduce(a, b, here)
     tell("reproduce it (from the project root):")
     tell("\n".join(f"  {line}" for line in result.reproduce))
     return result

@@ -1,40 +1,72 @@
-"""`weanj diff` and `weanj.diff()`: the store's files judged, running nothing.
+"""`weanj diff [EX [RUN...]]` and `weanj.diff()`: the store's files judged, running nothing.
 
 The same run as `weanj check` in its store mode (`CheckRun.of_store`): the same case
 table and judge, the variants' gradients read from their store files instead of computed
 (`results/<example>/gradients/`, `gradients/float32/`), with the recorded references and
 every other file of the store; the last check's faults and gradient checks from its
-`check.json`.
+`check.json`. Runs named (as the views name them, `V@float32`) narrow the judgement to
+their files and the pairs among them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._errors import InputError
 from .._judge._contract import Fault
-from .._judge._verdict import CaseJudgement
-from .._model._verdicts import FAULTS, GRADIENT_CHECKS, Verdict
+from .._judge._verdict import CaseJudgement, ExampleJudgement
+from .._model._verdicts import FAULTS, GRADIENT_CHECKS, CaseKind, Verdict
 from .._pipeline._run import CheckRun
 from .._places import places
 from .._registry import catalogs
 from .._report._judgement import Judgement
+from .._run_names import stored_labels
 
 
-def diff(examples: Sequence[str] | str | None = None) -> Judgement:
+def diff(
+    examples: Sequence[str] | str | None = None, *, runs: Sequence[str] | None = None
+) -> Judgement:
     """Judge every gradient file of each example (default: all) in the store.
+
+    - `runs`: only these stored runs of the one example named, and the pairs of the case
+      table among them, each named as the views name it (`V`, `V@float32`, a recorded
+      reference `recorded/V`): `weanj diff EX V V@float32` judges V's float32 file
+      against its float64 file, as `weanj check` judged them.
 
     **Returns:** the `Judgement` that `weanj diff` prints (`--json`: its `to_json()`).
     """
     from .._arguments import names
 
     examples = names(examples, "examples", "diff")
-    run = CheckRun.of_store(
-        catalogs(examples), places(), judgement=Judgement("diff"), faults=last_faults
-    )
+    cats = catalogs(examples)
+    if runs and len(cats) != 1:
+        raise InputError(f"diff: runs are named for one example, got {len(cats)} examples")
+    run = CheckRun.of_store(cats, places(), judgement=Judgement("diff"), faults=last_faults)
     for ej in run:
         if ej.judged:
+            if runs:
+                only_runs(ej, stored_labels(cats[0], runs, _stored(ej)))
             ej.notes.append(checks_note(ej.name, ej.inputs))
     return run.finish()
+
+
+def _stored(ej: ExampleJudgement) -> list[str]:
+    """The labels of the runs the store holds for the example (judged, or only its file)."""
+    files = [j.case.split("::file::", 1)[1] for j in ej.of_kind(CaseKind.FILE)]
+    return [*ej.subjects, *ej.skipped, *ej.unavailable, *files]
+
+
+def only_runs(ej: ExampleJudgement, labels: list[str]) -> None:
+    """The example's judgement narrowed to the runs `labels` (`diff EX RUN...`): their
+    files and the pairs among them, with a line saying so."""
+    keep = set(labels)
+    ej.judgements = [j for j in ej.judgements if j.subjects and set(j.subjects) <= keep]
+    ej.subjects = {k: g for k, g in ej.subjects.items() if k in keep}
+    ej.skipped = {k: why for k, why in ej.skipped.items() if k in keep}
+    ej.unavailable = {k: why for k, why in ej.unavailable.items() if k in keep}
+    pairs = ej.of_kind(CaseKind.PAIR)
+    among = "" if pairs else "; no pair of the case table among them"
+    ej.notes.append(f"  only the runs named: {', '.join(labels)}{among}")
 
 
 def last_faults(cat, inputs) -> dict[str, Fault]:

@@ -11,8 +11,11 @@ the seed); judging a draw within the time and one Hypothesis run in
 the same engine and report (`_pytest_plugin`), not this command.
 
 fuzz starts where `weanj check` stands: the pairs are the case table's (`Plan.
-same_family_pairs`, the float64 pairs check judges, with check's ids), and every draw is
-judged by the one judge as check judges it.
+same_family_pairs`, with check's ids: in float64, the same-family pairs; with `--dtype
+float32`, each variant's float32 run against its own float64 run), and every draw is
+judged by the one judge as check judges it, under the tolerance of the pair's coarser
+dtype. `--pairs A B` names runs as the views name them (`weanj._run_names`: `V
+V@float32`, `A B@tpu`).
 
 **The seed.** A run given no `--seed` draws one and shows it, with the command that
 replays its draws; Hypothesis's database of failing draws, under `results/.weanj-fuzz/`
@@ -30,10 +33,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from .._errors import InputError, UnavailableError, WeanjError
 from .._io import _inputs, _jax_cache
-from .._model import Catalog, Variant
+from .._model import DTYPES, Catalog, VariantRun
 from .._pipeline._fuzz_draws import (
     MAX_EXAMPLES,
     SEEDS,
@@ -53,12 +57,14 @@ SECONDS = 60.0  # a run given no seed and no --seconds
 
 def _header(
     cat: Catalog,
-    chosen: list[tuple[Variant, Variant]],
+    chosen: list[tuple[VariantRun, VariantRun]],
     left_out: dict[str, str],
 ) -> list[str]:
-    """The pairs searched, those left out (one line per reason, however many variants) and
-    the pairs' declarations."""
-    lines = [f"fuzz {cat.name}: {', '.join(f'{a.name}~{b.name}' for a, b in chosen) or 'no pair'}"]
+    """The pairs searched, those left out (one line per reason, however many runs) and the
+    pairs' declarations."""
+    lines = [
+        f"fuzz {cat.name}: {', '.join(f'{a.label}~{b.label}' for a, b in chosen) or 'no pair'}"
+    ]
     by_reason: dict[str, list[str]] = {}
     for name, why in left_out.items():
         by_reason.setdefault(why, []).append(name)
@@ -68,29 +74,20 @@ def _header(
 
 
 def _plan_lines(
-    cat: Catalog,
-    chosen: list[tuple[Variant, Variant]],
-    here: Places,
-    *,
-    seed: int,
-    seeded: bool,
-    asked: bool,
-    max_examples: int,
-    seconds: float | None,
+    cat: Catalog, here: Places, seed: int, replay: str | None, budget: str
 ) -> list[str]:
-    """The seed (and how to replay it) and what is drawn, within which budget."""
+    """The seed (`replay`: the command that replays its draws; None for a seed given) and
+    what is drawn, within which `budget`."""
     kept = here.shown(here.results / ".weanj-fuzz")
-    if seeded:
+    if replay is None:
         said = (
             f"  seed {seed} (given: the draws depend on it alone; {kept}/ is neither read nor kept)"
         )
     else:
-        replay = replay_command(cat.example, seed, chosen if asked else None, max_examples)
         said = (
             f"  seed {seed}: `{replay}` draws the same inputs again (this run first tries the "
             f"failures kept in {kept}/, which a seeded run neither reads nor keeps)"
         )
-    budget = f"{max_examples} draws" + ("" if seconds is None else f" or {seconds:g} s")
     drawn = (
         "  first the shared inputs, the declared sizes and the defaults' neighbours; then "
         f"drawn inputs ({drawn_text(cat.example, cat.strategies)}); up to {budget}"
@@ -98,10 +95,25 @@ def _plan_lines(
     return [said, drawn]
 
 
+def _hypothesis_home(seed: int | None, dtype: str):
+    """Hypothesis's `set_hypothesis_home_dir`, once the run's options are checked."""
+    try:
+        import hypothesis  # noqa: F401
+        from hypothesis.configuration import set_hypothesis_home_dir
+    except ImportError:
+        raise UnavailableError("weanj fuzz needs Hypothesis: pip install 'weanj[fuzz]'") from None
+    if seed is not None and not 0 <= seed < SEEDS:
+        raise InputError(f"fuzz --seed {seed}: a seed is an integer from 0 to {SEEDS - 1}")
+    if dtype not in DTYPES:
+        raise InputError(f"fuzz --dtype: one of {', '.join(DTYPES)}, got {dtype!r}")
+    return set_hypothesis_home_dir
+
+
 def fuzz(
     cat: Catalog,
     *,
-    pairs: Sequence[tuple[Variant, Variant]] | None = None,
+    pairs: Sequence[tuple[VariantRun, VariantRun]] | None = None,
+    dtype: str = "float64",
     max_examples: int | None = None,
     seconds: float | None = None,
     timeout: float | None = None,
@@ -110,30 +122,21 @@ def fuzz(
     clock: Callable[[], float] = time.monotonic,
     device: str = "cpu",
 ) -> Fuzzed:
-    """`weanj fuzz` (module docstring) of an example's catalog. `pairs`: the pairs to
-    search, each two available variants of one family (as the front end resolves
-    `--pairs`; default: every pair of the case table). `seed`: the run's draws (default:
-    one drawn and shown); given, no database and no default time limit, so the report
-    depends on the seed alone. `clock`: what `seconds` are counted on. `device`: where B
-    of each pair runs (A, the reference, on the CPU). **Returns** a
+    """`weanj fuzz` (module docstring) of an example's catalog. `pairs`: the pairs of runs
+    to search, each two runs of available variants of one family (as the front end reads
+    `--pairs`, `_run_names.chosen_pairs`); default: the case table's pairs in `dtype`
+    (float64: the same-family pairs; float32: each float32 run against its own float64
+    run), B of each on `device` (A, the reference, on the CPU). `seed`: the run's draws
+    (default: one drawn and shown); given, no database and no default time limit, so the
+    report depends on the seed alone. `clock`: what `seconds` are counted on. **Returns** a
     `Fuzzed` (`exit_code` 1 when some pair disagrees); its `lines` are what the command
     printed."""
-    try:
-        import hypothesis  # noqa: F401
-        from hypothesis.configuration import set_hypothesis_home_dir
-    except ImportError:
-        raise UnavailableError("weanj fuzz needs Hypothesis: pip install 'weanj[fuzz]'") from None
-    if seed is not None and not 0 <= seed < SEEDS:
-        raise InputError(f"fuzz --seed {seed}: a seed is an integer from 0 to {SEEDS - 1}")
+    set_hypothesis_home_dir = _hypothesis_home(seed, dtype)
     ex = cat.example
     here = places()
     set_hypothesis_home_dir(here.results / ".weanj-fuzz")  # nothing in the project root
     _jax_cache.enable()
-    every, left_out = fuzz_pairs(cat, _inputs.read_inputs(ex, here))
-    chosen = list(pairs) if pairs else every
-    if pairs:  # only the variants of the pairs asked for
-        asked = {v.name for pair in chosen for v in pair}
-        left_out = {n: why for n, why in left_out.items() if n in asked}
+    chosen, left_out = _searched_pairs(cat, pairs, dtype, device, here)
     max_examples = MAX_EXAMPLES if max_examples is None else max_examples
     seeded = seed is not None
     if not seeded:
@@ -148,31 +151,63 @@ def fuzz(
     for line in _header(cat, chosen, left_out):
         tell(line)
     if not chosen:
-        tell(f"fuzz {ex.name}: no same-family pair of float64 variants can run here")
+        tell(f"fuzz {ex.name}: {_none_line(dtype)}")
         return Fuzzed(ex, [], seed=seed, seeded=seeded, lines=lines)
-    plan = _plan_lines(
-        cat, chosen, here, seed=seed, seeded=seeded, asked=bool(pairs),
-        max_examples=max_examples, seconds=seconds,
-    )  # fmt: skip
-    for line in plan:
+    again = replay_command(ex, seed, pairs, max_examples, dtype=dtype, device=device)
+    budget = f"{max_examples} draws" + ("" if seconds is None else f" or {seconds:g} s")
+    for line in _plan_lines(cat, here, seed, None if seeded else again, budget):
         tell(line)
-    with Session(timeout_s=time_limit(timeout), shown_path=here.shown, device=device) as session:
+    with Session(timeout_s=time_limit(timeout), shown_path=here.shown) as session:
         result = run_fuzz(
-            session, cat, chosen, here, seed=seed, database=not seeded,
-            max_examples=max_examples, seconds=seconds, clock=clock, say=tell,
-        )  # fmt: skip
+            session,
+            cat,
+            chosen,
+            here,
+            seed=seed,
+            database=not seeded,
+            max_examples=max_examples,
+            seconds=seconds,
+            clock=clock,
+            say=tell,
+        )
     result.left_out = left_out
-    for line in report_lines(cat, result, here, device):
+    for line in report_lines(cat, result, here):
         tell(line)
     result.lines = lines
+    _judged_some(result, seconds)
+    return result
+
+
+def _searched_pairs(
+    cat: Catalog, pairs, dtype: str, device: str, here: Places
+) -> tuple[list[tuple[VariantRun, VariantRun]], dict[str, str]]:
+    """The pairs searched (those named, else the case table's in `dtype`, B on `device`)
+    and `{run: why it takes no part}` (of the named pairs' variants alone, where named)."""
+    every, left_out = fuzz_pairs(cat, _inputs.read_inputs(cat.example, here), dtype)
+    if not pairs:
+        return [(a, replace(b, device=device)) for a, b in every], left_out
+    asked = {name for pair in pairs for r in pair for name in (r.label, r.variant.name)}
+    return list(pairs), {label: why for label, why in left_out.items() if label in asked}
+
+
+def _none_line(dtype: str) -> str:
+    """What a run whose default pairs in `dtype` cannot run says."""
+    if dtype == "float64":
+        return "no same-family pair of float64 variants can run here"
+    return f"no variant's {dtype} run can run here, to be judged against its float64 run"
+
+
+def _judged_some(result: Fuzzed, seconds: float | None) -> None:
+    """A run that judged no draw is an error, saying why: the time, or the example's
+    refusals."""
+    name = result.example.name
     if not result.draws and not result.findings and result.out_of_time:
         raise WeanjError(
-            f"no draw of {ex.name} was judged within --seconds {seconds:g}: a draw evaluates "
-            "every variant of the pairs once; give it more seconds"
+            f"no draw of {name} was judged within --seconds {seconds:g}: a draw evaluates "
+            "every run of the pairs once; give it more seconds"
         )
     if not result.draws and not result.findings:
         raise WeanjError(
-            f"no drawn input of {ex.name} could be checked"
+            f"no drawn input of {name} could be checked"
             + (f" (refused: {next(iter(result.refused))})" if result.refused else "")
         )
-    return result

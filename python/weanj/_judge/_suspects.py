@@ -12,6 +12,12 @@ trusted group only: a port whose gradient equals the reference is never blamed f
 to another wrong port, nor for disagreeing with a broken reference, and with several wrong
 ports each is named. A float32 run that fails against its own float64 run (or, with none,
 against the family's reference) is a suspect too, unless its float64 run already is.
+
+A family whose every member fails the Taylor test of an array while their gradients agree
+(every pair among them agrees) names no suspect: one port's mistake would not be every
+port's. The judge names the likelier cause instead (`kink_hypotheses`): a kink of the
+loss closer to the inputs than the test's steps reach, or a first step too large for it,
+with the smaller `h0` to declare.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._model._verdicts import CaseKind, Verdict
+from ._taylor import RESOLVED, TaylorResult
 
 # `_verdict` asks this module (`ExampleJudgement.suspects`), so this one names its types
 # without importing them: a judgement is an `ExampleJudgement`, a case a `CaseJudgement`.
@@ -164,3 +171,92 @@ def suspects(ej: ExampleJudgement) -> list[Suspect]:
                 found.append(Suspect(family, label, (j,)))
                 named.add(label)
     return found
+
+
+# --- a family that fails the Taylor test alike ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class KinkHypothesis:
+    """A family every member of which fails the Taylor test of `arrays` while every pair
+    among them agrees: the judge's hypothesis, a kink of the loss within `reach[array]` of
+    the inputs along the test's directions (the smallest step whose remainder still showed
+    it), and the `h0` below it to declare. `cases`: the members' failing Taylor tests."""
+
+    family: str
+    members: tuple[str, ...]
+    arrays: tuple[str, ...]
+    reach: dict[str, float]
+    cases: tuple[CaseJudgement, ...]
+
+    @property
+    def h0(self) -> dict[str, float]:
+        """A first step a tenth of the reach, per array: the test then starts below the
+        kink (`weanj.TaylorPolicy(h0=...)`)."""
+        return {a: float(f"{self.reach[a] / 10:.0e}") for a in self.arrays}
+
+    @property
+    def line(self) -> str:
+        """What every view says of it, in one line."""
+        within = ", ".join(
+            f"{self.reach[a]:.1e}" + (f" ({a})" if len(self.arrays) > 1 else "")
+            for a in self.arrays
+        )
+        declared = ", ".join(f'"{a}": weanj.TaylorPolicy(h0={h:.0e})' for a, h in self.h0.items())
+        return (
+            f"family {self.family}: every member ({', '.join(self.members)}) fails the Taylor "
+            f"test of {', '.join(self.arrays)} alike while their gradients agree: a kink of the "
+            f"loss within about {within} of the inputs, which the test's steps cross, or a "
+            f"first step too large for the loss, rather than a wrong port; to test below it, "
+            f"declare Example(taylor={{{declared}}})"
+        )
+
+
+def _reach(result: TaylorResult) -> float:
+    """The smallest step at which a remainder of the test was resolved (above rounding)."""
+    return min(
+        (
+            h
+            for d in result.directions
+            for h, r, rho in zip(d.steps, d.remainders, d.rounding, strict=True)
+            if r > RESOLVED * rho
+        ),
+        default=result.h0,
+    )
+
+
+def _alike(ej: ExampleJudgement, family: str, array: str) -> list[CaseJudgement] | None:
+    """The members' failing Taylor tests of `array` when every member of `family` with a
+    Taylor test of it fails it (at least two) and every pair among them agrees; else
+    None."""
+    tests = [
+        j
+        for j in ej.of_kind(CaseKind.TAYLOR)
+        if j.family == family and j.array == array and j.taylor is not None and j.taylor.directions
+    ]
+    members = {j.subjects[0] for j in tests}
+    if len(members) < 2 or any(j.verdict != Verdict.FAIL for j in tests):
+        return None
+    among = [j for j in _family_pairs(ej) if j.family == family and set(j.subjects) <= members]
+    joined = {frozenset(j.subjects) for j in among}
+    every = {frozenset((a, b)) for a in members for b in members if a != b}
+    if joined != every or not all(_agree(j) for j in among):
+        return None
+    return tests
+
+
+def kink_hypotheses(ej: ExampleJudgement) -> list[KinkHypothesis]:
+    """The families that fail the Taylor test alike (`KinkHypothesis`), in table order."""
+    out = []
+    tests = ej.of_kind(CaseKind.TAYLOR)
+    for family in dict.fromkeys(j.family for j in tests if j.verdict == Verdict.FAIL):
+        arrays = dict.fromkeys(j.array for j in tests if j.family == family)
+        found = {a: _alike(ej, family, a) for a in arrays}
+        found = {a: cases for a, cases in found.items() if cases}
+        if not found:
+            continue
+        cases = tuple(j for js in found.values() for j in js)
+        reach = {a: min(_reach(j.taylor) for j in js) for a, js in found.items()}
+        members = tuple(dict.fromkeys(j.subjects[0] for j in cases))
+        out.append(KinkHypothesis(family, members, tuple(found), reach, cases))
+    return out

@@ -28,3 +28,4 @@ from ._params import Param as Param
 from ._variant import EXTRAS as EXTRAS
 from ._variant import Functions as Functions
 from ._variant import Variant as Variant
+from ._variant_run import VariantRun as VariantRun

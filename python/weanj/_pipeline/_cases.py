@@ -30,14 +30,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .._errors import WeanjError
+from .._errors import UnavailableError, WeanjError
 from .._io._gradient_files import scan_store
 from .._io._inputs import check_fresh, read_inputs
 from .._judge import _verdict as judge
 from .._judge._contract import Fault, fault_of
 from .._judge._expected import beyond_declaration
 from .._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
-from .._model import DTYPES, Catalog, Gradient, Inputs, Variant
+from .._model import DTYPES, Catalog, Gradient, Inputs, VariantRun
 from .._places import Places
 from . import _device_cases as device_cases
 from ._evaluate import configuration_of, label_of
@@ -297,34 +297,46 @@ class PairOutcome:
 
 
 def judge_pair_on(
-    session: Session, catalog: Catalog, a: Variant, b: Variant, inputs: Inputs
+    session: Session, catalog: Catalog, a: VariantRun, b: VariantRun, inputs: Inputs
 ) -> PairOutcome:
-    """A and B evaluated on `inputs` (float64) and judged, as `weanj check` would judge
-    them there, held to their declarations: a side at fault is that side's judgement
-    (they part ways there, unless its fault is declared); a side declared not to apply
-    leaves nothing to judge. B runs on the session's device (`bisect`/`fuzz --device`),
-    A on the CPU: the reference side."""
-    ex, device = catalog.example, session.device
-    outcomes = [
-        session.outcome(a, inputs, "float64"),
-        session.outcome(b, inputs, "float64", device),
-    ]
-    names = (a.name, label_of(b, "float64", device))
+    """The runs A and B (each in its dtype, on its device) evaluated on `inputs` and judged
+    as `weanj check` would judge them there, by the same judge (`judge_pair_of`, under the
+    coarser dtype's tolerance: `V~V@float32` as check's float32 pair), with check's case
+    ids, held to their declarations: a side at fault is that side's judgement (they part
+    ways there, unless its fault is declared); a side declared not to apply leaves nothing
+    to judge; a side that cannot run here (its backend, its device) is an
+    `UnavailableError`, never an agreement."""
+    ex = catalog.example
+    outcomes = [session.outcome(r.variant, inputs, r.dtype, r.device) for r in (a, b)]
     found = PairOutcome(inputs)
-    for v, name, o in zip((a, b), names, outcomes, strict=True):
+    for r, o in zip((a, b), outcomes, strict=True):
         if isinstance(o, Fault):
+            if o.verdict == Verdict.UNAVAILABLE:  # not here at all: no input would tell
+                raise UnavailableError(f"{r.label} cannot run here: {o.what}")
             if not o.verdict.ran:
                 return PairOutcome(inputs)
-            j = judge.judge_run(run_id(ex, v.family, name), name, o, family=v.family)
+            wider = _float64_of(r, a, b, outcomes)
+            j = judge.judge_run(
+                run_id(ex, r.family, r.label), r.label, o, family=r.family, wider=wider
+            )
             found.judgements.append(
-                judge.declared_check(j, catalog.declared_check(CaseKind.RUN, v))
+                judge.declared_check(j, catalog.declared_check(CaseKind.RUN, r.variant))
             )
     if found.judgements:
         return found
     ga, gb = outcomes
     for array in ex.wrt_names:
-        case_id = pair_id(ex, a.family, *names, array)
-        with device_cases.judged_on(b, device):
+        case_id = pair_id(ex, a.family, a.label, b.label, array)
+        with device_cases.judged_on(b.variant, b.device):
             j = judge_pair_of(catalog, inputs, case_id, ga, gb, array, session, declared=True)
         found.judgements.append(j)
     return found
+
+
+def _float64_of(r: VariantRun, a: VariantRun, b: VariantRun, outcomes) -> Gradient | Fault | None:
+    """The same variant's float64 outcome on the other side of the pair (`V~V@float32`),
+    for a float32 run at fault: a float32-only NaN/Inf is named a float32 overflow, as
+    check names it."""
+    other, found = (b, outcomes[1]) if r is a else (a, outcomes[0])
+    same = other.variant is r.variant and other.dtype == "float64" and r.dtype != "float64"
+    return found if same else None

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
-from .._model import Catalog, Example, Inputs, Variant, from_arrays
+from .._model import Catalog, Example, Inputs, VariantRun, from_arrays
 from ._cases import build_plan, fuzz_id
 from ._minimal_case import Case, sized_case
 
@@ -47,19 +47,20 @@ SEEDS = 2**32  # a run's seed is one of 0 … SEEDS - 1
 
 
 def fuzz_pairs(
-    cat: Catalog, inputs: Inputs
-) -> tuple[list[tuple[Variant, Variant]], dict[str, str]]:
-    """The pairs fuzz searches: the case table's same-family pairs of float64 variants
-    that run here, and `{variant: why it takes no part}`."""
-    plan = build_plan(cat, inputs, live=True, dtypes=("float64",), checks=False)
-    left_out = {s.variant.name: s.skip.what for s in plan.subjects.values() if s.skip is not None}
-    return plan.same_family_pairs(), left_out
+    cat: Catalog, inputs: Inputs, dtype: str = "float64"
+) -> tuple[list[tuple[VariantRun, VariantRun]], dict[str, str]]:
+    """The pairs fuzz searches in `dtype` (`Plan.same_family_pairs`: the float64 pairs, or
+    each float32 run against its own float64 run), and `{run: why it takes no part}`."""
+    dtypes = ("float64",) if dtype == "float64" else ("float64", dtype)
+    plan = build_plan(cat, inputs, live=True, dtypes=dtypes, checks=False)
+    left_out = {s.label: s.skip.what for s in plan.subjects.values() if s.skip is not None}
+    return plan.same_family_pairs(dtype), left_out
 
 
-def fuzz_cases(cat: Catalog, inputs: Inputs) -> list[tuple[str, Variant, Variant]]:
-    """`(case id, A, B)` of every pair fuzz searches (the pytest items)."""
+def fuzz_cases(cat: Catalog, inputs: Inputs) -> list[tuple[str, VariantRun, VariantRun]]:
+    """`(case id, A, B)` of every pair fuzz searches by default (the pytest items)."""
     pairs, _ = fuzz_pairs(cat, inputs)
-    return [(fuzz_id(cat.example, a.family, a.name, b.name), a, b) for a, b in pairs]
+    return [(fuzz_id(cat.example, a.family, a.label, b.label), a, b) for a, b in pairs]
 
 
 # --- the first draws ---------------------------------------------------------------------------
@@ -204,11 +205,25 @@ def pair_seed(case_id: str) -> int:
     return int.from_bytes(hashlib.sha256(case_id.encode()).digest()[:4], "big") % SEEDS
 
 
-def replay_command(ex: Example, seed: int, pairs=None, max_examples: int | None = None) -> str:
-    """`weanj fuzz EX [--pairs A B]... [--max-examples N] --seed S`."""
+def replay_command(
+    ex: Example,
+    seed: int,
+    pairs=None,
+    max_examples: int | None = None,
+    *,
+    dtype: str = "float64",
+    device: str = "cpu",
+) -> str:
+    """`weanj fuzz EX [--pairs A B]... [--dtype D] [--device D] [--max-examples N] --seed
+    S`: the pairs by their runs' names (which say their dtype and device); without pairs,
+    the `dtype` and the `device` of the default pairs' B side."""
     words = ["weanj", "fuzz", ex.name]
     for a, b in pairs or ():
-        words += ["--pairs", a.name, b.name]
+        words += ["--pairs", a.label, b.label]
+    if not pairs and dtype != "float64":
+        words += ["--dtype", dtype]
+    if not pairs and device != "cpu":
+        words += ["--device", device]
     if max_examples is not None and max_examples != MAX_EXAMPLES:
         words += ["--max-examples", str(max_examples)]
     return " ".join([*words, "--seed", str(seed)])

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .._io import _inputs
-from .._model import Catalog, Example, Inputs, Variant
+from .._model import Catalog, Example, Inputs, VariantRun
 from .._places import Places
 from . import _fuzz_search as engine  # by its module: a test may watch `judge_draw`
 from ._fuzz_draws import MAX_EXAMPLES, SEEDS, first_cases
@@ -59,7 +59,7 @@ class Fuzzed:
     printed)."""
 
     example: Example
-    pairs: list[tuple[Variant, Variant]]
+    pairs: list[tuple[VariantRun, VariantRun]]
     seed: int = 0
     seeded: bool = False  # the seed was given: no database, no clock in the report
     findings: list[Finding] = field(default_factory=list)
@@ -156,7 +156,7 @@ def _first_draws(run: _Run) -> None:
         if how == "shared inputs":  # check's own case: reported as it is, at once
             run.say(f"  {how}: {_names(new)} disagree")
             run.report(draw.only(new), None, how)
-            run.remaining = [p for p in run.remaining if (p[0].name, p[1].name) not in new]
+            run.remaining = [p for p in run.remaining if (p[0].label, p[1].label) not in new]
             run.failures.forget(new)  # reported: out of the search's accounts
         else:
             # Hypothesis shrinks what it draws, never these first draws: the pair goes on
@@ -193,7 +193,9 @@ def _searches(run: _Run, database: bool) -> None:
         if s.shrunk is None:
             return
         # The pairs Hypothesis shrank leave the search; the others go on with the time left.
-        run.remaining = [p for p in run.remaining if (p[0].name, p[1].name) not in s.shrunk.failing]
+        run.remaining = [
+            p for p in run.remaining if (p[0].label, p[1].label) not in s.shrunk.failing
+        ]
 
 
 @dataclass
@@ -222,7 +224,7 @@ class _Run:
 def run_fuzz(
     session: Session,
     cat: Catalog,
-    pairs: list[tuple[Variant, Variant]],
+    pairs: list[tuple[VariantRun, VariantRun]],
     here: Places,
     *,
     seed: int,
@@ -236,7 +238,9 @@ def run_fuzz(
     and `seconds` on `clock`; each failure is written as a case file. With `database`,
     Hypothesis's kept failures are replayed first."""
     result = Fuzzed(cat.example, list(pairs), seed=seed, seeded=not database)
-    result.tally.as_declared = {(a.name, b.name): 0 for a, b in pairs if cat.declared_pair(a, b)}
+    result.tally.as_declared = {
+        (a.label, b.label): 0 for a, b in pairs if cat.declared_pair(a.variant, b.variant)
+    }
     run = _Run(
         session,
         cat,

@@ -81,12 +81,13 @@ class Budget:
 
 @dataclass
 class Draw:
-    """A case, each pair's outcome on it, and its place in the run's order of draws."""
+    """A case, each pair's outcome on it (by the labels of its runs), and its place in the
+    run's order of draws."""
 
     case: Case
     outcomes: dict[Pair, PairOutcome]
     index: int = 0
-    nonfinite: bool = False  # every variant's loss or gradient was NaN/Inf
+    nonfinite: bool = False  # every run's loss or gradient was NaN/Inf
     # the pairs both of whose sides gave NaN/Inf on a drawn input (module docstring)
     alike: frozenset[Pair] = frozenset()
 
@@ -112,26 +113,26 @@ class Draw:
 def judge_draw(
     session: Session, cat: Catalog, pairs, case: Case, budget: Budget, *, as_check: bool = False
 ) -> Draw:
-    """Every pair judged on the case. Each variant is evaluated once (the session keeps
+    """Every pair of runs judged on the case. Each run is evaluated once (the session keeps
     it), one after the other, the budget checked before each call (module docstring);
     a call past `--timeout` ends the search (`OutOfTime`). `as_check`: check's own case
     (the shared inputs), on which a pair both of whose sides give NaN/Inf fails as in
     `weanj check`."""
     inputs = case.inputs
-    variants = list({v.name: v for pair in pairs for v in pair}.values())  # once each
-    for v in variants:
+    runs = list({r.label: r for pair in pairs for r in pair}.values())  # once each
+    for r in runs:
         budget.check()
-        session.outcome(v, inputs, "float64")
-    outcomes = {v.name: session.outcome(v, inputs, "float64") for v in variants}
+        session.outcome(r.variant, inputs, r.dtype, r.device)
+    outcomes = {r.label: session.outcome(r.variant, inputs, r.dtype, r.device) for r in runs}
     for a, b in pairs:  # a kink pair's mask is a call of the example's own
-        faulty = any(isinstance(outcomes[v.name], Fault) for v in (a, b))
-        if not faulty and cat.kink_difference(a, b) is not None:
+        faulty = any(isinstance(outcomes[r.label], Fault) for r in (a, b))
+        if not faulty and cat.kink_difference(a.variant, b.variant) is not None:
             budget.check()
             session.masks(cat.example, inputs)
     draw = Draw(
-        case, {(a.name, b.name): judge_pair_on(session, cat, a, b, inputs) for a, b in pairs}
+        case, {(a.label, b.label): judge_pair_on(session, cat, a, b, inputs) for a, b in pairs}
     )
-    blown = {name for name, o in outcomes.items() if _nonfinite(o)}
+    blown = {label for label, o in outcomes.items() if _nonfinite(o)}
     draw.nonfinite = bool(outcomes) and blown == set(outcomes)
     if not as_check:
         draw.alike = frozenset(p for p in draw.outcomes if set(p) <= blown)
@@ -190,7 +191,7 @@ class Search:
 
 def database_dir(cat: Catalog, pairs, here: Places):
     """`results/.weanj-fuzz/EX/<digest of the pairs>/`: one database per set of pairs."""
-    names = sorted(f"{a.name}~{b.name}" for a, b in pairs)
+    names = sorted(f"{a.label}~{b.label}" for a, b in pairs)
     digest = hashlib.sha256("\n".join(names).encode()).hexdigest()[:12]
     return here.fuzz_database(cat.name, digest)
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._errors import InputError
 from .._io import _inputs
-from .._model import Catalog, Example, Inputs, Variant, from_arrays
+from .._model import Catalog, Example, Inputs, VariantRun, from_arrays
 from .._places import Places
 from ._evaluate import reproduce_command
 
@@ -101,17 +101,16 @@ class Case:
         written = _inputs.read_inputs(ex, here, path)
         return Case(written, self.seed, self.size, self.source)
 
-    def reproduce(self, a: Variant, b: Variant, here: Places, device: str = "cpu") -> list[str]:
-        """The commands, from the project root, that recompute A and B (B on `device`) on
-        the written case and judge them on it alone."""
+    def reproduce(self, a: VariantRun, b: VariantRun, here: Places) -> list[str]:
+        """The commands, from the project root, that recompute the runs A and B (each in
+        its dtype, on its device) on the written case and judge them on it alone."""
         if self.path is None:
             raise ValueError("a case is reproduced from its file: write it first")
         shown = here.shown(self.path)
-        on = f" --device {device}" if device != "cpu" else ""
         return [
-            reproduce_command(a, self.inputs, "float64", here.shown),
-            reproduce_command(b, self.inputs, "float64", here.shown, device),
-            f"weanj bisect {self.example.name} {a.name} {b.name} --inputs {shown}{on}",
+            reproduce_command(a.variant, self.inputs, a.dtype, here.shown, a.device),
+            reproduce_command(b.variant, self.inputs, b.dtype, here.shown, b.device),
+            f"weanj bisect {self.example.name} {a.label} {b.label} --inputs {shown}",
         ]
 
 
@@ -130,13 +129,13 @@ def sized_case(
     return Case(inputs, seed, size, source)
 
 
-def declared_line(cat: Catalog, a: Variant, b: Variant) -> str | None:
+def declared_line(cat: Catalog, a: VariantRun, b: VariantRun) -> str | None:
     """`A~B is declared to differ (reason): ...`, for a pair declared with
     `weanj.Expected` (None for any other): what bisect and fuzz say before they search."""
-    reasons = dict.fromkeys(e.reason for e in cat.declared_pair(a, b))
+    reasons = dict.fromkeys(e.reason for e in cat.declared_pair(a.variant, b.variant))
     if not reasons:
         return None
     return (
-        f"{a.name}~{b.name} is declared to differ ({'; '.join(reasons)}): searching for where "
-        "it differs beyond the declaration"
+        f"{a.label}~{b.label} is declared to differ ({'; '.join(reasons)}): searching for "
+        "where it differs beyond the declaration"
     )

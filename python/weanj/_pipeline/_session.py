@@ -40,8 +40,6 @@ class Session:
       evaluation (`reused`: from an evaluation record).
     - `shown_path`: how a path is written in a reproducing command.
     - `records`: where evaluations are kept between runs and reused (`_records`), or None.
-    - `device`: where `bisect` and `fuzz` run the B side of a pair (`--device`; A, the
-      reference side, runs on the CPU).
     - `checking`: gradient checks will run (a plan judged has them, `_cases.judge_case`; a
       worker's float64 evaluations): a variant's float64 CPU runs then call what its
       backend has for a check's runs (`_calls.for_checks`: a JAX variant's one program).
@@ -57,7 +55,6 @@ class Session:
         on_evaluated: Callable[[str, Any, float, bool], None] | None = None,
         shown_path: Callable[[Any], str] = str,
         records: Any = None,
-        device: str = "cpu",
         checking: bool = False,
         fd: bool = False,
     ):
@@ -68,7 +65,6 @@ class Session:
         self.on_evaluated = on_evaluated
         self.shown_path = shown_path
         self.records = records
-        self.device = device  # where the B side of a searched pair runs (bisect, fuzz)
         self.checking = checking
         self._outcomes: dict[tuple, Gradient | Fault] = {}
         self._how: dict[int, tuple[Inputs, str, str | None]] = {}  # id(g): how it was run

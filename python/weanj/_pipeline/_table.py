@@ -19,7 +19,7 @@ from .._io._gradient_files import StoreScan
 from .._judge import _verdict as judge
 from .._judge._contract import Fault, fault_of
 from .._judge._verdict import CaseJudgement, CaseKind
-from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant
+from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant, VariantRun
 from .._model._verdicts import GRADIENT_CHECKS
 from .._places import PRODUCED, RECORDED, Places
 from . import _device_cases as device_cases
@@ -124,17 +124,19 @@ class Plan:
                 return s.skip
         return None
 
-    def same_family_pairs(self) -> list[tuple[Variant, Variant]]:
-        """The same-family pairs of live float64 variants that can run here, in table order:
-        what `weanj fuzz` and `pytest --weanj-fuzz` search (the pairs `weanj check` judges)."""
+    def same_family_pairs(self, dtype: str = "float64") -> list[tuple[VariantRun, VariantRun]]:
+        """The pairs of live CPU runs that can run here, in table order, whose second run
+        is in `dtype`: float64, every same-family pair of float64 runs; float32, each
+        float32 run against its own float64 run. What `weanj fuzz` (`--dtype`) and
+        `pytest --weanj-fuzz` search: the pairs `weanj check` judges."""
         out = []
         for c in self.cases:
             if c.kind != CaseKind.PAIR or c.info or c.array != self.example.wrt_names[0]:
                 continue
             a, b = (self.subjects[label] for label in c.subjects)
-            live64 = all(s.live and s.variant and s.dtype == "float64" for s in (a, b))
-            if live64 and self.skip_of(c) is None:
-                out.append((a.variant, b.variant))
+            live = all(s.live and s.variant and s.device == "cpu" for s in (a, b))
+            if live and b.dtype == dtype and self.skip_of(c) is None:
+                out.append((VariantRun(a.variant, a.dtype), VariantRun(b.variant, b.dtype)))
         return out
 
 

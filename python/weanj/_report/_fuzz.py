@@ -77,9 +77,9 @@ def _left_open(p: Param) -> bool:
     return not (math.isfinite(p.minimum) and math.isfinite(p.maximum))
 
 
-def finding_lines(cat: Catalog, f: Any, here: Places, device: str = "cpu") -> list[str]:
+def finding_lines(cat: Catalog, f: Any, here: Places, runs: dict[str, Any]) -> list[str]:
     """One finding (`_fuzz_run.Finding`): the case, its file, each pair's judgements and
-    the commands that reproduce it (B on `device`)."""
+    the commands that reproduce it (`runs`: the pairs' runs by their labels)."""
     case = f.draw.case
     out = [f"FAIL on {case.describe()}"]
     if f.first is not None and f.first.index != f.draw.index:
@@ -87,22 +87,23 @@ def finding_lines(cat: Catalog, f: Any, here: Places, device: str = "cpu") -> li
     out.extend(case.values_lines("  "))
     out.append(f"  case written to {here.shown(f.path)}")
     for (a, b), outcome in f.draw.failing.items():
-        declared = bool(cat.declared_pair(cat.find(a), cat.find(b)))
+        declared = bool(cat.declared_pair(runs[a].variant, runs[b].variant))
         out.append(f"  {a} vs {b}" + (" (beyond its declaration):" if declared else ":"))
         for j in outcome.judgements:
             # what differs beyond the declaration, and what differs as declared beside it
             if beyond_declaration(j) or j.verdict == Verdict.EXPECTED:
                 out.extend(f"    {line}" for line in message(j).splitlines())
         out.append("    reproduce it (from the project root):")
-        again = f.case.reproduce(cat.find(a), cat.find(b), here, device)
+        again = f.case.reproduce(runs[a], runs[b], here)
         out.extend(f"      {line}" for line in again)
     return out
 
 
-def report_lines(cat: Catalog, result: Any, here: Places, device: str = "cpu") -> list[str]:
+def report_lines(cat: Catalog, result: Any, here: Places) -> list[str]:
     """The findings of a run (`_fuzz_run.Fuzzed`), what its draws came to, and the
     summary line."""
-    out = [line for f in result.findings for line in finding_lines(cat, f, here, device)]
+    runs = {r.label: r for pair in result.pairs for r in pair}
+    out = [line for f in result.findings for line in finding_lines(cat, f, here, runs)]
     if result.refused:
         refusals = "; ".join(f"{why} ({n}×)" for why, n in list(result.refused.items())[:3])
         out.append(f"  drawn inputs refused by the example: {refusals}")

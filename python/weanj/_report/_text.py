@@ -8,6 +8,7 @@ the same.
 
 from __future__ import annotations
 
+from .._judge._suspects import kink_hypotheses
 from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ._cells import check_cell, checks_of, family_cell, float32_cell
@@ -262,6 +263,7 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     if failing:
         out.append("  failures:")
         out.extend(failing)
+        out.extend(f"  {h.line}" for h in kink_hypotheses(ej))  # a family failing alike
     notes = [f"{len(failing)} failure(s)"] if failing else []
     if expected:
         notes.append(expected_count(len(expected)))
@@ -280,14 +282,11 @@ def suspect_lines(found: list) -> list[str]:
     out = ["suspects (the judge's most likely wrong variants, per failing family):"]
     for example, s in found:
         arrays = ", ".join(dict.fromkeys(j.array for j in s.against if j.array)) or "the loss"
-        label, _, device = s.label.rpartition("@")
-        if device not in ("tpu", "gpu"):  # a CPU run: its pairs are in the store, diff's
-            label, device = s.label, ""
-        on = f" --device {device}" if device else ""
+        on_device = s.label.rpartition("@")[2] in ("tpu", "gpu")
         # a device run's pairs are check's (check.json, the report); the store holds CPU runs
-        closer = [f"`weanj report {example}`" if device else f"`weanj diff {example}`"]
-        if "@" not in label and "@" not in s.reference and "/" not in s.reference + label:
-            closer.append(f"`weanj bisect {example} {s.reference} {label}{on}`")
+        closer = [f"`weanj report {example}`" if on_device else f"`weanj diff {example}`"]
+        if "/" not in s.reference + s.label:  # bisect follows every run's name (V@float32@tpu)
+            closer.append(f"`weanj bisect {example} {s.reference} {s.label}`")
         worst = Verdict.worst(j.verdict for j in s.against)
         out.append(
             f"  {example} family {s.family}: {s.label} ({worst} vs {s.reference}: {arrays}); "
