@@ -16,7 +16,9 @@ judgement's own numbers, so that a re-check from the evaluation records says the
 
 from __future__ import annotations
 
-from .._judge._verdict import CaseJudgement, CaseKind, Verdict
+import math
+
+from .._judge._verdict import PRECISION, CaseJudgement, CaseKind, Verdict
 from .._model import Example, Gradient
 from .._model._verdicts import GRADIENT_CHECKS
 
@@ -28,12 +30,30 @@ def with_evidence(j: CaseJudgement, ex: Example, subjects: tuple = ()) -> CaseJu
         measured = [g.label for g in subjects if isinstance(g, Gradient) and g.noise]
         if j.comparison.beyond_tolerance and measured:
             found.append(f"rounding levels of {', '.join(measured)}")
+            found.extend(_precision(j, subjects))
     elif j.kind in GRADIENT_CHECKS and j.result is not None:
         found.extend(_of_check(j, ex))
     if "fd" in j.info:
         found.append("central differences")
     j.evidence = tuple(found)
     return j
+
+
+def _precision(j: CaseJudgement, subjects: tuple) -> list[str]:
+    """A variant's float32 run that differs from its float64 run beyond float32's
+    tolerance and agrees within its measured rounding: precision, not a wrong port
+    (issue 65), said with the digits float32 keeps here."""
+    a, b = (tuple(subjects) + (None, None))[:2]
+    same = isinstance(a, Gradient) and isinstance(b, Gradient) and a.variant == b.variant
+    if not (same and b.dtype == "float32" and j.verdict.agreeing):
+        return []
+    c = j.comparison
+    worst = max(c.max_rel or 0.0, c.loss_rel or 0.0)
+    digits = -math.log10(worst) if worst > 0 else float("inf")
+    return [
+        f"{PRECISION} {digits:.1f} digits here: beyond float32's tolerance, within the "
+        "rounding it measured (precision, not a wrong port)"
+    ]
 
 
 def _of_check(j: CaseJudgement, ex: Example) -> list[str]:

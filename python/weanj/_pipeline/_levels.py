@@ -43,10 +43,28 @@ ENTRY_SPREAD = 10.0
 ENTRY_DRAWS = 3
 
 
+def zeros_moved(a: np.ndarray, dtype: str) -> np.ndarray:
+    """Where a float32 run's input is exactly 0, the size it moves by instead of 0: its
+    array's largest magnitude (1 for an array of zeros); 0 elsewhere and in float64.
+
+    A one-ulp move of 0 is a subnormal, and ε·|x·∂L/∂x| is 0 there: a recurrence whose
+    input is 0 then showed no rounding at all, though each of its hundreds of steps
+    rounds its constants and states (issue 65: GradBench's particle at w = 0, whose
+    float32 run is right to 1.8e-5 and had a floor of 0). Moved by an ulp of its array's
+    scale, the zero entries let the perturbed runs show that rounding; float64 runs keep
+    the relative move (their floors, and the gallery's float64 verdicts, as they were)."""
+    if np.dtype(dtype) not in (np.float32, np.complex64) or not np.size(a):
+        return np.zeros(np.shape(a))
+    magnitude = np.abs(np.asarray(a))
+    scale = float(np.max(magnitude, initial=0.0, where=np.isfinite(magnitude)))
+    return np.where(magnitude == 0, scale if scale > 0 else 1.0, 0.0)
+
+
 def _perturbed(inputs: Inputs, dtype: str, sample: int = 0, eps: float | None = None) -> tuple:
     """The arguments with every float (and complex) input moved by about one unit in the
-    last place (of `eps`: a reduced matmul precision's on a device), signs seeded (one
-    draw per `sample`): what measures the computation's rounding level."""
+    last place (of `eps`: a reduced matmul precision's on a device; a float32 run's zero
+    entries by one of their array's scale, `zeros_moved`), signs seeded (one draw per
+    `sample`): what measures the computation's rounding level."""
     rng = np.random.default_rng(_NOISE_SEED if sample == 0 else [_NOISE_SEED, sample])
     eps = float(np.finfo(dtype).eps) if eps is None else eps
     arrays = inputs.run_arrays(dtype)
@@ -55,14 +73,16 @@ def _perturbed(inputs: Inputs, dtype: str, sample: int = 0, eps: float | None = 
         a = arrays[spec.name]
         if spec.kind in ("float", "complex"):
             signs = rng.choice(np.array([-1.0, 1.0]), size=np.shape(a))
-            a = (a * (1 + eps * signs)).astype(a.dtype)
+            zeros = zeros_moved(a, dtype)
+            a = (a * (1 + eps * signs) + eps * signs * zeros).astype(a.dtype)
         moved[spec.name] = a
     return inputs.example.args(moved, inputs.params)
 
 
 def backward_level(inputs: Inputs, gradients: dict, dtype: str) -> float:
     """ε·Σ|x_i·∂L/∂x_i| over the wrt arrays: how far the loss moves when every input it is
-    differentiated by moves by one rounding (ε relative) in the worst direction. A
+    differentiated by moves by one rounding (ε relative) in the worst direction (a float32
+    run's zero entries by one of their array's scale, as `_perturbed` moves them). A
     backward-stable computation's rounding error is of this size (it is the exact loss
     of inputs moved by a few ε), and it does not need the loss to be large: a determinant
     of a nearly singular matrix, whose cofactors are large, gets a floor to match."""
@@ -70,8 +90,9 @@ def backward_level(inputs: Inputs, gradients: dict, dtype: str) -> float:
     arrays = inputs.run_arrays(dtype)
     total = 0.0
     for name, g in gradients.items():
+        a = np.asarray(arrays[name])
         with np.errstate(invalid="ignore", over="ignore"):
-            total += float(np.sum(np.abs(np.asarray(arrays[name])) * np.abs(g)))
+            total += float(np.sum((np.abs(a) + zeros_moved(a, dtype)) * np.abs(g)))
     return eps * total
 
 

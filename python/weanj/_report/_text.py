@@ -9,7 +9,7 @@ the same.
 from __future__ import annotations
 
 from .._judge._suspects import kink_hypotheses
-from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+from .._judge._verdict import PRECISION, CaseJudgement, ExampleJudgement, Verdict
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
@@ -195,6 +195,18 @@ def pair_lines(ej: ExampleJudgement, *, everything: bool) -> list[str]:
     return out
 
 
+def precision_lines(ej: ExampleJudgement) -> list[str]:
+    """One line per float32 run whose difference from its float64 run is float32's own
+    rounding (the pair's evidence, `PRECISION`): how many digits float32 keeps there."""
+    out = []
+    for j in ej.of_kind(CaseKind.PAIR):
+        for said in j.evidence:
+            if said.startswith(PRECISION):
+                of = f" ({j.array})" if j.array else ""
+                out.append(f"  {j.subjects[1]}{of}: {said}")
+    return out
+
+
 def _skips(ej: ExampleJudgement) -> list[str]:
     """One line per reason, however many variants: what is unavailable or skipped here."""
     reasons: dict[str, list[str]] = {}
@@ -245,6 +257,7 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
         out.append(blocked)
     out.extend(reference_lines(ej))
     out.extend(pair_lines(ej, everything=mode != "check"))
+    out.extend(precision_lines(ej))
     out.extend(declared_lines(ej))
     files = ej.of_kind(CaseKind.FILE)
     for j in files:
