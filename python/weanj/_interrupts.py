@@ -138,10 +138,6 @@ def heavy_imports() -> None:
         import jax  # noqa: F401
 
 
-class _ModuleExit(BaseException):
-    """`os._exit` called by a module while it is imported."""
-
-
 @contextlib.contextmanager
 def guarded_import() -> Iterator[threading.Event]:
     """While an example module imports: `os._exit` raises `CalledExit` instead of ending

@@ -26,8 +26,6 @@ from .._model import Configuration, Example, Functions, Variant
 from .._registry import example_of, register_variant
 from . import _checking, _runtime
 
-GPU_HINT = "on a machine with an NVIDIA GPU: pip install -U 'jax[cuda12]'"
-
 
 def jax_configuration(example: str, name: str, dtype: str = "float64", device: str = "cpu"):
     """The `Configuration` a JAX variant's run computes in (`Variant.configure`): its

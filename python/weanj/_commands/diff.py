@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from .._errors import InputError
 from .._judge._contract import Fault
-from .._judge._verdict import CaseJudgement, ExampleJudgement
+from .._judge._verdict import ExampleJudgement
 from .._model._verdicts import FAULTS, GRADIENT_CHECKS, CaseKind, Verdict
 from .._pipeline._run import CheckRun
 from .._places import places
@@ -108,11 +108,3 @@ def checks_note(example: str, inputs) -> str:
     if not failed:
         return f"{head}: all passed or skipped"
     return f"{head}: {len(failed)} failed: " + "; ".join(failed)
-
-
-def pairs_to_draw(judgement: Judgement, *, recorded: bool = False) -> list[CaseJudgement]:
-    """The pairs `--plot` draws: the failing ones and those differing at kinks; when none,
-    every same-family pair (recorded references only when asked)."""
-    from .._report._figures import chosen_pairs
-
-    return [j for ej in judgement for j in chosen_pairs(ej, recorded=recorded)]

@@ -19,10 +19,6 @@ from ._example import Example
 from ._kinds import first_nonfinite, index_text
 from ._variant import Variant
 
-# Where a gradient came from: computed in this process, a file of the store
-# (`gradients/`), a committed reference (`recorded/`), any other file.
-SOURCES = ("run", "store", "recorded", "file")
-
 
 @dataclass(repr=False)
 class Gradient:
@@ -49,7 +45,7 @@ class Gradient:
     backend_version: str = ""
     created: str = ""
     path: Path | None = None
-    source: str = "run"
+    source: str = "run"  # "run" (this process), "store", "recorded" or "file": where from
     format: int = 2
     seconds: float | None = None  # first loss + gradient call, compilation included
     extra: dict[str, Any] = field(default_factory=dict)
