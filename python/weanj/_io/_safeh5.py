@@ -22,6 +22,14 @@ it or made it report an error. Outcomes are memoised by the bytes' sha256, and f
 weanj writes itself are trusted without a probe (`trust`). The price of parsing from
 memory is holding the file's bytes (twice, briefly: here and in the probe).
 
+Across processes, a project's check keeps a ledger (`keep_probes`,
+`results/.weanj-h5-probed.json`) of the digests of bytes found safe and of the files weanj
+wrote or found safe, each by its device, inode, size and nanosecond modification time: a
+file unchanged since is opened in place, neither read first nor probed, so that a
+re-check reads each file once. A file changed in any way (another size, or a later
+modification time) is read and probed again. Like the evaluation records, this guards
+against accidents and damaged files, not against someone who edits the ledger.
+
 `WEANJ_H5_TIMEOUT_S` sets the time limit per file (default 10 s); `0` turns the probe off
 (files are then parsed in this process unprotected, for platforms that cannot start a
 child Python). `WEANJ_MAX_FILE_BYTES` (default 4 GiB) bounds what one file may make weanj
@@ -303,8 +311,34 @@ def _remember(entry: str) -> None:
 
 
 def trust_file(path: Path | str) -> None:
-    """`trust` the current contents of a file weanj just wrote."""
+    """`trust` the current contents of a file weanj just wrote, and remember the file
+    itself (`_signature`: its device, inode, size and modification time, which a rename
+    keeps) so that a later process opens it unprobed, without reading it first."""
     trust(Path(path).read_bytes())
+    _remember(_signature(os.stat(path)))
+
+
+def _signature(info: os.stat_result) -> str:
+    """A file weanj wrote, as long as nobody changed it: where it is, its size and the
+    nanosecond of its last change."""
+    return f"file {info.st_dev} {info.st_ino} {info.st_size} {info.st_mtime_ns}"
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _written_by_weanj(path: Path) -> bool:
+    """Whether `path` is a regular file weanj wrote, or found safe, and nobody changed
+    since (its signature in the ledger: `trust_file`, `open_h5`)."""
+    info = _stat(path)
+    if info is None or not stat.S_ISREG(info.st_mode) or info.st_size > max_file_bytes():
+        return False
+    with _memo_lock:
+        return _signature(info) in _known()
 
 
 def probe(data: bytes, lookups: Iterable[str] = ()) -> Outcome:
@@ -418,8 +452,16 @@ def open_h5(
     import h5py
 
     path = Path(path)
+    if _written_by_weanj(path):  # unchanged since weanj wrote it: read in place
+        with h5py.File(path, "r") as f:
+            yield f
+        return
+    before = _stat(path)
     data = read_bytes(path, what, hint)
     check(data, path, what, hint, lookups)
+    after = _stat(path)
+    if before is not None and after is not None and _signature(before) == _signature(after):
+        _remember(_signature(after))  # found safe, and unchanged while it was read
     with h5py.File(io.BytesIO(data), "r") as f:
         yield f
 

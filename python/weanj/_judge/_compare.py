@@ -342,14 +342,17 @@ def _gradient_gap(
     for `compare` to combine with the loss: where `g` departs from `g_ref` on the `keep`
     entries, the worst entry, the regions beyond the bound."""
     wide = np.complex128 if np.iscomplexobj(g) or np.iscomplexobj(g_ref) else np.float64
-    finite = np.isfinite(g) & np.isfinite(g_ref)
-    bad = ~finite & keep
+    usable = np.isfinite(g)
+    usable &= np.isfinite(g_ref)
+    bad = ~usable & keep
+    usable &= keep
     with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.where(finite & keep, np.abs(g.astype(wide) - g_ref.astype(wide)), 0.0).astype(
-            np.float64
-        )
-    kept_ref = np.abs(g_ref[finite & keep])
-    reference_max = float(np.max(kept_ref)) if kept_ref.size else 0.0
+        diff = np.abs(np.subtract(g, g_ref, dtype=wide)).astype(np.float64, copy=False)
+    everywhere = bool(usable.all())  # the common case: no mask, nothing NaN/Inf
+    if not everywhere:
+        diff[~usable] = 0.0
+    own = np.abs(g_ref)
+    reference_max = float(np.max(own, where=usable, initial=0.0)) if own.size else 0.0
     bound = max(rel * reference_max, floor)  # the largest |Δ| that agrees
     nonfinite = bool(bad.any())
     if nonfinite:
@@ -372,11 +375,15 @@ def _gradient_gap(
         within = beyond & (diff <= np.asarray(entry_floor, np.float64))
         own_rounding = int(np.count_nonzero(within))
         outside &= ~within
-    severity = np.where(
-        bad, np.inf, diff / reference_max if reference_max > 0 else np.where(diff > 0, np.inf, 0.0)
-    )
-    found, total = regions(outside, severity, delta=np.where(bad, np.nan, diff))
-    where = np.argwhere(outside)
+    found, total, where = (), 0, np.empty((0, diff.ndim), int)
+    if outside.any():  # where it departs, and how far (nothing to find where it agrees)
+        severity = np.where(
+            bad,
+            np.inf,
+            diff / reference_max if reference_max > 0 else np.where(diff > 0, np.inf, 0.0),
+        )
+        found, total = regions(outside, severity, delta=np.where(bad, np.nan, diff))
+        where = np.argwhere(outside)
     return {
         "max_abs": max_abs,
         "max_rel": max_rel,

@@ -23,7 +23,7 @@ from .._judge._contract import Fault
 from .._judge._taylor import checked_masks
 from .._model import Example, Gradient, Inputs, Variant
 from .._watch import Watch
-from ._calls import for_checks, run_loss
+from ._calls import for_checks
 from ._evaluate import evaluate, label_of
 from ._levels import measure_levels
 from ._on_device import on_device
@@ -208,10 +208,11 @@ class Session:
         the watch and counted by `spent(forward, backward)` (one forward each)."""
         ex = variant.example
         run_arrays = inputs.run_arrays("float64")
-        # a check's own (`_checking`): the evaluation's program asked for the loss alone,
-        # or the loss program where the evaluation did not run that program in this
-        # process (a session that is not `checking`, a record)
-        run = run_loss(on_device(for_checks(variant.built, True), "cpu")[0])
+        # the variant's loss program, a plain forward pass: the evaluation's program asked
+        # for the loss alone would run the forward pass that keeps what its derivatives
+        # need (`_checking`), nine times as long on a 1024² stencil of 20 steps: the
+        # Taylor test's steps are most of a check's runs, the loss program one compilation
+        run = on_device(for_checks(variant.built, True), "cpu")[0].loss
         where = f"{ex.name} {variant.name} (Taylor test of {', '.join(arrays)})"
         spent = spent or (lambda forward, backward: None)
 
