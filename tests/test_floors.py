@@ -490,9 +490,7 @@ def test_an_uneven_array_takes_its_entries_levels_from_three_draws(project):
         fns = Functions(loss, None, value_and_grad=value_and_grad, evaluation_loss=loss)
         entries: dict = {}
         value_and_grad()  # the evaluation
-        got = _levels._noise(
-            fns, inputs, 1.0, {"x": g}, ex, dtype, _Watch(), "96", entries=entries
-        )
+        got = _levels._noise(fns, inputs, 1.0, {"x": g}, ex, dtype, _Watch(), "96", entries=entries)
         assert calls["gradient"] - 1 == gradient_calls, dtype
         assert calls["gradient"] - 1 + calls["loss"] == _levels.NOISE_SAMPLES
         assert got["x"] == pytest.approx(float(np.median(moves[0])), rel=1e-3)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .._errors import InputError
 from .._model._kinds import shown
+from ._compare_arguments import checked_keep, ulp_arguments
 from ._policy import (
     REAL_OF,
     Tolerance,
@@ -35,6 +36,7 @@ from ._policy import (
 def ulp_distance(a: Any, b: Any, dtype: Any = np.float64) -> int:
     """Representable values of `dtype` between `a` and `b` (0 when equal); for complex
     numbers the larger distance of the real and imaginary parts."""
+    ulp_arguments(a, b, dtype)
     if np.iscomplexobj(a) or np.iscomplexobj(b):
         real = REAL_OF[np.dtype(dtype).name]
         return max(
@@ -278,6 +280,7 @@ def compare(
             entry_floor=entry_floor,
         )
     g_ref, g = _numbers(g_ref, "g_ref"), _numbers(g, "g")
+    keep = checked_keep(g.shape, dtype, keep, (loss_ref, loss), (loss_floor, grad_floor), declared)
     judged = dtype or coarser(g_ref.dtype, g.dtype)
     runs = [(n, a.dtype) for n, a in ((noise_ref, g_ref), (noise, g)) if n]
     if loss_floor is None:
@@ -287,7 +290,6 @@ def compare(
     if g_ref.shape != g.shape:
         raise ValueError(f"gradient shapes differ: {g_ref.shape} vs {g.shape}")
     tol = applied(judged, declared)
-    keep = np.ones(g.shape, bool) if keep is None else np.asarray(keep, bool)
     if entry_floor is not None and np.shape(entry_floor) != g.shape:
         raise ValueError(f"entry floors of shape {np.shape(entry_floor)} for arrays {g.shape}")
     gap = _gradient_gap(g_ref, g, keep, judged, tol.grad, float(grad_floor), entry_floor)
