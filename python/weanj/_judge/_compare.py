@@ -18,9 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError
-from .._model._kinds import shown
-from ._compare_arguments import checked_keep, ulp_arguments
+from ._compare_arguments import checked_keep, numbers, ulp_arguments
 from ._policy import (
     REAL_OF,
     Tolerance,
@@ -217,21 +215,6 @@ def _relative(abs_: float, ref: float) -> float | None:
     return 0.0 if abs_ == 0 else None
 
 
-def _numbers(value: Any, what: str) -> np.ndarray:
-    """`value` as an array of real or complex numbers, or one `InputError` line (a text, a
-    None, a ragged list: never a KeyError from deep inside)."""
-    try:
-        a = np.asarray(value)
-    except Exception:
-        a = None
-    if a is None or a.dtype.kind not in "iufc" or isinstance(value, (str, bytes)):
-        raise InputError(
-            f"compare: {what} must be an array of numbers (numpy or JAX) or a weanj.Gradient, "
-            f"got {shown(value)}"
-        )
-    return a
-
-
 def compare(
     g_ref: Any,
     g: Any,
@@ -279,7 +262,7 @@ def compare(
             declared=declared,
             entry_floor=entry_floor,
         )
-    g_ref, g = _numbers(g_ref, "g_ref"), _numbers(g, "g")
+    g_ref, g = numbers(g_ref, "g_ref"), numbers(g, "g")
     keep = checked_keep(g.shape, dtype, keep, (loss_ref, loss), (loss_floor, grad_floor), declared)
     judged = dtype or coarser(g_ref.dtype, g.dtype)
     runs = [(n, a.dtype) for n, a in ((noise_ref, g_ref), (noise, g)) if n]

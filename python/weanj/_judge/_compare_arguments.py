@@ -18,6 +18,21 @@ def _refused(function: str, what: str, accepts: str, value: Any) -> InputError:
     return InputError(f"{function}: {what} must be {accepts}, got {shown(value)}")
 
 
+def numbers(value: Any, what: str) -> np.ndarray:
+    """`value` as an array of real or complex numbers, or one `InputError` line (a text, a
+    None, a ragged list: never a KeyError from deep inside)."""
+    try:
+        a = np.asarray(value)
+    except Exception:
+        a = None
+    if a is None or a.dtype.kind not in "iufc" or isinstance(value, (str, bytes)):
+        raise InputError(
+            f"compare: {what} must be an array of numbers (numpy or JAX) or a weanj.Gradient, "
+            f"got {shown(value)}"
+        )
+    return a
+
+
 def float_dtype(value: Any, what: str, function: str) -> str:
     """A float or complex dtype under test (float64, float32, complex128, complex64), as
     given."""
