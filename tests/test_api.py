@@ -412,13 +412,15 @@ def test_write_results_unknown_example(project):
     ],
     ids=["load_inputs", "read_inputs", "write_inputs", "evaluate", "load_gradient", "save"],
 )
-def test_a_nul_byte_in_a_path_is_one_input_error_naming_the_argument(project, call, what):
+def test_a_nul_byte_in_a_path_is_one_input_error_naming_the_argument(project, call, what, request):
     """A raw `ValueError: embedded null byte` from the file system before; nothing is
-    read, run or written."""
+    read, run or written. The line names the function and the argument."""
+    function = {"save": "save_gradient"}.get(request.node.callspec.id, request.node.callspec.id)
     before = sorted(project.rglob("*"))
     with pytest.raises(weanj.InputError) as raised:
         call()
-    assert str(raised.value).startswith(f"{what} '") and "contains a NUL byte" in str(raised.value)
+    assert str(raised.value).startswith(f"{function}: {what} '"), str(raised.value)
+    assert "contains a NUL byte" in str(raised.value)
     assert "\n" not in str(raised.value)
     assert sorted(project.rglob("*")) == before
 

@@ -18,6 +18,7 @@ _held = _hold()
 _os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 # The judgement, as notebooks and the command line get it
+from ._api import environment as environment  # noqa: E402
 from ._api import evaluate as evaluate  # noqa: E402
 from ._api import generate_inputs as generate_inputs  # noqa: E402
 from ._api import gradient_path as gradient_path  # noqa: E402
@@ -25,7 +26,6 @@ from ._api import inputs_path as inputs_path  # noqa: E402
 from ._api import load_gradient as load_gradient  # noqa: E402
 from ._api import load_inputs as load_inputs  # noqa: E402
 from ._api import read_inputs as read_inputs  # noqa: E402
-from ._api import save_gradient as save_gradient  # noqa: E402
 from ._api import stored_gradients as stored_gradients  # noqa: E402
 from ._api import verify_inputs as verify_inputs  # noqa: E402
 from ._api import write_inputs as write_inputs  # noqa: E402
@@ -37,13 +37,12 @@ from ._backends._devices import device_count as device_count  # noqa: E402
 from ._backends._devices import set_devices as set_devices  # noqa: E402
 from ._backends._enzyme import enzyme_variant as enzyme_variant  # noqa: E402
 from ._backends._jax import jax_variant as jax_variant  # noqa: E402
-from ._backends._jax import jvp_check as jvp_check  # noqa: E402
 from ._backends._julia import julia_variant as julia_variant  # noqa: E402
+from ._backends._jvp_check import jvp_check as jvp_check  # noqa: E402
 from ._commands.check import check as check  # noqa: E402
 from ._commands.diff import diff as diff  # noqa: E402
 from ._commands.report import report as report  # noqa: E402
 from ._environment import __version__ as __version__  # noqa: E402
-from ._environment import environment as environment  # noqa: E402
 
 # Errors
 from ._errors import DefinitionError as DefinitionError  # noqa: E402
@@ -103,6 +102,7 @@ from ._registry import unavailable_variants as unavailable_variants  # noqa: E40
 from ._registry import variant as variant  # noqa: E402
 from ._registry import variants as variants  # noqa: E402
 from ._report._judgement import Judgement as Judgement  # noqa: E402
+from ._saved_gradient import save_gradient as save_gradient  # noqa: E402
 from ._saved_inputs import save_inputs as save_inputs  # noqa: E402
 
 _release(_held)

@@ -36,8 +36,10 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ._errors import ProjectError
+from ._errors import ProjectError, WeanjError
+from ._interrupts import CalledExit
 
 ROOT_VARIABLE = "WEANJ_ROOT"
 # Every evaluation has a time limit unless told otherwise: a call that never ends (a
@@ -129,6 +131,16 @@ def find_root() -> tuple[Path, str]:
     )
 
 
+def in_a_project() -> bool:
+    """Whether the current folder (or `$WEANJ_ROOT`) is in a project whose `[tool.weanj]`
+    reads."""
+    try:
+        project_config()
+    except ProjectError:
+        return False
+    return True
+
+
 def project_root() -> Path:
     """The project root (see the module docstring for the order of discovery)."""
     return find_root()[0]
@@ -203,12 +215,19 @@ def _strings(pyproject: Path, key: str, value, example: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _folder(root: Any) -> Path:
+    """`project_config`'s `root`: a folder's path, or one line saying so."""
+    if not isinstance(root, (str, os.PathLike)):
+        raise ProjectError(f"project_config: root must be a folder (str or Path), got {root!r}")
+    return Path(root)
+
+
 def project_config(root: Path | None = None) -> ProjectConfig:
     """The `[tool.weanj]` table of the project at `root` (default: `find_root()`)."""
     how = "given"
     if root is None:
         root, how = find_root()
-    root = Path(root)
+    root = _folder(root)
     table = _weanj_table(root)
     if table is None:
         return ProjectConfig(root, (), builtin=True, entry_points=False, pyproject=None, how=how)
@@ -307,3 +326,27 @@ def time_limit(given: float | None, config: ProjectConfig | None = None) -> floa
         except ProjectError:
             return DEFAULT_TIMEOUT
     return config.timeout
+
+
+def import_error(module: str, where: str, e: BaseException) -> BaseException:
+    """The one-line error for an example module that failed to import (`_registry` loads
+    them), or the interrupt itself."""
+    if isinstance(e, (KeyboardInterrupt, ProjectError)):
+        return e
+    if isinstance(e, (SystemExit, CalledExit)):
+        how = str(e) if isinstance(e, CalledExit) else f"called sys.exit({e.code!r})"
+        return ProjectError(
+            f"example module {module!r} ({where}) {how} on import; an example module must "
+            "only register examples"
+        )
+    if not isinstance(e, Exception):
+        return e
+    if isinstance(e, ModuleNotFoundError) and e.name and module.startswith(e.name):
+        return ProjectError(
+            f"cannot import example module {module!r} listed in {where}: no module "
+            f"named {e.name!r} (is it importable from the project root, or from a folder of "
+            "[tool.weanj] pythonpath?)"
+        )
+    first = (str(e).strip().splitlines() or [""])[0][:160]
+    what = first if isinstance(e, WeanjError) else f"{type(e).__name__}: {first}"
+    return ProjectError(f"example module {module!r} ({where}): {what}")

@@ -25,16 +25,16 @@ from typing import Any
 from . import _x64
 from ._errors import (
     DefinitionError,
+    InputError,
     ProjectError,
     UnavailableError,
     UnknownNameError,
-    WeanjError,
     with_list,
     wrapped,
 )
-from ._interrupts import CalledExit, guarded_import
+from ._interrupts import guarded_import
 from ._model import Catalog, Example, Expected, Variant
-from ._project import BUILTIN, ProjectConfig, project_config
+from ._project import BUILTIN, ProjectConfig, import_error, in_a_project, project_config
 from ._sources import code_digest
 
 _EXAMPLES: dict[str, Example] = {}
@@ -63,10 +63,11 @@ def register_example(example: Example) -> Example:
     """Add an example to the registry; a second example of the same name is an error."""
     if not isinstance(example, Example):
         raise DefinitionError(f"register_example takes a weanj.Example, got {type(example)}")
-    previous = _EXAMPLES.get(example.name)
-    if previous is not None:
+    if not _state["loaded"] and not _state["loading"] and not _at_import() and in_a_project():
+        _load()  # a notebook's call: a name the project's modules take is refused here
+    if (previous := _EXAMPLES.get(example.name)) is not None:
         by = f" (first by module {previous.module})" if previous.module else ""
-        raise DefinitionError(f"example {example.name!r} is registered twice{by}")
+        raise DefinitionError(f"register_example: example {example.name!r} is registered twice{by}")
     if not example.module:
         object.__setattr__(example, "module", _state["loading"] or _caller_module())
     _EXAMPLES[example.name] = example
@@ -119,10 +120,12 @@ def differ_at_kinks(example: Example | str, a: str, b: str, *, why: str) -> None
         raise DefinitionError(f"{ex.name}: differ_at_kinks needs an FDPolicy mask (the kinks)")
     table = _VARIANTS[ex.name]
     for name in (a, b):
-        if name not in table:
+        if not isinstance(name, str) or name not in table:
             raise DefinitionError(f"differ_at_kinks: {name!r} is not a variant of {ex.name}")
     if table[a].family != table[b].family:
         raise DefinitionError(f"differ_at_kinks: {a} and {b} are not of one family")
+    if not isinstance(why, str) or "\n" in why:
+        raise DefinitionError(f"differ_at_kinks: why must be one line saying why, got {why!r}")
     _AT_KINKS[(ex.name, frozenset((a, b)))] = why
 
 
@@ -147,6 +150,13 @@ def fuzz_strategy(example: Any, fn: Callable | None = None):
         return f
 
     return register if fn is None else register(fn)
+
+
+def _at_import() -> bool:
+    """Whether the registering code runs as its module imports (a project's module that a
+    notebook imports before weanj loads the project: the project loads after it)."""
+    spec = getattr(sys.modules.get(_caller_module()), "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
 
 
 def _caller_module() -> str:
@@ -185,7 +195,7 @@ def _import_example_module(module: str, where: str) -> None:
         _AT_KINKS.clear()
         _AT_KINKS.update(kinks_before)
         sys.modules.pop(module, None)
-        raise _load_error(module, where, e) from None
+        raise import_error(module, where, e) from None
     finally:
         _state["loading"] = None
     roots = (
@@ -208,29 +218,6 @@ def _declared_x64(module: str) -> _x64.X64 | None:
         where = config.pyproject or config.root
         return _x64.X64(config.x64, f"x64 = {str(config.x64).lower()} in [tool.weanj] of {where}")
     return None
-
-
-def _load_error(module: str, where: str, e: BaseException) -> BaseException:
-    """The one-line error for a module that failed to import (or the interrupt itself)."""
-    if isinstance(e, (KeyboardInterrupt, ProjectError)):
-        return e
-    if isinstance(e, (SystemExit, CalledExit)):
-        how = str(e) if isinstance(e, CalledExit) else f"called sys.exit({e.code!r})"
-        return ProjectError(
-            f"example module {module!r} ({where}) {how} on import; an example module must "
-            "only register examples"
-        )
-    if not isinstance(e, Exception):
-        return e
-    if isinstance(e, ModuleNotFoundError) and e.name and module.startswith(e.name):
-        return ProjectError(
-            f"cannot import example module {module!r} listed in {where}: no module "
-            f"named {e.name!r} (is it importable from the project root, or from a folder of "
-            "[tool.weanj] pythonpath?)"
-        )
-    first = (str(e).strip().splitlines() or [""])[0][:160]
-    what = first if isinstance(e, WeanjError) else f"{type(e).__name__}: {first}"
-    return ProjectError(f"example module {module!r} ({where}): {what}")
 
 
 def _modules_to_load(config: ProjectConfig) -> list[tuple[str, str]]:
@@ -396,8 +383,10 @@ def find_variant(example_name: str | Example, name: str) -> Variant | None:
 
 def variants(example_name: str | Example, *, available_only: bool = True) -> list[str]:
     """Names of the variants of an example that can run here (all with `available_only=False`)."""
-    table = _VARIANTS[example(example_name).name]
-    return [n for n, v in table.items() if not available_only or v.unavailable_reason() is None]
+    table, every = _VARIANTS[example(example_name).name], not available_only
+    if not isinstance(available_only, bool):
+        raise InputError(f"variants: available_only must be True or False, got {available_only!r}")
+    return [n for n, v in table.items() if every or v.unavailable_reason() is None]
 
 
 def unavailable_variants(example_name: str | Example) -> dict[str, str]:

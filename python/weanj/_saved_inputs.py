@@ -45,8 +45,8 @@ def save_inputs(
       `force=True`; never a `.py` module, never through a link (docs/files.md).
 
     Refused in one line, before anything is allocated or written: an array the example does
-    not declare, and arrays whose file would exceed what weanj reads from one file
-    (`$WEANJ_MAX_FILE_BYTES`, default 4 GiB).
+    not declare or one it declares missing, and arrays whose file would exceed what weanj
+    reads from one file (`$WEANJ_MAX_FILE_BYTES`, default 4 GiB).
 
     **Returns:** the path written.
     """
@@ -59,6 +59,7 @@ def save_inputs(
 
     path = arg.out_path(path, "path", "save_inputs")
     force = arg.flag(force, "force", "save_inputs")
+    params = arg.mapping(params, "params", "save_inputs")
     what = f"the arrays given to save_inputs({ex.name!r})"
     undeclared = [str(k) for k in arrays if k not in ex.arrays]
     if undeclared:
@@ -82,8 +83,8 @@ def _check_size(ex: Example, arrays: Mapping[str, Any], what: str) -> None:
     weanj would refuse to read (`max_file_bytes`): a 1e9-element array is one line, not a
     MemoryError while it is converted, digested or written."""
     total = 0
-    for spec in ex.specs:
-        shape = getattr(arrays[spec.name], "shape", None)
+    for spec in ex.specs:  # an array missing is `from_arrays`' to name, with the others
+        shape = getattr(arrays.get(spec.name), "shape", None)
         if not isinstance(shape, tuple):
             continue  # a list or a number: as_array checks it (its size is already in memory)
         total += math.prod(int(n) for n in shape) * _STORED_BYTES.get(spec.kind, 8)

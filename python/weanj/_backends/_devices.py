@@ -69,7 +69,13 @@ def set_devices(devices: int | Sequence | None = None, platform: str | None = No
     """
     import jax
 
+    from .._arguments import count
+
     global _selection
+    if not isinstance(devices, Sequence) or isinstance(devices, str):
+        count(devices, "devices", "set_devices", minimum=1)  # None, or how many
+    if platform is not None and not isinstance(platform, str):
+        raise InputError(f"set_devices: platform must be a platform's name (str), got {platform!r}")
     choice = tuple(devices) if isinstance(devices, Sequence) else devices
     selection = None if choice is None and platform is None else (choice, platform)
     chosen_devices(selection)  # fail now, not at the next trace

@@ -111,6 +111,10 @@ def enzyme_variant(
     `Variant` (as a decorator: the function unchanged).
     """
 
+    from .._arguments import declared
+
+    declared("enzyme_variant", name, loss=loss)
+
     def described(fn: Callable) -> str:
         return description or f"{getattr(fn, '__name__', 'the loss')} through enzyme_jax_ir; Enzyme"
 

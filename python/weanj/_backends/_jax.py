@@ -20,8 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .._errors import InputError
-from .._judge._taylor import OWN_JVP_TOLERANCE, DirectionalResult, inner, random_direction
+from .._arguments import declared, decorated
 from .._model import Configuration, Example, Functions, Variant
 from .._registry import example_of, register_variant
 from . import _checking, _runtime
@@ -309,45 +308,6 @@ def global_device_count() -> int:
     return jax.device_count()
 
 
-# --- forward against reverse for any JAX function (a notebook's) -----------------------------
-
-
-def jvp_check(
-    f: Callable[[Any], Any],
-    x: Any,
-    g: Any,
-    *,
-    dx: Any = None,
-    tolerance: float = OWN_JVP_TOLERANCE,
-    seed: int = 1,
-) -> DirectionalResult:
-    """Forward mode against reverse mode for any JAX-traceable scalar function: `jax.jvp`
-    of `f` at `x` along `dx` (default: a seeded unit direction) against `⟨g, dx⟩`, exact up
-    to rounding and independent of any step.
-
-    **Returns:** a `DirectionalResult`: `.forward`, `.reverse`, `.error` (relative to
-    `Σ|g_i||dx_i|`, the size of the terms of ⟨g, dx⟩) and `.passes` (`error ≤ tolerance`).
-    """
-    import jax
-    import numpy as np
-
-    x, g = np.asarray(x), np.asarray(g)
-    if x.shape != g.shape:
-        raise InputError(f"jvp_check: g has shape {g.shape}, x has {x.shape}")
-    if dx is None:
-        dx = random_direction(np.random.default_rng(seed), x)
-    dx = np.asarray(dx, dtype=x.dtype)
-    if dx.shape != x.shape:
-        raise InputError(f"jvp_check: dx has shape {dx.shape}, x has {x.shape}")
-    if not (isinstance(tolerance, (int, float)) and tolerance > 0):
-        raise InputError(f"jvp_check: tolerance must be a number > 0, got {tolerance!r}")
-    with jax.enable_x64(x.dtype in (np.float64, np.complex128)):
-        forward = float(np.real(np.asarray(jax.jvp(f, (x,), (dx,))[1])))
-    reverse = inner(g, dx)
-    scale = float(np.sum(np.abs(g) * np.abs(dx)))
-    return DirectionalResult("", "jax.jvp", forward, reverse, scale, float(tolerance))
-
-
 def first_doc_line(fn: Callable) -> str:
     doc = (getattr(fn, "__doc__", None) or "").strip()
     return doc.splitlines()[0] if doc else ""
@@ -388,6 +348,7 @@ def jax_variant(
     **Returns:** as a decorator the function unchanged (siblings can reuse it); called
     with `loss=`, the registered `Variant`.
     """
+    declared("jax_variant", name, loss=loss, grad=grad, requires=requires)
     ex = example_of(example)
 
     def register(fn: Callable) -> Variant:
@@ -419,7 +380,7 @@ def register_or_decorate(register: Callable[[Callable], Variant], loss: Callable
         return register(loss)
 
     def decorate(fn: Callable) -> Callable:
-        register(fn)
+        register(decorated(fn))
         return fn
 
     return decorate

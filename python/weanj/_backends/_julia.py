@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from .._arguments import JULIA_NAME as _NAME
+from .._arguments import declared_julia
 from .._errors import DefinitionError, InputError
 from .._model import Catalog, Functions, Variant
 from .._project import project_root
@@ -340,9 +342,6 @@ def _resolve_file(file: str | os.PathLike) -> Path:
     return path.resolve()
 
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_!]*(\.[A-Za-z_][A-Za-z0-9_!]*)*$")
-
-
 def _gradient_by(variant: str, ad: Any, gradient: Any, enzyme_options: bool) -> str:
     """The `ad` of a variant (its `AD` name), checked against `gradient=` and Enzyme's
     own options, each mistake one `DefinitionError` line."""
@@ -358,7 +357,7 @@ def _gradient_by(variant: str, ad: Any, gradient: Any, enzyme_options: bool) -> 
         ad = HAND_WRITTEN
     elif ad is None:
         ad = "enzyme"
-    elif ad not in AD:
+    elif not isinstance(ad, str) or ad not in AD:
         raise DefinitionError(f"{where}: ad must be one of {', '.join(map(repr, AD))}, got {ad!r}")
     if enzyme_options and ad != "enzyme":
         raise DefinitionError(
@@ -382,16 +381,14 @@ def _package_name(variant: str, package: Any, file: Any) -> str | None:
     return package
 
 
-def _activity(variant: str, function: Any, runtime_activity: Any) -> str:
-    if function not in FUNCTION_ACTIVITY or isinstance(function, bool):
+def _activity(variant: str, loss: Any, file: Any, function: Any, runtime_activity: Any) -> str:
+    """The declaration's arguments checked (`declared_julia`), then how Enzyme is to treat
+    the loss function itself (`function=`)."""
+    declared_julia(variant, loss, file, runtime_activity)
+    if not isinstance(function, (str, type(None))) or function not in FUNCTION_ACTIVITY:
         raise DefinitionError(
             f"julia_variant {variant!r}: function must be None, 'const' or 'duplicated', "
             f"got {function!r}"
-        )
-    if not isinstance(runtime_activity, bool):
-        raise DefinitionError(
-            f"julia_variant {variant!r}: runtime_activity must be True or False, "
-            f"got {runtime_activity!r}"
         )
     return FUNCTION_ACTIVITY[function]
 
@@ -448,7 +445,7 @@ def julia_variant(
     **Returns:** the registered `Variant`.
     """
     example = example_of(example)
-    activity = _activity(name, function, runtime_activity)
+    activity = _activity(name, loss, file, function, runtime_activity)
     how = _gradient_by(name, ad, gradient, function is not None or runtime_activity)
     package = _package_name(name, package, file)
     path = None if file is None else _resolve_file(file)

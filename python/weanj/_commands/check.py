@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from .._errors import InputError, WeanjError, say
 from .._model import DTYPES, Catalog
@@ -31,8 +32,9 @@ DTYPE_CHOICES = ("both", "float64", "float32")
 def dtypes_of(dtype: str) -> tuple[str, ...]:
     """`--dtype`: float32 is always judged against its own float64 run, so it brings
     float64 along; float64 alone leaves float32 out."""
-    if dtype not in DTYPE_CHOICES:
-        raise InputError(f"dtype must be one of {', '.join(DTYPE_CHOICES)}, got {dtype!r}")
+    from .._arguments import one_of
+
+    one_of(dtype, DTYPE_CHOICES, "dtype", "check")
     return ("float64",) if dtype == "float64" else DTYPES
 
 
@@ -40,9 +42,10 @@ def devices_of(device: Sequence[str] | str | None, config=None) -> tuple[str, ..
     """The devices under test: `device` (one kind or several), else `[tool.weanj]
     devices`, else the CPU alone (whatever JAX's default device is). The CPU always
     comes first: every device run is judged against its family's CPU float64 reference."""
+    from .._arguments import names
     from .._project import DEVICE_KINDS
 
-    asked = [device] if isinstance(device, str) else list(device or ())
+    asked = names(device, "device", "check") or []
     if not asked and config is not None:
         asked = list(getattr(config, "devices", ()) or ())
     unknown = [d for d in asked if d not in DEVICE_KINDS]
@@ -79,7 +82,7 @@ def restricted(cats: list[Catalog], variants: Sequence[str] | None) -> list[Cata
 def check(
     examples: Sequence[str] | str | None = None,
     *,
-    variants: Sequence[str] | None = None,
+    variants: list[str] | tuple[str, ...] | None = None,
     dtype: str = "both",
     timeout: float | None = None,
     fresh: bool = False,
@@ -96,8 +99,8 @@ def check(
 
     **Arguments:**
 
-    - `examples`: names of the project's examples (default: every one).
-    - `variants`: only these variants (default: all).
+    - `examples`: names of the project's examples, or one name (default: every one).
+    - `variants`: a list of the variants to run and judge (default: all), each once.
     - `dtype`: `"both"` (float64, then float32 against its own float64 run),
       `"float64"` or `"float32"`.
     - `timeout`: seconds a variant's call may take (verdict `timeout`; default: the
@@ -129,11 +132,11 @@ def check(
     from .. import _arguments as arg
 
     examples = arg.names(examples, "examples", "check")
-    variants = arg.names(variants, "variants", "check")
+    variants = arg.name_list(variants, "variants", "check")
     timeout = arg.time_limit(timeout, "timeout", "check")
     fresh, save = arg.flag(fresh, "fresh", "check"), arg.flag(save, "save", "check")
     fd = arg.flag(fd, "fd", "check")
-    say = arg.say_function(say, "say", "check")
+    say, require = arg.say_function(say, "say", "check"), arg.name_list(require, "require", "check")
     cats = restricted(catalogs(examples), variants)
     if not cats:  # nothing checked is not a pass
         raise WeanjError(
@@ -147,11 +150,22 @@ def check(
         fresh=fresh,
         say=say,
         save=save,
-        executor=executor_for(workers, scheduler, project(), processes=processes),
+        executor=_executor(workers, scheduler, processes),
         require=require,
         every_example=None if examples else [c.name for c in catalogs(None)],
         fd=fd,
     ).judge()
+
+
+def _executor(workers: Any, scheduler: Any, processes: Any):
+    """The executor `weanj.check()`'s arguments ask for, each checked first."""
+    from .. import _arguments as arg
+
+    workers = arg.count(workers, "workers", "check", minimum=0)
+    processes = arg.count(processes, "processes", "check", minimum=1)
+    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+        raise InputError(f"check: scheduler must be a scheduler's address (str), got {scheduler!r}")
+    return executor_for(workers, scheduler, project(), processes=processes)
 
 
 def check_run(cats: list[Catalog], **options) -> CheckRun:

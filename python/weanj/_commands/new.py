@@ -182,6 +182,20 @@ def _add_module(pyproject: Path, module: str) -> str:
     return tomlkit.dumps(doc)
 
 
+def _refuse_links(root: Path, paths: tuple[Path, ...]) -> None:
+    """One line where a path `weanj new` would write, or a folder it would write into, is
+    a symbolic link (dangling or not): a new file is never written through a link, nor
+    put in a link's place, so the file a link names stays as it was."""
+    folders = {path.parent for path in paths if path.parent != root}
+    for path in (*sorted(folders), *paths):
+        if path.is_symlink():
+            raise InputError(
+                f"{path} is a symbolic link (to {os.readlink(path)}); weanj new never writes "
+                "through or over a link (make it a file or a folder, or remove it); nothing "
+                "was written"
+            )
+
+
 def scaffold(name: str) -> tuple[list[str], list[str]]:
     """Write the new example's files; **Returns:** what was written (as the user reads it)
     and the next commands to run."""
@@ -193,15 +207,17 @@ def scaffold(name: str) -> tuple[list[str], list[str]]:
     python_file = root / "examples" / f"{stem}.py"
     julia_file = root / "julia" / f"{stem}.jl"
     pyproject = root / "pyproject.toml"
+    package_init = root / "examples" / "__init__.py"
+    gitignore = root / ".gitignore"
+    _refuse_links(root, (python_file, julia_file, pyproject, package_init))
     for path in (python_file, julia_file):
-        if path.exists():
+        if os.path.lexists(path):
             raise InputError(
                 f"{path} already exists; weanj new never overwrites (choose another name)"
             )
     module = f"examples.{stem}"
     new_pyproject = _add_module(pyproject, module)
 
-    package_init = root / "examples" / "__init__.py"
     writes = [
         (python_file, PYTHON_TEMPLATE.format(name=name, stem=stem)),
         (julia_file, JULIA_TEMPLATE.format(name=name, stem=stem)),
@@ -210,8 +226,7 @@ def scaffold(name: str) -> tuple[list[str], list[str]]:
     if not package_init.exists():
         writes.insert(0, (package_init, '"""The examples of this weanj project."""\n'))
     written = [f"examples/{stem}.py", f"julia/{stem}.jl", "[tool.weanj] in pyproject.toml"]
-    gitignore = root / ".gitignore"
-    if not gitignore.exists():  # a project's own .gitignore is left as it is
+    if not os.path.lexists(gitignore):  # a project's own .gitignore (a link too) is left as it is
         writes.append((gitignore, GITIGNORE))
         written.append(".gitignore")
     for path, text in writes:

@@ -158,13 +158,18 @@ def report(
     judges)."""
     from .. import _arguments as arg
 
+    examples = arg.names(examples, "examples", "report")
     out = arg.out_path(out, "out", "report")
     force = arg.flag(force, "force", "report")
+    if judgement is not None and not isinstance(judgement, Judgement):
+        raise InputError(
+            f"report: judgement must be a weanj.Judgement (what weanj.check() returns), got "
+            f"{type(judgement).__name__}"
+        )
     fmt = format
     if fmt is None:
         fmt = "md" if out is not None and str(out).lower().endswith(".md") else "html"
-    if fmt not in FORMATS:
-        raise InputError(f"--format must be html or md, not {fmt!r}")
+    fmt = arg.one_of(fmt, FORMATS, "format", "report")
     here = places()
     path, target = (None, None) if out == "-" else output_path(out, fmt, here)
     pages = pages_of(examples, judgement)

@@ -135,6 +135,12 @@ def _read_file(ex: Example, path: Path, hint: str) -> tuple[dict, dict]:
         missing = [a for a in ex.arrays if a not in f]
         if missing:
             raise InputFileError(f"{where} lacks dataset(s) {', '.join(missing)}{hint}")
+        extra = sorted(set(f) - set(ex.arrays))
+        if extra:  # data weanj would not read, digest nor judge: not these inputs
+            raise InputFileError(
+                f"{where} holds {', '.join(map(repr, extra))}, which {ex.name} does not declare "
+                f"(its arrays: {', '.join(ex.arrays)}){hint or _ARRAYS_ONLY}"
+            )
         refused = _declared_shapes(ex, f, where, hint)
         if refused is None:  # refused: raised outside, where `parsed` leaves it as it is
             arrays = {name: read_array(f[name], f"{where}: {name}", hint) for name in ex.arrays}
@@ -142,6 +148,10 @@ def _read_file(ex: Example, path: Path, hint: str) -> tuple[dict, dict]:
     if refused is not None:
         raise refused
     return arrays, attrs
+
+
+# What a user's inputs file with more than the example's arrays is told.
+_ARRAYS_ONLY = "; an inputs file holds the example's arrays only (weanj.save_inputs writes one)"
 
 
 def _declared_shapes(ex: Example, f, where: str, hint: str) -> Exception | None:

@@ -63,6 +63,9 @@ def enable(root: Path | None = None) -> Path | None:
     project (or whose folder was deleted) follows: the folder is made again, or the cache
     pointed at the new project's. **Returns** the folder, or None where the cache is off or
     not writable."""
+    from .._arguments import in_path
+
+    root = in_path(root, "root", "enable_compilation_cache", "None or a folder")
     with _lock:
         folder = cache_dir(root)
         if _state["done"] and folder == _state["dir"]:

@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import InputError
-from .._model._kinds import shown
+from ._compare_arguments import checked_keep, numbers, ulp_arguments
 from ._policy import (
     REAL_OF,
     Tolerance,
@@ -35,6 +34,7 @@ from ._policy import (
 def ulp_distance(a: Any, b: Any, dtype: Any = np.float64) -> int:
     """Representable values of `dtype` between `a` and `b` (0 when equal); for complex
     numbers the larger distance of the real and imaginary parts."""
+    ulp_arguments(a, b, dtype)
     if np.iscomplexobj(a) or np.iscomplexobj(b):
         real = REAL_OF[np.dtype(dtype).name]
         return max(
@@ -215,21 +215,6 @@ def _relative(abs_: float, ref: float) -> float | None:
     return 0.0 if abs_ == 0 else None
 
 
-def _numbers(value: Any, what: str) -> np.ndarray:
-    """`value` as an array of real or complex numbers, or one `InputError` line (a text, a
-    None, a ragged list: never a KeyError from deep inside)."""
-    try:
-        a = np.asarray(value)
-    except Exception:
-        a = None
-    if a is None or a.dtype.kind not in "iufc" or isinstance(value, (str, bytes)):
-        raise InputError(
-            f"compare: {what} must be an array of numbers (numpy or JAX) or a weanj.Gradient, "
-            f"got {shown(value)}"
-        )
-    return a
-
-
 def compare(
     g_ref: Any,
     g: Any,
@@ -277,7 +262,8 @@ def compare(
             declared=declared,
             entry_floor=entry_floor,
         )
-    g_ref, g = _numbers(g_ref, "g_ref"), _numbers(g, "g")
+    g_ref, g = numbers(g_ref, "g_ref"), numbers(g, "g")
+    keep = checked_keep(g.shape, dtype, keep, (loss_ref, loss), (loss_floor, grad_floor), declared)
     judged = dtype or coarser(g_ref.dtype, g.dtype)
     runs = [(n, a.dtype) for n, a in ((noise_ref, g_ref), (noise, g)) if n]
     if loss_floor is None:
@@ -287,7 +273,6 @@ def compare(
     if g_ref.shape != g.shape:
         raise ValueError(f"gradient shapes differ: {g_ref.shape} vs {g.shape}")
     tol = applied(judged, declared)
-    keep = np.ones(g.shape, bool) if keep is None else np.asarray(keep, bool)
     if entry_floor is not None and np.shape(entry_floor) != g.shape:
         raise ValueError(f"entry floors of shape {np.shape(entry_floor)} for arrays {g.shape}")
     gap = _gradient_gap(g_ref, g, keep, judged, tol.grad, float(grad_floor), entry_floor)

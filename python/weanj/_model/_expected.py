@@ -28,6 +28,7 @@ from ._verdicts import DECLARABLE, GRADIENT_CHECKS, CaseKind, Verdict
 # variant is at fault (`DECLARABLE`, from `Verdict`); and what it may declare instead of
 # a pair: a run, a gradient check.
 CHECKS = (CaseKind.RUN, *GRADIENT_CHECKS)
+_NAMED = {"variant": "a variant's", "against": "a variant's", "array": "an array's"}
 
 
 @dataclass(frozen=True, eq=False)  # one declaration is itself (its elements may be a function)
@@ -71,11 +72,11 @@ class Expected:
             raise DefinitionError(
                 f"weanj.Expected needs a reason: one line saying why ({self.declared_at})"
             )
-        for name in ("variant", "against"):
+        for name in ("variant", "against", "array"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise DefinitionError(
-                    f"weanj.Expected: {name} must be a variant's name (str), got {value!r} "
+                    f"weanj.Expected: {name} must be {_NAMED[name]} name (str), got {value!r} "
                     f"({self.declared_at})"
                 )
         if self.against is not None and self.against == self.variant:
@@ -125,7 +126,7 @@ class Expected:
             )
         elements = self.elements
         if elements is not None and not callable(elements):
-            if isinstance(elements, (str, bytes)) or not isinstance(elements, Iterable):
+            if isinstance(elements, (str, bytes, Mapping)) or not isinstance(elements, Iterable):
                 raise DefinitionError(
                     f"weanj.Expected: elements must be a list of indices or a function of the "
                     f"inputs, got {elements!r} ({self.declared_at})"
@@ -278,7 +279,7 @@ def _index(i: Any) -> tuple[int, ...]:
     if isinstance(i, (int, np.integer)) and not isinstance(i, bool):
         return (int(i),)
     try:
-        if isinstance(i, (str, bytes)):
+        if isinstance(i, (str, bytes, Mapping, set, frozenset)):  # no order: no index
             raise TypeError
         return tuple(operator.index(k) for k in i)
     except TypeError:
@@ -343,7 +344,8 @@ def as_declarations(value: Any, where: str) -> tuple[Expected, ...]:
     """`expected=` as a tuple of declarations (one, several, or None)."""
     if value is None:
         return ()
-    found = (value,) if isinstance(value, Expected) else tuple(value)
+    iterable = isinstance(value, (list, tuple))
+    found = (value,) if isinstance(value, Expected) else tuple(value) if iterable else (value,)
     if not all(isinstance(e, Expected) for e in found):
         raise DefinitionError(f"{where}: expected= takes weanj.Expected declarations")
     return found

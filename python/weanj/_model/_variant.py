@@ -20,6 +20,7 @@ from ._configuration import Configuration, host_configuration
 from ._example import Example, check_name
 from ._expected import as_declarations
 from ._kinds import DTYPES
+from ._variant_fields import check_fields
 
 # Backends that are extras of weanj itself: `pip install 'weanj[<backend>]'` installs them.
 EXTRAS = ("kernex", "enzyme", "julia", "plot")
@@ -185,15 +186,8 @@ class Variant:
         check_name("variant", self.name)
         if not isinstance(self.example, Example):
             raise DefinitionError(f"variant {self.name}: example must be a weanj.Example")
-        for what in ("family", "backend"):
-            value = getattr(self, what)
-            if not isinstance(value, str) or not value or "\n" in value:
-                raise DefinitionError(f"variant {self.name}: {what} must be a one-line string")
+        check_fields(self)
         dtypes = (self.dtypes,) if isinstance(self.dtypes, str) else tuple(self.dtypes)
-        if not dtypes or not set(dtypes) <= set(DTYPES):
-            raise DefinitionError(
-                f"variant {self.name}: dtypes must be among {DTYPES}, got {self.dtypes!r}"
-            )
         object.__setattr__(self, "dtypes", tuple(d for d in DTYPES if d in dtypes))
         object.__setattr__(self, "requires", tuple(self.requires))
         declared = as_declarations(self.expected, f"variant {self.name}")

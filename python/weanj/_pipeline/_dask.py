@@ -32,6 +32,7 @@ from typing import Any
 from .._errors import InputError, WeanjError
 from .._judge._contract import Fault, fault_of
 from .._model import Gradient, Inputs, Variant
+from ._dask_start import did_not_start
 from ._evaluate import first_line, label_of, reproduce_command
 from ._executors import Asked, Done, Remote, add_to_clock
 from ._processes import inputs_payload
@@ -221,15 +222,19 @@ def _local_cluster(distributed, workers: int) -> Iterator[Any]:
     """N single-threaded worker processes on 127.0.0.1 (a task is one evaluation, and
     JAX spreads one evaluation over the cores itself), ignoring SIGINT; the dashboard on
     a free port."""
-    with distributed.LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",
-        silence_logs=logging.CRITICAL,  # a task that fails is said in its line
-        preload=[_IGNORE_SIGINT],
-    ) as cluster:
+    try:
+        cluster = distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+            silence_logs=logging.CRITICAL,  # a task that fails is said in its line
+            preload=[_IGNORE_SIGINT],
+        )
+    except Exception as e:  # Dask closed what it had started before raising
+        raise WeanjError(did_not_start(workers, e)) from None
+    with cluster:
         yield cluster
 
 

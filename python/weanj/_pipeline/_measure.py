@@ -270,10 +270,12 @@ def time_median(
     `sync` is applied to each result before the clock stops (e.g. `jax.block_until_ready`),
     since JAX dispatches asynchronously. Medians, because shared machines are noisy.
     """
-    if samples < 1 or warmup < 0:
-        raise InputError(
-            f"time_median needs samples >= 1 and warmup >= 0, got {samples} and {warmup}"
-        )
+    from .. import _arguments as arg
+
+    fn = arg.a_function(fn, "fn", "time_median", "a function of no argument")
+    sync = arg.function_or_none(sync, "sync", "time_median", "a function of fn's result")
+    samples = arg.count(samples, "samples", "time_median", minimum=1)
+    warmup = arg.count(warmup, "warmup", "time_median", minimum=0)
     return statistics.median(time_samples(fn, sync, samples, warmup))
 
 

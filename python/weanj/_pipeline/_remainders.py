@@ -312,6 +312,10 @@ def taylor_test(
     for what, value in (("directions", directions), ("seed", seed)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise InputError(f"taylor_test: {what} must be an integer >= 0, got {value!r}")
+    h0, rate = (
+        arg.real(h0, "h0", "taylor_test", positive=True),
+        arg.real(rate, "rate", "taylor_test"),
+    )
     try:
         policy = TaylorPolicy(h0=h0, directions=int(directions), rate=rate, seed=int(seed))
     except Exception as e:
