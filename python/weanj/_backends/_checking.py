@@ -9,16 +9,18 @@ applied to `tangents` is the forward-mode derivative, and its transpose
 (`jax.linear_transpose`, which is how `jax.grad` computes a gradient: the same numbers,
 bit for bit, on every gallery variant) the gradient. The two derivatives sit in one
 `lax.cond` that `derivatives`, a boolean passed as an array (a traced value: one
-compilation serves both kinds of call), opens. The loss floor's perturbed runs and the
-Taylor test's steps (tens of them: the step halves up to 40 times per direction) ask the
-loss alone and cost the forward pass with its stored residuals (`kernex-lex`: 13 ms,
-where its gradient takes 310 ms); the evaluation and the jvp check (one call each) ask the
-derivatives, each computing the other's too (the evaluation's directional derivative
-along zero tangents: one forward-mode pass spent, where a second `lax.cond` would cost
-compilation in every variant). So in float64 an evaluation with all its checks compiles
-one program, where a loss, a gradient and a `jvp` program compiled three
-(benchmarks/compile_cost.py). A variant with a hand-written gradient keeps it: its `full`
-is the loss, the gradient it wrote and `jax.jvp` of the loss.
+compilation serves both kinds of call), opens. The loss floor's perturbed runs, where a
+comparison asks for them, ask the loss alone and cost the forward pass with its stored
+residuals (`kernex-lex`: 13 ms, where its gradient takes 310 ms); the evaluation and the
+jvp check (one call each) ask the derivatives, each computing the other's too (the
+evaluation's directional derivative along zero tangents: one forward-mode pass spent,
+where a second `lax.cond` would cost compilation in every variant). The Taylor test's
+steps, most of a check's runs, call the variant's loss program instead: a plain forward
+pass, where the stored residuals of a long stencil cost nine times as much (issue 60). So
+in float64 an evaluation with all its checks compiles two programs, where a loss, a
+gradient and a `jvp` program compiled three (benchmarks/compile_cost.py). A variant with
+a hand-written gradient keeps it: its `full` is the loss, the gradient it wrote and
+`jax.jvp` of the loss.
 
 A loss JAX cannot push forward (a `custom_vjp` inside, a primitive without a JVP rule)
 cannot be lowered so; its runs then go to a reverse-mode program built the same way

@@ -262,12 +262,18 @@ def trust(data: bytes) -> None:
     _remember(sha)
 
 
-def keep_probes(path: Path | None) -> None:
-    """Remember the digests of bytes found safe in the JSON file `path` (weanj's own
-    hidden memo, `results/.weanj-h5-probed.json`), across processes; None: in this
-    process only."""
+@contextlib.contextmanager
+def keep_probes(path: Path) -> Iterator[None]:
+    """While the block runs (a check), remember the files and bytes found safe in the
+    JSON file `path` (weanj's own hidden memo, `results/.weanj-h5-probed.json`), across
+    processes; after it, in this process only."""
     with _memo_lock:
         _ledger["path"], _ledger["known"] = path, None
+    try:
+        yield
+    finally:
+        with _memo_lock:
+            _ledger["path"], _ledger["known"] = None, None
 
 
 def _known() -> dict[str, None]:

@@ -150,9 +150,10 @@ class CheckRun:
         self._clock = None
         if live and cache:
             _jax_cache.enable()  # compiled kernels are reused across runs (and processes)
-            _safeh5.keep_probes(places.results / PROBED_FILE)  # and files found safe
             if judgement is not None:
                 self._clock = _jax_cache.clock()
+                # a check remembers which files it found safe to read (`_safeh5`)
+                self._stack.enter_context(_safeh5.keep_probes(places.results / PROBED_FILE))
         self._t0 = time.perf_counter()
         self._finished = False
         keep = self.save if keep is None else keep
