@@ -313,6 +313,15 @@ def _compare_gradients(g_ref, g, loss_ref, loss, *, array, declared, **given) ->
     )
 
 
+def _largest(a: np.ndarray) -> float:
+    """max|a| of a finite array, without an array of |a| (real: its largest and smallest)."""
+    if not a.size:
+        return 0.0
+    if np.iscomplexobj(a):
+        return float(np.max(np.abs(a)))
+    return float(max(np.max(a), -np.min(a)))
+
+
 def _gradient_gap(
     g_ref: np.ndarray,
     g: np.ndarray,
@@ -327,17 +336,20 @@ def _gradient_gap(
     for `compare` to combine with the loss: where `g` departs from `g_ref` on the `keep`
     entries, the worst entry, the regions beyond the bound."""
     wide = np.complex128 if np.iscomplexobj(g) or np.iscomplexobj(g_ref) else np.float64
-    usable = np.isfinite(g)
-    usable &= np.isfinite(g_ref)
-    bad = ~usable & keep
-    usable &= keep
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(np.subtract(g, g_ref, dtype=wide)).astype(np.float64, copy=False)
-    everywhere = bool(usable.all())  # the common case: no mask, nothing NaN/Inf
-    if not everywhere:
+    # the common case, every entry finite and kept: |Δ| finite says so in one pass
+    everywhere = bool(keep.all()) and bool(np.isfinite(diff).all())
+    if everywhere:
+        bad, usable = np.zeros(diff.shape, bool), keep
+        reference_max = _largest(g_ref)
+    else:
+        usable = np.isfinite(g) & np.isfinite(g_ref)
+        bad = ~usable & keep
+        usable &= keep
         diff[~usable] = 0.0
-    own = np.abs(g_ref)
-    reference_max = float(np.max(own, where=usable, initial=0.0)) if own.size else 0.0
+        own = np.abs(g_ref)
+        reference_max = float(np.max(own, where=usable, initial=0.0)) if own.size else 0.0
     bound = max(rel * reference_max, floor)  # the largest |Δ| that agrees
     nonfinite = bool(bad.any())
     if nonfinite:
