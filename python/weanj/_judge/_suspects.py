@@ -124,14 +124,23 @@ def references(ej: ExampleJudgement) -> list[Reference]:
     return out
 
 
-def _agree(j: CaseJudgement) -> bool:
+def trusted_group(nodes: list[str], agree: list[tuple[str, str]]) -> set[str]:
+    """The family's trusted members: of the groups that `agree` (pairs whose numbers
+    agree) connects among `nodes` (the members compared, the reference first), the
+    largest, on a tie the one holding the reference."""
+    groups = _groups(nodes, agree)
+    reference = nodes[0] if nodes else None
+    return set(max(groups, key=lambda g: (len(g), reference in g), default=[]))
+
+
+def agrees(j: CaseJudgement) -> bool:
     """The pair's numbers agree (`ok`, `kinks`; `unexpectedly ok` too: only the pair's
     declaration is wrong, which its own failure says, never a port)."""
     return j.verdict.agreeing or j.verdict == Verdict.UNEXPECTEDLY_OK
 
 
 def _differs(j: CaseJudgement) -> bool:
-    return j.failed and not _agree(j)
+    return j.failed and not agrees(j)
 
 
 def suspects(ej: ExampleJudgement) -> list[Suspect]:
@@ -142,12 +151,8 @@ def suspects(ej: ExampleJudgement) -> list[Suspect]:
         mine = [j for j in pairs if j.family == family]
         wide = [j for j in mine if not any("@" in s for s in j.subjects)]
         nodes = _compared(wide)  # a subject at fault or not run is in no group
-        agree = [j.subjects for j in wide if _agree(j)]
-        groups = _groups(nodes, agree)
-        reference = nodes[0] if nodes else None
-        trusted = set(
-            max(groups, key=lambda g: (len(g), reference in g), default=[]) if groups else []
-        )
+        agree = [j.subjects for j in wide if agrees(j)]
+        trusted = trusted_group(nodes, agree)
         named = set()
         for label in nodes:
             if label in trusted:

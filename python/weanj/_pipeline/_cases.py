@@ -43,6 +43,7 @@ from . import _device_cases as device_cases
 from ._evaluate import configuration_of, label_of
 from ._evidence import with_evidence
 from ._gradchecks import CHECKS
+from ._pair_rule import judge_pair_of  # noqa: F401 (re-exported: how a pair is judged)
 from ._session import Session
 
 # The table itself is built in `_table` (its subjects, cases and ids); these are its names.
@@ -182,51 +183,6 @@ def _judge_pair(
         return judge_pair_of(
             p.catalog, p.inputs, case.id, a, b, case.array, session, info=case.info, declared=True
         )
-
-
-def judge_pair_of(
-    catalog: Catalog,
-    inputs: Inputs,
-    case_id: str,
-    a: Gradient,
-    b: Gradient,
-    array: str,
-    session: Session,
-    *,
-    info: bool = False,
-    declared: bool = False,
-) -> CaseJudgement:
-    """How a pair is judged, whoever asks: a declared kink pair away from the kinks of
-    these inputs, any other by the tolerance policy; with `declared` (the case table),
-    held to the pair's `weanj.Expected` declarations."""
-    why = catalog.kink_difference(a.of, b.of)
-    keep = session.masks(catalog.example, inputs)[array] if why is not None else None
-    expected = catalog.declared_pair(a.of, b.of) if declared and not info else ()
-
-    def judged(rounding: bool) -> CaseJudgement:
-        return judge.judge_pair(
-            case_id,
-            a,
-            b,
-            array,
-            kinks=why,
-            keep=keep,
-            info=info,
-            expected=expected,
-            arrays=inputs.arrays,
-            rounding=rounding,
-        )
-
-    # Within the relative tolerance everywhere, the floors decide nothing: judged without
-    # them, so the numbers shown are the same whether or not the levels were gathered for
-    # another pair. Beyond it, the runs' rounding levels are gathered and the floors apply.
-    j = judged(rounding=False)
-    c = j.comparison
-    if j.verdict != Verdict.INFO and c is not None and c.beyond_tolerance:
-        session.levels(a)
-        session.levels(b)
-        j = judged(rounding=True)
-    return j
 
 
 def judge_plan(p: Plan, session: Session) -> ExampleJudgement:

@@ -38,6 +38,7 @@ from .._judge._taylor import (
 )
 from .._model import Catalog, Example, Gradient, Inputs
 from .._model._verdicts import CaseKind, Verdict
+from ._donors import lenders
 from ._levels import backward_level
 from ._remainders import counted, fd_check, taylor_shared
 
@@ -200,7 +201,8 @@ def jvp_judgement(
     session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array: str, **what: Any
 ):
     """`jvp(L)(x; dx)` against `⟨g, dx⟩`: by the variant's own forward mode (1e-12), else
-    by the first member of its family that has one (the family tolerance); from an
+    by the first member of its family that may lend one (`_pushed`: none the same check
+    judges at fault) under the family tolerance; from an
     evaluation record's numbers where the evaluation was reused. The arrays of one run
     are checked in one forward-mode call where every one agrees (`_jvp_results`)."""
     recorded = _recorded(session, g, CaseKind.JVP, array)
@@ -224,12 +226,6 @@ def jvp_judgement(
         numbers["info"] = {"fd": j.info["fd"]}
     _keep(session, g, CaseKind.JVP, array, numbers)
     return j
-
-
-def _donors(catalog: Catalog, g: Gradient) -> list:
-    """Whose forward mode checks `g`: its own variant's, then its family's members."""
-    family = catalog.families().get(g.family, [])
-    return [g.of] + [v for v in family if v is not g.of]
 
 
 def _jvp_results(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
@@ -274,21 +270,36 @@ def _jvp_all(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
 
 
 def _pushed(session, catalog, inputs, g, tangents, spent):
-    """`(variant, jvp)` by the first donor (`_donors`) that can push the loss forward, or
-    why none can."""
-    why = {}
-    for v in _donors(catalog, g):
+    """`(variant, jvp)` by the variant's own forward mode, else by the first member of its
+    family that may lend one (`_donors.lenders`: a member the same check judges at fault
+    lends none), or why none can (naming each member left aside)."""
+    why: dict[str, str] = {}
+    found = _forward_by(session, inputs, tangents, spent, [g.of], why)
+    if found is None:
+        lent = lenders(session, catalog, inputs, g.of)
+        why.update(lent.aside)
+        found = _forward_by(session, inputs, tangents, spent, lent.members, why)
+    if found is not None:
+        return found
+    own = why.pop(g.variant, "no forward mode")
+    others = "; ".join(f"{name}: {text}" for name, text in why.items())
+    return (
+        f"neither {g.variant} ({own}) nor a member of family {g.family} not at fault can be "
+        "pushed forward by jax.jvp" + (f" ({others})" if others else "")
+    )
+
+
+def _forward_by(session, inputs, tangents, spent, candidates, why: dict):
+    """`(variant, jvp)` of the first candidate that can push the loss forward along
+    `tangents`, or None; why each one before it could not goes into `why`."""
+    for v in candidates:
         try:
             return v, session.forward(v, inputs, tangents, spent)
         except TimeoutError:
             raise
         except Exception as e:
             why[v.name] = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
-    own = why.get(g.variant, "no forward mode")
-    return (
-        f"neither {g.variant} ({own}) nor a member of family {g.family} can be pushed forward "
-        "by jax.jvp"
-    )
+    return None
 
 
 def _one_array(session, catalog, inputs, g, array, dx, reverse, scale, phase):
