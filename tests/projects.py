@@ -53,7 +53,7 @@ def as_user_in(root: Path):
     put back, the modules imported from the project forgotten, and those it hid put back."""
     import jax
 
-    from weanj import _registry, _x64
+    from weanj import _registry, _x64, _x64_modules
     from weanj._backends import _julia
     from weanj._io import _inputs
     from weanj._project import find_root
@@ -64,7 +64,7 @@ def as_user_in(root: Path):
     # what a process remembers of its project: the Julia variants' kernels, the inputs it
     # found fresh, each module's x64
     tables += [_julia._KERNELS, _inputs._fresh_here, _x64._MODULES, _x64._VARIANT_MODULE]
-    tables.append(_x64._REGISTERED_UNDER)  # what a module's program had as it registered
+    tables += [_x64._RESOLVER, _x64_modules.TRACER.programs]  # what each module's program does
     tables.append(_registry._state)
     saved = [(table, copy.copy(table)) for table in tables]
     x64 = bool(jax.config.jax_enable_x64)

@@ -189,7 +189,8 @@ def test_a_declared_x64_off_holds_for_a_float32_program_imported_first(declared_
 
 def test_a_module_that_sets_x64_contrary_to_the_declaration_is_named_with_it(tmp_path):
     """The module turns x64 on itself; the project declares it off. The declaration holds
-    in either import order, and the x64 line names both, once."""
+    in either import order, and the x64 line names both, once, the same in both (what
+    importing the module alone does, `python -c "import kernels.ramp"`)."""
     preamble = 'import jax\njax.config.update("jax_enable_x64", True)\n'
     root = _project(tmp_path, x64=False, preamble=preamble, dtypes=("float32",))
     env = _env(None)
@@ -203,8 +204,7 @@ def test_a_module_that_sets_x64_contrary_to_the_declaration_is_named_with_it(tmp
         "ok",
         {
             "enabled": False,
-            "source": f"{declared}; it holds over kernels.ramp's program, which had it on "
-            "when it registered",
+            "source": f"{declared}; it holds over kernels.ramp, which turns it on at import",
         },
     ]
 

@@ -36,6 +36,8 @@ from ._interrupts import guarded_import
 from ._model import Catalog, Example, Expected, Variant
 from ._project import BUILTIN, ProjectConfig, import_error, in_a_project, project_config
 from ._sources import code_digest
+from ._x64_modules import TRACER, start_of
+from ._x64_modules import settle as settle_x64
 
 _EXAMPLES: dict[str, Example] = {}
 _VARIANTS: dict[str, dict[str, Variant]] = {}
@@ -89,10 +91,9 @@ def register_variant(variant: Variant) -> Variant:
     if variant.name in table:
         raise DefinitionError(f"variant {variant.name!r} of {name} is registered twice")
     table[variant.name] = variant
-    # the registering module, whoever imports it: a project module a notebook imported
-    # first still runs in the project's declared x64 (`_x64`, rule 1)
-    loading = _state["loading"]
-    _x64.registered(name, variant.name, loading or _caller_module(), by_weanj=bool(loading))
+    # the module whose code registers it, whoever imported that module: its x64 is what
+    # importing it alone leaves, or the project's declaration (`_x64`, rules 1 and 2)
+    _x64.registered(name, variant.name, _x64.executing_module())
     return variant
 
 
@@ -172,13 +173,15 @@ def _caller_module() -> str:
 def _import_example_module(module: str, where: str) -> None:
     """Import one module that registers examples; any failure (an exception, `sys.exit`,
     `os._exit`) is one line naming it, and whatever it registered is taken back. A module
-    imports as its own program (`_x64.importing`): what it leaves `jax_enable_x64` at is
-    the configuration its variants run in, and the process's setting is put back."""
+    imports from its program's start (`_x64.importing`: the declared setting, else the
+    interpreter's), and the process's setting is put back; what its program leaves is
+    learnt from the imports `_x64_modules.TRACER` records (`_x64_modules`)."""
     before = {name: dict(table) for name, table in _VARIANTS.items()}
     kinks_before = dict(_AT_KINKS)
     _state["loading"] = module
     try:
-        with _x64.importing(module, _declared_x64(module)), guarded_import() as interrupted:
+        start = start_of(module, _state["config"])
+        with _x64.importing(start), guarded_import() as interrupted:
             try:
                 importlib.import_module(module)
             except KeyboardInterrupt:
@@ -207,17 +210,6 @@ def _import_example_module(module: str, where: str) -> None:
         object.__setattr__(_EXAMPLES[name], "code", code_digest(module, roots))
 
 
-def _declared_x64(module: str) -> _x64.X64 | None:
-    """The x64 setting the project declares for `module`'s program, if any: weanj's own
-    examples declare theirs (`_x64.BUILTIN_X64`) wherever they load."""
-    config = _state["config"]
-    own = config is not None and config.pyproject is not None and module in config.examples
-    if module in BUILTIN and not own:
-        return _x64.X64(_x64.BUILTIN_X64, _x64.BUILTIN_SOURCE)
-    if config is not None and config.x64 is not None:
-        where = config.pyproject or config.root
-        return _x64.X64(config.x64, f"x64 = {str(config.x64).lower()} in [tool.weanj] of {where}")
-    return None
 
 
 def _modules_to_load(config: ProjectConfig) -> list[tuple[str, str]]:
@@ -257,10 +249,12 @@ def _load() -> None:
     config = project_config()
     _state["config"] = config
     seen = set()
-    for module, where in _modules_to_load(config):
-        if module not in seen:
-            seen.add(module)
-            _import_example_module(module, where)
+    with TRACER.tracing():  # what each module's program does to x64 (`_x64_modules`)
+        for module, where in _modules_to_load(config):
+            if module not in seen:
+                seen.add(module)
+                _import_example_module(module, where)
+    settle_x64(config, seen)
     _state["loaded"] = True
 
 

@@ -128,6 +128,7 @@ def _session_of(setup: dict, timeout: float | None) -> Session:
             say=lambda _: None,
             shown_path=Places(Path(setup["root"])).shown,
             checking=True,  # its float64 evaluations' gradient checks run here too
+            family_here=False,  # a borrowed forward mode's lender is the client's choice
         )
         held = _WORKER["sessions"][threading.get_ident()] = (run, session)
     return held[1]

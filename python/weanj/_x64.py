@@ -7,14 +7,16 @@ variant in the configuration its own program has, never one it chose:
 
 1. `[tool.weanj] x64 = true | false`, where the project declares it (a program that
    enables x64 at start-up, outside its kernel modules; weanj's own examples declare
-   `true`, `BUILTIN_X64`), for every variant one of the project's example modules
-   registers, whoever imported the module (weanj's registry, or a notebook's `import k`
-   before weanj loaded the project); where a module's own code sets it contrary to the
-   declaration, the declaration holds, and its source names both;
-2. else what the variant's example module leaves at import, starting from the process's
-   setting (JAX's default, off, or `$JAX_ENABLE_X64`);
-3. a variant registered outside an example module (a notebook, a test) runs in the
-   session's setting at the time of the call: weanj switches nothing.
+   `true`, `BUILTIN_X64`), for every variant one of the project's modules registers,
+   whoever imported the module (weanj's registry, or a notebook's `import k` before weanj
+   loaded the project); where the module's program sets it contrary to the declaration,
+   the declaration holds, and its source names both;
+2. else what importing the variant's module alone in a fresh interpreter leaves (its own
+   imports included, from the interpreter's start: JAX's default, off, or
+   `$JAX_ENABLE_X64`), whatever was imported before it in this process, crediting the
+   module whose own code set it (`_x64_modules`, from the record of the imports the registry made);
+3. a variant registered outside the project's modules (a notebook's cell, a test) runs in
+   the session's setting at the time of the call: weanj switches nothing.
 
 A float64 run of a variant that, so configured, computes in float32 is that variant's
 fault, and so is a float32 run that comes back 64-bit (`fault_line`). The JAX backend
@@ -57,13 +59,13 @@ class X64:
         return {"enabled": self.enabled, "source": self.source}
 
 
-# {module: X64}: what each example module's program has (set as it is imported), and
-# {(example, variant): module} for the variants it registered.
-_MODULES: dict[str, X64] = {}
+# {module: X64}: what each module's program has, as decided (`settle`'s resolver), and
+# {(example, variant): module} for the variants each module registered.
+_MODULES: dict[str, X64 | None] = {}
 _VARIANT_MODULE: dict[tuple[str, str], str] = {}
-# {module: X64}: the setting a module's program had when it first registered a variant
-# outside weanj's import of it (a notebook's `import k` before weanj loads the project).
-_REGISTERED_UNDER: dict[str, X64] = {}
+# the resolver of a module's X64 (`_x64_modules.module_x64`, handed over by the registry
+# once the project is loaded): None where the module's variants run in the session's setting
+_RESOLVER: dict[str, Any] = {"resolve": None}
 
 _TRUE = ("1", "true", "yes", "on", "t", "y")
 
@@ -93,6 +95,15 @@ def session_x64() -> X64:
     return _start()
 
 
+def reading() -> bool:
+    """The setting now, for the tracer: while JAX itself imports (its config not made
+    yet), the interpreter's start, which JAX's import reads."""
+    try:
+        return session_x64().enabled
+    except Exception:
+        return _start().enabled
+
+
 def set_x64(on: bool) -> None:
     """Set the process's `jax_enable_x64` (importing JAX only when it must change)."""
     jax = sys.modules.get("jax")
@@ -103,66 +114,38 @@ def set_x64(on: bool) -> None:
     jax.config.update("jax_enable_x64", bool(on))
 
 
-def _holds_over(declared: X64, program: str) -> X64:
-    """The declaration, its source naming the program's contrary setting it holds over
-    (said once: in the x64 line of every view)."""
-    return X64(declared.enabled, f"{declared.source}; it holds over {program}")
-
-
 @contextlib.contextmanager
-def importing(module: str, declared: X64 | None) -> Iterator[None]:
-    """Import `module` as its own program: from the declared setting (else the process's),
-    and note what it leaves; the process's setting is put back afterwards, so one module's
-    choice is never another's. A module imported before (its import now a no-op) is
-    judged by what its program had when it registered (`_already_imported`)."""
-    if module in sys.modules:
-        yield
-        _already_imported(module, declared)
-        return
+def importing(start: X64) -> Iterator[None]:
+    """Import a module from the setting `start` (the declared one, else the interpreter's
+    start), as a fresh interpreter would; the process's setting is put back afterwards, so
+    one module's choice is never another's. What the module's program leaves is learnt
+    from the record of the imports (`_x64_modules.TRACER`), not from this process's
+    setting afterwards: a module imported earlier is not executed again here."""
     before = session_x64()
-    base = declared or before
-    if declared is not None:
-        set_x64(declared.enabled)
+    if before.enabled != start.enabled:
+        set_x64(start.enabled)
     try:
         yield
     finally:
-        after = session_x64()
-        turned = "on" if after.enabled else "off"
-        if after.enabled != base.enabled and declared is not None:
-            _MODULES[module] = _holds_over(declared, f"{module}, which turns it {turned} at import")
-        elif after.enabled != base.enabled:
-            _MODULES[module] = X64(after.enabled, f"{module} turns it {turned} at import")
-        elif declared is not None:
-            _MODULES[module] = declared
-        else:
-            _MODULES[module] = X64(base.enabled, f"{base.source}; {module} leaves it")
-        if after.enabled != before.enabled:
+        if session_x64().enabled != before.enabled:
             set_x64(before.enabled)
 
 
-def _already_imported(module: str, declared: X64 | None) -> None:
-    """A project module the program imported before weanj loaded the project (`import k`
-    first in a notebook): the declaration holds for its variants, as if weanj had imported
-    it (named over the setting its program had when it registered them, where that was
-    set contrary to both the declaration and the process's start); undeclared, its
-    variants run in the session's setting at each call (rule 3)."""
-    noted = _REGISTERED_UNDER.get(module)
-    if declared is None:
-        _MODULES.pop(module, None)
-    elif noted is None or noted.enabled in (declared.enabled, _start().enabled):
-        _MODULES[module] = declared
-    else:
-        had = "on" if noted.enabled else "off"
-        program = f"{module}'s program, which had it {had} when it registered"
-        _MODULES[module] = _holds_over(declared, program)
+def executing_module() -> str:
+    """The module whose top-level code is running now (the innermost frame of a module's
+    own body): the one that registers a variant, whoever's function it calls to do so;
+    `__main__` in a script or a notebook's cell."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>":
+            return str(frame.f_globals.get("__name__", ""))
+        frame = frame.f_back
+    return ""
 
 
-def registered(example: str, variant: str, module: str, *, by_weanj: bool) -> None:
-    """Note the module a variant was registered by (`by_weanj`: while the registry imports
-    it), and, registered outside weanj's import, the setting its program had then."""
+def registered(example: str, variant: str, module: str) -> None:
+    """Note the module a variant was registered by."""
     _VARIANT_MODULE[(example, variant)] = module
-    if not by_weanj:
-        _REGISTERED_UNDER.setdefault(module, session_x64())
 
 
 def forget_example(example: str) -> None:
@@ -170,11 +153,24 @@ def forget_example(example: str) -> None:
         del _VARIANT_MODULE[key]
 
 
+def settle(resolve: Any) -> None:
+    """The loaded project's resolver of a module's X64 (`_x64_modules`); what it decided
+    before is forgotten (a project loaded again)."""
+    _RESOLVER["resolve"] = resolve
+    _MODULES.clear()
+
+
 def program_x64(example: str, variant: str) -> X64 | None:
-    """The setting a variant's program pins (its module's, rule 1 or 2), or None: the
-    session's at each call (rule 3). Read by the JAX backend's configuration only."""
+    """The setting a variant's program pins: what importing its module alone leaves, or
+    the project's declaration (rules 1 and 2); None: the session's at each call (rule 3).
+    Read by the JAX backend's configuration only."""
     module = _VARIANT_MODULE.get((example, variant))
-    return _MODULES.get(module) if module else None
+    if not module:
+        return None
+    if module not in _MODULES:
+        resolve = _RESOLVER["resolve"]
+        _MODULES[module] = resolve(module) if resolve is not None else None
+    return _MODULES[module]
 
 
 def fault_line(name: str, config: X64, returned: str, dtype: str, what: str) -> str | None:

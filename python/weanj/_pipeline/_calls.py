@@ -57,9 +57,8 @@ def loss_and_grad(
             checked_loss(returned["the loss"], dtype)
             raise
         spent(1, 1)  # counted once it ran: a refused trace runs nothing
-        returned["the loss"] = both[0]
+        returned["the loss"], returned["the gradient"] = both  # all a fault line names
         loss = checked_loss(both[0], dtype)  # the loss's breach first, as if called first
-        returned["the gradient"] = both[1]
         return loss, both[1]
     returned["the loss"] = watch.run(lambda: fns.loss(*args), label)
     spent(1, 0)

@@ -21,6 +21,11 @@ from .._judge._suspects import agrees, trusted_group
 from .._model import Catalog, Gradient, Inputs, Variant
 from ._pair_rule import judge_pair_of
 
+
+class LeftToTheClient(Exception):
+    """A check a Dask worker leaves to the client (it is computed there, in-process)."""
+
+
 AT_FAULT = "at fault (its gradient differs from the family's trusted members)"
 
 
@@ -36,7 +41,11 @@ class Lenders:
 def lenders(session: Any, catalog: Catalog, inputs: Inputs, borrower: Variant) -> Lenders:
     """The members of `borrower`'s family that may lend it their forward mode (module
     docstring): its float64 CPU runs in this session, their pairs judged as the case
-    table judges them (with the family's declarations)."""
+    table judges them (with the family's declarations). A session that may not evaluate
+    the family (a Dask worker's) raises `LeftToTheClient`: the client, which has the
+    family's runs, checks it."""
+    if not getattr(session, "family_here", True):
+        raise LeftToTheClient(f"the lender of {borrower.name}'s forward mode")
     family = catalog.families().get(borrower.family, [])
     ran: dict[str, Gradient] = {}
     found = Lenders()

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import _x64
 from .._errors import ExcludedError, UnavailableError, WeanjError
 from .._judge._contract import (
     Breach,
@@ -32,6 +31,7 @@ from ._calls import counter, functions_of, loss_and_grad
 from ._levels import measure_levels
 from ._on_device import describe as describe_device
 from ._on_device import device_label, matmul_free, on_device, platform_fault_line
+from ._x64_faults import x64_fault_line
 
 
 def label_of(
@@ -133,32 +133,6 @@ def raised_at(e: BaseException) -> str:
     return f" (at {path}:{line})"
 
 
-def _dtype_name(value: Any) -> str:
-    """The dtype of what a loss or grad returned (its first array), or ""."""
-    if isinstance(value, dict):
-        value = next(iter(value.values()), None)
-    elif isinstance(value, (tuple, list)):
-        value = value[0] if value else None
-    try:
-        return np.asarray(value).dtype.name
-    except Exception:
-        return ""
-
-
-def _x64_line(variant: Variant, config: Configuration, returned: dict[str, Any]) -> str | None:
-    """The fault line of a run whose dtype follows from its program's x64 configuration
-    (`_x64.fault_line`): a float64 run computed in float32 with x64 off, a float32 run
-    promoted to 64 bits with it on. None for any other breach, and for a backend without
-    JAX's x64 (`config.x64` None)."""
-    if config.x64 is None:
-        return None
-    for what, value in reversed(returned.items()):  # the last call made is the one at fault
-        found = _x64.fault_line(variant.name, config.x64, _dtype_name(value), config.dtype, what)
-        if found is not None:
-            return found
-    return None
-
-
 def evaluate(
     variant: Variant,
     inputs: Inputs,
@@ -221,7 +195,8 @@ def evaluate(
     except (ExcludedError, UnavailableError) as e:
         return fault(e, first_line(e))
     except Breach as e:
-        return fault(e, _x64_line(variant, config, returned) or f"{variant.name} {e}")
+        line = x64_fault_line(variant, config, returned, inputs.wrt_shapes)
+        return fault(e, line or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
         limit = platform_fault_line(e, device, place)  # or what the device cannot run
         if limit is not None:

@@ -45,6 +45,9 @@ class Session:
       backend has for a check's runs (`_calls.for_checks`: a JAX variant's one program).
     - `fd`: central differences beside every gradient check (`weanj check --fd`), not
       only beside one that is not ok.
+    - `family_here`: the session may evaluate a variant's family to choose the lender of
+      a forward mode (`_donors`); a Dask worker's, whose tasks are one evaluation each,
+      may not: such a jvp check is left to the client, which has the family's runs.
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class Session:
         records: Any = None,
         checking: bool = False,
         fd: bool = False,
+        family_here: bool = True,
     ):
         self.watch = Watch(timeout_s=timeout_s, say=say)
         self.fd = fd  # central differences beside every gradient check, not only where not ok
@@ -66,6 +70,7 @@ class Session:
         self.shown_path = shown_path
         self.records = records
         self.checking = checking
+        self.family_here = family_here
         self._outcomes: dict[tuple, Gradient | Fault] = {}
         self._how: dict[int, tuple[Inputs, str, str | None]] = {}  # id(g): how it was run
         self._masks: dict[tuple, dict[str, np.ndarray]] = {}
