@@ -148,6 +148,8 @@ def test_each_order_of_examples_gives_each_module_what_it_leaves_alone(project, 
         data = json.loads((project / "results" / example / "check.json").read_text())
         runs.update({j["subjects"][0]: j["info"]["x64"] for j in data["runs"]})
     assert runs == _expected(alone)
+    # the record of the registry's own imports told every module: no fresh interpreter asked
+    assert not (project / ".weanj-cache" / "x64").exists()
     word = {True: "on", False: "off"}
     line = f"  x64 {word[alone['faults']]} ({SOURCES['faults']}): jax-faults"
     assert line in r.stdout.splitlines(), r.stdout
@@ -160,3 +162,6 @@ def test_a_notebook_that_imports_the_modules_first_in_either_order(project, alon
     r = run_in(project, "-c", NOTEBOOK.format(imports=imports), env=_env())
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.strip().splitlines()[-1]) == _expected(alone)
+    # modules imported before weanj loaded the project: a fresh interpreter asked, and kept
+    kept = sorted(p.name.split("-")[0] for p in (project / ".weanj-cache" / "x64").iterdir())
+    assert kept == ["examples.cool", "examples.faults", "examples.heat"]

@@ -14,16 +14,17 @@ that were executed before (a cache hit, which a fresh interpreter would execute 
 its first import, to give the setting `python -c "import M"` would leave and the module
 whose own code set it last.
 
-Two hooks, installed only while the registry imports (the loading thread's imports only):
-a finder first on `sys.meta_path`, which wraps each Python module's loader to see its
-execution begin and end (the real loader is put back on the module when it ends), and a
-wrapper of `builtins.__import__`, which sees every import statement, the cache hits too.
+Three hooks, installed only while the registry imports (the loading thread's imports
+only): a finder first on `sys.meta_path`, which wraps each Python module's loader to see
+its execution begin and end (the real loader is put back on the module when it ends); a
+wrapper of `builtins.__import__`, which sees every import statement, the cache hits too;
+and, once JAX is imported, a wrapper of `jax.config.update` on its config object, which
+sees each setting of `jax_enable_x64` (a stretch of code that sets the value it found is
+thus told from one that leaves it; a change made otherwise is seen as a change).
 
-What a trace cannot tell is left to the caller (None): a module executed before tracing
-began (a notebook's `import kernels` before weanj loads the project), and a stretch of
-code that left the setting as it found it where the replay arrives with the other value
-(it may set it to what it found, or leave it). The registry then asks a fresh interpreter
-(`_x64_probe`).
+What a trace cannot tell is left to the caller (`Unknown`): a project module executed
+before tracing began (a notebook's `import kernels` before weanj loads the project). The
+registry then asks a fresh interpreter (`_x64_modules.probe`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-# an item of a module's program: ("own", before, after), or ("module", name)
+# an item of a module's program: ("own", before, after): a stretch of its own code;
+# ("set", value): its code called `jax.config.update("jax_enable_x64", value)`; ("module",
+# name): a module it imports there (executed there for the first time, or a cache hit)
 Item = tuple
 
 
@@ -68,6 +71,7 @@ class Tracer:
         self._stack: list[_Frame] = []
         self._thread: int | None = None
         self._finding: set[str] = set()
+        self._config: Any = None  # JAX's config object whose setter is watched
 
     # --- recording ---------------------------------------------------------------------
 
@@ -82,13 +86,41 @@ class Tracer:
         sys.meta_path.insert(0, finder)
         builtins.__import__ = _statement(self, real_import)
         try:
+            self.watch_setter()
             yield
         finally:
             builtins.__import__ = real_import
             with contextlib.suppress(ValueError):
                 sys.meta_path.remove(finder)
+            self._unwatch_setter()
             self._thread = None
             self._stack.clear()
+
+    def watch_setter(self) -> None:
+        """Once JAX is imported, see each `jax.config.update("jax_enable_x64", value)`
+        (an attribute of the config object, shadowing its method while tracing): a
+        stretch of code that sets the value it found is then told from one that leaves
+        it."""
+        jax = sys.modules.get("jax")
+        config = getattr(jax, "config", None) if jax is not None else None
+        if config is None or not hasattr(config, "__dict__") or "update" in vars(config):
+            return
+        update = config.update
+
+        def watched_update(name, value, *args, **kwargs):
+            if name == "jax_enable_x64" and self._stack and self._mine():
+                self._stack[-1].items.append(("set", bool(value)))
+            return update(name, value, *args, **kwargs)
+
+        watched_update.weanj_tracer = self  # type: ignore[attr-defined]
+        config.update = watched_update
+        self._config = config
+
+    def _unwatch_setter(self) -> None:
+        config = getattr(self, "_config", None)
+        if config is not None and getattr(vars(config).get("update"), "weanj_tracer", None):
+            del config.update
+        self._config = None
 
     def _mine(self) -> bool:
         return self._thread == threading.get_ident()
@@ -103,6 +135,7 @@ class Tracer:
             top.own_until(now)
             top.items.append(("module", name))
         self._stack.append(_Frame(name, now))
+        self.watch_setter()
 
     def end(self, name: str) -> None:
         """A module's execution ends (finished or raised)."""
@@ -114,6 +147,7 @@ class Tracer:
         self.programs[name] = frame.items
         if self._stack:
             self._stack[-1].last = now
+        self.watch_setter()
 
     # --- replaying -----------------------------------------------------------------------
 
@@ -125,8 +159,8 @@ class Tracer:
         """`(setting, setter)`: what importing `module` alone from the setting `start`
         leaves, and the module whose own code set it last ("" where none set it). A module
         that `known(name)` names (code outside the project: the standard library, JAX,
-        weanj) is taken to leave the setting alone; a project module without a program, or
-        an undecidable stretch (module docstring), raises `Unknown`."""
+        weanj) is taken to leave the setting alone; a project module without a program
+        raises `Unknown`."""
         seen: set[str] = set()
         return self._replay(module, start, "", seen, lambda name: name != module and known(name))
 
@@ -138,12 +172,12 @@ class Tracer:
         if program is None:
             raise Unknown(f"{module} was imported before weanj traced its imports")
         for item in program:
-            if item[0] == "own":
+            if item[0] == "set":
+                value, setter = item[1], module
+            elif item[0] == "own":
                 _, before, after = item
-                if after != before:
+                if after != before:  # set otherwise than by jax.config.update
                     value, setter = after, module
-                elif value != before:
-                    raise Unknown(f"{module}'s code left the setting as it found it")
             elif item[1] not in seen:
                 value, setter = self._replay(item[1], value, setter, seen, known)
         return value, setter
@@ -170,12 +204,17 @@ class _Finder:
                     continue
                 spec = find(name, path, target)
                 if spec is not None:
-                    if hasattr(getattr(spec, "loader", None), "exec_module"):
+                    if _python_source(spec):  # built-in, frozen, C modules set no x64
                         spec.loader = _Watched(spec.loader, self.tracer)
                     return spec
             return None
         finally:
             self.tracer._finding.discard(name)
+
+
+def _python_source(spec: Any) -> bool:
+    origin = str(getattr(spec, "origin", "") or "")
+    return origin.endswith((".py", ".pyc")) and hasattr(spec.loader, "exec_module")
 
 
 class _Watched:
@@ -223,6 +262,7 @@ def _statement(tracer: Tracer, real: Callable) -> Callable:
         finally:
             top.items[mark:mark] = [("module", n) for n in present]
             top.last = tracer.read()
+            tracer.watch_setter()  # `import jax` done: its config's setter watched
 
     return traced_import
 
