@@ -97,7 +97,11 @@ def test_run_past_its_timeout_is_a_timeout_and_saves_nothing(slow, project, caps
     out, err = capsys.readouterr()
     assert code == 1 and out == ""
     assert_one_line_error(
-        err, "weanj: error: timeout: ", "jax-slow", "time limit of 600 s", "nothing was saved"
+        err,
+        "weanj: error: timeout: ",
+        "jax-slow",
+        "time limit of 600 s (given: --timeout 600, or timeout= of the API; 0: none)",
+        "nothing was saved",
     )
     assert not (project / "results" / SMOOTH / "gradients" / "jax-slow.h5").exists()
     # The other variant, under the same limit, runs and is saved.
@@ -126,7 +130,7 @@ def test_bench_past_its_timeout_goes_on_and_says_so(slow, project, capsys):
     assert main([*argv, "--variants", "jax-slow"]) == 1  # nothing measured: no traceback
     err = capsys.readouterr().err
     assert "Traceback" not in err and "time limit of 600 s" in err
-    assert "--timeout S changes it, 0: none); skipping the rest" in err
+    assert "(given: --timeout 600, or timeout= of the API; 0: none); skipping the rest" in err
     assert "nothing was written" in err.strip().splitlines()[-1]
     assert not (project / "results" / SMOOTH / "bench").exists()
     assert main([*argv, "--variants", "jax-slow", "jax-loop"]) == 0
@@ -213,7 +217,7 @@ def test_a_call_without_timeout_ends_at_the_default_limit(slow, project, capsys)
     `weanj.check()`), and the timeout says so and how to change it."""
     code = main(["run", SMOOTH, "jax-slow"])
     assert code == 1
-    said = "time limit of 600 s ([tool.weanj] timeout, default 600 s; --timeout S changes it"
+    said = "time limit of 600 s (the default, 600 s: [tool.weanj] timeout or --timeout S changes it"
     assert_one_line_error(capsys.readouterr().err, "weanj: error: timeout: ", said)
     assert main(["bench", SMOOTH, "--samples", "1", "--variants", "jax-slow"]) == 1
     assert said in capsys.readouterr().err
@@ -242,6 +246,10 @@ def test_the_projects_time_limit_and_the_command_lines(tmp_path, monkeypatch):
         config = project_config(root)
         assert config.timeout == limit
         assert time_limit(None, config) == limit
+        if limit is not None:  # where it comes from, said with every timeout
+            where = f"[tool.weanj] timeout in {root / 'pyproject.toml'}" if line else "the default"
+            assert where in time_limit(None, config).source
+            assert "given: --timeout 7" in time_limit(7, config).source
         assert time_limit(7, config) == 7.0 and time_limit(0, config) is None
         assert evaluation_run(Places(root)).timeout == limit  # the run reads the project's
         assert evaluation_run(Places(root), timeout=5).timeout == 5.0

@@ -314,18 +314,46 @@ def _timeout(pyproject: Path, value) -> float | None:
     return float(value) or None
 
 
+class TimeLimit(float):
+    """Seconds a variant's call may take, with where that comes from (`source`, said in
+    every timeout line: the command line's `--timeout`, the project's table, the
+    default)."""
+
+    source: str = ""
+
+    def __new__(cls, seconds: float, source: str) -> TimeLimit:
+        limit = super().__new__(cls, seconds)
+        limit.source = source
+        return limit
+
+    def __reduce__(self) -> tuple:  # pickled with its source (a Dask worker's time limit)
+        return (TimeLimit, (float(self), self.source))
+
+
 def time_limit(given: float | None, config: ProjectConfig | None = None) -> float | None:
-    """The time limit of a variant's call: `given` (`--timeout S`, `timeout=` of the API;
-    0: none) where given, else the project's `[tool.weanj] timeout` (default 600 s; `config`
-    None: the project found from here, or the default outside any)."""
+    """The time limit of a variant's call (a `TimeLimit`, or None: none): `given`
+    (`--timeout S`, `timeout=` of the API; 0: none) where given, else the project's
+    `[tool.weanj] timeout` (default 600 s; `config` None: the project found from here, or
+    the default outside any)."""
+    if isinstance(given, TimeLimit):
+        return given
     if given is not None:
-        return float(given) or None
+        source = f" (given: --timeout {float(given):g}, or timeout= of the API; 0: none)"
+        return TimeLimit(given, source) if float(given) else None
     if config is None:
         try:
             config = project_config()
         except ProjectError:
-            return DEFAULT_TIMEOUT
-    return config.timeout
+            config = None
+    seconds = DEFAULT_TIMEOUT if config is None else config.timeout
+    source = (
+        f" (the default, {DEFAULT_TIMEOUT:g} s: [tool.weanj] timeout or --timeout S changes "
+        "it, 0: none)"
+    )
+    if config is not None and "timeout" in (config.table or {}):
+        where = config.pyproject or config.root
+        source = f" ([tool.weanj] timeout in {where}; --timeout S changes it, 0: none)"
+    return TimeLimit(seconds, source) if seconds else None
 
 
 def import_error(module: str, where: str, e: BaseException) -> BaseException:

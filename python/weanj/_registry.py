@@ -210,8 +210,6 @@ def _import_example_module(module: str, where: str) -> None:
         object.__setattr__(_EXAMPLES[name], "code", code_digest(module, roots))
 
 
-
-
 def _modules_to_load(config: ProjectConfig) -> list[tuple[str, str]]:
     modules: list[tuple[str, str]] = []
     if config.builtin:
@@ -291,7 +289,13 @@ def example(name: str | Example) -> Example:
         return _EXAMPLES[name]
     except (KeyError, TypeError):
         config = project_config()  # as it is now: the folder a user would look in
-        head = f"unknown example {name!r} in {config.describe()}{_suggest(name, _EXAMPLES)}"
+        owners = [ex for ex, table in _VARIANTS.items() if isinstance(name, str) and name in table]
+        hint = (
+            f"; {name} is a variant of {owners[0]}: weanj check {owners[0]} --variants {name}"
+            if owners
+            else _suggest(name, _EXAMPLES)
+        )
+        head = f"unknown example {name!r} in {config.describe()}{hint}"
         raise UnknownNameError(with_list(head, "known examples", sorted(_EXAMPLES))) from None
 
 

@@ -234,7 +234,8 @@ class Watch:
             if self.timeout_s is not None and self.now() - start >= self.timeout_s:
                 self.abandoned.append(label)
                 raise TimeoutError(
-                    f"{label} took longer than the time limit of {self.timeout_s:g} s{self.why}"
+                    f"{label} took longer than the time limit of {self.timeout_s:g} s"
+                    f"{getattr(self.timeout_s, 'source', '') or self.why}"
                 )
         if "error" in box:
             error = box["error"]

@@ -22,6 +22,7 @@ from typing import Any
 
 from .._arguments import declared, decorated
 from .._model import Configuration, Example, Functions, Variant
+from .._model._signature import check_functions
 from .._registry import example_of, register_variant
 from . import _checking, _runtime
 
@@ -352,14 +353,13 @@ def jax_variant(
     ex = example_of(example)
 
     def register(fn: Callable) -> Variant:
+        check_functions(ex, name, {"loss": fn, "grad": grad})  # one line, before any run
         described = description(fn) if callable(description) else description
         fields = dict(backend=backend, requires=tuple(requires), dtypes=dtypes, excludes=excludes)
         fields["expected"] = expected
         return register_variant(
             Variant(
-                ex,
-                name,
-                family,
+                *(ex, name, family),
                 build=functools.partial(configured_build, functions, ex, name, fn, grad),
                 configure=functools.partial(jax_configuration, ex.name, name),
                 versions=(*requires, "jax", "jaxlib"),

@@ -64,11 +64,16 @@ def restricted(cats: list[Catalog], variants: Sequence[str] | None) -> list[Cata
     known = {v.name for c in cats for v in c.variants}
     unknown = sorted(wanted - known)
     if unknown:
+        import difflib
+
         from .._errors import UnknownNameError, with_list
 
-        raise UnknownNameError(
-            with_list(f"unknown variant(s) {', '.join(unknown)}", "known variants", sorted(known))
-        )
+        close = [difflib.get_close_matches(n, sorted(known), n=1, cutoff=0.6) for n in unknown]
+        meant = [(n, c[0]) for n, c in zip(unknown, close, strict=True) if c]
+        said = [c if len(unknown) == 1 else f"{c} (for {n})" for n, c in meant]
+        hint = f"; did you mean {', '.join(said)}?" if said else ""
+        head = f"unknown variant(s) {', '.join(unknown)}{hint}"
+        raise UnknownNameError(with_list(head, "known variants", sorted(known)))
     return [
         replace(
             c,

@@ -189,13 +189,16 @@ class Expected:
         out = np.zeros(shape, bool)
         of = f"{array}, of shape {tuple(shape)} ({len(shape)}-d)"
         if self.region is not None:
+            text = ", ".join(_slice_text(s) for s in self.region)
             try:
                 out[self.region] = True
             except (IndexError, TypeError, ValueError):
-                text = ", ".join(_slice_text(s) for s in self.region)
                 raise DefinitionError(
                     f"{self.named()}: its region [{text}] does not fit {of}"
                 ) from None
+            past = _past_the_end(self.region, tuple(shape))  # numpy clips a slice silently
+            if past is not None:
+                raise DefinitionError(f"{self.named()}: its region [{text}] {past} {of}")
             return out
         for i in self._found(arrays):
             try:
@@ -320,6 +323,19 @@ def _declared_at() -> str:
             return f"{name if shown.startswith('..') else shown}:{frame.f_lineno}"
         frame = frame.f_back
     return ""
+
+
+def _past_the_end(region: tuple, shape: tuple) -> str | None:
+    """Where a region reaches past its array (a slice bound beyond the extent of its axis,
+    which numpy would clip), or None."""
+    for axis, (part, n) in enumerate(zip(region, shape, strict=False)):
+        if isinstance(part, slice):
+            for bound in (part.start, part.stop):
+                if bound is not None and not -n <= bound <= n:
+                    return f"reaches {bound} on axis {axis}, past the end of"
+            if part.start is not None and not -n <= part.start < n:
+                return f"starts at {part.start} on axis {axis}, the end of"
+    return None
 
 
 def _slice_text(s: Any) -> str:
