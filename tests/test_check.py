@@ -167,7 +167,15 @@ def test_check_runs_saves_checks_and_reports(example, capsys):
         "overall: ok — 1 example(s), 4 run(s) in float64 and float32, "
         "7 case(s) skipped or unavailable"
     )
-    assert f"[1/4] {NAME} jax-loop: " in err and f"[4/4] {NAME} jax-scan@float32: " in err
+    assert (
+        err.splitlines()
+        == [  # one progress line per example; -v: one per evaluation
+            line for line in err.splitlines() if line.startswith(f"[1/1] {NAME}: 4 evaluation(s), ")
+        ]
+        != []
+    )
+    _, verbose = _check(capsys, NAME, verbose=True)[1:]
+    assert f"[1/4] {NAME} jax-loop: " in verbose and f"[4/4] {NAME} jax-scan@float32: " in verbose
 
 
 def test_a_wrong_gradient_fails_the_taylor_and_jvp_checks(example, capsys):

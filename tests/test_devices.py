@@ -16,8 +16,9 @@ say, write and exit with, not what a fresh process does.
 - without `--device`, the verdicts, check.json's verdicts and the exit status are those
   of the code before devices existed (/work/main's python, where it is there) with and
   without the stand-in present;
-- without a TPU: `weanj bench --device tpu` is one line, exit 2; `weanj check --device
-  tpu` says the runs are unavailable, and fails only under `--require tpu`.
+- without a TPU: `weanj bench --device tpu` and `weanj check --device tpu` are one line,
+  exit 2; a project listing the TPU in `devices` says "tpu: not run", and fails only
+  under `--require tpu`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import pytest
 from weanj._judge._platform import platform_limit, precision_or_bug
 
 from .conftest import REPO
-from .helpers import PYTHON, weanj_main
+from .helpers import PYTHON, assert_one_line_error, weanj_main
 from .projects import run_in, user_env, weanj_here, write_project
 
 # The text a TPU v5e gave for 01-jacobi's jax-jacobi-sharded in float64 (jax 0.10.2,
@@ -369,7 +370,7 @@ def test_a_run_past_the_time_limit_on_a_device_is_a_platform_limit(tmp_path):
     root = write_project(tmp_path / "a", {"kernels/slow.py": SLOW_ON_THE_DEVICE})
     required_root = Path(shutil.copytree(root, tmp_path / "b"))
     args = ["-m", "weanj", "check", "--device", "tpu", "--dtype", "float64", "--timeout", "3"]
-    args += ["--fresh"]
+    args += ["--fresh", "-v"]  # -v: a progress line per evaluation
     first = _popen(root, *args)
     said = []
     while line := first.stderr.readline():  # up to the line of its run of jax-a@tpu
@@ -470,15 +471,22 @@ TINY_OK = TINY.replace(
 )
 
 
-def test_check_on_a_tpu_without_one_says_unavailable_and_fails_only_when_required(
+def test_check_on_a_tpu_without_one_is_one_line_or_not_run_and_fails_only_when_required(
     tmp_path, monkeypatch
 ):
+    """`--device tpu` without a TPU: one line, exit 2 (nothing runs); the project's
+    `devices = ["cpu", "tpu"]` without one: "tpu: not run" in the headline, exit 0, and
+    a failure under `--require tpu` (tests/test_coverage.py holds the lines)."""
     root = write_project(tmp_path, {"kernels/tiny.py": TINY_OK})
-    args = ("check", "--device", "tpu", "--dtype", "float64")
-    r = bare_here(monkeypatch, root, *args)
+    r = bare_here(monkeypatch, root, "check", "--device", "tpu", "--dtype", "float64")
+    assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+    assert_one_line_error(r.stderr, "--device tpu: no TPU visible to JAX here")
+    text = (root / "pyproject.toml").read_text()
+    (root / "pyproject.toml").write_text(text + 'devices = ["cpu", "tpu"]\n')
+    r = bare_here(monkeypatch, root, "check", "--dtype", "float64")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "jax-a@tpu" in r.stdout and "no TPU visible to JAX here" in r.stdout
-    r = bare_here(monkeypatch, root, *args, "--require", "tpu")
+    assert "tpu: not run (no TPU visible to JAX here" in r.stdout and "@tpu" not in r.stdout
+    r = bare_here(monkeypatch, root, "check", "--dtype", "float64", "--require", "tpu")
     assert r.returncode == 1, r.stdout + r.stderr
 
 

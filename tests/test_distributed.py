@@ -79,7 +79,7 @@ def test_workers_judge_as_in_process(tmp_path):
     expected = verdicts(root)
     stored = {p.relative_to(root): p.read_bytes() for p in root.glob("results/*/gradients/**/*.h5")}
     shutil.rmtree(root / "results")
-    spread = weanj_in(root, "check", "--workers", "2")
+    spread = weanj_in(root, "check", "--workers", "2", "-v")
     assert spread.returncode == local.returncode, spread.stderr
     assert "Traceback" not in spread.stderr
     assert verdicts(root) == expected
@@ -92,7 +92,7 @@ def test_workers_judge_as_in_process(tmp_path):
         assert _arrays(root / path) == _arrays_of_bytes(data, tmp_path / "before.h5"), path
     # the records were written by the client: a second run reuses them and sends no task
     # (it starts no cluster: nothing is left to evaluate)
-    again = weanj_here(root, "check", "--workers", "2")
+    again = weanj_here(root, "check", "--workers", "2", "-v")
     assert again.returncode == 0, again.stderr
     assert "Dask cluster" not in again.stderr, again.stderr
     reused = [line for line in again.stderr.splitlines() if line.startswith("[")]

@@ -62,13 +62,13 @@ def test_an_engine_is_one_module_and_its_registration(tmp_path, monkeypatch):
     monkeypatch.setitem(_executors.ENGINES, "toy", (__name__, ("toy",)))
     ToyEngine.handed.clear()
     assert isinstance(_executors.executor_for(None, "toy://here", None), ToyEngine)
-    toy = weanj_here(root, "check", "--scheduler", "toy://here")
+    toy = weanj_here(root, "check", "--scheduler", "toy://here", "-v")
     assert toy.returncode == 0, toy.stdout + toy.stderr
     assert _verdicts(root) == expected
     lines = [line for line in toy.stderr.splitlines() if line.startswith("[")]
     assert len(lines) == 6 and all("(on toy)" in line for line in lines), lines
     assert len(ToyEngine.handed) == 6
-    again = weanj_here(root, "check", "--scheduler", "toy://here")
+    again = weanj_here(root, "check", "--scheduler", "toy://here", "-v")
     assert again.returncode == 0, again.stderr
     reused = [line for line in again.stderr.splitlines() if line.startswith("[")]
     assert len(reused) == 6 and all(": reused, ok" in line for line in reused), reused

@@ -803,7 +803,7 @@ def declared_here(project):
         api = weanj.check(DECLARED, say=quiet)  # weanj.check(), as in a notebook
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["check", DECLARED])
+            code = main(["check", DECLARED, "-v"])
         cli = (code, out.getvalue())
         diff = _cli_json("diff", DECLARED, "--json")
         report = weanj.report(DECLARED, out=root / "report.html")

@@ -278,7 +278,7 @@ def test_an_interrupted_check_keeps_what_had_finished(waiting, tmp_path, signum,
     marker = f"WEANJ_TEST_RUN={uuid.uuid4().hex}"
     name, value = marker.split("=")
     p = subprocess.Popen(
-        [sys.executable, "-m", "weanj", "check", *workers],
+        [sys.executable, "-m", "weanj", "check", "-v", *workers],
         cwd=root,
         env=user_env(**{name: value}),
         stdout=subprocess.PIPE,
@@ -310,7 +310,7 @@ def test_an_interrupted_check_keeps_what_had_finished(waiting, tmp_path, signum,
     labels = [f"{v}{d}" for v in ("jax-a", "jax-b", "jax-c") for d in ("", "@float32")]
     assert sorted(finished) == sorted(labels)
     (root / "kernels" / "release").touch()
-    again = weanj_here(root, "check")
+    again = weanj_here(root, "check", "-v")
     assert again.returncode == 0, again.stdout + again.stderr
     reused = [m.group(1) for m in map(_REUSED.match, again.stderr.splitlines()) if m]
     assert sorted(reused) == sorted(finished), again.stderr

@@ -149,7 +149,7 @@ def file_hashes(folder: Path) -> dict[str, str]:
 
 
 def progress(output: str, label: str) -> str:
-    """How `weanj check` said it got an evaluation: `reused` or its seconds."""
+    """How `weanj check -v` said it got an evaluation: `reused` or its seconds."""
     (line,) = [x for x in output.splitlines() if f"22-ports {label}:" in x]
     return line.split(f"22-ports {label}:")[1].split(",")[0].strip()
 
@@ -178,7 +178,7 @@ def test_a_users_package_is_the_reference_of_three_gradients_and_its_environment
     # process of its own either way); the second a fresh process: what it reuses is what the
     # first left on disk
     with commands_here(env):
-        first = weanj_here(root, "check")
+        first = weanj_here(root, "check", "-v")
     output = first.stdout + first.stderr
     assert first.returncode == 1, output  # the two errors
     assert "Traceback" not in output
@@ -203,7 +203,7 @@ def test_a_users_package_is_the_reference_of_three_gradients_and_its_environment
     assert recorded(record, "handwritten_loss_and_gradient")
     assert set(faults) == {"julia-writes", "julia-zygote"}
 
-    again = run_in(root, "-m", "weanj", "check", env=env)
+    again = run_in(root, "-m", "weanj", "check", "-v", env=env)
     assert again.returncode == 1, again.stdout + again.stderr
     assert len(recorded(record, "start")) == 1  # every Julia record reused: no worker
     labels = [*JUDGED, "julia-loose"]
@@ -212,7 +212,7 @@ def test_a_users_package_is_the_reference_of_three_gradients_and_its_environment
     with (env_folder / "src" / "smooth.jl").open("a") as f:
         f.write("# an edit\n")
     with commands_here(env):
-        edited = weanj_here(root, "check")
+        edited = weanj_here(root, "check", "-v")
     assert edited.returncode == 1, edited.stdout + edited.stderr
     assert len(recorded(record, "start")) == 2
     assert [progress(edited.stderr, label) == "reused" for label in labels] == [

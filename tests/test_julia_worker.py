@@ -923,7 +923,7 @@ def recorded(record: Path, kind: str) -> list[dict]:
 
 
 def progress(output: str, label: str) -> str:
-    """How `weanj check` said it got an evaluation: `reused` or its seconds."""
+    """How `weanj check -v` said it got an evaluation: `reused` or its seconds."""
     (line,) = [x for x in output.splitlines() if f"21-two {label}:" in x]
     return line.split(f"21-two {label}:")[1].split(",")[0].strip()
 
@@ -943,7 +943,7 @@ def two_files_checked(tmp_path_factory) -> dict:
     the project (the only test that runs anything more in it)."""
     root, env, record = two_files_project(tmp_path_factory.mktemp("two-files"))
     with commands_here(env):
-        first = weanj_here(root, "check")
+        first = weanj_here(root, "check", "-v")
     return {
         "root": root,
         "env": env,
@@ -986,7 +986,7 @@ def test_julia_records_are_reused_and_an_edit_recomputes_that_files_variants(two
     assert len(two_files_checked["calls"]["start"]) == 1
     assert all(progress(first.stderr, label) != "reused" for label in labels)
 
-    again = run_in(root, "-m", "weanj", "check", env=env)
+    again = run_in(root, "-m", "weanj", "check", "-v", env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(recorded(record, "start")) == 1  # no worker started
     assert all(progress(again.stderr, label) == "reused" for label in labels)
@@ -995,7 +995,7 @@ def test_julia_records_are_reused_and_an_edit_recomputes_that_files_variants(two
     with (root / "julia" / "a.jl").open("a") as f:
         f.write("# an edit\n")
     with commands_here(env):
-        edited = weanj_here(root, "check")
+        edited = weanj_here(root, "check", "-v")
     assert edited.returncode == 0, edited.stdout + edited.stderr
     assert len(recorded(record, "start")) == 2
     assert [progress(edited.stderr, label) == "reused" for label in labels] == [

@@ -219,7 +219,7 @@ def contract(tmp_path_factory):
     write_project(root, files, regenerate=False)
     with loaded(root, *MODULES):
         weanj.write_inputs(EX)
-        check = weanj_here(root, "check")  # as a fresh process runs it
+        check = weanj_here(root, "check", "-v")  # as a fresh process runs it; every pair
         verdicts_file = tmp_path_factory.mktemp("observer") / "verdicts.json"
         tests = pytest_weanj_in(root, "-rs", env=user_env(VERDICTS_FILE=str(verdicts_file)))
         report = weanj.report([EX], out=root / "report.md")

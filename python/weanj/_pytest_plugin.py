@@ -218,17 +218,20 @@ def pytest_collection_modifyitems(session, config, items):
     try:
         places()  # the project is where you are: or one line saying what to add
         cats = catalogs(config.getoption("weanj_example"))
+        recording = config.getoption("weanj_record")
+        # a device named with --weanj-device must be here: one line, as on the command line
+        run = None if recording else weanj_run(cats, device=config.getoption("weanj_device"))
     except WeanjError as e:
         config.stash[_EXITING] = True
         pytest.exit(error_text(str(e)), returncode=2)
-    if config.getoption("weanj_record"):
+    if recording:
         from ._io import _jax_cache
 
         _jax_cache.enable()  # compiled kernels are reused across runs (and xdist workers)
         for cat in cats:
             items.append(_item(WeanjRecordItem, session, f"{cat.name}::record", catalog=cat))
         return
-    run = config.stash[_RUN] = weanj_run(cats, device=config.getoption("weanj_device"))
+    config.stash[_RUN] = run
     items.extend(weanj_items(run, session, draws=config.getoption("weanj_fuzz")))
 
 
@@ -238,11 +241,11 @@ def weanj_run(cats, *, keep: bool = True, device=None):
     lines (pytest reports each item), the evaluation records reused and kept (`keep`),
     on the CPU and `device` (`--weanj-device`, else `[tool.weanj] devices`). The gallery's
     tests (`tests/crossval/cases.py`) judge through this same run."""
-    from ._commands.check import check_run, devices_of
+    from ._commands.check import check_run, resolved_devices
     from ._registry import project
 
-    devices = devices_of(device, project())
-    return check_run(cats, save=False, keep=keep, progress=False, devices=devices)
+    devices, absent = resolved_devices(device, project())
+    return check_run(cats, save=False, keep=keep, progress=False, devices=devices, absent=absent)
 
 
 def weanj_items(run, session, *, draws: int = 0) -> list:
@@ -283,6 +286,25 @@ def pytest_report_collectionfinish(config, start_path, items):
     ours = [i for i in items if i.nodeid.startswith("weanj::")]
     examples = sorted({i.nodeid.split("::")[1] for i in ours})
     return f"weanj: {len(ours)} cross-validation item(s) of {', '.join(examples) or 'no example'}"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """What the run did not judge (`weanj check`'s headline clause): the devices
+    `[tool.weanj] devices` names that are absent here, the Julia variants and family
+    references that cannot run; nothing when it judged all it covers."""
+    run = config.stash.get(_RUN, None) if config.getoption("weanj", default=False) else None
+    if run is None:
+        return
+    from ._pipeline._coverage import run_coverage
+    from ._report._lines import coverage_text, not_run_text
+
+    covered, missing = run_coverage(run)
+    required = [m for m in missing if m[2]]
+    said = coverage_text(covered, missing)
+    if required:
+        said = f"required but not run: {not_run_text(required)}" + (f"; {said}" if said else "")
+    if said:
+        terminalreporter.write_line(f"weanj: not judged here: {said}")
 
 
 def pytest_sessionstart(session):

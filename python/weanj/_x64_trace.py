@@ -157,7 +157,7 @@ class Tracer:
 
     def alone(self, module: str, start: bool, known: Callable[[str], bool]) -> tuple[bool, str]:
         """`(setting, setter)`: what importing `module` alone from the setting `start`
-        leaves, and the module whose own code set it last ("" where none set it). A module
+        leaves, and the module whose own code changed it last ("" where none did). A module
         that `known(name)` names (code outside the project: the standard library, JAX,
         weanj) is taken to leave the setting alone; a project module without a program
         raises `Unknown`."""
@@ -172,8 +172,8 @@ class Tracer:
         if program is None:
             raise Unknown(f"{module} was imported before weanj traced its imports")
         for item in program:
-            if item[0] == "set":
-                value, setter = item[1], module
+            if item[0] == "set":  # credited where it changes the value it finds
+                value, setter = item[1], (module if item[1] != value else setter)
             elif item[0] == "own":
                 _, before, after = item
                 if after != before:  # set otherwise than by jax.config.update

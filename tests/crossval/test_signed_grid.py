@@ -237,7 +237,9 @@ def test_weanj_check_passes_with_the_literal_port_as_its_one_expected_difference
     (project / "pyproject.toml").write_text(
         '[tool.weanj]\nexamples = ["weanj.examples.signed_grid"]\n'
     )
-    r = run_weanj("check", EXAMPLE, "--dtype", "float64", root=project, cwd=project, timeout=300)
+    r = run_weanj(
+        "check", EXAMPLE, "--dtype", "float64", "-v", root=project, cwd=project, timeout=300
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert re.search(rf"^  {INTEGER}\s+{LITERAL}\s+x\s.*expected$", r.stdout, re.MULTILINE)
     assert f"  {EXAMPLE}: ok (1 expected difference)" in r.stdout, r.stdout

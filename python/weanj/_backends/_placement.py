@@ -111,6 +111,18 @@ def place_of(kind: str) -> Place:
     return _PLACES[kind]
 
 
+def present(kind: str) -> None:
+    """Nothing where the device `kind` is here; else the command's one line (an
+    `UnavailableError`, exit 2) naming the option, before any work: a device named on the
+    command line (`--device`) or in a call (`device=`) is never quietly replaced by the
+    CPU."""
+    if kind != "cpu":
+        try:
+            place_of(kind)
+        except UnavailableError as e:
+            raise UnavailableError(f"--device {kind}: {e}") from None
+
+
 @contextlib.contextmanager
 def placed(kind: str, precision: str | None = None) -> Iterator[Place]:
     """Every JAX call of the block on the device of `kind`, with matmul precision
@@ -159,9 +171,11 @@ def present_accelerators() -> list[tuple[str, bool]]:
     return out
 
 
-def device_line(devices: tuple[str, ...]) -> str:
+def device_line(devices: tuple[str, ...], absent: dict[str, str] | None = None) -> str:
     """`device: cpu (a TPU is present: --device tpu judges it)`: where the runs were
-    placed, said once by every live run."""
+    placed, said once by every live run (`absent`: the devices asked for and not here)."""
+    if absent:
+        return device_line(devices) + "; not run: " + ", ".join(absent)
     if devices == ("cpu",):
         present = present_accelerators()
         if not present:

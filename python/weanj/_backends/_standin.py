@@ -36,9 +36,17 @@ _installed = False
 
 
 def standin_kind() -> str | None:
-    """The kind the stand-in plays (`$WEANJ_STANDIN_DEVICE`), or None."""
+    """The kind the stand-in plays (`$WEANJ_STANDIN_DEVICE`), or None; any other value is
+    one line (`InputError`): a typo must not quietly leave the stand-in out."""
     kind = os.environ.get(ENV, "").strip().lower()
-    return kind if kind in KINDS else None
+    if kind and kind not in KINDS:
+        from .._errors import InputError
+
+        raise InputError(
+            f"{ENV}={os.environ[ENV]!r}: the stand-in plays {' or '.join(KINDS)} (unset the "
+            "variable for none)"
+        )
+    return kind or None
 
 
 def standin_device():

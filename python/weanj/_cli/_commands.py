@@ -188,8 +188,9 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         require=args.require,
         device=args.device,
         fd=args.fd,
+        verbose=args.verbose,
     )
-    print("\n".join(judgement.lines()))
+    print("\n".join(judgement.lines(verbose=args.verbose)))
     return _not_judged_said(judgement)
 
 

@@ -92,10 +92,10 @@ def _check(sub) -> None:
     )
     add_device(p)
     p.add_argument(
-        "--fresh",
-        action="store_true",
-        help="recompute every evaluation (default: reuse those whose inputs, code and "
-        "versions did not change)",
+        "--fresh", action="store_true", help="recompute every evaluation (default: reuse)"
+    )
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="every pair, file and evaluation too"
     )
     p.add_argument(
         "--fd",

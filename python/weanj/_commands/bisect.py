@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._backends._placement import present
 from .._errors import InputError, WeanjError
 from .._io import _inputs, _jax_cache
 from .._judge._verdict import Verdict
@@ -215,6 +216,8 @@ def bisect(
     that inputs file alone. An example with nothing to search (no int parameter, no
     declared `Sizes`) is an `InputError` saying so, unless `inputs` is given. **Returns**
     a `Bisected` (`exit_code` 1 when they part ways)."""
+    for run in (a, b):  # a device named must be here: one line, exit 2, before any work
+        present(run.device)
     ex = cat.example
     if inputs is None and nothing_to_search(ex, a, b) is not None:
         raise InputError(nothing_to_search(ex, a, b))

@@ -56,6 +56,29 @@ def devices_of(device: Sequence[str] | str | None, config=None) -> tuple[str, ..
     return ("cpu", *dict.fromkeys(d for d in asked if d != "cpu"))
 
 
+def resolved_devices(
+    device: Sequence[str] | str | None, config=None
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """`(the devices under test, {kind: why} of those absent here)`. A device the caller
+    names (`--device`, `device=`) must be present: absent, it is one line (exit 2) before
+    any work, as for `weanj run`; one `[tool.weanj] devices` names is left out, said once
+    and in the headline ("tpu: not run"), a failure only where required."""
+    from .._backends._placement import place_of, present
+    from .._errors import UnavailableError
+
+    devices = devices_of(device, config)
+    absent: dict[str, str] = {}
+    for kind in devices[1:]:
+        if device:
+            present(kind)
+            continue
+        try:
+            place_of(kind)
+        except UnavailableError as e:
+            absent[kind] = str(e)
+    return tuple(d for d in devices if d not in absent), absent
+
+
 def restricted(cats: list[Catalog], variants: Sequence[str] | None) -> list[Catalog]:
     """The catalogs with only the variants named (each name must exist in one of them)."""
     if not variants:
@@ -99,6 +122,7 @@ def check(
     require: Sequence[str] | None = None,
     device: Sequence[str] | str | None = None,
     fd: bool = False,
+    verbose: bool = False,
 ) -> Judgement:
     """Run, check and judge every available variant of each example (default: all).
 
@@ -128,6 +152,9 @@ def check(
     - `device`: `"tpu"`, `"gpu"` or a list (`["cpu", "tpu"]`): each variant also runs
       there, judged against its family's CPU float64 reference (default: `[tool.weanj]
       devices`, else the CPU alone, whatever JAX's default device is; docs/devices.md).
+      A device named here must be present (one line otherwise); one the project's
+      `devices` names and absent here is "not run" in the headline.
+    - `verbose`: progress per evaluation (default: per example).
     - `fd`: central differences beside every gradient check, as information (by default
       only beside one that is not ok: docs/gradient-checks.md).
 
@@ -147,9 +174,12 @@ def check(
         raise WeanjError(
             f"no examples to check in {project().describe()}: its example modules register none"
         )
+    devices, absent = resolved_devices(device, project())
     return check_run(
         cats,
-        devices=devices_of(device, project()),
+        devices=devices,
+        absent=absent,
+        verbose=arg.flag(verbose, "verbose", "check"),
         dtypes=dtypes_of(dtype),
         timeout=timeout,
         fresh=fresh,
@@ -181,7 +211,8 @@ def check_run(cats: list[Catalog], **options) -> CheckRun:
     dtypes = options.setdefault("dtypes", DTYPES)
     devices = options.setdefault("devices", ("cpu",))
     judgement = Judgement("check", dtypes=dtypes)
-    judgement.notes.append(device_line(devices))  # where the runs were placed, said once
+    absent = options.get("absent") or {}
+    judgement.notes.append(device_line(devices, absent))  # where the runs were placed, once
     return CheckRun(
         cats,
         places(),

@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from .._backends._placement import present
 from .._errors import InputError, UnavailableError, WeanjError
 from .._io import _inputs, _jax_cache
 from .._model import DTYPES, Catalog, VariantRun
@@ -132,6 +133,8 @@ def fuzz(
     `Fuzzed` (`exit_code` 1 when some pair disagrees); its `lines` are what the command
     printed."""
     set_hypothesis_home_dir = _hypothesis_home(seed, dtype)
+    for kind in {device, *(run.device for pair in pairs or () for run in pair)}:
+        present(kind)  # a device named must be here: one line, exit 2, before any work
     ex = cat.example
     here = places()
     set_hypothesis_home_dir(here.results / ".weanj-fuzz")  # nothing in the project root

@@ -13,6 +13,43 @@ from .._model._verdicts import Verdict
 from ._verdict import CaseJudgement, ExampleJudgement
 
 
+def first_clause(why: str) -> str:
+    """The first clause of why something did not run (`no Julia found`), for a headline
+    that says it once per cause."""
+    for mark in (" (", "; ", ": "):
+        why = why.split(mark)[0]
+    return why.strip()
+
+
+@dataclass
+class Coverage:
+    """What a run did not judge, said in every headline (docs/DESIGN.md §8.2) with the
+    `Judgement`'s `did_not_run` (the Julia variants and family references that did not
+    run): the registered variants its scope left out (`--variants`), and the devices asked
+    for in `[tool.weanj] devices` that are absent here (`{kind: why}`)."""
+
+    variants: int = 0  # the registered variants of the examples judged
+    left_out: tuple[str, ...] = ()  # of them, those outside the run's scope
+    absent: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.left_out)
+
+    @property
+    def judged(self) -> int:
+        return self.variants - len(self.left_out)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "partial": self.partial,
+            "variants": self.variants,
+            "judged": self.judged,
+            "left_out": list(self.left_out),
+            "devices_not_run": dict(self.absent),
+        }
+
+
 @dataclass
 class Judgement:
     """Every example's judgement from one `check` or `diff`.
@@ -30,6 +67,7 @@ class Judgement:
     # variants that did not run and that the result leans on: [(label, why, required)]
     did_not_run: list[tuple[str, str, bool]] = field(default_factory=list)
     suspects: list[Any] = field(default_factory=list)  # `_judge._suspects.Suspect`s, by example
+    coverage: Coverage = field(default_factory=Coverage)  # what the run's scope left out
 
     def __getitem__(self, name: str) -> ExampleJudgement:
         return self.examples[name]

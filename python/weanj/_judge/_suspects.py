@@ -245,7 +245,7 @@ def _alike(ej: ExampleJudgement, family: str, array: str) -> list[CaseJudgement]
     among = [j for j in _family_pairs(ej) if j.family == family and set(j.subjects) <= members]
     joined = {frozenset(j.subjects) for j in among}
     every = {frozenset((a, b)) for a in members for b in members if a != b}
-    if joined != every or not all(_agree(j) for j in among):
+    if joined != every or not all(agrees(j) for j in among):
         return None
     return tests
 

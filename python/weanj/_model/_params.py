@@ -60,6 +60,7 @@ RESERVED_NAMES = frozenset(
         "help",
         "version",
         "yes",
+        "verbose",
     }
 )
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

@@ -31,9 +31,22 @@ from .._model import Gradient
 from ._on_device import CPU, CPU_ONLY, HIGHEST, device_label
 
 
+def on_devices(variant: Any) -> bool:
+    """Whether a variant has device runs: its functions carry a placement (a JAX
+    program's, `Functions.placed`), known once built; before that, a variant its backend
+    configures for JAX (`Variant.configure`), whose functions carry one. A Julia or plain
+    Python variant runs on the CPU only: the CPU reference, never a device row."""
+    return variant.placement is not None or variant.configure is not None
+
+
 def add_device_subjects(p: Any) -> None:
-    """A device twin of every live CPU subject of a registered variant, per device."""
-    cpu = [s for s in p.subjects.values() if s.device == CPU and s.variant is not None and s.live]
+    """A device twin of every live CPU subject of a registered variant that has device
+    runs (`on_devices`), per device."""
+    cpu = [
+        s
+        for s in p.subjects.values()
+        if s.device == CPU and s.variant is not None and s.live and on_devices(s.variant)
+    ]
     for device in p.devices:
         if device == CPU:
             continue
@@ -137,9 +150,16 @@ def device_notes(p: Any, result: Any, session: Any) -> list[str]:
         {
             s.variant.name
             for s in p.subjects.values()
-            if s.device != CPU
-            and s.skip is None
-            and cpu_only(s, session_outcome_of(p, s.label, session))
+            if s.variant is not None
+            and s.live
+            and (
+                (s.device == CPU and not on_devices(s.variant))
+                or (
+                    s.device != CPU
+                    and s.skip is None
+                    and cpu_only(s, session_outcome_of(p, s.label, session))
+                )
+            )
         }
     )
     for device in p.devices:

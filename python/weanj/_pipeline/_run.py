@@ -45,34 +45,17 @@ from .._judge._contract import Fault
 from .._judge._suspects import suspects as find_suspects
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import DTYPES, Catalog, Gradient, Inputs, Variant
-from .._model._verdicts import Verdict
 from .._places import Places
 from .._project import project_config, time_limit
 from .._watch import Watch
 from ._cases import Case, Plan, judge_case, judge_plan, not_judged, read_plan, subject_outcome
+from ._coverage import absent_did_not_run, coverage, device_did_not_run, did_not_run
 from ._evaluate import evaluate as evaluate_variant
 from ._executors import Asked, InProcess
+from ._progress import Progress
 from ._records import Records
 from ._session import Session
 from ._store_writes import save_to_store
-
-
-class _Progress:
-    """`[3/29] 01-jacobi jax-jacobi: 1.2 s, ok` on stderr, one line per evaluation (the
-    session calls it; an executor evaluating elsewhere calls `line`)."""
-
-    def __init__(self, total: int, say: Callable[[str], None]):
-        self.done, self.total, self.say = 0, total, say
-        self.example = ""
-
-    def __call__(self, label: str, found: Gradient | Fault, seconds: float, reused: bool) -> None:
-        self.line(self.example, label, found, "reused" if reused else f"{seconds:.1f} s")
-
-    def line(self, example: str, label: str, found: Gradient | Fault, how: str, tail="") -> None:
-        """One evaluation done: `how` it went (`1.2 s`, `reused`), then `tail`."""
-        self.done += 1
-        status = Verdict.OK if isinstance(found, Gradient) else found.verdict
-        self.say(f"[{self.done}/{self.total}] {example} {label}: {how}, {status}{tail}")
 
 
 class CheckRun:
@@ -93,13 +76,16 @@ class CheckRun:
       evaluation records (default: `save`);
     - `executor`: where evaluations run (default in this process);
     - `require`: backends or variant names that must run (default: the project's);
-    - `say`: where progress and notes go; `progress`: one line per evaluation;
+    - `say`: where progress and notes go; `progress`: say it (`_progress`: one line per
+      example, with `verbose` one per evaluation);
     - `every_example`: the names of every registered example, when the run covers them
       all (then results of examples no longer registered are noted);
     - `cache`: turn on JAX's persistent compilation cache (as every command does);
     - `devices`: the devices under test (`cpu`, `gpu`, `tpu`; default the CPU alone,
       whatever JAX's default device is): each variant's run on every other device is
-      judged against its family's CPU float64 reference (`_device_cases`);
+      judged against its family's CPU float64 reference (`_device_cases`); `absent`:
+      `{kind: why}` of the devices `[tool.weanj] devices` names that are absent here,
+      said once and in the headline (`Judgement.coverage`);
     - `fd`: central differences beside every gradient check (by default only beside
       one that is not ok).
 
@@ -129,6 +115,8 @@ class CheckRun:
         cache: bool = True,
         devices: tuple[str, ...] = ("cpu",),
         fd: bool = False,
+        absent: dict[str, str] | None = None,
+        verbose: bool = False,
     ):
         self.catalogs = list(catalogs)
         self.fd = fd
@@ -137,6 +125,7 @@ class CheckRun:
         self.judgement = judgement
         self.dtypes = tuple(dtypes)
         self.devices = tuple(devices)  # the devices under test (docs/devices.md)
+        self.absent = dict(absent or {})  # asked for in [tool.weanj] devices, absent here
         # the time limit of each call: `timeout` where given (0: none), else the project's
         self.timeout = time_limit(timeout, config or _config_at(places)) if live else None
         self.save = save and live
@@ -181,7 +170,10 @@ class CheckRun:
                 for s in p.subjects.values()
                 if s.live and s.skip is None
             )
-            self._progress = _Progress(total, say)
+            examples = len(self.catalogs)
+            self._progress = Progress(total, say, examples=examples, verbose=verbose)
+            for kind, why in self.absent.items():  # said once, not once per run
+                say(f"{kind}: not run: {why} ([tool.weanj] devices names it)")
         self._session: Session | None = None
 
     @classmethod
@@ -266,6 +258,8 @@ class CheckRun:
             ej = judge_plan(p, session)
             if self.live:
                 ej.seconds = time.perf_counter() - started
+            if self._progress is not None:
+                self._progress.example_done(cat.name, ej.seconds, ej.state)
             if self.records is not None:
                 self.records.flush()
             if self.save:
@@ -313,8 +307,11 @@ class CheckRun:
             line = self.records.reuse_line()
             if line:
                 judgement.notes.append(line)
-        judgement.did_not_run = did_not_run(self.catalogs, self.require)
-        judgement.did_not_run += device_did_not_run(list(judgement), self.devices, self.require)
+        judged = list(judgement)
+        judgement.coverage = coverage(self.catalogs, self.absent)
+        judgement.did_not_run = did_not_run(self.catalogs, judged, self.require)
+        judgement.did_not_run += device_did_not_run(judged, self.devices, self.require)
+        judgement.did_not_run += absent_did_not_run(self.absent, self.require)
         judgement.suspects = [
             (ej.name, s) for ej in judgement if ej.judged for s in find_suspects(ej)
         ]
@@ -379,47 +376,3 @@ def _config_at(places: Places) -> Any:
         return project_config(places.root)
     except WeanjError:
         return None
-
-
-# --- what a live run says once --------------------------------------------------------------
-
-
-def _short(why: str) -> str:
-    """The first clause of why a variant is unavailable (`no Julia found`)."""
-    for mark in (" (", "; ", ": "):
-        why = why.split(mark)[0]
-    return why.strip()
-
-
-def did_not_run(cats: Sequence[Catalog], required: set[str]) -> list[tuple[str, str, bool]]:
-    """`[(variant, why, required)]`: the Julia variants and family references that could
-    not run here (what an `ok` leans on without them), and any variant `required` names by
-    name or backend."""
-    out = []
-    for cat in cats:
-        firsts = {members[0].name for members in cat.families().values()}
-        for v in cat.variants:
-            why = v.unavailable_reason()
-            if why is None:
-                continue
-            needed = v.name in required or v.backend in required
-            if needed or v.backend == "julia" or v.name in firsts:
-                out.append((v.name, _short(why), needed))
-    return out
-
-
-def device_did_not_run(
-    judged: list[ExampleJudgement], devices: tuple[str, ...], required: set[str]
-) -> list[tuple[str, str, bool]]:
-    """`[(label, why, True)]`: each run on a required device (`--require tpu`) that was
-    unavailable there (no such device, or a platform limit): a failure only then."""
-    out = []
-    for device in devices:
-        if device == "cpu" or device not in required:
-            continue
-        for ej in judged:
-            for label, why in ej.unavailable.items():
-                cpu_twin = label[: -len(device) - 1]
-                if label.endswith(f"@{device}") and cpu_twin not in ej.unavailable:
-                    out.append((label, why, True))  # the device's, not the variant's
-    return out

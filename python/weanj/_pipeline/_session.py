@@ -179,6 +179,11 @@ class Session:
             keep(g.of, g.dtype, g, device=device)
         return True
 
+    def known(self, variant: Variant, inputs: Inputs, dtype: str) -> Gradient | Fault | None:
+        """The variant's CPU evaluation where this session has made it, else None (nothing
+        is evaluated: what a summary reports of a run that judged case by case)."""
+        return self._outcomes.get((id(variant), inputs.key(dtype), "cpu", None))
+
     def forget(self) -> None:
         """Forget every evaluation (a notebook that redefined a variant)."""
         self._outcomes.clear()

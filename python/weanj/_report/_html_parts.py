@@ -20,7 +20,7 @@ DPI = 80
 # a page with either.
 _STATES = {
     "differs": Verdict.KINKS.colour,
-    **dict.fromkeys(("not checked", "not judged", "incomplete"), Verdict.STALE.colour),
+    **dict.fromkeys(("not checked", "not judged", "incomplete", "partial"), Verdict.STALE.colour),
 }
 
 # The look of each colour class of `Verdict` (`Verdict.colour`), written once for the report

@@ -28,18 +28,28 @@ class Judgement(JudgementData):
 
     # --- views ----------------------------------------------------------------------------
 
-    def lines(self) -> list[str]:
-        """The terminal's text: each example's block, then the overall line and notes."""
-        from ._text import example_lines, overall_line, suspect_lines
+    def lines(self, verbose: bool = True) -> list[str]:
+        """The terminal's text: each example's block, then what cannot run here (said once,
+        without `verbose`), the overall line and notes. Not `verbose` (`weanj check`
+        without `-v`): each example's table and what fails in full (`_text.example_lines`)."""
+        from ._text import example_lines, suspect_lines, unavailable_lines
 
         out = []
         for ej in self:
-            out.extend(example_lines(ej, mode=self.command))
+            out.extend(example_lines(ej, mode=self.command, verbose=verbose))
         if self.command == "check":
-            out.append(overall_line(list(self), self.seconds, self.dtypes, self.did_not_run))
+            if not verbose:
+                out.extend(unavailable_lines(list(self)))
+            out.append(self.headline())
             out.extend(suspect_lines(self.suspects))
         out.extend(self.notes)
         return out
+
+    def headline(self) -> str:
+        """The overall line: the verdict, what was not judged, and what was."""
+        from ._text import overall_line
+
+        return overall_line(list(self), self.seconds, self.dtypes, self.did_not_run, self.coverage)
 
     def to_json(self) -> dict[str, Any]:
         from ._json import example_json
@@ -49,6 +59,8 @@ class Judgement(JudgementData):
             "verdict": self.verdict,
             "ok": self.ok,
             "dtypes": list(self.dtypes),
+            "headline": self.headline() if self.command == "check" else None,
+            "coverage": self.coverage.to_json(),
             "examples": [example_json(ej) for ej in self],
             "did_not_run": [
                 {"variant": label, "why": why, "required": required}

@@ -204,3 +204,43 @@ def ranges_text(values) -> str:
     if run:
         out.append(str(run[0]) if len(run) == 1 else f"{run[0]}…{run[-1]}")
     return ", ".join(out)
+
+
+# --- what a run did not judge: the headline's clause, in every view ---------------------------
+
+
+def not_run_text(missing: Iterable[tuple[str, str, bool]]) -> str:
+    """`julia-a, julia-b and 5 more did not run (no Julia found); jax-a@tpu did not run
+    (…)`: the variants (or runs, or devices) that did not run, one reason per cause."""
+    by_cause: dict[str, list[str]] = {}
+    for label, why, _ in missing:
+        by_cause.setdefault(why, []).append(label)
+    parts = []
+    for why, labels in by_cause.items():
+        shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        parts.append(f"{shown} did not run ({why})")
+    return "; ".join(parts)
+
+
+def coverage_text(coverage, did_not_run: Iterable[tuple[str, str, bool]] = ()) -> str:
+    """What the run did not judge, in one clause (empty where it judged everything it
+    covers): `partial: 1 of 6 variants judged (5 outside --variants); tpu: not run (no
+    TPU visible to JAX here); JAX only: julia-x did not run (no Julia found)`; a required
+    one is the overall line's failure, not said here."""
+    from .._judge._judgement import first_clause
+
+    parts = []
+    if coverage is not None and coverage.partial:
+        parts.append(
+            f"partial: {coverage.judged} of {coverage.variants} variants judged "
+            f"({len(coverage.left_out)} outside --variants)"
+        )
+    did_not_run = list(did_not_run)
+    required = {label for label, _, needed in did_not_run if needed}
+    for kind, why in (coverage.absent if coverage is not None else {}).items():
+        if kind not in required:  # a required one: the overall line's failure says it
+            parts.append(f"{kind}: not run ({first_clause(why)})")
+    optional = [m for m in did_not_run if not m[2]]
+    if optional:
+        parts.append(f"JAX only: {not_run_text(optional)}")
+    return "; ".join(parts)

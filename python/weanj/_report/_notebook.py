@@ -8,7 +8,7 @@ from .._judge._verdict import ExampleJudgement, Verdict
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._html_parts import badge, cell, e, img, table, verdict_class, verdict_style
-from ._lines import num
+from ._lines import coverage_text, num
 from ._text import fault_rows, fault_text, reference_lines, summary
 
 # Scoped to the fragment: a notebook or a docs page around it keeps its own look.
@@ -103,7 +103,12 @@ def _pictures(ej: ExampleJudgement, limit: int) -> list[str]:
 
 
 def judgement_html(judgement, *, max_pictures: int = 6) -> str:
-    head = f"<p><b>weanj {e(judgement.command)}</b>: {badge(judgement.verdict)}</p>"
+    covered = coverage_text(judgement.coverage, judgement.did_not_run)  # what was not judged
+    head = (
+        f"<p><b>weanj {e(judgement.command)}</b>: {badge(judgement.verdict)}"
+        + (f" — {e(covered)}" if covered else "")
+        + "</p>"
+    )
     parts = [f'<div class="weanj-judgement"><style>{SCOPED_STYLE}</style>', head]
     parts.append(
         table(["example", "verdict", "what fails, what is expected"], _summary_rows(judgement))

@@ -21,6 +21,8 @@ from ._lines import expected_count
 # The page's states beside the judge's verdicts: an example without a judgement to show,
 # one whose inputs could not be read, a page with either.
 NOT_CHECKED, NOT_JUDGED, INCOMPLETE = "not checked", "not judged", "incomplete"
+# a page whose judgements leave variants out (`weanj check --variants`, a variant added since)
+PARTIAL = "partial"
 
 
 @dataclass
@@ -105,10 +107,21 @@ def overall(pages: list[ExamplePage]) -> tuple[str, str]:
     failed = [p.name for p in pages if p.failing]
     unjudged = [p.name for p in pages if p.verdict == NOT_JUDGED]
     unchecked = [p.name for p in pages if p.verdict == NOT_CHECKED]
+    rows = [r for p in pages if p.judged for r in p.rows]
+    unseen = [r.variant for r in rows if not r.verdict]  # not in the judgement shown
     verdict = str(Verdict.FAIL if failed else Verdict.OK)
     if not failed and (unjudged or unchecked):
         verdict = INCOMPLETE
-    parts = [f"{len(pages)} example(s)"]
+    elif not failed and unseen:
+        verdict = PARTIAL
+    parts = []
+    if unseen:  # a partial check never reads as a full one
+        shown = ", ".join(unseen[:3]) + (f" and {len(unseen) - 3} more" if len(unseen) > 3 else "")
+        parts.append(
+            f"partial: {len(rows) - len(unseen)} of {len(rows)} variants judged "
+            f"({shown} not in the last check: weanj check judges them)"
+        )
+    parts.append(f"{len(pages)} example(s)")
     if failed:
         parts.append(f"failing: {', '.join(failed)}")
     if unjudged:

@@ -8,6 +8,7 @@ the same.
 
 from __future__ import annotations
 
+from .._judge._judgement import first_clause
 from .._judge._suspects import kink_hypotheses
 from .._judge._verdict import PRECISION, CaseJudgement, ExampleJudgement, Verdict
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind
@@ -15,6 +16,7 @@ from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     box,
     comparison_text,
+    coverage_text,
     declared_text,
     details,
     expected_count,
@@ -23,6 +25,7 @@ from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     index,
     julia,
     message,
+    not_run_text,
     num,
     region_lines,
     summary,
@@ -145,12 +148,15 @@ def pair_row(j: CaseJudgement) -> str:
     )
 
 
-def pair_lines(ej: ExampleJudgement, *, everything: bool) -> list[str]:
+def pair_lines(ej: ExampleJudgement, *, everything: bool, failing_only: bool = False) -> list[str]:
     """The pair table (`everything=False`: the pairs of each family's reference (the
     first member compared), the float32 runs and whatever is not plainly `ok` (fails,
-    differs at kinks or as declared, information): `weanj check`'s compact table)."""
+    differs at kinks or as declared, information): `weanj check -v`'s compact table;
+    `failing_only`: the failing pairs alone, `weanj check`'s default)."""
     pairs = [j for j in ej.of_kind(CaseKind.PAIR) if j.verdict != Verdict.SKIPPED]
-    if not everything:
+    if failing_only:
+        pairs = [j for j in pairs if j.failed]
+    elif not everything:
         firsts = {}
         for j in pairs:
             firsts.setdefault(j.family, j.subjects[0])
@@ -207,8 +213,10 @@ def precision_lines(ej: ExampleJudgement) -> list[str]:
     return out
 
 
-def _skips(ej: ExampleJudgement) -> list[str]:
-    """One line per reason, however many variants: what is unavailable or skipped here."""
+def _skips(ej: ExampleJudgement, *, short: bool = False) -> list[str]:
+    """One line per reason, however many variants: what is unavailable or skipped here
+    (`short`: the reason's first clause; the whole reason is said once per check,
+    `unavailable_lines`)."""
     reasons: dict[str, list[str]] = {}
     for label, why in {**ej.unavailable, **ej.skipped}.items():
         reasons.setdefault(why, []).append(label)
@@ -221,14 +229,33 @@ def _skips(ej: ExampleJudgement) -> list[str]:
             reasons.setdefault(j.reason, []).append(f"{j.subjects[0]}::jvp")
     out = []
     for why, labels in reasons.items():
-        head = str(Verdict.UNAVAILABLE if labels[0] in ej.unavailable else Verdict.SKIPPED)
-        out.append(f"  {head} {', '.join(labels)}: {why}")
+        unavailable = labels[0] in ej.unavailable
+        head = str(Verdict.UNAVAILABLE if unavailable else Verdict.SKIPPED)
+        # a variant that cannot run here at all: its whole reason (an install hint) once
+        # per check, below (`unavailable_lines`); a run on a device keeps its own
+        once = short and unavailable and "@" not in labels[0]
+        said = first_clause(why) + " (below)" if once else why
+        out.append(f"  {head} {', '.join(labels)}: {said}")
     return out
 
 
-def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
+def unavailable_lines(results: list[ExampleJudgement]) -> list[str]:
+    """What cannot run here, once per check: one line per reason, with the variants of
+    every example it holds for (the install hint said once)."""
+    reasons: dict[str, list[str]] = {}
+    for ej in results:
+        for label, why in ej.unavailable.items():
+            if "@" not in label:  # a variant's float64 run names the variant
+                reasons.setdefault(why, []).append(label)
+    return [f"unavailable here: {', '.join(labels)}: {why}" for why, labels in reasons.items()]
+
+
+def example_lines(ej: ExampleJudgement, *, mode: str = "check", verbose: bool = True) -> list[str]:
     """`weanj check`'s (`mode="check"`) or `weanj diff`'s block for one example (one not
-    judged: its line says why, as the command line's stderr does once)."""
+    judged: its line says why, as the command line's stderr does once). Not `verbose`
+    (`weanj check` without `-v`): the variants' table, what fails in full, what is
+    expected, skipped or unavailable (each reason's first clause), and the verdict; the
+    agreeing pairs, the files read and the evaluations reused are `-v`'s."""
     if ej.error is not None:
         return [f"== {ej.name}: not judged: {ej.error}"]
     dtypes = " and ".join(ej.dtypes)
@@ -243,7 +270,7 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
                 f"  {label:<26} {g.family:<13} {g.dtype:<8} "
                 f"{loss}  {g.backend_version or g.backend}{x64}"
             )
-    out.extend(_skips(ej))
+    out.extend(_skips(ej, short=not verbose))
     masked = next(
         (j.info["masked"] for j in ej.of_kind(CaseKind.TAYLOR) if "masked" in j.info), None
     )
@@ -256,7 +283,7 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
     if blocked:
         out.append(blocked)
     out.extend(reference_lines(ej))
-    out.extend(pair_lines(ej, everything=mode != "check"))
+    out.extend(pair_lines(ej, everything=mode != "check", failing_only=not verbose))
     out.extend(precision_lines(ej))
     out.extend(declared_lines(ej))
     files = ej.of_kind(CaseKind.FILE)
@@ -265,9 +292,15 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check") -> list[str]:
             label = j.case.split("::file::", 1)[1]
             out.append(f"  file {label}: {j.verdict}" + (f": {j.reason}" if j.reason else ""))
     fine = sum(j.verdict == Verdict.OK for j in files)
-    if fine:
+    if fine and verbose:
         out.append(f"  {fine} file(s) of the store and recorded/ read, current and finite")
-    out.extend(ej.notes)
+    # the per-example reuse line (`_records.summary`) is -v's, unless something changed
+    # since the records were made (it says what): the run's total is said once
+    changed = any(
+        why.startswith("recomputed") and not any(x in why for x in ("no earlier", "afresh"))
+        for why in ej.reuse.values()
+    )
+    out.extend(n for n in ej.notes if verbose or changed or not n.startswith("  evaluations: "))
     expected = expected_lines(ej)
     if expected:
         out.append("  expected differences (declared with weanj.Expected; they pass):")
@@ -308,18 +341,16 @@ def suspect_lines(found: list) -> list[str]:
     return out
 
 
-def _did_not_run_text(missing: list[tuple[str, str, bool]]) -> str:
-    shown = [f"{label} did not run ({why})" for label, why, _ in missing[:3]]
-    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-    return "; ".join(shown) + more
-
-
 def overall_line(
     results: list[ExampleJudgement],
     seconds: float,
     dtypes: tuple[str, ...],
     did_not_run: list[tuple[str, str, bool]] = (),
+    coverage=None,
 ) -> str:
+    """`overall: ok — partial: …; tpu: not run (…) — 6 example(s), …`: the verdict, what
+    was not judged (`coverage_text`; what is required and did not run is the failure,
+    each cause once), then what was."""
     runs = sum(1 for ej in results for j in ej.of_kind(CaseKind.RUN) if j.verdict.ran)
     skipped = sum(1 for ej in results for j in ej.judgements if not j.verdict.ran)
     failed = [ej.name for ej in results if ej.judged and not ej.ok]
@@ -331,9 +362,10 @@ def overall_line(
     if verdict == Verdict.OK and unjudged:
         verdict = "not judged"
     if required:
-        verdict += f" — required but not run: {_did_not_run_text(required)}"
-    elif did_not_run and verdict == Verdict.OK:
-        verdict += f" — JAX only: {_did_not_run_text(list(did_not_run))}"
+        verdict += f" — required but not run: {not_run_text(required)}"
+    covered = coverage_text(coverage, did_not_run)
+    if covered:
+        verdict += f" — {covered}"
     expected = sum(len(ej.expected) for ej in results if ej.judged)
     return (
         f"overall: {verdict} — {len(results)} example(s), {runs} run(s) in "
