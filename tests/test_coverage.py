@@ -89,6 +89,31 @@ def test_the_json_of_a_partial_check_says_what_it_left_out(cover):
     assert data["verdict"] == "ok" and "partial: 1 of 3 variants judged" in data["headline"]
 
 
+def test_a_notebooks_headline_says_partial(cover):
+    from .projects import run_here
+
+    code = (
+        "import weanj\n"
+        "j = weanj.check(variants=['jax-b'], dtype='float64', save=False, say=lambda l: None)\n"
+        "print(j._repr_html_().split('</p>')[0])\n"
+    )
+    r = run_here(cover, code)
+    assert r.returncode == 0, r.stderr
+    head = r.stdout.strip().splitlines()[-1]
+    assert "<b>weanj check</b>" in head
+    assert head.endswith("— partial: 1 of 3 variants judged (2 outside --variants)"), head
+
+
+def test_pytest_weanj_says_a_listed_device_was_not_run(cover):
+    from .projects import pytest_weanj_in, user_env
+
+    _devices(cover, "cpu", "tpu")
+    env = {k: v for k, v in user_env().items() if k != "WEANJ_STANDIN_DEVICE"}
+    r = pytest_weanj_in(cover, "-q", "-k", "jax-a", env=env)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "weanj: not judged here: tpu: not run (no TPU visible to JAX here)" in r.stdout
+
+
 @pytest.mark.parametrize(
     "argv",
     [
