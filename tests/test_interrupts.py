@@ -212,6 +212,7 @@ def c(x):
 
 @weanj.jax_variant(ex, "jax-wait", family="f", dtypes=("float64",))
 def wait(x):
+    RELEASE.with_name("waiting-now").touch()  # traced: it waits from here
     t0 = time.monotonic()
     while not RELEASE.exists() and time.monotonic() - t0 < 600:
         time.sleep(0.05)
@@ -382,3 +383,54 @@ def test_a_missing_dependency_is_one_line_and_exit_2(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "weanj needs jax" in err and "pip install -e ." in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+# --- every command ends on a signal the same way ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, waits_after",
+    [
+        (("bench", "20-wait", "--samples", "1"), "20-wait jax-wait on cpu"),
+        (("bisect", "20-wait", "jax-a", "jax-wait"), None),
+        (("fuzz", "20-wait", "--pairs", "jax-a", "jax-wait", "--seed", "1"), None),
+    ],
+    ids=["bench", "bisect", "fuzz"],
+)
+def test_sigterm_ends_bench_bisect_and_fuzz_as_it_ends_check(waiting, tmp_path, argv, waits_after):
+    """SIGTERM while `jax-wait` waits: exit 143, one line, no traceback, no process left,
+    as `weanj check` ends (above); `weanj bench` keeps the series it had measured in full
+    (jax-a, jax-b, jax-c) in its records file."""
+    root = _copy_of(waiting, tmp_path)
+    marker = f"WEANJ_TEST_RUN={uuid.uuid4().hex}"
+    name, value = marker.split("=")
+    p = subprocess.Popen(
+        [sys.executable, "-m", "weanj", *argv],
+        cwd=root,
+        env=user_env(**{name: value}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    waiting_now = root / "kernels" / "waiting-now"
+    said = []
+    if waits_after is not None:  # until the command says it has reached jax-wait
+        while waits_after not in "".join(said):
+            line = p.stderr.readline()
+            assert line, (p.wait(), said)
+            said.append(line)
+    else:  # until jax-wait's loss has started waiting (it says so by a file)
+        deadline = time.monotonic() + 600  # an upper bound on the polling only
+        while not waiting_now.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert waiting_now.exists(), (p.poll(), p.stderr.read() if p.poll() is not None else "")
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=300)
+    err = "".join(said) + err
+    assert p.returncode == 143, (p.returncode, err[-3000:])
+    assert err.strip().splitlines()[-1] == "weanj: terminated (SIGTERM)", err[-3000:]
+    assert "Traceback" not in err + out, err[-5000:]
+    assert _none_left(marker) == []
+    if argv[0] == "bench":
+        records = json.loads((root / "results" / "20-wait" / "bench" / "jax-cpu.json").read_text())
+        assert sorted({r["variant"] for r in records["records"]}) == ["jax-a", "jax-b", "jax-c"]

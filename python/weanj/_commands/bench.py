@@ -287,29 +287,38 @@ def bench(
     # Too many devices: one line, before any work.
     selection = contextlib.nullcontext() if devices is None else using_devices(devices, device)
     watch = Watch(timeout_s=time_limit(timeout), say=say)
-    shown = ", ".join(f"{k}={val}" for k, val in point.items())
-    with selection:
-        for v in chosen:
-            if v.name in result.skipped:
-                say(f"{v.name}: skipped: {result.skipped[v.name]}")
-                continue
-            if not runtimes[v.name].runs_on(device):
-                result.skipped[v.name] = f"not a JAX function (it runs on the CPU), not on {device}"
-                say(f"{v.name}: skipped on {device} (not a JAX function; it runs on the CPU)")
-                continue
-            say(f"{ex.name} {v.name} on {device} ({dtype}{', ' + shown if shown else ''}):")
-            series = bench_points(
-                ex, v.name, sizes=sweep_sizes, params=point, dtype=dtype, over=over,
-                memory_over=memory_over,
-            )  # fmt: skip
-            _sweep_into(result, v, series, say, device=device, budget_s=budget_s,
-                        samples=samples, watch=watch, shared=shared)  # fmt: skip
+    how = dict(device=device, budget_s=budget_s, samples=samples, watch=watch, shared=shared)
+    points = dict(sizes=sweep_sizes, params=point, dtype=dtype, over=over, memory_over=memory_over)
+    try:
+        with selection:
+            _measure_all(result, chosen, runtimes, say, points, how)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the series measured in full are kept
+        if write and any(result.by_backend.values()):
+            result.paths = _write(ex, chosen, result, device, here, replace)
+        raise
     if watch.abandoned:
         say(f"note: {len(watch.abandoned)} call(s) that timed out still run in the background: "
             + ", ".join(watch.abandoned))  # fmt: skip
     if write and any(result.by_backend.values()):
         result.paths = _write(ex, chosen, result, device, here, replace)
     return result
+
+
+def _measure_all(result: Benched, chosen, runtimes, say, points: dict, how: dict) -> None:
+    """Each chosen variant's series (`points`: `bench_points`' options) measured into
+    `result` in turn (`how`: `sweep_variant`'s options)."""
+    ex, device = result.example, how["device"]
+    shown = ", ".join(f"{k}={val}" for k, val in points["params"].items())
+    for v in chosen:
+        if v.name in result.skipped:
+            say(f"{v.name}: skipped: {result.skipped[v.name]}")
+            continue
+        if not runtimes[v.name].runs_on(device):
+            result.skipped[v.name] = f"not a JAX function (it runs on the CPU), not on {device}"
+            say(f"{v.name}: skipped on {device} (not a JAX function; it runs on the CPU)")
+            continue
+        say(f"{ex.name} {v.name} on {device} ({points['dtype']}{', ' + shown if shown else ''}):")
+        _sweep_into(result, v, bench_points(ex, v.name, **points), say, **how)
 
 
 def _sweep_into(result: Benched, v: Variant, series, say, **how) -> None:
