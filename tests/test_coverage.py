@@ -239,3 +239,13 @@ def test_a_julia_worker_that_refuses_to_start_is_in_the_headline(tmp_path):
     assert _overall(required.stdout).startswith(
         "overall: FAIL — required but not run: julia-ref did not run ("
     )
+
+
+def test_an_unknown_standin_device_is_one_line(cover, monkeypatch):
+    monkeypatch.setenv("WEANJ_STANDIN_DEVICE", "quantum")
+    r = weanj_here(cover, "check", "--dtype", "float64")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "weanj: error: WEANJ_STANDIN_DEVICE='quantum': the stand-in plays tpu or gpu (unset "
+        "the variable for none)"
+    ]
