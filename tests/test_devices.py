@@ -299,7 +299,7 @@ def test_the_sharded_variant_in_float64_is_unavailable_on_the_standin_tpu(tmp_pa
 # slow: that a run unavailable on the required device is a failure is held in the fast suite
 # by test_a_run_past_the_time_limit_on_a_device_is_a_platform_limit (a platform limit on the
 # stand-in, `--require tpu`: exit 1) and by
-# test_check_on_a_tpu_without_one_says_unavailable_and_fails_only_when_required
+# test_check_on_a_tpu_without_one_is_one_line_or_not_run_and_fails_only_when_required
 @pytest.mark.slow
 def test_the_sharded_variant_in_float64_required_on_the_standin_tpu_is_a_failure(tmp_path):
     """Required (`--require tpu`), the sharded variant's platform limit is a failure."""

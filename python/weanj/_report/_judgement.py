@@ -78,7 +78,7 @@ class Judgement(JudgementData):
         }
 
     def __repr__(self) -> str:
-        from ._lines import expected_count
+        from ._lines import coverage_text, expected_count
 
         parts = []
         for ej in self:
@@ -87,7 +87,10 @@ class Judgement(JudgementData):
                 notes.append(expected_count(len(ej.expected)))
             parts.append(f"{ej.name}: {ej.state}" + (f" ({', '.join(notes)})" if notes else ""))
         shown = "; ".join(parts[:8]) + ("; …" if len(parts) > 8 else "")
-        return f"<weanj {self.command}: {self.verdict} — {shown}>"
+        covered = coverage_text(self.coverage, self.did_not_run)  # what was not judged
+        return f"<weanj {self.command}: {self.verdict} — {shown}" + (
+            f" — {covered}>" if covered else ">"
+        )
 
     def _repr_html_(self) -> str:
         from ._notebook import judgement_html
