@@ -85,3 +85,37 @@ def _agree_everywhere(
         if not agrees(j):
             return False
     return True
+
+
+def pushed(session, catalog, inputs, g, tangents, spent):
+    """`(variant, jvp)` by the variant's own forward mode, else by the first member of its
+    family that may lend one (`lenders`: a member the same check judges at fault lends
+    none), or why none can (naming each member left aside): what the jvp check of a
+    run's arrays pushes forward (`_gradchecks`)."""
+    why: dict[str, str] = {}
+    found = _forward_by(session, inputs, tangents, spent, [g.of], why)
+    if found is None:
+        lent = lenders(session, catalog, inputs, g.of)
+        why.update(lent.aside)
+        found = _forward_by(session, inputs, tangents, spent, lent.members, why)
+    if found is not None:
+        return found
+    own = why.pop(g.variant, "no forward mode")
+    others = "; ".join(f"{name}: {text}" for name, text in why.items())
+    return (
+        f"neither {g.variant} ({own}) nor a member of family {g.family} not at fault can be "
+        "pushed forward by jax.jvp" + (f" ({others})" if others else "")
+    )
+
+
+def _forward_by(session, inputs, tangents, spent, candidates, why: dict):
+    """`(variant, jvp)` of the first candidate that can push the loss forward along
+    `tangents`, or None; why each one before it could not goes into `why`."""
+    for v in candidates:
+        try:
+            return v, session.forward(v, inputs, tangents, spent)
+        except TimeoutError:
+            raise
+        except Exception as e:
+            why[v.name] = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
+    return None

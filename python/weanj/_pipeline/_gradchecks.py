@@ -38,7 +38,7 @@ from .._judge._taylor import (
 )
 from .._model import Catalog, Example, Gradient, Inputs
 from .._model._verdicts import CaseKind, Verdict
-from ._donors import lenders
+from ._donors import pushed
 from ._levels import backward_level
 from ._remainders import counted, fd_check, taylor_shared
 
@@ -201,7 +201,7 @@ def jvp_judgement(
     session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array: str, **what: Any
 ):
     """`jvp(L)(x; dx)` against `⟨g, dx⟩`: by the variant's own forward mode (1e-12), else
-    by the first member of its family that may lend one (`_pushed`: none the same check
+    by the first member of its family that may lend one (`_donors.pushed`: none the same check
     judges at fault) under the family tolerance; from an
     evaluation record's numbers where the evaluation was reused. The arrays of one run
     are checked in one forward-mode call where every one agrees (`_jvp_results`)."""
@@ -251,7 +251,7 @@ def _jvp_all(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
     if len(ex.wrt_names) > 1 and all(v > 0 for v in scale.values()):
         weighted = {a: dx[a] / scale[a] for a in ex.wrt_names}
         joint = sum(reverse[a] / scale[a] for a in ex.wrt_names)
-        found = _pushed(session, catalog, inputs, g, weighted, counted_into(g, "jvp"))
+        found = pushed(session, catalog, inputs, g, weighted, counted_into(g, "jvp"))
         if not isinstance(found, str):
             v, forward = found
             tol = OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad
@@ -269,44 +269,11 @@ def _jvp_all(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
     return out
 
 
-def _pushed(session, catalog, inputs, g, tangents, spent):
-    """`(variant, jvp)` by the variant's own forward mode, else by the first member of its
-    family that may lend one (`_donors.lenders`: a member the same check judges at fault
-    lends none), or why none can (naming each member left aside)."""
-    why: dict[str, str] = {}
-    found = _forward_by(session, inputs, tangents, spent, [g.of], why)
-    if found is None:
-        lent = lenders(session, catalog, inputs, g.of)
-        why.update(lent.aside)
-        found = _forward_by(session, inputs, tangents, spent, lent.members, why)
-    if found is not None:
-        return found
-    own = why.pop(g.variant, "no forward mode")
-    others = "; ".join(f"{name}: {text}" for name, text in why.items())
-    return (
-        f"neither {g.variant} ({own}) nor a member of family {g.family} not at fault can be "
-        "pushed forward by jax.jvp" + (f" ({others})" if others else "")
-    )
-
-
-def _forward_by(session, inputs, tangents, spent, candidates, why: dict):
-    """`(variant, jvp)` of the first candidate that can push the loss forward along
-    `tangents`, or None; why each one before it could not goes into `why`."""
-    for v in candidates:
-        try:
-            return v, session.forward(v, inputs, tangents, spent)
-        except TimeoutError:
-            raise
-        except Exception as e:
-            why[v.name] = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
-    return None
-
-
 def _one_array(session, catalog, inputs, g, array, dx, reverse, scale, phase):
     """The jvp check of one array along its own direction; its floor (the gradient's
     rounding level carried along dx, `_jvp_floor`) measured only where the tolerance
     alone does not decide (`Session.levels`)."""
-    found = _pushed(session, catalog, inputs, g, {array: dx}, counted_into(g, phase))
+    found = pushed(session, catalog, inputs, g, {array: dx}, counted_into(g, phase))
     if isinstance(found, str):
         return found
     v, forward = found
