@@ -151,10 +151,8 @@ def check(
       (`"tpu"`): every run there must run (a platform limit then fails).
     - `device`: `"tpu"`, `"gpu"` or a list (`["cpu", "tpu"]`): each variant also runs
       there, judged against its family's CPU float64 reference (default: `[tool.weanj]
-      devices`, else the CPU alone, whatever JAX's default device is; docs/devices.md).
-      A device named here must be present (one line otherwise); one the project's
-      `devices` names and absent here is "not run" in the headline.
-    - `verbose`: progress per evaluation (default: per example).
+      devices`, else the CPU alone, whatever JAX's default device is; docs/devices.md);
+      one named here must be present. `verbose`: progress per evaluation, not example.
     - `fd`: central differences beside every gradient check, as information (by default
       only beside one that is not ok: docs/gradient-checks.md).
 
@@ -167,29 +165,19 @@ def check(
     variants = arg.name_list(variants, "variants", "check")
     timeout = arg.time_limit(timeout, "timeout", "check")
     fresh, save = arg.flag(fresh, "fresh", "check"), arg.flag(save, "save", "check")
-    fd = arg.flag(fd, "fd", "check")
+    fd, verbose = arg.flag(fd, "fd", "check"), arg.flag(verbose, "verbose", "check")
     say, require = arg.say_function(say, "say", "check"), arg.name_list(require, "require", "check")
     cats = restricted(catalogs(examples), variants)
     if not cats:  # nothing checked is not a pass
         raise WeanjError(
             f"no examples to check in {project().describe()}: its example modules register none"
         )
-    devices, absent = resolved_devices(device, project())
-    return check_run(
-        cats,
-        devices=devices,
-        absent=absent,
-        verbose=arg.flag(verbose, "verbose", "check"),
-        dtypes=dtypes_of(dtype),
-        timeout=timeout,
-        fresh=fresh,
-        say=say,
-        save=save,
-        executor=_executor(workers, scheduler, processes),
-        require=require,
-        every_example=None if examples else [c.name for c in catalogs(None)],
-        fd=fd,
-    ).judge()
+    devices, absent = resolved_devices(device, project())  # a device named must be here
+    every = None if examples else [c.name for c in catalogs(None)]
+    how = dict(timeout=timeout, fresh=fresh, say=say, save=save, require=require, fd=fd)
+    how.update(devices=devices, absent=absent, verbose=verbose, every_example=every)
+    executor = _executor(workers, scheduler, processes)
+    return check_run(cats, dtypes=dtypes_of(dtype), executor=executor, **how).judge()
 
 
 def _executor(workers: Any, scheduler: Any, processes: Any):

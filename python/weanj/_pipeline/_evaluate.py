@@ -195,8 +195,7 @@ def evaluate(
     except (ExcludedError, UnavailableError) as e:
         return fault(e, first_line(e))
     except Breach as e:
-        line = x64_fault_line(variant, config, returned, inputs.wrt_shapes)
-        return fault(e, line or f"{variant.name} {e}")
+        return fault(e, x64_fault_line(variant, config, returned, inputs) or f"{variant.name} {e}")
     except Exception as e:  # the variant's own exception: its error, never the command's end
         limit = platform_fault_line(e, device, place)  # or what the device cannot run
         if limit is not None:

@@ -161,20 +161,22 @@ class CheckRun:
                     )
             except WeanjError as e:
                 self.plans[cat.name] = e
-        self._progress = None
-        if live and progress:
-            total = sum(
-                1
-                for p in self.plans.values()
-                if isinstance(p, Plan)
-                for s in p.subjects.values()
-                if s.live and s.skip is None
-            )
-            examples = len(self.catalogs)
-            self._progress = Progress(total, say, examples=examples, verbose=verbose)
-            for kind, why in self.absent.items():  # said once, not once per run
-                say(f"{kind}: not run: {why} ([tool.weanj] devices names it)")
+        self._progress = self._progress_of(say, verbose) if live and progress else None
         self._session: Session | None = None
+
+    def _progress_of(self, say: Callable[[str], None], verbose: bool) -> Progress:
+        """The run's progress on stderr (`_progress`); the devices it leaves out (absent
+        here), said once."""
+        total = sum(
+            1
+            for p in self.plans.values()
+            if isinstance(p, Plan)
+            for s in p.subjects.values()
+            if s.live and s.skip is None
+        )
+        for kind, why in self.absent.items():  # said once, not once per run
+            say(f"{kind}: not run: {why} ([tool.weanj] devices names it)")
+        return Progress(total, say, examples=len(self.catalogs), verbose=verbose)
 
     @classmethod
     def of_store(

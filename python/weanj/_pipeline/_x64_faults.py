@@ -32,17 +32,18 @@ def _dtype_name(value: Any) -> str:
 
 
 def x64_fault_line(
-    variant: Variant, config: Configuration, returned: dict[str, Any], shapes: Any
+    variant: Variant, config: Configuration, returned: dict[str, Any], inputs: Any
 ) -> str | None:
     """The x64 line (`_x64.fault_line`: a float64 run computed in float32 with x64 off, a
-    float32 run promoted to 64 bits with it on), then the run's other breaches; None for
+    float32 run promoted to 64 bits with it on), then the run's other breaches (held to
+    `inputs`' shapes); None for
     any other breach, and for a backend without JAX's x64 (`config.x64` None)."""
     if config.x64 is None:
         return None
     for what, value in returned.items():  # the loss is checked first: the first at fault
         found = _x64.fault_line(variant.name, config.x64, _dtype_name(value), config.dtype, what)
         if found is not None:
-            others = other_breaches(variant, returned, shapes)
+            others = other_breaches(variant, returned, inputs.wrt_shapes)
             return found + (f"; it also {'; and '.join(others)}" if others else "")
     return None
 
