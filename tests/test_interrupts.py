@@ -392,7 +392,7 @@ def test_a_missing_dependency_is_one_line_and_exit_2(monkeypatch, capsys):
     "argv, waits_after",
     [
         (("bench", "20-wait", "--samples", "1"), "20-wait jax-wait on cpu"),
-        (("bisect", "20-wait", "jax-a", "jax-wait"), None),
+        (("bisect", "20-wait", "jax-a", "jax-wait", "--inputs", "shared_inputs/20-wait.h5"), None),
         (("fuzz", "20-wait", "--pairs", "jax-a", "jax-wait", "--seed", "1"), None),
     ],
     ids=["bench", "bisect", "fuzz"],

@@ -111,16 +111,17 @@ def place_of(kind: str) -> Place:
     return _PLACES[kind]
 
 
-def present(kind: str) -> None:
+def present(kind: str, run: str | None = None) -> None:
     """Nothing where the device `kind` is here; else the command's one line (an
-    `UnavailableError`, exit 2) naming the option, before any work: a device named on the
-    command line (`--device`) or in a call (`device=`) is never quietly replaced by the
-    CPU."""
+    `UnavailableError`, exit 2) naming the option (or the `run` whose name names it,
+    `jax-a@tpu`), before any work: a device named on the command line (`--device`) or in
+    a call (`device=`) is never quietly replaced by the CPU."""
     if kind != "cpu":
         try:
             place_of(kind)
         except UnavailableError as e:
-            raise UnavailableError(f"--device {kind}: {e}") from None
+            head = f"{run} cannot run here" if run else f"--device {kind}"
+            raise UnavailableError(f"{head}: {e}") from None
 
 
 @contextlib.contextmanager

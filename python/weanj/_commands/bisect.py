@@ -217,7 +217,7 @@ def bisect(
     declared `Sizes`) is an `InputError` saying so, unless `inputs` is given. **Returns**
     a `Bisected` (`exit_code` 1 when they part ways)."""
     for run in (a, b):  # a device named must be here: one line, exit 2, before any work
-        present(run.device)
+        present(run.device, run.label)
     ex = cat.example
     if inputs is None and nothing_to_search(ex, a, b) is not None:
         raise InputError(nothing_to_search(ex, a, b))

@@ -133,8 +133,9 @@ def fuzz(
     `Fuzzed` (`exit_code` 1 when some pair disagrees); its `lines` are what the command
     printed."""
     set_hypothesis_home_dir = _hypothesis_home(seed, dtype)
-    for kind in {device, *(run.device for pair in pairs or () for run in pair)}:
-        present(kind)  # a device named must be here: one line, exit 2, before any work
+    present(device)  # a device named must be here: one line, exit 2, before any work
+    for run in (run for pair in pairs or () for run in pair):
+        present(run.device, run.label)
     ex = cat.example
     here = places()
     set_hypothesis_home_dir(here.results / ".weanj-fuzz")  # nothing in the project root
