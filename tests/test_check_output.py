@@ -25,6 +25,9 @@ GALLERY = (
 )
 
 
+HEARTBEAT = re.compile(r"  .+ … \d+ s")
+
+
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory):
     """`weanj check` of the gallery, then `weanj check -v` (its evaluations reused)."""
@@ -45,6 +48,9 @@ def test_the_all_ok_gallery_check_prints_at_most_100_lines(checked):
     short, _ = checked
     assert short.returncode == 0, short.stdout[-3000:] + short.stderr[-3000:]
     out, err = short.stdout.splitlines(), short.stderr.splitlines()
+    # the heartbeat of a phase that runs long (`  compiling or running … 4 s`) speaks
+    # only where the machine is slow: what is counted is what the check itself prints
+    err = [line for line in err if not HEARTBEAT.fullmatch(line)]
     assert len(out) + len(err) <= 100, "\n".join(err + out)
     # what it shows: each example's block and verdict, one progress line per example
     for name in GALLERY:

@@ -48,7 +48,22 @@ OPTIONS = (
     ),
 )
 _RUN = pytest.StashKey[object]()
+_JUDGED = pytest.StashKey[object]()
 _EXITING = pytest.StashKey[bool]()
+
+
+class Judged:
+    """`pytest --weanj`'s listener of the run's events (`_judge._events`): each case
+    judged, kept for its item."""
+
+    def __init__(self) -> None:
+        self.cases: dict[str, object] = {}
+
+    def __call__(self, event) -> None:
+        from ._judge._events import CaseJudged
+
+        if isinstance(event, CaseJudged):
+            self.cases[event.judgement.case] = event.judgement
 
 
 def pytest_addoption(parser):
@@ -75,7 +90,10 @@ class WeanjItem(pytest.Item):
         from ._judge._verdict import Verdict
         from ._report._text import message
 
-        j = self.config.stash[_RUN].judge_case(self.plan, self.case)
+        judged = self.config.stash[_JUDGED]
+        if self.case.id not in judged.cases:  # its whole example, as `weanj check` judges it
+            self.config.stash[_RUN].judge_example(self.plan.catalog)
+        j = judged.cases[self.case.id]
         self.judgement = j
         x64 = j.info.get("x64")
         if isinstance(x64, dict):  # a run: the x64 configuration it computed in (§2.2)
@@ -232,6 +250,8 @@ def pytest_collection_modifyitems(session, config, items):
             items.append(_item(WeanjRecordItem, session, f"{cat.name}::record", catalog=cat))
         return
     config.stash[_RUN] = run
+    config.stash[_JUDGED] = judged = Judged()
+    run.stream.listen(judged)
     items.extend(weanj_items(run, session, draws=config.getoption("weanj_fuzz")))
 
 

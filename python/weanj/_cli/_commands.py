@@ -174,9 +174,10 @@ def cmd_clean(args: argparse.Namespace, words: dict) -> int:
 
 
 def cmd_check(args: argparse.Namespace, words: dict) -> int:
-    from .._commands.check import check
+    from .._commands.check import checking
+    from .._report._outputs import FORMATS
 
-    judgement = check(
+    judgement = checking(
         args.examples or None,
         variants=args.variants,
         dtype=args.dtype,
@@ -189,8 +190,8 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         device=args.device,
         fd=args.fd,
         verbose=args.verbose,
+        listeners=[FORMATS[args.format](verbose=args.verbose)],  # what stdout shows
     )
-    print("\n".join(judgement.lines(verbose=args.verbose)))
     return _not_judged_said(judgement)
 
 

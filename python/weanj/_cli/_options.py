@@ -125,3 +125,35 @@ def add_device(p, *, several: bool = True, side: str = "") -> None:
 
 
 PARAMS_HELP = "--PARAM V: any parameter of the example (weanj list EXAMPLE shows them), e.g. --K 5"
+
+
+def add_executors(p: argparse.ArgumentParser) -> None:
+    """Where a check's evaluations run: a Dask cluster, local or not, and jax.distributed."""
+    p.add_argument(
+        "--workers",
+        type=count,
+        default=None,
+        metavar="N",
+        help="evaluate on a local Dask cluster of N worker processes (0: in this process; "
+        "needs weanj[distributed])",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="evaluate on the Dask cluster of this scheduler (default: $DASK_SCHEDULER_ADDRESS, "
+        "else [tool.weanj] scheduler, else in this process)",
+    )
+    add_processes(p)
+
+
+def add_format(p: argparse.ArgumentParser) -> None:
+    """What a check prints on stdout: each format a listener of the run's events."""
+    from .._report._outputs import FORMATS
+
+    p.add_argument(
+        "--format",
+        choices=tuple(FORMATS),
+        default="text",
+        help="text: the tables once the check is over; jsonl: one JSON object per case as it "
+        "is judged, one per example, one for the run (default: text)",
+    )

@@ -17,9 +17,10 @@ from ._options import (
     Parser,
     add_device,
     add_example,
+    add_executors,
+    add_format,
     add_processes,
     add_timeout,
-    count,
     fuzz_seed,
     positive_float,
     positive_int,
@@ -103,21 +104,8 @@ def _check(sub) -> None:
         help="central differences beside every gradient check, as information (default: "
         "only beside one that is not ok)",
     )
-    p.add_argument(
-        "--workers",
-        type=count,
-        default=None,
-        metavar="N",
-        help="evaluate on a local Dask cluster of N worker processes (0: in this process; "
-        "needs weanj[distributed])",
-    )
-    p.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="evaluate on the Dask cluster of this scheduler (default: $DASK_SCHEDULER_ADDRESS, "
-        "else [tool.weanj] scheduler, else in this process)",
-    )
-    add_processes(p)
+    add_executors(p)
+    add_format(p)
     add_timeout(p, "a variant")
 
 

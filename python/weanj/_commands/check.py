@@ -18,13 +18,16 @@ from dataclasses import replace
 from typing import Any
 
 from .._errors import InputError, WeanjError, say
+from .._judge._events import Listener
+from .._judge._judgement import Judgement as JudgementData
 from .._model import DTYPES, Catalog
 from .._pipeline._executors import executor_for
 from .._pipeline._run import CheckRun
+from .._pipeline._store_writes import StoreWrites
 from .._places import places
 from .._registry import catalogs, project
-from .._report._judgement import Judgement
-from .._report._verdicts_file import write_check_verdicts
+from .._report._judgement import Judgement, Kept
+from .._report._verdicts_file import CheckFiles
 
 DTYPE_CHOICES = ("both", "float64", "float32")
 
@@ -159,25 +162,74 @@ def check(
     **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
     """
+    kept = Kept()
+    checking(
+        examples,
+        variants=variants,
+        dtype=dtype,
+        timeout=timeout,
+        fresh=fresh,
+        say=say,
+        save=save,
+        workers=workers,
+        scheduler=scheduler,
+        processes=processes,
+        require=require,
+        device=device,
+        fd=fd,
+        verbose=verbose,
+        listeners=[kept],
+    )
+    return kept.judgement
+
+
+def checking(examples=None, *, listeners: Sequence[Listener] = (), **asked: Any) -> JudgementData:
+    """`check`'s run, its events to `listeners` (the front end's: `weanj check` prints
+    through `--format`'s, `weanj.check()` keeps the `Judgement`), each argument of
+    `check` checked first; **Returns:** the `Judgement`'s data (its exit code)."""
     from .. import _arguments as arg
 
+    unknown = sorted(set(asked) - set(_DEFAULTS))
+    if unknown:
+        raise TypeError(f"checking() got unexpected keyword argument(s) {', '.join(unknown)}")
+    get = {**_DEFAULTS, **asked}.__getitem__
     examples = arg.names(examples, "examples", "check")
-    variants = arg.name_list(variants, "variants", "check")
-    timeout = arg.time_limit(timeout, "timeout", "check")
-    fresh, save = arg.flag(fresh, "fresh", "check"), arg.flag(save, "save", "check")
-    fd, verbose = arg.flag(fd, "fd", "check"), arg.flag(verbose, "verbose", "check")
-    say, require = arg.say_function(say, "say", "check"), arg.name_list(require, "require", "check")
+    variants = arg.name_list(get("variants"), "variants", "check")
+    timeout = arg.time_limit(get("timeout"), "timeout", "check")
+    fresh, save = arg.flag(get("fresh"), "fresh", "check"), arg.flag(get("save"), "save", "check")
+    fd, verbose = arg.flag(get("fd"), "fd", "check"), arg.flag(get("verbose"), "verbose", "check")
+    say = arg.say_function(get("say"), "say", "check")
+    require = arg.name_list(get("require"), "require", "check")
     cats = restricted(catalogs(examples), variants)
     if not cats:  # nothing checked is not a pass
         raise WeanjError(
             f"no examples to check in {project().describe()}: its example modules register none"
         )
-    devices, absent = resolved_devices(device, project())  # a device named must be here
+    devices, absent = resolved_devices(get("device"), project())  # a device named must be here
     every = None if examples else [c.name for c in catalogs(None)]
     how = dict(timeout=timeout, fresh=fresh, say=say, save=save, require=require, fd=fd)
     how.update(devices=devices, absent=absent, verbose=verbose, every_example=every)
-    executor = _executor(workers, scheduler, processes)
-    return check_run(cats, dtypes=dtypes_of(dtype), executor=executor, **how).judge()
+    executor = _executor(get("workers"), get("scheduler"), get("processes"))
+    dtypes = dtypes_of(get("dtype"))
+    return check_run(cats, dtypes=dtypes, executor=executor, listeners=listeners, **how).judge()
+
+
+# `check`'s defaults, for `checking`'s keywords
+_DEFAULTS: dict[str, Any] = {
+    "variants": None,
+    "dtype": "both",
+    "timeout": None,
+    "fresh": False,
+    "say": say,
+    "save": True,
+    "workers": None,
+    "scheduler": None,
+    "processes": None,
+    "require": None,
+    "device": None,
+    "fd": False,
+    "verbose": False,
+}
 
 
 def _executor(workers: Any, scheduler: Any, processes: Any):
@@ -191,21 +243,22 @@ def _executor(workers: Any, scheduler: Any, processes: Any):
     return executor_for(workers, scheduler, project(), processes=processes)
 
 
-def check_run(cats: list[Catalog], **options) -> CheckRun:
-    """The live `CheckRun` of `weanj check` on these catalogs (its `Judgement` and its
-    writer of `check.json` handed over): what `weanj.check()` and `pytest --weanj` run."""
+def check_run(
+    cats: list[Catalog], *, listeners: Sequence[Listener] = (), **options: Any
+) -> CheckRun:
+    """The live `CheckRun` of `weanj check` on these catalogs, its listeners registered:
+    with `save`, the store writes and `check.json` first, then the front end's
+    `listeners`; what `weanj.check()`, `weanj check` and `pytest --weanj` run."""
     from .._backends._placement import device_line
 
-    dtypes = options.setdefault("dtypes", DTYPES)
     devices = options.setdefault("devices", ("cpu",))
-    judgement = Judgement("check", dtypes=dtypes)
     absent = options.get("absent") or {}
-    judgement.notes.append(device_line(devices, absent))  # where the runs were placed, once
-    return CheckRun(
-        cats,
-        places(),
-        config=project(),
-        judgement=judgement,
-        write_verdicts=write_check_verdicts,
-        **options,
-    )
+    here = places()
+    run = CheckRun(cats, here, config=project(), **options)
+    run.judgement.notes.append(device_line(devices, absent))  # where the runs were, once
+    if run.save:
+        run.stream.listen(StoreWrites(here, run.records))
+        run.stream.listen(CheckFiles(here))
+    for listener in listeners:
+        run.stream.listen(listener)
+    return run

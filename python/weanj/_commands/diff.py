@@ -19,7 +19,7 @@ from .._model._verdicts import FAULTS, GRADIENT_CHECKS, CaseKind, Verdict
 from .._pipeline._run import CheckRun
 from .._places import places
 from .._registry import catalogs
-from .._report._judgement import Judgement
+from .._report._judgement import Judgement, Kept
 from .._run_names import stored_labels
 
 
@@ -41,13 +41,15 @@ def diff(
     cats = catalogs(examples)
     if runs and len(cats) != 1:
         raise InputError(f"diff: runs are named for one example, got {len(cats)} examples")
-    run = CheckRun.of_store(cats, places(), judgement=Judgement("diff"), faults=last_faults)
+    kept = Kept()
+    run = CheckRun.of_store(cats, places(), listeners=[kept], faults=last_faults)
     for ej in run:
         if ej.judged:
             if runs:
                 only_runs(ej, stored_labels(cats[0], runs, _stored(ej)))
             ej.notes.append(checks_note(ej.name, ej.inputs))
-    return run.finish()
+    run.finish()
+    return kept.judgement
 
 
 def _stored(ej: ExampleJudgement) -> list[str]:

@@ -35,6 +35,7 @@ from .._io._gradient_files import scan_store
 from .._io._inputs import check_fresh, read_inputs
 from .._judge import _verdict as judge
 from .._judge._contract import Fault, fault_of
+from .._judge._events import CaseJudged
 from .._judge._expected import beyond_declaration
 from .._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
 from .._model import DTYPES, Catalog, Gradient, Inputs, VariantRun
@@ -185,12 +186,15 @@ def _judge_pair(
         )
 
 
-def judge_plan(p: Plan, session: Session) -> ExampleJudgement:
-    """Every case of a plan, judged in order."""
+def judge_plan(p: Plan, session: Session, emit=None) -> ExampleJudgement:
+    """Every case of a plan, judged in order, each told as it is (`emit(CaseJudged)`)."""
     result = ExampleJudgement(p.example, p.inputs, dtypes=p.dtypes)
     result.notes.extend(p.notes)
     for case in p.cases:
-        result.judgements.append(judge_case(p, case, session))
+        j = judge_case(p, case, session)
+        result.judgements.append(j)
+        if emit is not None:
+            emit(CaseJudged(p.example.name, j))
     for label, s in p.subjects.items():
         if not_run(s):
             target = result.unavailable if s.skip.verdict == Verdict.UNAVAILABLE else result.skipped

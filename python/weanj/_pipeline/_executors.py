@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 from .._errors import InputError
 from .._judge._contract import Fault
+from .._judge._events import EvaluationFinished
 from .._model import Gradient, Inputs, Variant
 from ._evaluate import label_of
 from ._session import Session
@@ -58,26 +59,35 @@ ENGINES: dict[str, tuple[str, tuple[str, ...]]] = {
 @dataclass
 class Asked:
     """What a run asks of its executor: its `plans` ({example: Plan or the error reading
-    it}), the time limit of each call (`timeout`, None: none), where lines go (`say`), its
-    progress (`progress`: called per evaluation, or `.line(...)` by an engine; None:
-    silent), how paths are shown (`shown_path`), its evaluation `records` (or None) and
-    whether central differences go beside every gradient check (`fd`)."""
+    it}), the time limit of each call (`timeout`, None: none), where lines go (`say`),
+    where its evaluations' events go (`emit`: `_judge._events`; None: nowhere), how paths
+    are shown (`shown_path`), its evaluation `records` (or None) and whether central
+    differences go beside every gradient check (`fd`)."""
 
     plans: dict
     timeout: float | None
     say: Callable[[str], None]
-    progress: Any
+    emit: Callable[[Any], None] | None
     shown_path: Callable
     records: Any
     fd: bool = False
 
-    def open_session(self, records: Any, on_evaluated: Any = None) -> Session:
+    def open_session(self, records: Any, said: set | frozenset = frozenset()) -> Session:
         """The `Session` an engine opens for this run: its limit, lines and paths, with
-        the records it reads (`records`) and what it calls per evaluation."""
+        the records it reads (`records`); its events go to the run, but for the
+        evaluations already told (`said`: `(example, label)`s an engine evaluated)."""
+        emit = self.emit
+        if emit is not None and said:
+            told = self.emit
+
+            def emit(event: Any) -> None:
+                if (getattr(event, "example", None), getattr(event, "label", None)) not in said:
+                    told(event)
+
         return Session(
             timeout_s=self.timeout,
             say=self.say,
-            on_evaluated=on_evaluated,
+            emit=emit,
             shown_path=self.shown_path,
             records=records,
             fd=self.fd,
@@ -178,17 +188,6 @@ def _across_processes(asked: Asked, delivered: Delivered, processes, counter, ro
     return done
 
 
-class _Unless:
-    """check's progress, but silent for the evaluations already said."""
-
-    def __init__(self, progress, said: set):
-        self.progress, self.said = progress, said
-
-    def __call__(self, label, found, seconds, reused) -> None:
-        if (self.progress.example, label) not in self.said:
-            self.progress(label, found, seconds, reused)
-
-
 class InProcess:
     """Every evaluation in this process, when the judge asks for it (today's weanj);
     with `processes`, the sharded variants' first, under jax.distributed."""
@@ -201,14 +200,13 @@ class InProcess:
 
     @contextlib.contextmanager
     def session(self, asked: Asked) -> Iterator[Session]:
-        records, progress = asked.records, asked.progress
+        records, said = asked.records, set()
         if self.processes:
             delivered = Delivered(records)
-            counter = _Counter(progress)
+            counter = _Counter(asked.emit)
             said = _across_processes(asked, delivered, self.processes, counter, self.config.root)
             records = delivered
-            progress = _Unless(progress, said) if progress is not None else None
-        with asked.open_session(records, progress) as session:
+        with asked.open_session(records, said) as session:
             yield session
 
 
@@ -314,14 +312,14 @@ class Remote:
     @contextlib.contextmanager
     def session(self, asked: Asked) -> Iterator[Session]:
         delivered = Delivered(asked.records)
-        counter = _Counter(asked.progress)
+        counter = _Counter(asked.emit)
         across = set()
         if self.processes:
             across = _across_processes(asked, delivered, self.processes, counter, self.config.root)
         todo = _reuse_first(asked, delivered, counter, across)
         if todo:
             self.evaluate(todo, asked, Done(delivered, counter))
-        with asked.open_session(delivered) as session:
+        with asked.open_session(delivered, counter.told) as session:
             yield session
 
 
@@ -348,13 +346,16 @@ def _reuse_first(asked: Asked, delivered: Delivered, counter: _Counter, across) 
 
 
 class _Counter:
-    """`[3/29] 01-jacobi jax-jacobi: 1.2 s, ok (on tcp://…; 2 running)`, as check's."""
+    """The events of the evaluations an engine made (`[3/29] 01-jacobi jax-jacobi: 1.2 s,
+    ok (on tcp://…; 2 running)` in check's progress), and which it told (`told`)."""
 
-    def __init__(self, progress: Any):
-        self.progress = progress
+    def __init__(self, emit: Callable[[Any], None] | None):
+        self.emit = emit
+        self.told: set[tuple[str, str]] = set()
 
     def line(self, v: Variant, dtype: str, found, how: str, where="", running=None) -> None:
-        if self.progress is None:
+        self.told.add(_label_key(v, dtype))
+        if self.emit is None:
             return
         extra = []
         if where:
@@ -362,7 +363,8 @@ class _Counter:
         if running is not None:
             extra.append(f"{running} running")
         tail = f" ({'; '.join(extra)})" if extra else ""
-        self.progress.line(v.example.name, label_of(v, dtype), found, how, tail)
+        label = label_of(v, dtype)
+        self.emit(EvaluationFinished(v.example.name, label, found, how, tail))
 
 
 # --- the compilation clock of evaluations made elsewhere ------------------------------------

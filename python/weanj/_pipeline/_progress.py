@@ -7,33 +7,42 @@ either way, and what is absent (a device `[tool.weanj] devices` names) is said o
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from .._judge._contract import Fault
+from .._judge._events import EvaluationFinished, ExampleJudged
 from .._model import Gradient
 from .._model._verdicts import Verdict
 
 
 class Progress:
-    """Called by the session per evaluation (`__call__`), or by an engine evaluating
-    elsewhere (`line`); `example_done` at each example's end."""
+    """A listener of a run's events (`_judge._events`): each evaluation finished (with
+    `verbose`, its line), each example judged (without, its line)."""
 
     def __init__(self, total: int, say: Callable[[str], None], *, examples: int, verbose: bool):
         self.done, self.total, self.say = 0, total, say
-        self.example = ""
         self.verbose = verbose
         self.examples, self.judged = examples, 0
         self._evaluations = 0
 
-    def __call__(self, label: str, found: Gradient | Fault, seconds: float, reused: bool) -> None:
-        self.line(self.example, label, found, "reused" if reused else f"{seconds:.1f} s")
+    def __call__(self, event: Any) -> None:
+        if isinstance(event, EvaluationFinished):
+            self.line(event)
+        elif isinstance(event, ExampleJudged):
+            ej = event.judgement
+            if ej.error is None:
+                self.example_done(ej.name, ej.seconds, ej.state)
 
-    def line(self, example: str, label: str, found: Gradient | Fault, how: str, tail="") -> None:
-        """One evaluation done: `how` it went (`1.2 s`, `reused`), then `tail`."""
+    def line(self, event: EvaluationFinished) -> None:
+        """One evaluation done: `how` it went (`1.2 s`, `reused`), then where."""
         self.done += 1
         self._evaluations += 1
         if self.verbose:
+            found = event.outcome
             status = Verdict.OK if isinstance(found, Gradient) else found.verdict
-            self.say(f"[{self.done}/{self.total}] {example} {label}: {how}, {status}{tail}")
+            self.say(
+                f"[{self.done}/{self.total}] {event.example} {event.label}: {event.how}, "
+                f"{status}{event.tail}"
+            )
 
     def example_done(self, name: str, seconds: float, state: str) -> None:
         """One example judged (without `-v`: its one line)."""

@@ -18,17 +18,15 @@ configuration) and hands them over; the run does the rest:
   evaluation under the run's time limit; and the one naming scheme of a gradient written
   outside the store (`outside_store_path`: `weanj run`, `weanj.save_gradient`).
 
-Iterating a run judges its examples one by one and yields each `ExampleJudgement`
-(`weanj check` prints them; `judge()` runs them all and returns the `Judgement`);
-`judge_case` judges one case of one plan (a `pytest --weanj` item). `finish()` adds
-what is said once per run: the evaluations reused, the variants that did not run (and
-the required ones among them), the suspects, the orphaned results and the compilation
-clock.
-
-The run sits in `_pipeline/` (layer 5), beside `_report/`, and so imports nothing of it:
-the maker hands it the `Judgement` to fill and the writer of `check.json`
-(`_report._verdicts_file.write_check_verdicts`); a same-layer import would stand
-`_pipeline` on `_report` and the package on nine levels.
+A run emits one stream of events (`_judge._events`): each evaluation started and
+finished, each case judged, each example judged, the run finished with its `Judgement`.
+Every front end is a listener of that stream, handed over at the start: the progress on
+stderr (`_progress`), the store writes (`_store_writes.StoreWrites`), `check.json`, the
+terminal's text, `--format jsonl`, the notebook's `Judgement`, the pytest plugin's items.
+`judge()` judges every example in order; `judge_example` one (what a `pytest --weanj`
+item asks for); `finish()` adds what is said once per run (the evaluations reused, what
+did not run, the suspects, the orphaned results, the compilation clock) and emits the
+run's end.
 """
 
 from __future__ import annotations
@@ -42,6 +40,8 @@ from .._errors import WeanjError, say
 from .._io import _jax_cache, _safeh5
 from .._io._inputs import PROBED_FILE
 from .._judge._contract import Fault
+from .._judge._events import ExampleJudged, Listener, RunFinished, Stream
+from .._judge._judgement import Judgement
 from .._judge._suspects import suspects as find_suspects
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import DTYPES, Catalog, Gradient, Inputs, Variant
@@ -55,7 +55,6 @@ from ._executors import Asked, InProcess
 from ._progress import Progress
 from ._records import Records
 from ._session import Session
-from ._store_writes import save_to_store
 
 
 class CheckRun:
@@ -69,11 +68,11 @@ class CheckRun:
     - `catalogs`: the examples, each with the variants to run (`left_out` the others);
     - `places`: where the project's files are; `config`: its `ProjectConfig` (records,
       executors, `require`);
-    - `judgement`: the empty `Judgement` to fill (from `_report._judgement`);
+    - `listeners`: the front end's listeners of the run's events (`_judge._events`);
     - `dtypes`: the dtypes under test; `timeout`: seconds per call; `fresh`: recompute
-      every evaluation (no reuse); `save`: write each live gradient to the store and
-      the verdicts to `check.json` (through `write_verdicts`); `keep`: reuse and keep
-      evaluation records (default: `save`);
+      every evaluation (no reuse); `save`: the run's evaluations are the store's (their
+      records summed up per example; the store writes and `check.json` are listeners);
+      `keep`: reuse and keep evaluation records (default: `save`);
     - `executor`: where evaluations run (default in this process);
     - `require`: backends or variant names that must run (default: the project's);
     - `say`: where progress and notes go; `progress`: say it (`_progress`: one line per
@@ -98,13 +97,12 @@ class CheckRun:
         places: Places,
         *,
         config: Any,
-        judgement: Any,
+        listeners: Sequence[Listener] = (),
         dtypes: tuple[str, ...] = DTYPES,
         timeout: float | None = None,
         fresh: bool = False,
         save: bool = True,
         keep: bool | None = None,
-        write_verdicts: Callable[[list[ExampleJudgement], Places], Any] | None = None,
         executor: Any = None,
         require: Sequence[str] | None = None,
         say: Callable[[str], None] = say,
@@ -122,14 +120,14 @@ class CheckRun:
         self.fd = fd
         self.places = places
         self.config = config
-        self.judgement = judgement
+        self.judgement = Judgement("check" if live else "diff", dtypes=tuple(dtypes))
+        self.stream = Stream()
         self.dtypes = tuple(dtypes)
         self.devices = tuple(devices)  # the devices under test (docs/devices.md)
         self.absent = dict(absent or {})  # asked for in [tool.weanj] devices, absent here
         # the time limit of each call: `timeout` where given (0: none), else the project's
         self.timeout = time_limit(timeout, config or _config_at(places)) if live else None
         self.save = save and live
-        self.write_verdicts = write_verdicts
         self.say = say
         self.live = live
         self.every_example = every_example
@@ -139,7 +137,7 @@ class CheckRun:
         self._clock = None
         if live and cache:
             _jax_cache.enable()  # compiled kernels are reused across runs (and processes)
-            if judgement is not None:
+            if catalogs:  # a check, not one evaluation (`evaluation_run`)
                 self._clock = _jax_cache.clock()
                 # a check remembers which files it found safe to read (`_safeh5`)
                 self._stack.enter_context(_safeh5.keep_probes(places.results / PROBED_FILE))
@@ -161,7 +159,10 @@ class CheckRun:
                     )
             except WeanjError as e:
                 self.plans[cat.name] = e
-        self._progress = self._progress_of(say, verbose) if live and progress else None
+        if live and progress:
+            self.stream.listen(self._progress_of(say, verbose))
+        for listener in listeners:
+            self.stream.listen(listener)
         self._session: Session | None = None
 
     def _progress_of(self, say: Callable[[str], None], verbose: bool) -> Progress:
@@ -184,7 +185,7 @@ class CheckRun:
         catalogs: Sequence[Catalog],
         places: Places,
         *,
-        judgement: Any,
+        listeners: Sequence[Listener] = (),
         faults: Callable[[Catalog, Inputs], dict[str, Fault]] | None = None,
         say: Callable[[str], None] = say,
     ) -> CheckRun:
@@ -195,7 +196,7 @@ class CheckRun:
             catalogs,
             places,
             config=None,
-            judgement=judgement,
+            listeners=listeners,
             save=False,
             keep=False,
             live=False,
@@ -218,7 +219,7 @@ class CheckRun:
                     self.plans,
                     timeout=self.timeout,
                     say=self.say,
-                    progress=self._progress,
+                    emit=self.stream.emit,
                     shown_path=self.places.shown,
                     records=self.records,
                     fd=self.fd,
@@ -248,30 +249,25 @@ class CheckRun:
             yield self.judge_example(cat)
 
     def judge_example(self, cat: Catalog) -> ExampleJudgement:
-        """One example's every case, judged; a live gradient saved (with `save`)."""
+        """One example's every case, judged (each `CaseJudged` as it is), its records
+        summed up, then `ExampleJudged`."""
         p = self.plans[cat.name]
         if not isinstance(p, Plan):
             ej = not_judged(cat, p, self.dtypes) if self.live else not_judged(cat, p)
         else:
             session = self.session
             started = time.perf_counter()
-            if self._progress is not None:
-                self._progress.example = cat.name
-            ej = judge_plan(p, session)
+            ej = judge_plan(p, session, self.stream.emit)
             if self.live:
                 ej.seconds = time.perf_counter() - started
-            if self._progress is not None:
-                self._progress.example_done(cat.name, ej.seconds, ej.state)
             if self.records is not None:
                 self.records.flush()
-            if self.save:
-                save_to_store(ej, self.places, self.records)
-            if self.records is not None:
                 if self.save:
                     ej.reuse, line = self.records.summary(cat.name)
                     if line:
                         ej.notes.append(line)
         self.judgement.examples[cat.name] = ej
+        self.stream.emit(ExampleJudged(ej))
         return ej
 
     def judge_case(self, plan: Plan, case: Case) -> CaseJudgement:
@@ -282,15 +278,16 @@ class CheckRun:
         """What a subject of one of the run's plans is: its file, or its evaluation."""
         return subject_outcome(plan, label, self.session)
 
-    def judge(self) -> Any:
+    def judge(self) -> Judgement:
         """Every example judged, then `finish()`: **Returns:** the `Judgement`."""
         for _ in self:
             pass
         return self.finish()
 
-    def finish(self) -> Any:
-        """Close the session, write `check.json` (with `save`), and add what is said once
-        per run to the `Judgement`; **Returns:** it."""
+    def finish(self) -> Judgement:
+        """Close the session, add what is said once per run to the `Judgement`, and emit
+        the run's end (`RunFinished`); **Returns:** the `Judgement` (the data: a front
+        end's listener keeps it with its views)."""
         if self._finished:
             return self.judgement
         self._finished = True
@@ -300,9 +297,14 @@ class CheckRun:
             judgement.dtypes = tuple(
                 sorted({g.dtype for ej in judgement for g in ej.subjects.values()}, reverse=True)
             ) or ("float64",)
-            return judgement
-        if self.save and self.write_verdicts is not None:
-            self.write_verdicts(list(judgement), self.places)
+        else:
+            self._said_once(judgement)
+        self.stream.emit(RunFinished(judgement))
+        return judgement
+
+    def _said_once(self, judgement: Judgement) -> None:
+        """What a live run says once: its seconds, the records' notes and reuse, what did
+        not run and what its scope left out, the suspects, the orphans, the clock."""
         judgement.seconds = time.perf_counter() - self._t0
         if self.records is not None and self.save:
             judgement.notes.extend(self.records.notes)
@@ -325,7 +327,6 @@ class CheckRun:
                 judgement.notes.append(orphans)
         if self._clock is not None:
             judgement.notes.append(self._clock.summary())
-        return judgement
 
     # --- one variant (weanj run, weanj.evaluate) ----------------------------------------
 
@@ -367,9 +368,7 @@ def evaluation_run(
     no record kept, nothing written (`weanj run` saves what `evaluate` returns where
     `outside_store_path` or `--out` says). `cache`: turn on the persistent compilation
     cache, as every command does (a notebook's `weanj.evaluate` leaves it as it is)."""
-    return CheckRun(
-        (), places, config=None, judgement=None, timeout=timeout, save=False, say=say, cache=cache
-    )
+    return CheckRun((), places, config=None, timeout=timeout, save=False, say=say, cache=cache)
 
 
 def _config_at(places: Places) -> Any:

@@ -20,6 +20,7 @@ import numpy as np
 
 from .._errors import say
 from .._judge._contract import Fault
+from .._judge._events import EvaluationFinished, EvaluationStarted
 from .._judge._taylor import checked_masks
 from .._model import Example, Gradient, Inputs, Variant
 from .._watch import Watch
@@ -36,8 +37,8 @@ class Session:
 
     - `timeout_s`: the time limit of each call (None: none), verdict `timeout`.
     - `say`: where progress lines go (stderr by default).
-    - `on_evaluated`: `(label, Gradient | Fault, seconds, reused)`, called after each
-      evaluation (`reused`: from an evaluation record).
+    - `emit`: where the session's events go (`_judge._events`: an evaluation started,
+      and finished with its outcome, `reused` where from an evaluation record).
     - `shown_path`: how a path is written in a reproducing command.
     - `records`: where evaluations are kept between runs and reused (`_records`), or None.
     - `checking`: gradient checks will run (a plan judged has them, `_cases.judge_case`; a
@@ -55,7 +56,7 @@ class Session:
         *,
         timeout_s: float | None = None,
         say: Callable[[str], None] = say,
-        on_evaluated: Callable[[str, Any, float, bool], None] | None = None,
+        emit: Callable[[Any], None] | None = None,
         shown_path: Callable[[Any], str] = str,
         records: Any = None,
         checking: bool = False,
@@ -66,7 +67,7 @@ class Session:
         self.fd = fd  # central differences beside every gradient check, not only where not ok
         self.timeout_s = timeout_s  # the limit asked for (each call's, the watch's)
         self.say = say
-        self.on_evaluated = on_evaluated
+        self.emit = emit
         self.shown_path = shown_path
         self.records = records
         self.checking = checking
@@ -120,10 +121,12 @@ class Session:
         key = (id(variant), inputs.key(dtype), device, precision)
         if key not in self._outcomes:
             t0 = time.perf_counter()
+            label = label_of(variant, dtype, device, precision)
             records = self.records if precision is None else None
             found = records.recall(variant, inputs, dtype, device=device) if records else None
             reused = found is not None
             if found is None:
+                self._tell(precision, EvaluationStarted(variant.example.name, label))
                 found = evaluate(
                     variant,
                     inputs,
@@ -140,14 +143,21 @@ class Session:
             self._outcomes[key] = found
             self._how[id(found)] = (inputs, device, precision)
             seconds = time.perf_counter() - t0
-            label = label_of(variant, dtype, device, precision)
             if precision is not None:  # a re-run the judge asked for: no evaluation to count
                 self.say(f"  {variant.example.name} {label}: {seconds:.1f} s (precision or bug)")
                 self.watch.heard()
-            elif self.on_evaluated is not None:
-                self.on_evaluated(label, found, seconds, reused)
-                self.watch.heard()  # a line was said: the heartbeat counts from it
+            else:
+                how = "reused" if reused else f"{seconds:.1f} s"
+                self._tell(precision, EvaluationFinished(variant.example.name, label, found, how))
         return self._outcomes[key]
+
+    def _tell(self, precision: str | None, event: Any) -> None:
+        """An evaluation's event, to the run's listeners (not of a precision-or-bug re-run:
+        the judge's own evidence, no evaluation of the run's)."""
+        if self.emit is not None and precision is None:
+            self.emit(event)
+            if isinstance(event, EvaluationFinished):
+                self.watch.heard()  # a line may have been said: the heartbeat counts from it
 
     def once(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """`compute()` once per session and `key` (a check shared by a run's arrays, the

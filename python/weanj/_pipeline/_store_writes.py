@@ -4,13 +4,27 @@ one writer of gradient files beside `weanj record` (docs/DESIGN.md §8.2)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .._io import _store
+from .._judge._events import ExampleJudged
 from .._judge._verdict import ExampleJudgement
 from .._model import Gradient, Inputs
 from .._places import Places
 from ._evaluate import configuration_of
 from ._records import Records
+
+
+class StoreWrites:
+    """A listener of a check's events (`_judge._events`): each example judged, its live
+    runs to the store (`save_to_store`)."""
+
+    def __init__(self, places: Places, records: Records | None):
+        self.places, self.records = places, records
+
+    def __call__(self, event: Any) -> None:
+        if isinstance(event, ExampleJudged) and event.judgement.error is None:
+            save_to_store(event.judgement, self.places, self.records)
 
 
 def save_to_store(ej: ExampleJudgement, here: Places, records: Records | None = None) -> None:

@@ -11,7 +11,7 @@ judgement (`weanj.report(judgement=J)`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from .._judge._judgement import Judgement as JudgementData
@@ -25,6 +25,11 @@ class Judgement(JudgementData):
     """Every example's judgement from one `check` or `diff` (`_judge._judgement.Judgement`),
     with its views: `lines()`, the terminal's text; `to_json()`, the data; in a notebook,
     `_repr_html_`."""
+
+    @classmethod
+    def of(cls, data: JudgementData) -> Judgement:
+        """The data a run finished with (`RunFinished.judgement`), with its views."""
+        return cls(**{f.name: getattr(data, f.name) for f in fields(data)})
 
     # --- views ----------------------------------------------------------------------------
 
@@ -96,3 +101,17 @@ class Judgement(JudgementData):
         from ._notebook import judgement_html
 
         return judgement_html(self, max_pictures=MAX_PICTURES)
+
+
+class Kept:
+    """A listener of a run's events (`_judge._events`): the run's `Judgement`, with its
+    views, once it finishes (what `weanj.check()` returns, and the notebook shows)."""
+
+    def __init__(self) -> None:
+        self.judgement: Judgement | None = None
+
+    def __call__(self, event: Any) -> None:
+        from .._judge._events import RunFinished
+
+        if isinstance(event, RunFinished):
+            self.judgement = Judgement.of(event.judgement)

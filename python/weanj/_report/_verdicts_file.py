@@ -62,10 +62,28 @@ def check_json(ej: ExampleJudgement, env: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def write_check_verdicts(results: list[ExampleJudgement], places: Places) -> list[Path]:
+class CheckFiles:
+    """A listener of a check's events (`_judge._events`): each example judged, its
+    `check.json` written (`write_check_verdicts`), the environment read once."""
+
+    def __init__(self, places: Places):
+        self.places, self.env = places, None
+
+    def __call__(self, event: Any) -> None:
+        from .._judge._events import ExampleJudged
+
+        if isinstance(event, ExampleJudged):
+            if self.env is None:
+                self.env = _environment()
+            write_check_verdicts([event.judgement], self.places, self.env)
+
+
+def write_check_verdicts(
+    results: list[ExampleJudgement], places: Places, env: dict[str, Any] | None = None
+) -> list[Path]:
     """Write `results/<example>/check.json` for each judged example (atomically: a
     report never reads half a file); **Returns:** the paths written."""
-    env = _environment()
+    env = _environment() if env is None else env
     written = []
     for ej in results:
         if ej.error is not None:
