@@ -102,21 +102,24 @@ def _parse_weanj_lines(source: str, where: str) -> None:
 
 
 def _registry_state():
+    """The current project's registry as it stands (what a page registers is taken back)."""
     from weanj import _registry
 
-    return {
-        name: copy.copy(getattr(_registry, name))
-        for name in ("_EXAMPLES", "_AT_KINKS", "_STRATEGIES", "_state")
-    } | {"_VARIANTS": {k: dict(v) for k, v in _registry._VARIANTS.items()}}
+    table = _registry._table()
+    saved = {
+        name: copy.copy(getattr(table, name))
+        for name in ("examples", "at_kinks", "strategies", "variant_module")
+    }
+    saved["variants"] = {k: dict(v) for k, v in table.variants.items()}
+    return table, saved
 
 
-def _restore_registry(saved) -> None:
-    from weanj import _registry
-
+def _restore_registry(state) -> None:
+    table, saved = state
     for name, value in saved.items():
-        table = getattr(_registry, name)
-        table.clear()
-        table.update(value)
+        found = getattr(table, name)
+        found.clear()
+        found.update(value)
 
 
 _SESSION: dict[str, Path] = {}

@@ -53,20 +53,12 @@ def as_user_in(root: Path):
     put back, the modules imported from the project forgotten, and those it hid put back."""
     import jax
 
-    from weanj import _registry, _x64, _x64_modules
+    from weanj import _context
     from weanj._backends import _julia
-    from weanj._io import _inputs
     from weanj._project import find_root
 
-    tables = [
-        getattr(_registry, name) for name in ("_EXAMPLES", "_VARIANTS", "_AT_KINKS", "_STRATEGIES")
-    ]
-    # what a process remembers of its project: the Julia variants' kernels, the inputs it
-    # found fresh, each module's x64
-    tables += [_julia._KERNELS, _inputs._fresh_here, _x64._MODULES, _x64._VARIANT_MODULE]
-    tables += [_x64._RESOLVER, _x64_modules.TRACER.programs]  # what each module's program does
-    tables.append(_registry._state)
-    saved = [(table, copy.copy(table)) for table in tables]
+    # what a process remembers beside its projects: the Julia variants' kernels
+    saved = [(_julia._KERNELS, copy.copy(_julia._KERNELS))]
     x64 = bool(jax.config.jax_enable_x64)
     path = list(sys.path)
     with pytest.MonkeyPatch.context() as mp:
@@ -81,15 +73,17 @@ def as_user_in(root: Path):
         tops = {p.stem if p.suffix == ".py" else p.name for f in folders for p in f.iterdir()}
         hidden = {m: sys.modules.pop(m) for m in list(sys.modules) if m.split(".")[0] in tops}
         imported = set(sys.modules)
-        for table in tables:
-            table.clear()
-        _registry._state.update(loaded=False, loading=None, config=None)
+        opened = dict(_context._OPENED["projects"])  # a fresh process has opened none here
+        for key in [k for k in opened if Path(k) in folders]:
+            _context.forget(opened[key])
         try:
             yield root
         finally:
-            config = _registry._state.get("config")
-            if config is not None:
-                folders |= {Path(config.root).resolve(), *map(Path, config.pythonpath)}
+            for key, project in list(_context._OPENED["projects"].items()):
+                if Path(key) in folders or key not in opened:
+                    config = project.config
+                    folders |= {Path(config.root).resolve(), *map(Path, config.pythonpath)}
+                    _context.forget(project)
             for table, value in saved:
                 table.clear()
                 table.update(value)

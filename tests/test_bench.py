@@ -485,7 +485,7 @@ def numpy_variant(monkeypatch):
         build=lambda: (loss, grad),
         versions=("numpy",),
     )
-    monkeypatch.setitem(_registry._VARIANTS["01-jacobi"], fake.name, fake)
+    monkeypatch.setitem(_registry._table().variants["01-jacobi"], fake.name, fake)
     return SimpleNamespace(name=fake.name, seen=seen, state=state)
 
 

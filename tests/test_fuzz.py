@@ -536,7 +536,7 @@ def test_fuzz_strategy_registration_is_checked(project):
         assert _registry.catalog("93-any").strategies == (edges,)  # what fuzz draws from
     finally:
         _registry.unregister_example("93-any")
-    assert "93-any" not in _registry._STRATEGIES
+    assert "93-any" not in _registry._table().strategies
 
 
 def test_import_weanj_loads_neither_hypothesis_nor_jax():

@@ -69,7 +69,7 @@ def _numpy_variant(backend: str, name: str = "numpy-fake") -> Variant:
 
 def test_each_variant_runs_on_its_backends_runtime():
     weanj.example("01-jacobi")
-    table = _registry._VARIANTS["01-jacobi"]
+    table = _registry._table().variants["01-jacobi"]
     assert _runtime.runtime_of(table["jax-jacobi"]) is JAX_RUNTIME
     assert _runtime.runtime_of(table["julia-jacobi"]) is JULIA_RUNTIME  # Julia not started
     # functions that are neither JAX's nor Julia's: the host's, whatever the backend's name
@@ -169,7 +169,7 @@ def test_a_new_backend_is_measured_through_its_own_runtime(project, monkeypatch)
     counting = Counting()
     monkeypatch.setattr(_runtime, "_REGISTERED", [counting, *_runtime._REGISTERED])
     fake = _numpy_variant("counting", "counting-fake")
-    monkeypatch.setitem(_registry._VARIANTS["01-jacobi"], fake.name, fake)
+    monkeypatch.setitem(_registry._table().variants["01-jacobi"], fake.name, fake)
     lines: list[str] = []
     done = bench_command.bench(
         _registry.catalog("01-jacobi"),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _x64
+from ._context import Registry, current, loose, own_modules, record, replay
 from ._errors import (
     DefinitionError,
     InputError,
@@ -36,16 +37,19 @@ from ._interrupts import guarded_import
 from ._model import Catalog, Example, Expected, Variant
 from ._project import BUILTIN, ProjectConfig, import_error, in_a_project, project_config
 from ._sources import code_digest
-from ._x64_modules import TRACER, start_of
 from ._x64_modules import settle as settle_x64
+from ._x64_modules import start_of, tracer
 
-_EXAMPLES: dict[str, Example] = {}
-_VARIANTS: dict[str, dict[str, Variant]] = {}
-# {(example, frozenset({a, b})): why}: same-family pairs documented to differ at kinks.
-_AT_KINKS: dict[tuple[str, frozenset], str] = {}
-# {example name: [fn(draw) -> arrays]}: edge-case sources of `weanj fuzz` (`fuzz_strategy`).
-_STRATEGIES: dict[str, list] = {}
-_state: dict[str, Any] = {"loaded": False, "loading": None, "config": None}
+
+def _table() -> Registry:
+    """The registry of the current project (`_context.current`), as it stands."""
+    return current().registry
+
+
+def _loaded() -> Registry:
+    """The registry of the current project, its modules imported (`_load`)."""
+    _load()
+    return current().registry
 
 
 def example_of(example: Example | str) -> Example:
@@ -53,8 +57,8 @@ def example_of(example: Example | str) -> Example:
     variant constructors while an example module imports."""
     if isinstance(example, Example):
         return example
-    if isinstance(example, str) and example in _EXAMPLES:
-        return _EXAMPLES[example]
+    if isinstance(example, str) and example in _table().examples:
+        return _table().examples[example]
     raise DefinitionError(
         f"a variant names example {getattr(example, 'name', example)!r}, which is not "
         "registered; register the example first (weanj.register_example)"
@@ -65,15 +69,18 @@ def register_example(example: Example) -> Example:
     """Add an example to the registry; a second example of the same name is an error."""
     if not isinstance(example, Example):
         raise DefinitionError(f"register_example takes a weanj.Example, got {type(example)}")
-    if not _state["loaded"] and not _state["loading"] and not _at_import() and in_a_project():
+    table = _table() if in_a_project() else loose()
+    if not table.loaded and not table.loading and not _at_import() and in_a_project():
         _load()  # a notebook's call: a name the project's modules take is refused here
-    if (previous := _EXAMPLES.get(example.name)) is not None:
+    if (previous := table.examples.get(example.name)) is not None:
         by = f" (first by module {previous.module})" if previous.module else ""
         raise DefinitionError(f"register_example: example {example.name!r} is registered twice{by}")
     if not example.module:
-        object.__setattr__(example, "module", _state["loading"] or _caller_module())
-    _EXAMPLES[example.name] = example
-    _VARIANTS[example.name] = {}
+        object.__setattr__(example, "module", table.loading or _caller_module())
+    table.examples[example.name] = example
+    table.variants[example.name] = {}
+    if table.loading:
+        record(table, ("example", example))
     return example
 
 
@@ -82,29 +89,28 @@ def register_variant(variant: Variant) -> Variant:
     if not isinstance(variant, Variant):
         raise DefinitionError(f"register_variant takes a weanj.Variant, got {type(variant)}")
     name = variant.example.name
-    if _EXAMPLES.get(name) is not variant.example:
+    registry = _table() if in_a_project() else loose()
+    if registry.examples.get(name) is not variant.example:
         raise DefinitionError(
             f"variant {variant.name!r} names example {name!r}, which is not registered; "
             "register the example first (weanj.register_example)"
         )
-    table = _VARIANTS[name]
+    table = registry.variants[name]
     if variant.name in table:
         raise DefinitionError(f"variant {variant.name!r} of {name} is registered twice")
     table[variant.name] = variant
     # the module whose code registers it, whoever imported that module: its x64 is what
     # importing it alone leaves, or the project's declaration (`_x64`, rules 1 and 2)
-    _x64.registered(name, variant.name, _x64.executing_module())
+    module = _x64.executing_module()
+    registry.variant_module[(name, variant.name)] = module
+    if registry.loading:
+        record(registry, ("variant", variant, module))
     return variant
 
 
 def unregister_example(name: str) -> None:
     """Remove an example and its variants (for tests and notebooks that redefine one)."""
-    _EXAMPLES.pop(name, None)
-    _VARIANTS.pop(name, None)
-    _STRATEGIES.pop(name, None)
-    _x64.forget_example(name)
-    for key in [k for k in _AT_KINKS if k[0] == name]:
-        del _AT_KINKS[key]
+    _table().forget_example(name)
 
 
 def differ_at_kinks(example: Example | str, a: str, b: str, *, why: str) -> None:
@@ -119,7 +125,7 @@ def differ_at_kinks(example: Example | str, a: str, b: str, *, why: str) -> None
     ex = example_of(example)
     if ex.fd.mask is None:
         raise DefinitionError(f"{ex.name}: differ_at_kinks needs an FDPolicy mask (the kinks)")
-    table = _VARIANTS[ex.name]
+    table = _table().variants[ex.name]
     for name in (a, b):
         if not isinstance(name, str) or name not in table:
             raise DefinitionError(f"differ_at_kinks: {name!r} is not a variant of {ex.name}")
@@ -127,7 +133,10 @@ def differ_at_kinks(example: Example | str, a: str, b: str, *, why: str) -> None
         raise DefinitionError(f"differ_at_kinks: {a} and {b} are not of one family")
     if not isinstance(why, str) or "\n" in why:
         raise DefinitionError(f"differ_at_kinks: why must be one line saying why, got {why!r}")
-    _AT_KINKS[(ex.name, frozenset((a, b)))] = why
+    registry = _table()
+    registry.at_kinks[(ex.name, frozenset((a, b)))] = why
+    if registry.loading:
+        record(registry, ("kinks", ex.name, frozenset((a, b)), why))
 
 
 def fuzz_strategy(example: Any, fn: Callable | None = None):
@@ -145,9 +154,12 @@ def fuzz_strategy(example: Any, fn: Callable | None = None):
     def register(f: Callable) -> Callable:
         if not callable(f):
             raise DefinitionError(f"fuzz_strategy({name!r}, fn): fn must be callable, got {f!r}")
-        registered = _STRATEGIES.setdefault(name, [])
+        registry = _table()
+        registered = registry.strategies.setdefault(name, [])
         if f not in registered:
             registered.append(f)
+            if registry.loading:
+                record(registry, ("strategy", name, f))
         return f
 
     return register if fn is None else register(fn)
@@ -171,43 +183,45 @@ def _caller_module() -> str:
 
 
 def _import_example_module(module: str, where: str) -> None:
-    """Import one module that registers examples; any failure (an exception, `sys.exit`,
-    `os._exit`) is one line naming it, and whatever it registered is taken back. A module
-    imports from its program's start (`_x64.importing`: the declared setting, else the
-    interpreter's), and the process's setting is put back; what its program leaves is
-    learnt from the imports `_x64_modules.TRACER` records (`_x64_modules`)."""
-    before = {name: dict(table) for name, table in _VARIANTS.items()}
-    kinks_before = dict(_AT_KINKS)
-    _state["loading"] = module
+    """Import one module that registers examples, into the current project (the one being
+    loaded); any failure (an exception, `sys.exit`, `os._exit`) is one line naming it,
+    and whatever it registered is taken back. A module imports from its program's start
+    (`_x64.importing`: the declared setting, else the interpreter's), and the process's
+    setting is put back; what its program leaves is learnt from the imports its
+    registry's tracer records (`_x64_modules`). A module of the same name another project
+    imported from elsewhere is set aside meanwhile (`_context.own_modules`)."""
+    project = current()
+    registry, config = project.registry, project.config
+    before = {name: dict(table) for name, table in registry.variants.items()}
+    kinks_before = dict(registry.at_kinks)
+    roots = (Path(config.root).resolve(), *config.pythonpath)
+    registry.loading = module
     try:
-        start = start_of(module, _state["config"])
+        start = start_of(module, config)
         with _x64.importing(start), guarded_import() as interrupted:
-            try:
-                importlib.import_module(module)
-            except KeyboardInterrupt:
-                if interrupted.is_set():
-                    raise
-                raise ProjectError(
-                    f"example module {module!r} ({where}) raised KeyboardInterrupt on import"
-                ) from None
+            with own_modules(registry, roots, module):
+                try:
+                    if module not in sys.modules or not replay(registry, module):
+                        importlib.import_module(module)
+                except KeyboardInterrupt:
+                    if interrupted.is_set():
+                        raise
+                    raise ProjectError(
+                        f"example module {module!r} ({where}) raised KeyboardInterrupt on import"
+                    ) from None
     except BaseException as e:
-        for name in set(_EXAMPLES) - set(before):
-            unregister_example(name)
+        for name in set(registry.examples) - set(before):
+            registry.forget_example(name)
         for name, table in before.items():
-            _VARIANTS[name] = table
-        _AT_KINKS.clear()
-        _AT_KINKS.update(kinks_before)
+            registry.variants[name] = table
+        registry.at_kinks.clear()
+        registry.at_kinks.update(kinks_before)
         sys.modules.pop(module, None)
         raise import_error(module, where, e) from None
     finally:
-        _state["loading"] = None
-    roots = (
-        (Path(_state["config"].root).resolve(), *_state["config"].pythonpath)
-        if _state["config"]
-        else ()
-    )
-    for name in set(_EXAMPLES) - set(before) if roots else ():  # as imported: the records' key
-        object.__setattr__(_EXAMPLES[name], "code", code_digest(module, roots))
+        registry.loading = None
+    for name in set(registry.examples) - set(before):  # as imported: the records' key
+        object.__setattr__(registry.examples[name], "code", code_digest(module, roots))
 
 
 def _modules_to_load(config: ProjectConfig) -> list[tuple[str, str]]:
@@ -241,25 +255,30 @@ def _modules_to_load(config: ProjectConfig) -> list[tuple[str, str]]:
 
 
 def _load() -> None:
-    """Import the project's example modules once per process (module docstring)."""
-    if _state["loaded"]:
+    """Import the current project's example modules, once per registry (module
+    docstring), each into it (the project active while they import)."""
+    project = current()
+    registry = project.registry
+    if registry.loaded or registry.loading:
+        if project.resolve is None and registry.loaded:  # another root's, same modules
+            settle_x64(project, {m for m, _ in _modules_to_load(project.config)})
         return
-    config = project_config()
-    _state["config"] = config
     seen = set()
-    with TRACER.tracing():  # what each module's program does to x64 (`_x64_modules`)
-        for module, where in _modules_to_load(config):
+    if registry.tracer is None:
+        registry.tracer = tracer()
+    with project.active(), registry.tracer.tracing():  # what each module does to x64
+        for module, where in _modules_to_load(project.config):
             if module not in seen:
                 seen.add(module)
                 _import_example_module(module, where)
-    settle_x64(config, seen)
-    _state["loaded"] = True
+    registry.loaded = True
+    settle_x64(project, seen)
 
 
 def project() -> ProjectConfig:
-    """The `ProjectConfig` the registry was loaded from."""
+    """The `ProjectConfig` of the current project, its registry loaded."""
     _load()
-    return _state["config"]
+    return current().config
 
 
 # --- the front door: names to objects ----------------------------------------------------
@@ -276,7 +295,7 @@ def _suggest(name: Any, known) -> str:
 def example_names() -> list[str]:
     """The names of all examples of the current project."""
     _load()
-    return sorted(_EXAMPLES)
+    return sorted(_loaded().examples)
 
 
 def example(name: str | Example) -> Example:
@@ -284,31 +303,34 @@ def example(name: str | Example) -> Example:
     (its root and how it was found) and listing the known examples."""
     if isinstance(name, Example):
         return name
-    _load()
+    registry = _loaded()
     try:
-        return _EXAMPLES[name]
+        return registry.examples[name]
     except (KeyError, TypeError):
         config = project_config()  # as it is now: the folder a user would look in
-        owners = [ex for ex, table in _VARIANTS.items() if isinstance(name, str) and name in table]
+        tables = registry.variants.items()
+        owners = [ex for ex, table in tables if isinstance(name, str) and name in table]
         hint = (
             f"; {name} is a variant of {owners[0]}: weanj check {owners[0]} --variants {name}"
             if owners
-            else _suggest(name, _EXAMPLES)
+            else _suggest(name, registry.examples)
         )
         head = f"unknown example {name!r} in {config.describe()}{hint}"
-        raise UnknownNameError(with_list(head, "known examples", sorted(_EXAMPLES))) from None
+        known = sorted(registry.examples)
+        raise UnknownNameError(with_list(head, "known examples", known)) from None
 
 
 def catalog(name: str | Example) -> Catalog:
     """An example with its variants, kink declarations and fuzz strategies."""
     ex = example(name)
-    kinks = {pair: why for (owner, pair), why in _AT_KINKS.items() if owner == ex.name}
-    variants = tuple(_VARIANTS[ex.name].values())
+    registry = _table()
+    kinks = {pair: why for (owner, pair), why in registry.at_kinks.items() if owner == ex.name}
+    variants = tuple(registry.variants[ex.name].values())
     return Catalog(
         ex,
         variants,
         kinks,
-        tuple(_STRATEGIES.get(ex.name, ())),
+        tuple(registry.strategies.get(ex.name, ())),
         _declarations(ex, variants),
     )
 
@@ -350,7 +372,7 @@ def catalogs(names: list[str] | tuple[str, ...] | str | None = None) -> list[Cat
 def registered_variant(example_name: str | Example, name: str) -> Variant:
     """The registered variant (available or not); unknown names list the known ones."""
     ex = example(example_name)
-    table = _VARIANTS[ex.name]
+    table = _table().variants[ex.name]
     try:
         return table[name]
     except (KeyError, TypeError):
@@ -376,12 +398,12 @@ def variant(example_name: str | Example, name: str) -> Variant:
 
 def find_variant(example_name: str | Example, name: str) -> Variant | None:
     """The registered variant or None, whether or not it is available here."""
-    return _VARIANTS[example(example_name).name].get(name)
+    return _table().variants[example(example_name).name].get(name)
 
 
 def variants(example_name: str | Example, *, available_only: bool = True) -> list[str]:
     """Names of the variants of an example that can run here (all with `available_only=False`)."""
-    table, every = _VARIANTS[example(example_name).name], not available_only
+    table, every = _table().variants[example(example_name).name], not available_only
     if not isinstance(available_only, bool):
         raise InputError(f"variants: available_only must be True or False, got {available_only!r}")
     return [n for n, v in table.items() if every or v.unavailable_reason() is None]

@@ -20,7 +20,8 @@ variant in the configuration its own program has, never one it chose:
 
 A float64 run of a variant that, so configured, computes in float32 is that variant's
 fault, and so is a float32 run that comes back 64-bit (`fault_line`). The JAX backend
-reads this table (`program_x64`) into each run's `Configuration`; nothing else does.
+reads it (the project's own table: `_context.Project.x64_of`) into each run's
+`Configuration`; nothing else does.
 """
 
 from __future__ import annotations
@@ -58,14 +59,6 @@ class X64:
     def to_json(self) -> dict[str, Any]:
         return {"enabled": self.enabled, "source": self.source}
 
-
-# {module: X64}: what each module's program has, as decided (`settle`'s resolver), and
-# {(example, variant): module} for the variants each module registered.
-_MODULES: dict[str, X64 | None] = {}
-_VARIANT_MODULE: dict[tuple[str, str], str] = {}
-# the resolver of a module's X64 (`_x64_modules.module_x64`, handed over by the registry
-# once the project is loaded): None where the module's variants run in the session's setting
-_RESOLVER: dict[str, Any] = {"resolve": None}
 
 _TRUE = ("1", "true", "yes", "on", "t", "y")
 
@@ -141,36 +134,6 @@ def executing_module() -> str:
             return str(frame.f_globals.get("__name__", ""))
         frame = frame.f_back
     return ""
-
-
-def registered(example: str, variant: str, module: str) -> None:
-    """Note the module a variant was registered by."""
-    _VARIANT_MODULE[(example, variant)] = module
-
-
-def forget_example(example: str) -> None:
-    for key in [k for k in _VARIANT_MODULE if k[0] == example]:
-        del _VARIANT_MODULE[key]
-
-
-def settle(resolve: Any) -> None:
-    """The loaded project's resolver of a module's X64 (`_x64_modules`); what it decided
-    before is forgotten (a project loaded again)."""
-    _RESOLVER["resolve"] = resolve
-    _MODULES.clear()
-
-
-def program_x64(example: str, variant: str) -> X64 | None:
-    """The setting a variant's program pins: what importing its module alone leaves, or
-    the project's declaration (rules 1 and 2); None: the session's at each call (rule 3).
-    Read by the JAX backend's configuration only."""
-    module = _VARIANT_MODULE.get((example, variant))
-    if not module:
-        return None
-    if module not in _MODULES:
-        resolve = _RESOLVER["resolve"]
-        _MODULES[module] = resolve(module) if resolve is not None else None
-    return _MODULES[module]
 
 
 def fault_line(name: str, config: X64, returned: str, dtype: str, what: str) -> str | None:

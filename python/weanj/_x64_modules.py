@@ -3,7 +3,7 @@ module"): the project's declaration, else what importing the module alone in a f
 interpreter leaves, with the module whose own code set it.
 
 What importing a module alone leaves is read from the registry's record of the imports
-(`TRACER`, `_x64_trace`); where the record cannot tell (the module was imported before
+(its `tracer()`, `_x64_trace`); where the record cannot tell (the module was imported before
 weanj loaded the project, as a notebook's first cell does; or a stretch of its code that
 may or may not set the setting it found), a fresh interpreter is asked, once per version of
 the module's code (`probe`: `python -c "import M"` with the same paths and environment,
@@ -27,8 +27,11 @@ from ._project import BUILTIN, ProjectConfig
 from ._sources import code_digest, inside, origin
 from ._x64_trace import Tracer, Unknown
 
-# what the registry learns of each module's program while it imports the project
-TRACER = Tracer(read=_x64.reading)
+
+def tracer() -> Tracer:
+    """A recorder of what each module's program does to x64, for a registry's imports."""
+    return Tracer(read=_x64.reading)
+
 
 # the probe: the module imported alone, its imports traced; one JSON line out
 _PROBE = """\
@@ -37,9 +40,10 @@ sys.path[:0] = {paths!r}
 from pathlib import Path
 from weanj import _x64_modules as m
 roots = tuple(Path(p).resolve() for p in {paths!r})
-with m.TRACER.tracing():
+traced = m.tracer()
+with traced.tracing():
     importlib.import_module({module!r})
-value, setter = m.TRACER.alone({module!r}, {start!r}, m.known_to(roots))
+value, setter = traced.alone({module!r}, {start!r}, m.known_to(roots))
 print(json.dumps({{"value": value, "setter": setter}}))
 """
 
@@ -79,21 +83,28 @@ def known_to(roots: tuple[Path, ...]):
     return known
 
 
-def settle(config: ProjectConfig, listed: set[str]) -> None:
-    """Hand `_x64` the resolver of the loaded project: `listed` are its example modules."""
-    _x64.settle(functools.partial(module_x64, config=config, listed=frozenset(listed)))
+def settle(project: Any, listed: set[str]) -> None:
+    """Give a loaded project its resolver of a module's x64 (`Project.x64_of`), what it
+    decided before forgotten: `listed` are its example modules."""
+    traced = project.registry.tracer or tracer()
+    project.resolve = functools.partial(
+        module_x64, config=project.config, listed=frozenset(listed), traced=traced
+    )
+    project.x64_modules.clear()
 
 
-def module_x64(module: str, *, config: ProjectConfig, listed: frozenset) -> _x64.X64 | None:
+def module_x64(
+    module: str, *, config: ProjectConfig, listed: frozenset, traced: Tracer
+) -> _x64.X64 | None:
     """The X64 a module's variants run with (rules 1 and 2 of `_x64`), or None (rule 3: a
     module that is not one of the project's, such as `__main__`)."""
-    if module not in TRACER.programs and module not in listed:
+    if module not in traced.programs and module not in listed:
         return None
     declared = declared_x64(module, config)
     start = declared or _x64._start()
     roots = roots_of(config)
     try:
-        value, setter = TRACER.alone(module, start.enabled, known_to(roots))
+        value, setter = traced.alone(module, start.enabled, known_to(roots))
     except Unknown:
         found = None if module in BUILTIN else probe(module, start.enabled, config)
         if found is None:

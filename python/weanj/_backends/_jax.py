@@ -32,12 +32,13 @@ def jax_configuration(example: str, name: str, dtype: str = "float64", device: s
     program's x64 (`_x64.program_x64`, else the session's now) and JAX's default matmul
     precision (None: JAX's default). The one place a variant's x64 is read."""
     from .. import _x64
+    from .._context import program_x64
 
     precision = None
     jax = sys.modules.get("jax")
     if jax is not None:
         precision = jax.config.jax_default_matmul_precision
-    x64 = _x64.program_x64(example, name) or _x64.session_x64()
+    x64 = program_x64(example, name) or _x64.session_x64()
     return Configuration(dtype, device, x64, None if precision is None else str(precision))
 
 

@@ -271,7 +271,6 @@ def verify_inputs(ex: Example, places: Places) -> tuple[bool, str]:
 
 _FRESH_FILE = ".weanj-inputs-checked.json"  # in results/: which files matched which generator
 PROBED_FILE = ".weanj-h5-probed.json"  # in results/: which HDF5 bytes were found safe (_safeh5)
-_fresh_here: set[tuple[str, str, str]] = set()  # (example, inputs sha256, generator digest)
 
 
 def generator_digest(ex: Example, places: Places) -> str:
@@ -306,7 +305,10 @@ def check_fresh(ex: Example, places: Places, inputs: Inputs) -> None:
         return
     code = generator_digest(ex, places)
     mark = (ex.name, inputs.digest, code)
-    if mark in _fresh_here:
+    from .._context import current
+
+    fresh_here = current().fresh_inputs  # the project's: found fresh in this process
+    if mark in fresh_here:
         return
     ledger = places.results / _FRESH_FILE
     try:
@@ -331,4 +333,4 @@ def check_fresh(ex: Example, places: Places, inputs: Inputs) -> None:
                 tmp.write_text(json.dumps(known, sort_keys=True) + "\n", encoding="utf-8")
         except (OSError, InputFileError):  # a read-only project: checked again next time
             pass
-    _fresh_here.add(mark)
+    fresh_here.add(mark)
