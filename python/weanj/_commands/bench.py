@@ -297,8 +297,10 @@ def bench(
             result.paths = _write(ex, chosen, result, device, here, replace)
         raise
     if watch.abandoned:
-        say(f"note: {len(watch.abandoned)} call(s) that timed out still run in the background: "
-            + ", ".join(watch.abandoned))  # fmt: skip
+        say(
+            f"note: {len(watch.abandoned)} call(s) that timed out still run in the background: "
+            + ", ".join(watch.abandoned)
+        )
     if write and any(result.by_backend.values()):
         result.paths = _write(ex, chosen, result, device, here, replace)
     return result

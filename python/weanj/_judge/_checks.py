@@ -78,8 +78,11 @@ def check_result(name: str):
     """Registers a result type under `name` (a class decorator)."""
 
     def register(cls: type) -> type:
-        missing = [m for m in ("to_json", "from_json", "judge", "summary", "measure", "view_json")
-                   if not callable(getattr(cls, m, None))]  # fmt: skip
+        missing = [
+            m
+            for m in ("to_json", "from_json", "judge", "summary", "measure", "view_json")
+            if not callable(getattr(cls, m, None))
+        ]
         if missing:
             raise TypeError(f"{cls.__name__} lacks {', '.join(missing)} of a check's result")
         if name in RESULTS and RESULTS[name] is not cls:
