@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "weanj"
 # views, `_report/`, are generic over `Verdict` and `CaseKind`).
 NOT_YET: tuple[str, ...] = ()
 # Modules whose `.kind` is another thing, spelled alike: a file probe's outcome.
-OTHER = ("_io/_safeh5.py",)
+OTHER = ("_io/_probe_process.py", "_io/_safeh5.py")
 WORDS = {v.value for v in Verdict} | {k.value for k in CaseKind}
 
 
