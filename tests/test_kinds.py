@@ -299,6 +299,7 @@ def test_the_colours_are_styled_once_from_the_verdicts():
     rule = _html_parts.verdict_style()
     assert rule in _html_parts.STYLE
     assert _html_parts.verdict_style(".weanj-judgement ") in _notebook.SCOPED_STYLE
-    for name in ("_notebook.py", "_html.py", "_md.py"):  # no colour of a verdict by hand
+    # no colour of a verdict by hand
+    for name in ("_notebook.py", "_html.py", "_html_evidence.py", "_md.py"):
         text = (PACKAGE / "_report" / name).read_text()
         assert not any(f".{colour}{{" in text for colour in COLOURS), name
