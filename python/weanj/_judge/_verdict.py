@@ -29,10 +29,11 @@ from .._model._verdicts import Verdict as Verdict
 from ._checks import CheckResult
 from ._compare import ArrayComparison, compare
 from ._contract import Fault
+from ._directional import DirectionalResult
 from ._expected import declared_check as declared_check
 from ._expected import declared_pair
 from ._policy import declared_between, entry_floor_of, floor_of
-from ._taylor import DirectionalResult, TaylorResult
+from ._taylor import TaylorResult
 
 # How the evidence of a float32 run that differs from its float64 run as float32's own
 # rounding does begins (`_pipeline._evidence`; the views show such a run's digits).
