@@ -194,7 +194,7 @@ def measure(paths: list[Path], say) -> None:
 
     import h5py
 
-    from weanj._io import _safeh5
+    from weanj._io import _probe_process, _safeh5
 
     def median_ms(fn, n=7):
         times = []
@@ -212,7 +212,7 @@ def measure(paths: list[Path], say) -> None:
 
     def start():
         _safeh5._reset()
-        _safeh5._PROBER._proc = _safeh5._PROBER._start()
+        _probe_process.PROBER._proc = _probe_process.PROBER._start()
 
     say(f"probe process start: {median_ms(start, 5):.0f} ms (once per weanj process)")
     for path in paths:

@@ -23,7 +23,7 @@ import pytest
 import weanj
 from weanj import _registry
 from weanj._cli import main
-from weanj._judge._taylor import jvp_direction
+from weanj._judge._directional import jvp_direction
 
 from .listing import assert_error_with_list
 from .planting import plant

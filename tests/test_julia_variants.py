@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._backends import _julia, _julia_client, _julia_env, _julia_find
+from weanj._backends import _julia, _julia_calls, _julia_client, _julia_env, _julia_find
 from weanj._backends._julia_bounds import compat_ranges
 from weanj._registry import catalog, catalogs, find_variant
 
@@ -265,7 +265,7 @@ def test_the_bridge_checks_arguments_itself(worker_that_must_not_start, arrays, 
     """The bridge's functions, called without the registry's checks in front of them,
     refuse the same arguments before anything crosses."""
     kernel = _julia.julia_kernels([catalog("02-gauss-seidel")])[("02-gauss-seidel", "julia-lex")]
-    built = _julia._build(weanj.example("02-gauss-seidel"), kernel)
+    built = _julia_calls.julia_functions(weanj.example("02-gauss-seidel"), kernel)
     assert built.jvp is None  # a Julia loss cannot be pushed forward by JAX
     for call in (built.loss, built.grad):
         with pytest.raises(weanj.InputError, match=message) as caught:

@@ -28,7 +28,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "weanj"
 # views, `_report/`, are generic over `Verdict` and `CaseKind`).
 NOT_YET: tuple[str, ...] = ()
 # Modules whose `.kind` is another thing, spelled alike: a file probe's outcome.
-OTHER = ("_io/_safeh5.py",)
+OTHER = ("_io/_probe_process.py", "_io/_safeh5.py")
 WORDS = {v.value for v in Verdict} | {k.value for k in CaseKind}
 
 
@@ -299,6 +299,7 @@ def test_the_colours_are_styled_once_from_the_verdicts():
     rule = _html_parts.verdict_style()
     assert rule in _html_parts.STYLE
     assert _html_parts.verdict_style(".weanj-judgement ") in _notebook.SCOPED_STYLE
-    for name in ("_notebook.py", "_html.py", "_md.py"):  # no colour of a verdict by hand
+    # no colour of a verdict by hand
+    for name in ("_notebook.py", "_html.py", "_html_evidence.py", "_md.py"):
         text = (PACKAGE / "_report" / name).read_text()
         assert not any(f".{colour}{{" in text for colour in COLOURS), name

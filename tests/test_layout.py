@@ -182,7 +182,7 @@ def test_this_reading_sees_the_imports_it_must():
     assert "weanj._judge._verdict" in graph["weanj._pipeline._cases"]  # relative, module
     assert "weanj._model" in graph["weanj._judge._verdict"]  # a package's face
     assert "weanj._pipeline._fuzz_run" in graph["weanj._pytest_plugin"]  # inside a function
-    assert "weanj._pipeline._measure" in graph["weanj._commands.bench"]  # `from .. import x`
+    assert "weanj._pipeline._bench_point" in graph["weanj._commands.bench"]  # `from .. import x`
 
 
 def _writes_gradients(path: Path) -> bool:

@@ -141,7 +141,7 @@ def test_in_a_check_every_jvp_is_judged_by_a_forward_mode_of_the_one_program(exa
     """The check's numbers: jax-ad's own forward mode and jax-custom's borrowed one (its
     loss cannot be pushed forward), each against ⟨∇L, dx⟩ by the closed form: the arrays
     pushed forward in one call, each direction divided by its array's Σ|∇L_i dx_i|."""
-    from weanj._judge._taylor import jvp_direction
+    from weanj._judge._directional import jvp_direction
 
     weanj.write_inputs(NAME)
     cat = _registry.catalog(NAME)

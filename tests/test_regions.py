@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._judge._compare import MAX_REGIONS, compare, regions
+from weanj._judge._compare import compare
+from weanj._judge._regions import MAX_REGIONS, regions
 from weanj._judge._verdict import ExampleJudgement, Verdict, judge_pair
 from weanj._model import Gradient
 from weanj._report._json import judgement_json

@@ -35,7 +35,7 @@ import pytest
 
 import weanj
 from weanj._cli import main
-from weanj._io import _inputs, _safeh5
+from weanj._io import _inputs, _probe_process, _safeh5
 from weanj._model import from_arrays
 
 from .conftest import REPO
@@ -280,13 +280,13 @@ def probes(monkeypatch):
     """The list of contents the probe process was asked about (from now on)."""
     _safeh5._reset()
     seen: list[str] = []
-    real = _safeh5._PROBER.probe
+    real = _probe_process.PROBER.probe
 
     def counting(data, lookups, limit):
         seen.append(_safeh5.digest(data))
         return real(data, lookups, limit)
 
-    monkeypatch.setattr(_safeh5._PROBER, "probe", counting)
+    monkeypatch.setattr(_probe_process.PROBER, "probe", counting)
     yield seen
     _safeh5._reset()
 

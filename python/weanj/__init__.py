@@ -60,10 +60,10 @@ from ._io._jax_cache import enable as enable_compilation_cache  # noqa: E402, F4
 from ._judge._compare import ArrayComparison as ArrayComparison  # noqa: E402
 from ._judge._compare import compare as compare  # noqa: E402
 from ._judge._compare import ulp_distance as ulp_distance  # noqa: E402
+from ._judge._directional import DirectionalResult as DirectionalResult  # noqa: E402
 from ._judge._policy import TOLERANCES as TOLERANCES  # noqa: E402
 from ._judge._policy import Tolerance as Tolerance  # noqa: E402
 from ._judge._policy import tolerance as tolerance  # noqa: E402
-from ._judge._taylor import DirectionalResult as DirectionalResult  # noqa: E402
 from ._judge._taylor import TaylorResult as TaylorResult  # noqa: E402
 from ._judge._verdict import CaseJudgement as CaseJudgement  # noqa: E402
 from ._judge._verdict import ExampleJudgement as ExampleJudgement  # noqa: E402

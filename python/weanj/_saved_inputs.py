@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import InputError
+from ._io._file_bytes import MAX_BYTES_VARIABLE, max_file_bytes
 from ._io._h5probe import size_text
 from ._io._inputs import GIVEN, write_inputs_file
-from ._io._safeh5 import MAX_BYTES_VARIABLE, max_file_bytes
 from ._model import Example
 from ._model._inputs import from_arrays
 from ._places import places

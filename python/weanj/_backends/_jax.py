@@ -170,11 +170,13 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
         example, loss, in_convention, gradient if grad is not None else None
     )
     runs = _checking.CheckRuns(
-        example, plain, *(
+        example,
+        plain,
+        *(
             Precise(jax.jit(fn, static_argnums=static), lambda: configuration_of(one))
             for fn in (full, reverse)
         ),
-    )  # fmt: skip
+    )
     return plain._replace(checking=runs.functions())
 
 

@@ -1,5 +1,5 @@
-"""Julia variants: `julia_variant`, the table of Julia kernels, and what crosses to the
-Julia worker.
+"""Julia variants: `julia_variant` and the table of Julia kernels; what crosses to the
+Julia worker and comes back is `_julia_calls`.
 
 A Julia variant's loss is a Julia function of weanj's package (`julia/src/WeanJ.jl`), of
 a user's file, or of a user's own package (in their environment, `[tool.weanj.julia]
@@ -27,20 +27,17 @@ import importlib.util
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._arguments import JULIA_NAME as _NAME
 from .._arguments import declared_julia
-from .._errors import DefinitionError, InputError
-from .._model import Catalog, Functions, Variant
+from .._errors import DefinitionError
+from .._model import Catalog, Variant
 from .._project import project_root
 from .._registry import example_of, register_variant
 from . import _julia_client, _julia_env
-from ._julia_client import JuliaError
+from ._julia_calls import JuliaKernel, julia_functions
 from ._julia_env import (
     AD,
     HAND_WRITTEN,
@@ -95,32 +92,6 @@ def file_reason(path: Path | None) -> str | None:
 # --- variants --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class JuliaKernel:
-    """What a Julia variant calls: `loss` of WeanJ (`file` and `package` None), of a user's
-    file or of a user's package, the example's arrays, `wrt` arrays and parameters, and
-    how its gradient is taken: `ad` (an `AD` name, or "hand-written" with `gradient` the
-    function's name) and Enzyme's options."""
-
-    example: str
-    variant: str
-    loss: str
-    file: Path | None
-    arrays: tuple[str, ...]
-    wrt: tuple[str, ...]
-    params: tuple[str, ...]
-    activity: str = "bare"
-    runtime_activity: bool = False
-    package: str | None = None
-    ad: str = "enzyme"
-    gradient: str | None = None
-
-    @property
-    def wrt_flags(self) -> tuple[bool, ...]:
-        """`WeanJ.enzyme_gradient`'s flags: one per argument, true for the `wrt` arrays."""
-        return tuple(a in self.wrt for a in self.arrays) + (False,) * len(self.params)
-
-
 _KERNELS: dict[tuple[str, str], JuliaKernel] = {}
 # Only the AD packages the registered variants use go into the worker's environment.
 _julia_env.watch_ad_in_use(lambda: {k.ad for k in _KERNELS.values()})
@@ -144,131 +115,6 @@ def julia_kernels(cats: Iterable[Catalog]) -> dict[tuple[str, str], JuliaKernel]
         for v in cat.variants
         if v.backend == "julia" and (cat.name, v.name) in _KERNELS
     }
-
-
-def _crossing(a: Any) -> np.ndarray:
-    """`a` in C order and native byte order (PythonCall does not byte-swap), 0-d kept 0-d
-    (`np.ascontiguousarray` would make it 1-d)."""
-    a = np.asarray(a)
-    if not a.dtype.isnative:
-        a = a.astype(a.dtype.newbyteorder("="))
-    return a if a.flags.c_contiguous else np.array(a, order="C")
-
-
-def _one_based(name: str, a: np.ndarray, variant: str) -> np.ndarray:
-    """An index array plus one, in its own dtype (an `InputError` if that wraps)."""
-    if a.size and a.max() == np.iinfo(a.dtype).max:
-        raise InputError(
-            f"{variant}: {name} holds {a.max()}, the largest {a.dtype}: plus one (Julia's "
-            "1-based index) would wrap around"
-        )
-    return a + a.dtype.type(1)
-
-
-def _arguments(example: Any, kernel: JuliaKernel, args: tuple) -> tuple[dict, list, Any]:
-    """The arrays (by name), the parameters and the dtype under test, checked before
-    anything crosses (`Example.check_call`, then `validate` on the 0-based values); index
-    arrays plus one; parameters as Python int/float/bool (Julia's Int/Float64/Bool)."""
-    dtype = example.check_call(kernel.variant, args)
-    n_arrays = len(kernel.arrays)
-    arrays = {name: _crossing(a) for name, a in zip(kernel.arrays, args[:n_arrays], strict=True)}
-    example.validate(arrays)
-    for spec in example.specs:
-        if spec.index:
-            arrays[spec.name] = _one_based(spec.name, arrays[spec.name], kernel.variant)
-    params = [p.check(v) for p, v in zip(example.params, args[n_arrays:], strict=True)]
-    return arrays, params, np.dtype(dtype)
-
-
-def _build(example: Any, kernel: JuliaKernel) -> Functions:
-    """`Functions(loss, grad, value_and_grad=...)` on numpy arrays, computed by the Julia
-    worker; `value_and_grad` is one request (what an evaluation asks); no `jvp`. The
-    gradient function carries `timed_inside(*args, samples=...)`, the times measured
-    inside the worker (`weanj bench`)."""
-    flagged = [a for a in kernel.arrays if a in kernel.wrt]  # enzyme_gradient's order
-
-    def ask(op: str, what: str, args: tuple, **extra) -> tuple[dict, list, np.dtype]:
-        arrays, params, dtype = _arguments(example, kernel, args)
-        header = {
-            "op": op,
-            "variant": kernel.variant,
-            "file": None if kernel.file is None else str(kernel.file),
-            "package": kernel.package,
-            "loss": kernel.loss,
-            "ad": kernel.ad,
-            "gradient": kernel.gradient,
-            "names": list(kernel.arrays),
-            "wrt": list(kernel.wrt_flags),
-            "activity": kernel.activity,
-            "runtime_activity": kernel.runtime_activity,
-            "params": params,
-            **extra,
-        }
-        reply, out = _julia_client.request(
-            header, [arrays[a] for a in kernel.arrays], variant=kernel.variant, what=what
-        )
-        return reply, out, dtype
-
-    def loss_of(out: list, dtype: np.dtype):
-        if not out or out[0].shape != ():
-            raise JuliaError(f"{kernel.variant}: the Julia worker answered no scalar loss")
-        value = out[0][()]
-        if value.dtype != dtype:
-            raise JuliaError(
-                f"{kernel.variant}: {kernel.loss} returned a {value.dtype} loss on {dtype} "
-                "inputs; a Julia loss returns the element type of its float arrays "
-                "(julia/README.md: Sums in Float64, rounded to T once)"
-            )
-        return value
-
-    def gradient_of(out: list):
-        if len(out) != len(flagged):
-            raise JuliaError(
-                f"{kernel.variant}: the Julia worker answered {len(out)} gradient arrays "
-                f"for {len(flagged)} ({', '.join(flagged)})"
-            )
-        by_name = dict(zip(flagged, out, strict=True))
-        if len(kernel.wrt) == 1:
-            return by_name[kernel.wrt[0]]
-        return {a: by_name[a] for a in kernel.wrt}
-
-    def loss(*args):
-        _, out, dtype = ask("loss", "loss", args)
-        if len(out) != 1:
-            raise JuliaError(f"{kernel.variant}: the Julia worker answered no scalar loss")
-        return loss_of(out, dtype)
-
-    def grad(*args):
-        _, out, _ = ask("grad", "gradient", args)
-        return gradient_of(out)
-
-    def value_and_grad(*args):
-        _, out, dtype = ask("loss_and_grad", "loss and gradient", args)
-        return loss_of(out, dtype), gradient_of(out[1:])
-
-    def timed_inside(*args, samples: int) -> dict:
-        """`{"forward_s": [...], "grad_s": [...], "clock": ...}`: `samples` times of the
-        loss and of the gradient measured inside the worker, after a warm-up call."""
-        reply, _, _ = ask("timings", "timings", args, samples=int(samples))
-        times = {}
-        for key, field_name in (("forward_s", "forward_ns"), ("grad_s", "gradient_ns")):
-            values = reply.get(field_name)
-            if (
-                not isinstance(values, list)
-                or not values
-                or not all(isinstance(t, int) and t >= 0 for t in values)
-            ):
-                raise JuliaError(f"{kernel.variant}: the Julia worker answered no {field_name}")
-            times[key] = [t * 1e-9 for t in values]
-        # What measured them: Julia, as the worker says, unless a stand-in worker is
-        # configured, whatever it says (its times are never labelled Julia's).
-        clock = str(reply.get("clock") or "inside the Julia worker")
-        if _julia_client.stand_in():
-            clock = "inside the stand-in worker (not Julia)"
-        return {**times, "clock": clock}
-
-    grad.timed_inside = timed_inside
-    return Functions(loss, grad, value_and_grad=value_and_grad)
 
 
 class JuliaRuntime(Runtime):
@@ -393,6 +239,67 @@ def _activity(variant: str, loss: Any, file: Any, function: Any, runtime_activit
     return FUNCTION_ACTIVITY[function]
 
 
+def _declared_kernel(
+    example: Any,
+    name: str,
+    loss: Any,
+    file: Any,
+    function: Any,
+    runtime_activity: Any,
+    package: Any,
+    ad: Any,
+    gradient: Any,
+) -> JuliaKernel:
+    """What `julia_variant`'s arguments declare, each checked (one `DefinitionError` line
+    for a mistake): the kernel its variant calls."""
+    activity = _activity(name, loss, file, function, runtime_activity)
+    how = _gradient_by(name, ad, gradient, function is not None or runtime_activity)
+    package = _package_name(name, package, file)
+    path = None if file is None else _resolve_file(file)
+    return JuliaKernel(
+        example=example.name,
+        variant=name,
+        loss=loss,
+        file=path,
+        arrays=tuple(example.arrays),
+        wrt=example.wrt_names,
+        params=example.param_names,
+        activity=activity,
+        runtime_activity=runtime_activity,
+        package=package,
+        ad="enzyme" if how == HAND_WRITTEN else how,
+        gradient=gradient,
+    )
+
+
+def _variant_of(
+    example: Any,
+    kernel: JuliaKernel,
+    family: str,
+    file: Any,
+    description: str,
+    dtypes: tuple[str, ...],
+    excludes: Any,
+    expected: Any,
+) -> Variant:
+    """The `Variant` that calls `kernel` (not registered yet)."""
+    return Variant(
+        example=example,
+        name=kernel.variant,
+        family=family,
+        backend="julia",
+        build=functools.partial(julia_functions, example, kernel),
+        check=functools.partial(_reason, kernel),
+        versions=functools.partial(backend_version, kernel),
+        description=description or _description(kernel, file),
+        dtypes=dtypes,
+        excludes=excludes,
+        expected=expected,
+        # what an evaluation record's key holds beyond Python (`_sources_of`)
+        sources=_sources_of(kernel.file, kernel.package),
+    )
+
+
 def julia_variant(
     example: Any,
     name: str,
@@ -445,41 +352,11 @@ def julia_variant(
     **Returns:** the registered `Variant`.
     """
     example = example_of(example)
-    activity = _activity(name, loss, file, function, runtime_activity)
-    how = _gradient_by(name, ad, gradient, function is not None or runtime_activity)
-    package = _package_name(name, package, file)
-    path = None if file is None else _resolve_file(file)
-    kernel = JuliaKernel(
-        example=example.name,
-        variant=name,
-        loss=loss,
-        file=path,
-        arrays=tuple(example.arrays),
-        wrt=example.wrt_names,
-        params=example.param_names,
-        activity=activity,
-        runtime_activity=runtime_activity,
-        package=package,
-        ad="enzyme" if how == HAND_WRITTEN else how,
-        gradient=gradient,
+    kernel = _declared_kernel(
+        example, name, loss, file, function, runtime_activity, package, ad, gradient
     )
-
     variant = register_variant(
-        Variant(
-            example=example,
-            name=name,
-            family=family,
-            backend="julia",
-            build=functools.partial(_build, example, kernel),
-            check=functools.partial(_reason, kernel),
-            versions=functools.partial(backend_version, kernel),
-            description=description or _description(kernel, file),
-            dtypes=dtypes,
-            excludes=excludes,
-            expected=expected,
-            # what an evaluation record's key holds beyond Python (`_sources_of`)
-            sources=_sources_of(path, package),
-        )
+        _variant_of(example, kernel, family, file, description, dtypes, excludes, expected)
     )
     _KERNELS[(example.name, name)] = kernel
     return variant

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import InputError
-from .._judge._taylor import OWN_JVP_TOLERANCE, DirectionalResult, inner, random_direction
+from .._judge._directional import OWN_JVP_TOLERANCE, DirectionalResult
+from .._judge._taylor import inner, random_direction
 
 
 def jvp_check(

@@ -17,7 +17,7 @@ or returns what the variant contract refuses) is that variant's `error`, said in
 its series is not measured, the others are, and the command exits 1.
 
 Records go to `results/<example>/bench/<backend>-<device>.json`, one file per backend,
-merged by `_io._bench.merge`.
+merged by `_io._bench.merge`. A point is measured, recorded and said by `_pipeline._bench_point`.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._backends._placement import device_environment, is_standin
-from .._backends._runtime import Runtime, runtime_of
+from .._backends._runtime import runtime_of
 from .._environment import environment, now
 from .._errors import InputError, UnavailableError, WeanjError, say, wrapped
 from .._io import _bench, _inputs, _jax_cache
 from .._judge._contract import Breach
 from .._judge._platform import platform_limit, unavailable_on
 from .._model import Catalog, Example, Inputs, Variant, check_dtype
-from .._pipeline import _measure as measure
+from .._pipeline import _bench_point
 from .._pipeline._bench_plan import (
     DEFAULT,
     DEFAULT_BUDGET_S,
@@ -72,67 +72,6 @@ class Benched:
         return [r for rs in self.by_backend.values() for r in rs]
 
 
-def _mib(nbytes: int | None) -> str:
-    return "n/a" if nbytes is None else f"{nbytes / 2**20:.2f} MiB"
-
-
-def _label(ex: Example, p: BenchPoint) -> str:
-    size = (
-        [f"{ex.sizes.name}={p.size}"]
-        if p.size is not None and ex.sizes is not None
-        else ["shared inputs"]
-    )
-    return " ".join(size + [f"{k}={v}" for k, v in (*p.params, *p.dims)])
-
-
-def _inside_text(inside: dict) -> str:
-    """The times measured inside a worker (a Julia variant's), labelled by its clock."""
-    return (
-        f"{inside['clock']}: forward {1e3 * inside['forward_s']:.3f} ms "
-        f"(fastest {1e3 * inside['forward_min_s']:.3f}), gradient "
-        f"{1e3 * inside['grad_s']:.3f} ms (fastest {1e3 * inside['grad_min_s']:.3f}), "
-        f"medians of {inside['samples']}"
-    )
-
-
-def _record(ex: Example, v: Variant, p: BenchPoint, base: dict, values: dict) -> dict[str, Any]:
-    size_fields: dict[str, Any] = {"size": p.size}
-    if ex.sizes is not None:
-        size_fields[ex.sizes.name] = p.size
-        size_fields["size_name"] = ex.sizes.name
-    return {**base, "sweep": p.sweep, **size_fields, **dict(p.params), **dict(p.dims), **values}
-
-
-def _point(
-    ex: Example,
-    v: Variant,
-    p: BenchPoint,
-    where,
-    *,
-    runtime: Runtime,
-    device,
-    budget_s: float,
-    samples: int | None,
-    shared: Inputs | None,
-) -> dict:
-    """One point, in the calling thread (the `Watch`'s worker), through the variant's
-    runtime: a default device (JAX's) is a per-thread setting, so it is set here; it also
-    puts any computation that has no array input of its own on the device the inputs are
-    placed on."""
-    with runtime.on_device(device):
-        arrays = measure.generator_for(ex, dict(p.dims), shared)(p.size)
-        config = v.configuration(p.dtype)  # a backend without JAX's x64 places as it is
-        x64 = config.x64 is None or config.x64.enabled
-        args, n_entries = measure.call_args(
-            ex, arrays, dict(p.params), p.dtype, where, runtime, x64
-        )
-        if p.timed:
-            return measure.measure(
-                v, args, n_entries, p.size, runtime=runtime, budget_s=budget_s, samples=samples
-            )
-        return measure.memory_only(v, args, n_entries, runtime=runtime)
-
-
 def sweep_variant(
     ex: Example,
     v: Variant,
@@ -148,13 +87,56 @@ def sweep_variant(
     """The records of one variant's series (stopping a series once its gradient is slower
     than the budget; a point that times out ends its series too). A variant at fault
     raises `Breach` (its error, one line)."""
-    from .._backends._devices import device_count
-
     runtime = runtime_of(v)
     target = runtime.device(device)
     with runtime.on_device(target):  # a sharded variant spans the devices of this platform
         where = runtime.placement(target, v.multi_device)
-    base = {
+    base = _base_record(ex, v, device, series)
+    records = []
+    for run in series:
+        for p in run:
+            if not p.timed and not runtime.compiled:
+                break
+            values = _measured(
+                v,
+                lambda p=p: _bench_point.measure_point(
+                    ex,
+                    v,
+                    p,
+                    where,
+                    runtime=runtime,
+                    device=target,
+                    budget_s=budget_s,
+                    samples=samples,
+                    shared=shared,
+                ),
+                f"{v.name} at {_bench_point.point_label(ex, p)}",
+                watch=watch,
+                device=device,
+                say=say,
+            )
+            if values is None:  # it timed out: the rest of its series is skipped
+                break
+            records.append(_bench_point.point_record(ex, v, p, base, values))
+            for line in _bench_point.point_lines(ex, v, p, values):
+                say(line)
+            if p.timed and values["grad_s"] > budget_s and p is not run[-1]:
+                say(
+                    f"  {v.name}: gradient took {values['grad_s']:.2f} "
+                    f"s > budget {budget_s:g} s; "
+                    "skipping the rest of this series"
+                )
+                break
+    return records
+
+
+def _base_record(
+    ex: Example, v: Variant, device: str, series: list[list[BenchPoint]]
+) -> dict[str, Any]:
+    """The fields every record of a variant's series shares."""
+    from .._backends._devices import device_count
+
+    return {
         "example": ex.name,
         "variant": v.name,
         "family": v.family,
@@ -165,60 +147,34 @@ def sweep_variant(
         "dtype": series[0][0].dtype if series and series[0] else "float64",
         "date": now(),
     }
-    records = []
-    for run in series:
-        for p in run:
-            if not p.timed and not runtime.compiled:
-                break
-            try:
-                values = watch.run(
-                    lambda p=p: _point(
-                        ex,
-                        v,
-                        p,
-                        where,
-                        runtime=runtime,
-                        device=target,
-                        budget_s=budget_s,
-                        samples=samples,
-                        shared=shared,
-                    ),
-                    f"{v.name} at {_label(ex, p)}",
-                )
-            except TimeoutError as e:
-                say(f"  {v.name}: {e}; skipping the rest of this series")
-                break
-            except (WeanjError, Breach):
-                raise
-            except Exception as e:  # the variant's own exception: its error
-                limit = platform_limit(f"{type(e).__name__}: {e}", device)
-                if limit is not None:  # or what the device cannot run (docs/devices.md)
-                    raise UnavailableError(
-                        unavailable_on(device, limit, standin=is_standin(device))
-                    ) from None
-                raise Breach(first_line(e)) from None
-            records.append(_record(ex, v, p, base, values))
-            if p.timed:
-                inside = values.get("timed_inside")
-                say(
-                    f"  {v.name:<20} {_label(ex, p):<18} first "
-                    f"call {values['compile_s']:8.3f} s  forward "
-                    f"{1e3 * values['forward_s']:10.3f} ms  "
-                    f"gradient {1e3 * values['grad_s']:10.3f} ms  "
-                    + ("(round trip)" if inside else f"temp {_mib(values['peak_mem_bytes'])}")
-                )
-                if inside:
-                    say(f"  {'':<20} {'':<18} {_inside_text(inside)}")
-                if values["grad_s"] > budget_s and p is not run[-1]:
-                    say(
-                        f"  {v.name}: gradient took {values['grad_s']:.2f} "
-                        f"s > budget {budget_s:g} s; "
-                        "skipping the rest of this series"
-                    )
-                    break
-            else:
-                say(f"  {v.name:<20} {_label(ex, p):<18} temp {_mib(values['peak_mem_bytes'])}")
-    return records
+
+
+def _measured(
+    v: Variant,
+    measure_point: Callable[[], dict],
+    what: str,
+    *,
+    watch: Watch,
+    device: str,
+    say: Callable[[str], None],
+) -> dict | None:
+    """A point's values, measured under the `watch`; None where it timed out (said). The
+    variant's own exception is a `Breach`, or, what the device cannot run, an
+    `UnavailableError`."""
+    try:
+        return watch.run(measure_point, what)
+    except TimeoutError as e:
+        say(f"  {v.name}: {e}; skipping the rest of this series")
+        return None
+    except (WeanjError, Breach):
+        raise
+    except Exception as e:  # the variant's own exception: its error
+        limit = platform_limit(f"{type(e).__name__}: {e}", device)
+        if limit is not None:  # or what the device cannot run (docs/devices.md)
+            raise UnavailableError(
+                unavailable_on(device, limit, standin=is_standin(device))
+            ) from None
+        raise Breach(first_line(e)) from None
 
 
 def bench(
@@ -267,21 +223,13 @@ def bench(
     here = places()
     _jax_cache.enable()
     dtype = check_dtype(dtype)
-    try:
-        shared = _inputs.read_inputs(ex, here)
-    except WeanjError:
-        if ex.sizes is None:
-            raise
-        shared = None  # sizes come from the generator; only a dimension sweep needs them
+    shared = _shared_inputs(ex, here)
     sweep_sizes, point, over, memory_over = checked_options(
         ex, device, sizes, params, samples, devices, budget_s, over, memory_over, shared
     )
     chosen = list(variants) if variants else list(cat.variants)
     result = Benched(ex, skipped=_not_here(cat, chosen, shared, dtype))
-    runtimes = {v.name: runtime_of(v) for v in chosen if v.name not in result.skipped}
-    for v in chosen:  # fails before any work when the device is missing
-        if v.name in runtimes and runtimes[v.name].runs_on(device):
-            runtimes[v.name].device(device)
+    runtimes = _runtimes(chosen, result.skipped, device)
     from .._backends._devices import using_devices
 
     # Too many devices: one line, before any work.
@@ -293,15 +241,41 @@ def bench(
         with selection:
             _measure_all(result, chosen, runtimes, say, points, how)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the series measured in full are kept
-        if write and any(result.by_backend.values()):
-            result.paths = _write(ex, chosen, result, device, here, replace)
+        _keep(result, chosen, device, here, write=write, replace=replace)
         raise
-    if watch.abandoned:
-        say(f"note: {len(watch.abandoned)} call(s) that timed out still run in the background: "
-            + ", ".join(watch.abandoned))  # fmt: skip
-    if write and any(result.by_backend.values()):
-        result.paths = _write(ex, chosen, result, device, here, replace)
+    _say_abandoned(watch, say)
+    _keep(result, chosen, device, here, write=write, replace=replace)
     return result
+
+
+def _shared_inputs(ex: Example, here) -> Inputs | None:
+    """The example's shared inputs; None where they cannot be read and its `Sizes` give
+    the inputs (only a dimension sweep needs them then)."""
+    try:
+        return _inputs.read_inputs(ex, here)
+    except WeanjError:
+        if ex.sizes is None:
+            raise
+        return None  # sizes come from the generator; only a dimension sweep needs them
+
+
+def _runtimes(chosen: list[Variant], skipped: dict[str, str], device: str) -> dict:
+    """`{variant: its runtime}` of the chosen variants not skipped; a device that is
+    missing fails here, before any work."""
+    runtimes = {v.name: runtime_of(v) for v in chosen if v.name not in skipped}
+    for v in chosen:  # fails before any work when the device is missing
+        if v.name in runtimes and runtimes[v.name].runs_on(device):
+            runtimes[v.name].device(device)
+    return runtimes
+
+
+def _say_abandoned(watch: Watch, say: Callable[[str], None]) -> None:
+    """The calls that timed out and still run in the background, named."""
+    if watch.abandoned:
+        say(
+            f"note: {len(watch.abandoned)} call(s) that timed out still run in the background: "
+            + ", ".join(watch.abandoned)
+        )
 
 
 def _measure_all(result: Benched, chosen, runtimes, say, points: dict, how: dict) -> None:
@@ -349,6 +323,13 @@ def _not_here(cat: Catalog, chosen: list[Variant], shared: Inputs | None, dtype:
         for s in table.subjects.values()
         if s.skip is not None and s.variant in chosen
     }
+
+
+def _keep(result: Benched, chosen, device: str, here, *, write: bool, replace: bool) -> None:
+    """Merge what was measured, if anything, into the example's files (`result.paths`),
+    where the command `write`s."""
+    if write and any(result.by_backend.values()):
+        result.paths = _write(result.example, chosen, result, device, here, replace)
 
 
 def _write(ex: Example, chosen, result: Benched, device: str, here, replace: bool) -> list:

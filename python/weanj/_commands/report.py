@@ -62,7 +62,7 @@ def _bench(cat, here: Places):
     import json
 
     from .._io._bench import MAX_RESULTS_BYTES
-    from .._io._safeh5 import read_bytes
+    from .._io._file_bytes import read_bytes
 
     environments = {}
     for path in sorted(folder.glob("*.json")):

@@ -25,7 +25,7 @@ from .._errors import InputError, InputFileError, WeanjError, say, wrapped
 from .._model import DTYPES, Example
 from .._places import Places
 from ._atomic import aside_path, atomic_path, locked
-from ._safeh5 import read_bytes
+from ._file_bytes import read_bytes
 
 # The seed notebook's record fields (docs/DESIGN.md makes them the benchmark file contract),
 # less its `n` and `K`: every example's records carry its own size and parameters instead

@@ -132,24 +132,12 @@ def read_gradient_file(
             f"{where} holds a gradient of {shown(attrs['example'])}, not of {ex.name}{hint}"
         )
     place = places.place_of(path)
-    if place is not None and place.kind == PRODUCED and place.dtype != attrs["dtype"]:
-        raise InputFileError(
-            f"{where} holds a {attrs['dtype']} gradient but lies in the {place.dtype} store "
-            f"(results/{place.example}/{PRODUCED}/"
-            f"{'' if place.dtype == 'float64' else place.dtype + '/'})"
-            f"{hint}"
-        )
+    _check_store_dtype(place, attrs["dtype"], where, hint)
     gradients = _gradient_datasets(ex, datasets, attrs["dtype"], where, hint)
     unsigned = [f"gradient/{n}".rstrip("/") for n, (_, sha, _) in datasets.items() if sha is None]
     if attrs.get("format", 1) == FORMAT and unsigned:  # the writer signs every dataset
         raise InputFileError(f"{where}: {', '.join(unsigned)} lacks its sha256 attribute{hint}")
-    try:
-        params = ex.check_params({p: attrs[p] for p in ex.param_names if p in attrs})
-    except InputError as e:
-        raise InputFileError(f"{where}: attribute {e}{hint}") from None
-    missing = [p for p in ex.param_names if p not in attrs]
-    if missing:
-        raise InputFileError(f"{where} lacks the parameter attribute(s) {', '.join(missing)}{hint}")
+    params = _params_of(ex, attrs, where, hint)
     key = provenance_key(attrs["inputs_sha256"], params, attrs["dtype"])
     fmt = attrs.get("format", 1)
     if fmt == FORMAT and attrs["key"] != key:
@@ -158,11 +146,7 @@ def read_gradient_file(
         )
     known = set(_REQUIRED) | {"format", *_OPTIONAL_NUMBERS, *_OPTIONAL_TEXT} | set(ex.param_names)
     if source is None:
-        source = "file"
-        if place is not None and place.kind == RECORDED:
-            source = "recorded"
-        elif place is not None and place.kind == PRODUCED and path.stem == attrs["variant"]:
-            source = "store"
+        source = _source_of(path, place, attrs["variant"])
     noise = {name: float(n) for name, (_, _, n) in _named(ex, datasets).items() if n is not None}
     if "noise_loss" in attrs:
         noise["loss"] = float(attrs["noise_loss"])
@@ -192,6 +176,40 @@ def read_gradient_file(
         levels_measured=attrs.get("levels", "measured") == "measured",
         evaluated="levels" in attrs or "noise_loss" in attrs,
     )
+
+
+def _check_store_dtype(place: Any, dtype: str, where: str, hint: str) -> None:
+    """A file of the store lies in the store of its own dtype (an `InputFileError` if not)."""
+    if place is not None and place.kind == PRODUCED and place.dtype != dtype:
+        raise InputFileError(
+            f"{where} holds a {dtype} gradient but lies in the {place.dtype} store "
+            f"(results/{place.example}/{PRODUCED}/"
+            f"{'' if place.dtype == 'float64' else place.dtype + '/'})"
+            f"{hint}"
+        )
+
+
+def _params_of(ex: Example, attrs: dict[str, Any], where: str, hint: str) -> dict[str, Any]:
+    """The example's parameters as the file's attributes give them, each checked, none
+    missing (an `InputFileError` naming the file otherwise)."""
+    try:
+        params = ex.check_params({p: attrs[p] for p in ex.param_names if p in attrs})
+    except InputError as e:
+        raise InputFileError(f"{where}: attribute {e}{hint}") from None
+    missing = [p for p in ex.param_names if p not in attrs]
+    if missing:
+        raise InputFileError(f"{where} lacks the parameter attribute(s) {', '.join(missing)}{hint}")
+    return params
+
+
+def _source_of(path: Path, place: Any, variant: str) -> str:
+    """Where a gradient file comes from, by where it lies: "recorded", "store" (its
+    variant's own file of the store) or "file"."""
+    if place is not None and place.kind == RECORDED:
+        return "recorded"
+    if place is not None and place.kind == PRODUCED and path.stem == variant:
+        return "store"
+    return "file"
 
 
 def _read_entries(f: Any, where: str, hint: str) -> dict[str, np.ndarray]:

@@ -20,7 +20,8 @@ idle machine, nearly all of it importing h5py), then each file costs a few milli
 (4 ms for a 70 kB inputs file); it is started afresh after a file that crashed it, hung
 it or made it report an error. Outcomes are memoised by the bytes' sha256, and files
 weanj writes itself are trusted without a probe (`trust`). The price of parsing from
-memory is holding the file's bytes (twice, briefly: here and in the probe).
+memory is holding the file's bytes (twice, briefly: here and in the probe). The probe
+process itself is `_probe_process`; reading a file's bytes, bounded, is `_file_bytes`.
 
 Across processes, a project's check keeps a ledger (`keep_probes`,
 `results/.weanj-h5-probed.json`) of the digests of bytes found safe and of the files weanj
@@ -45,200 +46,15 @@ import hashlib
 import io
 import json
 import os
-import signal
 import stat
-import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-from .._errors import InputFileError, UnavailableError
-from .._resources import on_exit
-from ._h5probe import size_text
-
-TIMEOUT_VARIABLE = "WEANJ_H5_TIMEOUT_S"
-MAX_BYTES_VARIABLE = "WEANJ_MAX_FILE_BYTES"
-DEFAULT_MAX_BYTES = 4 * 2**30
-DEFAULT_TIMEOUT_S = 10.0
-# Importing h5py in a fresh interpreter takes ~0.25 s on an idle machine; allow for a
-# heavily loaded one before calling the probe process broken.
-STARTUP_TIMEOUT_S = 120.0
-
-# The probe process's script (its docstring gives the protocol); weanj only imports its
-# `size_text`.
-_PROBE_SCRIPT = Path(__file__).with_name("_h5probe.py")
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What probing one file's bytes found: `kind` is "ok", "problems", "error", "crash"
-    or "hang"; `detail` the problem list, error line, signal name or time limit."""
-
-    kind: str
-    detail: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.kind == "ok"
-
-
-_OK = Outcome("ok")
-
-
-def _setting(variable: str, default, kind):
-    """`$variable` as a `kind` (int or float), `default` when unset, None when unreadable."""
-    raw = os.environ.get(variable, "").strip()
-    if not raw:
-        return default
-    try:
-        return kind(raw)
-    except ValueError:
-        return None
-
-
-def timeout_s() -> float:
-    """The probe's time limit per file (`$WEANJ_H5_TIMEOUT_S`, default 10 s; 0: no probe)."""
-    value = _setting(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT_S, float)
-    raw = os.environ.get(TIMEOUT_VARIABLE, "")
-    if value is None:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
-        raise UnavailableError(
-            f"{TIMEOUT_VARIABLE} must be a number of seconds (0: no probe), got {raw!r}"
-        )
-    return value
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-class _Prober:
-    """The probe process, started on first use and again after it crashed or hung."""
-
-    def __init__(self) -> None:
-        self._proc: subprocess.Popen | None = None
-        self._stderr = None
-        self._lock = threading.Lock()
-
-    def _start(self) -> subprocess.Popen:
-        if self._stderr is not None:
-            self._stderr.close()
-        self._stderr = tempfile.TemporaryFile()
-        env = dict(os.environ)
-        env.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's import need not start threads
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, str(_PROBE_SCRIPT)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._stderr,
-                env=env,
-            )
-        except OSError as e:
-            raise UnavailableError(
-                f"cannot start a Python process to check HDF5 files ({sys.executable}: "
-                f"{e.strerror or e}); set {TIMEOUT_VARIABLE}=0 to read them unprotected"
-            ) from None
-        line = self._readline(proc, STARTUP_TIMEOUT_S)
-        if line != b"ready\n":
-            self._stop(proc)
-            raise UnavailableError(
-                f"the HDF5 probe process ({sys.executable}) did not start: "
-                f"{self._stderr_tail() or 'no output'}; set {TIMEOUT_VARIABLE}=0 to read "
-                "HDF5 files unprotected"
-            )
-        return proc
-
-    def _stderr_tail(self) -> str:
-        if self._stderr is None:
-            return ""
-        self._stderr.seek(0)
-        lines = self._stderr.read().decode(errors="replace").strip().splitlines()
-        return lines[-1] if lines else ""
-
-    @staticmethod
-    def _readline(proc: subprocess.Popen, limit: float) -> bytes | None:
-        """One line of the probe's output, or None when none came within `limit` s."""
-        got: list[bytes] = []
-        reader = threading.Thread(target=lambda: got.append(proc.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(limit)
-        if reader.is_alive():
-            proc.kill()  # the reader then sees end-of-file and ends
-            reader.join()
-            return None
-        return got[0]
-
-    def _stop(self, proc: subprocess.Popen | None = None) -> int | None:
-        proc = proc or self._proc
-        self._proc = None
-        if proc is None:
-            return None
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
-        try:
-            rc = proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = proc.wait()
-        proc.stdout.close()
-        return rc
-
-    def probe(self, data: bytes, lookups: tuple[str, ...], limit: float) -> Outcome:
-        with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self._stop()
-                self._proc = self._start()
-            proc = self._proc
-            request = {"size": len(data), "lookups": list(lookups), "max_bytes": max_file_bytes()}
-            header = json.dumps(request).encode()
-            for attempt in (1, 2):
-                try:
-                    proc.stdin.write(header + b"\n")
-                    proc.stdin.write(data)
-                    proc.stdin.flush()
-                    break
-                except OSError:  # it died since the last file: start afresh, once
-                    rc = self._stop(proc)
-                    if attempt == 2:
-                        return Outcome("crash", (f"exit code {rc}",))
-                    self._proc = proc = self._start()
-            line = self._readline(proc, limit)
-            if line is None:
-                self._stop(proc)
-                return Outcome("hang", (f"{limit:g}",))
-            if not line:
-                rc = self._stop(proc)
-                if rc is not None and rc < 0:
-                    return Outcome("crash", (_signal_name(-rc),))
-                tail = self._stderr_tail()
-                return Outcome("crash", (f"exit code {rc}" + (f": {tail}" if tail else ""),))
-            reply = json.loads(line)
-            if "error" in reply:
-                # libhdf5 noticed damage; start the next file in a fresh process, so that
-                # nothing this file left behind in the library can affect it.
-                self._stop(proc)
-                return Outcome("error", (reply["error"],))
-            problems = tuple(reply["problems"])
-            return Outcome("problems", problems) if problems else _OK
-
-    def close(self) -> None:
-        with self._lock:
-            self._stop()
-            if self._stderr is not None:
-                self._stderr.close()
-                self._stderr = None
-
-
-_PROBER = _Prober()
-on_exit(_PROBER.close)
+from .._errors import InputFileError
+from ._file_bytes import max_file_bytes, read_bytes
+from ._probe_process import OK, PROBER, TIMEOUT_VARIABLE, Outcome, timeout_s
 
 _memo: dict[tuple[str, tuple[str, ...], int], Outcome] = {}
 _trusted: set[str] = set()
@@ -355,70 +171,17 @@ def probe(data: bytes, lookups: Iterable[str] = ()) -> Outcome:
     probed = f"{sha} {json.dumps(key[1])}"  # the names it was probed for matter
     with _memo_lock:
         if sha in _trusted or sha in _known() or probed in _known():
-            return _OK
+            return OK
         if key in _memo:
             return _memo[key]
     if limit == 0:
-        return _OK
-    outcome = _PROBER.probe(data, key[1], limit)
+        return OK
+    outcome = PROBER.probe(data, key[1], limit)
     with _memo_lock:
         _memo[key] = outcome
     if outcome.ok:
         _remember(probed)
     return outcome
-
-
-def max_file_bytes() -> int:
-    """The most bytes weanj reads from one file, on disk or decompressed
-    (`$WEANJ_MAX_FILE_BYTES`, default 4 GiB)."""
-    value = _setting(MAX_BYTES_VARIABLE, DEFAULT_MAX_BYTES, int) or 0
-    raw = os.environ.get(MAX_BYTES_VARIABLE, "")
-    if value < 1:
-        raise UnavailableError(f"{MAX_BYTES_VARIABLE} must be a number of bytes >= 1, got {raw!r}")
-    return value
-
-
-def _too_large(what: str, path: Path, size: int, limit: int, hint: str) -> InputFileError:
-    return InputFileError(
-        f"{what} {path} is {size_text(size)}, past the {size_text(limit)} weanj reads from one "
-        f"file (${MAX_BYTES_VARIABLE}){hint}"
-    )
-
-
-def read_bytes(path: Path, what: str, hint: str = "", limit: int | None = None) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes (default `max_file_bytes()`),
-    or an `InputFileError` (missing, a directory, a device or pipe, too large, unreadable).
-    Opened without blocking and checked on the open file, so that a pipe or device put in
-    its place after the checks never blocks or floods the reader."""
-    limit = max_file_bytes() if limit is None else limit
-    if not path.exists():
-        if path.is_symlink():
-            raise InputFileError(f"{what} {path} is a symbolic link to nothing (or a loop){hint}")
-        raise InputFileError(f"{what} {path} does not exist{hint}")
-    if path.is_dir():
-        raise InputFileError(f"{what} {path} is a directory, not a file{hint}")
-    if not path.is_file():  # a device or a pipe (/dev/zero would never end)
-        raise InputFileError(f"{what} {path} is not a regular file{hint}")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise InputFileError(f"{what} {path} is not a regular file{hint}")
-            if info.st_size > limit:
-                raise _too_large(what, path, info.st_size, limit, hint)
-            # Its size and one byte more (growth since fstat shows), not the limit: a
-            # read of n bytes allocates n bytes up front, 4 GiB for every small file.
-            data = f.read(info.st_size + 1)
-            if len(data) > info.st_size:  # it grew since: the rest, up to the limit
-                data += f.read(limit + 1 - len(data))
-    except OSError as e:
-        if isinstance(e, InputFileError):
-            raise
-        raise InputFileError(f"cannot read {what} {path} ({e.strerror or e}){hint}") from None
-    if len(data) > limit:  # it grew while read
-        raise _too_large(what, path, len(data), limit, hint)
-    return data
 
 
 def explain(outcome: Outcome, path: Path, what: str, hint: str = "") -> str:
@@ -491,7 +254,7 @@ def parsed(
 
 def _reset() -> None:
     """Forget every outcome and stop the probe process (for tests)."""
-    _PROBER.close()
+    PROBER.close()
     with _memo_lock:
         _memo.clear()
         _trusted.clear()

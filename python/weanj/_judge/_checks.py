@@ -3,9 +3,9 @@
 those types by name.
 
 A check (`_pipeline._gradchecks.CHECKS`) names the class of the numbers it collects
-(`TaylorResult`, `DirectionalResult`, in `_taylor`); that class says everything that is
-particular to the check, so that the judge, the serialisation and the views handle every
-check alike and none of them branches on one:
+(`TaylorResult` in `_taylor`, `DirectionalResult` in `_directional`); that class says
+everything that is particular to the check, so that the judge, the serialisation and the
+views handle every check alike and none of them branches on one:
 
 - `array`: the gradient array it checks;
 - `to_json()` / `from_json(data)`: its numbers as its evaluation record keeps them;
@@ -78,8 +78,11 @@ def check_result(name: str):
     """Registers a result type under `name` (a class decorator)."""
 
     def register(cls: type) -> type:
-        missing = [m for m in ("to_json", "from_json", "judge", "summary", "measure", "view_json")
-                   if not callable(getattr(cls, m, None))]  # fmt: skip
+        missing = [
+            m
+            for m in ("to_json", "from_json", "judge", "summary", "measure", "view_json")
+            if not callable(getattr(cls, m, None))
+        ]
         if missing:
             raise TypeError(f"{cls.__name__} lacks {', '.join(missing)} of a check's result")
         if name in RESULTS and RESULTS[name] is not cls:

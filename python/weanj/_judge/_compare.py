@@ -7,8 +7,9 @@ Variants of one family agree when `|ΔL| ≤ max(loss·|L_ref|, F_L)` and
 A loss that cancels to ~1e-15 out of terms of order 1 moves by about as much, so 0.0
 against -1.8e-15 agrees, while a difference of 1e-10 relative on a well-conditioned loss
 still fails; a reference gradient that is all zeros is judged in absolute terms the same
-way. The elements beyond the tolerance are grouped into connected regions (any rank), so a
-report can say *where* two ports differ, not only the first elements in C order.
+way. The elements beyond the tolerance are grouped into connected regions (any rank,
+`_regions`), so a report can say *where* two ports differ, not only the first elements in
+C order.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ._policy import (
     floor_from,
     floor_of,
 )
+from ._regions import Region, regions
 
 
 def ulp_distance(a: Any, b: Any, dtype: Any = np.float64) -> int:
@@ -49,83 +51,8 @@ def ulp_distance(a: Any, b: Any, dtype: Any = np.float64) -> int:
     return abs(int(x[0]) - int(x[1]))
 
 
-# How many regions a comparison describes (the count of the others is kept), and how
-# many differing elements it lists by index (the count is always exact).
-MAX_REGIONS = 6
+# How many differing elements a comparison lists by index (the count is always exact).
 MAX_LISTED = 20
-
-
-@dataclass(frozen=True)
-class Region:
-    """A connected set of elements beyond the tolerance (neighbours along any axis,
-    diagonals included)."""
-
-    count: int
-    lo: tuple[int, ...]  # bounding box, 0-based numpy indices, inclusive
-    hi: tuple[int, ...]
-    worst: tuple[int, ...]  # the element of the largest |Δ| (or the first NaN/Inf)
-    worst_rel: float  # |Δ| there / max|g_ref| (inf for NaN/Inf, or where max|g_ref| = 0)
-    worst_abs: float | None = None  # |Δ| there (NaN for NaN/Inf; None: not given)
-
-    @property
-    def nonfinite(self) -> bool:
-        """Whether the worst element is a NaN/Inf (not merely a difference from zero)."""
-        if self.worst_abs is not None:
-            return not np.isfinite(self.worst_abs)
-        return not np.isfinite(self.worst_rel)
-
-    def to_json(self) -> dict[str, Any]:
-        finite = np.isfinite(self.worst_rel)
-        return {
-            "count": self.count,
-            "numpy": {"lo": list(self.lo), "hi": list(self.hi), "worst": list(self.worst)},
-            "julia": {
-                "lo": [i + 1 for i in self.lo],
-                "hi": [i + 1 for i in self.hi],
-                "worst": [i + 1 for i in self.worst],
-            },
-            "worst_rel": float(self.worst_rel) if finite else None,
-            "worst_abs": (
-                None if self.nonfinite or self.worst_abs is None else float(self.worst_abs)
-            ),
-            "nonfinite": bool(self.nonfinite),
-        }
-
-
-def regions(
-    outside: np.ndarray,
-    severity: np.ndarray,
-    limit: int = MAX_REGIONS,
-    delta: np.ndarray | None = None,
-) -> tuple[tuple[Region, ...], int]:
-    """The connected regions of `outside` (booleans), largest first (then worst), at most
-    `limit` of them, and how many there are in all. `severity` ranks elements (the
-    relative |Δ|, inf at NaN/Inf); `delta`, where given, is |Δ| (NaN at NaN/Inf)."""
-    if not outside.any():
-        return (), 0
-
-    def at(worst: tuple[int, ...]) -> float | None:
-        return None if delta is None else float(delta[worst])
-
-    if outside.ndim == 0:
-        return (Region(1, (), (), (), float(severity), at(())),), 1
-    from scipy import ndimage
-
-    structure = ndimage.generate_binary_structure(outside.ndim, outside.ndim)
-    labels, total = ndimage.label(outside, structure=structure)
-    boxes = ndimage.find_objects(labels)
-    counts = np.bincount(labels.ravel())
-    ranked = []
-    for k, box in enumerate(boxes, start=1):
-        part = labels[box] == k
-        sev = np.where(part, severity[box], -1.0)
-        local = np.unravel_index(int(np.argmax(sev)), part.shape)
-        worst = tuple(int(s.start + i) for s, i in zip(box, local, strict=True))
-        lo = tuple(int(s.start) for s in box)
-        hi = tuple(int(s.stop - 1) for s in box)
-        ranked.append(Region(int(counts[k]), lo, hi, worst, float(severity[worst]), at(worst)))
-    ranked.sort(key=lambda r: (-r.count, -min(r.worst_rel, 1e308), r.lo))
-    return tuple(ranked[:limit]), int(total)
 
 
 @dataclass(frozen=True)
@@ -262,6 +189,39 @@ def compare(
             declared=declared,
             entry_floor=entry_floor,
         )
+    return _compare_arrays(
+        g_ref,
+        g,
+        loss_ref,
+        loss,
+        keep=keep,
+        dtype=dtype,
+        loss_floor=loss_floor,
+        grad_floor=grad_floor,
+        declared=declared,
+        noise_ref=noise_ref,
+        noise=noise,
+        entry_floor=entry_floor,
+    )
+
+
+def _compare_arrays(
+    g_ref: Any,
+    g: Any,
+    loss_ref: float | None,
+    loss: float | None,
+    *,
+    keep: np.ndarray | None,
+    dtype: str | None,
+    loss_floor: float | None,
+    grad_floor: float | None,
+    declared: Tolerance | None,
+    noise_ref: dict[str, float] | None,
+    noise: dict[str, float] | None,
+    entry_floor: np.ndarray | None,
+) -> ArrayComparison:
+    """`compare` of two arrays of numbers (checked here): the floors from the runs'
+    rounding levels unless given, the gradient's gap and the loss's, combined."""
     g_ref, g = numbers(g_ref, "g_ref"), numbers(g, "g")
     keep = checked_keep(g.shape, dtype, keep, (loss_ref, loss), (loss_floor, grad_floor), declared)
     judged = dtype or coarser(g_ref.dtype, g.dtype)
@@ -352,19 +312,7 @@ def _gradient_gap(
         reference_max = float(np.max(own, where=usable, initial=0.0)) if own.size else 0.0
     bound = max(rel * reference_max, floor)  # the largest |Δ| that agrees
     nonfinite = bool(bad.any())
-    if nonfinite:
-        worst = tuple(int(i) for i in np.argwhere(bad)[0])
-        max_abs, max_rel = float("nan"), float("nan")
-        ulp = -1
-    else:
-        worst = (
-            tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
-            if diff.size
-            else ()
-        )
-        max_abs = float(diff[worst]) if diff.size else 0.0
-        max_rel = _relative(max_abs, reference_max)
-        ulp = ulp_distance(g_ref[worst], g[worst], judged) if diff.size else 0
+    worst, max_abs, max_rel, ulp = _worst(g_ref, g, diff, bad, reference_max, judged)
     beyond = diff > bound
     outside = bad | beyond
     own_rounding = 0
@@ -395,6 +343,30 @@ def _gradient_gap(
         "own_rounding": own_rounding,
         "grad_ok": not bool((outside & ~bad).any()),
     }
+
+
+def _worst(
+    g_ref: np.ndarray,
+    g: np.ndarray,
+    diff: np.ndarray,
+    bad: np.ndarray,
+    reference_max: float,
+    judged: str,
+) -> tuple[tuple[int, ...], float, float | None, int]:
+    """The worst entry (the first NaN/Inf where `bad` has one, else the largest |Δ|), its
+    |Δ|, |Δ|/max|g_ref| and its ULP distance (NaN, NaN and -1 at a NaN/Inf)."""
+    if bad.any():
+        worst = tuple(int(i) for i in np.argwhere(bad)[0])
+        return worst, float("nan"), float("nan"), -1
+    worst = (
+        tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
+        if diff.size
+        else ()
+    )
+    max_abs = float(diff[worst]) if diff.size else 0.0
+    max_rel = _relative(max_abs, reference_max)
+    ulp = ulp_distance(g_ref[worst], g[worst], judged) if diff.size else 0
+    return worst, max_abs, max_rel, ulp
 
 
 def _loss_gap(

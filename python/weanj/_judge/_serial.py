@@ -34,8 +34,9 @@ from .._model import Expected, Gradient
 from .._model._cost import Cost
 from .._model._verdicts import Verdict
 from ._checks import RESULTS
-from ._compare import ArrayComparison, Region
+from ._compare import ArrayComparison
 from ._policy import Tolerance
+from ._regions import Region
 from ._verdict import CaseJudgement, ExampleJudgement
 
 _COMPARISON = (ArrayComparison, Region, Tolerance)

@@ -1,20 +1,19 @@
-"""The numbers of the gradient checks that hold for any kernel (docs/DESIGN.md,
-"Gradient checks"), and the rules that read them; running the losses is the execution
-layer's (`_pipeline._gradchecks`).
+"""The numbers of the Taylor remainder test, which holds for any kernel (docs/DESIGN.md,
+"Gradient checks"), and the rule that reads them; running the losses is the execution
+layer's (`_pipeline._gradchecks`). The forward-vs-reverse check is `_directional`'s.
 
 - **Taylor remainder test**: along a direction dx, the remainder
   `r(h) = |L(x + h dx) − L(x) − h⟨g, dx⟩|` falls as h² when g is the gradient and as h
   when it is not, whatever the kernel; the step halves until r stays at rounding level.
   The observed rates are `log2(r(h)/r(h/2))` (dolfin-adjoint / pyadjoint's `taylor_test`).
-- **Forward vs reverse**: `jvp(L)(x; dx)` against `⟨g, dx⟩`, exact up to rounding and
-  independent of any step.
 
 Each result type keeps the protocol of `_checks` (its verdict, its record, its text, its
 cell, its JSON) and is registered there by name, so no view branches on a check.
 
 `⟨g, dx⟩` is the real inner product `Re Σ conj(g)·dx`, so complex arrays (with g in
 weanj's convention `∂L/∂Re z + i·∂L/∂Im z`) are checked like pairs of real arrays. Every
-check keeps its directions inside the example's kink mask.
+check keeps its directions inside the example's kink mask (`checked_masks`); `inner` and
+`random_direction` serve every check.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ import numpy as np
 from .._errors import InputError
 from .._model import Example, TaylorPolicy
 from .._model._verdicts import Verdict
-from ._checks import check_result, finite, num
+from ._checks import check_result
 
 EPS = float(np.finfo(np.float64).eps)
 # Rounding level of a remainder: a few hundred roundings of the loss's own size. Rates
@@ -38,8 +37,6 @@ EPS = float(np.finfo(np.float64).eps)
 ROUNDING = 64 * EPS
 RESOLVED = 100.0
 AT_ROUNDING = 3  # consecutive steps at rounding level that end a direction's halving
-# forward vs reverse: the variant's own jvp to rounding; a sibling's at the family tolerance
-OWN_JVP_TOLERANCE = 1e-12
 
 
 def inner(g: np.ndarray, dx: np.ndarray) -> float:
@@ -319,110 +316,3 @@ class TaylorResult:
         what = f" of {self.array}" if self.array else ""
         outcome = "passes" if self.passes else "fails"
         return f"<Taylor test{what}: rates {shown or '—'} (bound {self.policy.rate:g}): {outcome}>"
-
-
-# --- forward vs reverse --------------------------------------------------------------------
-
-
-@check_result("directional")
-@dataclass(frozen=True)
-class DirectionalResult:
-    """`jvp(L)(x; dx)` by `by` against the variant's `⟨g, dx⟩`."""
-
-    array: str
-    by: str  # the variant whose forward mode was used
-    forward: float
-    reverse: float
-    scale: float  # Σ |g_i|·|dx_i|: the size of the terms of ⟨g, dx⟩
-    tolerance: float
-    # the arrays pushed forward together (each direction divided by its array's scale, so
-    # that `scale` is 1: `_pipeline._gradchecks`), () for this array alone
-    shared: tuple[str, ...] = ()
-
-    @property
-    def passes(self) -> bool:
-        return self.error <= self.tolerance
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "array": self.array,
-            "by": self.by,
-            "forward": self.forward,
-            "reverse": self.reverse,
-            "scale": self.scale,
-            "tolerance": self.tolerance,
-            "shared": list(self.shared),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> DirectionalResult:
-        return cls(
-            str(data["array"]),
-            str(data["by"]),
-            float(data["forward"]),
-            float(data["reverse"]),
-            float(data["scale"]),
-            float(data["tolerance"]),
-            tuple(str(a) for a in data["shared"]),
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"<jvp check{' of ' + self.array if self.array else ''}: forward {self.forward:.15g}, "
-            f"⟨g, dx⟩ {self.reverse:.15g}, error {self.error:.1e} (tolerance {self.tolerance:g}): "
-            f"{'passes' if self.passes else 'fails'}>"
-        )
-
-    @property
-    def error(self) -> float:
-        """`|jvp − ⟨g, dx⟩| / Σ|g_i||dx_i|` (NaN/Inf where either is not finite)."""
-        if not (math.isfinite(self.forward) and math.isfinite(self.reverse)):
-            return math.inf
-        diff = abs(self.forward - self.reverse)
-        return diff / self.scale if self.scale > 0 else (0.0 if diff == 0 else math.inf)
-
-    # --- its verdict and its views (the protocol of `_checks`) ---------------------------
-
-    def judge(self) -> tuple[Verdict, str]:
-        """ok when `|jvp − ⟨g, dx⟩| ≤ tolerance·Σ|g_i dx_i|`."""
-        if not (math.isfinite(self.forward) and math.isfinite(self.reverse)):
-            return Verdict.NONFINITE, "NaN/Inf in jvp or ⟨g, dx⟩"
-        if self.passes:
-            return Verdict.OK, ""
-        return Verdict.FAIL, (
-            f"forward mode ({self.by}) gives {self.forward:.15g}, ⟨g, dx⟩ {self.reverse:.15g}: "
-            f"{self.error:.1e} relative, above {self.tolerance:g}"
-        )
-
-    def summary(self, reason: str) -> str:
-        together = f", with {', '.join(self.shared)} in one call" if self.shared else ""
-        return reason or (
-            f"jvp by {self.by} agrees with ⟨g, dx⟩ to {num(self.error, 1)} "
-            f"(tolerance {self.tolerance:g}{together})"
-        )
-
-    @classmethod
-    def measure(cls, results) -> str:
-        """The largest relative error over the arrays."""
-        return num(max(d.error for d in results), 0)
-
-    def view_json(self) -> dict[str, Any]:
-        return {
-            "jvp": {
-                "by": self.by,
-                "forward": finite(self.forward),
-                "reverse": finite(self.reverse),
-                "error": finite(self.error),
-                "tolerance": self.tolerance,
-                "shared": list(self.shared),
-            }
-        }
-
-
-def jvp_direction(
-    ex: Example, array: str, x: np.ndarray, mask: np.ndarray | None, seed: int = 1
-) -> np.ndarray:
-    """The direction of the forward-vs-reverse check of `array`: seeded by the array's
-    position, so that every variant of a family is checked along the same one."""
-    rng = np.random.default_rng([seed, ex.wrt_names.index(array)])
-    return random_direction(rng, x, mask)

@@ -6,10 +6,6 @@ from ._configuration import Configuration as Configuration
 from ._configuration import host_configuration as host_configuration
 from ._configuration import run_label as run_label
 from ._example import Example as Example
-from ._example import FDPolicy as FDPolicy
-from ._example import Sizes as Sizes
-from ._example import TaylorPolicy as TaylorPolicy
-from ._example import check_name as check_name
 from ._expected import Expected as Expected
 from ._gradient import Gradient as Gradient
 from ._inputs import Inputs as Inputs
@@ -23,8 +19,12 @@ from ._kinds import check_finite as check_finite
 from ._kinds import first_nonfinite as first_nonfinite
 from ._kinds import index_text as index_text
 from ._kinds import shown as shown
+from ._names import check_name as check_name
 from ._params import INT32_MAX as INT32_MAX
 from ._params import Param as Param
+from ._policies import FDPolicy as FDPolicy
+from ._policies import Sizes as Sizes
+from ._policies import TaylorPolicy as TaylorPolicy
 from ._variant import EXTRAS as EXTRAS
 from ._variant import Functions as Functions
 from ._variant import Variant as Variant

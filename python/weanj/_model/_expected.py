@@ -81,32 +81,7 @@ class Expected:
                 )
         if self.against is not None and self.against == self.variant:
             raise DefinitionError(self._against_itself(self.variant))
-        if not isinstance(self.verdict, str) or self.verdict not in DECLARABLE:
-            raise DefinitionError(
-                f"weanj.Expected: verdict {self.verdict!r} is not one of {', '.join(DECLARABLE)}"
-            )
-        verdict = Verdict.parse(self.verdict)
-        check = self.check
-        if check is None and verdict != Verdict.FAIL:
-            check = CaseKind.RUN  # a variant at fault shows in its run
-        if check is not None and (not isinstance(check, str) or check not in CHECKS):
-            raise DefinitionError(
-                f"weanj.Expected: check {check!r} is not one of {', '.join(CHECKS)}"
-            )
-        check = None if check is None else CaseKind(check)
-        if check is not None and self.against is not None:
-            raise DefinitionError(
-                "weanj.Expected: a check is the variant's own; it has no `against`"
-            )
-        if check == CaseKind.RUN and verdict == Verdict.FAIL:
-            raise DefinitionError(
-                f"weanj.Expected: a run does not {Verdict.FAIL}; expect verdict "
-                f"{Verdict.ERROR.value!r} or {Verdict.NONFINITE.value!r}"
-            )
-        if check == CaseKind.RUN and (self.elements, self.region, self.bound) != (None, None, None):
-            raise DefinitionError(
-                "weanj.Expected: a run has no elements, region or bound (those are a pair's)"
-            )
+        check, verdict = self._check_and_verdict()
         if self.elements is not None and self.region is not None:
             raise DefinitionError("weanj.Expected: give elements or a region, not both")
         if self.bound is not None:
@@ -139,6 +114,38 @@ class Expected:
         object.__setattr__(self, "verdict", verdict)
         object.__setattr__(self, "region", region)
         object.__setattr__(self, "elements", elements)
+
+    def _check_and_verdict(self) -> tuple[CaseKind | None, Verdict]:
+        """The declared check (a run's where a verdict other than FAIL names none) and
+        verdict, as their types, each checked against the other and against what the
+        declaration says of a pair (`against`, `elements`, `region`, `bound`)."""
+        if not isinstance(self.verdict, str) or self.verdict not in DECLARABLE:
+            raise DefinitionError(
+                f"weanj.Expected: verdict {self.verdict!r} is not one of {', '.join(DECLARABLE)}"
+            )
+        verdict = Verdict.parse(self.verdict)
+        check = self.check
+        if check is None and verdict != Verdict.FAIL:
+            check = CaseKind.RUN  # a variant at fault shows in its run
+        if check is not None and (not isinstance(check, str) or check not in CHECKS):
+            raise DefinitionError(
+                f"weanj.Expected: check {check!r} is not one of {', '.join(CHECKS)}"
+            )
+        check = None if check is None else CaseKind(check)
+        if check is not None and self.against is not None:
+            raise DefinitionError(
+                "weanj.Expected: a check is the variant's own; it has no `against`"
+            )
+        if check == CaseKind.RUN and verdict == Verdict.FAIL:
+            raise DefinitionError(
+                f"weanj.Expected: a run does not {Verdict.FAIL}; expect verdict "
+                f"{Verdict.ERROR.value!r} or {Verdict.NONFINITE.value!r}"
+            )
+        if check == CaseKind.RUN and (self.elements, self.region, self.bound) != (None, None, None):
+            raise DefinitionError(
+                "weanj.Expected: a run has no elements, region or bound (those are a pair's)"
+            )
+        return check, verdict
 
     def __repr__(self) -> str:
         return f"Expected({self.what()!r}, reason={self.reason!r})"

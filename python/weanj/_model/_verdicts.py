@@ -127,10 +127,10 @@ class CaseKind(str, enum.Enum):
 
     The gradient checks (`GRADIENT_CHECKS`, in the order views show them) are the members
     with `check` set: a new gradient check is a member here, its result type with its rule
-    and views in `_judge._taylor` (registered in `_judge._checks.RESULTS`), and its
-    evaluation with its record's policy in `_pipeline._gradchecks.CHECKS` (one
-    `GradientCheck` per member); the case table, the records, the workers,
-    `weanj.Expected` and the views iterate over `GRADIENT_CHECKS`.
+    and views in a module of `_judge` (as `_taylor`, `_directional`; registered in
+    `_judge._checks.RESULTS`), and its evaluation with its record's policy in
+    `_pipeline._gradchecks.CHECKS` (one `GradientCheck` per member); the case table, the
+    records, the workers, `weanj.Expected` and the views iterate over `GRADIENT_CHECKS`.
     """
 
     RUN = ("run", "run", False)  # a live subject: evaluated, or its fault

@@ -79,8 +79,8 @@ def _group_of(ex: Example, array: str | None) -> tuple[str, ...]:
 
 
 def _base_tolerance(j: CaseJudgement, ex: Example) -> float:
+    from .._judge._directional import OWN_JVP_TOLERANCE
     from .._judge._policy import TOLERANCES, Tolerance
-    from .._judge._taylor import OWN_JVP_TOLERANCE
 
     own = j.result.by == (j.subjects[0] if j.subjects else "")
     declared = ex.declared_tolerance(j.family)

@@ -141,9 +141,13 @@ def _first_draws(run: _Run) -> None:
             return
         try:
             draw = engine.judge_draw(
-                run.session, run.cat, run.remaining, case, run.budget,
+                run.session,
+                run.cat,
+                run.remaining,
+                case,
+                run.budget,
                 as_check=how == "shared inputs",
-            )  # fmt: skip
+            )
         except OutOfTime:
             run.result.out_of_time = True
             return

@@ -28,14 +28,9 @@ from typing import Any
 import numpy as np
 
 from .._judge import _verdict as judge
+from .._judge._directional import OWN_JVP_TOLERANCE, DirectionalResult, jvp_direction
 from .._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance, entry_levels
-from .._judge._taylor import (
-    OWN_JVP_TOLERANCE,
-    DirectionalResult,
-    TaylorResult,
-    inner,
-    jvp_direction,
-)
+from .._judge._taylor import TaylorResult, inner
 from .._model import Catalog, Example, Gradient, Inputs
 from .._model._verdicts import CaseKind, Verdict
 from ._donors import pushed

@@ -75,45 +75,15 @@ def evaluate_across(
     with tempfile.TemporaryDirectory(prefix="weanj-processes-") as scratch:
         request = Path(scratch) / "request.pickle"
         result = Path(scratch) / "result.pickle"
-        with open(request, "wb") as f:
-            pickle.dump(
-                {
-                    "root": root,
-                    "example": variant.example.name,
-                    "variant": variant.name,
-                    "dtype": dtype,
-                    "timeout": timeout,
-                    "inputs": inputs_payload(inputs),
-                    "processes": processes,
-                },
-                f,
-            )
+        _write_request(request, variant, inputs, dtype, processes, root=root, timeout=timeout)
         port = free_port()
         env = {**os.environ, "WEANJ_ROOT": root}
         logs = [Path(scratch) / f"process-{i}.log" for i in range(processes)]
         procs = []
         try:
             for i in range(processes):
-                with open(logs[i], "wb") as log:
-                    procs.append(
-                        subprocess.Popen(
-                            [
-                                sys.executable,
-                                "-m",
-                                "weanj._worker",
-                                f"127.0.0.1:{port}",
-                                str(processes),
-                                str(i),
-                                str(request),
-                                str(result),
-                            ],
-                            stdout=log,
-                            stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL,
-                            env=env,
-                            cwd=root,
-                        )
-                    )
+                worker = [f"127.0.0.1:{port}", str(processes), str(i), str(request), str(result)]
+                procs.append(_start_process(worker, logs[i], env=env, root=root))
             limit = None if timeout is None else 4 * timeout + 120  # start-up, four calls
             ended = _watch(procs, limit)
         finally:
@@ -137,6 +107,49 @@ def evaluate_across(
     if isinstance(found, Gradient):
         found.example, found.of = variant.example, variant
     return found
+
+
+def _write_request(
+    path: Path,
+    variant: Variant,
+    inputs: Inputs,
+    dtype: str,
+    processes: int,
+    *,
+    root: str,
+    timeout: float | None,
+) -> None:
+    """The request every process reads (`weanj._worker`): what to evaluate, on what."""
+    with open(path, "wb") as f:
+        pickle.dump(
+            {
+                "root": root,
+                "example": variant.example.name,
+                "variant": variant.name,
+                "dtype": dtype,
+                "timeout": timeout,
+                "inputs": inputs_payload(inputs),
+                "processes": processes,
+            },
+            f,
+        )
+
+
+def _start_process(
+    worker: list[str], log_path: Path, *, env: dict[str, str], root: str
+) -> subprocess.Popen:
+    """One process of the evaluation (`python -m weanj._worker` with its arguments
+    `worker`: the coordinator, the count, its index, the request and result files), its
+    output into `log_path`."""
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "weanj._worker", *worker],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=root,
+        )
 
 
 # How long the others may take to end on their own once one process failed (they fail

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from .._errors import ExcludedError, UnavailableError
 from .._io._gradient_files import StoreScan
-from .._judge import _verdict as judge
 from .._judge._contract import Fault, fault_of
+from .._judge._files import comparable, judge_file, misplaced_file, unreadable
 from .._judge._verdict import CaseJudgement, CaseKind
 from .._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant, VariantRun
 from .._model._verdicts import GRADIENT_CHECKS
@@ -196,7 +196,7 @@ def build_plan(
             p.notes.append(ignored_note(ex.name, p.ignored, places))
         for path, message in scan.problems:
             case_id = file_id(ex, _file_label(path, places))
-            p.files[case_id] = judge.unreadable(case_id, message)
+            p.files[case_id] = unreadable(case_id, message)
     _add_subjects(p, stored, faults or {})
     if live:
         device_cases.add_device_subjects(p)
@@ -257,7 +257,7 @@ def _add_subjects(p: Plan, stored: dict[str, Gradient], faults: dict[str, Fault]
     for label, g in sorted(stored.items()):
         if g.source == "file" and g.of is not None:  # a variant's store file holding another's
             case_id = file_id(ex, label)
-            p.files[case_id] = judge.misplaced_file(case_id, g)
+            p.files[case_id] = misplaced_file(case_id, g)
             continue
         if _file_case(p, label, g, g.of):
             family = g.of.family if g.of is not None else g.family
@@ -268,8 +268,8 @@ def _file_case(p: Plan, label: str, g: Gradient, registered: Variant | None) -> 
     """Judge a file the plan read; True when it can take part in pairs."""
     case_id = file_id(p.example, label)
     family = registered.family if registered is not None else None
-    p.files[case_id] = judge.judge_file(case_id, g, p.inputs, family=family)
-    return judge.comparable(p.files[case_id])
+    p.files[case_id] = judge_file(case_id, g, p.inputs, family=family)
+    return comparable(p.files[case_id])
 
 
 def _add_runs(p: Plan) -> None:

@@ -15,9 +15,8 @@ from __future__ import annotations
 import re
 
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
-from ._html import judged_line
 from ._lines import fault_text
-from ._page_model import Cell, ExamplePage, overall
+from ._page_model import Cell, ExamplePage, judged_line, overall
 from ._text import num, reference_lines, region_lines, summary, x64_lines
 
 LIMIT = 60_000  # below the 65,000 characters the summary must stay under, with margin

@@ -98,6 +98,11 @@ def anchor(*parts: str) -> str:
     return "::".join("_".join(p.split()) for p in parts)
 
 
+def judged_line(p: ExamplePage) -> str:
+    """When and by what the example was judged (the judgement's own time)."""
+    return f"judged by `weanj check` at {p.ej.judged_at}"
+
+
 def variant_anchor(example_name: str, variant: str) -> str:
     return anchor(example_name, "variant", variant)
 

@@ -24,8 +24,8 @@ from typing import Any
 from .._environment import now
 from .._errors import WeanjError
 from .._io._atomic import atomic_path
+from .._io._file_bytes import read_bytes
 from .._io._gradient_files import read_gradient_file
-from .._io._safeh5 import read_bytes
 from .._judge._serial import decode_example, encode_example
 from .._judge._verdict import ExampleJudgement
 from .._model import Catalog, Gradient, Inputs
