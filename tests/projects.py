@@ -180,13 +180,13 @@ def import_failure(folder: Path, monkeypatch, module: str, body: str) -> str:
     naming the module, with what the module registered taken back and the module
     forgotten. Returns the message."""
     import weanj
-    from weanj import _registry
+    from weanj._registry import _loading
 
     (folder / f"{module}.py").write_text(body)
     monkeypatch.syspath_prepend(str(folder))
     before = weanj.example_names()
     with pytest.raises(weanj.ProjectError) as info:
-        _registry._import_example_module(module, "[tool.weanj] of a test")
+        _loading.import_example_module(module, "[tool.weanj] of a test")
     message = str(info.value)
     assert "\n" not in message and f"example module {module!r}" in message, message
     assert weanj.example_names() == before and module not in sys.modules
@@ -312,6 +312,7 @@ def loaded(root: Path, *modules: str):
     (weanj's own examples), so that nothing of the project outlives the block."""
     import weanj
     from weanj import _registry
+    from weanj._registry import _loading
 
     before = set(weanj.example_names())
     imported = set(sys.modules)
@@ -321,7 +322,7 @@ def loaded(root: Path, *modules: str):
         mp.syspath_prepend(str(root))
         try:
             for module in modules:
-                _registry._import_example_module(module, f"[tool.weanj] of {root}")
+                _loading.import_example_module(module, f"[tool.weanj] of {root}")
             yield root
         finally:
             for name in set(weanj.example_names()) - before:

@@ -203,10 +203,11 @@ def key_parts(project, monkeypatch):
     from weanj._pipeline._records import Records
     from weanj._places import Places
     from weanj._project import project_config
+    from weanj._registry import _loading
 
     monkeypatch.syspath_prepend(str(project))
     try:
-        _registry._import_example_module("kernels.two", "a test")
+        _loading.import_example_module("kernels.two", "a test")
         cat = _registry.catalog("22-two")
         v = cat.find("jax-c")
         from weanj._io._inputs import read_inputs
@@ -221,23 +222,23 @@ def key_parts(project, monkeypatch):
 
 
 def test_the_key_holds_inputs_parameters_dtype_and_versions(key_parts, monkeypatch):
-    from weanj._pipeline import _records
+    from weanj._pipeline import _record_key
 
     records, v, inputs = key_parts
     base = records.parts(v, inputs, "float64")
     assert records.parts(v, inputs, "float64") == base  # nothing changed: the same key
-    assert _records._why_changed(base, base) is None
-    assert _records._why_changed(base, records.parts(v, inputs, "float32")) == (
+    assert _record_key.why_changed(base, base) is None
+    assert _record_key.why_changed(base, records.parts(v, inputs, "float32")) == (
         "the inputs changed (arrays, parameters or dtype)"
     )
-    assert base["code"] == records.code_of(v) and len(base["code"]) == 64
-    real = _records.core_versions
-    monkeypatch.setattr(_records, "core_versions", lambda: {**real(), "jax": "99.0.0"})
+    assert base["code"] == records._key.code_of(v) and len(base["code"]) == 64
+    real = _record_key.core_versions
+    monkeypatch.setattr(_record_key, "core_versions", lambda: {**real(), "jax": "99.0.0"})
     other = records.parts(v, inputs, "float64")
-    assert _records._why_changed(base, other).startswith("jax changed (")
-    monkeypatch.setattr(_records, "core_versions", real)
+    assert _record_key.why_changed(base, other).startswith("jax changed (")
+    monkeypatch.setattr(_record_key, "core_versions", real)
     config_changed = {**base, "config": "0" * 64}
-    assert _records._why_changed(base, config_changed) == "[tool.weanj] changed"
+    assert _record_key.why_changed(base, config_changed) == "[tool.weanj] changed"
 
 
 def test_the_code_is_every_project_file_the_module_reaches(project):

@@ -222,6 +222,23 @@ def _folder(root: Any) -> Path:
     return Path(root)
 
 
+def _pythonpath(root: Path, pyproject: Path, table: dict) -> tuple[Path, ...]:
+    """`[tool.weanj] pythonpath`: the folders, resolved under `root`, each one that is."""
+    folders = _strings(
+        pyproject, "pythonpath", table.get("pythonpath", []), 'folders, e.g. pythonpath = ["src"]'
+    )
+    pythonpath = []
+    for folder in folders:
+        path = (root / folder).resolve()
+        if not path.is_dir():
+            raise ProjectError(
+                f"{pyproject}: [tool.weanj] pythonpath names {folder}, which is not a folder "
+                f"of {root}"
+            )
+        pythonpath.append(path)
+    return tuple(pythonpath)
+
+
 def project_config(root: Path | None = None) -> ProjectConfig:
     """The `[tool.weanj]` table of the project at `root` (default: `find_root()`)."""
     how = "given"
@@ -244,18 +261,7 @@ def project_config(root: Path | None = None) -> ProjectConfig:
         table.get("examples", []),
         'module names, e.g. examples = ["kernels.smooth"]',
     )
-    folders = _strings(
-        pyproject, "pythonpath", table.get("pythonpath", []), 'folders, e.g. pythonpath = ["src"]'
-    )
-    pythonpath = []
-    for folder in folders:
-        path = (root / folder).resolve()
-        if not path.is_dir():
-            raise ProjectError(
-                f"{pyproject}: [tool.weanj] pythonpath names {folder}, which is not a folder "
-                f"of {root}"
-            )
-        pythonpath.append(path)
+    pythonpath = _pythonpath(root, pyproject, table)
     builtin = table.get("builtin", False)
     if not isinstance(builtin, bool):
         raise ProjectError(f"{pyproject}: [tool.weanj] builtin must be true or false")
@@ -293,7 +299,7 @@ def project_config(root: Path | None = None) -> ProjectConfig:
         entry_points=entry,
         pyproject=pyproject,
         how=how,
-        pythonpath=tuple(pythonpath),
+        pythonpath=pythonpath,
         table=table,
         x64=x64,
         require=require,

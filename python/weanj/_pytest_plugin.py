@@ -164,10 +164,8 @@ def _fuzz_pair(catalog, a, b, draws: int) -> str | None:
     set_hypothesis_home_dir(here.results / ".weanj-fuzz")
     seed = pair_seed(fuzz_id(catalog.example, a.family, a.label, b.label))
     with Session(shown_path=here.shown) as session:
-        result = run_fuzz(
-            session, catalog, [(a, b)], here, seed=seed, database=False,
-            max_examples=draws, seconds=None, say=lambda s: None,
-        )  # fmt: skip
+        quiet = dict(database=False, max_examples=draws, seconds=None, say=lambda s: None)
+        result = run_fuzz(session, catalog, [(a, b)], here, seed=seed, **quiet)
     if result.ok:
         return None
     replay = replay_command(catalog.example, seed, [(a, b)], draws)

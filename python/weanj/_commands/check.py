@@ -163,23 +163,10 @@ def check(
     `judgement["EX"]` per example, and in a notebook the report's first tables.
     """
     kept = Kept()
-    checking(
-        examples,
-        variants=variants,
-        dtype=dtype,
-        timeout=timeout,
-        fresh=fresh,
-        say=say,
-        save=save,
-        workers=workers,
-        scheduler=scheduler,
-        processes=processes,
-        require=require,
-        device=device,
-        fd=fd,
-        verbose=verbose,
-        listeners=[kept],
-    )
+    asked = dict(variants=variants, dtype=dtype, timeout=timeout, fresh=fresh, say=say)
+    asked |= dict(save=save, workers=workers, scheduler=scheduler, processes=processes)
+    asked |= dict(require=require, device=device, fd=fd, verbose=verbose)
+    checking(examples, listeners=[kept], **asked)
     return kept.judgement
 
 

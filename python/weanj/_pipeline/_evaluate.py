@@ -145,35 +145,24 @@ def evaluate(
     checking: bool = False,
     levels: bool = True,
 ) -> Gradient | Fault:
-    """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault; either
-    carries the `Configuration` it was computed in, decided here once: on `device` (every
-    call placed there, `_on_device`), with matmul `precision` (None: the one in effect;
-    `"highest"`: the precision-or-bug re-run). `checking`: gradient checks will follow, so a
-    float64 CPU run calls what the backend has for a check's runs (`for_checks`).
-    `levels`: measure the run's rounding level now (`measure_levels`); a check leaves it
-    to the comparisons that need it (`Gradient.levels_measured` False)."""
+    """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault, with the
+    `Configuration` it ran in: on `device`, with matmul `precision` (None: the one in
+    effect). `checking`: gradient checks follow (the backend's `for_checks`). `levels`:
+    measure the rounding level now, not when a comparison needs it (`measure_levels`)."""
     ex = variant.example
     config = variant.configuration(dtype, device)
     if precision is not None:
         config = dataclasses.replace(config, precision=precision)
-    label = label_of(variant, dtype, device, precision)
     command = reproduce_command(variant, inputs, dtype, shown_path, device)
 
-    def fault(happened: BaseException, what: str = "") -> Fault:
-        """What happened, reported to the judge, which gives the verdict (`fault_of`),
-        with the configuration the run was in."""
+    def fault(happened: BaseException, what: str = "") -> Fault:  # the judge's verdict of it
         return dataclasses.replace(fault_of(happened, what, command), configuration=config)
 
-    why = variant.unavailable_reason()
-    if why is not None:
-        return fault(UnavailableError(why))
-    if dtype not in variant.dtypes:
-        return fault(ExcludedError(f"{variant.name} supports {', '.join(variant.dtypes)} only"))
-    excluded = variant.excluded(inputs.arrays, inputs.params)
-    if excluded is not None:
-        return fault(ExcludedError(f"{variant.name} does not apply to these inputs: {excluded}"))
+    refused = _refusal(variant, inputs, dtype)
+    if refused is not None:
+        return fault(refused)
     args = inputs.args(dtype)
-    where = f"{ex.name} {label}"
+    where = f"{ex.name} {label_of(variant, dtype, device, precision)}"
     returned: dict[str, Any] = {}
     place = None
     cost = Cost()
@@ -207,15 +196,35 @@ def evaluate(
     nonfinite = numbers_fault(g, command)  # the numbers, judged
     if nonfinite is not None:
         return dataclasses.replace(nonfinite, configuration=config)
-    if g.extra.get("precision_reduced") and matmul_free(built, args, device, precision):
-        g.extra["precision_reduced"] = False  # no matrix product: nothing rounds coarser
-        g.extra["precision"] += " (no matrix product in this program)"
+    _no_matmul(g, built, args, device, precision)
     g.levels_measured = False
     if levels:
         measure_levels(g, inputs, watch, device=device, precision=precision, checking=checking)
     if config.x64 is not None:
         g.extra["x64"] = config.x64.describe()  # stored with the gradient
     return g
+
+
+def _no_matmul(g: Gradient, built, args, device: str, precision: str | None) -> None:
+    """A reduced matmul precision said of a program with no matrix product: nothing in it
+    rounds coarser, and `g` says so."""
+    if g.extra.get("precision_reduced") and matmul_free(built, args, device, precision):
+        g.extra["precision_reduced"] = False
+        g.extra["precision"] += " (no matrix product in this program)"
+
+
+def _refusal(variant: Variant, inputs: Inputs, dtype: str) -> Exception | None:
+    """Why `variant` is not run on `inputs` in `dtype` (unavailable, or excluded by its
+    dtypes or its own rule), before anything is built; None where it runs."""
+    why = variant.unavailable_reason()
+    if why is not None:
+        return UnavailableError(why)
+    if dtype not in variant.dtypes:
+        return ExcludedError(f"{variant.name} supports {', '.join(variant.dtypes)} only")
+    excluded = variant.excluded(inputs.arrays, inputs.params)
+    if excluded is not None:
+        return ExcludedError(f"{variant.name} does not apply to these inputs: {excluded}")
+    return None
 
 
 def _gradient(

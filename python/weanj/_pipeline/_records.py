@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._environment import core_versions, now
+from .._environment import now
 from .._errors import WeanjError
 from .._io._atomic import atomic_path
 from .._io._h5 import array_sha256
@@ -63,8 +63,9 @@ from .._model import Gradient, Inputs, Variant, provenance_key
 from .._model._cost import Cost
 from .._model._verdicts import CaseKind, Verdict
 from .._places import Places
-from .._sources import code_digest, files_digest, text_digest, weanj_sources
+from .._sources import text_digest
 from ._on_device import CPU, device_label, identity, identity_of
+from ._record_file import read_record
 from ._record_form import (
     _REUSED_FAULTS,
     FORMAT,
@@ -72,12 +73,10 @@ from ._record_form import (
     Discarded,
     _add_check,
     _plain,
-    _why_changed,
     canonical,
-    check_policy,
     device_extra,
-    read_record,
 )
+from ._record_key import KeyParts, why_changed
 
 # What `_write` computes from the evaluation itself, never carried over from a record read.
 _DERIVED = (
@@ -91,9 +90,6 @@ _DERIVED = (
     "cost",
     "extra",
 )
-# `[tool.weanj]` keys that change where or how long an evaluation runs, never a number of
-# it (a timeout is never recorded).
-NOT_IN_THE_KEY = frozenset({"scheduler", "timeout"})
 
 
 def label_of(variant: Variant, dtype: str, device: str = CPU) -> str:
@@ -115,11 +111,9 @@ class Records:
     recomputed: dict[tuple[str, str], str] = field(default_factory=dict)  # (ex, label): why
     discarded: list[tuple[str, str]] = field(default_factory=list)  # ("ex label", why)
     _notes: list[str] = field(default_factory=list)
-    _code: dict[str, str] = field(default_factory=dict)
     _pending: dict[tuple[str, str], dict] = field(default_factory=dict)
     _recalled: dict[tuple[str, str], dict] = field(default_factory=dict)
     _reused_found: dict[tuple[str, str], Any] = field(default_factory=dict)
-    _weanj: str = ""
 
     @property
     def notes(self) -> list[str]:
@@ -136,64 +130,12 @@ class Records:
             )
         return out
 
-    # --- the key ----------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        self._key = KeyParts(self.config, self._notes)
 
-    def _roots(self) -> tuple[Path, ...]:
-        root = Path(self.config.root).resolve()
-        return (root, *(Path(p).resolve() for p in self.config.pythonpath))
-
-    def code_of(self, variant: Variant) -> str:
-        """The digest of the code an example's evaluations depend on (module docstring):
-        the files its module reaches inside the project; weanj's own files (a built-in
-        example's too) are covered by the digest of weanj's sources, in every key."""
-        module = variant.example.module
-        if module not in self._code:
-            now_on_disk = code_digest(module, self._roots())
-            imported = variant.example.code
-            if imported and imported != now_on_disk:  # the process runs the code as imported
-                self._notes.append(
-                    f"note: {module} (or a module it imports) changed since this process "
-                    "imported it: its evaluations use the code as imported; restart the kernel, "
-                    "or run `weanj check`, to check the edit"
-                )
-            self._code[module] = imported or now_on_disk
-        extra = []
-        for source in (
-            Path(p).resolve() for p in getattr(variant, "sources", ())
-        ):  # a folder: its Julia files
-            extra.extend(sorted(source.rglob("*.jl")) if source.is_dir() else [source])
-        return (
-            self._code[module]
-            if not extra
-            else text_digest(self._code[module] + files_digest(extra, self._roots()))
-        )
-
-    def parts(
-        self, variant: Variant, inputs: Inputs, dtype: str, config=None, device=None
-    ) -> dict[str, Any]:
-        """The key's parts; of the evaluation's `Configuration`, what its backend sets; of
-        a run on a device, the device's identity (`_on_device.identity`)."""
-        config = config or variant.configuration(dtype)
-        if not self._weanj:
-            self._weanj = weanj_sources()
-        table = self.config.table  # None where the root has no [tool.weanj] table
-        if table:
-            table = {k: v for k, v in table.items() if k not in NOT_IN_THE_KEY}
-        table = json.dumps(table, sort_keys=True, default=str)
-        return {
-            "example": variant.example.name,
-            "variant": variant.name,
-            "family": variant.family,
-            "dtype": dtype,
-            "inputs": inputs.key(dtype),
-            "code": self.code_of(variant),
-            "config": text_digest(table),
-            "versions": {**core_versions(), "weanj sources": self._weanj},
-            "backend": variant.backend_version(),
-            **config.key_parts(),
-            **(device or {}),
-            "checks": text_digest(canonical(check_policy(variant))),
-        }
+    def parts(self, variant: Variant, inputs: Inputs, dtype: str, config=None, device=None):
+        """The key's parts (`_record_key.KeyParts.parts`)."""
+        return self._key.parts(variant, inputs, dtype, config, device)
 
     # --- recall -------------------------------------------------------------------------------
 
@@ -219,7 +161,7 @@ class Records:
         try:
             record, found = self._read(variant, inputs, dtype, self._path(variant, label))
             if record is not None and record["key"] != text_digest(canonical(current)):
-                why = _why_changed(record["parts"], current)
+                why = why_changed(record["parts"], current)
                 if why is None:  # its parts say it holds, its key says otherwise
                     raise Discarded("its key is not the one its parts give")
                 self.recomputed[(ex, label)] = why
@@ -424,52 +366,3 @@ class Records:
                     np.savez(f, record=text, **members)
         except (OSError, WeanjError, TypeError, ValueError) as e:
             self._notes.append(f"note: could not write the evaluation record {path} ({e})")
-
-    def reuse_line(self) -> str | None:
-        """`evaluations: reused 39 of 62, 23 recomputed (…)` for the whole run (None: no
-        evaluation was asked of the records)."""
-        reused = len(self.reused)
-        total = reused + len(self.recomputed)
-        if not total:
-            return None
-        again = f", {total - reused} recomputed" if total > reused else ""
-        return (
-            f"evaluations: reused {reused} of {total}{again} (weanj check --fresh recomputes "
-            "them all)"
-        )
-
-    def summary(self, example: str) -> tuple[dict[str, str], str | None]:
-        """`({label: "reused" | "recomputed: why"}, one line)` for one example."""
-        out = {
-            label: f"reused (from {when})"
-            for (ex, label), when in self.reused.items()
-            if ex == example
-        }
-        out.update(
-            {
-                label: f"recomputed: {why}"
-                for (ex, label), why in self.recomputed.items()
-                if ex == example
-            }
-        )
-        if not out:
-            return out, None
-        reused = sum(1 for (ex, _) in self.reused if ex == example)
-        changed = {
-            label: why
-            for (ex, label), why in self.recomputed.items()
-            if ex == example and why not in ("no earlier record",)
-        }
-        line = f"  evaluations: reused {reused} of {len(out)}"
-        if reused < len(out):
-            line += f", {len(out) - reused} recomputed"
-        if changed:
-            by_why: dict[str, list[str]] = {}
-            for label, why in changed.items():  # one reason once, however many variants
-                by_why.setdefault(why, []).append(label)
-            shown = "; ".join(
-                f"{', '.join(labels[:4])}{' …' if len(labels) > 4 else ''}: recomputed — {why}"
-                for why, labels in by_why.items()
-            )
-            line += f" ({shown})"
-        return out, line

@@ -54,6 +54,7 @@ from ._evaluate import evaluate as evaluate_variant
 from ._executors import Asked, InProcess
 from ._progress import Progress
 from ._records import Records
+from ._reuse import example_reuse, reuse_line
 from ._session import Session
 
 
@@ -145,25 +146,25 @@ class CheckRun:
         self._finished = False
         keep = self.save if keep is None else keep
         self.records = Records(places, config, fresh=fresh) if live and keep else None
-        self.plans: dict[str, Plan | WeanjError] = {}
-        for cat in self.catalogs:
-            try:
-                if live:
-                    self.plans[cat.name] = read_plan(
-                        cat, places, live=True, dtypes=self.dtypes, devices=self.devices
-                    )
-                else:
-                    found = (lambda inputs, cat=cat: faults(cat, inputs)) if faults else None
-                    self.plans[cat.name] = read_plan(
-                        cat, places, live=False, checks=False, faults=found
-                    )
-            except WeanjError as e:
-                self.plans[cat.name] = e
+        self.plans = {cat.name: self._plan_of(cat, faults) for cat in self.catalogs}
         if live and progress:
             self.stream.listen(self._progress_of(say, verbose))
         for listener in listeners:
             self.stream.listen(listener)
         self._session: Session | None = None
+
+    def _plan_of(self, cat: Catalog, faults: Callable | None) -> Plan | WeanjError:
+        """The example's plan (`read_plan`), or why it cannot be checked; the store run's
+        (`live` False) with the faults its files recorded."""
+        try:
+            if self.live:
+                return read_plan(
+                    cat, self.places, live=True, dtypes=self.dtypes, devices=self.devices
+                )
+            found = (lambda inputs: faults(cat, inputs)) if faults else None
+            return read_plan(cat, self.places, live=False, checks=False, faults=found)
+        except WeanjError as e:
+            return e
 
     def _progress_of(self, say: Callable[[str], None], verbose: bool) -> Progress:
         """The run's progress on stderr (`_progress`); the devices it leaves out (absent
@@ -263,7 +264,7 @@ class CheckRun:
             if self.records is not None:
                 self.records.flush()
                 if self.save:
-                    ej.reuse, line = self.records.summary(cat.name)
+                    ej.reuse, line = example_reuse(self.records, cat.name)
                     if line:
                         ej.notes.append(line)
         self.judgement.examples[cat.name] = ej
@@ -308,7 +309,7 @@ class CheckRun:
         judgement.seconds = time.perf_counter() - self._t0
         if self.records is not None and self.save:
             judgement.notes.extend(self.records.notes)
-            line = self.records.reuse_line()
+            line = reuse_line(self.records)
             if line:
                 judgement.notes.append(line)
         judged = list(judgement)
