@@ -37,7 +37,7 @@ import numpy as np
 import weanj
 from weanj._backends._runtime import runtime_of
 from weanj._io._inputs import from_arrays
-from weanj._pipeline import _measure as measure
+from weanj._pipeline.bench import _measure as measure
 
 EXAMPLE = "05-deposition"
 RATIO_TARGETS = ("jax-scatter", "jax-segment-sum")

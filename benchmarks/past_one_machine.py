@@ -127,8 +127,8 @@ def per_task_costs(workers: int) -> dict:
 
     import weanj
     from weanj._io._inputs import read_inputs
-    from weanj._pipeline._dask import worker_setup
-    from weanj._pipeline._processes import inputs_payload
+    from weanj._pipeline.executors._dask import worker_setup
+    from weanj._pipeline.executors._processes import inputs_payload
     from weanj._places import places
     from weanj._registry import catalogs, project
 

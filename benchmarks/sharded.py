@@ -47,7 +47,7 @@ def plan(example: str, name: str, arrays, K: int) -> dict:
     which would count every device's copy of the whole θ and uobs as its arguments."""
     import weanj
     from weanj._backends._runtime import runtime_of
-    from weanj._pipeline import _measure as measure
+    from weanj._pipeline.bench import _measure as measure
 
     ex, v = weanj.example(example), weanj.variant(example, name)
     args, _ = measure.call_args(ex, arrays, {"K": K}, "float64", None, runtime_of(v))
@@ -65,7 +65,7 @@ def child(args: argparse.Namespace) -> None:
 
     import weanj
     from weanj._backends._devices import using_devices
-    from weanj._pipeline import _measure as measure
+    from weanj._pipeline.bench import _measure as measure
 
     run = _common.Session(args)
     _common.jax_device(run.device)  # no GPU: one line and exit 2, not a traceback

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._pipeline import _measure
+from weanj._pipeline.bench import _measure
 
 from .helpers import PYTHON, subprocess_env
 

@@ -22,7 +22,7 @@ from weanj._cli import main
 from weanj._commands import bench as bench_command
 from weanj._io import _bench as bench_files
 from weanj._io._bench import record_fields
-from weanj._pipeline import _measure
+from weanj._pipeline.bench import _measure
 from weanj._places import places
 
 from .helpers import PYTHON, assert_one_line_error, subprocess_env

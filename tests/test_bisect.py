@@ -430,10 +430,10 @@ def test_bisect_over_the_size_lists_the_sizes_where_all_agree(odd_sizes, capsys)
 
 
 def test_the_minimal_case_is_the_case_fuzz_writes_too(odd_sizes, project, capsys):
-    """bisect's minimal case is `_pipeline._minimal_case.Case`, fuzz's type: made at a
+    """bisect's minimal case is `_pipeline.search._minimal_case.Case`, fuzz's type: made at a
     size by the Sizes generator, written under `results/EX/cases/` byte-identical each
     time, read back from its file, its reproduce commands its own."""
-    from weanj._pipeline._minimal_case import Case, sized_case
+    from weanj._pipeline.search._minimal_case import Case, sized_case
     from weanj._places import places
 
     done = _bisect(ODD, "jax-sum", "jax-mid", over="n", say=lambda s: None)

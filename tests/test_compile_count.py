@@ -18,8 +18,8 @@ import re
 from collections import Counter
 
 from weanj._io import _jax_cache
-from weanj._pipeline._cases import judge_plan, read_plan
-from weanj._pipeline._session import Session
+from weanj._pipeline.engine._cases import judge_plan, read_plan
+from weanj._pipeline.engine._session import Session
 from weanj._places import places
 from weanj._registry import catalog
 

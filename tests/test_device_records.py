@@ -57,7 +57,7 @@ AGAIN_THEN_ELSEWHERE = textwrap.dedent(
     """
     import sys
     from weanj._cli import main
-    from weanj._pipeline import _records
+    from weanj._pipeline.records import _records
 
     print("== again", flush=True)
     main(["check", "--device", "tpu"])
@@ -122,7 +122,7 @@ def test_a_fault_on_a_device_is_never_kept(tmp_path):
     from weanj._io._inputs import read_inputs
     from weanj._judge._contract import Fault
     from weanj._model._verdicts import Verdict
-    from weanj._pipeline._records import Records
+    from weanj._pipeline.records._records import Records
     from weanj._places import Places
     from weanj._project import project_config
 

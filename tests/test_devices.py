@@ -520,7 +520,7 @@ def test_the_api_and_the_project_key_choose_the_device(tmp_path, how):
 def test_the_precision_level_is_measured_at_the_unit_roundoff_of_the_precision_in_effect():
     """bfloat16 keeps 8 significant bits, tensorfloat32 11: their unit roundoffs 2⁻⁸ and
     2⁻¹¹ (half an ulp); a run at full precision has no precision level of its own."""
-    from weanj._pipeline._on_device import precision_eps
+    from weanj._pipeline.evaluation._on_device import precision_eps
 
     tpu = "default (one bfloat16 pass for float32 matmuls on a TPU)"
     gpu = "default (tensorfloat32 passes for float32 matmuls where the GPU has them)"

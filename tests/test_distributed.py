@@ -352,8 +352,8 @@ def test_which_executor(monkeypatch, tmp_path):
     `[tool.weanj] scheduler` an existing one; `--workers 0` in this process whatever the
     project names; both flags at once, or a scheduler that is not text, one line."""
     from weanj._errors import InputError
-    from weanj._pipeline._dask import DaskExecutor
-    from weanj._pipeline._executors import InProcess, executor_for
+    from weanj._pipeline.executors._dask import DaskExecutor
+    from weanj._pipeline.executors._executors import InProcess, executor_for
     from weanj._project import project_config
 
     root = _folder(tmp_path / "p")
@@ -406,7 +406,7 @@ def _weanj_here_within(argv: list[str], seconds: float, meanwhile=lambda: None):
 
     def kill_workers():
         for pid, cmdline in _children(os.getpid()).items():
-            if "weanj._worker" in cmdline:
+            if "weanj._pipeline.executors._worker" in cmdline:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
 
@@ -422,7 +422,7 @@ def test_run_sharded_one_process_killed_is_an_error_naming_it(project):
 
     def kill_process_1():
         for pid, cmdline in _children(os.getpid()).items():
-            if "weanj._worker" in cmdline:
+            if "weanj._pipeline.executors._worker" in cmdline:
                 seen.add(pid)
                 if not killed and cmdline.split()[-3:-2] == ["1"]:
                     os.kill(pid, signal.SIGKILL)

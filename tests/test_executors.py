@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from weanj._pipeline import _executors
-from weanj._pipeline._executors import Remote
+from weanj._pipeline.executors import _executors
+from weanj._pipeline.executors._executors import Remote
 
 from .projects import tiny_project, weanj_here
 
@@ -26,7 +26,7 @@ class ToyEngine(Remote):
     handed: list[str] = []
 
     def evaluate(self, todo, asked, done) -> None:
-        from weanj._pipeline._evaluate import evaluate, label_of
+        from weanj._pipeline.evaluation._evaluate import evaluate, label_of
         from weanj._watch import Watch
 
         for v, inputs, dtype in todo:
@@ -80,7 +80,7 @@ def test_an_address_no_engine_claims_goes_to_the_first(monkeypatch):
     """Dask's own addresses (`tcp://`, `tls://`, a bare `host:port`) and a scheme no engine
     names go to the first engine (Dask); `toy://` to the engine registered for it."""
     pytest.importorskip("distributed")
-    from weanj._pipeline._dask import DaskExecutor
+    from weanj._pipeline.executors._dask import DaskExecutor
 
     monkeypatch.setitem(_executors.ENGINES, "toy", (__name__, ("toy",)))
     for address in ("tcp://127.0.0.1:8786", "tls://127.0.0.1:8786", "127.0.0.1:8786", None):

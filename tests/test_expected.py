@@ -15,8 +15,8 @@ import pytest
 
 import weanj
 from weanj import _registry
-from weanj._pipeline._cases import judge_case, read_plan
-from weanj._pipeline._session import Session
+from weanj._pipeline.engine._cases import judge_case, read_plan
+from weanj._pipeline.engine._session import Session
 from weanj._places import places
 
 from .toy_kernels import random_xy, xy_example

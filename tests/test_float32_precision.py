@@ -20,7 +20,7 @@ import pytest
 
 import weanj
 from weanj import _registry
-from weanj._pipeline._levels import _perturbed, zeros_moved
+from weanj._pipeline.evaluation._levels import _perturbed, zeros_moved
 
 NAME = "91-swing"
 STEPS, DT, A = 352, 0.08, 20.0

@@ -268,7 +268,7 @@ def test_a_loss_no_perturbed_run_moves_gets_more_draws_until_one_does(project):
     level is the largest move (the stand-in's 3e-15, as rounded), or `backward_level`."""
     import weanj
     from weanj._model import Functions, Inputs
-    from weanj._pipeline import _levels
+    from weanj._pipeline.evaluation import _levels
 
     ex = weanj.Example(
         name="97-draws", arrays=("x",), wrt="x", shapes={"x": (3,)}, generate=lambda s: {}
@@ -443,7 +443,7 @@ def test_an_uneven_array_takes_its_entries_levels_from_three_draws(project):
     gradient computed in each; the loss draws stay four either way."""
     import weanj
     from weanj._model import Functions, Inputs
-    from weanj._pipeline import _levels
+    from weanj._pipeline.evaluation import _levels
 
     ex = weanj.Example(
         name="96-uneven", arrays=("x",), wrt="x", shapes={"x": (4,)}, generate=lambda s: {}
@@ -503,7 +503,7 @@ def test_the_jvp_checks_floor_carries_each_entrys_own_level():
     `100·Σ level_i·|dx_i| / Σ|g_i·dx_i|`."""
     import weanj
     from weanj._model import Gradient
-    from weanj._pipeline._gradchecks import _jvp_floor
+    from weanj._pipeline.checks._gradchecks import _jvp_floor
 
     ex = weanj.Example(
         name="95-jvp", arrays=("x",), wrt="x", shapes={"x": (3,)}, generate=lambda s: {}

@@ -1000,7 +1000,7 @@ def one_run_here(project):
     """The example, and the run of it of every front end called in this process: the
     `CheckRun`s each made (watched by wrapping `CheckRun.__init__`), and what each returned
     or printed."""
-    from weanj._pipeline import _run
+    from weanj._pipeline.engine import _run
 
     root = project
     quiet = lambda line: None  # noqa: E731
@@ -1061,7 +1061,7 @@ def _raised(call) -> Exception:
 
 
 def test_every_front_end_judges_through_one_run(one_run):
-    from weanj._pipeline._run import CheckRun
+    from weanj._pipeline.engine._run import CheckRun
 
     for front in ("api", "cli", "diff", "diff_json", "evaluate", "broken", "run"):
         _, runs = one_run[front]
@@ -1080,7 +1080,7 @@ def test_every_front_end_judges_through_one_run(one_run):
     # pytest --weanj: every item judged by the one CheckRun its session made.
     _, observed = one_run["pytest"]
     (made,) = observed["runs"]
-    assert made.startswith("weanj._pipeline._run.CheckRun ")
+    assert made.startswith("weanj._pipeline.engine._run.CheckRun ")
     # each run item carries the x64 configuration its run computed in (DESIGN §2.2): on,
     # as in check (in the user's folder it comes from the environment the tests set)
     from weanj._report._text import x64_lines

@@ -28,7 +28,7 @@ import weanj
 from weanj import _registry, _run_names
 from weanj._cli import main
 from weanj._commands import fuzz as fuzz_command
-from weanj._pipeline import _fuzz_draws, _fuzz_run, _fuzz_search
+from weanj._pipeline.search import _fuzz_draws, _fuzz_run, _fuzz_search
 from weanj._report._fuzz import drawn_text
 
 from .helpers import assert_one_line_error
@@ -585,7 +585,7 @@ def test_a_pair_declared_to_differ_at_kinks_agrees_there(declared_ties, capsys):
 
 def _case(ex, n: int, seed: int = 0, **params):
     from weanj._model import from_arrays
-    from weanj._pipeline._minimal_case import Case
+    from weanj._pipeline.search._minimal_case import Case
 
     inputs = from_arrays(ex, {"x": np.ones(n), "y": np.zeros(n)}, params or None)
     return Case(inputs, seed, n)

@@ -24,7 +24,7 @@ import pytest
 import weanj
 from weanj import _registry
 from weanj._commands import fuzz as fuzz_command
-from weanj._pipeline import _session
+from weanj._pipeline.engine import _session
 
 from .helpers import assert_one_line_error
 
@@ -172,7 +172,7 @@ weanj.jax_variant(heat, "jax-concat", family="heat", loss=explicit_concatenated)
 def _heat_fuzz(root, param: str, monkeypatch):
     """`weanj fuzz 41-heat --seed 2 --max-examples 20` in the user project at `root` (in
     this process, as the user's `weanj` would run it), each judged draw recorded."""
-    from weanj._pipeline import _fuzz_search
+    from weanj._pipeline.search import _fuzz_search
 
     from .projects import as_user_in, write_project
 
@@ -267,9 +267,9 @@ def test_draws_of_one_shape_reuse_the_compiled_programs(project):
     from jax._src import dispatch
 
     from weanj._model import VariantRun
-    from weanj._pipeline._fuzz_search import Budget, judge_draw
-    from weanj._pipeline._minimal_case import sized_case
-    from weanj._pipeline._session import Session
+    from weanj._pipeline.engine._session import Session
+    from weanj._pipeline.search._fuzz_search import Budget, judge_draw
+    from weanj._pipeline.search._minimal_case import sized_case
 
     ex, a, b = two_ports(SHAPES)
     try:

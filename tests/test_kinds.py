@@ -20,7 +20,7 @@ from weanj._errors import DefinitionError
 from weanj._model._expected import CHECKS as EXPECTED_CHECKS
 from weanj._model._expected import DECLARABLE
 from weanj._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
-from weanj._pipeline._gradchecks import CHECKS
+from weanj._pipeline.checks._gradchecks import CHECKS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "python" / "weanj"
 

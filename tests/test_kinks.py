@@ -18,8 +18,8 @@ import pytest
 import weanj
 from weanj import _registry
 from weanj._cli import main
-from weanj._pipeline._cases import judge_case, read_plan
-from weanj._pipeline._session import Session
+from weanj._pipeline.engine._cases import judge_case, read_plan
+from weanj._pipeline.engine._session import Session
 from weanj._places import places
 from weanj._report._text import summary
 

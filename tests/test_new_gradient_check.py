@@ -3,7 +3,7 @@
 
 The test adds, in this process, what a new check is in the code: a `CaseKind` member (here
 `norm`, added to the enum and to `GRADIENT_CHECKS` where modules hold it, as the member
-in `_model/_verdicts.py` would), its entry in `_pipeline._gradchecks.CHECKS`, and its result
+in `_model/_verdicts.py` would), its entry in `_pipeline.checks._gradchecks.CHECKS`, and its result
 type, registered in `_judge._checks.RESULTS`, which holds its rule and its views. The toy
 check: the gradient's 2-norm at most `BOUND`. Then `weanj.check()` runs it on a small
 example: the terminal's text shows its column, its cells and its failure line, the JSON
@@ -29,7 +29,7 @@ from weanj._judge import _verdict as judge
 from weanj._judge._checks import RESULTS, check_result, finite, num
 from weanj._model import _verdicts
 from weanj._model._verdicts import CaseKind, Verdict
-from weanj._pipeline._gradchecks import CHECKS, GradientCheck
+from weanj._pipeline.checks._gradchecks import CHECKS, GradientCheck
 
 from .toy_kernels import random_xy, xy_example
 

@@ -200,7 +200,7 @@ def key_parts(project, monkeypatch):
     """`(parts, variant, inputs)`: the key of 22-two's jax-c, computed in this process as a
     fresh check would (the project's modules imported as the registry imports them)."""
     from weanj import _registry
-    from weanj._pipeline._records import Records
+    from weanj._pipeline.records._records import Records
     from weanj._places import Places
     from weanj._project import project_config
     from weanj._registry import _loading
@@ -222,7 +222,7 @@ def key_parts(project, monkeypatch):
 
 
 def test_the_key_holds_inputs_parameters_dtype_and_versions(key_parts, monkeypatch):
-    from weanj._pipeline import _record_key
+    from weanj._pipeline.records import _record_key
 
     records, v, inputs = key_parts
     base = records.parts(v, inputs, "float64")

@@ -255,7 +255,7 @@ def test_the_replay_command_names_the_runs_and_the_dtype(coarse):
     """An unseeded run's replay line: its pairs by their runs' names, or the `--dtype` and
     `--device` of the default pairs; each line parses as the command line it is."""
     from weanj._cli._parser import parse
-    from weanj._pipeline._fuzz_draws import replay_command
+    from weanj._pipeline.search._fuzz_draws import replay_command
     from weanj._run_names import chosen_pairs
 
     cat = _registry.catalog(EX)

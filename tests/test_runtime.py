@@ -24,7 +24,13 @@ PACKAGE = Path(weanj.__file__).resolve().parent
 
 # docs/DESIGN.md §3.6: the modules outside _backends/ and examples/ that import JAX, each
 # for the reason given there
-JAX_OUTSIDE_BACKENDS = {"_x64.py", "_environment.py", "_interrupts.py", "_io/_jax_cache.py"}
+JAX_OUTSIDE_BACKENDS = {
+    "_x64.py",
+    "_environment.py",
+    "_interrupts.py",
+    "_io/_jax_cache.py",
+    "_pipeline/executors/_jax_processes.py",  # the jax.distributed executor's process
+}
 
 
 def _imports_jax(path: Path) -> bool:

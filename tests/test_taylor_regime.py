@@ -1,4 +1,4 @@
-"""The Taylor test's regime, estimated (issue 60, item 2; `_pipeline/_taylor_walk.py`):
+"""The Taylor test's regime, estimated (issue 60, item 2; `_pipeline/checks/_taylor_walk.py`):
 it decides as the walk of every step decided, in a few losses.
 
 The walk (halving from h0 until three remainders in a row are at rounding level, then the
@@ -20,7 +20,7 @@ import pytest
 
 import weanj
 from weanj import _registry
-from weanj._pipeline._taylor_walk import Floor, Grid, one_direction, walk
+from weanj._pipeline.checks._taylor_walk import Floor, Grid, one_direction, walk
 
 
 def _verdict(d, rate=1.8) -> str:

@@ -182,7 +182,7 @@ def test_the_heartbeat_while_a_call_lasts(clock):
 def test_check_prints_the_heartbeat_of_a_long_compile(project, capsys, monkeypatch):
     """A compile heard from after 0.3 s: it lasts until its first beat was printed (it
     used to last 1.2 s, and a busy machine could starve the beat)."""
-    from weanj._pipeline import _session
+    from weanj._pipeline.engine import _session
 
     beat = threading.Event()
 
@@ -234,7 +234,7 @@ def test_the_projects_time_limit_and_the_command_lines(tmp_path, monkeypatch):
     from weanj import _arguments as arg
     from weanj._cli._parser import UsageError, parse
     from weanj._errors import InputError, ProjectError
-    from weanj._pipeline._run import evaluation_run
+    from weanj._pipeline.engine._run import evaluation_run
     from weanj._places import Places
     from weanj._project import DEFAULT_TIMEOUT, project_config, time_limit
 

@@ -82,11 +82,11 @@ from ._model import Param as Param  # noqa: E402
 from ._model import Sizes as Sizes  # noqa: E402
 from ._model import TaylorPolicy as TaylorPolicy  # noqa: E402
 from ._model import Variant as Variant  # noqa: E402
-from ._pipeline._measure import time_median as time_median  # noqa: E402
+from ._pipeline.bench._measure import time_median as time_median  # noqa: E402
 
 # Gradient checks for any function (jvp_check, which pushes a JAX function forward, above)
-from ._pipeline._remainders import fd_check as fd_check  # noqa: E402
-from ._pipeline._remainders import taylor_test as taylor_test  # noqa: E402
+from ._pipeline.checks._remainders import fd_check as fd_check  # noqa: E402
+from ._pipeline.checks._remainders import taylor_test as taylor_test  # noqa: E402
 
 # The project and its tables
 from ._project import project_config as project_config  # noqa: E402

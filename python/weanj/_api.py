@@ -27,7 +27,7 @@ from ._model import (
     Variant,
     shown,
 )
-from ._pipeline._run import evaluation_run
+from ._pipeline.engine._run import evaluation_run
 from ._places import places
 from ._registry import example as example_named
 from ._registry import find_variant

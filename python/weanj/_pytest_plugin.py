@@ -2,7 +2,7 @@
 
 Registered through the `pytest11` entry point, so installing weanj is enough: in a
 project with `[tool.weanj]`, `pytest --weanj` collects one item per case of the case
-table (`_pipeline._cases`: each variant's run, same-family pairs per gradient array,
+table (`_pipeline.engine._cases`: each variant's run, same-family pairs per gradient array,
 each float32 run against its own float64 run, the Taylor and jvp checks, every
 recorded or other file of the store), with the case ids
 (`02-gauss-seidel::lex::jax-lex~jax-wavefront`), and needs no test code of its own. Each
@@ -153,10 +153,10 @@ def _fuzz_pair(catalog, a, b, draws: int) -> str | None:
     `weanj fuzz` command that replays it."""
     from hypothesis.configuration import set_hypothesis_home_dir
 
-    from ._pipeline._cases import fuzz_id
-    from ._pipeline._fuzz_draws import pair_seed, replay_command
-    from ._pipeline._fuzz_run import run_fuzz
-    from ._pipeline._session import Session
+    from ._pipeline.engine._cases import fuzz_id
+    from ._pipeline.engine._session import Session
+    from ._pipeline.search._fuzz_draws import pair_seed, replay_command
+    from ._pipeline.search._fuzz_run import run_fuzz
     from ._places import places
     from ._report._fuzz import report_lines
 
@@ -281,7 +281,7 @@ def weanj_items(run, session, *, draws: int = 0) -> list:
             if not case.info:  # across families: information, not a test
                 items.append(_item(WeanjItem, session, case.id, plan=plan, case=case))
         if draws:
-            from ._pipeline._fuzz_draws import fuzz_cases
+            from ._pipeline.search._fuzz_draws import fuzz_cases
 
             for case_id, a, b in fuzz_cases(plan.catalog, plan.inputs):
                 items.append(
@@ -313,7 +313,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     run = config.stash.get(_RUN, None) if config.getoption("weanj", default=False) else None
     if run is None:
         return
-    from ._pipeline._coverage import run_coverage
+    from ._pipeline.engine._coverage import run_coverage
     from ._report._lines import coverage_text, not_run_text
 
     covered, missing = run_coverage(run)

@@ -1,7 +1,7 @@
 """`weanj.save_gradient`: a gradient a notebook computed, saved with its provenance
 (the seed notebook's call), held to the store's rules: whatever the store would refuse on
 reading is refused here, in one line, and the one writer of gradient files
-(`_pipeline/_store_writes.save_gradient`) writes it."""
+(`_pipeline/records/_store_writes.save_gradient`) writes it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ._errors import InputError, InputFileError
 from ._io import _inputs
 from ._io._gradient_files import _SHA256
 from ._model import Example, Gradient, check_dtype, provenance_key, shown
-from ._pipeline._store_writes import save_gradient as write_gradient
+from ._pipeline.records._store_writes import save_gradient as write_gradient
 from ._places import Places, places
 from ._registry import example as example_named
 from ._registry import find_variant

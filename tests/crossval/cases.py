@@ -3,7 +3,7 @@
 Every test is parametrised from the registry, so a variant added to an example module is
 cross-validated without touching these tests: the same-family pairs per gradient array,
 the float32 pairs, the Taylor and jvp checks and the recorded references come from
-`weanj._pipeline._cases` itself (the table `pytest --weanj` and `weanj check` iterate) and
+`weanj._pipeline.engine._cases` itself (the table `pytest --weanj` and `weanj check` iterate) and
 are answered by its one judge, through the run `pytest --weanj` itself makes
 (`weanj._pytest_plugin.weanj_run`: the same `CheckRun`, its plans and its `judge_case`),
 and each example's independent reference (`reference_<stem>.py`, plain Python loops of
@@ -33,7 +33,7 @@ import weanj
 from weanj._judge._contract import Fault
 from weanj._judge._policy import tolerance
 from weanj._judge._verdict import CaseJudgement, Verdict
-from weanj._pipeline import _cases
+from weanj._pipeline.engine import _cases
 from weanj._pytest_plugin import weanj_run
 from weanj._registry import catalogs, find_variant  # the registry entry, available or not
 from weanj._report._text import message

@@ -22,9 +22,9 @@ import weanj
 from weanj._judge._taylor import random_direction
 from weanj._judge._verdict import Verdict, judge_taylor
 from weanj._model import from_arrays
-from weanj._pipeline._cases import build_plan, judge_case
-from weanj._pipeline._remainders import taylor
-from weanj._pipeline._session import Session
+from weanj._pipeline.checks._remainders import taylor
+from weanj._pipeline.engine._cases import build_plan, judge_case
+from weanj._pipeline.engine._session import Session
 from weanj._registry import catalog, unregister_example
 from weanj._report._text import message
 

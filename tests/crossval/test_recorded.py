@@ -20,8 +20,8 @@ import pytest
 
 import weanj
 from weanj._judge._verdict import Verdict
-from weanj._pipeline._cases import judge_case, read_plan, subject_outcome
-from weanj._pipeline._session import Session
+from weanj._pipeline.engine._cases import judge_case, read_plan, subject_outcome
+from weanj._pipeline.engine._session import Session
 from weanj._places import places
 from weanj._registry import catalog
 from weanj._report._text import message

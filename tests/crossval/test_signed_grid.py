@@ -354,7 +354,7 @@ def test_weanj_fuzz_passes_the_declared_pair_and_counts_its_draws(project):
     the declaration's elements are none."""
     needs_fma()
     from weanj._commands import fuzz as fuzz_command
-    from weanj._pipeline import _fuzz_search
+    from weanj._pipeline.search import _fuzz_search
     from weanj._registry import catalog
     from weanj.examples import signed_grid
 

@@ -26,7 +26,7 @@ A loss JAX cannot push forward (a `custom_vjp` inside, a primitive without a JVP
 cannot be lowered so; its runs then go to a reverse-mode program built the same way
 (`reverse`: `jax.vjp`, the gradient in a `lax.cond`), and its `jvp` raises the first
 error, which the jvp check names before it borrows a family member's forward mode
-(`_pipeline._gradchecks.jvp_judgement`). A backend with no forward mode of its own
+(`_pipeline.checks._gradchecks.jvp_judgement`). A backend with no forward mode of its own
 (Enzyme-JAX's variants) has that reverse-mode program from the start: Enzyme's reverse
 pass (one `ReverseModeCombined` call) sits in the `lax.cond`, so its loss-only calls cost
 Enzyme's forward alone. Before any evaluation in this process (its numbers came from a
@@ -34,7 +34,7 @@ record) the variant's `loss` program serves the loss-only calls: a loss compiles
 time than the program that would also hold the gradient.
 
 Only weanj's checks call these functions (`Functions.checking`, chosen by
-`_pipeline._evaluate.for_checks`); `loss`, `grad` and `jvp` called directly stay the
+`_pipeline.evaluation._evaluate.for_checks`); `loss`, `grad` and `jvp` called directly stay the
 variant's own programs, and a float32 run calls its `value_and_grad` program alone.
 """
 

@@ -2,13 +2,13 @@
 against any parameter or symbolic dimension.
 
 The seed notebook's sweep, for any example and variant of the registry. Which variants
-run here comes from the case table (`_pipeline._cases`: unavailable or excluded ones are
+run here comes from the case table (`_pipeline.engine._cases`: unavailable or excluded ones are
 skipped saying why); the points of each: the sizes (inputs from the example's seeded
 `Sizes.generate`, e.g. the grid size n), then, at the middle size, a timed sweep `over` a
 parameter or a dimension (`--over T 10 20 40`) and a compiled-only one of scratch memory
 (`--memory-over`, by default the example's `Param.sweep`). Each point records the first
 gradient call (compilation plus one evaluation), the median forward and gradient times
-and XLA's scratch memory of the compiled gradient (`_pipeline._measure`); a Julia
+and XLA's scratch memory of the compiled gradient (`_pipeline.bench._measure`); a Julia
 variant's times are round trips through its worker, and the times measured inside Julia
 are recorded beside them (`timed_inside`); a variant's size
 sweep stops once its gradient takes longer than the budget. Sizes whose inputs would not
@@ -17,7 +17,8 @@ or returns what the variant contract refuses) is that variant's `error`, said in
 its series is not measured, the others are, and the command exits 1.
 
 Records go to `results/<example>/bench/<backend>-<device>.json`, one file per backend,
-merged by `_io._bench.merge`. A point is measured, recorded and said by `_pipeline._bench_point`.
+merged by `_io._bench.merge`. A point is measured, recorded and said by
+`_pipeline.bench._bench_point`.
 """
 
 from __future__ import annotations
@@ -35,16 +36,16 @@ from .._io import _bench, _inputs, _jax_cache
 from .._judge._contract import Breach
 from .._judge._platform import platform_limit, unavailable_on
 from .._model import Catalog, Example, Inputs, Variant, check_dtype
-from .._pipeline import _bench_point
-from .._pipeline._bench_plan import (
+from .._pipeline.bench import _bench_point
+from .._pipeline.bench._bench_plan import (
     DEFAULT,
     DEFAULT_BUDGET_S,
     BenchPoint,
     bench_points,
     checked_options,
 )
-from .._pipeline._cases import build_plan
-from .._pipeline._evaluate import first_line
+from .._pipeline.engine._cases import build_plan
+from .._pipeline.evaluation._evaluate import first_line
 from .._places import places
 from .._project import time_limit
 from .._report._bench_table import markdown_table as markdown_table

@@ -6,7 +6,7 @@ variant's float32 run against its own float64 run, as `weanj check` pairs them; 
 --dtype float32` two ports in float32; `A B@tpu` (or `--device tpu`) B on the device. A
 pair "agrees" exactly when the one judge says `ok` (or `kinks`, for a pair declared with
 `weanj.differ_at_kinks`) on every gradient array, as `weanj check` judges it
-(`_pipeline._cases.judge_pair_on`, with the same case ids); a variant at fault on some
+(`_pipeline.engine._cases.judge_pair_on`, with the same case ids); a variant at fault on some
 input parts ways there. A pair declared to differ (`weanj.Expected`) is said to be so,
 with the reason, and "parts ways" where it differs beyond its declaration: elsewhere than
 declared, by more than the bound, or with another verdict
@@ -26,7 +26,7 @@ where the declared difference does not show, it is taken to agree.
    (`Sizes.candidates`); once a size fails, every size between the largest agreeing one
    and it is tried, so the answer is the smallest failing size, and "agree at every size
    tried" lists the sizes tried.
-3. The minimal case (`_pipeline._minimal_case.Case`, the one fuzz writes too) is written
+3. The minimal case (`_pipeline.search._minimal_case.Case`, the one fuzz writes too) is written
    as an inputs file, `results/EX/cases/`, with the commands that reproduce it (`weanj
    bisect EX A B --inputs CASE` judges the pair on it alone).
 
@@ -46,9 +46,9 @@ from .._errors import InputError, WeanjError
 from .._io import _inputs, _jax_cache
 from .._judge._verdict import Verdict
 from .._model import Catalog, Example, Inputs, Param, VariantRun
-from .._pipeline._cases import PairOutcome, judge_pair_on
-from .._pipeline._minimal_case import Case, declared_line, sized_case
-from .._pipeline._session import Session
+from .._pipeline.engine._cases import PairOutcome, judge_pair_on
+from .._pipeline.engine._session import Session
+from .._pipeline.search._minimal_case import Case, declared_line, sized_case
 from .._places import places
 from .._project import time_limit
 from .._report._lines import ranges_text

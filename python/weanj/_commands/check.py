@@ -6,7 +6,7 @@ the recorded references and the other files of the store.
 An example whose inputs cannot be read is not judged (the others are): the command then
 exits 2, having printed the others' verdicts.
 
-The run itself is `_pipeline._run.CheckRun`; this module resolves the names (examples,
+The run itself is `_pipeline.engine._run.CheckRun`; this module resolves the names (examples,
 variants, `--dtype`, the executor) and hands it the `Judgement` and the writer of
 `check.json` (`check_run`, which `pytest --weanj` uses too).
 """
@@ -21,9 +21,9 @@ from .._errors import InputError, WeanjError, say
 from .._judge._events import Listener
 from .._judge._judgement import Judgement as JudgementData
 from .._model import DTYPES, Catalog
-from .._pipeline._executors import executor_for
-from .._pipeline._run import CheckRun
-from .._pipeline._store_writes import StoreWrites
+from .._pipeline.engine._run import CheckRun
+from .._pipeline.executors._executors import executor_for
+from .._pipeline.records._store_writes import StoreWrites
 from .._places import places
 from .._registry import catalogs, project
 from .._report._judgement import Judgement, Kept

@@ -7,7 +7,7 @@ only when told to (`--yes`, `yes=True`, or `CI=true` in the environment): the gr
 files a weanj evaluation wrote for a variant no longer registered and its evaluation
 records, and, for an example no longer registered, those and its `check.json`, then the
 folders that leaves empty. A file goes only if it carries weanj's mark naming that
-example (and variant), where weanj writes it (`_pipeline._stale`): committed references
+example (and variant), where weanj writes it (`_pipeline.records._stale`): committed references
 (`recorded/`), benchmark records, cases, pictures, a user's own files (a gradient saved
 with `weanj.save_gradient`, any file weanj did not write) and copies of an example's
 folder are never removed.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .._errors import say
 from .._model import Catalog
-from .._pipeline._stale import remove, stale_results
+from .._pipeline.records._stale import remove, stale_results
 from .._places import places
 
 

@@ -16,7 +16,7 @@ from .._errors import InputError
 from .._judge._contract import Fault
 from .._judge._verdict import ExampleJudgement
 from .._model._verdicts import FAULTS, GRADIENT_CHECKS, CaseKind, Verdict
-from .._pipeline._run import CheckRun
+from .._pipeline.engine._run import CheckRun
 from .._places import places
 from .._registry import catalogs
 from .._report._judgement import Judgement, Kept

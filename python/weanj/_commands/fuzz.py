@@ -4,10 +4,10 @@ testing of same-family pairs on drawn inputs, with shrinking (Hypothesis).
 The command is the front end: it resolves what to search, says what is drawn and with
 which seed, runs the search engine and prints its report. The engine is the pipeline's,
 as Hypothesis keeps its engine apart from every front end: what is drawn in
-`_pipeline._fuzz_draws` (the first draws, Hypothesis's draws over `Param.search_range`,
+`_pipeline.search._fuzz_draws` (the first draws, Hypothesis's draws over `Param.search_range`,
 the seed); judging a draw within the time and one Hypothesis run in
-`_pipeline._fuzz_search`; the run, the shrinking's bookkeeping and the smallest case in
-`_pipeline._fuzz_run`; the report's text in `_report._fuzz`. `pytest --weanj-fuzz` uses
+`_pipeline.search._fuzz_search`; the run, the shrinking's bookkeeping and the smallest case in
+`_pipeline.search._fuzz_run`; the report's text in `_report._fuzz`. `pytest --weanj-fuzz` uses
 the same engine and report (`_pytest_plugin`), not this command.
 
 fuzz starts where `weanj check` stands: the pairs are the case table's (`Plan.
@@ -39,16 +39,16 @@ from .._backends._placement import present
 from .._errors import InputError, UnavailableError, WeanjError
 from .._io import _inputs, _jax_cache
 from .._model import DTYPES, Catalog, VariantRun
-from .._pipeline._fuzz_draws import (
+from .._pipeline.engine._session import Session
+from .._pipeline.search._fuzz_draws import (
     MAX_EXAMPLES,
     SEEDS,
     drawn_seed,
     fuzz_pairs,
     replay_command,
 )
-from .._pipeline._fuzz_run import Fuzzed, run_fuzz
-from .._pipeline._minimal_case import declared_line
-from .._pipeline._session import Session
+from .._pipeline.search._fuzz_run import Fuzzed, run_fuzz
+from .._pipeline.search._minimal_case import declared_line
 from .._places import Places, places
 from .._project import time_limit
 from .._report._fuzz import drawn_text, report_lines

@@ -19,9 +19,9 @@ from .._io import _inputs, _store
 from .._judge._contract import Fault
 from .._model import Example, Gradient, Inputs, Variant, check_dtype
 from .._model._verdicts import Verdict
-from .._pipeline._run import evaluation_run
-from .._pipeline._store_writes import apart_note, differences, save_gradient
-from .._pipeline._store_writes import outside_store_path as default_path
+from .._pipeline.engine._run import evaluation_run
+from .._pipeline.records._store_writes import apart_note, differences, save_gradient
+from .._pipeline.records._store_writes import outside_store_path as default_path
 from .._places import Places, places
 
 __all__ = ["Run", "apart_note", "default_path", "differences", "run"]

@@ -2,7 +2,7 @@
 (docs/DESIGN.md §9): one protocol that each check's result type keeps, and the registry of
 those types by name.
 
-A check (`_pipeline._gradchecks.CHECKS`) names the class of the numbers it collects
+A check (`_pipeline.checks._gradchecks.CHECKS`) names the class of the numbers it collects
 (`TaylorResult` in `_taylor`, `DirectionalResult` in `_directional`); that class says
 everything that is particular to the check, so that the judge, the serialisation and the
 views handle every check alike and none of them branches on one:

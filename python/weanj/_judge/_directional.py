@@ -1,7 +1,7 @@
 """The numbers of the forward-vs-reverse check (the jvp check, docs/DESIGN.md, "Gradient
 checks") and the rule that reads them: `jvp(L)(x; dx)` against `⟨g, dx⟩`, exact up to
 rounding and independent of any step; running the losses is the execution layer's
-(`_pipeline._gradchecks`).
+(`_pipeline.checks._gradchecks`).
 
 `DirectionalResult` keeps the protocol of `_checks` (its verdict, its record, its text,
 its cell, its JSON) and is registered there by name, so no view branches on a check.
@@ -36,7 +36,7 @@ class DirectionalResult:
     scale: float  # Σ |g_i|·|dx_i|: the size of the terms of ⟨g, dx⟩
     tolerance: float
     # the arrays pushed forward together (each direction divided by its array's scale, so
-    # that `scale` is 1: `_pipeline._gradchecks`), () for this array alone
+    # that `scale` is 1: `_pipeline.checks._gradchecks`), () for this array alone
     shared: tuple[str, ...] = ()
 
     @property

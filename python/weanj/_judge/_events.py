@@ -1,7 +1,7 @@
 """The stream of a check: one event per thing done, in the order it is done (docs/DESIGN.md,
 "One stream of events").
 
-A run (`_pipeline._run.CheckRun`) emits these, and every front end is a listener of them:
+A run (`_pipeline.engine._run.CheckRun`) emits these, and every front end is a listener of them:
 the progress on stderr, the terminal's text, `--format jsonl`, `check.json`, the store
 writes, the notebook's `Judgement` and the pytest plugin. None drives the run, none
 re-implements its iteration (pytest's reporters and `report_log.py` are the model).

@@ -6,12 +6,12 @@ Variants of one family agree when `|ΔL| ≤ max(loss·|L_ref|, F_L)` and
 of mixed dtypes is judged by the coarser one; a tolerance the example declares for the
 family (`Example.tolerance`, `family_tolerance`) raises `loss` and `grad`. The floors `F`
 estimate the rounding error of the computations, not a constant: `NOISE_MULTIPLE` times the
-larger rounding level of the two runs (`Gradient.noise`, measured by `_pipeline._evaluate`:
-for the loss, the largest of how far it moved under several random-sign one-ulp
-perturbations of the inputs and ε·Σ|x_i·∂L/∂x_i|, what a backward-stable computation's
-rounding can move it; for each gradient array, the median move of its entries; for each
-entry, its own move, `Gradient.noise_entries`), each scaled from its run's dtype to the
-judged one (a float64 run's level times ε32/ε64 in a float32 pair).
+larger rounding level of the two runs (`Gradient.noise`, measured by
+`_pipeline.evaluation._levels`: for the loss, the largest of how far it moved under several
+random-sign one-ulp perturbations of the inputs and ε·Σ|x_i·∂L/∂x_i|, what a backward-stable
+computation's rounding can move it; for each gradient array, the median move of its entries;
+for each entry, its own move, `Gradient.noise_entries`), each scaled from its run's dtype to
+the judged one (a float64 run's level times ε32/ε64 in a float32 pair).
 """
 
 from __future__ import annotations

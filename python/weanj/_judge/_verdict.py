@@ -36,7 +36,7 @@ from ._policy import declared_between, entry_floor_of, floor_of
 from ._taylor import TaylorResult
 
 # How the evidence of a float32 run that differs from its float64 run as float32's own
-# rounding does begins (`_pipeline._evidence`; the views show such a run's digits).
+# rounding does begins (`_pipeline.engine._evidence`; the views show such a run's digits).
 PRECISION = "float32 keeps"
 
 

@@ -122,14 +122,14 @@ DECLARABLE = tuple(v for v in Verdict if v.declarable)
 
 
 class CaseKind(str, enum.Enum):
-    """A kind of case of the case table (`_pipeline._cases`), defined once. Each member:
+    """A kind of case of the case table (`_pipeline.engine._cases`), defined once. Each member:
     (name, the column header views give it, whether it is a variant's own gradient check).
 
     The gradient checks (`GRADIENT_CHECKS`, in the order views show them) are the members
     with `check` set: a new gradient check is a member here, its result type with its rule
     and views in a module of `_judge` (as `_taylor`, `_directional`; registered in
     `_judge._checks.RESULTS`), and its evaluation with its record's policy in
-    `_pipeline._gradchecks.CHECKS` (one `GradientCheck` per member); the case table, the
+    `_pipeline.checks._gradchecks.CHECKS` (one `GradientCheck` per member); the case table, the
     records, the workers, `weanj.Expected` and the views iterate over `GRADIENT_CHECKS`.
     """
 

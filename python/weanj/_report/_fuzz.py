@@ -1,7 +1,7 @@
 """`weanj fuzz`'s report as text: what is drawn (the header), each finding with its case
 file and reproducing commands, and the summary line. The command prints it and
 `pytest --weanj-fuzz` fails an item with it; both hand in the engine's `Fuzzed`
-(`_pipeline._fuzz_run`), read here by its fields alone (this layer stands beside the
+(`_pipeline.search._fuzz_run`), read here by its fields alone (this layer stands beside the
 pipeline, not above it)."""
 
 from __future__ import annotations

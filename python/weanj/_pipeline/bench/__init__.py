@@ -1,0 +1,1 @@
+"""`weanj bench`: its plan (the points), one point measured, and the timer."""

@@ -1,0 +1,394 @@
+"""The gradient checks of a variant, run and judged: the Taylor remainder test, forward
+against reverse and central differences (docs/DESIGN.md, "Gradient checks"; their
+numerics for any function are `_remainders`).
+
+`CHECKS` is the one table of the case table's gradient checks (`GRADIENT_CHECKS`, the
+`CaseKind` members with `is_check`): per check, how a variant's gradient is checked and
+judged, the policy numbers its evaluation record is keyed on, what its record's numbers
+must be, and the class of those numbers (its `result`: a type registered in
+`_judge._checks.RESULTS`, which holds the check's rule, its record, its place in
+`check.json` and its views: its summary, its cell, its JSON, its picture). The case table,
+the workers, the records, `check.json` and every view dispatch through it; none names a
+check.
+
+These call the variant's loss through the session's watch, each check a phase of its
+heartbeat that says where it is ("taylor test of u0, direction 1 of 2, step 3");
+`weanj.jvp_check`, which pushes any JAX function forward, is the JAX backend's
+(`_backends._jax`). The numbers they collect are judged by the rules of `_judge`
+(`TaylorResult.judge`, `DirectionalResult.judge`, through `judge_check`), the same for
+every kernel and every front end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._judge import _verdict as judge
+from ..._judge._directional import OWN_JVP_TOLERANCE, DirectionalResult, jvp_direction
+from ..._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance, entry_levels
+from ..._judge._taylor import TaylorResult, inner
+from ..._model import Catalog, Example, Gradient, Inputs
+from ..._model._verdicts import CaseKind, Verdict
+from ..engine._donors import pushed
+from ..evaluation._levels import backward_level
+from ._remainders import counted, fd_check, taylor_shared
+
+# --- the checks of one variant's gradient, as judgements -------------------------------------
+
+
+def _recorded(session, g: Gradient, kind: CaseKind, array: str) -> dict | None:
+    records = getattr(session, "records", None)
+    return None if records is None else records.recall_check(g.of, g.dtype, kind, array)
+
+
+def _keep(session, g: Gradient, kind: CaseKind, array: str, numbers: dict) -> None:
+    records = getattr(session, "records", None)
+    if records is not None:
+        records.keep_check(g.of, g.dtype, kind, array, numbers)
+
+
+def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str, **what: Any):
+    """The Taylor test of `g`'s `array` (the example's policy, inside its kink mask); from
+    an evaluation record's numbers where the evaluation was reused (the judge decides
+    afresh). The arrays of one run share their directions (`_shared_taylor`) where every
+    one passes; where one does not, each array is tested alone, so the failure is its own."""
+    recorded = _recorded(session, g, CaseKind.TAYLOR, array)
+    if recorded is not None:
+        result = TaylorResult.from_json(recorded["result"])
+        j = judge.judge_check(case, CaseKind.TAYLOR, result, **what)
+        j.info.update(recorded.get("info", {}))
+        if _with_fd(session, inputs, g, array, j):
+            _keep(
+                session, g, CaseKind.TAYLOR, array, {"result": recorded["result"], "info": j.info}
+            )
+        return j
+    ex = inputs.example
+    with session.phase(f"{ex.name} {g.variant}: taylor test of {array}"):
+        result = _taylor_results(session, inputs, g)[array]
+    j = judge.judge_check(case, CaseKind.TAYLOR, result, **what)
+    if result.left_out:
+        j.info["masked"] = {"left_out": result.left_out, "size": result.size, "why": ex.fd.why}
+    _with_fd(session, inputs, g, array, j)
+    _keep(session, g, CaseKind.TAYLOR, array, {"result": result.to_json(), "info": j.info})
+    return j
+
+
+def _with_fd(session, inputs: Inputs, g: Gradient, array: str, j) -> bool:
+    """Central differences beside a check that is not ok, or where asked (`Session.fd`),
+    as information (`fd_information`); **Returns** whether they were added now."""
+    failed = j.verdict.failing and j.verdict != Verdict.TIMEOUT  # its numbers say not ok
+    if "fd" in j.info or not (getattr(session, "fd", False) or failed):
+        return False
+    if g.of is None or g.of.unavailable_reason() is not None:
+        return False
+    j.info["fd"] = fd_information(session, inputs, g, array)
+    return True
+
+
+def _taylor_results(session, inputs: Inputs, g: Gradient) -> dict[str, TaylorResult]:
+    """Every wrt array's Taylor result for one run, computed once per session: the arrays
+    whose policies agree share their directions; where a shared result does not pass,
+    each of those arrays is tested alone (the attribution, counted apart)."""
+
+    def compute() -> dict[str, TaylorResult]:
+        masks = session.masks(inputs.example, inputs)
+        results: dict[str, TaylorResult] = {}
+        for arrays in groups(inputs.example):
+            found = _taylor_of(session, inputs, g, arrays, masks, "taylor")
+            if len(arrays) > 1 and not all(r.passes for r in found.values()):
+                for array in arrays:
+                    found.update(_taylor_of(session, inputs, g, (array,), masks, "attribution"))
+            results.update(found)
+        return results
+
+    return session.once(("taylor", id(g)), compute)
+
+
+def groups(ex: Example) -> list[tuple[str, ...]]:
+    """The wrt arrays in groups that can share directions: the same number of directions,
+    rate bound and most steps (h0 and seed stay each array's own)."""
+    groups: dict[tuple, list[str]] = {}
+    for name in ex.wrt_names:
+        p = ex.taylor_for(name)
+        groups.setdefault((p.directions, p.rate, p.max_steps), []).append(name)
+    return [tuple(names) for names in groups.values()]
+
+
+def _taylor_of(session, inputs, g, arrays, masks, phase) -> dict[str, TaylorResult]:
+    """The Taylor test of `arrays` of `g` (together where several), its losses counted
+    under `phase`; its rounding floor the free one (`backward_level`) until a direction
+    needs the loss's measured level (`Session.levels`, an escalation)."""
+    ex = inputs.example
+    spent = counted_into(g, phase)
+    loss = session.loss_of(g.of, inputs, arrays, spent)
+    xs = {a: inputs.run_arrays("float64")[a] for a in arrays}
+    keep = {a: (None if masks[a].all() else masks[a]) for a in arrays}
+
+    def escalate() -> float:
+        session.levels(g)
+        return float(g.noise.get("loss", 0.0))
+
+    free = backward_level(inputs, g.gradients, "float64")
+    floor = float(g.noise["loss"]) if "loss" in g.noise else free
+    return taylor_shared(
+        loss,
+        xs,
+        {a: g.gradients[a] for a in arrays},
+        {a: ex.taylor_for(a) for a in arrays},
+        keep,
+        floor=floor,
+        escalate=None if g.levels_measured else escalate,
+        progress=session.step,
+    )
+
+
+def counted_into(g: Gradient, phase: str):
+    """`spent(forward, backward)` counting into `g.cost` under `phase`."""
+    return lambda forward, backward: g.cost.add(phase, forward, backward)
+
+
+def fd_information(session, inputs: Inputs, g: Gradient, array: str) -> dict:
+    """Central differences of `g`'s `array` under the example's `FDPolicy`, inside its
+    kink mask, as information beside a check that is not ok (or where asked: `--fd`);
+    computed once per session, its losses counted under `fd`."""
+
+    def compute() -> dict:
+        ex = inputs.example
+        mask = session.masks(ex, inputs)[array]
+        fd = ex.fd
+        loss = session.loss_along(g.of, inputs, array, counted_into(g, "fd"))
+        x = inputs.run_arrays("float64")[array]
+        with session.phase(f"{ex.name} {g.variant}: escalated: central differences of {array}"):
+            each = counted(loss, session.step, f"loss {{}} of {2 * fd.directions}")
+            keep = None if mask.all() else mask
+            error = fd_check(each, x, g.gradients[array], n=fd.directions, h=fd.step, mask=keep)
+        return {"error": error, "step": fd.step, "threshold": fd.threshold}
+
+    return session.once(("fd", id(g), array), compute)
+
+
+def _declared(g: Gradient) -> float:
+    """The tolerance the example declares for `g`'s family (its `grad`), else 0."""
+    declared = g.example.declared_tolerance(g.family)
+    return declared.grad if isinstance(declared, Tolerance) else 0.0
+
+
+def _jvp_floor(g: Gradient, array: str, dx: np.ndarray, scale: float) -> float:
+    """The relative tolerance below which forward and reverse mode cannot be told apart:
+    the gradient's rounding level (`Gradient.noise`, as the pairs' floor; each entry's own
+    where larger, `entry_levels`) carried along `dx`, `NOISE_MULTIPLE·Σ level_i·|dx_i| /
+    Σ|g_i dx_i|`; and a tolerance the example declares for the family (its `grad`)."""
+    floor = _declared(g)
+    level = float(g.noise.get(array, 0.0)) if g.noise else 0.0
+    own = entry_levels(g, array)
+    levels = level if own is None else np.maximum(own, level)
+    carried = float(np.sum(levels * np.abs(dx)))
+    if scale > 0 and carried > 0:
+        floor = max(floor, NOISE_MULTIPLE * carried / scale)
+    return floor
+
+
+def jvp_judgement(
+    session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array: str, **what: Any
+):
+    """`jvp(L)(x; dx)` against `⟨g, dx⟩`: by the variant's own forward mode (1e-12), else
+    by the first member of its family that may lend one (`_donors.pushed`: none the same check
+    judges at fault) under the family tolerance; from an
+    evaluation record's numbers where the evaluation was reused. The arrays of one run
+    are checked in one forward-mode call where every one agrees (`_jvp_results`)."""
+    recorded = _recorded(session, g, CaseKind.JVP, array)
+    if recorded is not None:
+        if "skipped" in recorded:
+            return judge.skipped(case, CaseKind.JVP, recorded["skipped"], array=array, **what)
+        result = DirectionalResult.from_json(recorded["result"])
+        j = judge.judge_check(case, CaseKind.JVP, result, **what)
+        j.info.update(recorded.get("info", {}))
+        if _with_fd(session, inputs, g, array, j):
+            _keep(session, g, CaseKind.JVP, array, {"result": recorded["result"], "info": j.info})
+        return j
+    with session.phase(f"{inputs.example.name} {g.variant}: jvp of {array}"):
+        found = _jvp_results(session, catalog, inputs, g)[array]
+    if isinstance(found, str):
+        _keep(session, g, CaseKind.JVP, array, {"skipped": found})
+        return judge.skipped(case, CaseKind.JVP, found, array=array, **what)
+    j = judge.judge_check(case, CaseKind.JVP, found, **what)
+    numbers: dict[str, Any] = {"result": found.to_json()}
+    if _with_fd(session, inputs, g, array, j):
+        numbers["info"] = {"fd": j.info["fd"]}
+    _keep(session, g, CaseKind.JVP, array, numbers)
+    return j
+
+
+def _jvp_results(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
+    """`{array: DirectionalResult, or why skipped}` for one run, once per session. Each
+    array's direction is its own (`jvp_direction`); all arrays are pushed forward in one
+    call, each direction divided by its array's `Σ|g_i dx_i|` so that each contributes
+    terms of size 1, and judged at the tolerance of one array (an error of one array
+    beyond it shows, unless others cancel it exactly). Where that one call does not agree,
+    each array is checked alone (the attribution), as with one array."""
+    return session.once(("jvp", id(g)), lambda: _jvp_all(session, catalog, inputs, g))
+
+
+def _jvp_all(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
+    ex = inputs.example
+    masks = session.masks(ex, inputs)
+    run = inputs.run_arrays("float64")
+    dx, reverse, scale = {}, {}, {}
+    for a in ex.wrt_names:
+        dx[a] = jvp_direction(ex, a, run[a], None if masks[a].all() else masks[a])
+        reverse[a] = inner(g.gradients[a], dx[a])
+        scale[a] = float(np.sum(np.abs(g.gradients[a]) * np.abs(dx[a])))
+    out: dict[str, Any] = {}
+    if len(ex.wrt_names) > 1 and all(v > 0 for v in scale.values()):
+        weighted = {a: dx[a] / scale[a] for a in ex.wrt_names}
+        joint = sum(reverse[a] / scale[a] for a in ex.wrt_names)
+        found = pushed(session, catalog, inputs, g, weighted, counted_into(g, "jvp"))
+        if not isinstance(found, str):
+            v, forward = found
+            tol = OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad
+            tol = max(tol, _declared(g))
+            shared = tuple(ex.wrt_names)
+            results = {
+                a: DirectionalResult(a, v.name, forward, joint, 1.0, tol, shared) for a in shared
+            }
+            if all(r.passes for r in results.values()):
+                out = results
+    phase = "attribution" if len(ex.wrt_names) > 1 else "jvp"
+    for a in ex.wrt_names:
+        if a not in out:
+            out[a] = _one_array(session, catalog, inputs, g, a, dx[a], reverse[a], scale[a], phase)
+    return out
+
+
+def _one_array(session, catalog, inputs, g, array, dx, reverse, scale, phase):
+    """The jvp check of one array along its own direction; its floor (the gradient's
+    rounding level carried along dx, `_jvp_floor`) measured only where the tolerance
+    alone does not decide (`Session.levels`)."""
+    found = pushed(session, catalog, inputs, g, {array: dx}, counted_into(g, phase))
+    if isinstance(found, str):
+        return found
+    v, forward = found
+    base = max(OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad, _declared(g))
+    result = DirectionalResult(array, v.name, forward, reverse, scale, base)
+    if not result.passes:
+        session.levels(g)
+        tol = max(base, _jvp_floor(g, array, dx, scale))
+        result = DirectionalResult(array, v.name, forward, reverse, scale, tol)
+    return result
+
+
+# --- the table of the checks ------------------------------------------------------------------
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+TAYLOR_INFO = ("fd", "masked")  # what a Taylor check's record keeps beside its result
+
+
+def _taylor_case(session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array, **what):
+    return taylor_judgement(session, case, inputs, g, array, **what)
+
+
+def _taylor_policy(ex: Example) -> dict[str, Any]:
+    """The example's Taylor and central-difference policies (the record's key)."""
+    taylor = {}
+    for name in ex.wrt_names:
+        p = ex.taylor_for(name)
+        taylor[name] = [p.h0, p.directions, p.rate, p.max_steps, p.seed]
+    fd = ex.fd
+    return {
+        CaseKind.TAYLOR: taylor,
+        "fd": [fd.directions, fd.step, fd.threshold, fd.mask is not None, fd.why],
+    }
+
+
+def _taylor_beside(numbers: dict) -> bool:
+    """A Taylor record's numbers beside its result: the central differences and the
+    masked entries, as `taylor_judgement` keeps them."""
+    if set(numbers) != {"result", "info"} or not isinstance(numbers["info"], dict):
+        return False
+    info = numbers["info"]
+    if not set(info) <= set(TAYLOR_INFO):
+        return False
+    if "fd" in info:
+        fd = info["fd"]
+        if not (
+            isinstance(fd, dict)
+            and set(fd) == {"error", "step", "threshold"}
+            and all(_is_number(x) for x in fd.values())
+        ):
+            return False
+    if "masked" in info:
+        m = info["masked"]
+        if not (
+            isinstance(m, dict)
+            and set(m) == {"left_out", "size", "why"}
+            and _is_number(m["left_out"])
+            and _is_number(m["size"])
+            and isinstance(m["why"], str)
+        ):
+            return False
+    return True
+
+
+def _jvp_beside(numbers: dict) -> bool:
+    """A jvp record's numbers beside its result: central differences, where gathered."""
+    if set(numbers) == {"result"}:
+        return True
+    info = numbers.get("info")
+    return (
+        set(numbers) == {"result", "info"}
+        and isinstance(info, dict)
+        and set(info) == {"fd"}
+        and _taylor_beside({"result": None, "info": info})
+    )
+
+
+def _jvp_policy(ex: Example) -> dict[str, Any]:
+    """The jvp tolerances: the variant's own forward mode, a sibling's (the record's key)."""
+    return {CaseKind.JVP: [OWN_JVP_TOLERANCE, TOLERANCES["float64"].grad]}
+
+
+@dataclass(frozen=True)
+class GradientCheck:
+    """One gradient check of the case table (a `CaseKind` with `is_check`):
+
+    - `judgement(session, case, catalog, inputs, g, array, **what)`: the check of `g`'s
+      `array`, judged (from an evaluation record's numbers where there are some);
+    - `policy(example)`: the entries of the evaluation record's check policy it adds
+      (`_record_form.check_policy`: a change of one recomputes the evaluation);
+    - `result`: the class of the numbers it records, registered in `_judge._checks.RESULTS`
+      (`from_json`/`to_json` for its record; its rule, `judge`; its views: `summary`,
+      `measure`, `view_json`, and `plot` where it draws one);
+    - `beside(numbers)`: whether a record's numbers beside `result` are what it writes;
+    - `may_skip`: its record may hold only why it was skipped (`{"skipped": why}`).
+    """
+
+    kind: CaseKind
+    judgement: Callable[..., judge.CaseJudgement]
+    policy: Callable[[Example], dict[str, Any]]
+    result: type
+    beside: Callable[[dict], bool]
+    may_skip: bool = False
+
+
+# one per member of `GRADIENT_CHECKS`, in its order (tests/test_kinds.py holds them equal)
+CHECKS: dict[CaseKind, GradientCheck] = {
+    CaseKind.TAYLOR: GradientCheck(
+        CaseKind.TAYLOR, _taylor_case, _taylor_policy, TaylorResult, _taylor_beside
+    ),
+    CaseKind.JVP: GradientCheck(
+        CaseKind.JVP,
+        jvp_judgement,
+        _jvp_policy,
+        DirectionalResult,
+        _jvp_beside,
+        may_skip=True,
+    ),
+}

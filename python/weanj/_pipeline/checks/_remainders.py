@@ -1,0 +1,339 @@
+"""The Taylor remainder test and central differences of any loss (docs/DESIGN.md §9.1,
+§9.3): the numbers of a check, for a variant's loss (`_gradchecks`, which judges them)
+or for any function a notebook passes to `weanj.taylor_test` and `weanj.fd_check`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..._errors import InputError
+from ..._judge._taylor import TaylorDirection, TaylorResult, inner, random_direction
+from ..._model import TaylorPolicy
+from ._taylor_walk import Floor, Grid, one_direction
+
+# --- the Taylor remainder test -----------------------------------------------------------
+
+
+def _h0(policy: TaylorPolicy, x: np.ndarray, keep: np.ndarray) -> float:
+    """The first step: the policy's, else 1e-2·‖x‖ over the entries that move (1e-2·√N
+    where those are all zero): about one percent of the array."""
+    if policy.h0 is not None:
+        return float(policy.h0)
+    norm = float(np.sqrt(np.sum(np.abs(x[keep]) ** 2)))
+    return 1e-2 * (norm if norm > 0 else math.sqrt(int(keep.sum())))
+
+
+def taylor(
+    loss: Callable[[np.ndarray], float],
+    x: np.ndarray,
+    g: np.ndarray,
+    policy: TaylorPolicy,
+    *,
+    array: str = "",
+    mask: np.ndarray | None = None,
+    noise: float = 0.0,
+    progress: Callable[[str], None] | None = None,
+    escalate: Callable[[], float] | None = None,
+) -> TaylorResult:
+    """The remainders of `loss` (a function of one array, the others fixed) at `x` with
+    claimed gradient `g`, along `policy.directions` seeded directions inside `mask`
+    (`_taylor_walk`: the regime estimated, the walk where it is not borne out).
+    `noise`: a floor under the rounding level of every remainder (the loss's rounding
+    level, `Gradient.noise["loss"]`, or the free `ε·Σ|x·∂L/∂x|`); `escalate()`: the
+    loss's measured rounding level, asked for where a direction is not decided under
+    `noise`. `progress(where)`: told before each loss."""
+    x = np.asarray(x)
+    g = np.asarray(g)
+    keep = np.ones(x.shape, bool) if mask is None else np.asarray(mask, bool)
+    if not keep.any():
+        return TaylorResult(array, policy, 0.0, (), int(x.size), int(x.size))
+    found = taylor_shared(
+        lambda xs: loss(xs.get(array, x)),
+        {array: x},
+        {array: g},
+        {array: policy},
+        {array: None if mask is None else keep},
+        floor=noise,
+        escalate=escalate,
+        progress=progress,
+    )
+    return found[array]
+
+
+def taylor_shared(
+    loss: Callable[[dict[str, np.ndarray]], float],
+    xs: dict[str, np.ndarray],
+    gs: dict[str, np.ndarray],
+    policies: dict[str, TaylorPolicy],
+    masks: dict[str, np.ndarray | None],
+    *,
+    floor: float = 0.0,
+    escalate: Callable[[], float] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, TaylorResult]:
+    """One Taylor test of several arrays at once: each direction moves every array along
+    its own seeded direction (the one its test alone would take), scaled by its own h0,
+    so one step t moves each array by t·h0 of its own size. Its result, per array: the
+    same remainders, the steps in that array's units. The policies share `directions`,
+    `rate` and `max_steps` (`_gradchecks` groups them so); `loss({array: x})` replaces
+    those arrays. An array its mask leaves nothing of is not moved (its own result: no
+    direction)."""
+    names = list(xs)
+    first = policies[names[0]]
+    keeps = {
+        n: np.ones(np.shape(xs[n]), bool) if masks.get(n) is None else np.asarray(masks[n], bool)
+        for n in names
+    }
+    moving = [n for n in names if keeps[n].any()]
+    out = {
+        n: TaylorResult(n, policies[n], 0.0, (), int(np.size(xs[n])), int(np.size(xs[n])))
+        for n in names
+        if n not in moving
+    }
+    if not moving:
+        return out
+    h0 = {n: _h0(policies[n], np.asarray(xs[n]), keeps[n]) for n in moving}
+    rngs = {n: np.random.default_rng(policies[n].seed) for n in moving}
+    tell = progress if progress is not None else (lambda where: None)
+    tell("the loss at x")
+    base = float(loss({}))
+    level = Floor(floor, escalate)
+    found: list[tuple[TaylorDirection, bool]] = []
+    for d in range(first.directions):
+        dx = {
+            n: h0[n] * random_direction(rngs[n], xs[n], None if masks.get(n) is None else keeps[n])
+            for n in moving
+        }
+        slope = sum(inner(gs[n], dx[n]) for n in moving)
+        where = f"direction {d + 1} of {first.directions}, step h0/2^{{}}"
+        grid = Grid(
+            lambda t, dx=dx: loss({n: xs[n] + t * dx[n] for n in moving}),
+            base,
+            slope,
+            1.0,
+            first.max_steps,
+            lambda how, k, where=where: tell(how + where.format(k)),
+        )
+        found.append(one_direction(grid, level, first.rate))
+    walked = any(w for _, w in found)
+    shared = tuple(moving) if len(moving) > 1 else ()
+    for n in moving:
+        directions = tuple(_in_units(d, h0[n]) for d, _ in found)
+        left_out = int(np.size(xs[n]) - keeps[n].sum())
+        out[n] = TaylorResult(
+            n, policies[n], h0[n], directions, left_out, int(np.size(xs[n])), shared, walked
+        )
+    return {n: out[n] for n in names}
+
+
+def _in_units(d: TaylorDirection, h0: float) -> TaylorDirection:
+    """A direction walked in t (the step relative to h0), in an array's own steps h =
+    t·h0 (its slope per unit h: the remainders are the same)."""
+    return TaylorDirection(
+        tuple(t * h0 for t in d.steps),
+        d.remainders,
+        d.rounding,
+        nonfinite=d.nonfinite,
+        slope=d.slope / h0,
+    )
+
+
+def counted(loss: Callable, tell: Callable[[str], None], where: str) -> Callable:
+    """`loss`, telling before each call which it is: `where` with the call's number in
+    place of `{}` (`loss 3 of 20`)."""
+    made = 0
+
+    def told(x):
+        nonlocal made
+        made += 1
+        tell(where.format(made))
+        return loss(x)
+
+    return told
+
+
+# --- central differences (information; the seed notebook's call) ---------------------------
+
+
+def _as_arrays(x: Any) -> dict:
+    """`{name: array}` (float64, or complex128 for complex values) from an array or a
+    dict of arrays (several `wrt` arrays)."""
+
+    def widen(v):
+        v = np.asarray(v)
+        return v.astype(np.complex128 if np.iscomplexobj(v) else np.float64)
+
+    if isinstance(x, Mapping):
+        return {k: widen(v) for k, v in x.items()}
+    return {"": widen(x)}
+
+
+def _rebuild(template: Any, arrays: dict) -> Any:
+    return arrays[""] if not isinstance(template, Mapping) else dict(arrays)
+
+
+def _check_fd_arguments(f: Any, n: Any, h: Any, seed: Any) -> None:
+    """Each argument of `fd_check` of its kind, or an `InputError` naming it."""
+    if not callable(f):
+        raise InputError(f"fd_check: f must be a function, got {type(f).__name__}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise InputError(f"fd_check: n must be an integer >= 1 (directions), got {n!r}")
+    if isinstance(h, bool) or not isinstance(h, (int, float, np.floating, np.integer)):
+        raise InputError(f"fd_check: h must be a number > 0 (the step), got {h!r}")
+    if not (math.isfinite(float(h)) and h > 0):
+        raise InputError(f"fd_check: h must be a finite number > 0 (the step), got {h!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"fd_check: seed must be an integer >= 0, got {seed!r}")
+
+
+def _scalar(value: Any) -> float:
+    """What `f` returned, as a float, or an `InputError` (fd_check needs a scalar)."""
+    a = np.asarray(value)
+    if a.ndim != 0 or a.dtype.kind not in "fiu":
+        raise InputError(
+            f"fd_check: f must return a real scalar, got an array of shape {a.shape} ({a.dtype})"
+        )
+    return float(a)
+
+
+def fd_check(
+    f: Callable[[Any], float],
+    x: Any,
+    g: Any,
+    n: int = 10,
+    h: float = 1e-2,
+    seed: int = 0,
+    mask: Any = None,
+) -> float:
+    """Largest relative error of `g` against central differences of `f` along `n` directions.
+
+    **Arguments:**
+
+    - `f`: scalar function of an array shaped like `x` (e.g. a loss with other inputs
+      fixed), or of a dict of arrays when `x` is one (several gradient arrays).
+    - `x`: the point; `g`: the claimed gradient `∇f(x)`, shaped like `x`.
+    - `n`: number of random directions (unit-norm, standard normal, seeded by `seed`);
+      with a dict, each direction has components in every array at once.
+    - `h`: step; the central difference `(f(x+hv) - f(x-hv)) / 2h` is exact for
+      quadratics, so a large `h` keeps rounding error small there; for other losses its
+      truncation error is O(h²) (the Taylor test needs no step: `weanj check`).
+    - `mask`: booleans shaped like `x` (a dict for a dict): only the True entries are
+      perturbed, e.g. to keep central differences off a kink. None: all of them.
+
+    **Returns:** `max_k |D_k - ⟨g, v_k⟩| / max(|⟨g, v_k⟩|, |D_k|)` (0 where both vanish).
+    """
+    _check_fd_arguments(f, n, h, seed)
+    xs, gs = _as_arrays(x), _as_arrays(g)
+    # InputError (a ValueError): a caller's mistake, reported in one line by the CLI.
+    if set(gs) != set(xs):
+        raise InputError(f"gradient arrays {sorted(gs)} differ from x's {sorted(xs)}")
+    for k in xs:
+        if gs[k].shape != xs[k].shape:
+            label = f"{k}: " if k else ""
+            raise InputError(
+                f"{label}gradient shape {gs[k].shape} differs from x shape {xs[k].shape}"
+            )
+    masks = {k: np.ones(a.shape, bool) for k, a in xs.items()}
+    if mask is not None:
+        given = mask if isinstance(mask, Mapping) else {"": mask}
+        for k, m in given.items():
+            if k not in xs or np.shape(m) != xs[k].shape:
+                raise InputError(f"fd_check: mask {k!r} does not match x")
+            masks[k] = np.asarray(m, bool)
+    if not any(m.any() for m in masks.values()):
+        raise InputError("fd_check: the mask leaves no entry to perturb")
+    with _precision_of(next(iter(xs.values()))):
+        return _fd_worst(f, x, xs, gs, masks, n, h, seed)
+
+
+def _fd_worst(f, x, xs, gs, masks, n, h, seed) -> float:
+    rng = np.random.default_rng(seed)
+    worst = 0.0
+    for _ in range(n):
+        v = {}
+        for k, a in xs.items():
+            d = rng.standard_normal(a.shape)
+            if np.iscomplexobj(a):
+                d = d + 1j * rng.standard_normal(a.shape)
+            v[k] = d * masks[k]
+        norm = float(np.sqrt(sum(np.sum(np.abs(d) ** 2) for d in v.values())))
+        v = {k: d / norm for k, d in v.items()}
+        plus = _rebuild(x, {k: xs[k] + h * v[k] for k in xs})
+        minus = _rebuild(x, {k: xs[k] - h * v[k] for k in xs})
+        fd = (_scalar(f(plus)) - _scalar(f(minus))) / (2 * h)
+        ad = sum(inner(gs[k], v[k]) for k in xs)
+        if not (np.isfinite(fd) and np.isfinite(ad)):
+            return float("inf")
+        scale = max(abs(fd), abs(ad))
+        worst = max(worst, abs(fd - ad) / scale if scale > 0 else 0.0)
+    return worst
+
+
+def taylor_test(
+    loss: Callable[[Any], float],
+    x: Any,
+    g: Any,
+    *,
+    h0: float | None = None,
+    directions: int = 2,
+    rate: float = 1.8,
+    seed: int = 0,
+    mask: Any = None,
+) -> TaylorResult:
+    """The Taylor remainder test of a claimed gradient `g` of `loss` at `x`, for any
+    function (pyadjoint's `taylor_test` is the model).
+
+    Along `directions` seeded unit directions dx, the remainder `|L(x + h dx) − L(x) −
+    h⟨g, dx⟩|` is computed for h = h0, h0/2, ... until it reaches rounding level; it falls
+    as h² (rate 2) when `g` is the gradient, as h (rate 1) when it is not.
+
+    **Arguments:**
+
+    - `loss`: a scalar function of one array (the other inputs fixed).
+    - `x`, `g`: the point and the claimed gradient (same shape; complex arrays in weanj's
+      convention `∂L/∂Re z + i·∂L/∂Im z`).
+    - `h0`: the first step (default 1e-2·‖x‖); `directions`, `seed`: the directions;
+      `rate`: the bound the rates must reach; `mask`: booleans, only True entries move.
+
+    **Returns:** a `TaylorResult`: `.rates` (per direction), `.asymptotic` (the rates at the
+    smallest resolved steps), `.passes` (the judge's rule), and every step and remainder.
+    """
+    from ... import _arguments as arg
+
+    loss = arg.function_of_x(loss, "loss", "taylor_test")
+    x, g = arg.numbers(x, "x", "taylor_test"), arg.numbers(g, "g", "taylor_test")
+    if x.shape != g.shape:
+        raise InputError(f"taylor_test: g has shape {g.shape}, x has {x.shape}")
+    for what, value in (("directions", directions), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise InputError(f"taylor_test: {what} must be an integer >= 0, got {value!r}")
+    h0, rate = (
+        arg.real(h0, "h0", "taylor_test", positive=True),
+        arg.real(rate, "rate", "taylor_test"),
+    )
+    try:
+        policy = TaylorPolicy(h0=h0, directions=int(directions), rate=rate, seed=int(seed))
+    except Exception as e:
+        raise InputError(f"taylor_test: {e}") from None
+    if mask is not None and np.shape(mask) != x.shape:
+        raise InputError(f"taylor_test: mask has shape {np.shape(mask)}, x has {x.shape}")
+    with _precision_of(x):
+        return taylor(loss, x, g, policy, mask=mask)
+
+
+def _precision_of(x: np.ndarray):
+    """JAX's 64-bit types on for float64 (complex128) points, as weanj's runs have them: a
+    plain JAX loss would otherwise compute in float32, and a correct gradient's remainders
+    would stop at float32's rounding (rates 1, a false failure)."""
+    import contextlib
+    import sys
+
+    jax = sys.modules.get("jax")
+    if jax is None or np.asarray(x).dtype not in (np.float64, np.complex128):
+        return contextlib.nullcontext()
+    return jax.enable_x64(True)

@@ -1,0 +1,291 @@
+"""A session: one command's run of variants.
+
+Everything weanj computes by calling a user's code goes through a `Session`: the
+evaluations (loss and gradient, `_evaluate`), the losses along the Taylor test's
+directions, the forward-mode derivatives of the jvp check, and the example's kink masks.
+Each runs under the session's `Watch` (a heartbeat on stderr and the time limit), and
+each is computed once per session and kept by it (not by a module): a command, a notebook
+call or a pytest session makes its own, and nothing outlives it.
+
+The judge (`_judge`) then decides from these numbers alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..._errors import say
+from ..._judge._contract import Fault
+from ..._judge._events import EvaluationFinished, EvaluationStarted
+from ..._judge._taylor import checked_masks
+from ..._model import Example, Gradient, Inputs, Variant
+from ..._watch import Watch
+from ..evaluation._calls import for_checks
+from ..evaluation._evaluate import evaluate, label_of
+from ..evaluation._levels import measure_levels
+from ..evaluation._on_device import on_device
+
+
+class Session:
+    """One run of variants (module docstring).
+
+    **Arguments:**
+
+    - `timeout_s`: the time limit of each call (None: none), verdict `timeout`.
+    - `say`: where progress lines go (stderr by default).
+    - `emit`: where the session's events go (`_judge._events`: an evaluation started,
+      and finished with its outcome, `reused` where from an evaluation record).
+    - `shown_path`: how a path is written in a reproducing command.
+    - `records`: where evaluations are kept between runs and reused (`_records`), or None.
+    - `checking`: gradient checks will run (a plan judged has them, `_cases.judge_case`; a
+      worker's float64 evaluations): a variant's float64 CPU runs then call what its
+      backend has for a check's runs (`_calls.for_checks`: a JAX variant's one program).
+    - `fd`: central differences beside every gradient check (`weanj check --fd`), not
+      only beside one that is not ok.
+    - `family_here`: the session may evaluate a variant's family to choose the lender of
+      a forward mode (`_donors`); a Dask worker's, whose tasks are one evaluation each,
+      may not: such a jvp check is left to the client, which has the family's runs.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout_s: float | None = None,
+        say: Callable[[str], None] = say,
+        emit: Callable[[Any], None] | None = None,
+        shown_path: Callable[[Any], str] = str,
+        records: Any = None,
+        checking: bool = False,
+        fd: bool = False,
+        family_here: bool = True,
+    ):
+        self.watch = Watch(timeout_s=timeout_s, say=say)
+        self.fd = fd  # central differences beside every gradient check, not only where not ok
+        self.timeout_s = timeout_s  # the limit asked for (each call's, the watch's)
+        self.say = say
+        self.emit = emit
+        self.shown_path = shown_path
+        self.records = records
+        self.checking = checking
+        self.family_here = family_here
+        self._outcomes: dict[tuple, Gradient | Fault] = {}
+        self._how: dict[int, tuple[Inputs, str, str | None]] = {}  # id(g): how it was run
+        self._masks: dict[tuple, dict[str, np.ndarray]] = {}
+        self._forward: dict[tuple, float | Exception] = {}
+        self._shared: dict[tuple, Any] = {}  # a check shared by a run's arrays (`_gradchecks`)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Say which timed-out calls still run in the background (Python cannot stop them)."""
+        if self.watch.abandoned:
+            self.say(
+                f"note: {len(self.watch.abandoned)} call(s) that timed out still run in the "
+                "background: " + ", ".join(self.watch.abandoned)
+            )
+            self.watch.abandoned.clear()
+
+    # --- progress ---------------------------------------------------------------------------
+
+    def phase(self, text: str):
+        """A context in which the heartbeat names `text` (`_watch.Watch.phase`): each
+        gradient check, each pair judged."""
+        return self.watch.phase(text)
+
+    def step(self, text: str) -> None:
+        """Where the current phase is (`direction 1 of 2, step 3 of at most 40`)."""
+        self.watch.step(text)
+
+    # --- evaluations -------------------------------------------------------------------------
+
+    def outcome(
+        self,
+        variant: Variant,
+        inputs: Inputs,
+        dtype: str,
+        device: str = "cpu",
+        precision: str | None = None,
+    ) -> Gradient | Fault:
+        """The variant's evaluation on `inputs` in `dtype` (once per session), or its fault;
+        on `device` with matmul `precision` (`_on_device`). A device run is reused from
+        and kept in the evaluation records as a CPU run is, keyed by the device too; the
+        precision-or-bug re-run (`precision`) is neither."""
+        key = (id(variant), inputs.key(dtype), device, precision)
+        if key not in self._outcomes:
+            t0 = time.perf_counter()
+            label = label_of(variant, dtype, device, precision)
+            records = self.records if precision is None else None
+            found = records.recall(variant, inputs, dtype, device=device) if records else None
+            reused = found is not None
+            if found is None:
+                self._tell(precision, EvaluationStarted(variant.example.name, label))
+                found = evaluate(
+                    variant,
+                    inputs,
+                    dtype,
+                    self.watch,
+                    shown_path=self.shown_path,
+                    device=device,
+                    precision=precision,
+                    checking=self.checking,
+                    levels=False,  # measured where a comparison needs them (`levels`)
+                )
+                if records is not None:
+                    records.keep(variant, inputs, dtype, found, device=device)
+            self._outcomes[key] = found
+            self._how[id(found)] = (inputs, device, precision)
+            seconds = time.perf_counter() - t0
+            if precision is not None:  # a re-run the judge asked for: no evaluation to count
+                self.say(f"  {variant.example.name} {label}: {seconds:.1f} s (precision or bug)")
+                self.watch.heard()
+            else:
+                how = "reused" if reused else f"{seconds:.1f} s"
+                self._tell(precision, EvaluationFinished(variant.example.name, label, found, how))
+        return self._outcomes[key]
+
+    def _tell(self, precision: str | None, event: Any) -> None:
+        """An evaluation's event, to the run's listeners (not of a precision-or-bug re-run:
+        the judge's own evidence, no evaluation of the run's)."""
+        if self.emit is not None and precision is None:
+            self.emit(event)
+            if isinstance(event, EvaluationFinished):
+                self.watch.heard()  # a line may have been said: the heartbeat counts from it
+
+    def once(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """`compute()` once per session and `key` (a check shared by a run's arrays, the
+        central differences of an array: `_gradchecks`)."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
+    def levels(self, g: Gradient) -> bool:
+        """Measure the rounding level of one of this session's evaluations where it was
+        not (`Gradient.levels_measured`): the evidence a comparison asks for when the
+        relative tolerance alone does not decide it (`_evaluate.measure_levels`), kept in
+        its evaluation record. **Returns** whether it measured now."""
+        how = self._how.get(id(g))
+        if g.levels_measured or g.of is None or how is None:
+            return False
+        inputs, device, precision = how
+        measure_levels(
+            g,
+            inputs,
+            self.watch,
+            device=device,
+            precision=precision,
+            checking=self.checking,
+            says="escalated: its rounding level",
+        )
+        keep = getattr(self.records, "keep_levels", None)
+        if keep is not None and precision is None:
+            keep(g.of, g.dtype, g, device=device)
+        return True
+
+    def known(self, variant: Variant, inputs: Inputs, dtype: str) -> Gradient | Fault | None:
+        """The variant's CPU evaluation where this session has made it, else None (nothing
+        is evaluated: what a summary reports of a run that judged case by case)."""
+        return self._outcomes.get((id(variant), inputs.key(dtype), "cpu", None))
+
+    def forget(self) -> None:
+        """Forget every evaluation (a notebook that redefined a variant)."""
+        self._outcomes.clear()
+        self._how.clear()
+        self._masks.clear()
+        self._forward.clear()
+        self._shared.clear()
+
+    # --- what the gradient checks compute ------------------------------------------------
+
+    def masks(self, example: Example, inputs: Inputs) -> dict[str, np.ndarray]:
+        """The example's kink mask of every wrt array on these inputs (True: may be
+        perturbed), computed once: a mask may be costly (03-advection traces its T steps)."""
+        key = (id(example), inputs.key("float64"))
+        if key not in self._masks:
+            arrays = inputs.run_arrays("float64")
+            given: Mapping[str, Any] = {}
+            if example.fd.mask is not None:
+                given = dict(
+                    self.watch.run(
+                        lambda: example.fd.mask(arrays, dict(inputs.params)),
+                        f"{example.name} kink mask",
+                    )
+                )
+            self._masks[key] = checked_masks(example, given, arrays)
+        return {name: m.copy() for name, m in self._masks[key].items()}
+
+    def loss_of(
+        self, variant: Variant, inputs: Inputs, arrays: tuple[str, ...], spent=None
+    ) -> Callable[[dict[str, np.ndarray]], float]:
+        """`{array: x} -> L(...)` in float64 with those `arrays` replaced, each call under
+        the watch and counted by `spent(forward, backward)` (one forward each)."""
+        ex = variant.example
+        run_arrays = inputs.run_arrays("float64")
+        # the variant's loss program, a plain forward pass: the evaluation's program asked
+        # for the loss alone would run the forward pass that keeps what its derivatives
+        # need (`_checking`), nine times as long on a 1024² stencil of 20 steps: the
+        # Taylor test's steps are most of a check's runs, the loss program one compilation
+        run = on_device(for_checks(variant.built, True), "cpu")[0].loss
+        where = f"{ex.name} {variant.name} (Taylor test of {', '.join(arrays)})"
+        spent = spent or (lambda forward, backward: None)
+
+        def loss(xs: dict[str, np.ndarray]) -> float:
+            args = ex.args({**run_arrays, **xs}, inputs.params)
+            value = float(np.asarray(self.watch.run(lambda: run(*args), where)))
+            spent(1, 0)
+            return value
+
+        return loss
+
+    def loss_along(
+        self, variant: Variant, inputs: Inputs, array: str, spent=None
+    ) -> Callable[[np.ndarray], float]:
+        """`x -> L(..., array=x, ...)` in float64, each call under the watch (`loss_of`)."""
+        loss = self.loss_of(variant, inputs, (array,), spent)
+        return lambda x: loss({array: x})
+
+    def forward(
+        self, variant: Variant, inputs: Inputs, tangents: dict[str, np.ndarray], spent=None
+    ) -> float:
+        """`jvp(L)(x; tangents)` by one variant, tangents given for some wrt arrays (the
+        others zero); once per session, inputs and tangents (every member of a family is
+        checked along the same direction), its runs counted by `spent(forward,
+        backward)` when it runs; raises where it has no forward mode (a custom_vjp, a
+        Julia loss, Enzyme's forward)."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for name in sorted(tangents):
+            digest.update(name.encode() + np.ascontiguousarray(tangents[name]).tobytes())
+        key = (id(variant), inputs.key("float64"), digest.hexdigest())
+        if key not in self._forward:
+            try:
+                available = variant.unavailable_reason() is None
+                built = for_checks(variant.built, self.checking) if available else None
+                if built is None or built.jvp is None:
+                    raise TypeError("no forward mode")
+                run = inputs.run_arrays("float64")
+                full = {
+                    n: tangents.get(n, np.zeros_like(run[n])) for n in variant.example.wrt_names
+                }
+                jvp = on_device(built, "cpu")[0].jvp
+                args = (*inputs.args("float64"), full)
+                where = f"{variant.example.name} {variant.name} (jvp of {', '.join(tangents)})"
+                self._forward[key] = float(np.asarray(self.watch.run(lambda: jvp(*args), where)))
+                if spent is not None:  # a call that ran (a refused trace runs nothing)
+                    spent(1, 1 if built.jvp_backward else 0)
+            except TimeoutError:
+                raise
+            except Exception as e:
+                self._forward[key] = e
+        found = self._forward[key]
+        if isinstance(found, Exception):
+            raise found
+        return found

@@ -1,0 +1,79 @@
+"""The calls a check makes of a variant's functions, counted (`_model._cost`): which
+functions a run calls (`functions_of`, `for_checks`), the loss as weanj's own runs call it
+(`run_loss`) and the loss with its gradient (`loss_and_grad`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..._judge._contract import checked_loss
+from ..._model._cost import Cost
+from ..._watch import Watch
+
+
+def for_checks(built: Any, checking: bool) -> Any:
+    """The functions a float64 CPU run calls: in a check (`checking`), where the backend
+    has its own for a check's runs, those (`Functions.checking`: one program for the
+    evaluation, its loss floor, the Taylor steps and the jvp, each call computing only
+    what it asks), else `built` itself."""
+    own = getattr(built, "checking", None)
+    return own if checking and own is not None else built
+
+
+def run_loss(fns) -> Any:
+    """The loss as weanj's own runs call it beyond the evaluation's first call (the
+    rounding level, the Taylor test's steps): from the program that computed the
+    evaluation where the backend has one (`Functions.evaluation_loss`: nothing compiles
+    again), else the variant's `loss`."""
+    return fns.evaluation_loss if fns.evaluation_loss is not None else fns.loss
+
+
+def loss_and_grad(
+    fns,
+    args: tuple,
+    watch: Watch,
+    label: str,
+    dtype: str,
+    returned: dict | None = None,
+    spent: Callable[[int, int], None] | None = None,
+) -> tuple[Any, Any]:
+    """The loss (held to the contract) and the raw gradient: one watched call where the
+    backend computes both at once (`Functions.value_and_grad`: a Julia variant's one
+    request, a JAX variant's one compiled program), else the loss, checked before the
+    gradient is asked for. `returned` keeps what came back, for the fault line of a run
+    at odds with its x64 configuration; `spent(forward, backward)` counts the kernel's
+    executions (`_model._cost`)."""
+    returned = {} if returned is None else returned
+    spent = spent or (lambda forward, backward: None)
+    if fns.value_and_grad is not None:
+        try:
+            both = watch.run(lambda: fns.value_and_grad(*args), label)
+        except TypeError:
+            # JAX refuses to differentiate a loss that is not a real scalar: the loss
+            # alone says which contract it breaks (`checked_loss`), as it would first
+            returned["the loss"] = watch.run(lambda: fns.loss(*args), label)
+            spent(1, 0)
+            checked_loss(returned["the loss"], dtype)
+            raise
+        spent(1, 1)  # counted once it ran: a refused trace runs nothing
+        returned["the loss"], returned["the gradient"] = both  # all a fault line names
+        loss = checked_loss(both[0], dtype)  # the loss's breach first, as if called first
+        return loss, both[1]
+    returned["the loss"] = watch.run(lambda: fns.loss(*args), label)
+    spent(1, 0)
+    loss = checked_loss(returned["the loss"], dtype)
+    returned["the gradient"] = raw_grad = watch.run(lambda: fns.grad(*args), label)
+    spent(1, 1)
+    return loss, raw_grad
+
+
+def functions_of(built, dtype: str, device: str, precision: str | None, checking: bool):
+    """What an evaluation in `dtype` on `device` under `precision` calls (`for_checks`)."""
+    checked = dtype == "float64" and device == "cpu" and precision is None
+    return for_checks(built, checking and checked)
+
+
+def counter(cost: Cost, phase: str) -> Callable[[int, int], None]:
+    """`spent(forward, backward)`: counts into `cost` under `phase`."""
+    return lambda forward, backward: cost.add(phase, forward, backward)
