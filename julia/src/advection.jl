@@ -4,7 +4,7 @@
 # Arrays (n×n): `c0` (the initial field; the gradient is taken with respect to it), `u`
 # (velocity through the face between cells (i,j) and (i+1,j)), `v` (through the face
 # between (i,j) and (i,j+1)), `cobs`; |u|, |v| ≤ 1, λ = dt/dx = 1/4; `T` time steps. One
-# step, in docs/DESIGN.md's order and parenthesisation:
+# step, in the order and parenthesisation of the spec (docs/reference/examples.md):
 #
 #     minmod(a, b) = 0 if a*b <= 0;  else a if |a| <= |b|;  else b
 #     sx[i,j] = minmod(c[i+1,j] − c[i,j], c[i,j] − c[i−1,j]);  sy likewise along j
@@ -13,14 +13,14 @@
 #     c'[i,j] = c[i,j] − λ*(F[i,j] − F[i−1,j]) − λ*(G[i,j] − G[i,j−1])
 #
 # Index convention (julia/README.md): `c[i, j]` is numpy's `c[i-1, j-1]`, and
-# docs/DESIGN.md's periodic 0-based `i ± 1 (mod n)` is the 1-based `mod1(i ± 1, n)`. The loops
+# the spec's periodic 0-based `i ± 1 (mod n)` is the 1-based `mod1(i ± 1, n)`. The loops
 # run `j` outer, `i` inner (column-major); each of sx, sy, F, G and c' is computed in a
 # pass of its own from the previous pass's arrays, so the order of the cells within a pass
-# does not matter. The element type is `R` (`T` is docs/DESIGN.md's number of steps): the
+# does not matter. The element type is `R` (`T` is the spec's number of steps): the
 # promoted type of the arrays, so that a differentiated `c0` may carry an AD's number type
 # (ForwardDiff's dual numbers) while the velocities stay floats.
 #
-# Why the two limiters: `minmod` branches as docs/DESIGN.md does, so Enzyme differentiates the
+# Why the two limiters: `minmod` branches as the spec does, so Enzyme differentiates the
 # branch taken (at a tie a == b that of a; where a*b <= 0, zero). `minmod_minmax` is the
 # usual vectorised form: the same value, but at a tie Julia's `min` hands the derivative
 # to its second argument, and `abs`/`sign` have their own derivatives at 0 (see
@@ -29,7 +29,7 @@
 """
     minmod(a, b)
 
-docs/DESIGN.md's limiter, with its branches: zero where `a*b <= 0`, else `a` where
+The spec's limiter, with its branches: zero where `a*b <= 0`, else `a` where
 `|a| <= |b|`, else `b`. Enzyme differentiates the branch taken.
 """
 function minmod(a::R, b::R) where {R <: Real}

@@ -8,19 +8,20 @@
 #
 # Index convention (julia/README.md): `pos[p, 1]` is numpy's `pos[p-1, 0]`
 # (the x of particle p-1), `pos[p, 2]` its y; `ρ[i, j]` is numpy's `rho[i-1, j-1]`. The
-# 0-based cell `i0 = floor(gx)` of docs/DESIGN.md, taken mod n, is the 1-based `mod(i0, n) + 1`.
+# 0-based cell `i0 = floor(gx)` of the spec (docs/reference/examples.md), taken mod n, is
+# the 1-based `mod(i0, n) + 1`.
 #
 # Why a loop: `ρ[i, j] += w` adds into each cell in (particle, corner) order, the order
-# docs/DESIGN.md fixes; a JAX scatter adds in whatever order its implementation chooses, so
+# the spec fixes; a JAX scatter adds in whatever order its implementation chooses, so
 # only the variants that keep this order (jax-segment-sum on a CPU, jax-sorted) agree
 # with this loop to the last bit. Julia contracts no multiply-add unless asked, so
-# `pos * n - 1/2` is rounded twice, as docs/DESIGN.md writes it.
+# `pos * n - 1/2` is rounded twice, as the spec writes it.
 
 """
     cic_deposit!(ρ, pos, q)
 
 Add the cloud-in-cell charges of the particles `pos` (P×2) with charges `q` (P) to the
-periodic grid `ρ` (n×n), particle by particle and corner by corner, in docs/DESIGN.md's
+periodic grid `ρ` (n×n), particle by particle and corner by corner, in the spec's
 order: (i0, j0), (i1, j0), (i0, j1), (i1, j1). `ρ` holds the promoted element type of
 `pos` and `q` (either may carry an AD's number type).
 """

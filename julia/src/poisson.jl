@@ -11,7 +11,8 @@
 # `uobs[i-1, j-1]`. `θ[i, j]` is numpy's `theta[i-1, j-1]`: the first axis is `i` in both.
 #
 # The point update `(source + u[i-1,j] + u[i+1,j] + u[i,j-1] + u[i,j+1]) / 4`, with
-# `source = h2 * θ[i-1, j-1]`, is docs/DESIGN.md's `(h2*θ[i,j] + u[i-1,j] + ...) / 4` in the
+# `source = h2 * θ[i-1, j-1]`, is the spec's (docs/reference/examples.md)
+# `(h2*θ[i,j] + u[i-1,j] + ...) / 4` in the
 # same order: Julia's `a + b + c + d` adds from left to right, as numpy and XLA do.
 
 """
@@ -34,7 +35,7 @@ zero_grid(θ::AbstractMatrix{T}) where {T} = zeros(T, size(θ, 1) + 2, size(θ, 
 """
     poisson_update(u, θ, h2, i, j)
 
-The new value of the padded point `(i, j)` from its neighbours in `u`, docs/DESIGN.md's update
+The new value of the padded point `(i, j)` from its neighbours in `u`, the spec's update
 with its additions in its order: `(h2 * θ[i-1, j-1] + u[i-1, j] + u[i+1, j] + u[i, j-1] +
 u[i, j+1]) / 4`. Every Poisson kernel's loop calls it.
 """

@@ -2,7 +2,7 @@
 # Python counterpart: python/weanj/examples/signed_grid.py.
 #
 # Coefficients `x` (m ≥ 1), weights `w` (n ≥ 2, which fixes the grid). Grid point i of
-# this file (1-based) is docs/DESIGN.md's 0-based i - 1, so
+# this file (1-based) is the spec's (docs/reference/examples.md) 0-based i - 1, so
 #
 #     t = -1 + 2(i-1)/(n-1);  r = sign(t) - Σ_j x[j]*t^(j-1);  L = Σ_i w[i]*r²
 #

@@ -7,7 +7,8 @@
 #     a[r,k]*x[k-1] + b[r,k]*x[k] + c[r,k]*x[k+1] = d[r,k]
 #
 # (numpy's `a[r-1, k-1]` is `a[r, k]` here: same axes, only the base differs). `a[r,1]` and
-# `c[r,n]` are not part of the system. docs/DESIGN.md's order per row, 1-based:
+# `c[r,n]` are not part of the system. The order per row of the spec
+# (docs/reference/examples.md), 1-based:
 #
 #     cp[1] = c[1]/b[1];  dp[1] = d[1]/b[1]
 #     for k = 2..n:  w = b[k] - a[k]*cp[k-1];  cp[k] = c[k]/w (k <= n-1);
@@ -49,7 +50,7 @@ end
 
 Solve the m systems (the rows) into `x`, using `cp` and `dp` as work arrays; all m×n.
 `a[:, 1]` and `c[:, n]` are never read (`cp[1] = c[1]/b[1]` reads `c[:, n]` when n = 1,
-as docs/DESIGN.md writes it, but then nothing uses `cp`). `cp[:, n]` is left as it was.
+as the spec writes it, but then nothing uses `cp`). `cp[:, n]` is left as it was.
 """
 function thomas_solve!(x, cp, dp, a, b, c, d)
     m, n = size(b)

@@ -30,8 +30,8 @@ const JET_RUNS = !isdefined(JET, :JET_AVAILABLE) || JET.JET_AVAILABLE
 
 const FIXTURES = joinpath(@__DIR__, "fixtures")
 
-# weanj's tolerance policy (python/weanj/_judge/_compare.py, docs/DESIGN.md): relative to |L| for the
-# loss and to max|g_ref| elementwise for the gradient.
+# weanj's tolerance policy (python/weanj/_judge/_compare.py, docs/reference/tolerance.md):
+# relative to |L| for the loss and to max|g_ref| elementwise for the gradient.
 const TOLERANCE = Dict(
     Float64 => (loss = 1.0e-12, gradient = 1.0e-11),
     Float32 => (loss = 1.0e-5, gradient = 1.0e-4),
@@ -109,8 +109,8 @@ direction `v` of the `wrt` array `name` (the others fixed), for h = h0, h0/2, ..
 `h0 = 1e-2·‖x‖` (`1e-2·√N` for a zero x), until three remainders in a row stand at
 rounding level (`r ≤ 100·ρ`, `ρ = 64·eps·max(|L(x)|, |L(x + h·v)|, |h⟨g, v⟩|)`) or 40
 steps. For a correct g, r falls as h² whatever the kernel; for a wrong one, as h once h
-is small enough (docs/DESIGN.md, "The Taylor remainder test"; the same rule as
-python/weanj/_pipeline/_gradchecks.py, transliterated in tests/test_julia_checks.py).
+is small enough (docs/gradient-checks.md, "The rules, exactly"; the same rule as
+python/weanj/_pipeline/checks/_gradchecks.py, transliterated in tests/test_julia_checks.py).
 """
 function taylor_test(loss, fixture, args, name, g, k)
     at = findfirst(==(name), fixture["arrays"])
@@ -204,8 +204,8 @@ fixtures = [
         end
     end
 
-    # The Taylor remainder test of each `wrt` array (docs/DESIGN.md, "The Taylor remainder
-    # test"): valid for any kernel, with no step or threshold tuned to one. It checks
+    # The Taylor remainder test of each `wrt` array (docs/gradient-checks.md, "The rules,
+    # exactly"): valid for any kernel, with no step or threshold tuned to one. It checks
     # Enzyme's gradient independently of the Python reference. A case sitting on the
     # kernel's kinks (`on_kinks`: the ties of 03, every particle of 05) has none: there
     # the loss is not smooth along any direction.

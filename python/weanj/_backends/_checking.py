@@ -1,5 +1,5 @@
 """What a check's float64 CPU runs call: one program for the loss, its gradient and its
-forward-mode derivative, each computed only when asked (issue 51).
+forward-mode derivative, each computed only when asked.
 
 A check runs a JAX variant in float64 on the CPU for its evaluation, the loss floor's
 perturbed runs, the Taylor test's steps and the forward-vs-reverse (jvp) check. Each of
@@ -16,7 +16,7 @@ jvp check (one call each) ask the derivatives, each computing the other's too (t
 evaluation's directional derivative along zero tangents: one forward-mode pass spent,
 where a second `lax.cond` would cost compilation in every variant). The Taylor test's
 steps, most of a check's runs, call the variant's loss program instead: a plain forward
-pass, where the stored residuals of a long stencil cost nine times as much (issue 60). So
+pass, where the stored residuals of a long stencil cost nine times as much. So
 in float64 an evaluation with all its checks compiles two programs, where a loss, a
 gradient and a `jvp` program compiled three (benchmarks/compile_cost.py). A variant with
 a hand-written gradient keeps it: its `full` is the loss, the gradient it wrote and
@@ -34,7 +34,7 @@ record) the variant's `loss` program serves the loss-only calls: a loss compiles
 time than the program that would also hold the gradient.
 
 Only weanj's checks call these functions (`Functions.checking`, chosen by
-`_pipeline.evaluation._evaluate.for_checks`); `loss`, `grad` and `jvp` called directly stay the
+`_pipeline.evaluation._calls.for_checks`); `loss`, `grad` and `jvp` called directly stay the
 variant's own programs, and a float32 run calls its `value_and_grad` program alone.
 """
 

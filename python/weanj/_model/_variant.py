@@ -32,24 +32,27 @@ CALLS = 5
 
 
 class Functions(NamedTuple):
-    """What a variant's `build` returns: `loss`, `grad` and, where the loss can be
-    pushed forward, `jvp(*args, tangents) -> directional derivative` (None otherwise);
-    `value_and_grad(*args) -> (loss, gradient)` where a backend computes both in one call
-    cheaper than in two (a Julia variant: one request to the worker; a JAX variant: one
-    compiled program), else None; `evaluation_loss(*args) -> loss`, the loss as weanj's
-    own runs call it (the rounding level, the Taylor test's steps), where it differs from
-    `loss`: a JAX variant's is the loss output of its `value_and_grad` program, so that an
-    evaluation with all its checks compiles that one program, not a second one for the
-    loss (None: `loss`). `placed(kind, precision=None)` is the context that runs a call on
-    the device of `kind` (`cpu`, `gpu`, `tpu`) and yields its place (a JAX program's:
-    `_backends._placement.placed`); None for functions that run on the CPU only (a Julia
-    or plain Python variant: the CPU reference, no device run). `checking`: the
-    `Functions` a check's float64 CPU runs call (its evaluation, loss floor, Taylor steps
-    and jvp), where the backend has its own for them (a JAX variant: one program that also
-    pushes the loss forward, each call computing only what it asks,
-    `_backends/_checking.py`), else None. `jvp_backward`: a `jvp` call runs the kernel
-    backward too (the check's one program computes the gradient beside the forward-mode
-    derivative), as a check counts it (`_model._cost`)."""
+    """What a variant's `build` returns: the functions weanj calls.
+
+    - `loss`, `grad`: the loss and its gradient, each `(*arrays, *params)`.
+    - `jvp(*args, tangents)`: the directional derivative, where the loss can be pushed
+      forward (None otherwise).
+    - `value_and_grad(*args) -> (loss, gradient)`: where a backend computes both in one
+      call cheaper than in two (a Julia variant's one request, a JAX variant's one
+      compiled program), else None.
+    - `evaluation_loss(*args)`: the loss as the rounding level's perturbed runs call it,
+      where it differs from `loss` (a JAX variant's: the loss output of the program that
+      computed the evaluation, so nothing compiles again); None: `loss`.
+    - `placed(kind, precision=None)`: the context that runs a call on the device of `kind`
+      (`cpu`, `gpu`, `tpu`) and yields its place (`_backends._placement.placed`); None for
+      functions that run on the CPU only (a Julia or plain Python variant: the CPU
+      reference, no device run).
+    - `checking`: the `Functions` a check's float64 CPU runs call, where the backend has
+      its own (a JAX variant's one program that also pushes the loss forward, each call
+      computing only what it asks: `_backends/_checking.py`), else None.
+    - `jvp_backward`: a `jvp` call runs the kernel backward too (the check's one program
+      computes the gradient beside the forward-mode derivative), as a check counts it
+      (`_model._cost`)."""
 
     loss: Callable
     grad: Callable
