@@ -251,7 +251,7 @@ def test_jvp_check_compares_forward_mode_with_the_claimed_gradient():
 
     dx = np.random.default_rng(9).standard_normal(x.shape)
     right = weanj.jvp_check(f, x, g, dx=dx)
-    assert isinstance(right, weanj.DirectionalResult) and right.passes
+    assert isinstance(right, weanj.JvpResult) and right.passes
     assert right.reverse == pytest.approx(float(g @ dx), rel=1e-15)
     assert right.forward == pytest.approx(float(g @ dx), rel=1e-13)  # jax.jvp, in float64
     assert right.error < 1e-13

@@ -274,7 +274,7 @@ WRONG = {
     "check empty example": (lambda: weanj.check([""]), "check: examples holds an empty name"),
     "check dtype list": (
         lambda: weanj.check(dtype=["float64"]),
-        "check: dtype must be one of 'both', 'float64', 'float32', got ['float64']",
+        "check: dtype must be one of 'float64', 'float32', 'both', got ['float64']",
     ),
     "check workers text": (lambda: weanj.check(workers="2"), "check: workers must be an integer"),
     "check workers bool": (lambda: weanj.check(workers=True), "check: workers must be an integer"),

@@ -23,7 +23,7 @@ import pytest
 import weanj
 from weanj import _registry
 from weanj._cli import main
-from weanj._judge._directional import jvp_direction
+from weanj._judge._jvp import jvp_direction
 
 from .listing import assert_error_with_list
 from .planting import plant
@@ -118,7 +118,7 @@ def test_check_runs_saves_checks_and_reports(example, capsys):
         rates = [r for rs in taylor.taylor.asymptotic for r in rs]
         assert taylor.verdict == "ok" and rates and all(1.95 <= r <= 2.05 for r in rates)
         jvp = by_case[_case(f"{name}::jvp")]
-        assert jvp.verdict == "ok" and jvp.directional.error <= 1e-12
+        assert jvp.verdict == "ok" and jvp.jvp.error <= 1e-12
     f32_rel = (
         np.abs(single.gradient.astype(np.float64) - stored.gradient).max()
         / np.abs(stored.gradient).max()
@@ -193,11 +193,11 @@ def test_a_wrong_gradient_fails_the_taylor_and_jvp_checks(example, capsys):
     _, g = smooth_reference(x, y, S)
     dx = jvp_direction(example, "x", x, None)
     jvp = by_case[_case("jax-double::jvp")]
-    assert jvp.verdict == "FAIL" and jvp.directional.by == "jax-double"
+    assert jvp.verdict == "FAIL" and jvp.jvp.by == "jax-double"
     # forward mode gives ⟨g, dx⟩, the variant claims ⟨2g, dx⟩
-    assert jvp.directional.forward == pytest.approx(float(g @ dx), rel=1e-12)
+    assert jvp.jvp.forward == pytest.approx(float(g @ dx), rel=1e-12)
     expected = abs(float(g @ dx)) / float(np.sum(np.abs(2 * g) * np.abs(dx)))
-    assert jvp.directional.error == pytest.approx(expected, rel=1e-9)
+    assert jvp.jvp.error == pytest.approx(expected, rel=1e-9)
     taylor = by_case[_case("jax-double::taylor")]
     assert taylor.verdict == "FAIL"
     assert all(0.9 <= r <= 1.2 for rates in taylor.taylor.asymptotic for r in rates)

@@ -18,7 +18,7 @@ import pytest
 
 from weanj import Expected
 from weanj._judge._compare import compare
-from weanj._judge._directional import DirectionalResult
+from weanj._judge._jvp import JvpResult
 from weanj._judge._serial import decode_case, encode_case, resolve_expected
 from weanj._judge._taylor import TaylorDirection, TaylorResult
 from weanj._judge._verdict import CaseJudgement, ExampleJudgement
@@ -39,8 +39,8 @@ def _pair(a: str, b: str, *, off: float, family: str = "f") -> CaseJudgement:
     )
 
 
-def _judgement(*cases: CaseJudgement, subjects=("a", "b", "c"), **what) -> ExampleJudgement:
-    ej = ExampleJudgement(example=None, inputs=None, judgements=list(cases), **what)
+def _judgement(*cases: CaseJudgement, subjects=("a", "b", "c"), **fields) -> ExampleJudgement:
+    ej = ExampleJudgement(example=None, inputs=None, judgements=list(cases), **fields)
     ej.subjects = dict.fromkeys(subjects)  # who was judged (their arrays do not matter here)
     return ej
 
@@ -177,9 +177,9 @@ def test_gradient_checks_read_back_with_their_numbers():
     taylor = CaseJudgement("ex::f::a::taylor", CaseKind.TAYLOR, Verdict.OK, "f", ("a",), result=t)
     back = _round_trip(taylor)
     assert back.taylor == t and back.taylor.directions[0].rates == pytest.approx((2.0,))
-    r = DirectionalResult("x", "a", 1.0, 1.0 + 1e-3, 2.0, 1e-8)
+    r = JvpResult("x", "a", 1.0, 1.0 + 1e-3, 2.0, 1e-8)
     jvp = CaseJudgement("ex::f::a::jvp", CaseKind.JVP, Verdict.FAIL, "f", ("a",), result=r)
-    assert _round_trip(jvp).directional == r and not r.passes
+    assert _round_trip(jvp).jvp == r and not r.passes
 
 
 def test_a_declaration_reads_back_as_the_catalogs_own():

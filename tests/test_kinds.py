@@ -17,8 +17,7 @@ import pytest
 import weanj
 from weanj import Expected
 from weanj._errors import DefinitionError
-from weanj._model._expected import CHECKS as EXPECTED_CHECKS
-from weanj._model._expected import DECLARABLE
+from weanj._model._expected import DECLARABLE, DECLARABLE_KINDS
 from weanj._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from weanj._pipeline.checks._gradchecks import CHECKS
 
@@ -51,7 +50,7 @@ def test_the_gradient_checks_are_the_kinds_marked_so_each_with_one_entry_of_the_
 
 
 def test_what_a_declaration_may_name_derives_from_the_definition():
-    assert EXPECTED_CHECKS == (CaseKind.RUN, *GRADIENT_CHECKS)
+    assert DECLARABLE_KINDS == (CaseKind.RUN, *GRADIENT_CHECKS)
     assert all(isinstance(v, Verdict) and v.failing for v in DECLARABLE)
     for kind in GRADIENT_CHECKS:  # given as text, kept as the type
         e = Expected(variant="a", reason="known", check=kind.value)

@@ -244,3 +244,36 @@ def test_no_module_or_function_past_what_a_reader_holds():
 def test_the_folders_readmes_are_short_the_rest_is_in_the_docs(readme):
     lines = (PACKAGE.parent.parent / readme).read_text().splitlines()
     assert len(lines) < 200, f"{readme}: {len(lines)} lines; move the rest to docs/"
+
+
+def test_the_public_api_is_what_all_lists():
+    """`weanj.__all__` names every public name of `import weanj`, each one there."""
+    import inspect
+
+    import weanj
+
+    public = {
+        n for n, v in vars(weanj).items() if not n.startswith("_") and not inspect.ismodule(v)
+    }
+    assert set(weanj.__all__) == public
+    assert len(weanj.__all__) == len(set(weanj.__all__))
+
+
+def test_each_word_of_the_vocabulary_is_declared_once():
+    """Device kinds and dtypes are spelled as tuples in `_vocabulary.py` alone; a module
+    that needs them imports them (docs/DESIGN.md §13.3)."""
+    spelled = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == "_vocabulary.py" or rel.startswith("examples/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Tuple) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+            ):
+                words = {e.value for e in node.elts}
+                if len(words) > 1 and (
+                    words <= {"cpu", "gpu", "tpu"} or words == {"float32", "float64"}
+                ):
+                    spelled.append(f"{rel}:{node.lineno} {sorted(words)}")
+    assert not spelled, spelled

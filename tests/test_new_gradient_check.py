@@ -68,16 +68,16 @@ class NormResult:
         return {"norm": {"value": finite(self.norm), "bound": self.bound}}
 
 
-def _norm_judgement(session, case, catalog, inputs, g, array, **what):
+def _norm_judgement(session, case, catalog, inputs, g, array, **fields):
     result = NormResult(array, float(np.linalg.norm(g.gradients[array])), BOUND)
-    return judge.judge_check(case, CaseKind("norm"), result, **what)
+    return judge.judge_check(case, CaseKind("norm"), result, **fields)
 
 
-def _add_kind(name: str, value: str, header: str) -> CaseKind:
+def _add_kind(name: str, value: str, header: str, measure: str) -> CaseKind:
     """A `CaseKind` member made in this process as the enum makes its own."""
     member = str.__new__(CaseKind, value)
     member._value_, member._name_, member.__objclass__ = value, name, CaseKind
-    member.header, member._check = header, True
+    member.header, member.measure, member._check = header, measure, True
     member._sort_order_ = len(CaseKind._member_names_)
     CaseKind._member_map_[name] = member
     CaseKind._value2member_map_[value] = member
@@ -95,9 +95,12 @@ def _remove_kind(name: str, value: str) -> None:
 @pytest.fixture
 def norm_check(monkeypatch):
     """The toy check registered: its kind, its `CHECKS` entry, its result type."""
-    kind = _add_kind("NORM", "norm", "‖g‖")
-    old = {"GRADIENT_CHECKS": _verdicts.GRADIENT_CHECKS, "KINDS": _verdicts.KINDS}
-    new = {"GRADIENT_CHECKS": (*old["GRADIENT_CHECKS"], kind), "KINDS": (*old["KINDS"], kind)}
+    kind = _add_kind("NORM", "norm", "‖g‖", "max norm")
+    old = {"GRADIENT_CHECKS": _verdicts.GRADIENT_CHECKS, "CASE_KINDS": _verdicts.CASE_KINDS}
+    new = {
+        "GRADIENT_CHECKS": (*old["GRADIENT_CHECKS"], kind),
+        "CASE_KINDS": (*old["CASE_KINDS"], kind),
+    }
     for module in [m for n, m in sys.modules.items() if n.startswith("weanj")]:
         for attr, value in old.items():
             if getattr(module, attr, None) is value:
@@ -189,6 +192,7 @@ def test_a_new_check_is_rendered_everywhere_and_read_back_from_check_json(
         weanj.report([NAME], out=from_file)
         assert live.read_bytes() == from_file.read_bytes()
         assert b.case in live.read_text()
+        assert "‖g‖ (max norm)" in live.read_text()  # its column, from its own entry
 
 
 def test_every_check_names_a_registered_result_type():

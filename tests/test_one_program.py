@@ -141,7 +141,7 @@ def test_in_a_check_every_jvp_is_judged_by_a_forward_mode_of_the_one_program(exa
     """The check's numbers: jax-ad's own forward mode and jax-custom's borrowed one (its
     loss cannot be pushed forward), each against ⟨∇L, dx⟩ by the closed form: the arrays
     pushed forward in one call, each direction divided by its array's Σ|∇L_i dx_i|."""
-    from weanj._judge._directional import jvp_direction
+    from weanj._judge._jvp import jvp_direction
 
     weanj.write_inputs(NAME)
     cat = _registry.catalog(NAME)
@@ -155,9 +155,9 @@ def test_in_a_check_every_jvp_is_judged_by_a_forward_mode_of_the_one_program(exa
     _, grads = _closed_form(data)
     seen = {}
     for j in judged.judgements:
-        if j.directional is None:
+        if j.jvp is None:
             continue
-        d = j.directional
+        d = j.jvp
         assert d.shared == ("x", "w")  # both arrays in one call, and it agreed
         want = 0.0
         for a in d.shared:

@@ -17,8 +17,9 @@ import pytest
 import weanj
 from weanj._judge._compare import compare
 from weanj._judge._regions import MAX_REGIONS, regions
-from weanj._judge._verdict import ExampleJudgement, Verdict, judge_pair
+from weanj._judge._verdict import ExampleJudgement, judge_pair
 from weanj._model import Gradient
+from weanj._model._verdicts import Verdict
 from weanj._report._json import judgement_json
 from weanj._report._text import message, region_lines
 

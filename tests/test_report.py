@@ -370,7 +370,8 @@ def test_builtin_examples_say_what_is_missing_and_which_command_computes_it(proj
 def test_markdown_stays_under_the_limit_however_much_fails(project):
     """Hundreds of failing pairs with long reasons: the summary is cut, and says so."""
     from weanj._io._inputs import read_inputs
-    from weanj._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+    from weanj._judge._verdict import CaseJudgement, ExampleJudgement
+    from weanj._model._verdicts import Verdict
     from weanj._places import places
     from weanj._registry import example
     from weanj._report import _md, _page

@@ -60,14 +60,15 @@ from ._io._jax_cache import enable as enable_compilation_cache  # noqa: E402, F4
 from ._judge._compare import ArrayComparison as ArrayComparison  # noqa: E402
 from ._judge._compare import compare as compare  # noqa: E402
 from ._judge._compare import ulp_distance as ulp_distance  # noqa: E402
-from ._judge._directional import DirectionalResult as DirectionalResult  # noqa: E402
+from ._judge._jvp import JvpResult as JvpResult  # noqa: E402
+
+DirectionalResult = JvpResult  # the jvp check's numbers under their earlier public name
 from ._judge._policy import TOLERANCES as TOLERANCES  # noqa: E402
 from ._judge._policy import Tolerance as Tolerance  # noqa: E402
 from ._judge._policy import tolerance as tolerance  # noqa: E402
 from ._judge._taylor import TaylorResult as TaylorResult  # noqa: E402
 from ._judge._verdict import CaseJudgement as CaseJudgement  # noqa: E402
 from ._judge._verdict import ExampleJudgement as ExampleJudgement  # noqa: E402
-from ._judge._verdict import Verdict as Verdict  # noqa: E402
 
 # The typed model
 from ._model import Array as Array  # noqa: E402
@@ -82,6 +83,7 @@ from ._model import Param as Param  # noqa: E402
 from ._model import Sizes as Sizes  # noqa: E402
 from ._model import TaylorPolicy as TaylorPolicy  # noqa: E402
 from ._model import Variant as Variant  # noqa: E402
+from ._model._verdicts import Verdict as Verdict  # noqa: E402
 from ._pipeline.bench._measure import time_median as time_median  # noqa: E402
 
 # Gradient checks for any function (jvp_check, which pushes a JAX function forward, above)
@@ -104,5 +106,81 @@ from ._registry import variants as variants  # noqa: E402
 from ._report._judgement import Judgement as Judgement  # noqa: E402
 from ._saved_gradient import save_gradient as save_gradient  # noqa: E402
 from ._saved_inputs import save_inputs as save_inputs  # noqa: E402
+
+__all__ = [
+    "Array",
+    "ArrayComparison",
+    "CaseJudgement",
+    "Catalog",
+    "check",
+    "compare",
+    "DefinitionError",
+    "device_count",
+    "diff",
+    "differ_at_kinks",
+    "DirectionalResult",
+    "enable_compilation_cache",
+    "environment",
+    "enzyme_variant",
+    "evaluate",
+    "example",
+    "Example",
+    "example_names",
+    "ExampleJudgement",
+    "Expected",
+    "families",
+    "fd_check",
+    "FDPolicy",
+    "Functions",
+    "fuzz_strategy",
+    "generate_inputs",
+    "Gradient",
+    "gradient_path",
+    "InputError",
+    "InputFileError",
+    "Inputs",
+    "inputs_path",
+    "jax_variant",
+    "Judgement",
+    "julia_variant",
+    "jvp_check",
+    "JvpResult",
+    "load_gradient",
+    "load_inputs",
+    "Param",
+    "project_config",
+    "project_root",
+    "ProjectError",
+    "read_inputs",
+    "register_example",
+    "register_variant",
+    "report",
+    "save_gradient",
+    "save_inputs",
+    "set_devices",
+    "Sizes",
+    "StaleGradientError",
+    "stored_gradients",
+    "taylor_test",
+    "TaylorPolicy",
+    "TaylorResult",
+    "time_median",
+    "tolerance",
+    "Tolerance",
+    "TOLERANCES",
+    "ulp_distance",
+    "unavailable_variants",
+    "UnavailableError",
+    "UnknownNameError",
+    "variant",
+    "Variant",
+    "VariantError",
+    "variants",
+    "Verdict",
+    "verify_inputs",
+    "WeanjError",
+    "write_inputs",
+    "write_results",
+]
 
 _release(_held)

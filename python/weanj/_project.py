@@ -40,6 +40,7 @@ from typing import Any
 
 from ._errors import ProjectError, WeanjError
 from ._interrupts import CalledExit
+from ._vocabulary import DEVICES
 
 ROOT_VARIABLE = "WEANJ_ROOT"
 # Every evaluation has a time limit unless told otherwise: a call that never ends (a
@@ -185,7 +186,6 @@ _KEYS = {
     "timeout",
     "julia",
 }
-DEVICE_KINDS = ("cpu", "gpu", "tpu")
 
 
 def _julia_project(pyproject: Path, root: Path, table) -> Path | None:
@@ -285,11 +285,11 @@ def project_config(root: Path | None = None) -> ProjectConfig:
     devices = _strings(
         pyproject, "devices", table.get("devices", []), 'devices, e.g. devices = ["cpu", "tpu"]'
     )
-    unknown = sorted(set(devices) - set(DEVICE_KINDS))
+    unknown = sorted(set(devices) - set(DEVICES))
     if unknown:
         raise ProjectError(
             f"{pyproject}: [tool.weanj] devices names {', '.join(unknown)} (devices are "
-            f"{', '.join(DEVICE_KINDS)})"
+            f"{', '.join(DEVICES)})"
         )
     return ProjectConfig(
         root,

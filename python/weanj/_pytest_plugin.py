@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import pytest
 
+from ._vocabulary import DEVICES
+
 # The plugin's options: (flag, argparse keywords); all but --weanj only with --weanj.
 OPTIONS = (
     (
@@ -40,7 +42,7 @@ OPTIONS = (
         "--weanj-device",
         dict(
             action="append",
-            choices=("cpu", "gpu", "tpu"),
+            choices=DEVICES,
             metavar="DEVICE",
             help="also run on this device (cpu, gpu, tpu; repeatable), each run judged "
             "against its family's CPU float64 reference (default: [tool.weanj] devices)",
@@ -87,7 +89,7 @@ class WeanjItem(pytest.Item):
             self.add_marker(pytest.mark.skip(reason=f"{skip.verdict}: {skip.what}"))
 
     def runtest(self):
-        from ._judge._verdict import Verdict
+        from ._model._verdicts import Verdict
         from ._report._text import message
 
         judged = self.config.stash[_JUDGED]

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 
 from ._errors import InputError
 from ._model import DTYPES, Catalog, Variant, VariantRun
-from ._project import DEVICE_KINDS
 from ._registry import registered_variant, variant
+from ._vocabulary import DEVICES
 
 
 def parse_run(
@@ -38,12 +38,12 @@ def parse_run(
     for word in words:
         if word in DTYPES and dtype is None:
             dtype = word
-        elif word in DEVICE_KINDS and device is None:
+        elif word in DEVICES and device is None:
             device = word
         else:
             raise InputError(
                 f"{name}: @{word} is not a dtype ({', '.join(DTYPES)}) or a device "
-                f"({', '.join(DEVICE_KINDS)}) of a run, or names one twice; a run is named "
+                f"({', '.join(DEVICES)}) of a run, or names one twice; a run is named "
                 f"as the views name it: {base}, {base}@float32, {base}@tpu, {base}@float32@tpu"
             )
     return look_up(cat.example, base), dtype, device
@@ -62,8 +62,8 @@ def same_family_pair(
             f"{what} {a} {b}: {a} ({va.family}) and {b} ({vb.family}) are of different families "
             f"(other algorithms, expected to differ); {what} compares members of one family"
         )
-    if device not in DEVICE_KINDS:
-        raise InputError(f"device must be one of {', '.join(DEVICE_KINDS)}, got {device!r}")
+    if device not in DEVICES:
+        raise InputError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
     if xb is not None and device not in ("cpu", xb):
         raise InputError(f"{what} {a} {b}: {b} runs on {xb}, but --device says {device}")
     if da is None and db is None:

@@ -19,6 +19,7 @@ from ._pipeline.records._store_writes import save_gradient as write_gradient
 from ._places import Places, places
 from ._registry import example as example_named
 from ._registry import find_variant
+from ._vocabulary import DTYPES
 
 
 def gradient_arrays(
@@ -34,7 +35,7 @@ def gradient_arrays(
     implied = set()
     for name, g in out.items():
         kind = ex.array(name).kind
-        if kind == "float" and g.dtype.name in ("float64", "float32"):
+        if kind == "float" and g.dtype.name in DTYPES:
             implied.add(g.dtype.name)
         elif kind == "complex" and g.dtype.name in ("complex128", "complex64"):
             implied.add("float64" if g.dtype.name == "complex128" else "float32")

@@ -32,7 +32,8 @@ import pytest
 import weanj
 from weanj._judge._contract import Fault
 from weanj._judge._policy import tolerance
-from weanj._judge._verdict import CaseJudgement, Verdict
+from weanj._judge._verdict import CaseJudgement
+from weanj._model._verdicts import Verdict
 from weanj._pipeline.engine import _cases
 from weanj._pytest_plugin import weanj_run
 from weanj._registry import catalogs, find_variant  # the registry entry, available or not

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._judge._verdict import Verdict
+from weanj._model._verdicts import Verdict
 from weanj._registry import find_variant
 from weanj._report._text import message
 
@@ -125,7 +125,7 @@ def test_forward_mode_agrees_with_reverse_mode(example, case_id):
     if find_variant(example, label).backend == "jax":
         assert j.verdict == Verdict.OK, message(j)
     assert_judged(j, Verdict.OK)
-    d = j.directional
+    d = j.jvp
     assert abs(d.forward - d.reverse) <= d.tolerance * d.scale, message(j)
     assert d.scale > 0, f"{case_id}: ⟨g, dx⟩ has no terms (a zero gradient checks nothing)"
 

@@ -20,8 +20,9 @@ import pytest
 
 import weanj
 from weanj._judge._taylor import random_direction
-from weanj._judge._verdict import Verdict, judge_taylor
+from weanj._judge._verdict import judge_taylor
 from weanj._model import from_arrays
+from weanj._model._verdicts import Verdict
 from weanj._pipeline.checks._remainders import taylor
 from weanj._pipeline.engine._cases import build_plan, judge_case
 from weanj._pipeline.engine._session import Session
@@ -151,7 +152,7 @@ def test_scaled_gradient_fails_taylor_jvp_and_pair_on_that_array_only(smooth):
     taylor_x = judged[f"{head}::jax-scaled-x::taylor::x"]
     assert "the gradient of x is not the loss's derivative" in message(taylor_x)
     assert p.example.taylor_for("x") == weanj.TaylorPolicy()  # the default policy
-    jvp_x = judged[f"{head}::jax-scaled-x::jvp::x"].directional
+    jvp_x = judged[f"{head}::jax-scaled-x::jvp::x"].jvp
     assert jvp_x.by == "jax-scaled-x"  # its own forward mode, of its own (correct) loss
     # ⟨(1+ε)g, dx⟩ against jvp = ⟨g, dx⟩: off by ε of it, far above the 1e-12 allowed.
     assert jvp_x.reverse - jvp_x.forward == pytest.approx(1e-4 * jvp_x.forward, rel=1e-6)

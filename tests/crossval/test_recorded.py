@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._judge._verdict import Verdict
+from weanj._model._verdicts import Verdict
 from weanj._pipeline.engine._cases import judge_case, read_plan, subject_outcome
 from weanj._pipeline.engine._session import Session
 from weanj._places import places

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._model import Example, Functions
+from .._vocabulary import DTYPES
 from ._checking import CheckRuns, one_program
 from ._jax import Precise, configuration_of, jax_variant, loss_of, stored_convention
 
@@ -96,7 +97,7 @@ def enzyme_variant(
     family: str,
     loss: Callable | None = None,
     description: str = "",
-    dtypes: tuple[str, ...] = ("float64", "float32"),
+    dtypes: tuple[str, ...] = DTYPES,
     excludes: Callable | None = None,
     expected: Any = None,
 ):

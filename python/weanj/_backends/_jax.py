@@ -24,6 +24,7 @@ from .._arguments import declared, decorated
 from .._model import Configuration, Example, Functions, Variant
 from .._model._signature import check_functions
 from .._registry import example_of, register_variant
+from .._vocabulary import DEVICES, DTYPES
 from . import _checking, _runtime
 
 
@@ -208,7 +209,7 @@ class JaxRuntime(_runtime.Runtime):
         return hasattr(variant.built.grad, "lower")
 
     def runs_on(self, kind: str) -> bool:
-        return kind in ("cpu", "gpu", "tpu")
+        return kind in DEVICES
 
     def device(self, kind: str):
         """The JAX device of kind `"cpu"`, `"gpu"` or `"tpu"` an evaluation runs on
@@ -283,7 +284,7 @@ def jax_variant(
     requires: tuple[str, ...] = (),
     description: str | Callable[[Callable], str] = "",
     multi_device: bool = False,
-    dtypes: tuple[str, ...] = ("float64", "float32"),
+    dtypes: tuple[str, ...] = DTYPES,
     excludes: Callable | None = None,
     functions: Callable = jit_functions,
     expected: Any = None,

@@ -36,6 +36,7 @@ from .._errors import DefinitionError
 from .._model import Catalog, Variant
 from .._project import project_root
 from .._registry import example_of, register_variant
+from .._vocabulary import DTYPES
 from . import _julia_client, _julia_env
 from ._julia_calls import JuliaKernel, julia_functions
 from ._julia_env import (
@@ -308,7 +309,7 @@ def julia_variant(
     loss: str,
     file: str | os.PathLike | None = None,
     description: str = "",
-    dtypes: tuple[str, ...] = ("float64", "float32"),
+    dtypes: tuple[str, ...] = DTYPES,
     function: str | None = None,
     runtime_activity: bool = False,
     excludes: Any = None,

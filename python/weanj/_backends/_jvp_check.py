@@ -1,5 +1,5 @@
 """`weanj.jvp_check`: forward mode against reverse mode for any JAX function (a
-notebook's), with the judge's rule (`DirectionalResult`)."""
+notebook's), with the judge's rule (`JvpResult`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import InputError
-from .._judge._directional import OWN_JVP_TOLERANCE, DirectionalResult
+from .._judge._jvp import OWN_JVP_TOLERANCE, JvpResult
 from .._judge._taylor import inner, random_direction
 
 
@@ -19,12 +19,12 @@ def jvp_check(
     dx: Any = None,
     tolerance: float = OWN_JVP_TOLERANCE,
     seed: int = 1,
-) -> DirectionalResult:
+) -> JvpResult:
     """Forward mode against reverse mode for any JAX-traceable scalar function: `jax.jvp`
     of `f` at `x` along `dx` (default: a seeded unit direction) against `⟨g, dx⟩`, exact up
     to rounding and independent of any step.
 
-    **Returns:** a `DirectionalResult`: `.forward`, `.reverse`, `.error` (relative to
+    **Returns:** a `JvpResult`: `.forward`, `.reverse`, `.error` (relative to
     `Σ|g_i||dx_i|`, the size of the terms of ⟨g, dx⟩) and `.passes` (`error ≤ tolerance`).
     """
     import jax
@@ -47,4 +47,4 @@ def jvp_check(
         forward = float(np.real(np.asarray(jax.jvp(f, (x,), (dx,))[1])))
     reverse = inner(g, dx)
     scale = float(np.sum(np.abs(g) * np.abs(dx)))
-    return DirectionalResult("", "jax.jvp", forward, reverse, scale, float(tolerance))
+    return JvpResult("", "jax.jvp", forward, reverse, scale, float(tolerance))

@@ -22,9 +22,9 @@ from typing import Any
 
 from .._environment import device_software
 from .._errors import UnavailableError
+from .._vocabulary import ACCELERATORS, DEVICES
 from . import _standin
 
-KINDS = ("cpu", "gpu", "tpu")
 # what the device computes a float32 matrix product with when the program sets no precision
 _DEFAULTS = {
     "cpu": "default (full float32 on the CPU)",
@@ -87,8 +87,8 @@ def place_of(kind: str) -> Place:
     """The device of `kind` an evaluation runs on: the stand-in where it plays that kind
     (`$WEANJ_STANDIN_DEVICE`), else JAX's first device of that platform; none is an
     `UnavailableError` saying so."""
-    if kind not in KINDS:
-        raise UnavailableError(f"unknown device kind {kind!r} (one of {', '.join(KINDS)})")
+    if kind not in DEVICES:
+        raise UnavailableError(f"unknown device kind {kind!r} (one of {', '.join(DEVICES)})")
     if kind not in _PLACES:
         import jax
 
@@ -160,7 +160,7 @@ def present_accelerators() -> list[tuple[str, bool]]:
     import jax
 
     out = []
-    for kind in ("tpu", "gpu"):
+    for kind in ACCELERATORS:
         if _standin.standin_kind() == kind:
             out.append((kind, True))
             continue

@@ -28,8 +28,9 @@ from __future__ import annotations
 import functools
 import os
 
+from .._vocabulary import ACCELERATORS
+
 ENV = "WEANJ_STANDIN_DEVICE"
-KINDS = ("tpu", "gpu")
 # the matmul precision a stand-in run has by default (a TPU's float32 default)
 DEFAULT_PRECISION = "BF16_BF16_F32"
 _installed = False
@@ -39,11 +40,11 @@ def standin_kind() -> str | None:
     """The kind the stand-in plays (`$WEANJ_STANDIN_DEVICE`), or None; any other value is
     one line (`InputError`): a typo must not quietly leave the stand-in out."""
     kind = os.environ.get(ENV, "").strip().lower()
-    if kind and kind not in KINDS:
+    if kind and kind not in ACCELERATORS:
         from .._errors import InputError
 
         raise InputError(
-            f"{ENV}={os.environ[ENV]!r}: the stand-in plays {' or '.join(KINDS)} (unset the "
+            f"{ENV}={os.environ[ENV]!r}: the stand-in plays {' or '.join(ACCELERATORS)} (unset the "
             "variable for none)"
         )
     return kind or None

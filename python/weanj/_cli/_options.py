@@ -9,8 +9,7 @@ import argparse
 import math
 
 from .._errors import InputError
-
-DTYPE_CHOICES = ("float64", "float32")
+from .._vocabulary import DEVICES
 
 
 class Parser(argparse.ArgumentParser):
@@ -99,16 +98,13 @@ def add_timeout(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
-DEVICE_CHOICES = ("cpu", "gpu", "tpu")
-
-
 def add_device(p, *, several: bool = True, side: str = "") -> None:
     """`--device cpu|gpu|tpu` (repeatable where `several`): where the runs go."""
     if several:
         p.add_argument(
             "--device",
             action="append",
-            choices=DEVICE_CHOICES,
+            choices=DEVICES,
             default=None,
             help="run on this device too, each run judged against its family's CPU float64 "
             "reference, e.g. --device cpu --device tpu (repeatable; default: "
@@ -117,7 +113,7 @@ def add_device(p, *, several: bool = True, side: str = "") -> None:
     else:
         p.add_argument(
             "--device",
-            choices=DEVICE_CHOICES,
+            choices=DEVICES,
             default="cpu",
             help=f"JAX device kind{' of ' + side if side else ''} (default: cpu, whatever "
             "JAX's default device is)",

@@ -11,8 +11,8 @@ import difflib
 import re
 
 from .._errors import InputError
+from .._vocabulary import CHECK_DTYPES, DTYPES
 from ._options import (
-    DTYPE_CHOICES,
     PARAMS_HELP,
     Parser,
     add_device,
@@ -43,7 +43,7 @@ def _run(sub) -> None:
     )
     p.add_argument(
         "--dtype",
-        choices=DTYPE_CHOICES,
+        choices=DTYPES,
         default="float64",
         help="dtype under test (default: float64)",
     )
@@ -73,7 +73,7 @@ def _check(sub) -> None:
     p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
     p.add_argument(
         "--dtype",
-        choices=(*DTYPE_CHOICES, "both"),
+        choices=CHECK_DTYPES,
         default="both",
         help="dtypes under test (default: both: float64, then float32 against its own float64 run)",
     )
@@ -165,7 +165,7 @@ def _bench(sub) -> None:
         default=None,
         help="the same as --memory-over K ... (no values: none)",
     )
-    p.add_argument("--dtype", choices=DTYPE_CHOICES, default="float64", help="default: float64")
+    p.add_argument("--dtype", choices=DTYPES, default="float64", help="default: float64")
     add_device(p, several=False)
     p.add_argument(
         "--devices",
@@ -293,7 +293,7 @@ def _pair_dtype(p) -> None:
     """`--dtype` of `bisect` and `fuzz`: the dtype of pairs whose names give none."""
     p.add_argument(
         "--dtype",
-        choices=DTYPE_CHOICES,
+        choices=DTYPES,
         default="float64",
         help="run both sides in this dtype where the names give none (default: float64); "
         "V V@float32 is V's float32 run against its float64 run, judged in float32",

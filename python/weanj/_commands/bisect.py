@@ -44,8 +44,8 @@ from typing import Any
 from .._backends._placement import present
 from .._errors import InputError, WeanjError
 from .._io import _inputs, _jax_cache
-from .._judge._verdict import Verdict
 from .._model import Catalog, Example, Inputs, Param, VariantRun
+from .._model._verdicts import Verdict
 from .._pipeline.engine._cases import PairOutcome, judge_pair_on
 from .._pipeline.engine._session import Session
 from .._pipeline.search._minimal_case import Case, declared_line, sized_case

@@ -28,8 +28,7 @@ from .._places import places
 from .._registry import catalogs, project
 from .._report._judgement import Judgement, Kept
 from .._report._verdicts_file import CheckFiles
-
-DTYPE_CHOICES = ("both", "float64", "float32")
+from .._vocabulary import CHECK_DTYPES, DEVICES
 
 
 def dtypes_of(dtype: str) -> tuple[str, ...]:
@@ -37,7 +36,7 @@ def dtypes_of(dtype: str) -> tuple[str, ...]:
     float64 along; float64 alone leaves float32 out."""
     from .._arguments import one_of
 
-    one_of(dtype, DTYPE_CHOICES, "dtype", "check")
+    one_of(dtype, CHECK_DTYPES, "dtype", "check")
     return ("float64",) if dtype == "float64" else DTYPES
 
 
@@ -46,15 +45,14 @@ def devices_of(device: Sequence[str] | str | None, config=None) -> tuple[str, ..
     devices`, else the CPU alone (whatever JAX's default device is). The CPU always
     comes first: every device run is judged against its family's CPU float64 reference."""
     from .._arguments import names
-    from .._project import DEVICE_KINDS
 
     asked = names(device, "device", "check") or []
     if not asked and config is not None:
         asked = list(getattr(config, "devices", ()) or ())
-    unknown = [d for d in asked if d not in DEVICE_KINDS]
+    unknown = [d for d in asked if d not in DEVICES]
     if unknown:
         raise InputError(
-            f"device must be one of {', '.join(DEVICE_KINDS)}, got {', '.join(map(repr, unknown))}"
+            f"device must be one of {', '.join(DEVICES)}, got {', '.join(map(repr, unknown))}"
         )
     return ("cpu", *dict.fromkeys(d for d in asked if d != "cpu"))
 

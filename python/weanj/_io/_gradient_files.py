@@ -19,6 +19,7 @@ import numpy as np
 from .._errors import InputError, InputFileError, WeanjError
 from .._model import COMPLEX_OF, Example, Gradient, check_name, provenance_key, shown
 from .._places import PRODUCED, RECORDED, Places
+from .._vocabulary import DTYPES
 from ._h5 import array_sha256, read_array, read_attributes
 from ._safeh5 import parsed
 
@@ -82,7 +83,7 @@ def _typed_attributes(attrs: dict[str, Any], where: str, hint: str) -> None:
             raise InputFileError(
                 f"{where}: attribute {key} must be one line of text, got {shown(attrs[key])}{hint}"
             )
-    if attrs["dtype"] not in ("float32", "float64"):
+    if attrs["dtype"] not in DTYPES:
         raise InputFileError(
             f"{where}: attribute dtype must be float32 or "
             f"float64, got {shown(attrs['dtype'])}{hint}"

@@ -3,7 +3,7 @@
 those types by name.
 
 A check (`_pipeline.checks._gradchecks.CHECKS`) names the class of the numbers it collects
-(`TaylorResult` in `_taylor`, `DirectionalResult` in `_directional`); that class says
+(`TaylorResult` in `_taylor`, `JvpResult` in `_jvp`); that class says
 everything that is particular to the check, so that the judge, the serialisation and the
 views handle every check alike and none of them branches on one:
 
@@ -23,7 +23,7 @@ Why here and not in `_report`: the views (`_report`, layer 5) may import the jud
 the other way round, and a check's numbers are the judge's; a result type writes its own
 text with the numbers' one form (`num`, `finite`, which the views use too), importing no
 view. `RESULTS` holds the types by name: the name is the field of a case in `check.json`
-that holds its numbers (`taylor`, `directional`, as before there was a registry), so
+that holds its numbers (`taylor`; `directional` for the jvp check's `JvpResult`), so
 `_serial` reads and writes any registered check without naming one.
 """
 

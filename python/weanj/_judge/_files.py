@@ -38,26 +38,26 @@ def judge_file(
     """A stored or recorded file: `stale` when computed on other inputs, FAIL when its
     arrays do not have the inputs' shapes or it claims another family than its variant's
     (`family`: the registered one), `NaN/Inf` when it holds any, else ok."""
-    what = {"family": g.family, "subjects": (g.label,)}
+    fields = {"family": g.family, "subjects": (g.label,)}
     if family is not None and g.family != family:
         reason = (
             f"{g.path} says {g.variant} is of family {g.family!r}, but it is registered in "
             f"family {family!r}; {_fix(g)}"
         )
-        return CaseJudgement(case, CaseKind.FILE, Verdict.FAIL, reason=reason, **what)
+        return CaseJudgement(case, CaseKind.FILE, Verdict.FAIL, reason=reason, **fields)
     if not inputs.matches(g):
         return CaseJudgement(
-            case, CaseKind.FILE, Verdict.STALE, reason=stale_reason(g, inputs), **what
+            case, CaseKind.FILE, Verdict.STALE, reason=stale_reason(g, inputs), **fields
         )
     for name, shape in inputs.wrt_shapes.items():
         if g.shapes[name] != shape:
             reason = f"{name} has shape {g.shapes[name]}, but the inputs' {name} has {shape}"
-            return CaseJudgement(case, CaseKind.FILE, Verdict.FAIL, reason=reason, **what)
+            return CaseJudgement(case, CaseKind.FILE, Verdict.FAIL, reason=reason, **fields)
     if not g.finite:
         return CaseJudgement(
-            case, CaseKind.FILE, Verdict.NONFINITE, reason=g.nonfinite_text(), **what
+            case, CaseKind.FILE, Verdict.NONFINITE, reason=g.nonfinite_text(), **fields
         )
-    return CaseJudgement(case, CaseKind.FILE, Verdict.OK, **what)
+    return CaseJudgement(case, CaseKind.FILE, Verdict.OK, **fields)
 
 
 def unreadable(case: str, message: str) -> CaseJudgement:

@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .._vocabulary import ACCELERATORS
+
 
 @dataclass(frozen=True)
 class PlatformLimit:
@@ -106,7 +108,7 @@ def precision_or_bug(
     """The line a failing device pair gets, from its run re-judged at matmul precision
     `highest` (`highest_agrees`; None: no re-run, `why` says why). `precision`: the one in
     effect."""
-    device = kind.upper() if kind in ("tpu", "gpu") else kind
+    device = kind.upper() if kind in ACCELERATORS else kind
     device = f"stand-in {device}" if standin else device
     if highest_agrees is None:
         return f"not the device's matmul precision: {why}"

@@ -2,7 +2,7 @@
 
 A `CaseJudgement` is data: the case it answers (one row of the case table), its
 verdict, and the numbers behind it (an `ArrayComparison`; a gradient check's `result`,
-a `TaylorResult`, a `DirectionalResult` or any type registered in `_checks.RESULTS`; a
+a `TaylorResult`, a `JvpResult` or any type registered in `_checks.RESULTS`; a
 reason). `weanj check`, `weanj diff`, `weanj report`, `weanj
 bisect`, `weanj fuzz` and `pytest --weanj` only render judgements (`_report`).
 
@@ -22,16 +22,13 @@ from typing import Any
 import numpy as np
 
 from .._model import Expected, Gradient, Inputs
-from .._model._verdicts import KINDS as KINDS
-from .._model._verdicts import RANKING as RANKING
-from .._model._verdicts import CaseKind as CaseKind
-from .._model._verdicts import Verdict as Verdict
+from .._model._verdicts import CaseKind, Verdict
 from ._checks import CheckResult
 from ._compare import ArrayComparison, compare
 from ._contract import Fault
-from ._directional import DirectionalResult
 from ._expected import declared_check as declared_check
 from ._expected import declared_pair
+from ._jvp import JvpResult
 from ._policy import declared_between, entry_floor_of, floor_of
 from ._taylor import TaylorResult
 
@@ -75,21 +72,21 @@ class CaseJudgement:
         return self.result if isinstance(self.result, TaylorResult) else None
 
     @property
-    def directional(self) -> DirectionalResult | None:
+    def jvp(self) -> JvpResult | None:
         """A jvp check's numbers (its `result`), None for any other case."""
-        return self.result if isinstance(self.result, DirectionalResult) else None
+        return self.result if isinstance(self.result, JvpResult) else None
 
 
-def skipped(case: str, kind: CaseKind, reason: str, **what: Any) -> CaseJudgement:
-    return CaseJudgement(case, kind, Verdict.SKIPPED, reason=reason, **what)
+def skipped(case: str, kind: CaseKind, reason: str, **fields: Any) -> CaseJudgement:
+    return CaseJudgement(case, kind, Verdict.SKIPPED, reason=reason, **fields)
 
 
-def not_compared(case: str, kind: CaseKind, fault: CaseJudgement, **what: Any) -> CaseJudgement:
+def not_compared(case: str, kind: CaseKind, fault: CaseJudgement, **fields: Any) -> CaseJudgement:
     """A case one of whose subjects is at fault: skipped, naming it (the fault itself is
     that subject's `run` judgement, listed once)."""
     label = fault.subjects[0]
     reason = f"not compared: {label} is {_state(fault.verdict)}"
-    return CaseJudgement(case, kind, Verdict.SKIPPED, reason=reason, blocked_by=label, **what)
+    return CaseJudgement(case, kind, Verdict.SKIPPED, reason=reason, blocked_by=label, **fields)
 
 
 def _state(verdict: Verdict) -> str:
@@ -109,7 +106,7 @@ def judge_run(
     """A variant's evaluation at one dtype: `ok`, or its fault's verdict with the line
     saying what and the command that reproduces it. `wider`: the same variant's float64
     outcome, for a float32 run (a float32-only NaN/Inf is named a float32 overflow)."""
-    what = {"family": family, "subjects": (label,)}
+    fields = {"family": family, "subjects": (label,)}
     if isinstance(outcome, Fault):
         reason = outcome.what
         if outcome.verdict == Verdict.NONFINITE and isinstance(wider, Gradient) and wider.finite:
@@ -120,9 +117,9 @@ def judge_run(
             Verdict(outcome.verdict),
             reason=reason,
             command=outcome.command,
-            **what,
+            **fields,
         )
-    return CaseJudgement(case, CaseKind.RUN, Verdict.OK, **what)
+    return CaseJudgement(case, CaseKind.RUN, Verdict.OK, **fields)
 
 
 # --- pairs -----------------------------------------------------------------------------
@@ -152,8 +149,8 @@ def judge_pair(
     ga, gb = np.asarray(a.gradients[array]), np.asarray(b.gradients[array])
     if ga.shape != gb.shape:
         reason = f"{array} has shape {gb.shape} in {b.label} but {ga.shape} in {a.label}"
-        what = _pair_what(a, b, array, info)
-        j = CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, reason=reason, **what)
+        fields = _pair_fields(a, b, array, info)
+        j = CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, reason=reason, **fields)
         return declared_pair(j, expected, ga, ga, arrays=arrays) if expected else j
     floors = {
         "loss_floor": floor_of(a, b, "loss") if rounding else 0.0,
@@ -168,11 +165,13 @@ def judge_pair(
     return declared_pair(j, expected, ga, gb, **held, arrays=arrays)
 
 
-def _pair_what(a: Gradient, b: Gradient, array: str, info: bool) -> dict[str, Any]:
-    what = {"family": a.family, "subjects": (a.label, b.label), "array": array}
+def _pair_fields(a: Gradient, b: Gradient, array: str, info: bool) -> dict[str, Any]:
+    """The case's fields a pair gives it: its family (two families: `A vs B`), subjects,
+    array."""
+    fields = {"family": a.family, "subjects": (a.label, b.label), "array": array}
     if info or a.family != b.family:
-        what["family"] = f"{a.family} vs {b.family}"
-    return what
+        fields["family"] = f"{a.family} vs {b.family}"
+    return fields
 
 
 def _judge_pair(
@@ -187,24 +186,24 @@ def _judge_pair(
     info: bool,
 ) -> CaseJudgement:
     """The pair judged by `compare` under its `floors` (arrays of one shape)."""
-    what = _pair_what(a, b, array, info)
+    fields = _pair_fields(a, b, array, info)
     ga, gb = np.asarray(a.gradients[array]), np.asarray(b.gradients[array])
     c = compare(ga, gb, a.loss, b.loss, **floors)
     if c.nonfinite:
         return CaseJudgement(
-            case, CaseKind.PAIR, Verdict.NONFINITE, reason=_nonfinite(a, b), comparison=c, **what
+            case, CaseKind.PAIR, Verdict.NONFINITE, reason=_nonfinite(a, b), comparison=c, **fields
         )
     if info or a.family != b.family:
-        return CaseJudgement(case, CaseKind.PAIR, Verdict.INFO, comparison=c, **what)
+        return CaseJudgement(case, CaseKind.PAIR, Verdict.INFO, comparison=c, **fields)
     if c.agree:
-        return CaseJudgement(case, CaseKind.PAIR, Verdict.OK, comparison=c, **what)
+        return CaseJudgement(case, CaseKind.PAIR, Verdict.OK, comparison=c, **fields)
     if kinks is not None and keep is not None:
         away = compare(ga, gb, a.loss, b.loss, keep=keep, **floors)
         if away.agree:
             return CaseJudgement(
-                case, CaseKind.PAIR, Verdict.KINKS, comparison=c, away=away, kinks=kinks, **what
+                case, CaseKind.PAIR, Verdict.KINKS, comparison=c, away=away, kinks=kinks, **fields
             )
-    return CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, comparison=c, kinks=kinks, **what)
+    return CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, comparison=c, kinks=kinks, **fields)
 
 
 def stood_in(j: CaseJudgement, aside: dict[str, str]) -> CaseJudgement:
@@ -225,24 +224,24 @@ def _nonfinite(a: Gradient, b: Gradient) -> str:
 # --- gradient checks -------------------------------------------------------------------------
 
 
-def check_fault(case: str, kind: CaseKind, fault: Fault, **what: Any) -> CaseJudgement:
+def check_fault(case: str, kind: CaseKind, fault: Fault, **fields: Any) -> CaseJudgement:
     """A gradient check whose own calls were at fault (a time-out): the fault's verdict
     (`_contract.fault_of`), with its line."""
-    return CaseJudgement(case, kind, Verdict(fault.verdict), reason=fault.what, **what)
+    return CaseJudgement(case, kind, Verdict(fault.verdict), reason=fault.what, **fields)
 
 
-def judge_check(case: str, kind: CaseKind, result: CheckResult, **what: Any) -> CaseJudgement:
+def judge_check(case: str, kind: CaseKind, result: CheckResult, **fields: Any) -> CaseJudgement:
     """A gradient check of one array judged by its result's rule (`result.judge()`, the
     protocol of `_checks`), the numbers kept as the judgement's `result`."""
-    what.setdefault("array", result.array)
+    fields.setdefault("array", result.array)
     verdict, reason = result.judge()
-    return CaseJudgement(case, kind, verdict, reason=reason, result=result, **what)
+    return CaseJudgement(case, kind, verdict, reason=reason, result=result, **fields)
 
 
-def judge_taylor(case: str, result: TaylorResult, **what: Any) -> CaseJudgement:
+def judge_taylor(case: str, result: TaylorResult, **fields: Any) -> CaseJudgement:
     """A Taylor test's judgement (`TaylorResult.judge`): what `weanj.taylor_test`'s
     result gives as a case."""
-    return judge_check(case, CaseKind.TAYLOR, result, **what)
+    return judge_check(case, CaseKind.TAYLOR, result, **fields)
 
 
 # --- an example's judgement ------------------------------------------------------------------

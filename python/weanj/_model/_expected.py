@@ -27,7 +27,7 @@ from ._verdicts import DECLARABLE, GRADIENT_CHECKS, CaseKind, Verdict
 # What a declaration may expect: a pair or a gradient check that fails, or a run whose
 # variant is at fault (`DECLARABLE`, from `Verdict`); and what it may declare instead of
 # a pair: a run, a gradient check.
-CHECKS = (CaseKind.RUN, *GRADIENT_CHECKS)
+DECLARABLE_KINDS = (CaseKind.RUN, *GRADIENT_CHECKS)
 _NAMED = {"variant": "a variant's", "against": "a variant's", "array": "an array's"}
 
 
@@ -127,9 +127,9 @@ class Expected:
         check = self.check
         if check is None and verdict != Verdict.FAIL:
             check = CaseKind.RUN  # a variant at fault shows in its run
-        if check is not None and (not isinstance(check, str) or check not in CHECKS):
+        if check is not None and (not isinstance(check, str) or check not in DECLARABLE_KINDS):
             raise DefinitionError(
-                f"weanj.Expected: check {check!r} is not one of {', '.join(CHECKS)}"
+                f"weanj.Expected: check {check!r} is not one of {', '.join(DECLARABLE_KINDS)}"
             )
         check = None if check is None else CaseKind(check)
         if check is not None and self.against is not None:

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from .._errors import DefinitionError, InputError
+from .._vocabulary import DTYPES
 
-KINDS = ("float", "complex", "int", "bool")
-DTYPES = ("float64", "float32")  # the dtypes under test
+ARRAY_KINDS = ("float", "complex", "int", "bool")  # what an array of an example holds
 COMPLEX_OF = {"float64": "complex128", "float32": "complex64"}
 FLOAT_OF = {"complex128": "float64", "complex64": "float32"}
 
@@ -84,9 +84,10 @@ class Array:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
             raise DefinitionError(f"array name {self.name!r} must be a Python identifier")
-        if self.kind not in KINDS:
+        if self.kind not in ARRAY_KINDS:
             raise DefinitionError(
-                f"array {self.name}: kind must be one of {', '.join(KINDS)}, got {self.kind!r}"
+                f"array {self.name}: kind must be one of {', '.join(ARRAY_KINDS)}, "
+                f"got {self.kind!r}"
             )
         if self.shape is not None:
             dims = (self.shape,) if isinstance(self.shape, (str, int)) else tuple(self.shape)

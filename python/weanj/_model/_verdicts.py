@@ -123,11 +123,12 @@ DECLARABLE = tuple(v for v in Verdict if v.declarable)
 
 class CaseKind(str, enum.Enum):
     """A kind of case of the case table (`_pipeline.engine._cases`), defined once. Each member:
-    (name, the column header views give it, whether it is a variant's own gradient check).
+    (name, the column header views give it, whether it is a variant's own gradient check,
+    what a check's cell shows: the report's column is `header (measure)`).
 
     The gradient checks (`GRADIENT_CHECKS`, in the order views show them) are the members
     with `check` set: a new gradient check is a member here, its result type with its rule
-    and views in a module of `_judge` (as `_taylor`, `_directional`; registered in
+    and views in a module of `_judge` (as `_taylor`, `_jvp`; registered in
     `_judge._checks.RESULTS`), and its evaluation with its record's policy in
     `_pipeline.checks._gradchecks.CHECKS` (one `GradientCheck` per member); the case table, the
     records, the workers, `weanj.Expected` and the views iterate over `GRADIENT_CHECKS`.
@@ -135,16 +136,22 @@ class CaseKind(str, enum.Enum):
 
     RUN = ("run", "run", False)  # a live subject: evaluated, or its fault
     PAIR = ("pair", "pair", False)  # two subjects compared elementwise
-    TAYLOR = ("taylor", "Taylor", True)  # the Taylor remainder test (DESIGN §9.1)
-    JVP = ("jvp", "jvp", True)  # forward against reverse (DESIGN §9.2)
+    TAYLOR = ("taylor", "Taylor", True, "min rate")  # the Taylor remainder test (DESIGN §9.1)
+    JVP = ("jvp", "jvp", True, "rel. error")  # forward against reverse (DESIGN §9.2)
     FILE = ("file", "file", False)  # a file the plan read
 
-    def __new__(cls, name: str, header: str, check: bool):
+    def __new__(cls, name: str, header: str, check: bool, measure: str = ""):
         member = str.__new__(cls, name)
         member._value_ = name
         member.header = header  # the column header of the variants' tables
+        member.measure = measure  # what a check's cell shows (its result's `measure`)
         member._check = check
         return member
+
+    @property
+    def column(self) -> str:
+        """A check's column in the report's tables: `Taylor (min rate)`."""
+        return f"{self.header} ({self.measure})" if self.measure else self.header
 
     def __str__(self) -> str:
         return self.value
@@ -156,5 +163,5 @@ class CaseKind(str, enum.Enum):
 
 
 # The kinds of case the table holds, and the gradient checks among them, in view order.
-KINDS = tuple(CaseKind)
+CASE_KINDS = tuple(CaseKind)
 GRADIENT_CHECKS = tuple(k for k in CaseKind if k.is_check)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
-from .._model._verdicts import CaseKind
+from .._judge._verdict import CaseJudgement, ExampleJudgement
+from .._model._verdicts import CaseKind, Verdict
 from ._lines import num, summary
 
 

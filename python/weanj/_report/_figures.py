@@ -22,9 +22,9 @@ from .._io._atomic import atomic_path
 from .._io._marks import mark_of, png_metadata
 from .._judge._compare import ArrayComparison
 from .._judge._policy import tolerance
-from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Gradient
-from .._model._verdicts import CaseKind
+from .._model._verdicts import CaseKind, Verdict
 from ._lines import index, julia, relative_text
 
 

@@ -17,8 +17,7 @@ the provenance. The evidence is `_html_evidence`'s, the benchmarks and provenanc
 
 from __future__ import annotations
 
-from .._judge._verdict import Verdict
-from .._model._verdicts import GRADIENT_CHECKS, CaseKind
+from .._model._verdicts import GRADIENT_CHECKS, Verdict
 from ._html_bench import _dl, benchmarks, provenance
 from ._html_evidence import evidence, nothing_judged
 from ._html_parts import CSP, STYLE, badge, cell, e, link, table, verdict_class
@@ -74,15 +73,6 @@ def summary_table(pages: list[ExamplePage]) -> str:
     )
 
 
-# What a gradient check's column shows (its header is `CaseKind.header`, then this): a
-# check not named here shows its verdict alone, with no edit of the views.
-MEASURES = {CaseKind.TAYLOR: "min rate", CaseKind.JVP: "rel. error"}
-
-
-def check_header(kind: CaseKind) -> str:
-    return f"{kind.header} ({MEASURES[kind]})" if kind in MEASURES else kind.header
-
-
 def variant_table(p: ExamplePage) -> str:
     rows = []
     for r in p.rows:
@@ -105,7 +95,7 @@ def variant_table(p: ExamplePage) -> str:
         "family",
         "verdict",
         "loss",
-        *(check_header(k) for k in GRADIENT_CHECKS),
+        *(k.column for k in GRADIENT_CHECKS),
         "float32 (max rel.)",
         "same-family pairs",
         "time (first call)",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._judge._verdict import CaseJudgement, Verdict
-from .._model._verdicts import GRADIENT_CHECKS, CaseKind
+from .._judge._verdict import CaseJudgement
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from ._figures import plain
 from ._html_parts import badge, e, img, link, table, verdict_class
 from ._page_model import ExamplePage, anchor, judged_line, same_family_pairs

@@ -8,8 +8,7 @@ import html
 import io
 from typing import Any
 
-from .._judge._verdict import Verdict
-from .._model._verdicts import COLOURS
+from .._model._verdicts import COLOURS, Verdict
 from ._cells import Cell
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"

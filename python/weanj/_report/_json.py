@@ -11,9 +11,9 @@ import numpy as np
 
 from .._judge._checks import finite as finite
 from .._judge._compare import ArrayComparison
-from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Gradient
-from .._model._verdicts import GRADIENT_CHECKS, CaseKind
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from ._text import summary, ulp_text
 
 

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 
 from .._judge._checks import num as num
 from .._judge._compare import ArrayComparison
-from .._judge._verdict import CaseJudgement, Verdict
-from .._model._verdicts import CaseKind
+from .._judge._verdict import CaseJudgement
+from .._model._verdicts import CaseKind, Verdict
 
 MAX_REGION_LINES = 6
 

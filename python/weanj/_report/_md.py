@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from .._model._verdicts import GRADIENT_CHECKS, Verdict
 from ._lines import fault_text
 from ._page_model import Cell, ExamplePage, judged_line, overall
 from ._text import num, reference_lines, region_lines, summary, x64_lines
@@ -99,7 +99,7 @@ def summary_table(pages: list[ExamplePage]) -> list[str]:
 def variant_table(p: ExamplePage) -> list[str]:
     out = [
         "| variant | family | verdict | loss | "
-        + "".join(f"{md_header(k)} | " for k in GRADIENT_CHECKS)
+        + "".join(f"{k.column} | " for k in GRADIENT_CHECKS)
         + "float32 | same-family pairs | time |",
         "| --- | --- | --- | ---: | " + "--- | " * len(GRADIENT_CHECKS) + "--- | --- | ---: |",
     ]
@@ -113,14 +113,6 @@ def variant_table(p: ExamplePage) -> list[str]:
             + f"{_cell(r.float32)} | {_cell(r.pairs)} | {time_s} |"
         )
     return out
-
-
-# What a gradient check's column says it shows (a check not named here: its header alone).
-MEASURES = {CaseKind.TAYLOR: "min rate"}
-
-
-def md_header(kind: CaseKind) -> str:
-    return f"{kind.header} ({MEASURES[kind]})" if kind in MEASURES else kind.header
 
 
 def _failing(verdict: str) -> bool:

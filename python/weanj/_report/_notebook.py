@@ -4,8 +4,8 @@ as one self-contained HTML fragment (inline style, images as PNG `data:` URIs, n
 
 from __future__ import annotations
 
-from .._judge._verdict import ExampleJudgement, Verdict
-from .._model._verdicts import GRADIENT_CHECKS, CaseKind
+from .._judge._verdict import ExampleJudgement
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._html_parts import badge, cell, e, img, table, verdict_class, verdict_style
 from ._lines import coverage_text, num
@@ -125,7 +125,7 @@ def judgement_html(judgement, *, max_pictures: int = 6) -> str:
                         "variant",
                         "family",
                         "loss",
-                        *(k.header for k in GRADIENT_CHECKS),
+                        *(k.column for k in GRADIENT_CHECKS),
                         "float32",
                         "family agreement",
                     ],

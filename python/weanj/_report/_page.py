@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._judge._verdict import CaseJudgement, ExampleJudgement, Verdict
+from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Catalog
-from .._model._verdicts import GRADIENT_CHECKS, NOT_RUN, CaseKind
+from .._model._verdicts import GRADIENT_CHECKS, NOT_RUN, CaseKind, Verdict
 from ._cells import check_cell, family_cell, float32_cell
 from ._lines import fault_text, relative_text
 from ._page_model import (

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from .._judge._judgement import first_clause
 from .._judge._suspects import kink_hypotheses
-from .._judge._verdict import PRECISION, CaseJudgement, ExampleJudgement, Verdict
-from .._model._verdicts import GRADIENT_CHECKS, CaseKind
+from .._judge._verdict import PRECISION, CaseJudgement, ExampleJudgement
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from .._vocabulary import ACCELERATORS, DTYPES
 from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     box,
@@ -328,7 +329,7 @@ def suspect_lines(found: list) -> list[str]:
     out = ["suspects (the judge's most likely wrong variants, per failing family):"]
     for example, s in found:
         arrays = ", ".join(dict.fromkeys(j.array for j in s.against if j.array)) or "the loss"
-        on_device = s.label.rpartition("@")[2] in ("tpu", "gpu")
+        on_device = s.label.rpartition("@")[2] in ACCELERATORS
         # a device run's pairs are check's (check.json, the report); the store holds CPU runs
         closer = [f"`weanj report {example}`" if on_device else f"`weanj diff {example}`"]
         if "/" not in s.reference + s.label:  # bisect follows every run's name (V@float32@tpu)
@@ -355,7 +356,7 @@ def overall_line(
     skipped = sum(1 for ej in results for j in ej.judgements if not j.verdict.ran)
     failed = [ej.name for ej in results if ej.judged and not ej.ok]
     unjudged = [ej.name for ej in results if not ej.judged]
-    unchecked = [d for d in ("float64", "float32") if d not in dtypes]
+    unchecked = [d for d in DTYPES if d not in dtypes]
     note = f"; {'/'.join(unchecked)} not checked (weanj check --dtype both)" if unchecked else ""
     required = [m for m in did_not_run if m[2]]
     verdict = str(Verdict.FAIL if failed or required else Verdict.OK)

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..._errors import InputError
 from ..._model import Example, Inputs
+from ..._vocabulary import DEVICES, listed
 from . import _measure as measure
 
 DEFAULT_BUDGET_S = 5.0
@@ -139,8 +140,8 @@ def checked_options(
 ) -> tuple[list[int], dict[str, Any], Any, Any]:
     """`bench`'s options checked before any work: (sizes, the size sweep's parameters,
     over, memory_over); a dimension's values out of reach are refused here too."""
-    if device not in ("cpu", "gpu", "tpu"):
-        raise InputError(f"device must be cpu, gpu or tpu, got {device!r}")
+    if device not in DEVICES:
+        raise InputError(f"device must be {listed(DEVICES)}, got {device!r}")
     sweep_sizes = _sweep_sizes(ex, sizes, shared)
     for what, value in (("samples", samples), ("devices", devices)):
         if value is not None and value < 1:

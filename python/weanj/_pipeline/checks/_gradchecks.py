@@ -15,7 +15,7 @@ These call the variant's loss through the session's watch, each check a phase of
 heartbeat that says where it is ("taylor test of u0, direction 1 of 2, step 3");
 `weanj.jvp_check`, which pushes any JAX function forward, is the JAX backend's
 (`_backends._jax`). The numbers they collect are judged by the rules of `_judge`
-(`TaylorResult.judge`, `DirectionalResult.judge`, through `judge_check`), the same for
+(`TaylorResult.judge`, `JvpResult.judge`, through `judge_check`), the same for
 every kernel and every front end.
 """
 
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..._judge import _verdict as judge
-from ..._judge._directional import OWN_JVP_TOLERANCE, DirectionalResult, jvp_direction
+from ..._judge._jvp import OWN_JVP_TOLERANCE, JvpResult, jvp_direction
 from ..._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance, entry_levels
 from ..._judge._taylor import TaylorResult, inner
 from ..._model import Catalog, Example, Gradient, Inputs
@@ -51,7 +51,7 @@ def _keep(session, g: Gradient, kind: CaseKind, array: str, numbers: dict) -> No
         records.keep_check(g.of, g.dtype, kind, array, numbers)
 
 
-def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str, **what: Any):
+def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str, **fields: Any):
     """The Taylor test of `g`'s `array` (the example's policy, inside its kink mask); from
     an evaluation record's numbers where the evaluation was reused (the judge decides
     afresh). The arrays of one run share their directions (`_shared_taylor`) where every
@@ -59,7 +59,7 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
     recorded = _recorded(session, g, CaseKind.TAYLOR, array)
     if recorded is not None:
         result = TaylorResult.from_json(recorded["result"])
-        j = judge.judge_check(case, CaseKind.TAYLOR, result, **what)
+        j = judge.judge_check(case, CaseKind.TAYLOR, result, **fields)
         j.info.update(recorded.get("info", {}))
         if _with_fd(session, inputs, g, array, j):
             _keep(
@@ -69,7 +69,7 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
     ex = inputs.example
     with session.phase(f"{ex.name} {g.variant}: taylor test of {array}"):
         result = _taylor_results(session, inputs, g)[array]
-    j = judge.judge_check(case, CaseKind.TAYLOR, result, **what)
+    j = judge.judge_check(case, CaseKind.TAYLOR, result, **fields)
     if result.left_out:
         j.info["masked"] = {"left_out": result.left_out, "size": result.size, "why": ex.fd.why}
     _with_fd(session, inputs, g, array, j)
@@ -193,7 +193,7 @@ def _jvp_floor(g: Gradient, array: str, dx: np.ndarray, scale: float) -> float:
 
 
 def jvp_judgement(
-    session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array: str, **what: Any
+    session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array: str, **fields: Any
 ):
     """`jvp(L)(x; dx)` against `⟨g, dx⟩`: by the variant's own forward mode (1e-12), else
     by the first member of its family that may lend one (`_donors.pushed`: none the same check
@@ -203,9 +203,9 @@ def jvp_judgement(
     recorded = _recorded(session, g, CaseKind.JVP, array)
     if recorded is not None:
         if "skipped" in recorded:
-            return judge.skipped(case, CaseKind.JVP, recorded["skipped"], array=array, **what)
-        result = DirectionalResult.from_json(recorded["result"])
-        j = judge.judge_check(case, CaseKind.JVP, result, **what)
+            return judge.skipped(case, CaseKind.JVP, recorded["skipped"], array=array, **fields)
+        result = JvpResult.from_json(recorded["result"])
+        j = judge.judge_check(case, CaseKind.JVP, result, **fields)
         j.info.update(recorded.get("info", {}))
         if _with_fd(session, inputs, g, array, j):
             _keep(session, g, CaseKind.JVP, array, {"result": recorded["result"], "info": j.info})
@@ -214,8 +214,8 @@ def jvp_judgement(
         found = _jvp_results(session, catalog, inputs, g)[array]
     if isinstance(found, str):
         _keep(session, g, CaseKind.JVP, array, {"skipped": found})
-        return judge.skipped(case, CaseKind.JVP, found, array=array, **what)
-    j = judge.judge_check(case, CaseKind.JVP, found, **what)
+        return judge.skipped(case, CaseKind.JVP, found, array=array, **fields)
+    j = judge.judge_check(case, CaseKind.JVP, found, **fields)
     numbers: dict[str, Any] = {"result": found.to_json()}
     if _with_fd(session, inputs, g, array, j):
         numbers["info"] = {"fd": j.info["fd"]}
@@ -224,7 +224,7 @@ def jvp_judgement(
 
 
 def _jvp_results(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
-    """`{array: DirectionalResult, or why skipped}` for one run, once per session. Each
+    """`{array: JvpResult, or why skipped}` for one run, once per session. Each
     array's direction is its own (`jvp_direction`); all arrays are pushed forward in one
     call, each direction divided by its array's `Σ|g_i dx_i|` so that each contributes
     terms of size 1, and judged at the tolerance of one array (an error of one array
@@ -252,9 +252,7 @@ def _jvp_all(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
             tol = OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad
             tol = max(tol, _declared(g))
             shared = tuple(ex.wrt_names)
-            results = {
-                a: DirectionalResult(a, v.name, forward, joint, 1.0, tol, shared) for a in shared
-            }
+            results = {a: JvpResult(a, v.name, forward, joint, 1.0, tol, shared) for a in shared}
             if all(r.passes for r in results.values()):
                 out = results
     phase = "attribution" if len(ex.wrt_names) > 1 else "jvp"
@@ -273,11 +271,11 @@ def _one_array(session, catalog, inputs, g, array, dx, reverse, scale, phase):
         return found
     v, forward = found
     base = max(OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad, _declared(g))
-    result = DirectionalResult(array, v.name, forward, reverse, scale, base)
+    result = JvpResult(array, v.name, forward, reverse, scale, base)
     if not result.passes:
         session.levels(g)
         tol = max(base, _jvp_floor(g, array, dx, scale))
-        result = DirectionalResult(array, v.name, forward, reverse, scale, tol)
+        result = JvpResult(array, v.name, forward, reverse, scale, tol)
     return result
 
 
@@ -291,8 +289,10 @@ def _is_number(x: Any) -> bool:
 TAYLOR_INFO = ("fd", "masked")  # what a Taylor check's record keeps beside its result
 
 
-def _taylor_case(session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array, **what):
-    return taylor_judgement(session, case, inputs, g, array, **what)
+def _taylor_case(
+    session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array, **fields
+):
+    return taylor_judgement(session, case, inputs, g, array, **fields)
 
 
 def _taylor_policy(ex: Example) -> dict[str, Any]:
@@ -359,7 +359,7 @@ def _jvp_policy(ex: Example) -> dict[str, Any]:
 class GradientCheck:
     """One gradient check of the case table (a `CaseKind` with `is_check`):
 
-    - `judgement(session, case, catalog, inputs, g, array, **what)`: the check of `g`'s
+    - `judgement(session, case, catalog, inputs, g, array, **fields)`: the check of `g`'s
       `array`, judged (from an evaluation record's numbers where there are some);
     - `policy(example)`: the entries of the evaluation record's check policy it adds
       (`_record_form.check_policy`: a change of one recomputes the evaluation);
@@ -387,7 +387,7 @@ CHECKS: dict[CaseKind, GradientCheck] = {
         CaseKind.JVP,
         jvp_judgement,
         _jvp_policy,
-        DirectionalResult,
+        JvpResult,
         _jvp_beside,
         may_skip=True,
     ),

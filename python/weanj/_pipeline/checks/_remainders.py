@@ -148,13 +148,13 @@ def counted(loss: Callable, tell: Callable[[str], None], where: str) -> Callable
     place of `{}` (`loss 3 of 20`)."""
     made = 0
 
-    def told(x):
+    def telling(x):
         nonlocal made
         made += 1
         tell(where.format(made))
         return loss(x)
 
-    return told
+    return telling
 
 
 # --- central differences (information; the seed notebook's call) ---------------------------

@@ -37,8 +37,9 @@ from ..._judge import _verdict as judge
 from ..._judge._contract import Fault, fault_of
 from ..._judge._events import CaseJudged
 from ..._judge._expected import beyond_declaration
-from ..._judge._verdict import CaseJudgement, CaseKind, ExampleJudgement, Verdict
+from ..._judge._verdict import CaseJudgement, ExampleJudgement
 from ..._model import DTYPES, Catalog, Gradient, Inputs, VariantRun
+from ..._model._verdicts import CaseKind, Verdict
 from ..._places import Places
 from ..checks._gradchecks import CHECKS
 from ..evaluation._evaluate import configuration_of, label_of
@@ -116,7 +117,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     """The judge's answer to one case (computing what it needs through `session`)."""
     if p.has_checks:
         session.checking = True  # the plan's float64 runs call what a check's runs want
-    what = {"family": case.family, "subjects": case.subjects}
+    fields = {"family": case.family, "subjects": case.subjects}
     if case.kind == CaseKind.FILE:
         return p.files[case.id]
     if case.kind == CaseKind.RUN:
@@ -133,7 +134,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
         if config is not None and config.x64 is not None:
             j.info["x64"] = config.x64.to_json()  # shown by every view
         return judge.declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))
-    what["array"] = case.array
+    fields["array"] = case.array
     labels = case.subjects
     if case.info:  # two families, each by its reference as judged (DESIGN §5)
         labels = tuple(_stand_in(p, label, session) for label in labels)
@@ -141,21 +142,21 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     for label, outcome in zip(labels, outcomes, strict=True):
         if isinstance(outcome, Fault):
             if not Verdict(outcome.verdict).ran:
-                return judge.skipped(case.id, case.kind, outcome.what, **what)
+                return judge.skipped(case.id, case.kind, outcome.what, **fields)
             fault = judge.judge_run("", label, outcome)
-            return judge.not_compared(case.id, case.kind, fault, **what)
+            return judge.not_compared(case.id, case.kind, fault, **fields)
     if case.kind == CaseKind.PAIR:
         j = with_evidence(_judge_pair(p, case, *outcomes, session=session), p.example, outcomes)
         aside = {a: b for a, b in zip(case.subjects, labels, strict=True) if a != b}
         j = judge.stood_in(j, aside) if aside else j
         return device_cases.precision_or_bug(p, case, j, outcomes[1], session, judge_pair_of)
     g = outcomes[0]
-    what.pop("array")
+    fields.pop("array")
     try:
         check = CHECKS[case.kind]
-        j = check.judgement(session, case.id, p.catalog, p.inputs, g, case.array, **what)
+        j = check.judgement(session, case.id, p.catalog, p.inputs, g, case.array, **fields)
     except TimeoutError as e:  # what happened, reported to the judge
-        j = judge.check_fault(case.id, case.kind, fault_of(e), array=case.array, **what)
+        j = judge.check_fault(case.id, case.kind, fault_of(e), array=case.array, **fields)
     j = with_evidence(j, p.example)
     return judge.declared_check(j, p.catalog.declared_check(case.kind, g.of))
 

@@ -26,8 +26,9 @@ from typing import Any
 
 from ..._judge._contract import Fault
 from ..._judge._platform import precision_or_bug as precision_line
-from ..._judge._verdict import CaseJudgement, Verdict
+from ..._judge._verdict import CaseJudgement
 from ..._model import Gradient
+from ..._model._verdicts import Verdict
 from ..evaluation._on_device import CPU, CPU_ONLY, HIGHEST, device_label
 
 

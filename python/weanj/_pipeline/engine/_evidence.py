@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 
-from ..._judge._verdict import PRECISION, CaseJudgement, CaseKind, Verdict
+from ..._judge._verdict import PRECISION, CaseJudgement
 from ..._model import Example, Gradient
-from ..._model._verdicts import GRADIENT_CHECKS
+from ..._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 
 
 def with_evidence(j: CaseJudgement, ex: Example, subjects: tuple = ()) -> CaseJudgement:
@@ -41,8 +41,8 @@ def with_evidence(j: CaseJudgement, ex: Example, subjects: tuple = ()) -> CaseJu
 
 def _precision(j: CaseJudgement, subjects: tuple) -> list[str]:
     """A variant's float32 run that differs from its float64 run beyond float32's
-    tolerance and agrees within its measured rounding: precision, not a wrong port
-    (issue 65), said with the digits float32 keeps here."""
+    tolerance and agrees within its measured rounding: precision, not a wrong port, said
+    with the digits float32 keeps here."""
     a, b = (tuple(subjects) + (None, None))[:2]
     same = isinstance(a, Gradient) and isinstance(b, Gradient) and a.variant == b.variant
     if not (same and b.dtype == "float32" and j.verdict.agreeing):
@@ -79,7 +79,7 @@ def _group_of(ex: Example, array: str | None) -> tuple[str, ...]:
 
 
 def _base_tolerance(j: CaseJudgement, ex: Example) -> float:
-    from ..._judge._directional import OWN_JVP_TOLERANCE
+    from ..._judge._jvp import OWN_JVP_TOLERANCE
     from ..._judge._policy import TOLERANCES, Tolerance
 
     own = j.result.by == (j.subjects[0] if j.subjects else "")

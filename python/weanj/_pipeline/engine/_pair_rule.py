@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..._judge import _verdict as judge
-from ..._judge._verdict import CaseJudgement, Verdict
+from ..._judge._verdict import CaseJudgement
 from ..._model import Catalog, Gradient, Inputs
+from ..._model._verdicts import Verdict
 
 
 def judge_pair_of(

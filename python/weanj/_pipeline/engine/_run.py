@@ -49,7 +49,7 @@ from ..._places import Places
 from ..._project import project_config, time_limit
 from ..._watch import Watch
 from ..evaluation._evaluate import evaluate as evaluate_variant
-from ..executors._executors import Asked, InProcess
+from ..executors._executors import InProcess, RunRequest
 from ..records._records import Records
 from ..records._reuse import example_reuse, reuse_line
 from ._cases import Case, Plan, judge_case, judge_plan, not_judged, read_plan, subject_outcome
@@ -216,7 +216,7 @@ class CheckRun:
             if not self.live:
                 self._session = self._stack.enter_context(Session(say=self.say))
             else:
-                asked = Asked(
+                asked = RunRequest(
                     self.plans,
                     timeout=self.timeout,
                     say=self.say,

@@ -18,9 +18,9 @@ from ..._errors import ExcludedError, UnavailableError
 from ..._io._gradient_files import StoreScan
 from ..._judge._contract import Fault, fault_of
 from ..._judge._files import comparable, judge_file, misplaced_file, unreadable
-from ..._judge._verdict import CaseJudgement, CaseKind
+from ..._judge._verdict import CaseJudgement
 from ..._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant, VariantRun
-from ..._model._verdicts import GRADIENT_CHECKS
+from ..._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ..._places import PRODUCED, RECORDED, Places
 from ..evaluation._evaluate import label_of
 from . import _device_cases as device_cases

@@ -22,11 +22,10 @@ _NOISE_SEED = 20261202
 
 # How many random-sign perturbations measure a loss's rounding level: one sample may
 # happen not to move a loss that cancels (or a quantised one) at all; the largest of a
-# few rarely stays at zero where rounding does not. Rarely is not never: a loss that
-# cancels to a few ulps of its terms takes one of a few values, and four draws can all
-# give back the same one (31-kmeans with x = c, n = 5: each draw leaves it unmoved with
-# probability 0.11, all four did, and its gradient is 0 there: its level was 0). Where all
-# the samples leave it unmoved and `backward_level` is 0 too (the level would be 0), more
+# few rarely stays at zero where rounding does not. A loss that cancels to a few ulps of
+# its terms takes one of a few values, and four draws can all give back the same one
+# (31-kmeans at x = c: each draw leaves it unmoved with probability 0.11). Where all the
+# samples leave it unmoved and `backward_level` is 0 too (the level would be 0), more
 # are drawn, up to `NOISE_SAMPLES_MAX` in all, until one moves it (0.11**16 = 5e-16). Not
 # where the gradient gives a level: a float64 run on a TPU (its float64 emulated) can
 # leave a loss unmoved by every one-ulp draw, and each draw there takes seconds.
@@ -37,8 +36,8 @@ NOISE_SAMPLES_MAX = 16
 # more than ENTRY_SPREAD times its array's median (uneven rounding: an ill-conditioned
 # entry), the largest of its moves under ENTRY_DRAWS draws (the first of the loss's draws,
 # their gradients computed too): one draw leaves a noisy entry nearly still often enough
-# (30-det, one draw: a 100-draw fuzz found such an entry in one seed of two; three draws:
-# tests/test_floors.py) that a port right to its rounding failed.
+# (30-det: about one seed in two of a 100-draw fuzz; tests/test_floors.py) that a port
+# right to its rounding would fail.
 ENTRY_SPREAD = 10.0
 ENTRY_DRAWS = 3
 
@@ -48,11 +47,10 @@ def zeros_moved(a: np.ndarray, dtype: str) -> np.ndarray:
     array's largest magnitude (1 for an array of zeros); 0 elsewhere and in float64.
 
     A one-ulp move of 0 is a subnormal, and ε·|x·∂L/∂x| is 0 there: a recurrence whose
-    input is 0 then showed no rounding at all, though each of its hundreds of steps
-    rounds its constants and states (issue 65: GradBench's particle at w = 0, whose
-    float32 run is right to 1.8e-5 and had a floor of 0). Moved by an ulp of its array's
-    scale, the zero entries let the perturbed runs show that rounding; float64 runs keep
-    the relative move (their floors, and the gallery's float64 verdicts, as they were)."""
+    input is 0 would show no rounding at all, though each of its hundreds of steps rounds
+    its constants and states (GradBench's particle at w = 0: its float32 run is right to
+    1.8e-5). Moved by an ulp of its array's scale, the zero entries let the perturbed runs
+    show that rounding; float64 runs keep the relative move."""
     if np.dtype(dtype) not in (np.float32, np.complex64) or not np.size(a):
         return np.zeros(np.shape(a))
     magnitude = np.abs(np.asarray(a))

@@ -34,7 +34,7 @@ from ..._judge._contract import Fault, fault_of
 from ..._model import Gradient, Inputs, Variant
 from ..evaluation._evaluate import first_line, label_of, reproduce_command
 from ._dask_start import did_not_start
-from ._executors import Asked, Done, Remote, add_to_clock
+from ._executors import Arrivals, Remote, RunRequest, add_to_clock
 from ._processes import inputs_payload
 
 EXTRA = "pip install 'weanj[distributed]'"
@@ -104,7 +104,7 @@ class DaskExecutor(Remote):
                 say(f"weanj: Dask scheduler {self.address}")
             yield client
 
-    def evaluate(self, todo: list[tuple], asked: Asked, done: Done) -> None:
+    def evaluate(self, todo: list[tuple], asked: RunRequest, done: Arrivals) -> None:
         """Every evaluation of `todo` as a task, each handed to `done` as it comes back."""
         from ._dask_plugin import WeanjProject
 
@@ -126,7 +126,9 @@ class DaskExecutor(Remote):
 ENGINE = DaskExecutor
 
 
-def _tasks(client, todo: list[tuple], setup: dict, asked: Asked, done: Done, token) -> None:
+def _tasks(
+    client, todo: list[tuple], setup: dict, asked: RunRequest, done: Arrivals, token
+) -> None:
     """Submit one task per evaluation and hand each result to `done` as it comes."""
     from ._dask_plugin import run_task
 

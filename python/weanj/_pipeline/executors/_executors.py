@@ -6,11 +6,11 @@ depends on its inputs, code and versions only (the evaluation records' key), so 
 anywhere, and run again.
 
 Every executor has one method, `session(asked)` (the `Executor` protocol): given what
-the run asks (`Asked`: its plans, time limit, records, progress), the `Session` the judge
-asks its evaluations of.
+the run asks (`RunRequest`: its plans, time limit, records, where its events go), the
+`Session` the judge asks its evaluations of.
 
 - **In-process** (`InProcess`, the default, no dependency): the session evaluates each
-  one when the judge first asks for it, one after another, as weanj always did.
+  one when the judge first asks for it, one after another.
 - **Elsewhere** (`Remote`, the base of every engine that evaluates in other processes):
   the records are consulted *before* anything is sent (a reused evaluation costs
   nothing), the sharded variants run first under jax.distributed with `--processes P`,
@@ -57,7 +57,7 @@ ENGINES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 @dataclass
-class Asked:
+class RunRequest:
     """What a run asks of its executor: its `plans` ({example: Plan or the error reading
     it}), the time limit of each call (`timeout`, None: none), where lines go (`say`),
     where its evaluations' events go (`emit`: `_judge._events`; None: nowhere), how paths
@@ -78,11 +78,11 @@ class Asked:
         evaluations already told (`said`: `(example, label)`s an engine evaluated)."""
         emit = self.emit
         if emit is not None and said:
-            told = self.emit
+            emit_all = self.emit
 
             def emit(event: Any) -> None:
                 if (getattr(event, "example", None), getattr(event, "label", None)) not in said:
-                    told(event)
+                    emit_all(event)
 
         return Session(
             timeout_s=self.timeout,
@@ -99,7 +99,7 @@ class Executor(Protocol):
 
     name: str
 
-    def session(self, asked: Asked) -> AbstractContextManager[Session]: ...
+    def session(self, asked: RunRequest) -> AbstractContextManager[Session]: ...
 
 
 def scheduler_of(config: Any) -> str | None:
@@ -154,7 +154,9 @@ def executor_for(
     return engine(config, workers=workers, address=address, processes=processes)
 
 
-def _across_processes(asked: Asked, delivered: Delivered, processes, counter, root) -> set:
+def _across_processes(
+    asked: RunRequest, delivered: DeliveredRecords, processes, counter, root
+) -> set:
     """`--processes P`: every sharded variant's evaluation under jax.distributed on P
     local processes, in this process's turn (one cluster at a time: they share the
     cores). Never reused from, nor written to, the evaluation records: a record holds the
@@ -199,10 +201,10 @@ class InProcess:
         self.processes = processes
 
     @contextlib.contextmanager
-    def session(self, asked: Asked) -> Iterator[Session]:
+    def session(self, asked: RunRequest) -> Iterator[Session]:
         records, said = asked.records, set()
         if self.processes:
-            delivered = Delivered(records)
+            delivered = DeliveredRecords(records)
             counter = _Counter(asked.emit)
             said = _across_processes(asked, delivered, self.processes, counter, self.config.root)
             records = delivered
@@ -217,7 +219,7 @@ def _label_key(variant: Variant, dtype: str) -> tuple[str, str]:
     return variant.example.name, label_of(variant, dtype)
 
 
-class Delivered:
+class DeliveredRecords:
     """What the engine brought back, answering the session as evaluation records do: its
     `recall` gives a delivered evaluation, its `recall_check` a delivered check's numbers
     (which go into the real records as a live check's do). Anything not delivered is the
@@ -263,12 +265,12 @@ class Delivered:
             self.records.keep_check(*args)
 
 
-class Done:
+class Arrivals:
     """Where an engine hands each evaluation as it comes back (`done(item, found, ...)`):
     its record written at once (unless `kept=False`: a fault of the engine's, not the
     variant's, such as a worker that died), its progress line, its numbers delivered."""
 
-    def __init__(self, delivered: Delivered, counter: _Counter):
+    def __init__(self, delivered: DeliveredRecords, counter: _Counter):
         self.delivered, self.counter = delivered, counter
 
     def __call__(
@@ -306,24 +308,26 @@ class Remote:
     def require(cls) -> None:
         """Nothing to install (an engine whose library may be missing says so here)."""
 
-    def evaluate(self, todo: list[tuple], asked: Asked, done: Done) -> None:
+    def evaluate(self, todo: list[tuple], asked: RunRequest, done: Arrivals) -> None:
         raise NotImplementedError
 
     @contextlib.contextmanager
-    def session(self, asked: Asked) -> Iterator[Session]:
-        delivered = Delivered(asked.records)
+    def session(self, asked: RunRequest) -> Iterator[Session]:
+        delivered = DeliveredRecords(asked.records)
         counter = _Counter(asked.emit)
         across = set()
         if self.processes:
             across = _across_processes(asked, delivered, self.processes, counter, self.config.root)
         todo = _reuse_first(asked, delivered, counter, across)
         if todo:
-            self.evaluate(todo, asked, Done(delivered, counter))
-        with asked.open_session(delivered, counter.told) as session:
+            self.evaluate(todo, asked, Arrivals(delivered, counter))
+        with asked.open_session(delivered, counter.announced) as session:
             yield session
 
 
-def _reuse_first(asked: Asked, delivered: Delivered, counter: _Counter, across) -> list[tuple]:
+def _reuse_first(
+    asked: RunRequest, delivered: DeliveredRecords, counter: _Counter, across
+) -> list[tuple]:
     """Every live evaluation of the plans not evaluated yet: a reused one is delivered
     from its record (no task); **Returns** the others, `[(variant, inputs, dtype)]`."""
     records = asked.records
@@ -347,14 +351,14 @@ def _reuse_first(asked: Asked, delivered: Delivered, counter: _Counter, across) 
 
 class _Counter:
     """The events of the evaluations an engine made (`[3/29] 01-jacobi jax-jacobi: 1.2 s,
-    ok (on tcp://…; 2 running)` in check's progress), and which it told (`told`)."""
+    ok (on tcp://…; 2 running)` in check's progress), and which it announced (`announced`)."""
 
     def __init__(self, emit: Callable[[Any], None] | None):
         self.emit = emit
-        self.told: set[tuple[str, str]] = set()
+        self.announced: set[tuple[str, str]] = set()
 
     def line(self, v: Variant, dtype: str, found, how: str, where="", running=None) -> None:
-        self.told.add(_label_key(v, dtype))
+        self.announced.add(_label_key(v, dtype))
         if self.emit is None:
             return
         extra = []

@@ -94,7 +94,7 @@ def _worker_inputs(example: Any, payload: dict) -> Inputs:
     return found
 
 
-class _Kept:
+class WorkerRecords:
     """The records of a worker's session: nothing to recall; the checks' numbers kept, to
     go back to the client."""
 
@@ -156,7 +156,7 @@ def evaluate_task(
     if payload is None:
         raise WeanjError(f"this worker did not receive the inputs {digest[:12]}… of {example}")
     inputs = _worker_inputs(cat.example, payload)
-    kept = _Kept()
+    kept = WorkerRecords()
     clock = _jax_cache.clock()
     before = clock_figures(clock)
     t0 = time.perf_counter()

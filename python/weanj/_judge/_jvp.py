@@ -3,7 +3,7 @@ checks") and the rule that reads them: `jvp(L)(x; dx)` against `⟨g, dx⟩`, ex
 rounding and independent of any step; running the losses is the execution layer's
 (`_pipeline.checks._gradchecks`).
 
-`DirectionalResult` keeps the protocol of `_checks` (its verdict, its record, its text,
+`JvpResult` keeps the protocol of `_checks` (its verdict, its record, its text,
 its cell, its JSON) and is registered there by name, so no view branches on a check.
 """
 
@@ -24,9 +24,9 @@ from ._taylor import random_direction
 OWN_JVP_TOLERANCE = 1e-12
 
 
-@check_result("directional")
+@check_result("directional")  # its field in check.json (a file format's name, kept)
 @dataclass(frozen=True)
-class DirectionalResult:
+class JvpResult:
     """`jvp(L)(x; dx)` by `by` against the variant's `⟨g, dx⟩`."""
 
     array: str
@@ -55,7 +55,7 @@ class DirectionalResult:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> DirectionalResult:
+    def from_json(cls, data: dict[str, Any]) -> JvpResult:
         return cls(
             str(data["array"]),
             str(data["by"]),
