@@ -87,7 +87,7 @@ def _worker(devices: int, out: str) -> None:
     def compiled(fn, *args, static=2):
         return jax.jit(fn, static_argnums=static).lower(*args).compile()
 
-    with jax.enable_x64(True):  # as weanj's Precise wrapper runs every variant
+    with jax.enable_x64(True):  # as weanj's InX64Setting wrapper runs every variant
         for name in VARIANTS:
             loss, solve, ref_loss, ref_solve = _functions(name)
             for n in SIZES:

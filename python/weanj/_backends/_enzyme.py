@@ -17,11 +17,11 @@ from typing import Any
 from .._model import Example, Functions
 from .._vocabulary import DTYPES
 from ._checking import CheckRuns, one_program
-from ._jax import Precise, configuration_of, jax_variant, loss_of, stored_convention
+from ._jax import InX64Setting, configuration_of, jax_variant, loss_of, stored_convention
 
 
 def enzyme_functions(example: Example, loss: Callable) -> Functions:
-    """`(loss, grad)` of a JAX loss, both run through Enzyme-JAX, as `Precise` `jax.jit`s.
+    """`(loss, grad)` of a JAX loss, both run through Enzyme-JAX, as `InX64Setting` `jax.jit`s.
 
     **Arguments:**
 
@@ -75,10 +75,10 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
         value, g = jax.value_and_grad(forward, argnums=positions)(*arrays)
         return value, in_convention(g)
 
-    one = Precise(jax.jit(enzyme_value_and_grad, static_argnums=static_argnums))
+    one = InX64Setting(jax.jit(enzyme_value_and_grad, static_argnums=static_argnums))
     plain = Functions(
-        Precise(jax.jit(enzyme_loss, static_argnums=static_argnums)),
-        Precise(jax.jit(enzyme_grad, static_argnums=static_argnums)),
+        InX64Setting(jax.jit(enzyme_loss, static_argnums=static_argnums)),
+        InX64Setting(jax.jit(enzyme_grad, static_argnums=static_argnums)),
         value_and_grad=one,
         evaluation_loss=loss_of(one),
     )
@@ -86,7 +86,7 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
     # asked (`_checking`: Enzyme's reverse pass sits in a `lax.cond`)
     _, reverse = one_program(example, enzyme_loss, in_convention)
     jitted = jax.jit(reverse, static_argnums=static_argnums)
-    program = Precise(jitted, lambda: configuration_of(one))
+    program = InX64Setting(jitted, lambda: configuration_of(one))
     return plain._replace(checking=CheckRuns(example, plain, None, program).functions())
 
 
@@ -152,7 +152,7 @@ def enzyme_passes(grad: Callable, *args) -> list[str]:
     """
 
     jitted = getattr(grad, "jitted", grad)
-    # traced in the variant's own x64 configuration, as its calls run (`_jax.Precise`)
+    # traced in the variant's own x64 configuration, as its calls run (`_jax.InX64Setting`)
     context = getattr(grad, "_context", contextlib.nullcontext)
     with context():
         jaxpr = jitted.trace(*args).jaxpr

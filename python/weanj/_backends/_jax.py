@@ -4,7 +4,7 @@
 hand-written gradient) into the `Functions` of a variant: `loss`, `grad` (reverse mode,
 `jax.grad` over the `wrt` arrays) and `jvp` (forward mode, `jax.jvp`, for the
 forward-vs-reverse check). Every function runs in the x64 configuration of its variant's
-program (`jax_configuration`, the variant's `configure`; `Precise`): weanj never switches
+program (`jax_configuration`, the variant's `configure`; `InX64Setting`): weanj never switches
 JAX's 64-bit types on for a program that has them off, nor off for one that has them on.
 
 Complex arrays: `jax.grad` of a real loss returns the conjugate of the steepest-ascent
@@ -43,7 +43,7 @@ def jax_configuration(example: str, name: str, dtype: str = "float64", device: s
     return Configuration(dtype, device, x64, None if precision is None else str(precision))
 
 
-class Precise:
+class InX64Setting:
     """A `jax.jit` function run in its variant's x64 configuration (`jax_configuration`).
 
     `configured() -> Configuration | None` says which (None: the session's setting,
@@ -76,14 +76,14 @@ class Precise:
 
 
 def configured_build(functions: Callable, ex: Example, name: str, *args) -> Any:
-    """`functions(ex, *args)`, its `Precise` functions run in variant `name`'s
+    """`functions(ex, *args)`, its `InX64Setting` functions run in variant `name`'s
     configuration (read at each call: it is known once its module has imported), and placed
     on any device JAX has (`_placement.placed`)."""
     from ._placement import placed
 
     built = functions(ex, *args)
     for fn in built if isinstance(built, tuple) else ():
-        if isinstance(fn, Precise) and fn.configured is None:
+        if isinstance(fn, InX64Setting) and fn.configured is None:
             fn.configured = functools.partial(jax_configuration, ex.name, name)
     if isinstance(built, Functions) and built.placed is None:
         built = built._replace(placed=placed)  # a JAX program runs on any device JAX has
@@ -114,11 +114,11 @@ def forward_mode(example: Example, loss: Callable) -> Callable:
         primals = tuple(args[i] for i in positions)
         return jax.jvp(along, primals, tuple(tangents[n] for n in example.wrt_names))[1]
 
-    return Precise(jax.jit(directional, static_argnums=example.static_argnums()))
+    return InX64Setting(jax.jit(directional, static_argnums=example.static_argnums()))
 
 
 def jit_functions(example: Example, loss: Callable, grad: Callable | None = None) -> Functions:
-    """The `Functions` of a JAX loss: `Precise` `jax.jit`s with the parameters static.
+    """The `Functions` of a JAX loss: `InX64Setting` `jax.jit`s with the parameters static.
 
     `grad` defaults to `jax.grad` of `loss` with respect to the example's `wrt` arrays;
     a custom `grad` takes the same arguments and returns what `jax.grad` would (an array
@@ -156,10 +156,10 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
             return loss(*args), gradient(*args)
 
     static = example.static_argnums()
-    one = Precise(jax.jit(loss_and_gradient, static_argnums=static))
+    one = InX64Setting(jax.jit(loss_and_gradient, static_argnums=static))
     plain = Functions(
-        Precise(jax.jit(loss, static_argnums=static)),
-        Precise(jax.jit(gradient, static_argnums=static)),
+        InX64Setting(jax.jit(loss, static_argnums=static)),
+        InX64Setting(jax.jit(gradient, static_argnums=static)),
         forward_mode(example, loss),
         value_and_grad=one,
         evaluation_loss=loss_of(one),
@@ -173,15 +173,15 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
         example,
         plain,
         *(
-            Precise(jax.jit(fn, static_argnums=static), lambda: configuration_of(one))
+            InX64Setting(jax.jit(fn, static_argnums=static), lambda: configuration_of(one))
             for fn in (full, reverse)
         ),
     )
     return plain._replace(checking=runs.functions())
 
 
-def configuration_of(fn: Precise) -> Any:
-    """The `Configuration` a `Precise` function runs in (None: the session's)."""
+def configuration_of(fn: InX64Setting) -> Any:
+    """The `Configuration` a `InX64Setting` function runs in (None: the session's)."""
     return fn.configured() if fn.configured is not None else None
 
 
