@@ -95,8 +95,8 @@ def no_julia(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def new_example():
-    """`make(name, **fields)`: register a user example for one test (its Julia kernels
-    too); taken back afterwards."""
+    """`make(name, **fields)`: register a user example for one test (its variants, Julia
+    kernels included, with it); taken back afterwards."""
     made = []
 
     def make(name, **fields):
@@ -107,8 +107,6 @@ def new_example():
     yield make
     for name in made:
         _registry.unregister_example(name)
-        for key in [k for k in _julia._KERNELS if k[0] == name]:
-            _julia._KERNELS.pop(key)
 
 
 def graph_inputs(dtype):

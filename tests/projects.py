@@ -8,7 +8,6 @@ example module two projects hold."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import io
 import os
 import shlex
@@ -54,11 +53,8 @@ def as_user_in(root: Path):
     import jax
 
     from weanj import _context
-    from weanj._backends import _julia
     from weanj._project import find_root
 
-    # what a process remembers beside its projects: the Julia variants' kernels
-    saved = [(_julia._KERNELS, copy.copy(_julia._KERNELS))]
     x64 = bool(jax.config.jax_enable_x64)
     path = list(sys.path)
     with pytest.MonkeyPatch.context() as mp:
@@ -84,9 +80,6 @@ def as_user_in(root: Path):
                     config = project.config
                     folders |= {Path(config.root).resolve(), *map(Path, config.pythonpath)}
                     _context.forget(project)
-            for table, value in saved:
-                table.clear()
-                table.update(value)
             jax.config.update("jax_enable_x64", x64)
             sys.path[:] = path
             for name in set(sys.modules) - imported:

@@ -131,3 +131,45 @@ def test_interleaved_each_call_is_in_its_folder(two, monkeypatch):
     monkeypatch.chdir(a)
     judged = weanj.check("12-warm", say=lambda line: None)
     assert set(judged["12-warm"].subjects) == {"jax-a", "jax-a@float32", "jax-a2", "jax-a2@float32"}
+
+
+JULIA_KERNEL = """
+import numpy as np
+import weanj
+
+ex = weanj.register_example(weanj.Example(
+    name="14-port", arrays=("x",), wrt="x",
+    generate=lambda seed: {{"x": np.zeros(3)}},
+))
+weanj.julia_variant(ex, "julia-port", family="port", file="port.jl", loss="misfit", ad={ad!r})
+"""
+
+
+def test_each_projects_julia_variants_are_its_own(tmp_path, monkeypatch):
+    """Both projects name a Julia variant `14-port/julia-port`, differentiated by another
+    AD package: `weanj list`'s gradient column and the packages that go into the Julia
+    worker's environment are the current project's, back and forth (no Julia is started)."""
+    from weanj._backends._julia import gradient_by
+    from weanj._backends._julia_env import ad_in_use
+    from weanj._registry import registered_variant
+
+    roots = {}
+    for name, ad in (("a", "forwarddiff"), ("b", "zygote")):
+        root = roots[ad] = tmp_path / name
+        (root / "kernels").mkdir(parents=True)
+        (root / "kernels" / "__init__.py").write_text("")
+        (root / "kernels" / "port.py").write_text(JULIA_KERNEL.format(ad=ad))
+        (root / "kernels" / "port.jl").write_text("misfit(x) = sum(abs2, x)\n")
+        (root / "pyproject.toml").write_text('[tool.weanj]\nexamples = ["kernels.port"]\n')
+    monkeypatch.delenv("WEANJ_ROOT", raising=False)
+    before = set(sys.modules)
+    try:
+        for ad, shown in (("forwarddiff", "ForwardDiff"), ("zygote", "Zygote")) * 2:
+            monkeypatch.chdir(roots[ad])
+            v = registered_variant("14-port", "julia-port")  # Julia is not here: unavailable
+            assert v.declared.ad == ad and ad_in_use() == [ad]
+            assert gradient_by(v) == shown
+    finally:
+        for name in set(sys.modules) - before:
+            if name == "kernels" or name.startswith("kernels."):
+                sys.modules.pop(name)

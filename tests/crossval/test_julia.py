@@ -138,7 +138,6 @@ def smooth_example(tmp_path):
     )
     yield ex, path
     _registry.unregister_example(ex.name)
-    _julia._KERNELS.pop((ex.name, "julia-smooth"), None)
 
 
 def test_a_users_julia_file_with_two_gradient_arrays(smooth_example):
@@ -195,8 +194,6 @@ def graph_file(tmp_path):
     yield path, register
     for name in made:
         _registry.unregister_example(name)
-        for key in [k for k in _julia._KERNELS if k[0] == name]:
-            _julia._KERNELS.pop(key)
 
 
 def test_every_kind_crosses_and_complex_gradients_are_the_stored_convention(graph_file):

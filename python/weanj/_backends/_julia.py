@@ -93,16 +93,11 @@ def file_reason(path: Path | None) -> str | None:
 # --- variants --------------------------------------------------------------------------
 
 
-_KERNELS: dict[tuple[str, str], JuliaKernel] = {}
-# Only the AD packages the registered variants use go into the worker's environment.
-_julia_env.watch_ad_in_use(lambda: {k.ad for k in _KERNELS.values()})
-
-
 def gradient_by(variant: Variant) -> str | None:
     """How a Julia variant's gradient is taken, for `weanj list`: its AD package's name
     (`Enzyme`, `ForwardDiff`, ...) or "hand-written"; None for any other variant."""
-    kernel = _KERNELS.get((variant.example.name, variant.name))
-    if kernel is None:
+    kernel = variant.declared
+    if not isinstance(kernel, JuliaKernel):
         return None
     return HAND_WRITTEN if kernel.gradient else AD[kernel.ad][0]
 
@@ -111,10 +106,10 @@ def julia_kernels(cats: Iterable[Catalog]) -> dict[tuple[str, str], JuliaKernel]
     """`{(example, variant): JuliaKernel}` for the Julia variants of the catalogs given
     (the caller's: this module loads no example module)."""
     return {
-        (cat.name, v.name): _KERNELS[(cat.name, v.name)]
+        (cat.name, v.name): v.declared
         for cat in cats
         for v in cat.variants
-        if v.backend == "julia" and (cat.name, v.name) in _KERNELS
+        if isinstance(v.declared, JuliaKernel)
     }
 
 
@@ -298,6 +293,7 @@ def _variant_of(
         expected=expected,
         # what an evaluation record's key holds beyond Python (`_sources_of`)
         sources=_sources_of(kernel.file, kernel.package),
+        declared=kernel,
     )
 
 
@@ -359,5 +355,4 @@ def julia_variant(
     variant = register_variant(
         _variant_of(example, kernel, family, file, description, dtypes, excludes, expected)
     )
-    _KERNELS[(example.name, name)] = kernel
     return variant

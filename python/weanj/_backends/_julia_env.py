@@ -24,7 +24,6 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from .._errors import ProjectError, UnavailableError, WeanjError
@@ -57,18 +56,19 @@ AD = {
     ),
 }
 HAND_WRITTEN = "hand-written"
-# Which `ad` the registered Julia variants use (set by `_julia`, which holds them).
-_IN_USE: list[Callable[[], set[str]]] = [set]
-
-
-def watch_ad_in_use(used: Callable[[], set[str]]) -> None:
-    """`used()` names the `ad` of every registered Julia variant (`_julia` calls this)."""
-    _IN_USE[0] = used
 
 
 def ad_in_use() -> list[str]:
-    """The AD packages (besides Enzyme) the registered Julia variants use, sorted."""
-    return sorted(a for a in _IN_USE[0]() if a in AD and a != "enzyme")
+    """The AD packages (besides Enzyme) the current project's Julia variants use, sorted:
+    only those go into the worker's environment."""
+    from .._context import current
+
+    try:
+        tables = current().registry.variants.values()
+    except ProjectError:  # outside any project: no worker starts there
+        return []
+    used = {getattr(v.declared, "ad", None) for t in tables for v in t.values()}
+    return sorted(a for a in used if a in AD and a != "enzyme")
 
 
 # --- weanj's environment: the project's Julia packages ------------------------------------

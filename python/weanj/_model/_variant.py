@@ -162,6 +162,8 @@ class Variant:
     - `configure`: `(dtype, device) -> Configuration`, how its backend reads the settings
       a run computes in (JAX's x64 and matmul precision: `jax_variant` supplies it);
       default a backend with none (`configuration`).
+    - `declared`: what its backend declared beyond `build`, for the backend to read back
+      (a Julia variant's `JuliaKernel`: its file, function and `ad`); None for most.
     """
 
     example: Example
@@ -181,6 +183,7 @@ class Variant:
     configure: Callable[[str, str], Configuration] | None = field(
         default=None, compare=False, repr=False
     )
+    declared: Any = field(default=None, compare=False, repr=False)
     _built: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __repr__(self) -> str:
