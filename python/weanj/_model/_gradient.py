@@ -30,7 +30,10 @@ class Gradient:
     register). `noise` holds how far the loss and each gradient array moved when every
     float input was perturbed by one unit in the last place (the rounding level of the
     computation, which the judge's floors scale with; docs/DESIGN.md, "Tolerance policy"),
-    `noise_entries` how far each entry moved.
+    `noise_entries` how far each entry moved. Where it was computed beyond its inputs and
+    configuration (a device, its matmul precision and that precision's level, the x64
+    configuration, a reused record, jax.distributed) is in typed fields
+    (`_provenance`); `extra` is them as files hold them.
     """
 
     example: Example
