@@ -249,11 +249,11 @@ def decode_case(data: Any, expected: Callable[[dict], Expected]) -> CaseJudgemen
     """The `CaseJudgement` `encode_case` wrote (a `ValueError` for anything else)."""
     if not isinstance(data, dict):
         raise ValueError("a case that is not a mapping")
-    names = {f.name for f in dataclasses.fields(CaseJudgement)} - {"result", *INFORMATION}
+    names = {f.name for f in dataclasses.fields(CaseJudgement)} - {"result"}
     given = {k: _dec(v, expected) for k, v in data.items()}
     results = {k: given.pop(k) for k in list(given) if k in RESULTS}
-    given.update(information_fields(given.pop("info", {})))
-    if not set(given) <= names | set(INFORMATION) or not {"case", "kind", "verdict"} <= set(given):
+    given.update(information_fields(given.pop("info", {})))  # `info`: the typed fields
+    if not set(given) <= names or not {"case", "kind", "verdict"} <= set(given):
         raise ValueError("a case without its case id, kind and verdict")
     found = [(k, r) for k, r in results.items() if r is not None]
     if len(found) > 1:
