@@ -520,11 +520,16 @@ def test_the_api_and_the_project_key_choose_the_device(tmp_path, how):
 def test_the_precision_level_is_measured_at_the_unit_roundoff_of_the_precision_in_effect():
     """bfloat16 keeps 8 significant bits, tensorfloat32 11: their unit roundoffs 2⁻⁸ and
     2⁻¹¹ (half an ulp); a run at full precision has no precision level of its own."""
+    from weanj._model import DeviceProvenance
     from weanj._pipeline.evaluation._on_device import precision_eps
+
+    def run(precision: str, reduced: bool) -> DeviceProvenance:
+        return DeviceProvenance("tpu", "TPU v5 lite", precision, reduced)
 
     tpu = "default (one bfloat16 pass for float32 matmuls on a TPU)"
     gpu = "default (tensorfloat32 passes for float32 matmuls where the GPU has them)"
-    assert precision_eps({"reduced": True, "precision": tpu}) == 2.0**-8
-    assert precision_eps({"reduced": True, "precision": gpu}) == 2.0**-11
-    assert precision_eps({"reduced": True, "precision": "BF16_BF16_F32_X3"}) == 2.0**-17
-    assert precision_eps({"reduced": False, "precision": "highest"}) is None
+    assert precision_eps(run(tpu, True)) == 2.0**-8
+    assert precision_eps(run(gpu, True)) == 2.0**-11
+    assert precision_eps(run("BF16_BF16_F32_X3", True)) == 2.0**-17
+    assert precision_eps(run("highest", False)) is None
+    assert precision_eps(None) is None  # a CPU run

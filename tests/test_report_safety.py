@@ -224,7 +224,7 @@ def _corrupt(data: dict, how: str) -> None:
         judged["subjects"][0]["seconds"] = "slow"
     elif how == "unknown-class":
         taylor["taylor"]["$class"] = "os.system"
-    elif how == "info-by-hand":  # of a free form: its type alone cannot refuse it
+    elif how == "info-by-hand":  # a kink mask that is not its counts and why
         taylor["info"] = {"$dict": [["masked", 5]]}
     else:
         raise AssertionError(how)

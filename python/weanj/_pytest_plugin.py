@@ -97,9 +97,8 @@ class WeanjItem(pytest.Item):
             self.config.stash[_RUN].judge_example(self.plan.catalog)
         j = judged.cases[self.case.id]
         self.judgement = j
-        x64 = j.info.get("x64")
-        if isinstance(x64, dict):  # a run: the x64 configuration it computed in (§2.2)
-            line = f"x64 {'on' if x64['enabled'] else 'off'} ({x64['source']})"
+        if j.x64 is not None:  # a run: the x64 configuration it computed in (§2.2)
+            line = j.x64.describe()
             self.user_properties.append(("x64", line))  # in --junitxml
             self.add_report_section("call", "weanj", line)  # with -rA, and on failure
         if j.verdict == Verdict.UNEXPECTEDLY_OK:  # pytest's words for a strict XPASS
@@ -280,7 +279,7 @@ def weanj_items(run, session, *, draws: int = 0) -> list:
             items.append(_item(WeanjErrorItem, session, f"{name}::inputs", error=str(plan)))
             continue
         for case in plan.cases:
-            if not case.info:  # across families: information, not a test
+            if not case.across_families:  # across families: information, not a test
                 items.append(_item(WeanjItem, session, case.id, plan=plan, case=case))
         if draws:
             from ._pipeline.search._fuzz_draws import fuzz_cases

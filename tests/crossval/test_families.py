@@ -31,11 +31,15 @@ POISSON = ("01-jacobi", "02-gauss-seidel")
 
 
 def _variant_pair(p, case) -> bool:
-    return case.kind == "pair" and not case.info and all(map(is_variant, subjects_of(p, case)))
+    return (
+        case.kind == "pair"
+        and not case.across_families
+        and all(map(is_variant, subjects_of(p, case)))
+    )
 
 
 def _float32_pair(p, case) -> bool:
-    if case.kind != "pair" or case.info:
+    if case.kind != "pair" or case.across_families:
         return False
     ref, other = subjects_of(p, case)
     return is_variant(ref) and is_variant(other, "float32")

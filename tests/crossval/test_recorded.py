@@ -44,7 +44,7 @@ FORMAT1 = REPO / "tests" / "data" / "format1"
 
 
 def _recorded_pair(p, case) -> bool:
-    if case.kind != "pair" or case.info:
+    if case.kind != "pair" or case.across_families:
         return False
     subjects = subjects_of(p, case)
     return any(map(is_recorded, subjects)) and any(map(is_variant, subjects))

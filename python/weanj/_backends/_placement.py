@@ -41,7 +41,7 @@ _HINTS = {
 
 @dataclass(frozen=True)
 class Place:
-    """A device an evaluation runs on (module docstring)."""
+    """A device an evaluation runs on (module docstring): a `_model.Place`."""
 
     kind: str  # cpu, gpu, tpu
     device: Any  # the JAX device
@@ -67,17 +67,6 @@ class Place:
         if self.standin:
             return f"default of the stand-in {self.kind}: {_standin.DEFAULT_PRECISION}", True
         return _DEFAULTS[self.kind], self.kind != "cpu"
-
-    def to_json(self, dtype: str, precision: str | None = None) -> dict[str, Any]:
-        name, reduced = self.precision(dtype, precision)
-        return {
-            "kind": self.kind,
-            "device": self.description,
-            "software": self.software,
-            "standin": self.standin,
-            "precision": name,
-            "reduced": reduced,
-        }
 
 
 _PLACES: dict[str, Place] = {}

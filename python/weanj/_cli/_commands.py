@@ -120,8 +120,8 @@ def cmd_run(args: argparse.Namespace, words: dict) -> int:
         f"{g.example.name} {g.label} {shown}{g.dtype}: loss "
         f"= {g.loss:.15e}  {norms}  ({g.seconds:.2f} s)"
     )
-    if "processes" in g.extra:
-        print(f"evaluated under jax.distributed on {g.extra['processes']} processes")
+    if g.distributed is not None:
+        print(f"evaluated under jax.distributed on {g.distributed.processes} processes")
     print(f"saved {done.path}")
     if done.note:
         print(done.note)

@@ -168,10 +168,8 @@ def read_gradient_file(
         path=path,
         source=source,
         format=fmt,
-        extra={
-            **{k: v for k, v in attrs.items() if k not in known},
-            **({"x64": attrs["x64"]} if "x64" in attrs else {}),  # the run's configuration
-        },
+        attributes={k: v for k, v in attrs.items() if k not in known},
+        x64=attrs.get("x64"),  # the run's configuration
         noise=noise,
         noise_entries=noise_entries,
         levels_measured=attrs.get("levels", "measured") == "measured",

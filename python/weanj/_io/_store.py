@@ -142,8 +142,8 @@ def _attributes(g: Gradient) -> dict[str, Any]:
         attrs["noise_loss"] = float(g.noise["loss"])
     if g.evaluated:  # a weanj evaluation's: whether its rounding levels were gathered
         attrs["levels"] = "measured" if g.levels_measured else "not measured"
-    if isinstance(g.extra.get("x64"), str):  # the JAX x64 configuration it ran in (`_x64`)
-        attrs["x64"] = g.extra["x64"]
+    if g.x64 is not None:  # the JAX x64 configuration it ran in (`_x64`)
+        attrs["x64"] = g.x64
     return attrs
 
 

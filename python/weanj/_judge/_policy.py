@@ -167,7 +167,7 @@ PRECISION_MULTIPLE = 4.0
 def precision_floor(a: Any, b: Any, key: str) -> float:
     """`PRECISION_MULTIPLE` times the larger precision level of the pair's runs (0 where
     neither ran under a reduced matmul precision)."""
-    levels = [getattr(g, "extra", {}).get("precision_level") for g in (a, b)]
+    levels = [getattr(g, "precision_level", None) for g in (a, b)]
     found = [float(v.get(key, 0.0)) for v in levels if isinstance(v, dict)]
     return PRECISION_MULTIPLE * max(found, default=0.0)
 

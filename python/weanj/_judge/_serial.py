@@ -32,9 +32,11 @@ import numpy as np
 
 from .._model import Expected, Gradient
 from .._model._cost import Cost
+from .._model._provenance import provenance_fields, provenance_json
 from .._model._verdicts import Verdict
 from ._checks import RESULTS
 from ._compare import ArrayComparison
+from ._information import INFORMATION, information_fields, information_json
 from ._policy import Tolerance
 from ._regions import Region
 from ._verdict import CaseJudgement, ExampleJudgement
@@ -230,6 +232,8 @@ def encode_case(j: CaseJudgement) -> dict[str, Any]:
     for f in dataclasses.fields(j):
         if f.name == "result":
             out.update(_encode_result(j.result))
+        elif f.name in INFORMATION:  # one mapping, `info`, where the first of them is
+            out.setdefault("info", _enc(information_json(j)))
         else:
             out[f.name] = _enc(getattr(j, f.name))
     return out
@@ -248,6 +252,7 @@ def decode_case(data: Any, expected: Callable[[dict], Expected]) -> CaseJudgemen
     names = {f.name for f in dataclasses.fields(CaseJudgement)} - {"result"}
     given = {k: _dec(v, expected) for k, v in data.items()}
     results = {k: given.pop(k) for k in list(given) if k in RESULTS}
+    given.update(information_fields(given.pop("info", {})))  # `info`: the typed fields
     if not set(given) <= names or not {"case", "kind", "verdict"} <= set(given):
         raise ValueError("a case without its case id, kind and verdict")
     found = [(k, r) for k, r in results.items() if r is not None]
@@ -284,7 +289,8 @@ _GRADIENT_FIELDS = (
 
 
 def encode_gradient(g: Gradient) -> dict[str, Any]:
-    extra = {k: v for k, v in g.extra.items() if isinstance(v, (str, int, float, bool))}
+    provenance = provenance_json(g)  # its device, x64, reuse, a file's own attributes
+    extra = {k: v for k, v in provenance.items() if isinstance(v, (str, int, float, bool))}
     return {
         **{k: _enc(getattr(g, k)) for k in _GRADIENT_FIELDS},
         "label": g.label,
@@ -306,7 +312,8 @@ def decode_gradient(
     extra = _dec(data.get("extra", {"$dict": []}), expected)
     if not isinstance(extra, dict):
         raise ValueError("a subject whose extra is not a mapping")
-    g = _build(Gradient, {"example": example, "gradients": {}, "extra": extra, **given})
+    provenance = provenance_fields(extra)  # its device, x64, reuse (`_model._provenance`)
+    g = _build(Gradient, {"example": example, "gradients": {}, **provenance, **given})
     g.cost = Cost.from_json(data.get("cost", {}))
     g.of = find_variant(g.variant)
     return g

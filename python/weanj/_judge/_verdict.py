@@ -23,11 +23,13 @@ import numpy as np
 
 from .._model import Expected, Gradient, Inputs
 from .._model._verdicts import CaseKind, Verdict
+from .._x64 import X64
 from ._checks import CheckResult
 from ._compare import ArrayComparison, compare
 from ._contract import Fault
 from ._expected import declared_check as declared_check
 from ._expected import declared_pair
+from ._information import CentralDifferences, DeviceComparison, Masked, information_json
 from ._jvp import JvpResult
 from ._policy import declared_between, entry_floor_of, floor_of
 from ._taylor import TaylorResult
@@ -54,7 +56,13 @@ class CaseJudgement:
     away: ArrayComparison | None = None  # a declared kink pair, away from the kinks
     kinks: str | None = None  # why the pair may differ at the kinks
     result: CheckResult | None = None  # a gradient check's numbers (a type of `RESULTS`)
-    info: dict[str, Any] = field(default_factory=dict)  # extra numbers (central differences)
+    # for information (`_information`; in files, the mapping `info`): a run's JAX x64
+    # configuration, a gradient check's kink mask and central differences, a device pair's
+    # device and matmul precision
+    x64: X64 | None = None
+    masked: Masked | None = None
+    fd: CentralDifferences | None = None
+    device: DeviceComparison | None = None
     expected: Expected | None = None  # the declaration it was held to (`weanj.Expected`)
     departure: str = ""  # how it differs from that declaration ("" when as declared)
     declared: str = ""  # where it declares a difference, on these inputs (`x[0]`)
@@ -65,6 +73,12 @@ class CaseJudgement:
     @property
     def failed(self) -> bool:
         return self.verdict.failing
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """Its information as files hold it under `info` (read-only: a copy,
+        `_information.information_json`)."""
+        return information_json(self)
 
     @property
     def taylor(self) -> TaylorResult | None:

@@ -25,7 +25,10 @@ from ._params import Param as Param
 from ._policies import FDPolicy as FDPolicy
 from ._policies import Sizes as Sizes
 from ._policies import TaylorPolicy as TaylorPolicy
+from ._provenance import DeviceProvenance as DeviceProvenance
+from ._provenance import Distributed as Distributed
 from ._variant import EXTRAS as EXTRAS
 from ._variant import Functions as Functions
+from ._variant import Place as Place
 from ._variant import Variant as Variant
 from ._variant_run import VariantRun as VariantRun

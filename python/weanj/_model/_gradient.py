@@ -17,6 +17,7 @@ import numpy as np
 from ._cost import Cost
 from ._example import Example
 from ._kinds import first_nonfinite, index_text
+from ._provenance import DeviceProvenance, Distributed, provenance_json
 from ._variant import Variant
 
 
@@ -29,7 +30,10 @@ class Gradient:
     register). `noise` holds how far the loss and each gradient array moved when every
     float input was perturbed by one unit in the last place (the rounding level of the
     computation, which the judge's floors scale with; docs/DESIGN.md, "Tolerance policy"),
-    `noise_entries` how far each entry moved.
+    `noise_entries` how far each entry moved. Where it was computed beyond its inputs and
+    configuration (a device, its matmul precision and that precision's level, the x64
+    configuration, a reused record, jax.distributed) is in typed fields
+    (`_provenance`); `extra` is them as files hold them.
     """
 
     example: Example
@@ -48,7 +52,17 @@ class Gradient:
     source: str = "run"  # "run" (this process), "store", "recorded" or "file": where from
     format: int = 2
     seconds: float | None = None  # first loss + gradient call, compilation included
-    extra: dict[str, Any] = field(default_factory=dict)
+    # a run on a device: where, and the matmul precision in effect (None: the CPU)
+    device: DeviceProvenance | None = None
+    # a device run under a reduced matmul precision: that precision's rounding level,
+    # `{"loss" or array: level}` (`_judge._policy.precision_floor`; None: not measured)
+    precision_level: dict[str, float] | None = None
+    x64: str | None = None  # the JAX x64 configuration it ran in, described (`X64.describe`)
+    reused: str | None = None  # reused from an evaluation record: that record's creation time
+    distributed: Distributed | None = None  # run under jax.distributed: its processes
+    # a file's attributes that weanj does not read, kept as the file has them (a user's
+    # own metadata: free-form, so a mapping)
+    attributes: dict[str, Any] = field(default_factory=dict)
     of: Variant | None = None
     noise: dict[str, float] = field(default_factory=dict)
     # each array's level entry by entry, `{array: |g̃ − g|}` (float64, the gradient's shape;
@@ -86,8 +100,15 @@ class Gradient:
             return f"recorded/{self.path.stem}" if self.path else f"recorded/{self.variant}"
         stem = self.path.stem if self.source == "file" and self.path else self.variant
         label = stem if self.dtype == "float64" else f"{stem}@{self.dtype}"
-        device = self.extra.get("device")  # a device run: `jax-lex@float32@tpu`
-        return f"{label}@{device}" if isinstance(device, str) and device != "cpu" else label
+        if self.device is None:
+            return label
+        return f"{label}@{self.device.label}"  # a device run: `jax-lex@float32@tpu`
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """Its provenance as the flat mapping files hold under `extra` (read-only: a copy,
+        `_provenance.provenance_json`)."""
+        return provenance_json(self)
 
     @property
     def gradient(self) -> Any:

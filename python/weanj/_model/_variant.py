@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 import importlib.util
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from .._environment import distribution_versions
 from .._errors import DefinitionError, InputError, UnavailableError
@@ -29,6 +30,32 @@ EXTRAS = ("kernex", "enzyme", "julia", "plot")
 
 # How many of `Functions`' fields are functions of the example's arguments (`placed` is not).
 CALLS = 5
+
+
+class Place(Protocol):
+    """A device an evaluation runs on, as `Functions.placed` yields it: what the pipeline
+    reads of it (a JAX program's: `_backends._placement.Place`)."""
+
+    @property
+    def kind(self) -> str: ...  # cpu, gpu, tpu
+
+    @property
+    def description(self) -> str: ...  # "TPU v5 lite", "stand-in tpu (CPU device 1)", "cpu"
+
+    @property
+    def software(self) -> str: ...  # its platform's version ("libtpu 0.0.42.1"), or ""
+
+    @property
+    def standin(self) -> bool: ...  # the stand-in accelerator (`_backends._standin`)
+
+    def precision(self, dtype: str, precision: str | None = None) -> tuple[str, bool]:
+        """The matmul precision in effect for a `dtype` run here (`precision`: the
+        evaluation's, None: the device's default), and whether it is below full precision."""
+        ...
+
+
+# `Functions.placed`: `placed(kind, precision)` runs a block on that device and yields it
+Placed = Callable[[str, str | None], AbstractContextManager[Place]]
 
 
 class Functions(NamedTuple):
@@ -59,7 +86,7 @@ class Functions(NamedTuple):
     jvp: Callable | None = None
     value_and_grad: Callable | None = None
     evaluation_loss: Callable | None = None
-    placed: Callable | None = None
+    placed: Placed | None = None
     checking: Any = None
     jvp_backward: bool = False
 

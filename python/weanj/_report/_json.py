@@ -117,7 +117,7 @@ def gradient_json(g: Gradient) -> dict[str, Any]:
         "noise": {k: finite(v) for k, v in g.noise.items()},
         "levels_measured": g.levels_measured,
         "cost": g.cost.to_json(),
-        "x64": g.extra.get("x64") if isinstance(g.extra.get("x64"), str) else None,
+        "x64": g.x64,
     }
 
 

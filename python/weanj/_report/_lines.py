@@ -143,21 +143,14 @@ def details(j: CaseJudgement) -> list[str]:
     out = []
     if j.kind == CaseKind.PAIR and j.comparison is not None and j.comparison.differing:
         out.extend(region_lines(j.comparison))
-    if "masked" in j.info:
-        m = j.info["masked"]
+    if j.masked is not None:
+        m = j.masked
+        out.append(f"    {m.left_out} of {m.size} entries left out by the kink mask ({m.why})")
+    if j.fd is not None:
+        fd = j.fd
+        flag = " (above the example's threshold; information only)" if fd.above else ""
         out.append(
-            f"    {m['left_out']} of {m['size']} entries left out by the kink mask ({m['why']})"
-        )
-    if "fd" in j.info:
-        fd = j.info["fd"]
-        flag = (
-            " (above the example's threshold; information only)"
-            if fd["error"] > fd["threshold"]
-            else ""
-        )
-        out.append(
-            f"    central differences (h = {fd['step']:g}): "
-            f"relative error {num(fd['error'], 1)}{flag}"
+            f"    central differences (h = {fd.step:g}): relative error {num(fd.error, 1)}{flag}"
         )
     return out
 

@@ -95,7 +95,7 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
         g = ej.subjects.get(label)
         loss = num(g.loss, 15) if g is not None and g.loss is not None else "—"
         time_s = f"{g.seconds:.1f} s" if g is not None and g.seconds is not None else ""
-        if g is not None and "reused" in g.extra:
+        if g is not None and g.reused is not None:
             time_s += " (earlier run)"
         own = "".join(
             f"{check_cell(checks_of(ej, label, kind), kind).terminal():<10} "
@@ -114,9 +114,8 @@ def x64_lines(ej: ExampleJudgement) -> list[str]:
     configuration: `x64 on (x64 = true in [tool.weanj] of …): jax-a, jax-b`)."""
     groups: dict[tuple, list[str]] = {}
     for run in ej.of_kind(CaseKind.RUN):
-        x64 = run.info.get("x64")
-        if x64 and "@" not in run.subjects[0]:
-            key = (x64["enabled"], x64["source"])
+        if run.x64 is not None and "@" not in run.subjects[0]:
+            key = (run.x64.enabled, run.x64.source)
             groups.setdefault(key, []).append(run.subjects[0])
     return [
         f"  x64 {'on' if on else 'off'} ({source}): {', '.join(labels)}"
@@ -266,19 +265,16 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check", verbose: bool = 
     else:
         for label, g in ej.subjects.items():
             loss = "loss ?" if g.loss is None else f"loss {g.loss:.15e}"
-            x64 = f"  {g.extra['x64']}" if isinstance(g.extra.get("x64"), str) else ""
+            x64 = f"  {g.x64}" if g.x64 is not None else ""
             out.append(
                 f"  {label:<26} {g.family:<13} {g.dtype:<8} "
                 f"{loss}  {g.backend_version or g.backend}{x64}"
             )
     out.extend(_skips(ej, short=not verbose))
-    masked = next(
-        (j.info["masked"] for j in ej.of_kind(CaseKind.TAYLOR) if "masked" in j.info), None
-    )
+    masked = next((j.masked for j in ej.of_kind(CaseKind.TAYLOR) if j.masked is not None), None)
     if masked:
         out.append(
-            f"  kink mask: {masked['left_out']} of "
-            f"{masked['size']} entries left out ({masked['why']})"
+            f"  kink mask: {masked.left_out} of {masked.size} entries left out ({masked.why})"
         )
     blocked = not_compared_line(ej)
     if blocked:

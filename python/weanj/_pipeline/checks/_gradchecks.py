@@ -21,6 +21,7 @@ every kernel and every front end.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..._judge import _verdict as judge
+from ..._judge._information import CentralDifferences, Masked, information_fields
 from ..._judge._jvp import OWN_JVP_TOLERANCE, JvpResult, jvp_direction
 from ..._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance, entry_levels
 from ..._judge._taylor import TaylorResult, inner
@@ -60,7 +62,7 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
     if recorded is not None:
         result = TaylorResult.from_json(recorded["result"])
         j = judge.judge_check(case, CaseKind.TAYLOR, result, **fields)
-        j.info.update(recorded.get("info", {}))
+        j = dataclasses.replace(j, **information_fields(recorded.get("info", {})))
         if _with_fd(session, inputs, g, array, j):
             _keep(
                 session, g, CaseKind.TAYLOR, array, {"result": recorded["result"], "info": j.info}
@@ -71,7 +73,7 @@ def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str
         result = _taylor_results(session, inputs, g)[array]
     j = judge.judge_check(case, CaseKind.TAYLOR, result, **fields)
     if result.left_out:
-        j.info["masked"] = {"left_out": result.left_out, "size": result.size, "why": ex.fd.why}
+        j.masked = Masked(result.left_out, result.size, ex.fd.why)
     _with_fd(session, inputs, g, array, j)
     _keep(session, g, CaseKind.TAYLOR, array, {"result": result.to_json(), "info": j.info})
     return j
@@ -81,11 +83,11 @@ def _with_fd(session, inputs: Inputs, g: Gradient, array: str, j) -> bool:
     """Central differences beside a check that is not ok, or where asked (`Session.fd`),
     as information (`fd_information`); **Returns** whether they were added now."""
     failed = j.verdict.failing and j.verdict != Verdict.TIMEOUT  # its numbers say not ok
-    if "fd" in j.info or not (getattr(session, "fd", False) or failed):
+    if j.fd is not None or not (getattr(session, "fd", False) or failed):
         return False
     if g.of is None or g.of.unavailable_reason() is not None:
         return False
-    j.info["fd"] = fd_information(session, inputs, g, array)
+    j.fd = fd_information(session, inputs, g, array)
     return True
 
 
@@ -151,12 +153,12 @@ def counted_into(g: Gradient, phase: str):
     return lambda forward, backward: g.cost.add(phase, forward, backward)
 
 
-def fd_information(session, inputs: Inputs, g: Gradient, array: str) -> dict:
+def fd_information(session, inputs: Inputs, g: Gradient, array: str) -> CentralDifferences:
     """Central differences of `g`'s `array` under the example's `FDPolicy`, inside its
     kink mask, as information beside a check that is not ok (or where asked: `--fd`);
     computed once per session, its losses counted under `fd`."""
 
-    def compute() -> dict:
+    def compute() -> CentralDifferences:
         ex = inputs.example
         mask = session.masks(ex, inputs)[array]
         fd = ex.fd
@@ -166,7 +168,7 @@ def fd_information(session, inputs: Inputs, g: Gradient, array: str) -> dict:
             each = counted(loss, session.step, f"loss {{}} of {2 * fd.directions}")
             keep = None if mask.all() else mask
             error = fd_check(each, x, g.gradients[array], n=fd.directions, h=fd.step, mask=keep)
-        return {"error": error, "step": fd.step, "threshold": fd.threshold}
+        return CentralDifferences(error, fd.step, fd.threshold)
 
     return session.once(("fd", id(g), array), compute)
 
@@ -206,7 +208,7 @@ def jvp_judgement(
             return judge.skipped(case, CaseKind.JVP, recorded["skipped"], array=array, **fields)
         result = JvpResult.from_json(recorded["result"])
         j = judge.judge_check(case, CaseKind.JVP, result, **fields)
-        j.info.update(recorded.get("info", {}))
+        j = dataclasses.replace(j, **information_fields(recorded.get("info", {})))
         if _with_fd(session, inputs, g, array, j):
             _keep(session, g, CaseKind.JVP, array, {"result": recorded["result"], "info": j.info})
         return j
@@ -218,7 +220,7 @@ def jvp_judgement(
     j = judge.judge_check(case, CaseKind.JVP, found, **fields)
     numbers: dict[str, Any] = {"result": found.to_json()}
     if _with_fd(session, inputs, g, array, j):
-        numbers["info"] = {"fd": j.info["fd"]}
+        numbers["info"] = {"fd": j.fd.to_json()}
     _keep(session, g, CaseKind.JVP, array, numbers)
     return j
 

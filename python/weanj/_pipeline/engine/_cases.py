@@ -132,11 +132,11 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
         j = judge.judge_run(case.id, label, outcome, family=case.family, wider=wider)
         config = configuration_of(outcome, s.variant, s.dtype, s.device)  # decided once
         if config is not None and config.x64 is not None:
-            j.info["x64"] = config.x64.to_json()  # shown by every view
+            j.x64 = config.x64  # shown by every view
         return judge.declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))
     fields["array"] = case.array
     labels = case.subjects
-    if case.info:  # two families, each by its reference as judged (DESIGN §5)
+    if case.across_families:  # two families, each by its reference as judged (DESIGN §5)
         labels = tuple(_stand_in(p, label, session) for label in labels)
     outcomes = [subject_outcome(p, label, session) for label in labels]
     for label, outcome in zip(labels, outcomes, strict=True):
@@ -183,7 +183,15 @@ def _judge_pair(
     on = device_cases.judged_on(s.variant if s else None, s.device if s else "cpu")
     with session.phase(f"{p.example.name}: judging {a.label} against {b.label}{of}"), on:
         return judge_pair_of(
-            p.catalog, p.inputs, case.id, a, b, case.array, session, info=case.info, declared=True
+            p.catalog,
+            p.inputs,
+            case.id,
+            a,
+            b,
+            case.array,
+            session,
+            info=case.across_families,
+            declared=True,
         )
 
 

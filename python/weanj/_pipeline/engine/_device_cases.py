@@ -25,9 +25,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._judge._contract import Fault
+from ..._judge._information import DeviceComparison
 from ..._judge._platform import precision_or_bug as precision_line
 from ..._judge._verdict import CaseJudgement
-from ..._model import Gradient
+from ..._model import DeviceProvenance, Gradient
 from ..._model._verdicts import Verdict
 from ..evaluation._on_device import CPU, CPU_ONLY, HIGHEST, device_label
 
@@ -99,22 +100,19 @@ def cpu_only(s: Any, found: Any) -> bool:
 def precision_or_bug(
     p: Any, case: Any, j: CaseJudgement, other: Any, session: Any, judge_pair_of: Callable
 ) -> CaseJudgement:
-    """A device pair's judgement, with the precision in effect named (`info`) and, where it
-    fails, what its re-run at precision=highest says (the reason's last clause)."""
+    """A device pair's judgement, with the device and the precision in effect named
+    (`CaseJudgement.device`) and, where it fails, what its re-run at precision=highest
+    says (the reason's last clause)."""
     s = p.subjects.get(case.subjects[1])
     if s is None or s.device == CPU or not isinstance(other, Gradient):
         return j
-    precision = str(other.extra.get("precision", "default"))
-    j.info["device"] = {
-        "kind": s.device,
-        "device": other.extra.get("device_kind", ""),
-        "precision": precision,
-        "standin": bool(other.extra.get("standin", False)),
-    }
+    run = other.device or DeviceProvenance(s.device, "", "default", False)  # as described
+    precision, standin = run.precision, run.standin
+    j.device = DeviceComparison(s.device, run.description, precision, standin)
     if not j.verdict.failing or j.verdict == Verdict.NONFINITE:
         return j
-    standin = bool(other.extra.get("standin", False))
-    if not other.extra.get("precision_reduced"):
+    highest = None
+    if not run.precision_reduced:
         why = f"the matmul precision applies to 32-bit products, not to {s.dtype} ones"
         line = precision_line(s.device, precision, None, why, standin=standin)
     else:
@@ -127,10 +125,10 @@ def precision_or_bug(
             k = judge_pair_of(p.catalog, p.inputs, case.id, ref, again, case.array, session)
             agrees = not k.verdict.failing
             line = precision_line(s.device, precision, agrees, standin=standin)
-            j.info["device"]["highest"] = str(k.verdict)
-    j.info["device"]["precision_or_bug"] = line
+            highest = str(k.verdict)
+    device = dataclasses.replace(j.device, highest=highest, precision_or_bug=line)
     reason = f"{j.reason}; {line}" if j.reason else line
-    return dataclasses.replace(j, reason=reason)
+    return dataclasses.replace(j, reason=reason, device=device)
 
 
 def session_outcome_of(p: Any, label: str, session: Any) -> Any:
@@ -171,15 +169,16 @@ def device_notes(p: Any, result: Any, session: Any) -> list[str]:
         if not runs:
             continue
         g = runs[0]
-        where = g.extra.get("device_kind", device)
-        software = g.extra.get("device_software")
+        where = g.device.description if g.device is not None else device
+        software = g.device.software if g.device is not None else None
         out.append(
             f"  on {device}: {where}{f' ({software})' if software else ''}; each run judged "
             "against its family's CPU float64 reference"
         )
         precisions: dict[str, list[str]] = {}
         for run in runs:
-            precisions.setdefault(str(run.extra.get("precision", "default")), []).append(run.label)
+            precision = run.device.precision if run.device is not None else "default"
+            precisions.setdefault(precision, []).append(run.label)
         for name, labels in precisions.items():
             out.append(f"    matmul precision {name}: {', '.join(labels)}")
     if no_run:

@@ -33,7 +33,7 @@ def with_evidence(j: CaseJudgement, ex: Example, subjects: tuple = ()) -> CaseJu
             found.extend(_precision(j, subjects))
     elif j.kind in GRADIENT_CHECKS and j.result is not None:
         found.extend(_of_check(j, ex))
-    if "fd" in j.info:
+    if j.fd is not None:
         found.append("central differences")
     j.evidence = tuple(found)
     return j

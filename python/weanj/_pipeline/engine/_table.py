@@ -82,7 +82,7 @@ class Case:
     family: str
     subjects: tuple[str, ...]
     array: str | None = None
-    info: bool = False  # a pair across families: for information, never a failure
+    across_families: bool = False  # a pair across families: for information, never a failure
 
 
 @dataclass
@@ -131,7 +131,7 @@ class Plan:
         `pytest --weanj-fuzz` search: the pairs `weanj check` judges."""
         out = []
         for c in self.cases:
-            if c.kind != CaseKind.PAIR or c.info or c.array != self.example.wrt_names[0]:
+            if c.kind != CaseKind.PAIR or c.across_families or c.array != self.example.wrt_names[0]:
                 continue
             a, b = (self.subjects[label] for label in c.subjects)
             live = all(s.live and s.variant and s.device == "cpu" for s in (a, b))
@@ -316,7 +316,7 @@ def _pair_cases(p: Plan, family: str, a: Subject, b: Subject, *, info: bool = Fa
             family,
             (a.label, b.label),
             array,
-            info=info,
+            across_families=info,
         )
         for array in ex.wrt_names
     ]

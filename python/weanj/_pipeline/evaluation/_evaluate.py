@@ -201,16 +201,20 @@ def evaluate(
     if levels:
         measure_levels(g, inputs, watch, device=device, precision=precision, checking=checking)
     if config.x64 is not None:
-        g.extra["x64"] = config.x64.describe()  # stored with the gradient
+        g.x64 = config.x64.describe()  # stored with the gradient
     return g
 
 
 def _no_matmul(g: Gradient, built, args, device: str, precision: str | None) -> None:
     """A reduced matmul precision said of a program with no matrix product: nothing in it
     rounds coarser, and `g` says so."""
-    if g.extra.get("precision_reduced") and matmul_free(built, args, device, precision):
-        g.extra["precision_reduced"] = False
-        g.extra["precision"] += " (no matrix product in this program)"
+    if g.device is not None and g.device.precision_reduced:
+        if matmul_free(built, args, device, precision):
+            g.device = dataclasses.replace(
+                g.device,
+                precision_reduced=False,
+                precision=f"{g.device.precision} (no matrix product in this program)",
+            )
 
 
 def _refusal(variant: Variant, inputs: Inputs, dtype: str) -> Exception | None:

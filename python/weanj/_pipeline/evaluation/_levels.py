@@ -217,7 +217,7 @@ def _levels(g: Gradient, inputs: Inputs, functions: tuple, args, watch, where, d
     where the program has a matrix product, also that precision's level
     (`_levels_on_device`)."""
     (_, fns), ex, dtype = functions, g.example, g.dtype
-    eps = precision_eps({"reduced": g.extra.get("precision_reduced"), **g.extra})
+    eps = precision_eps(g.device)
     if eps is None:
         g.noise = _noise(
             fns,
@@ -241,7 +241,7 @@ def _levels_on_device(
     """A run under a reduced matmul precision: its dtype's rounding level (`noise`)
     measured on the device at precision=highest (at the reduced one, a one-ulp move may
     cross a bfloat16 rounding and jump by far more), and the reduced precision's own
-    level (`extra["precision_level"]`, `_judge._policy.precision_floor`), measured
+    level (`Gradient.precision_level`, `_judge._policy.precision_floor`), measured
     there by a perturbation of the precision's unit roundoff `eps`."""
     (built, fns), ex, dtype = functions, g.example, g.dtype
     try:
@@ -264,4 +264,4 @@ def _levels_on_device(
         g.noise = {}
         g.noise_entries.clear()
     level = _noise(fns, inputs, g.loss, g.gradients, ex, dtype, watch, where, eps, spent=spent)
-    g.extra["precision_level"] = level
+    g.precision_level = level

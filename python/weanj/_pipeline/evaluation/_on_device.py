@@ -19,6 +19,7 @@ from typing import Any
 
 from ..._errors import UnavailableError
 from ..._judge._platform import past_the_limit, platform_limit, unavailable_on
+from ..._model import DeviceProvenance, Place
 
 CPU = "cpu"
 HIGHEST = "highest"
@@ -46,19 +47,18 @@ def device_label(label: str, device: str = CPU, precision: str | None = None) ->
     return f"{out}@{precision}" if precision else out
 
 
-def precision_eps(info: dict[str, Any]) -> float | None:
-    """The rounding unit of a reduced matmul precision in effect (`info`: a device run's
-    `Place.to_json`), or None where the run computes at its dtype's precision."""
-    if not info.get("reduced"):
+def precision_eps(device: DeviceProvenance | None) -> float | None:
+    """The rounding unit of the reduced matmul precision a device run computed under, or
+    None where the run computes at its dtype's precision (a CPU run's `device` is None)."""
+    if device is None or not device.precision_reduced:
         return None
-    name = str(info.get("precision", ""))
     for key, value in _PRECISION_EPS.items():
-        if key in name:
+        if key in device.precision:
             return value
     return _PRECISION_EPS["default"]
 
 
-def on_device(fns: Any, device: str, precision: str | None = None) -> tuple[Any, Any]:
+def on_device(fns: Any, device: str, precision: str | None = None) -> tuple[Any, Place | None]:
     """`(functions, place)`: `fns` with each call run on `device` under `precision` (the
     place entered around the call itself: the watch calls it on a thread of its own, and
     JAX's default device is a thread's setting), and the device's place (None for the
@@ -88,7 +88,7 @@ def on_device(fns: Any, device: str, precision: str | None = None) -> tuple[Any,
 _CALLS = ("loss", "grad", "jvp", "value_and_grad", "evaluation_loss")
 
 
-def platform_fault_line(e: BaseException, device: str, place: Any) -> str | None:
+def platform_fault_line(e: BaseException, device: str, place: Place | None) -> str | None:
     """`unavailable on tpu: pmax of f64 (...)` where `e` is a platform limit of the
     device (`_judge._platform`), else None: the port's own error."""
     if device == CPU:
@@ -98,7 +98,7 @@ def platform_fault_line(e: BaseException, device: str, place: Any) -> str | None
     what = what or platform_limit(text, device)
     if what is None:
         return None
-    return unavailable_on(device, what, standin=bool(getattr(place, "standin", False)))
+    return unavailable_on(device, what, standin=place is not None and place.standin)
 
 
 def matmul_free(fns: Any, args: tuple, device: str, precision: str | None) -> bool:
@@ -112,22 +112,22 @@ def matmul_free(fns: Any, args: tuple, device: str, precision: str | None) -> bo
         return not has_matmul(fns.grad, args)
 
 
-def describe(g: Any, place: Any, config: Any, rerun: str | None) -> None:
+def describe(g: Any, place: Place | None, config: Any, rerun: str | None) -> None:
     """A device run's provenance in its gradient: the kind (what its label carries; `@highest`
     for the precision-or-bug re-run `rerun`), the device kind string, its software, and the
     matmul precision in effect (the evaluation's `Configuration.precision`: the program's
     `jax_default_matmul_precision`, or the re-run's; None: the device's default)."""
     if place is None or config.device == CPU:
         return
-    info = place.to_json(config.dtype, config.precision)
-    g.extra["device"] = config.device if rerun is None else f"{config.device}@{rerun}"
-    g.extra["device_kind"] = info["device"]
-    if info["software"]:
-        g.extra["device_software"] = info["software"]
-    g.extra["precision"] = info["precision"]
-    g.extra["precision_reduced"] = bool(info["reduced"])
-    if info["standin"]:
-        g.extra["standin"] = True
+    precision, reduced = place.precision(config.dtype, config.precision)
+    g.device = DeviceProvenance(
+        config.device if rerun is None else f"{config.device}@{rerun}",
+        place.description,
+        precision,
+        bool(reduced),
+        place.software,
+        bool(place.standin),
+    )
 
 
 def identity(variant: Any, device: str, dtype: str) -> dict[str, Any] | None:
@@ -139,14 +139,15 @@ def identity(variant: Any, device: str, dtype: str) -> dict[str, Any] | None:
         _, place = on_device(variant.built, device)
     except Exception:  # noqa: BLE001 - the evaluation itself says what the device lacks
         return None
-    info = place.to_json(dtype)
-    return _identity(info["device"], info["software"], info["standin"])
+    if place is None:
+        return None
+    return _identity(place.description, place.software, place.standin)
 
 
-def identity_of(extra: dict[str, Any]) -> dict[str, Any]:
-    """The same identity, of a device run that has finished (its gradient's `extra`, as
+def identity_of(device: DeviceProvenance) -> dict[str, Any]:
+    """The same identity, of a device run that has finished (its gradient's `device`, as
     `describe` wrote it)."""
-    return _identity(extra["device_kind"], extra.get("device_software"), extra.get("standin"))
+    return _identity(device.description, device.software, device.standin)
 
 
 def _identity(kind: Any, software: Any, standin: Any) -> dict[str, Any]:

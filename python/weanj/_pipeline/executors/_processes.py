@@ -68,8 +68,8 @@ def evaluate_across(
     shown_path=str,
 ) -> Gradient | Fault:
     """The variant's evaluation on `processes` local processes under jax.distributed (the
-    module docstring), as `_evaluate.evaluate` returns it: the `Gradient` (its `extra`
-    says `processes`), or the fault; a process that fails is this evaluation's `error`."""
+    module docstring), as `_evaluate.evaluate` returns it: the `Gradient` (its `distributed`
+    says the processes), or the fault; a process that fails is this evaluation's `error`."""
     command = reproduce_command(variant, inputs, dtype, shown_path) + f" --processes {processes}"
     root = str(Path(root).resolve())
     with tempfile.TemporaryDirectory(prefix="weanj-processes-") as scratch:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..._errors import WeanjError
 from ..._judge._contract import Fault
-from ..._model import Gradient, Inputs
+from ..._model import Distributed, Gradient, Inputs
 from ..._model._verdicts import GRADIENT_CHECKS
 from ..engine._session import Session
 from ..evaluation._evaluate import first_line
@@ -260,8 +260,7 @@ def evaluate_here(asked: dict) -> Gradient | Fault:
         shown_path=Places(Path(asked["root"])).shown,
     )
     if isinstance(found, Gradient):
-        found.extra["processes"] = asked["processes"]
-        found.extra["devices"] = global_device_count()
+        found.distributed = Distributed(asked["processes"], global_device_count())
         found.example = found.of = None
     return found
 

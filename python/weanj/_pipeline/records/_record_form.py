@@ -10,8 +10,9 @@ import math
 import re
 from typing import Any
 
-from ..._model import Variant
+from ..._model import Gradient, Variant
 from ..._model._cost import Cost
+from ..._model._provenance import DEVICE_KEYS
 from ..._model._verdicts import FAULTS, GRADIENT_CHECKS, Verdict
 from ..checks._gradchecks import CHECKS, TAYLOR_INFO
 
@@ -77,21 +78,18 @@ UNREADABLE = (
     MemoryError,
 )
 
-# What a device run's record keeps of its gradient's `extra` (`_on_device.describe`,
+# The keys of a device run's record's `extra` (`device_extra`: `_on_device.describe`,
 # `_evaluate._levels`): the device it ran on and the precision its floors come from.
-DEVICE_EXTRA = (
-    "device",
-    "device_kind",
-    "device_software",
-    "precision",
-    "precision_reduced",
-    "precision_level",
-    "standin",
-)
+DEVICE_EXTRA = (*DEVICE_KEYS, "precision_level")
 
 
-def device_extra(extra: dict[str, Any]) -> dict[str, Any]:
-    return {k: extra[k] for k in DEVICE_EXTRA if k in extra}
+def device_extra(g: Gradient) -> dict[str, Any]:
+    """A device run's `extra` in its record: where it ran and the matmul precision in
+    effect (`Gradient.device`), and that precision's rounding levels."""
+    out: dict[str, Any] = {} if g.device is None else g.device.to_json()
+    if g.precision_level is not None:
+        out["precision_level"] = dict(g.precision_level)
+    return out
 
 
 def _is_number(x: Any) -> bool:

@@ -59,7 +59,7 @@ from ..._errors import WeanjError
 from ..._io._atomic import atomic_path
 from ..._io._h5 import array_sha256
 from ..._judge._contract import Fault
-from ..._model import Gradient, Inputs, Variant, provenance_key
+from ..._model import DeviceProvenance, Gradient, Inputs, Variant, provenance_key
 from ..._model._cost import Cost
 from ..._model._verdicts import CaseKind, Verdict
 from ..._places import Places
@@ -184,7 +184,7 @@ class Records:
             found.configuration = config
             found.source, found.of = "run", variant
             found.seconds = record["seconds"]
-            found.extra["reused"] = self.reused[(ex, label)]
+            found.reused = self.reused[(ex, label)]
         self._reused_found[(ex, label)] = found
         return found
 
@@ -219,7 +219,9 @@ class Records:
             cost=Cost.from_json(record["cost"]),
             evaluated=True,
         )
-        g.extra.update(record.get("extra", {}))  # a device run's device and precision
+        if "extra" in record:  # a device run's device and precision
+            g.device = DeviceProvenance.from_json(record["extra"])
+            g.precision_level = record["extra"].get("precision_level")
         return record, g
 
     def recall_check(self, variant: Variant, dtype: str, kind: CaseKind, array: str) -> dict | None:
@@ -247,7 +249,7 @@ class Records:
         gradient is kept (its faults may be the platform's, or its load's)."""
         if isinstance(found, Fault) and (device != CPU or found.verdict not in _REUSED_FAULTS):
             return
-        place = identity_of(found.extra) if device != CPU else None
+        place = identity_of(found.device) if device != CPU else None
         parts = self.parts(variant, inputs, dtype, found.configuration, place)
         seconds = getattr(found, "seconds", None)
         label = label_of(variant, dtype, device)
@@ -346,7 +348,7 @@ class Records:
             record["levels"] = bool(found.levels_measured)
             record["cost"] = found.cost.to_json()
             if "device" in record["parts"]:  # a device run's place and precision level
-                record["extra"] = device_extra(found.extra)
+                record["extra"] = device_extra(found)
             record["sha256"] = {name: array_sha256(a) for name, a in arrays.items()}
             if set(found.noise_entries) == set(arrays):
                 entries = {

@@ -32,14 +32,14 @@ def save_to_store(ej: ExampleJudgement, here: Places, records: Records | None = 
     verdicts say what happened), carrying the payload digest of its evaluation record
     (`Records.payload`): a file already written from that record is not written again."""
     for g in ej.subjects.values():
-        if g.source == "run" and not g.extra.get("device"):  # the store holds CPU runs
+        if g.source == "run" and g.device is None:  # the store holds CPU runs
             target = here.gradient(ej.name, g.variant, g.dtype)
             evaluation = records.payload(g.of, g.dtype) if records and g.of else None
             if evaluation and _store.holds(target, evaluation):
                 continue
             config = configuration_of(g, g.of, g.dtype)  # its evaluation's (a reused one's too)
-            if config is not None and config.x64 is not None:
-                g.extra.setdefault("x64", config.x64.describe())
+            if config is not None and config.x64 is not None and g.x64 is None:
+                g.x64 = config.x64.describe()
             extra = {"evaluation": evaluation} if evaluation else None
             _store.write_gradient(g, target, here, extra=extra)
 
@@ -47,8 +47,8 @@ def save_to_store(ej: ExampleJudgement, here: Places, records: Records | None = 
 def differences(g: Gradient, shared: Inputs | None) -> list[str]:
     """What sets a gradient apart from one on the shared inputs, as file-name parts
     (`inputs-1a2b3c4d5e6f`, `K5`, `float32`); empty when it is store material."""
-    device = g.extra.get("device")  # a device run is never store material
-    if shared is not None and shared.matches(g) and not device:
+    device = g.device  # a device run is never store material
+    if shared is not None and shared.matches(g) and device is None:
         return []
     out = []
     if shared is None or g.inputs_sha256 != shared.digest:
@@ -57,8 +57,8 @@ def differences(g: Gradient, shared: Inputs | None) -> list[str]:
         out.extend(f"{k}{v}" for k, v in g.params.items() if shared.params.get(k) != v)
     if g.dtype != "float64":
         out.append(g.dtype)
-    if device:
-        out.append(str(device))
+    if device is not None:
+        out.append(device.label)
     return out or [f"key-{g.key[:12]}"]
 
 
@@ -68,17 +68,17 @@ def outside_store_path(g: Gradient, shared: Inputs | None, here: Places) -> Path
     with their own parameters), else `results/<example>/runs/<variant>-<what differs>.h5`
     (`differences`). Files that older weanj wrote there as `<variant>-key-<key>.h5` read
     as before: a gradient file is read by its contents, never by its name."""
-    if shared is not None and shared.matches(g) and not g.extra.get("device"):
+    if shared is not None and shared.matches(g) and g.device is None:
         return here.gradient(g.example.name, g.variant, g.dtype)
     return here.run_file(g.example.name, g.variant, differences(g, shared))
 
 
 def apart_note(g: Gradient, shared: Inputs | None) -> str:
     """One line saying why a gradient was not saved to the store ("" when it was)."""
-    if shared is not None and shared.matches(g) and not g.extra.get("device"):
+    if shared is not None and shared.matches(g) and g.device is None:
         return ""
-    if g.extra.get("device"):
-        return f"not saved to the store: a run on {g.extra['device']} (the store holds CPU runs)"
+    if g.device is not None:
+        return f"not saved to the store: a run on {g.device.label} (the store holds CPU runs)"
     return (
         f"not saved to the store: computed on other inputs than the shared inputs "
         f"({', '.join(differences(g, shared))}); the store holds only gradients of the shared "
