@@ -26,7 +26,8 @@ class ToyEngine(Remote):
     handed: list[str] = []
 
     def evaluate(self, todo, asked, done) -> None:
-        from weanj._pipeline.evaluation._evaluate import evaluate, label_of
+        from weanj._pipeline.evaluation._evaluate import evaluate
+        from weanj._pipeline.evaluation._on_device import label_of
         from weanj._watch import Watch
 
         for v, inputs, dtype in todo:

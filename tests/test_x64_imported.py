@@ -346,7 +346,7 @@ def test_a_notebook_that_imports_its_module_first_computes_in_float64(tmp_path, 
 def test_a_configuration_names_its_run_as_every_view_does():
     from weanj import _x64
     from weanj._model import Configuration
-    from weanj._pipeline.evaluation._evaluate import label_of
+    from weanj._pipeline.evaluation._on_device import label_of
 
     on = _x64.X64(True, "x64 = true in [tool.weanj] of /p/pyproject.toml")
     for dtype, device, label in [

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .._model._kinds import is_number
 from .._x64 import X64
 
 
@@ -34,8 +35,8 @@ class Masked:
         if not (
             isinstance(data, dict)
             and set(data) == {"left_out", "size", "why"}
-            and _is_number(data["left_out"])
-            and _is_number(data["size"])
+            and is_number(data["left_out"])
+            and is_number(data["size"])
             and isinstance(data["why"], str)
         ):
             raise ValueError("a kink mask that is not its counts and why")
@@ -66,7 +67,7 @@ class CentralDifferences:
         if not (
             isinstance(data, dict)
             and set(data) == {"error", "step", "threshold"}
-            and all(_is_number(x) for x in data.values())
+            and all(is_number(x) for x in data.values())
         ):
             raise ValueError("central differences that are not three numbers")
         return cls(data["error"], data["step"], data["threshold"])
@@ -145,7 +146,3 @@ def _x64(data: Any) -> X64:
     ):
         raise ValueError("an x64 configuration that is not a flag and its source")
     return X64(data["enabled"], data["source"])
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)

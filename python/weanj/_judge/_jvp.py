@@ -18,10 +18,19 @@ import numpy as np
 from .._model import Example
 from .._model._verdicts import Verdict
 from ._checks import check_result, finite, num
+from ._policy import TOLERANCES, Tolerance
 from ._taylor import random_direction
 
 # forward vs reverse: the variant's own jvp to rounding; a sibling's at the family tolerance
 OWN_JVP_TOLERANCE = 1e-12
+
+
+def base_tolerance(own: bool, declared: Any) -> float:
+    """The jvp check's tolerance before any rounding level: `OWN_JVP_TOLERANCE` for the
+    variant's own forward mode, float64's gradient tolerance for a sibling's, or the
+    family's declared `Tolerance.grad` where that is larger."""
+    base = OWN_JVP_TOLERANCE if own else TOLERANCES["float64"].grad
+    return max(base, declared.grad if isinstance(declared, Tolerance) else 0.0)
 
 
 @check_result("directional")  # its field in check.json (a file format's name, kept)

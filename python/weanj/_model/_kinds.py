@@ -45,6 +45,11 @@ def _is_dtype(value: Any) -> bool:
     return not isinstance(value, bool)
 
 
+def is_number(x: Any) -> bool:
+    """An int or float as a JSON file holds a number (not a flag)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def shown(value: Any, limit: int = 40) -> str:
     """`repr(value)` on one short line (arrays and long strings are cut)."""
     text = " ".join(repr(value).split())

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ._kinds import is_number
+
 # the keys of a device run's provenance, in the order they are written
 DEVICE_KEYS = (
     "device",
@@ -127,13 +129,9 @@ def provenance_fields(extra: dict[str, Any]) -> dict[str, Any]:
         fields["distributed"] = Distributed(*counts)
     level = extra.get("precision_level")
     if level is not None:
-        if not isinstance(level, dict) or not all(_is_number(v) for v in level.values()):
+        if not isinstance(level, dict) or not all(is_number(v) for v in level.values()):
             raise ValueError("a gradient whose precision_level is not numbers")
         fields["precision_level"] = dict(level)
     known = {*DEVICE_KEYS, *_OTHER_KEYS}
     fields["attributes"] = {k: v for k, v in extra.items() if k not in known}
     return fields
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)

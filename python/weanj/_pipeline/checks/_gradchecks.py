@@ -30,12 +30,13 @@ import numpy as np
 
 from ..._judge import _verdict as judge
 from ..._judge._information import CentralDifferences, Masked, information_fields
-from ..._judge._jvp import OWN_JVP_TOLERANCE, JvpResult, jvp_direction
+from ..._judge._jvp import OWN_JVP_TOLERANCE, JvpResult, base_tolerance, jvp_direction
 from ..._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance, entry_levels
 from ..._judge._taylor import TaylorResult, inner
 from ..._model import Catalog, Example, Gradient, Inputs
 from ..._model._verdicts import CaseKind, Verdict
 from ..engine._donors import pushed
+from ..evaluation._calls import counter
 from ..evaluation._levels import backward_level
 from ._remainders import counted, fd_check, taylor_shared
 
@@ -125,7 +126,7 @@ def _taylor_of(session, inputs, g, arrays, masks, phase) -> dict[str, TaylorResu
     under `phase`; its rounding floor the free one (`backward_level`) until a direction
     needs the loss's measured level (`Session.levels`, an escalation)."""
     ex = inputs.example
-    spent = counted_into(g, phase)
+    spent = counter(g.cost, phase)
     loss = session.loss_of(g.of, inputs, arrays, spent)
     xs = {a: inputs.run_arrays("float64")[a] for a in arrays}
     keep = {a: (None if masks[a].all() else masks[a]) for a in arrays}
@@ -148,11 +149,6 @@ def _taylor_of(session, inputs, g, arrays, masks, phase) -> dict[str, TaylorResu
     )
 
 
-def counted_into(g: Gradient, phase: str):
-    """`spent(forward, backward)` counting into `g.cost` under `phase`."""
-    return lambda forward, backward: g.cost.add(phase, forward, backward)
-
-
 def fd_information(session, inputs: Inputs, g: Gradient, array: str) -> CentralDifferences:
     """Central differences of `g`'s `array` under the example's `FDPolicy`, inside its
     kink mask, as information beside a check that is not ok (or where asked: `--fd`);
@@ -162,7 +158,7 @@ def fd_information(session, inputs: Inputs, g: Gradient, array: str) -> CentralD
         ex = inputs.example
         mask = session.masks(ex, inputs)[array]
         fd = ex.fd
-        loss = session.loss_along(g.of, inputs, array, counted_into(g, "fd"))
+        loss = session.loss_along(g.of, inputs, array, counter(g.cost, "fd"))
         x = inputs.run_arrays("float64")[array]
         with session.phase(f"{ex.name} {g.variant}: escalated: central differences of {array}"):
             each = counted(loss, session.step, f"loss {{}} of {2 * fd.directions}")
@@ -248,11 +244,10 @@ def _jvp_all(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
     if len(ex.wrt_names) > 1 and all(v > 0 for v in scale.values()):
         weighted = {a: dx[a] / scale[a] for a in ex.wrt_names}
         joint = sum(reverse[a] / scale[a] for a in ex.wrt_names)
-        found = pushed(session, catalog, inputs, g, weighted, counted_into(g, "jvp"))
+        found = pushed(session, catalog, inputs, g, weighted, counter(g.cost, "jvp"))
         if not isinstance(found, str):
             v, forward = found
-            tol = OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad
-            tol = max(tol, _declared(g))
+            tol = base_tolerance(v is g.of, g.example.declared_tolerance(g.family))
             shared = tuple(ex.wrt_names)
             results = {a: JvpResult(a, v.name, forward, joint, 1.0, tol, shared) for a in shared}
             if all(r.passes for r in results.values()):
@@ -268,11 +263,11 @@ def _one_array(session, catalog, inputs, g, array, dx, reverse, scale, phase):
     """The jvp check of one array along its own direction; its floor (the gradient's
     rounding level carried along dx, `_jvp_floor`) measured only where the tolerance
     alone does not decide (`Session.levels`)."""
-    found = pushed(session, catalog, inputs, g, {array: dx}, counted_into(g, phase))
+    found = pushed(session, catalog, inputs, g, {array: dx}, counter(g.cost, phase))
     if isinstance(found, str):
         return found
     v, forward = found
-    base = max(OWN_JVP_TOLERANCE if v is g.of else TOLERANCES["float64"].grad, _declared(g))
+    base = base_tolerance(v is g.of, g.example.declared_tolerance(g.family))
     result = JvpResult(array, v.name, forward, reverse, scale, base)
     if not result.passes:
         session.levels(g)
@@ -282,10 +277,6 @@ def _one_array(session, catalog, inputs, g, array, dx, reverse, scale, phase):
 
 
 # --- the table of the checks ------------------------------------------------------------------
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 TAYLOR_INFO = ("fd", "masked")  # what a Taylor check's record keeps beside its result
@@ -310,46 +301,31 @@ def _taylor_policy(ex: Example) -> dict[str, Any]:
     }
 
 
+def _info_of(numbers: dict, allowed: set[str]) -> bool:
+    """A check record's numbers: its result, and beside it an `info` mapping of the kinds
+    `allowed`, each as the judge writes it (`_judge._information`)."""
+    if set(numbers) != {"result", "info"} or not isinstance(numbers["info"], dict):
+        return False
+    if not set(numbers["info"]) <= allowed:
+        return False
+    try:
+        information_fields(numbers["info"])
+    except ValueError:
+        return False
+    return True
+
+
 def _taylor_beside(numbers: dict) -> bool:
     """A Taylor record's numbers beside its result: the central differences and the
     masked entries, as `taylor_judgement` keeps them."""
-    if set(numbers) != {"result", "info"} or not isinstance(numbers["info"], dict):
-        return False
-    info = numbers["info"]
-    if not set(info) <= set(TAYLOR_INFO):
-        return False
-    if "fd" in info:
-        fd = info["fd"]
-        if not (
-            isinstance(fd, dict)
-            and set(fd) == {"error", "step", "threshold"}
-            and all(_is_number(x) for x in fd.values())
-        ):
-            return False
-    if "masked" in info:
-        m = info["masked"]
-        if not (
-            isinstance(m, dict)
-            and set(m) == {"left_out", "size", "why"}
-            and _is_number(m["left_out"])
-            and _is_number(m["size"])
-            and isinstance(m["why"], str)
-        ):
-            return False
-    return True
+    return _info_of(numbers, set(TAYLOR_INFO))
 
 
 def _jvp_beside(numbers: dict) -> bool:
     """A jvp record's numbers beside its result: central differences, where gathered."""
     if set(numbers) == {"result"}:
         return True
-    info = numbers.get("info")
-    return (
-        set(numbers) == {"result", "info"}
-        and isinstance(info, dict)
-        and set(info) == {"fd"}
-        and _taylor_beside({"result": None, "info": info})
-    )
+    return _info_of(numbers, {"fd"}) and set(numbers["info"]) == {"fd"}
 
 
 def _jvp_policy(ex: Example) -> dict[str, Any]:

@@ -36,31 +36,17 @@ def taylor(
     *,
     array: str = "",
     mask: np.ndarray | None = None,
-    noise: float = 0.0,
-    progress: Callable[[str], None] | None = None,
-    escalate: Callable[[], float] | None = None,
 ) -> TaylorResult:
     """The remainders of `loss` (a function of one array, the others fixed) at `x` with
     claimed gradient `g`, along `policy.directions` seeded directions inside `mask`
-    (`_taylor_walk`: the regime estimated, the walk where it is not borne out).
-    `noise`: a floor under the rounding level of every remainder (the loss's rounding
-    level, `Gradient.noise["loss"]`, or the free `ε·Σ|x·∂L/∂x|`); `escalate()`: the
-    loss's measured rounding level, asked for where a direction is not decided under
-    `noise`. `progress(where)`: told before each loss."""
+    (`taylor_shared` of the one array)."""
     x = np.asarray(x)
-    g = np.asarray(g)
-    keep = np.ones(x.shape, bool) if mask is None else np.asarray(mask, bool)
-    if not keep.any():
-        return TaylorResult(array, policy, 0.0, (), int(x.size), int(x.size))
     found = taylor_shared(
         lambda xs: loss(xs.get(array, x)),
         {array: x},
-        {array: g},
+        {array: np.asarray(g)},
         {array: policy},
-        {array: None if mask is None else keep},
-        floor=noise,
-        escalate=escalate,
-        progress=progress,
+        {array: mask},
     )
     return found[array]
 

@@ -42,10 +42,11 @@ from ..._model import DTYPES, Catalog, Gradient, Inputs, VariantRun
 from ..._model._verdicts import CaseKind, Verdict
 from ..._places import Places
 from ..checks._gradchecks import CHECKS
-from ..evaluation._evaluate import configuration_of, label_of
+from ..evaluation._evaluate import configuration_of
+from ..evaluation._on_device import label_of
 from . import _device_cases as device_cases
 from ._evidence import with_evidence
-from ._pair_rule import judge_pair_of  # noqa: F401 (re-exported: how a pair is judged)
+from ._pair_rule import judge_pair_of
 from ._session import Session
 
 # The table itself is built in `_table` (its subjects, cases and ids); these are its names.
@@ -149,7 +150,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
         j = with_evidence(_judge_pair(p, case, *outcomes, session=session), p.example, outcomes)
         aside = {a: b for a, b in zip(case.subjects, labels, strict=True) if a != b}
         j = judge.stood_in(j, aside) if aside else j
-        return device_cases.precision_or_bug(p, case, j, outcomes[1], session, judge_pair_of)
+        return device_cases.precision_or_bug(p, case, j, outcomes[1], session)
     g = outcomes[0]
     fields.pop("array")
     try:

@@ -31,6 +31,7 @@ from ..._judge._verdict import CaseJudgement
 from ..._model import DeviceProvenance, Gradient
 from ..._model._verdicts import Verdict
 from ..evaluation._on_device import CPU, CPU_ONLY, HIGHEST, device_label
+from ._pair_rule import judge_pair_of
 
 
 def on_devices(variant: Any) -> bool:
@@ -98,7 +99,7 @@ def cpu_only(s: Any, found: Any) -> bool:
 
 
 def precision_or_bug(
-    p: Any, case: Any, j: CaseJudgement, other: Any, session: Any, judge_pair_of: Callable
+    p: Any, case: Any, j: CaseJudgement, other: Any, session: Any
 ) -> CaseJudgement:
     """A device pair's judgement, with the device and the precision in effect named
     (`CaseJudgement.device`) and, where it fails, what its re-run at precision=highest

@@ -95,7 +95,9 @@ def pushed(session, catalog, inputs, g, tangents, spent):
     why: dict[str, str] = {}
     found = _forward_by(session, inputs, tangents, spent, [g.of], why)
     if found is None:
-        lent = lenders(session, catalog, inputs, g.of)
+        # once per borrower and inputs: each of its arrays may ask again (`_gradchecks`)
+        key = ("lenders", id(g.of), inputs.key("float64"))
+        lent = session.once(key, lambda: lenders(session, catalog, inputs, g.of))
         why.update(lent.aside)
         found = _forward_by(session, inputs, tangents, spent, lent.members, why)
     if found is not None:

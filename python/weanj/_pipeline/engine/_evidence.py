@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+from ..._judge._jvp import base_tolerance
 from ..._judge._verdict import PRECISION, CaseJudgement
 from ..._model import Example, Gradient
 from ..._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
@@ -79,10 +80,5 @@ def _group_of(ex: Example, array: str | None) -> tuple[str, ...]:
 
 
 def _base_tolerance(j: CaseJudgement, ex: Example) -> float:
-    from ..._judge._jvp import OWN_JVP_TOLERANCE
-    from ..._judge._policy import TOLERANCES, Tolerance
-
     own = j.result.by == (j.subjects[0] if j.subjects else "")
-    declared = ex.declared_tolerance(j.family)
-    base = OWN_JVP_TOLERANCE if own else TOLERANCES["float64"].grad
-    return max(base, declared.grad if isinstance(declared, Tolerance) else 0.0)
+    return base_tolerance(own, ex.declared_tolerance(j.family))

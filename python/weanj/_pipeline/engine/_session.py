@@ -25,9 +25,9 @@ from ..._judge._taylor import checked_masks
 from ..._model import Example, Gradient, Inputs, Variant
 from ..._watch import Watch
 from ..evaluation._calls import for_checks
-from ..evaluation._evaluate import evaluate, label_of
+from ..evaluation._evaluate import evaluate
 from ..evaluation._levels import measure_levels
-from ..evaluation._on_device import on_device
+from ..evaluation._on_device import label_of, on_device
 
 
 class Session:

@@ -22,7 +22,7 @@ from ..._judge._verdict import CaseJudgement
 from ..._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant, VariantRun
 from ..._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ..._places import PRODUCED, RECORDED, Places
-from ..evaluation._evaluate import label_of
+from ..evaluation._on_device import label_of
 from . import _device_cases as device_cases
 
 # --- ids -----------------------------------------------------------------------------------
@@ -307,16 +307,18 @@ def _own_float64(p: Plan, s: Subject, ref: Subject) -> Subject:
     return ref
 
 
-def _pair_cases(p: Plan, family: str, a: Subject, b: Subject, *, info: bool = False) -> list[Case]:
+def _pair_cases(
+    p: Plan, family: str, a: Subject, b: Subject, *, across_families: bool = False
+) -> list[Case]:
     ex = p.example
     return [
         Case(
-            pair_id(ex, family, a.label, b.label, array, info=info),
+            pair_id(ex, family, a.label, b.label, array, info=across_families),
             CaseKind.PAIR,
             family,
             (a.label, b.label),
             array,
-            across_families=info,
+            across_families=across_families,
         )
         for array in ex.wrt_names
     ]
@@ -336,7 +338,9 @@ def _add_pairs(p: Plan) -> None:
             if s.dtype != "float64":
                 p.cases.extend(_pair_cases(p, family, _own_float64(p, s, ref), s))
     for fa, fb in itertools.combinations(references, 2):
-        p.cases.extend(_pair_cases(p, f"{fa} vs {fb}", references[fa], references[fb], info=True))
+        p.cases.extend(
+            _pair_cases(p, f"{fa} vs {fb}", references[fa], references[fb], across_families=True)
+        )
 
 
 def _add_checks(p: Plan) -> None:

@@ -24,23 +24,14 @@ from ..._judge._contract import (
     fault_of,
     numbers_fault,
 )
-from ..._model import Configuration, Gradient, Inputs, Variant, run_label
+from ..._model import Configuration, Gradient, Inputs, Variant
 from ..._model._cost import Cost
 from ..._watch import Watch
 from ._calls import counter, functions_of, loss_and_grad
 from ._levels import measure_levels
 from ._on_device import describe as describe_device
-from ._on_device import device_label, matmul_free, on_device, platform_fault_line
+from ._on_device import label_of, matmul_free, on_device, platform_fault_line
 from ._x64_faults import x64_fault_line
-
-
-def label_of(
-    variant: Variant | str, dtype: str, device: str = "cpu", precision: str | None = None
-) -> str:
-    """How every view names a run: `jax-lex`, `jax-lex@float32`, `jax-lex@float32@tpu`
-    (`Configuration.label`; `@highest` for the precision-or-bug re-run)."""
-    name = variant if isinstance(variant, str) else variant.name
-    return device_label(run_label(name, dtype), device, precision)
 
 
 def configuration_of(

@@ -11,10 +11,10 @@ import numpy as np
 
 from ..._judge._contract import checked_gradients, checked_loss
 from ..._judge._policy import counted_levels
-from ..._model import Gradient, Inputs, run_label
+from ..._model import Gradient, Inputs
 from ..._watch import Watch
 from ._calls import counter, functions_of, loss_and_grad, run_loss
-from ._on_device import HIGHEST, device_label, on_device, precision_eps
+from ._on_device import HIGHEST, label_of, on_device, precision_eps
 
 # The perturbation that measures a run's rounding level, and its seed.
 _NOISE_SEED = 20261202
@@ -198,7 +198,7 @@ def measure_levels(
         return
     g.levels_measured = True
     variant, dtype = g.of, g.dtype
-    where = f"{g.example.name} {device_label(run_label(variant.name, dtype), device, precision)}"
+    where = f"{g.example.name} {label_of(variant, dtype, device, precision)}"
     try:
         built = variant.built
         fns, _ = on_device(

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..._errors import UnavailableError
 from ..._judge._platform import past_the_limit, platform_limit, unavailable_on
-from ..._model import DeviceProvenance, Place
+from ..._model import DeviceProvenance, Place, Variant, run_label
 
 CPU = "cpu"
 HIGHEST = "highest"
@@ -45,6 +45,15 @@ def device_label(label: str, device: str = CPU, precision: str | None = None) ->
     """`jax-lex@float32` on `tpu` → `jax-lex@float32@tpu` (`@highest` for the re-run)."""
     out = label if device == CPU else f"{label}@{device}"
     return f"{out}@{precision}" if precision else out
+
+
+def label_of(
+    variant: Variant | str, dtype: str, device: str = CPU, precision: str | None = None
+) -> str:
+    """How every view names a run: `jax-lex`, `jax-lex@float32`, `jax-lex@float32@tpu`
+    (`Configuration.label`; `@highest` for the precision-or-bug re-run)."""
+    name = variant if isinstance(variant, str) else variant.name
+    return device_label(run_label(name, dtype), device, precision)
 
 
 def precision_eps(device: DeviceProvenance | None) -> float | None:

@@ -32,7 +32,8 @@ from typing import Any
 from ..._errors import InputError, WeanjError
 from ..._judge._contract import Fault, fault_of
 from ..._model import Gradient, Inputs, Variant
-from ..evaluation._evaluate import first_line, label_of, reproduce_command
+from ..evaluation._evaluate import first_line, reproduce_command
+from ..evaluation._on_device import label_of
 from ._dask_start import did_not_start
 from ._executors import Arrivals, Remote, RunRequest, add_to_clock
 from ._processes import inputs_payload

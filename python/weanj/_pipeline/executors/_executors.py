@@ -44,7 +44,7 @@ from ..._judge._contract import Fault
 from ..._judge._events import EvaluationFinished
 from ..._model import Gradient, Inputs, Variant
 from ..engine._session import Session
-from ..evaluation._evaluate import label_of
+from ..evaluation._on_device import label_of
 
 SCHEDULER_VARIABLE = "DASK_SCHEDULER_ADDRESS"
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from ..._model import Gradient, Variant
 from ..._model._cost import Cost
-from ..._model._provenance import DEVICE_KEYS
+from ..._model._kinds import is_number
+from ..._model._provenance import DEVICE_KEYS, DeviceProvenance
 from ..._model._verdicts import FAULTS, GRADIENT_CHECKS, Verdict
 from ..checks._gradchecks import CHECKS, TAYLOR_INFO
 
@@ -92,12 +93,8 @@ def device_extra(g: Gradient) -> dict[str, Any]:
     return out
 
 
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
 def _finite(x: Any) -> bool:
-    return _is_number(x) and math.isfinite(x)
+    return is_number(x) and math.isfinite(x)
 
 
 def _require(ok: bool, why: str) -> None:
@@ -205,11 +202,10 @@ def _check_extra(extra: Any, wrt: tuple[str, ...]) -> None:
     """A device run's `extra`, exactly as `device_extra` keeps it."""
     bad = "its device's description is malformed"
     _require(isinstance(extra, dict) and set(extra) <= set(DEVICE_EXTRA), bad)
-    _require({"device", "device_kind", "precision", "precision_reduced"} <= set(extra), bad)
-    texts = ("device", "device_kind", "device_software", "precision")
-    _require(all(isinstance(extra[k], str) for k in texts if k in extra), bad)
-    flags = ("precision_reduced", "standin")
-    _require(all(isinstance(extra[k], bool) for k in flags if k in extra), bad)
+    try:
+        DeviceProvenance.from_json(extra)
+    except ValueError:
+        raise Discarded(bad) from None
     level = extra.get("precision_level", {})
     _require(
         isinstance(level, dict)

@@ -64,7 +64,7 @@ from ..._model._cost import Cost
 from ..._model._verdicts import CaseKind, Verdict
 from ..._places import Places
 from ..._sources import text_digest
-from ..evaluation._on_device import CPU, device_label, identity, identity_of
+from ..evaluation._on_device import CPU, identity, identity_of, label_of
 from ._record_file import read_record
 from ._record_form import (
     _REUSED_FAULTS,
@@ -90,10 +90,6 @@ _DERIVED = (
     "cost",
     "extra",
 )
-
-
-def label_of(variant: Variant, dtype: str, device: str = CPU) -> str:
-    return device_label(variant.name if dtype == "float64" else f"{variant.name}@{dtype}", device)
 
 
 @dataclass
