@@ -112,15 +112,6 @@ def real(value: Any, what: str, function: str, *, positive: bool = False) -> flo
     raise _refused(function, what, "a finite number > 0" if positive else "a finite number", value)
 
 
-def one_line(
-    value: Any, what: str, function: str, error: type[WeanjError] = InputError
-) -> str | None:
-    """None, or one line of text."""
-    if value is None or (isinstance(value, str) and "\n" not in value):
-        return value
-    raise _refused(function, what, "one line of text (str)", value, error)
-
-
 def function_or_none(
     value: Any,
     what: str,

@@ -38,8 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._errors import ProjectError, WeanjError
-from ._interrupts import CalledExit
+from ._errors import ProjectError
 from ._vocabulary import DEVICES
 
 ROOT_VARIABLE = "WEANJ_ROOT"
@@ -168,6 +167,11 @@ class ProjectConfig:
     @property
     def where(self) -> str:
         return str(self.pyproject) if self.pyproject else str(self.root)
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """Where the project's own code lives: its root, then its `pythonpath`, resolved."""
+        return (Path(self.root).resolve(), *(Path(p).resolve() for p in self.pythonpath))
 
     def describe(self) -> str:
         """`project /path (found as ...)` for messages that name the project."""
@@ -360,27 +364,3 @@ def time_limit(given: float | None, config: ProjectConfig | None = None) -> floa
         where = config.pyproject or config.root
         source = f" ([tool.weanj] timeout in {where}; --timeout S changes it, 0: none)"
     return TimeLimit(seconds, source) if seconds else None
-
-
-def import_error(module: str, where: str, e: BaseException) -> BaseException:
-    """The one-line error for an example module that failed to import (`_registry` loads
-    them), or the interrupt itself."""
-    if isinstance(e, (KeyboardInterrupt, ProjectError)):
-        return e
-    if isinstance(e, (SystemExit, CalledExit)):
-        how = str(e) if isinstance(e, CalledExit) else f"called sys.exit({e.code!r})"
-        return ProjectError(
-            f"example module {module!r} ({where}) {how} on import; an example module must "
-            "only register examples"
-        )
-    if not isinstance(e, Exception):
-        return e
-    if isinstance(e, ModuleNotFoundError) and e.name and module.startswith(e.name):
-        return ProjectError(
-            f"cannot import example module {module!r} listed in {where}: no module "
-            f"named {e.name!r} (is it importable from the project root, or from a folder of "
-            "[tool.weanj] pythonpath?)"
-        )
-    first = (str(e).strip().splitlines() or [""])[0][:160]
-    what = first if isinstance(e, WeanjError) else f"{type(e).__name__}: {first}"
-    return ProjectError(f"example module {module!r} ({where}): {what}")

@@ -66,10 +66,6 @@ def start_of(module: str, config: ProjectConfig | None) -> _x64.X64:
     return declared_x64(module, config) or _x64._start()
 
 
-def roots_of(config: ProjectConfig) -> tuple[Path, ...]:
-    return (Path(config.root).resolve(), *(Path(p).resolve() for p in config.pythonpath))
-
-
 def known_to(roots: tuple[Path, ...]):
     """Whether a module is code outside the project (the standard library, JAX, an
     installed package, weanj itself): its import is taken to leave the setting alone."""
@@ -102,7 +98,7 @@ def module_x64(
         return None
     declared = declared_x64(module, config)
     start = declared or _x64._start()
-    roots = roots_of(config)
+    roots = config.roots
     try:
         value, setter = traced.alone(module, start.enabled, known_to(roots))
     except Unknown:
@@ -137,7 +133,7 @@ def probe(module: str, start: bool, config: ProjectConfig) -> tuple[bool, str] |
     """`(setting, setter)` from a fresh interpreter that imports `module` alone (module
     docstring), kept in `.weanj-cache/x64/` per version of the module's code; None where
     it could not tell (the module fails to import alone, the interpreter timed out)."""
-    roots = roots_of(config)
+    roots = config.roots
     paths = [str(p) for p in (*config.pythonpath, config.root)]
     key = _probe_key(module, start, roots, paths)
     cached = Path(config.root) / ".weanj-cache" / "x64" / f"{module}-{key[:16]}.json"

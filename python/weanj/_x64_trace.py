@@ -151,10 +151,6 @@ class Tracer:
 
     # --- replaying -----------------------------------------------------------------------
 
-    def executing(self) -> str | None:
-        """The module whose execution is innermost now (None: none is traced)."""
-        return self._stack[-1].name if self._stack and self._mine() else None
-
     def alone(self, module: str, start: bool, known: Callable[[str], bool]) -> tuple[bool, str]:
         """`(setting, setter)`: what importing `module` alone from the setting `start`
         leaves, and the module whose own code changed it last ("" where none did). A module

@@ -112,8 +112,12 @@ class ArrayComparison:
         """The noise floor, not the relative tolerance, bounds the loss's |ΔL|."""
         if self.loss_abs is None:
             return False
-        ref = self.loss_abs / self.loss_rel if self.loss_rel else 0.0
-        return self.loss_floor > self.tolerance.loss * ref
+        return self.loss_floor > self.tolerance.loss * self._loss_reference
+
+    @property
+    def _loss_reference(self) -> float:
+        """|L_ref|, as |ΔL| / its relative difference (0 where that is not defined)."""
+        return self.loss_abs / self.loss_rel if self.loss_rel else 0.0
 
     @property
     def worst_julia(self) -> tuple[int, ...]:
@@ -130,10 +134,7 @@ class ArrayComparison:
         tol = self.tolerance
         if self.max_abs > tol.grad * self.reference_max:
             return True
-        if self.loss_abs is None or self.loss_abs == 0:
-            return False
-        ref = self.loss_abs / self.loss_rel if self.loss_rel else 0.0
-        return self.loss_abs > tol.loss * ref
+        return self.loss_abs is not None and self.loss_abs > tol.loss * self._loss_reference
 
 
 def _relative(abs_: float, ref: float) -> float | None:

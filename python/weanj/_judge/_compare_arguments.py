@@ -9,13 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from .._arguments import _refused
 from .._errors import InputError
 from .._model import shown
 from ._policy import Tolerance, tolerance
-
-
-def _refused(function: str, what: str, accepts: str, value: Any) -> InputError:
-    return InputError(f"{function}: {what} must be {accepts}, got {shown(value)}")
 
 
 def numbers(value: Any, what: str) -> np.ndarray:

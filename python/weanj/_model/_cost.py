@@ -34,10 +34,6 @@ class Cost:
         found[0] += forward
         found[1] += backward
 
-    def merge(self, other: Cost) -> None:
-        for phase, (f, b) in other.runs.items():
-            self.add(phase, f, b)
-
     @property
     def forward(self) -> int:
         return sum(f for f, _ in self.runs.values())

@@ -367,8 +367,7 @@ def as_declarations(value: Any, where: str) -> tuple[Expected, ...]:
     """`expected=` as a tuple of declarations (one, several, or None)."""
     if value is None:
         return ()
-    iterable = isinstance(value, (list, tuple))
-    found = (value,) if isinstance(value, Expected) else tuple(value) if iterable else (value,)
+    found = tuple(value) if isinstance(value, (list, tuple)) else (value,)
     if not all(isinstance(e, Expected) for e in found):
         raise DefinitionError(f"{where}: expected= takes weanj.Expected declarations")
     return found

@@ -191,7 +191,6 @@ def _suggest(name: Any, known) -> str:
 
 def example_names() -> list[str]:
     """The names of all examples of the current project."""
-    load()
     return sorted(_loaded().examples)
 
 

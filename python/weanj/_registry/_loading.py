@@ -9,13 +9,12 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import sys
-from pathlib import Path
 
 from .. import _x64
 from .._context import current, own_modules, replay
-from .._errors import ProjectError, with_list
-from .._interrupts import guarded_import
-from .._project import BUILTIN, ProjectConfig, import_error
+from .._errors import ProjectError, WeanjError, with_list
+from .._interrupts import CalledExit, guarded_import
+from .._project import BUILTIN, ProjectConfig
 from .._sources import code_digest
 from .._x64_modules import settle as settle_x64
 from .._x64_modules import start_of, tracer
@@ -33,7 +32,7 @@ def import_example_module(module: str, where: str) -> None:
     registry, config = project.registry, project.config
     before = {name: dict(table) for name, table in registry.variants.items()}
     kinks_before = dict(registry.at_kinks)
-    roots = (Path(config.root).resolve(), *config.pythonpath)
+    roots = config.roots
     registry.loading = module
     try:
         start = start_of(module, config)
@@ -112,3 +111,27 @@ def load() -> None:
                 import_example_module(module, where)
     registry.loaded = True
     settle_x64(project, seen)
+
+
+def import_error(module: str, where: str, e: BaseException) -> BaseException:
+    """The one-line error for an example module that failed to import (`_registry` loads
+    them), or the interrupt itself."""
+    if isinstance(e, (KeyboardInterrupt, ProjectError)):
+        return e
+    if isinstance(e, (SystemExit, CalledExit)):
+        how = str(e) if isinstance(e, CalledExit) else f"called sys.exit({e.code!r})"
+        return ProjectError(
+            f"example module {module!r} ({where}) {how} on import; an example module must "
+            "only register examples"
+        )
+    if not isinstance(e, Exception):
+        return e
+    if isinstance(e, ModuleNotFoundError) and e.name and module.startswith(e.name):
+        return ProjectError(
+            f"cannot import example module {module!r} listed in {where}: no module "
+            f"named {e.name!r} (is it importable from the project root, or from a folder of "
+            "[tool.weanj] pythonpath?)"
+        )
+    first = (str(e).strip().splitlines() or [""])[0][:160]
+    what = first if isinstance(e, WeanjError) else f"{type(e).__name__}: {first}"
+    return ProjectError(f"example module {module!r} ({where}): {what}")

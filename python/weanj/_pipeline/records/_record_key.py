@@ -28,17 +28,13 @@ class KeyParts:
         self._code: dict[str, str] = {}
         self._weanj = ""
 
-    def roots(self) -> tuple[Path, ...]:
-        root = Path(self.config.root).resolve()
-        return (root, *(Path(p).resolve() for p in self.config.pythonpath))
-
     def code_of(self, variant: Variant) -> str:
         """The digest of the code an example's evaluations depend on (module docstring):
         the files its module reaches inside the project; weanj's own files (a built-in
         example's too) are covered by the digest of weanj's sources, in every key."""
         module = variant.example.module
         if module not in self._code:
-            now_on_disk = code_digest(module, self.roots())
+            now_on_disk = code_digest(module, self.config.roots)
             imported = variant.example.code
             if imported and imported != now_on_disk:  # the process runs the code as imported
                 self.notes.append(
@@ -55,7 +51,7 @@ class KeyParts:
         return (
             self._code[module]
             if not extra
-            else text_digest(self._code[module] + files_digest(extra, self.roots()))
+            else text_digest(self._code[module] + files_digest(extra, self.config.roots))
         )
 
     def parts(
