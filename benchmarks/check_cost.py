@@ -32,6 +32,7 @@ Timings move with the machine's load: run it idle, and read the ratios of one ru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -40,6 +41,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 KERNEL = '''
@@ -127,20 +129,30 @@ def _run(argv: list[str], root: Path, env: dict[str, str]) -> tuple[float, str]:
     return seconds, done.stdout
 
 
-def measure_size(n: int, steps: int) -> dict:
-    """The user's own first and warm calls, and one fresh check of jax-scan, at n."""
+WEANJ = [sys.executable, "-m", "weanj"]
+
+
+@contextlib.contextmanager
+def _fresh_project(n: int, steps: int) -> Iterator[tuple[Path, dict[str, str]]]:
+    """`(root, env)` of the heat project at n in a temporary folder, its inputs made."""
     with tempfile.TemporaryDirectory(prefix="weanj-cost-") as folder:
         root = Path(folder)
         _project(root)
         env = _env(root, n, steps)
-        weanj = [sys.executable, "-m", "weanj"]
-        _run([*weanj, "inputs", "regenerate", "20-heat"], root, env)
+        _run([*WEANJ, "inputs", "regenerate", "20-heat"], root, env)
+        yield root, env
+
+
+def measure_size(n: int, steps: int) -> dict:
+    """The user's own first and warm calls, and one fresh check of jax-scan, at n."""
+    with _fresh_project(n, steps) as (root, env):
         _, out = _run([sys.executable, "-c", USER], root, env)
         user = json.loads(out.strip().splitlines()[-1])
         # the check, in a process of its own: its own import of JAX is timed apart
-        _, out = _run([sys.executable, "-c", "import jax"], root, env)
+        # warm-up, not timed: the OS has JAX's files in its cache for the import timed next
+        _run([sys.executable, "-c", "import jax"], root, env)
         started, _ = _run([sys.executable, "-c", "import weanj, jax"], root, env)
-        check_s, _ = _run([*weanj, "check", "--fresh", "--variants", "jax-scan"], root, env)
+        check_s, _ = _run([*WEANJ, "check", "--fresh", "--variants", "jax-scan"], root, env)
         data = json.loads((root / "results" / "20-heat" / "check.json").read_text())
     cost = {g["label"]: g["cost"] for g in data["gradients"]}
     spent = check_s - started  # the check beyond starting Python and importing JAX
@@ -158,14 +170,9 @@ def measure_size(n: int, steps: int) -> dict:
 def measure_recheck(n: int, steps: int) -> dict:
     """A re-check with nothing changed at n (two n² float64 arrays): seconds, against
     importing JAX plus reading the records once; the files it wrote."""
-    with tempfile.TemporaryDirectory(prefix="weanj-recheck-") as folder:
-        root = Path(folder)
-        _project(root)
-        env = _env(root, n, steps)
-        weanj = [sys.executable, "-m", "weanj"]
-        _run([*weanj, "inputs", "regenerate", "20-heat"], root, env)
-        _run([*weanj, "check", "--variants", "jax-scan"], root, env)
-        _run([*weanj, "check", "--variants", "jax-scan"], root, env)  # says "reused" once
+    with _fresh_project(n, steps) as (root, env):
+        _run([*WEANJ, "check", "--variants", "jax-scan"], root, env)
+        _run([*WEANJ, "check", "--variants", "jax-scan"], root, env)  # says "reused" once
         before = {p: p.stat().st_mtime_ns for p in (root / "results").rglob("*") if p.is_file()}
         rechecks, imports, reads = [], [], []
         read = (
@@ -174,7 +181,7 @@ def measure_recheck(n: int, steps: int) -> dict:
             "    with np.load(f) as z: [z[k] for k in z.files]\n"
         )
         for _ in range(3):
-            rechecks.append(_run([*weanj, "check", "--variants", "jax-scan"], root, env)[0])
+            rechecks.append(_run([*WEANJ, "check", "--variants", "jax-scan"], root, env)[0])
             imports.append(_run([sys.executable, "-c", "import jax"], root, env)[0])
             reads.append(_run([sys.executable, "-c", read], root, env)[0])
         python = _run([sys.executable, "-c", "pass"], root, env)[0]

@@ -315,13 +315,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if run is None:
         return
     from ._pipeline.engine._coverage import run_coverage
-    from ._report._lines import coverage_text, not_run_text
+    from ._report._lines import not_judged_text
 
     covered, missing = run_coverage(run)
-    required = [m for m in missing if m[2]]
-    said = coverage_text(covered, missing)
-    if required:
-        said = f"required but not run: {not_run_text(required)}" + (f"; {said}" if said else "")
+    said = not_judged_text(covered, missing, "; ")
     if said:
         terminalreporter.write_line(f"weanj: not judged here: {said}")
 

@@ -88,7 +88,6 @@ class Watch:
     every_s: float = 12.0
     say: Callable[[str], None] = say
     abandoned: list[str] = field(default_factory=list)  # calls left running after a timeout
-    why: str = LIMIT_SOURCE  # where the limit comes from, said in the timeout
     clock: Callable[[], float] | None = None
     beating: bool = True
     _phases: list[_Phase] = field(default_factory=list, init=False, repr=False)
@@ -235,7 +234,7 @@ class Watch:
                 self.abandoned.append(label)
                 raise TimeoutError(
                     f"{label} took longer than the time limit of {self.timeout_s:g} s"
-                    f"{getattr(self.timeout_s, 'source', '') or self.why}"
+                    f"{getattr(self.timeout_s, 'source', '') or LIMIT_SOURCE}"
                 )
         if "error" in box:
             error = box["error"]

@@ -219,8 +219,9 @@ def bisect(
     for run in (a, b):  # a device named must be here: one line, exit 2, before any work
         present(run.device, run.label)
     ex = cat.example
-    if inputs is None and nothing_to_search(ex, a, b) is not None:
-        raise InputError(nothing_to_search(ex, a, b))
+    nothing = None if inputs is not None else nothing_to_search(ex, a, b)
+    if nothing is not None:
+        raise InputError(nothing)
     p = _over(ex, over) if inputs is None else None
     here = places()
     _jax_cache.enable()

@@ -25,7 +25,7 @@ from .._pipeline.engine._run import CheckRun
 from .._pipeline.executors._executors import executor_for
 from .._pipeline.records._store_writes import StoreWrites
 from .._places import places
-from .._registry import catalogs, project
+from .._registry import catalogs, closest, project
 from .._report._judgement import Judgement, Kept
 from .._report._verdicts_file import CheckFiles
 from .._vocabulary import CHECK_DTYPES, DEVICES
@@ -88,12 +88,10 @@ def restricted(cats: list[Catalog], variants: Sequence[str] | None) -> list[Cata
     known = {v.name for c in cats for v in c.variants}
     unknown = sorted(wanted - known)
     if unknown:
-        import difflib
-
         from .._errors import UnknownNameError, with_list
 
-        close = [difflib.get_close_matches(n, sorted(known), n=1, cutoff=0.6) for n in unknown]
-        meant = [(n, c[0]) for n, c in zip(unknown, close, strict=True) if c]
+        close = [(n, closest(n, sorted(known))) for n in unknown]
+        meant = [(n, c) for n, c in close if c]
         said = [c if len(unknown) == 1 else f"{c} (for {n})" for n, c in meant]
         hint = f"; did you mean {', '.join(said)}?" if said else ""
         head = f"unknown variant(s) {', '.join(unknown)}{hint}"
@@ -160,61 +158,68 @@ def check(
     **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
     """
-    kept = Kept()
-    asked = dict(variants=variants, dtype=dtype, timeout=timeout, fresh=fresh, say=say)
-    asked |= dict(save=save, workers=workers, scheduler=scheduler, processes=processes)
-    asked |= dict(require=require, device=device, fd=fd, verbose=verbose)
-    checking(examples, listeners=[kept], **asked)
+    checking(
+        examples,
+        variants=variants,
+        dtype=dtype,
+        timeout=timeout,
+        fresh=fresh,
+        say=say,
+        save=save,
+        workers=workers,
+        scheduler=scheduler,
+        processes=processes,
+        require=require,
+        device=device,
+        fd=fd,
+        verbose=verbose,
+        listeners=[kept := Kept()],  # keeps the `Judgement`
+    )
     return kept.judgement
 
 
-def checking(examples=None, *, listeners: Sequence[Listener] = (), **asked: Any) -> JudgementData:
+def checking(
+    examples: Sequence[str] | str | None = None,
+    *,
+    variants: list[str] | tuple[str, ...] | None = None,
+    dtype: str = "both",
+    timeout: float | None = None,
+    fresh: bool = False,
+    say: Callable[[str], None] = say,
+    save: bool = True,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    processes: int | None = None,
+    require: Sequence[str] | None = None,
+    device: Sequence[str] | str | None = None,
+    fd: bool = False,
+    verbose: bool = False,
+    listeners: Sequence[Listener] = (),
+) -> JudgementData:
     """`check`'s run, its events to `listeners` (the front end's: `weanj check` prints
     through `--format`'s, `weanj.check()` keeps the `Judgement`), each argument of
     `check` checked first; **Returns:** the `Judgement`'s data (its exit code)."""
     from .. import _arguments as arg
 
-    unknown = sorted(set(asked) - set(_DEFAULTS))
-    if unknown:
-        raise TypeError(f"checking() got unexpected keyword argument(s) {', '.join(unknown)}")
-    get = {**_DEFAULTS, **asked}.__getitem__
     examples = arg.names(examples, "examples", "check")
-    variants = arg.name_list(get("variants"), "variants", "check")
-    timeout = arg.time_limit(get("timeout"), "timeout", "check")
-    fresh, save = arg.flag(get("fresh"), "fresh", "check"), arg.flag(get("save"), "save", "check")
-    fd, verbose = arg.flag(get("fd"), "fd", "check"), arg.flag(get("verbose"), "verbose", "check")
-    say = arg.say_function(get("say"), "say", "check")
-    require = arg.name_list(get("require"), "require", "check")
+    variants = arg.name_list(variants, "variants", "check")
+    timeout = arg.time_limit(timeout, "timeout", "check")
+    fresh, save = arg.flag(fresh, "fresh", "check"), arg.flag(save, "save", "check")
+    fd, verbose = arg.flag(fd, "fd", "check"), arg.flag(verbose, "verbose", "check")
+    say = arg.say_function(say, "say", "check")
+    require = arg.name_list(require, "require", "check")
     cats = restricted(catalogs(examples), variants)
     if not cats:  # nothing checked is not a pass
         raise WeanjError(
             f"no examples to check in {project().describe()}: its example modules register none"
         )
-    devices, absent = resolved_devices(get("device"), project())  # a device named must be here
+    devices, absent = resolved_devices(device, project())  # a device named must be here
     every = None if examples else [c.name for c in catalogs(None)]
     how = dict(timeout=timeout, fresh=fresh, say=say, save=save, require=require, fd=fd)
     how.update(devices=devices, absent=absent, verbose=verbose, every_example=every)
-    executor = _executor(get("workers"), get("scheduler"), get("processes"))
-    dtypes = dtypes_of(get("dtype"))
+    executor = _executor(workers, scheduler, processes)
+    dtypes = dtypes_of(dtype)
     return check_run(cats, dtypes=dtypes, executor=executor, listeners=listeners, **how).judge()
-
-
-# `check`'s defaults, for `checking`'s keywords
-_DEFAULTS: dict[str, Any] = {
-    "variants": None,
-    "dtype": "both",
-    "timeout": None,
-    "fresh": False,
-    "say": say,
-    "save": True,
-    "workers": None,
-    "scheduler": None,
-    "processes": None,
-    "require": None,
-    "device": None,
-    "fd": False,
-    "verbose": False,
-}
 
 
 def _executor(workers: Any, scheduler: Any, processes: Any):

@@ -20,6 +20,7 @@ from .._pipeline.engine._run import CheckRun
 from .._places import places
 from .._registry import catalogs
 from .._report._judgement import Judgement, Kept
+from .._report._lines import file_name
 from .._run_names import stored_labels
 
 
@@ -54,7 +55,7 @@ def diff(
 
 def _stored(ej: ExampleJudgement) -> list[str]:
     """The labels of the runs the store holds for the example (judged, or only its file)."""
-    files = [j.case.split("::file::", 1)[1] for j in ej.of_kind(CaseKind.FILE)]
+    files = [file_name(j) for j in ej.of_kind(CaseKind.FILE)]
     return [*ej.subjects, *ej.skipped, *ej.unavailable, *files]
 
 

@@ -61,8 +61,9 @@ _trusted: set[str] = set()
 _memo_lock = threading.Lock()
 # The digests of bytes that probed ok (or that weanj wrote) in earlier processes of this
 # project (`keep_probes`): a re-check reads each file once and hashes it, and probes only
-# bytes it has not seen. At most `LEDGER_SIZE` digests, the latest kept.
-_ledger: dict[str, object] = {"path": None, "known": None}
+# bytes it has not seen. At most `LEDGER_SIZE` digests, the latest kept; written once,
+# when the check ends (`dirty`: something new to write).
+_ledger: dict[str, object] = {"path": None, "known": None, "dirty": False}
 LEDGER_SIZE = 2000
 
 
@@ -82,14 +83,18 @@ def trust(data: bytes) -> None:
 def keep_probes(path: Path) -> Iterator[None]:
     """While the block runs (a check), remember the files and bytes found safe in the
     JSON file `path` (weanj's own hidden memo, `results/.weanj-h5-probed.json`), across
-    processes; after it, in this process only."""
+    processes; after it, in this process only. The file is written once, as the block
+    ends (a process that dies first wrote nothing: the next check probes again)."""
     with _memo_lock:
-        _ledger["path"], _ledger["known"] = path, None
+        _ledger.update(path=path, known=None, dirty=False)
     try:
         yield
     finally:
         with _memo_lock:
-            _ledger["path"], _ledger["known"] = None, None
+            known, dirty = _ledger["known"], _ledger["dirty"]
+            _ledger.update(path=None, known=None, dirty=False)
+        if dirty and known:
+            _write_ledger(Path(path), list(known)[-LEDGER_SIZE:])  # type: ignore[arg-type]
 
 
 def _known() -> dict[str, None]:
@@ -111,14 +116,18 @@ def _known() -> dict[str, None]:
 
 def _remember(entry: str) -> None:
     """Add an entry to the ledger (a digest of bytes weanj wrote, or one with the names
-    it was probed for), written at once, atomically, where it is new."""
+    it was probed for), written when `keep_probes` ends, where it is new."""
     with _memo_lock:
-        path, known = _ledger["path"], _known()
-        if path is None or entry in known:
+        known = _known()
+        if _ledger["path"] is None or entry in known:
             return
         known[entry] = None
-        kept = list(known)[-LEDGER_SIZE:]
-    path = Path(path)
+        _ledger["dirty"] = True
+
+
+def _write_ledger(path: Path, kept: list[str]) -> None:
+    """Replace the ledger file with `kept`, atomically; where it cannot be written, the
+    next check probes again."""
     if path.is_symlink() or not path.parent.is_dir():
         return  # never written through a link; no results/ yet: probed again next time
     try:  # weanj's own hidden memo (no mark of its own): replaced whole, atomically
@@ -258,4 +267,4 @@ def _reset() -> None:
     with _memo_lock:
         _memo.clear()
         _trusted.clear()
-        _ledger["path"], _ledger["known"] = None, None
+        _ledger.update(path=None, known=None, dirty=False)

@@ -181,12 +181,19 @@ def project() -> ProjectConfig:
 # --- the front door: names to objects ----------------------------------------------------
 
 
-def _suggest(name: Any, known) -> str:
+def closest(name: Any, known) -> str | None:
+    """The known name `name` most likely meant (the same but for case first, else
+    difflib's closest), or None."""
     if not isinstance(name, str):
-        return ""
+        return None
     close = [k for k in known if k.lower() == name.lower()]
     close = close or difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]}?" if close else ""
+    return close[0] if close else None
+
+
+def _suggest(name: Any, known) -> str:
+    meant = closest(name, known)
+    return f"; did you mean {meant}?" if meant else ""
 
 
 def example_names() -> list[str]:

@@ -10,6 +10,7 @@ from .._judge._verdict import CaseJudgement
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from ._figures import plain
 from ._html_parts import badge, e, img, link, table, verdict_class
+from ._lines import file_name
 from ._page_model import ExamplePage, anchor, judged_line, same_family_pairs
 from ._text import declared_text, index, julia, num, region_lines, summary, ulp_text
 
@@ -290,8 +291,3 @@ def _file_tables(p: ExamplePage) -> list[str]:
 def checks(p: ExamplePage) -> list[CaseJudgement]:
     """The example's gradient checks (every kind of `GRADIENT_CHECKS`), in case order."""
     return [j for j in p.ej.judgements if j.kind in GRADIENT_CHECKS]
-
-
-def file_name(j: CaseJudgement) -> str:
-    """The file a file case judged (its case id's last part)."""
-    return j.case.split(f"::{j.kind}::", 1)[-1]

@@ -160,6 +160,11 @@ def message(j: CaseJudgement) -> str:
     return "\n".join([summary(j), *details(j)])
 
 
+def file_name(j: CaseJudgement) -> str:
+    """The file a file case judged: its case id's last part (`EX::file::LABEL`)."""
+    return j.case.split("::file::", 1)[-1]
+
+
 def expected_count(n: int) -> str:
     """`1 expected difference`, `2 expected differences`."""
     return f"{n} expected difference{'' if n == 1 else 's'}"
@@ -237,3 +242,13 @@ def coverage_text(coverage, did_not_run: Iterable[tuple[str, str, bool]] = ()) -
     if optional:
         parts.append(f"JAX only: {not_run_text(optional)}")
     return "; ".join(parts)
+
+
+def not_judged_text(coverage, did_not_run: Iterable[tuple[str, str, bool]], sep: str) -> str:
+    """`required but not run: …` (what is required and did not run: the failure), then
+    `coverage_text`, joined by `sep`; empty where the run judged everything it covers."""
+    did_not_run = list(did_not_run)
+    required = [m for m in did_not_run if m[2]]
+    parts = [f"required but not run: {not_run_text(required)}"] if required else []
+    covered = coverage_text(coverage, did_not_run)
+    return sep.join([*parts, covered] if covered else parts)

@@ -23,9 +23,11 @@ from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     expected_count,
     expected_lines,
     fault_text,
+    file_name,
     index,
     julia,
     message,
+    not_judged_text,
     not_run_text,
     num,
     region_lines,
@@ -286,8 +288,9 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check", verbose: bool = 
     files = ej.of_kind(CaseKind.FILE)
     for j in files:
         if j.verdict != Verdict.OK:
-            label = j.case.split("::file::", 1)[1]
-            out.append(f"  file {label}: {j.verdict}" + (f": {j.reason}" if j.reason else ""))
+            out.append(
+                f"  file {file_name(j)}: {j.verdict}" + (f": {j.reason}" if j.reason else "")
+            )
     fine = sum(j.verdict == Verdict.OK for j in files)
     if fine and verbose:
         out.append(f"  {fine} file(s) of the store and recorded/ read, current and finite")
@@ -358,11 +361,9 @@ def overall_line(
     verdict = str(Verdict.FAIL if failed or required else Verdict.OK)
     if verdict == Verdict.OK and unjudged:
         verdict = "not judged"
-    if required:
-        verdict += f" — required but not run: {not_run_text(required)}"
-    covered = coverage_text(coverage, did_not_run)
-    if covered:
-        verdict += f" — {covered}"
+    not_judged = not_judged_text(coverage, did_not_run, " — ")
+    if not_judged:
+        verdict += f" — {not_judged}"
     expected = sum(len(ej.expected) for ej in results if ej.judged)
     return (
         f"overall: {verdict} — {len(results)} example(s), {runs} run(s) in "
