@@ -82,13 +82,6 @@ end
 """
 
 
-def _version(text: str) -> tuple[int, int, int] | None:
-    """(major, minor, patch) of a Julia version; a pre-release counts as its release,
-    as Pkg (and `_julia_find.supported`) compare them."""
-    m = re.match(r"(\d+)\.(\d+)\.(\d+)", text)
-    return None if m is None else (int(m.group(1)), int(m.group(2)), int(m.group(3)))
-
-
 class JuliaSession:
     """Julia, started in this process, and the kernels loaded into it."""
 
@@ -125,7 +118,7 @@ class JuliaSession:
                 "unavailable", f"Julia started but does not answer ({first_line(e)})"
             ) from None
         low, high = (tuple(v) for v in setup.get("supported") or ((0, 0, 0), (99, 0, 0)))
-        key = _version(running)
+        key = bounds.version_of(running)
         if key is None or not low <= key < high:
             raise Refusal(
                 "unavailable",
