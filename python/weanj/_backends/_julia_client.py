@@ -52,9 +52,8 @@ from .._resources import on_exit
 from . import _julia_wire as wire
 from ._julia_bounds import weanj_bounds
 from ._julia_env import (  # noqa: F401 (re-exported: the tests, _julia)
-    AD,
     WORKER_VARIABLE,
-    ad_in_use,
+    ad_requirements,
     environment_folder,
     environment_identity,
     identity,
@@ -236,7 +235,7 @@ def _setup(root: Path) -> dict:
 
     sources = julia_sources()
     env = user_environment(root)
-    ad = {AD[a][0]: AD[a][1:] for a in ad_in_use()}  # {name: (uuid, bound)}
+    ad = ad_requirements()
     bounds = [] if sources is None else weanj_bounds(_PACKAGE / "juliapkg.json", sources, ad)
     return {
         "op": "start",
