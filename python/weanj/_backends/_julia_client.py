@@ -88,7 +88,7 @@ LIMITS = f"[tool.weanj] timeout or --timeout; ${TIMEOUT_VARIABLE} for the Julia 
 # The worker running, a start that failed (its error, raised again), the variants whose
 # request timed out (`_variant_key`: the error's text, said again), what the worker said
 # it runs.
-_STATE: dict = {"worker": None, "failed": None, "timed out": {}, "versions": None}
+_STATE: dict = {"worker": None, "failed": None, "timed_out": {}, "versions": None}
 _LOCK = threading.RLock()
 
 
@@ -115,7 +115,7 @@ def forget() -> None:
     """Stop the worker and forget a failed start (tests; a new command)."""
     with _LOCK:
         close()
-        _STATE.update(failed=None, versions=None, **{"timed out": {}})
+        _STATE.update(failed=None, versions=None, timed_out={})
 
 
 def failed_reason() -> str | None:
@@ -336,7 +336,7 @@ def request(header: dict, arrays: list, *, variant: str, what: str) -> tuple[dic
     out is not asked again (`TimeoutError` at once)."""
     key = _variant_key(header)
     with _LOCK:
-        earlier = _STATE["timed out"].get(key)
+        earlier = _STATE["timed_out"].get(key)
         if earlier is not None:
             raise TimeoutError(
                 f"{variant} is not asked again: {earlier}; its other evaluations would wait as long"
@@ -349,7 +349,7 @@ def request(header: dict, arrays: list, *, variant: str, what: str) -> tuple[dic
                 worker, header, arrays, _limit(), f"computing {variant}'s {what}"
             )
         except TimeoutError as e:
-            _STATE["timed out"][key] = str(e)
+            _STATE["timed_out"][key] = str(e)
             raise
         _STATE["versions"] = worker.versions
     if reply.get("reply") == "failed":
