@@ -30,7 +30,7 @@ from . import _checking, _runtime
 
 def jax_configuration(example: str, name: str, dtype: str = "float64", device: str = "cpu"):
     """The `Configuration` a JAX variant's run computes in (`Variant.configure`): its
-    program's x64 (`_x64.program_x64`, else the session's now) and JAX's default matmul
+    program's x64 (`_context.program_x64`, else the session's now) and JAX's default matmul
     precision (None: JAX's default). The one place a variant's x64 is read."""
     from .. import _x64
     from .._context import program_x64
@@ -57,7 +57,6 @@ class InX64Setting:
         functools.update_wrapper(self, jitted)
 
     def _context(self):
-
         import jax
 
         config = self.configured() if self.configured is not None else None
@@ -318,7 +317,9 @@ def jax_variant(
         fields["expected"] = expected
         return register_variant(
             Variant(
-                *(ex, name, family),
+                ex,
+                name,
+                family,
                 build=functools.partial(configured_build, functions, ex, name, fn, grad),
                 configure=functools.partial(jax_configuration, ex.name, name),
                 versions=(*requires, "jax", "jaxlib"),

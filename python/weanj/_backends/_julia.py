@@ -223,10 +223,8 @@ def _package_name(variant: str, package: Any, file: Any) -> str | None:
     return package
 
 
-def _activity(variant: str, loss: Any, file: Any, function: Any, runtime_activity: Any) -> str:
-    """The declaration's arguments checked (`declared_julia`), then how Enzyme is to treat
-    the loss function itself (`function=`)."""
-    declared_julia(variant, loss, file, runtime_activity)
+def _activity(variant: str, function: Any) -> str:
+    """How Enzyme is to treat the loss function itself (`function=`), checked."""
     if not isinstance(function, (str, type(None))) or function not in FUNCTION_ACTIVITY:
         raise DefinitionError(
             f"julia_variant {variant!r}: function must be None, 'const' or 'duplicated', "
@@ -248,7 +246,8 @@ def _declared_kernel(
 ) -> JuliaKernel:
     """What `julia_variant`'s arguments declare, each checked (one `DefinitionError` line
     for a mistake): the kernel its variant calls."""
-    activity = _activity(name, loss, file, function, runtime_activity)
+    declared_julia(name, loss, file, runtime_activity)
+    activity = _activity(name, function)
     how = _gradient_by(name, ad, gradient, function is not None or runtime_activity)
     package = _package_name(name, package, file)
     path = None if file is None else _resolve_file(file)

@@ -98,20 +98,21 @@ def weanj_bounds(juliapkg: Path, sources: Path, ad: dict[str, tuple[str, str]]) 
     with its bound, as declared: weanj's `juliapkg.json`, WeanJ's `Project.toml` (`[deps]`
     and `[compat]`), and `ad` (`{name: (uuid, bound)}`: the AD packages the project's
     variants use, `julia_variant(ad=...)`)."""
-    found = []
+    found, declared = [], f"weanj's {juliapkg.name}"
     for name, entry in json.loads(juliapkg.read_text(encoding="utf-8"))["packages"].items():
-        found.append({**entry, "name": name, "bound": entry["version"], "declared": "weanj's"})
-        found[-1]["declared"] += f" {juliapkg.name}"
+        found.append(
+            {"name": name, "uuid": entry["uuid"], "bound": entry["version"], "declared": declared}
+        )
     project = _toml(sources / "Project.toml")
     compat = project.get("compat", {})
+    declared = "WeanJ's Project.toml"
     for name, uuid in project.get("deps", {}).items():
         if name in compat:
-            found.append({"name": name, "uuid": uuid, "bound": compat[name]})
-            found[-1]["declared"] = "WeanJ's Project.toml"
+            found.append({"name": name, "uuid": uuid, "bound": compat[name], "declared": declared})
+    declared = "julia_variant(ad=...)"
     for name, (uuid, bound) in ad.items():
-        found.append({"name": name, "uuid": uuid, "bound": bound})
-        found[-1]["declared"] = "julia_variant(ad=...)"
-    return [{k: e[k] for k in ("name", "uuid", "bound", "declared")} for e in found]
+        found.append({"name": name, "uuid": uuid, "bound": bound, "declared": declared})
+    return found
 
 
 # --- what the stacked environments hold (the worker's side) ---------------------------------

@@ -52,9 +52,8 @@ from .._resources import on_exit
 from . import _julia_wire as wire
 from ._julia_bounds import weanj_bounds
 from ._julia_env import (  # noqa: F401 (re-exported: the tests, _julia)
-    AD,
     WORKER_VARIABLE,
-    ad_in_use,
+    ad_requirements,
     environment_folder,
     environment_identity,
     identity,
@@ -89,7 +88,7 @@ LIMITS = f"[tool.weanj] timeout or --timeout; ${TIMEOUT_VARIABLE} for the Julia 
 # The worker running, a start that failed (its error, raised again), the variants whose
 # request timed out (`_variant_key`: the error's text, said again), what the worker said
 # it runs.
-_STATE: dict = {"worker": None, "failed": None, "timed out": {}, "versions": None}
+_STATE: dict = {"worker": None, "failed": None, "timed_out": {}, "versions": None}
 _LOCK = threading.RLock()
 
 
@@ -116,7 +115,7 @@ def forget() -> None:
     """Stop the worker and forget a failed start (tests; a new command)."""
     with _LOCK:
         close()
-        _STATE.update(failed=None, versions=None, **{"timed out": {}})
+        _STATE.update(failed=None, versions=None, timed_out={})
 
 
 def failed_reason() -> str | None:
@@ -236,7 +235,7 @@ def _setup(root: Path) -> dict:
 
     sources = julia_sources()
     env = user_environment(root)
-    ad = {AD[a][0]: AD[a][1:] for a in ad_in_use()}  # {name: (uuid, bound)}
+    ad = ad_requirements()
     bounds = [] if sources is None else weanj_bounds(_PACKAGE / "juliapkg.json", sources, ad)
     return {
         "op": "start",
@@ -337,7 +336,7 @@ def request(header: dict, arrays: list, *, variant: str, what: str) -> tuple[dic
     out is not asked again (`TimeoutError` at once)."""
     key = _variant_key(header)
     with _LOCK:
-        earlier = _STATE["timed out"].get(key)
+        earlier = _STATE["timed_out"].get(key)
         if earlier is not None:
             raise TimeoutError(
                 f"{variant} is not asked again: {earlier}; its other evaluations would wait as long"
@@ -350,7 +349,7 @@ def request(header: dict, arrays: list, *, variant: str, what: str) -> tuple[dic
                 worker, header, arrays, _limit(), f"computing {variant}'s {what}"
             )
         except TimeoutError as e:
-            _STATE["timed out"][key] = str(e)
+            _STATE["timed_out"][key] = str(e)
             raise
         _STATE["versions"] = worker.versions
     if reply.get("reply") == "failed":

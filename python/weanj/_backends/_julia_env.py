@@ -71,6 +71,11 @@ def ad_in_use() -> list[str]:
     return sorted(a for a in used if a in AD and a != "enzyme")
 
 
+def ad_requirements() -> dict[str, tuple[str, str]]:
+    """`{name: (uuid, bound)}`: the AD packages of `ad_in_use`, as weanj declares them."""
+    return {name: (uuid, bound) for name, uuid, bound in (AD[a] for a in ad_in_use())}
+
+
 # --- weanj's environment: the project's Julia packages ------------------------------------
 
 
@@ -134,12 +139,11 @@ def write_requirements(root: Path, folder: Path, sources: Path) -> Path:
     """The folder holding the `juliapkg.json` weanj adds to juliapkg's requirements
     (rewritten only when it changes: juliapkg resolves again when it does): WeanJ, `dev`ed
     from `sources` (`weanj_requirement`), the project's own Julia packages
-    (`requirements`), and the AD packages its Julia variants use (`ad_in_use`: only
+    (`requirements`), and the AD packages its Julia variants use (`ad_requirements`: only
     those; DifferentiationInterface and ADTypes come with WeanJ)."""
     wanted = requirements(root) or {}
     packages = wanted.setdefault("packages", {})
-    for ad in ad_in_use():
-        name, uuid, bound = AD[ad]
+    for name, (uuid, bound) in ad_requirements().items():
         packages.setdefault(name, {"uuid": uuid, "version": bound})
     packages["WeanJ"] = weanj_requirement(sources)
     target = folder / "requirements"

@@ -32,9 +32,9 @@ AD_PACKAGES = {
     "finitedifferences": "FiniteDifferences",
 }
 # The number types an AD pushes through a kernel instead of floats, as Julia prints them,
-# and its package: only ForwardDiff's among the ADs weanj offers (Mooncake, Zygote and
-# FiniteDifferences call the kernel on floats).
-AD_NUMBERS = {"ForwardDiff.Dual{": "ForwardDiff"}
+# and its AD (a key of AD_PACKAGES): only ForwardDiff's among the ADs weanj offers
+# (Mooncake, Zygote and FiniteDifferences call the kernel on floats).
+AD_NUMBERS = {"ForwardDiff.Dual{": "forwarddiff"}
 GENERIC = f"{DOCS}: Kernels every AD can differentiate"
 
 
@@ -209,8 +209,8 @@ def ad_refusal(request: dict, text: str, first: str) -> Refusal | None:
     marker = next((k for k in AD_NUMBERS if k in first), None)
     if m is None or marker is None:
         return None
-    package = AD_NUMBERS[marker]
-    ad = next((a for a, p in AD_PACKAGES.items() if p == package), package.lower())
+    ad = AD_NUMBERS[marker]
+    package = AD_PACKAGES[ad]
     doing = f"{package} (ad={ad!r}) passes its dual numbers through {loss}"
     name = m.group(1)
     if name is None or name in ("Float64", "Float32", "Float16"):

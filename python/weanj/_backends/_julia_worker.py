@@ -56,8 +56,6 @@ else:  # run as a script: this folder, not the package, is where its modules are
     import _julia_wire as wire
 
 Refusal = wire.Refusal
-DOCS, AD_PACKAGES, first_line, _log = faults.DOCS, faults.AD_PACKAGES, faults.first_line, faults.log
-refusal_of, written = faults.refusal_of, faults.written
 # The ADs whose loss, as DifferentiationInterface returns it, is converted to the element
 # type of the differentiated arrays: ForwardDiff's (DI's ForwardDiff extension,
 # `value_and_gradient`: `GradientResult(x)`, a DiffResults value of `eltype(x)`). Their
@@ -80,13 +78,6 @@ function (user::AbstractString)
     return weanj
 end
 """
-
-
-def _version(text: str) -> tuple[int, int, int] | None:
-    """(major, minor, patch) of a Julia version; a pre-release counts as its release,
-    as Pkg (and `_julia_find.supported`) compare them."""
-    m = re.match(r"(\d+)\.(\d+)\.(\d+)", text)
-    return None if m is None else (int(m.group(1)), int(m.group(2)), int(m.group(3)))
 
 
 class JuliaSession:
@@ -122,10 +113,10 @@ class JuliaSession:
             running = str(Main.seval("string(VERSION)"))
         except Exception as e:
             raise Refusal(
-                "unavailable", f"Julia started but does not answer ({first_line(e)})"
+                "unavailable", f"Julia started but does not answer ({faults.first_line(e)})"
             ) from None
         low, high = (tuple(v) for v in setup.get("supported") or ((0, 0, 0), (99, 0, 0)))
-        key = _version(running)
+        key = bounds.version_of(running)
         if key is None or not low <= key < high:
             raise Refusal(
                 "unavailable",
@@ -142,16 +133,16 @@ class JuliaSession:
         except Exception as e:
             raise Refusal(
                 "unavailable",
-                f"Julia {running} started but could not load Enzyme: {first_line(e)}; "
+                f"Julia {running} started but could not load Enzyme: {faults.first_line(e)}; "
                 + faults.enzyme_hint(),
             ) from None
         try:
             Main.seval("using WeanJ")
         except Exception as e:
-            _log(str(e))
+            faults.log(str(e))
             raise Refusal(
                 "unavailable",
-                f"Julia {running} started but could not load WeanJ ({first_line(e)}); "
+                f"Julia {running} started but could not load WeanJ ({faults.first_line(e)}); "
                 + faults.weanj_hint(setup.get("sources")),
             ) from None
         self.Main, self.WeanJ = Main, Main.WeanJ
@@ -166,10 +157,10 @@ class JuliaSession:
             Main.seval("import Pkg")
             Main.seval(STACK)(env)
         except Exception as e:
-            _log(f"stacking {env} failed:\n{e}")
+            faults.log(f"stacking {env} failed:\n{e}")
             raise Refusal(
                 "unavailable",
-                f"your Julia environment {env} does not instantiate: {first_line(e)}",
+                f"your Julia environment {env} does not instantiate: {faults.first_line(e)}",
             ) from None
 
     @staticmethod
@@ -216,12 +207,12 @@ class JuliaSession:
             package,
             load,
             f"using {package}",
-            lambda e: f"the Julia package {package} does not load: {first_line(e)}",
+            lambda e: f"the Julia package {package} does not load: {faults.first_line(e)}",
         )
 
     def backend(self, ad: str):
         """The ADTypes backend of `ad`, its package imported (once)."""
-        name = AD_PACKAGES.get(ad)
+        name = faults.AD_PACKAGES.get(ad)
         if name is None:
             raise Refusal("definition", f"no AD package called {ad!r}")
 
@@ -236,19 +227,19 @@ class JuliaSession:
             f"import {name}",
             lambda e: (
                 f"ad={ad!r} needs the Julia package {name}, which does not load: "
-                f"{first_line(e)} (weanj adds it to the worker's environment when a "
+                f"{faults.first_line(e)} (weanj adds it to the worker's environment when a "
                 "variant uses it; with PYTHON_JULIACALL_PROJECT, add it there)"
             ),
         )
 
     def _load_failure(self, file: str, e: Exception) -> str:
-        message = f"the Julia file {file} does not load: {first_line(e)}"
+        message = f"the Julia file {file} does not load: {faults.first_line(e)}"
         m = re.search(r"Package (\w+) not found in current path", str(e))
         if m is not None:
             root = self.project or "."
             message += (
                 f"; declare {m.group(1)} in the project's Project.toml: julia --project={root} "
-                f"-e 'using Pkg; Pkg.add(\"{m.group(1)}\")' ({DOCS}: Julia packages)"
+                f"-e 'using Pkg; Pkg.add(\"{m.group(1)}\")' ({faults.DOCS}: Julia packages)"
             )
         return message
 
@@ -264,7 +255,8 @@ class JuliaSession:
             where = package or request.get("file") or "WeanJ (julia/src/)"
             raise Refusal(
                 "definition",
-                f"{request['variant']}: no Julia function {name} in {where} ({first_line(e)})",
+                f"{request['variant']}: no Julia function {name} in {where} "
+                f"({faults.first_line(e)})",
             ) from None
 
     def handle(self, request: dict, arrays: list) -> tuple[dict, list]:
@@ -287,8 +279,8 @@ class JuliaSession:
         except Refusal:
             raise
         except Exception as e:
-            raise refusal_of(request, e) from None
-        written(request, arrays, given, wrt)
+            raise faults.refusal_of(request, e) from None
+        faults.written(request, arrays, given, wrt)
         return reply
 
     def _call(self, op: str, fn, wrt, args: list, method: dict, request: dict, arrays: list):
@@ -364,7 +356,7 @@ def _once(cache: dict, key: str, load, what: str, why) -> object:
         try:
             cache[key] = load()
         except Exception as e:
-            _log(f"{what} failed:\n{e}")
+            faults.log(f"{what} failed:\n{e}")
             cache[key] = Refusal("unavailable", why(e))
     found = cache[key]
     if isinstance(found, Refusal):
