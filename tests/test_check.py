@@ -242,7 +242,7 @@ def test_disagreeing_recorded_reference_fails_the_check(example, capsys):
         assert (region.count, region.lo, region.hi) == (1, (10,), (10,))
         row = _pair_row(out, reference_variant, "recorded/jax-loop")
         assert row.split()[-1] == "FAIL" and "(10)" in row and "(11)" in row
-    assert "1 element(s) in numpy (10:10) / Julia (11:11)" in out
+    assert "1 element(s) in numpy slice [10:11] / Julia range [11:11]" in out
     verdict = by_case[_case("jax-loop~recorded/jax-loop")]
     assert verdict.comparison.max_rel == pytest.approx(1e-9, rel=1e-3)
     assert by_case[f"{NAME}::file::recorded/jax-loop"].verdict == "ok"

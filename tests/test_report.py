@@ -243,7 +243,7 @@ def test_first_table_names_the_wrong_variant_and_array_and_links_to_its_pairs(po
         assert page.ids[case] == 1 and page.imgs_in.get(case) == 1
         section = page.text(case)
         assert f"jax-wrong vs {other} · array x — FAIL" in section, section
-        assert "1 element(s) in numpy (7:7) / Julia (8:8)" in section, section
+        assert "1 element(s) in numpy slice [7:8] / Julia range [8:8]" in section, section
     # The correct pair agrees, and is not drawn (nothing fails in it).
     assert "#12-ring::smooth::jax-loop~jax-scan" not in links
 

@@ -14,7 +14,7 @@ from .._judge._compare import ArrayComparison
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Gradient
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
-from ._text import summary, ulp_text
+from ._text import summary, worst_ulp_text
 
 
 def comparison_json(c: ArrayComparison) -> dict[str, Any]:
@@ -25,9 +25,10 @@ def comparison_json(c: ArrayComparison) -> dict[str, Any]:
         "max_rel": finite(c.max_rel),
         "worst": None if equal or c.nonfinite and not c.worst else list(c.worst),
         "worst_julia": None if equal or c.nonfinite and not c.worst else list(c.worst_julia),
-        "ulp": c.ulp if c.ulp >= 0 else None,
-        "ulp_text": ulp_text(c.ulp),
+        "ulp": c.ulp if c.ulp >= 0 and not c.reference_near_zero else None,
+        "ulp_text": worst_ulp_text(c),
         "reference_zero": c.reference_zero,
+        "reference_near_zero": c.reference_near_zero,  # at the worst element: no ULP figure
         "reference_max": finite(c.reference_max),
         "grad_floor": finite(c.grad_floor),
         "own_rounding": c.own_rounding,

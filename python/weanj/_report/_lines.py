@@ -25,6 +25,13 @@ def ulp_text(ulp: int | None) -> str:
     return f"{ulp:.1e}".replace("e+", "e") + " ULP"
 
 
+def worst_ulp_text(c: ArrayComparison) -> str:
+    """A comparison's ULPs at its worst element, or `reference ≈ 0` where the reference
+    there is at or below the rounding level of the array's scale (a ULP count from about
+    zero says nothing: `ArrayComparison.reference_near_zero`)."""
+    return "reference ≈ 0" if c.reference_near_zero else ulp_text(c.ulp)
+
+
 def index(idx: Iterable[int]) -> str:
     return "(" + ", ".join(str(i) for i in idx) + ")"
 
@@ -34,12 +41,14 @@ def julia(idx: Iterable[int]) -> str:
 
 
 def box(lo, hi) -> str:
-    """`(3:7, 0:0)` numpy / `(4:8, 1:1)` Julia: a bounding box in both conventions."""
+    """A bounding box (`lo`, `hi`: 0-based, inclusive) as each language's users write it:
+    `numpy slice [3:8, 0:1] / Julia range [4:8, 1:1]` (numpy's slice is half-open, one past
+    the end; Julia's range is inclusive, 1-based), so that neither reads as an empty slice."""
     if not lo:
         return "the scalar"
-    numpy_box = "(" + ", ".join(f"{a}:{b}" for a, b in zip(lo, hi, strict=True)) + ")"
-    julia_box = "(" + ", ".join(f"{a + 1}:{b + 1}" for a, b in zip(lo, hi, strict=True)) + ")"
-    return f"numpy {numpy_box} / Julia {julia_box}"
+    numpy_box = ", ".join(f"{a}:{b + 1}" for a, b in zip(lo, hi, strict=True))
+    julia_box = ", ".join(f"{a + 1}:{b + 1}" for a, b in zip(lo, hi, strict=True))
+    return f"numpy slice [{numpy_box}] / Julia range [{julia_box}]"
 
 
 def region_lines(c: ArrayComparison, indent: str = "    ") -> list[str]:
@@ -90,7 +99,7 @@ def comparison_text(c: ArrayComparison) -> str:
     else:
         text = (
             f"{relative_text(c)} (tolerance {tol.grad:g}) at numpy {index(c.worst)} / "
-            f"Julia {julia(c.worst)}, {ulp_text(c.ulp)}"
+            f"Julia {julia(c.worst)}, {worst_ulp_text(c)}"
         )
     if c.differing:
         text += (

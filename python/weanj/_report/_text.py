@@ -33,6 +33,7 @@ from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     region_lines,
     summary,
     ulp_text,
+    worst_ulp_text,
 )
 
 # --- an example ------------------------------------------------------------------------------
@@ -145,7 +146,7 @@ def pair_row(j: CaseJudgement) -> str:
     rel = "0 (all 0)" if c.reference_zero and c.max_abs > 0 else num(c.max_rel)
     return (
         f"  {ref:<24} {other:<26} {j.array or '':<8} {num(c.max_abs):>9} {rel:>9} "
-        f"{numpy_i:>12} {julia_i:>12} {ulp_text(c.ulp):>10} {num(c.loss_rel):>9}  {j.verdict}"
+        f"{numpy_i:>12} {julia_i:>12} {worst_ulp_text(c):>10} {num(c.loss_rel):>9}  {j.verdict}"
         + (f"  ({j.family})" if j.verdict == Verdict.INFO else "")
     )
 
