@@ -165,7 +165,7 @@ def test_check_runs_saves_checks_and_reports(example, capsys):
     assert f"  {NAME}: ok" in out.splitlines()
     assert _overall(out).startswith(
         "overall: ok — 1 example(s), 4 run(s) in float64 and float32, "
-        "7 case(s) skipped or unavailable"
+        f"7 case(s) not run: {why}"  # the reason of each, said once
     )
     assert (
         err.splitlines()

@@ -310,10 +310,13 @@ def pytest_report_collectionfinish(config, start_path, items):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """What the run did not judge (`weanj check`'s headline clause): the devices
     `[tool.weanj] devices` names that are absent here, the Julia variants and family
-    references that cannot run; nothing when it judged all it covers."""
+    references that cannot run; then each family of the examples judged whose members
+    that ran were compared with nothing (`_judge._alone`). Nothing when it judged all it
+    covers and compared every variant."""
     run = config.stash.get(_RUN, None) if config.getoption("weanj", default=False) else None
     if run is None:
         return
+    from ._judge._alone import alone
     from ._pipeline.engine._coverage import run_coverage
     from ._report._lines import not_judged_text
 
@@ -321,6 +324,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     said = not_judged_text(covered, missing, "; ")
     if said:
         terminalreporter.write_line(f"weanj: not judged here: {said}")
+    for a in (a for ej in run.judgement for a in alone(ej)):  # its items passed, alone
+        terminalreporter.write_line(f"weanj: {a.example}: {a.line}", yellow=True)
 
 
 def pytest_sessionstart(session):

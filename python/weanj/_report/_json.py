@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._judge._alone import alone
 from .._judge._checks import finite as finite
 from .._judge._compare import ArrayComparison
 from .._judge._verdict import CaseJudgement, ExampleJudgement
@@ -153,6 +154,8 @@ def example_json(ej: ExampleJudgement) -> dict[str, Any]:
             for r in ej.references()
             if r.state
         ],
+        # families whose members that ran were compared with nothing (`_judge._alone`)
+        "alone": [a.to_json() for a in alone(ej)],
         "pairs": [
             judgement_json(j) for j in ej.of_kind(CaseKind.PAIR) if j.verdict != Verdict.SKIPPED
         ],

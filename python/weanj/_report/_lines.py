@@ -229,14 +229,28 @@ def not_run_text(missing: Iterable[tuple[str, str, bool]]) -> str:
     return "; ".join(parts)
 
 
-def coverage_text(coverage, did_not_run: Iterable[tuple[str, str, bool]] = ()) -> str:
+def alone_text(alone: Iterable, *, strict: bool = False) -> str:
+    """`compared with nothing: 03-advection jax-x (family x: one member here)`: the
+    variants that ran and that no other member of their family was compared with
+    (`_judge._alone`), "" where there is none; `strict` (`weanj check --strict`) says
+    that it is what fails."""
+    shown = [a.short for a in alone]
+    if not shown:
+        return ""
+    return f"compared with nothing{' (--strict)' if strict else ''}: {'; '.join(shown)}"
+
+
+def coverage_text(
+    coverage, did_not_run: Iterable[tuple[str, str, bool]] = (), alone: Iterable = ()
+) -> str:
     """What the run did not judge, in one clause (empty where it judged everything it
-    covers): `partial: 1 of 6 variants judged (5 outside --variants); tpu: not run (no
-    TPU visible to JAX here); JAX only: julia-x did not run (no Julia found)`; a required
-    one is the overall line's failure, not said here."""
+    covers): `compared with nothing: …` (`alone_text`); `partial: 1 of 6 variants judged
+    (5 outside --variants); tpu: not run (no TPU visible to JAX here); JAX only: julia-x
+    did not run (no Julia found)`; a required one is the overall line's failure, not said
+    here."""
     from .._judge._judgement import first_clause
 
-    parts = []
+    parts = [alone_text(alone)] if alone_text(alone) else []
     if coverage is not None and coverage.partial:
         parts.append(
             f"partial: {coverage.judged} of {coverage.variants} variants judged "
@@ -253,11 +267,39 @@ def coverage_text(coverage, did_not_run: Iterable[tuple[str, str, bool]] = ()) -
     return "; ".join(parts)
 
 
-def not_judged_text(coverage, did_not_run: Iterable[tuple[str, str, bool]], sep: str) -> str:
-    """`required but not run: …` (what is required and did not run: the failure), then
-    `coverage_text`, joined by `sep`; empty where the run judged everything it covers."""
-    did_not_run = list(did_not_run)
+def not_judged_text(
+    coverage,
+    did_not_run: Iterable[tuple[str, str, bool]],
+    sep: str,
+    alone: Iterable = (),
+    strict: bool = False,
+) -> str:
+    """`required but not run: …` (what is required and did not run: the failure), what
+    was compared with nothing (with `strict`, a failure too), then `coverage_text`,
+    joined by `sep`; empty where the run judged everything it covers."""
+    did_not_run, alone = list(did_not_run), list(alone)
     required = [m for m in did_not_run if m[2]]
     parts = [f"required but not run: {not_run_text(required)}"] if required else []
-    covered = coverage_text(coverage, did_not_run)
+    if strict and alone:
+        parts.append(alone_text(alone, strict=True))
+    covered = coverage_text(coverage, did_not_run, () if strict else alone)
     return sep.join([*parts, covered] if covered else parts)
+
+
+def not_run_cases(results: Iterable) -> str:
+    """`121 case(s) not run: no Julia found`, or with several reasons `125 case(s) not
+    run: no Julia found (121), not compared (4)`: the cases of the examples `results`
+    that did not run here (`unavailable`, `skipped`), by the first clause of their reason."""
+    from .._judge._judgement import first_clause
+
+    reasons: dict[str, int] = {}
+    for ej in results:
+        for j in ej.judgements:
+            if not j.verdict.ran:
+                why = first_clause(j.reason or str(j.verdict))
+                reasons[why] = reasons.get(why, 0) + 1
+    total = sum(reasons.values())
+    if len(reasons) <= 1:
+        return f"{total} case(s) not run" + "".join(f": {why}" for why in reasons)
+    ranked = sorted(reasons.items(), key=lambda item: -item[1])
+    return f"{total} case(s) not run: " + ", ".join(f"{why} ({n})" for why, n in ranked)
