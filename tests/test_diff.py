@@ -170,7 +170,9 @@ def test_pair_table_same_family_agrees_other_family_is_info(store, capsys):
     assert same.split()[-1] == "ok"
     other = _row(out, "jax-lex", "jax-rb")
     assert "info  (lex vs rb)" in other
-    assert f"  {EX}: ok" in out.splitlines()
+    # jax-rb is the one file of its family in the store: compared with nothing, said so
+    alone = "family rb has one member here, jax-rb: nothing to compare it with"
+    assert f"  {EX}: ok — {alone}" in out.splitlines()
 
     code, report = _json(capsys)
     info = _pair(report, "jax-lex", "jax-rb")

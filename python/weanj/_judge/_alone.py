@@ -18,7 +18,7 @@ from typing import Any
 
 from .._model._names import closest
 from .._model._verdicts import CaseKind
-from ._judgement import first_clause
+from ._contract import first_clause
 from ._verdict import ExampleJudgement
 
 

@@ -10,15 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._model._verdicts import Verdict
+from ._alone import alone
+from ._contract import first_clause as first_clause  # the headline's reasons, said once
 from ._verdict import CaseJudgement, ExampleJudgement
-
-
-def first_clause(why: str) -> str:
-    """The first clause of why something did not run (`no Julia found`), for a headline
-    that says it once per cause."""
-    for mark in (" (", "; ", ": "):
-        why = why.split(mark)[0]
-    return why.strip()
 
 
 @dataclass
@@ -89,8 +83,6 @@ class Judgement:
     def alone(self) -> list[Any]:
         """The families whose members that ran were compared with nothing, every example's
         (`_alone.Alone`: said in every headline, a failure only with `strict`)."""
-        from ._alone import alone
-
         return [a for ej in self.examples.values() for a in alone(ej)]
 
     @property
