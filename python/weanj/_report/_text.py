@@ -130,7 +130,7 @@ def x64_lines(ej: ExampleJudgement) -> list[str]:
 
 def alone_lines(ej: ExampleJudgement) -> list[str]:
     """One line per family whose members that ran were compared with nothing (the judge's
-    `_alone`): what the report's and the notebook's example sections say of it."""
+    `_alone`): what the report's example sections say of it."""
     return [f"  {a.line}" for a in alone(ej)]
 
 
@@ -326,9 +326,10 @@ def example_lines(
 
 
 def verdict_line(ej: ExampleJudgement, failing: int, expected: int, *, strict: bool) -> str:
-    """`  EX: ok (1 expected difference) — family wav has one member, jax-bug: nothing to
-    compare it with; did you mean wave?`: the example's verdict, what fails or is expected,
-    and each family compared with nothing (`_judge._alone`; with `strict`, a failure)."""
+    """`  EX: ok (1 expected difference) — family wav has one member here, jax-bug:
+    nothing to compare it with; did you mean wave?`: the example's verdict, what fails or
+    is expected, and each family compared with nothing (`_judge._alone`; with `strict`, a
+    failure)."""
     notes = [f"{failing} failure(s)"] if failing else []
     if expected:
         notes.append(expected_count(expected))
