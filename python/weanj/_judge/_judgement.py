@@ -51,6 +51,9 @@ class Judgement:
     - `examples`: `{name: ExampleJudgement}` in the order judged (also `judgement[name]`).
     - `ok`: every example judged and nothing failing; `failures`: every failing case.
     - `exit_code`: 0, 1 (something fails) or 2 (an example could not be judged).
+    - `alone`: the families whose members that ran were compared with nothing
+      (`_alone.Alone`, each with its `line`); with `strict` (`weanj check --strict`) they
+      fail the check.
     """
 
     command: str  # "check" or "diff"
