@@ -116,8 +116,8 @@ def test_bisect_over_K_names_step_6_and_the_smallest_size(steps_project):
     assert sizes == [("1", "ok"), ("2", "ok"), ("3", "ok"), ("4", "FAIL")]
     assert "smallest case: n = 4, K = 6" in out
     # The regions at the value found: element 3 is damped, so every entry's gradient moves.
-    assert "12 element(s) in numpy (0:11) / Julia (1:12)" in out
-    assert "4 element(s) in numpy (0:3) / Julia (1:4)" in out
+    assert "12 element(s) in numpy slice [0:12] / Julia range [1:12]" in out
+    assert "4 element(s) in numpy slice [0:4] / Julia range [1:4]" in out
 
     case = steps_project / "results/30-steps/cases/bisect-jax-steps-jax-late-K6-n4.h5"
     with h5py.File(case) as f:
@@ -141,7 +141,7 @@ def test_bisect_over_K_names_step_6_and_the_smallest_size(steps_project):
     *runs, judged = reproduce_case(steps_project, commands)
     assert judged.returncode == 1, judged.stdout + judged.stderr
     assert "30-steps::s::jax-steps~jax-late: FAIL" in judged.stdout
-    assert "4 element(s) in numpy (0:3) / Julia (1:4)" in judged.stdout
+    assert "4 element(s) in numpy slice [0:4] / Julia range [1:4]" in judged.stdout
     # ... and the numbers in the run files are the kernels' (numpy, by hand).
     for run, variant, late in ((runs[0], "jax-steps", False), (runs[1], "jax-late", True)):
         path = saved_path(steps_project, run)
@@ -269,7 +269,7 @@ def test_without_sizes_the_minimal_case_is_the_shared_inputs(nosizes, capsys, pr
     assert done.exit_code == 1 and done.first == 3, out
     assert "first disagreement at T = 3 (T = 2 agrees)" in out
     assert "declares no Sizes: the minimal case is the shared inputs" in out
-    assert "5 element(s) in numpy (1:1, 0:4) / Julia (2:2, 1:5)" in out  # row 1 only
+    assert "5 element(s) in numpy slice [1:2, 0:5] / Julia range [2:2, 1:5]" in out  # row 1 only
     (j,) = done.outcome.judgements  # check's pair id, on the minimal case
     assert (j.case, j.verdict) == ("91-nosizes::p::jax-power~jax-off", weanj.Verdict.FAIL)
     case = project / "results" / NAME / "cases" / "bisect-jax-power-jax-off-T3.h5"
@@ -292,7 +292,7 @@ def test_without_sizes_the_minimal_case_is_the_shared_inputs(nosizes, capsys, pr
     assert [(j.case, j.verdict) for j in again.outcome.judgements] == [
         ("91-nosizes::p::jax-power~jax-off", weanj.Verdict.FAIL)
     ]
-    assert "5 element(s) in numpy (1:1, 0:4) / Julia (2:2, 1:5)" in out
+    assert "5 element(s) in numpy slice [1:2, 0:5] / Julia range [2:2, 1:5]" in out
     before = again.outcome.judgements[0].comparison
     assert before.max_abs == j.comparison.max_abs  # the same numbers as the search found
     agreeing = _bisect(NAME, "jax-power", "jax-off", inputs=case, params={"T": 2})
@@ -406,7 +406,7 @@ def test_bisect_over_the_size_names_the_smallest_odd_size(odd_sizes, capsys, pro
     # 1 … 8 (refused), 15 fails; then every size between the largest agreeing one and it.
     assert _tried(out) == [*refused, (15, "FAIL"), (9, "refused"), (10, "ok"), (11, "FAIL")], out
     assert "smallest case: n = 11" in out
-    assert "1 element(s) in numpy (5:5) / Julia (6:6)" in out  # the midpoint of n = 11
+    assert "1 element(s) in numpy slice [5:6] / Julia range [6:6]" in out  # the midpoint of n = 11
     case = project / "results" / ODD / "cases" / "bisect-jax-sum-jax-mid-n11.h5"
     rng = np.random.default_rng(odd_sizes.seed)  # the Sizes generator at n = 11
     with h5py.File(case) as f:

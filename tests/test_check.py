@@ -165,7 +165,7 @@ def test_check_runs_saves_checks_and_reports(example, capsys):
     assert f"  {NAME}: ok" in out.splitlines()
     assert _overall(out).startswith(
         "overall: ok — 1 example(s), 4 run(s) in float64 and float32, "
-        "7 case(s) skipped or unavailable"
+        f"7 case(s) not run: {why}"  # the reason of each, said once
     )
     assert (
         err.splitlines()
@@ -242,7 +242,7 @@ def test_disagreeing_recorded_reference_fails_the_check(example, capsys):
         assert (region.count, region.lo, region.hi) == (1, (10,), (10,))
         row = _pair_row(out, reference_variant, "recorded/jax-loop")
         assert row.split()[-1] == "FAIL" and "(10)" in row and "(11)" in row
-    assert "1 element(s) in numpy (10:10) / Julia (11:11)" in out
+    assert "1 element(s) in numpy slice [10:11] / Julia range [11:11]" in out
     verdict = by_case[_case("jax-loop~recorded/jax-loop")]
     assert verdict.comparison.max_rel == pytest.approx(1e-9, rel=1e-3)
     assert by_case[f"{NAME}::file::recorded/jax-loop"].verdict == "ok"

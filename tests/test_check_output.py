@@ -75,6 +75,29 @@ def test_what_cannot_run_here_is_said_once_with_its_hint(checked):
     assert len(hinted) == 1 and hinted[0].startswith("unavailable here: julia-jacobi, ")
 
 
+def test_without_julia_the_headline_says_what_was_compared_with_nothing_and_why(checked):
+    """Without Julia, 03-advection's muscl-minmax family (jax-muscl-minmax and
+    julia-muscl-minmax) has one member here: its ok compared nothing, and the headline and
+    the example's line say so; every case that did not run did so for want of Julia."""
+    short, _ = checked
+    out = short.stdout.splitlines()
+    if not any("juliaup" in line for line in out):
+        pytest.skip("Julia runs here: every family has a member to compare with")
+    assert (
+        "  03-advection: ok — family muscl-minmax has one member here (julia-muscl-minmax did "
+        "not run: no Julia found): nothing to compare jax-muscl-minmax with"
+    ) in out
+    (overall,) = [line for line in out if line.startswith("overall: ")]
+    assert overall.startswith(
+        "overall: ok — compared with nothing: 03-advection jax-muscl-minmax (family "
+        "muscl-minmax: one member here); JAX only: julia-jacobi, "
+    )
+    # 8 Julia variants of 6 examples: their runs, pairs and checks, each "no Julia found"
+    assert re.search(r", \d+ case\(s\) not run: no Julia found, ", overall), overall
+    # the other families compare at least two members each: none is named
+    assert sum("nothing to compare" in line for line in out) == 1
+
+
 def test_verbose_shows_what_the_default_leaves_out(checked):
     short, verbose = checked
     assert verbose.returncode == 0

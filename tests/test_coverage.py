@@ -51,8 +51,10 @@ def _overall(stdout: str) -> str:
 def test_a_check_of_some_variants_and_its_report_say_partial(cover):
     r = weanj_here(cover, "check", "--variants", "jax-a", "--dtype", "float64")
     assert r.returncode == 0, r.stdout + r.stderr
+    # jax-a, alone in the check, is compared with nothing: said first (`--strict` fails it)
     assert _overall(r.stdout).startswith(
-        "overall: ok — partial: 1 of 3 variants judged (2 outside --variants) — 1 example(s)"
+        "overall: ok — compared with nothing: 15-cover jax-a (family f: one member here); "
+        "partial: 1 of 3 variants judged (2 outside --variants) — 1 example(s)"
     )
     page = weanj_here(cover, "report", "--out", "page.md")
     assert page.returncode == 0, page.stderr
@@ -60,7 +62,7 @@ def test_a_check_of_some_variants_and_its_report_say_partial(cover):
     assert head[0] == "# weanj report: partial"
     assert head[2].startswith(
         "**overall: partial** — partial: 1 of 3 variants judged (jax-b, jax-c not in the last "
-        "check: weanj check judges them)"
+        "check: weanj check judges them); compared with nothing: 15-cover jax-a"
     )
     # the whole check judges all three: the report of it is a full one
     assert weanj_here(cover, "check", "--dtype", "float64").returncode == 0
@@ -101,7 +103,10 @@ def test_a_notebooks_headline_says_partial(cover):
     assert r.returncode == 0, r.stderr
     head = r.stdout.strip().splitlines()[-1]
     assert "<b>weanj check</b>" in head
-    assert head.endswith("— partial: 1 of 3 variants judged (2 outside --variants)"), head
+    assert head.endswith(
+        "— compared with nothing: 15-cover jax-b (family f: one member here); "
+        "partial: 1 of 3 variants judged (2 outside --variants)"
+    ), head
 
 
 def test_pytest_weanj_says_a_listed_device_was_not_run(cover):

@@ -518,3 +518,72 @@ def test_the_jvp_checks_floor_carries_each_entrys_own_level():
     assert _jvp_floor(run, "x", dx, scale) == pytest.approx(expected, rel=1e-12)
     run.noise_entries = {}  # none measured (a file written before): the array's level
     assert _jvp_floor(run, "x", dx, scale) == pytest.approx(100 * 2e-16 * 3 / 7, rel=1e-12)
+
+
+# --- a wrong gradient does not raise the loss floor (issue 70, item 8) ---------------------------
+
+
+def _square_runs(bogus_scale: float, loss_error: float):
+    """Σx² by a right run (gradient 2x) and by a run whose loss is off by `loss_error`
+    relative and whose gradient is `bogus_scale` times too large, each with the loss level
+    the evaluation measures where the perturbations leave the loss still: ε·Σ|x·∂L/∂x| of
+    its own gradient (`_levels.backward_level`), computed here independently."""
+    import weanj
+    from weanj._model import Gradient
+
+    ex = weanj.Example(name="34-square", arrays=("x",), wrt="x", generate=lambda s: {})
+    x = np.random.default_rng(3).standard_normal(50)
+    loss, right = float(np.sum(x**2)), 2 * x
+    eps = float(np.finfo(np.float64).eps)
+
+    def run(variant, gradient, value):
+        level = eps * float(np.sum(np.abs(x) * np.abs(gradient)))
+        return Gradient(
+            example=ex,
+            variant=variant,
+            family="sq",
+            dtype="float64",
+            gradients={"x": gradient},
+            loss=value,
+            params={},
+            inputs_sha256="0" * 64,
+            key="k" * 64,
+            noise={"loss": level, "x": eps * float(np.max(np.abs(gradient)))},
+        )
+
+    return (
+        loss,
+        run("jax-right", right, loss),
+        run("jax-bogus", right * bogus_scale, loss * (1 + loss_error)),
+    )
+
+
+def test_a_wrong_gradient_does_not_raise_the_loss_floor_of_its_pair():
+    from weanj._judge._verdict import judge_pair
+    from weanj._model._verdicts import Verdict
+    from weanj._report._text import summary
+
+    loss, right, bogus = _square_runs(bogus_scale=1e12, loss_error=1e-3)
+    # the larger level would make a floor that excuses the loss's error ten times over
+    assert 100 * bogus.noise["loss"] > 10 * 1e-3 * loss
+    j = judge_pair("34-square::sq::jax-right~jax-bogus", right, bogus, "x")
+    c = j.comparison
+    assert j.verdict == Verdict.FAIL and c.differing == 50  # failing on its gradient
+    assert c.loss_floor == pytest.approx(100 * right.noise["loss"], rel=1e-12)
+    assert c.loss_rel == pytest.approx(1e-3, rel=1e-9) and c.loss_abs > 1e6 * c.loss_floor
+    floor = f"{100 * right.noise['loss']:.2e}"
+    assert f"|ΔL|/|L| = 1.00e-03 (tolerance 1e-12, noise floor {floor})" in summary(j)
+    # the reference's gradient may be the wrong one: the floor is still the smaller level
+    j = judge_pair("34-square::sq::jax-bogus~jax-right", bogus, right, "x")
+    assert j.comparison.loss_floor == pytest.approx(100 * right.noise["loss"], rel=1e-12)
+
+
+def test_a_pair_whose_gradients_agree_keeps_the_larger_loss_level():
+    from weanj._judge._verdict import judge_pair
+    from weanj._model._verdicts import Verdict
+
+    _, right, twin = _square_runs(bogus_scale=1.0, loss_error=0.0)
+    twin.noise["loss"] *= 3  # another run's rounding, measured larger
+    j = judge_pair("34-square::sq::jax-right~jax-bogus", right, twin, "x")
+    assert j.verdict == Verdict.OK
+    assert j.comparison.loss_floor == pytest.approx(100 * twin.noise["loss"], rel=1e-12)

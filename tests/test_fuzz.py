@@ -138,7 +138,7 @@ def test_finds_odd_n_within_the_default_budget_and_shrinks_it(fuzz_project):
     # Shrunk to the smallest failing size and sweep count (n = 1 is not affected).
     shrunk = re.match(r"n = 3, S = 2, seed (\d+)", _failure(out).group(1))
     assert shrunk, out
-    assert "3 element(s) in numpy (0:2) / Julia (1:3)" in out
+    assert "3 element(s) in numpy slice [0:3] / Julia range [1:3]" in out
     m = re.search(r"case written to (\S+)", out)
     with h5py.File(fuzz_project / m.group(1)) as f:
         x, y, S = f["x"][()], f["y"][()], int(f.attrs["S"])

@@ -72,6 +72,80 @@ def test_a_hand_written_gradient_is_held_to_the_same_signature(tmp_path):
     )
 
 
+SWAPPED = """
+@weanj.jax_variant(ex, "jax-swapped", family="heat")
+def swapped(r, u0, K, D):  # the arrays in another order: it would run on r as u0
+    return jnp.sum((u0 - r) ** 2)
+"""
+
+
+def test_parameters_naming_the_arrays_in_another_order_are_refused_at_registration(tmp_path):
+    root = _project(tmp_path, more=SWAPPED, regenerate=False)
+    assert _error(weanj_here(root, "list")) == (
+        "weanj: error: example module 'kernels.heat' ([tool.weanj] of "
+        f"{root / 'pyproject.toml'}): 12-heat variant jax-swapped: loss swapped(r, u0, K, D) "
+        "gets 12-heat's arguments by position, in the order (u0, r, K, D): "
+        "r in u0's place, u0 in r's place"
+    )
+
+
+@pytest.mark.parametrize(
+    "signature, wrong",
+    [
+        ("(u, r, K, D)", "u in u0's place"),  # not the example's array
+        ("(u0, r, D, K)", "D in K's place, K in D's place"),  # parameters swapped
+        ("(u0, r, steps, D)", ""),  # a parameter named otherwise: its place is all it says
+        ("(a, b, /, K, D)", ""),  # positional-only: anonymous to a caller
+        ("(*args)", ""),  # a wrapper's: nothing to read
+        ("(u0, *rest, **keywords)", ""),
+    ],
+)
+def test_only_names_that_are_clearly_wrong_are_refused(signature, wrong):
+    import inspect
+
+    from weanj import Example, Param
+    from weanj._model._signature import misnamed
+
+    heat = Example(
+        name="12-heat",
+        arrays=("u0", "r"),
+        wrt="u0",
+        params=(Param("K", 3), Param("D", 0.2)),
+        generate=lambda seed: {},
+    )
+    scope: dict = {}
+    exec(f"def f{signature}: pass", scope)
+    assert misnamed(heat, inspect.signature(scope["f"])) == wrong
+
+
+READ_THROUGH = """
+import functools
+
+import jax
+
+
+class Swapped:
+    def __call__(self, r, u0, K, D):
+        return jnp.sum((u0 - r) ** 2)
+
+
+weanj.jax_variant(ex, "jax-jit", family="heat", loss=jax.jit(scan, static_argnums=(2, 3)))
+weanj.jax_variant(
+    ex, "jax-partial", family="heat", loss=functools.partial(lambda s, u0, r, K, D: 0.0, 1.0)
+)
+weanj.jax_variant(ex, "jax-lambda", family="heat", loss=lambda u0, r, K, D: 0.0)
+weanj.jax_variant(ex, "jax-object", family="heat", loss=Swapped())
+"""
+
+
+def test_jitted_functions_partials_lambdas_and_callables_are_read_through(tmp_path):
+    root = _project(tmp_path, more=READ_THROUGH, regenerate=False)
+    said = _error(weanj_here(root, "list"))
+    # the jitted function, the partial and the lambda name the arrays in order: they
+    # register; the object, registered last, is the one refused
+    assert "variant jax-object: loss Swapped(r, u0, K, D) gets 12-heat's arguments" in said
+
+
 @pytest.fixture(scope="module")
 def heat(tmp_path_factory):
     return _project(tmp_path_factory.mktemp("heat"))

@@ -77,10 +77,10 @@ def test_two_separate_regions_in_1d_largest_first_with_both_conventions():
     assert small.to_json()["numpy"] == {"lo": [0], "hi": [19], "worst": [19]}
     lines = region_lines(c)
     assert lines == [
-        "    31 element(s) in numpy (97:127) / Julia (98:128), worst 5.00e-09·max|g_ref| at "
-        "numpy (97) / Julia (98)",
-        "    20 element(s) in numpy (0:19) / Julia (1:20), worst 1.00e-05·max|g_ref| at "
-        "numpy (19) / Julia (20)",
+        "    31 element(s) in numpy slice [97:128] / Julia range [98:128], worst "
+        "5.00e-09·max|g_ref| at numpy (97) / Julia (98)",
+        "    20 element(s) in numpy slice [0:20] / Julia range [1:20], worst "
+        "1.00e-05·max|g_ref| at numpy (19) / Julia (20)",
     ]
 
 
@@ -130,8 +130,11 @@ def test_nan_regions_and_a_zero_reference_are_told_apart():
     assert by_place[(6,)].nonfinite and by_place[(6,)].to_json()["worst_rel"] is None
     assert not by_place[(2,)].nonfinite and by_place[(2,)].to_json()["worst_abs"] == 1e-3
     text = "\n".join(region_lines(c))
-    assert "numpy (6:6) / Julia (7:7), worst NaN/Inf" in text
-    assert "numpy (2:2) / Julia (3:3), worst |Δ| 1.00e-03 (the reference is zero there)" in text
+    assert "numpy slice [6:7] / Julia range [7:7], worst NaN/Inf" in text
+    assert (
+        "numpy slice [2:3] / Julia range [3:3], worst |Δ| 1.00e-03 (the reference is zero there)"
+        in text
+    )
     assert "NaN" not in text.split("\n")[0]  # the region of the zero reference: absolute
 
 
@@ -151,8 +154,8 @@ def test_text_json_and_the_pytest_message_list_the_same_regions():
     j, _, _ = _pair(ref, other)
     assert j.verdict == Verdict.FAIL
     text = message(j)  # what a failing pytest --weanj item shows
-    for numpy_box, julia_box in (("(97:127)", "(98:128)"), ("(0:19)", "(1:20)")):
-        assert f"numpy {numpy_box} / Julia {julia_box}" in text
+    for numpy_box, julia_box in (("[97:128]", "[98:128]"), ("[0:20]", "[1:20]")):
+        assert f"numpy slice {numpy_box} / Julia range {julia_box}" in text
     data = judgement_json(j)
     assert data["region_count"] == 2
     boxes = [
@@ -320,12 +323,15 @@ weanj.jax_variant(ex, "jax-edges", family="edges", grad=wrong_boundaries)(loss)
 @pytest.mark.slow  # check, diff and a pytest --weanj session; test_front_ends_agree runs by default
 def test_both_regions_appear_in_check_diff_json_and_pytest(tmp_path):
     write_project(tmp_path, {"edges.py": TWO_REGIONS})
-    boxes = ("numpy (0:19) / Julia (1:20)", "numpy (97:127) / Julia (98:128)")
+    boxes = (
+        "numpy slice [0:20] / Julia range [1:20]",
+        "numpy slice [97:128] / Julia range [98:128]",
+    )
 
     check = weanj_in(tmp_path, "check", "40-edges", "--dtype", "float64")
     assert check.returncode == 1, check.stdout + check.stderr
     assert all(b in check.stdout for b in boxes), check.stdout
-    assert "31 element(s) in numpy (97:127)" in check.stdout  # the larger region first
+    assert "31 element(s) in numpy slice [97:128]" in check.stdout  # the larger region first
     assert check.stdout.index(boxes[1]) < check.stdout.index(boxes[0])
 
     diff = weanj_in(tmp_path, "diff", "40-edges", "--json")
@@ -341,3 +347,46 @@ def test_both_regions_appear_in_check_diff_json_and_pytest(tmp_path):
     assert tests.returncode == 1, tests.stdout + tests.stderr
     message = tests.stdout[tests.stdout.index("40-edges::edges::jax-sin~jax-edges: FAIL") :]
     assert all(b in message for b in boxes), tests.stdout
+
+
+# --- readouts that say what they mean (issue 70, item 8) -----------------------------------------
+
+
+def test_a_region_prints_as_a_half_open_numpy_slice_and_an_inclusive_julia_range():
+    # rows 1 to 46 of column 0: what the issue saw printed as `numpy (1:46, 0:0)`, an empty
+    # slice to a numpy user
+    ref = np.ones((64, 8))
+    other = ref.copy()
+    other[1:47, 0] += 1e-3
+    c = compare(ref, other)
+    (line,) = region_lines(c)
+    assert "46 element(s) in numpy slice [1:47, 0:1] / Julia range [2:47, 1:1]," in line
+    # the slice printed selects exactly the differing elements, and the range counts them
+    assert np.count_nonzero(other[1:47, 0:1] != ref[1:47, 0:1]) == 46
+    assert len(range(2, 47 + 1)) * len(range(1, 1 + 1)) == 46
+
+
+def test_a_reference_about_zero_at_the_worst_element_gets_no_ulp_figure():
+    # the worst entry's reference is 1e-300 beside entries of order one: a ULP count from
+    # there is ~4.6e18, which measures how small the reference is, not the difference
+    ref = np.array([1.0, 2.0, 1e-300, 3.0])
+    other = ref.copy()
+    other[2] = -1e-3
+    j, _, _ = _pair(ref, other)
+    c = j.comparison
+    assert c.worst == (2,) and c.ulp > 10**18  # the count the views no longer show
+    assert c.reference_near_zero
+    text = message(j)
+    assert "reference ≈ 0" in text and " ULP" not in text
+    data = judgement_json(j)
+    assert data["ulp"] is None and data["ulp_text"] == "reference ≈ 0"
+
+
+def test_a_reference_above_the_rounding_level_keeps_its_ulp_figure():
+    ref = np.array([1.0, 2.0, 1e-3, 3.0])  # small, but far above eps·max|g_ref| = 6.7e-16
+    other = ref.copy()
+    other[2] = 2e-3
+    j, _, _ = _pair(ref, other)
+    assert not j.comparison.reference_near_zero
+    expected = f"{j.comparison.ulp:.1e}".replace("e+", "e") + " ULP"
+    assert expected in message(j) and "reference ≈ 0" not in message(j)

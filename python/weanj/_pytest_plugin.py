@@ -21,6 +21,10 @@ from __future__ import annotations
 
 import pytest
 
+from ._pytest_items import JUDGED as _JUDGED
+from ._pytest_items import RUN as _RUN
+from ._pytest_items import Failed as _Failed
+from ._pytest_items import WeanjErrorItem, WeanjItem, WeanjRecordItem
 from ._vocabulary import DEVICES
 
 # The plugin's options: (flag, argparse keywords); all but --weanj only with --weanj.
@@ -49,9 +53,9 @@ OPTIONS = (
         ),
     ),
 )
-_RUN = pytest.StashKey[object]()
-_JUDGED = pytest.StashKey[object]()
 _EXITING = pytest.StashKey[bool]()
+_PROJECT = pytest.StashKey[object]()  # the project found (its `ProjectConfig`)
+_ASIDE = pytest.StashKey[list]()  # folders of other projects, not collected
 
 
 class Judged:
@@ -72,55 +76,6 @@ def pytest_addoption(parser):
     group = parser.getgroup("weanj", "weanj cross-validation (pytest --weanj)")
     for flag, keywords in OPTIONS:
         group.addoption(flag, **keywords)
-
-
-class _Failed(Exception):
-    pass
-
-
-class WeanjItem(pytest.Item):
-    """One case of the table."""
-
-    def __init__(self, *, plan, case, **kwargs):
-        super().__init__(**kwargs)
-        self.plan, self.case = plan, case
-        skip = plan.skip_of(case)
-        if skip is not None:
-            self.add_marker(pytest.mark.skip(reason=f"{skip.verdict}: {skip.what}"))
-
-    def runtest(self):
-        from ._model._verdicts import Verdict
-        from ._report._text import message
-
-        judged = self.config.stash[_JUDGED]
-        if self.case.id not in judged.cases:  # its whole example, as `weanj check` judges it
-            self.config.stash[_RUN].judge_example(self.plan.catalog)
-        j = judged.cases[self.case.id]
-        self.judgement = j
-        if j.x64 is not None:  # a run: the x64 configuration it computed in (§2.2)
-            line = j.x64.describe()
-            self.user_properties.append(("x64", line))  # in --junitxml
-            self.add_report_section("call", "weanj", line)  # with -rA, and on failure
-        if j.verdict == Verdict.UNEXPECTEDLY_OK:  # pytest's words for a strict XPASS
-            raise _Failed(f"[XPASS(strict)] {message(j)}")
-        if j.failed:
-            raise _Failed(message(j))
-        if j.verdict == Verdict.EXPECTED:  # a declared difference, as declared
-            pytest.xfail(f"{j.verdict}: {j.reason}")
-        if not j.verdict.ran or j.verdict == Verdict.STALE:  # not judged here
-            pytest.skip(f"{j.verdict}: {j.reason}")
-
-    def repr_failure(self, excinfo, style=None):
-        from ._errors import WeanjError
-
-        if isinstance(excinfo.value, _Failed):
-            return str(excinfo.value)
-        if isinstance(excinfo.value, WeanjError):
-            return f"{self.name}: {excinfo.value}"
-        return super().repr_failure(excinfo, style)
-
-    def reportinfo(self):
-        return self.path, 0, f"weanj {self.case.kind}: {self.case.id}"
 
 
 class WeanjFuzzItem(pytest.Item):
@@ -171,50 +126,6 @@ def _fuzz_pair(catalog, a, b, draws: int) -> str | None:
         return None
     replay = replay_command(catalog.example, seed, [(a, b)], draws)
     return "\n".join([f"seed {seed}: `{replay}` replays it", *report_lines(catalog, result, here)])
-
-
-class WeanjErrorItem(pytest.Item):
-    """An example that cannot be judged (its inputs cannot be read): one failing item,
-    so that the other examples' items still run."""
-
-    def __init__(self, *, error, **kwargs):
-        super().__init__(**kwargs)
-        self.error = error
-
-    def runtest(self):
-        raise _Failed(self.error)
-
-    def repr_failure(self, excinfo, style=None):
-        return f"{self.name}: not judged: {excinfo.value}"
-
-    def reportinfo(self):
-        return self.path, 0, f"weanj: {self.name}"
-
-
-class WeanjRecordItem(pytest.Item):
-    """`--weanj-record`: write the references of one example, then fail saying so."""
-
-    def __init__(self, *, catalog, **kwargs):
-        super().__init__(**kwargs)
-        self.catalog = catalog
-
-    def runtest(self):
-        from ._commands.record import record_references
-
-        written = record_references(self.catalog)
-        raise _Failed(
-            "wrote "
-            + ", ".join(str(p) for p in written)
-            + "; look at them (weanj diff), commit them, and rerun without --weanj-record"
-            if written
-            else f"no variant of {self.catalog.name} is available here; nothing recorded"
-        )
-
-    def repr_failure(self, excinfo, style=None):
-        return f"{self.name}: {excinfo.value}"
-
-    def reportinfo(self):
-        return self.path, 0, f"weanj record: {self.catalog.name}"
 
 
 def _item(cls, session, name: str, **kwargs):
@@ -298,22 +209,88 @@ def weanj_items(run, session, *, draws: int = 0) -> list:
     return items
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session):
+    """With `--weanj`, the project is found before any file is collected: outside one,
+    one line and exit 2, before pytest reads another project's test files (a folder that
+    holds a clone of weanj: its tests, collected there, failed with seven tracebacks)."""
+    config = session.config
+    if not config.getoption("weanj"):
+        return None
+    from ._errors import WeanjError, error_text
+    from ._project import project_config
+
+    try:
+        config.stash[_PROJECT] = project_config()
+    except WeanjError as e:
+        config.stash[_EXITING] = True
+        pytest.exit(error_text(str(e)), returncode=2)
+    return None  # pytest's own collection goes on
+
+
+# What makes a folder a project of its own: its tests run with their own configuration
+# (rootdir, conftest, imports), never as files of the project `pytest --weanj` judges.
+PROJECT_MARKS = ("pyproject.toml", "setup.py", ".git")
+
+
+def pytest_ignore_collect(collection_path, config):
+    """With `--weanj`, a folder below where pytest started that holds a project of its own
+    (`PROJECT_MARKS`: a clone of weanj, a vendored package) is not collected, unless named
+    on the command line; `pytest_report_collectionfinish` names the folders left aside."""
+    if not config.getoption("weanj", default=False) or config.stash.get(_EXITING, False):
+        return None
+    start = config.invocation_params.dir
+    if collection_path == start or start not in collection_path.parents:
+        return None
+    if not collection_path.is_dir():
+        return None
+    if not any((collection_path / mark).exists() for mark in PROJECT_MARKS):
+        return None
+    named = {(start / a.split("::")[0]).resolve() for a in config.invocation_params.args}
+    if collection_path.resolve() in named:
+        return None
+    config.stash.setdefault(_ASIDE, []).append(collection_path.relative_to(start))
+    return True
+
+
+def pytest_report_header(config):
+    """Which project `pytest --weanj` judges (found as `weanj check` finds it)."""
+    if not config.getoption("weanj", default=False):
+        return None
+    from ._errors import WeanjError
+    from ._project import project_config
+
+    try:
+        return f"weanj: {project_config().describe()}"
+    except WeanjError:
+        return None  # said in one line when collection starts (`pytest_collection`)
+
+
 def pytest_report_collectionfinish(config, start_path, items):
-    """The table's items are added after collection proper: say how many there are."""
+    """The table's items are added after collection proper: say how many there are, and
+    which folders of other projects were left aside."""
     if not config.getoption("weanj") or config.stash.get(_EXITING, False):
         return None
     ours = [i for i in items if i.nodeid.startswith("weanj::")]
     examples = sorted({i.nodeid.split("::")[1] for i in ours})
-    return f"weanj: {len(ours)} cross-validation item(s) of {', '.join(examples) or 'no example'}"
+    said = f"weanj: {len(ours)} cross-validation item(s) of {', '.join(examples) or 'no example'}"
+    aside = config.stash.get(_ASIDE, [])
+    if aside:
+        folders = ", ".join(f"{folder}/" for folder in aside)
+        said += f"; not collected, other projects: {folders} (name one to collect it)"
+    return said
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """What the run did not judge (`weanj check`'s headline clause): the devices
     `[tool.weanj] devices` names that are absent here, the Julia variants and family
-    references that cannot run; nothing when it judged all it covers."""
+    references that cannot run; then each family of the examples judged whose members
+    that ran were compared with nothing (`_judge._alone`). Nothing when it judged all it
+    covers and compared every variant."""
     run = config.stash.get(_RUN, None) if config.getoption("weanj", default=False) else None
     if run is None:
         return
+    from ._judge._alone import alone
     from ._pipeline.engine._coverage import run_coverage
     from ._report._lines import not_judged_text
 
@@ -321,6 +298,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     said = not_judged_text(covered, missing, "; ")
     if said:
         terminalreporter.write_line(f"weanj: not judged here: {said}")
+    for a in (a for ej in run.judgement for a in alone(ej)):  # its items passed, alone
+        terminalreporter.write_line(f"weanj: {a.example}: {a.line}", yellow=True)
 
 
 def pytest_sessionstart(session):

@@ -104,6 +104,12 @@ def _check(sub) -> None:
         help="central differences beside every gradient check, as information (default: "
         "only beside one that is not ok)",
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail when a variant that ran was compared with nothing (a family with one "
+        "member here; default: said in the headline, exit code unchanged)",
+    )
     add_executors(p)
     add_format(p)
     add_timeout(p, "a variant")

@@ -194,11 +194,13 @@ def checking(
     device: Sequence[str] | str | None = None,
     fd: bool = False,
     verbose: bool = False,
+    strict: bool = False,
     listeners: Sequence[Listener] = (),
 ) -> JudgementData:
     """`check`'s run, its events to `listeners` (the front end's: `weanj check` prints
     through `--format`'s, `weanj.check()` keeps the `Judgement`), each argument of
-    `check` checked first; **Returns:** the `Judgement`'s data (its exit code)."""
+    `check` checked first; `strict` (`weanj check --strict`): a variant compared with
+    nothing fails the check; **Returns:** the `Judgement`'s data (its exit code)."""
     from .. import _arguments as arg
 
     examples = arg.names(examples, "examples", "check")
@@ -216,6 +218,7 @@ def checking(
     devices, absent = resolved_devices(device, project())  # a device named must be here
     every = None if examples else [c.name for c in catalogs(None)]
     how = dict(timeout=timeout, fresh=fresh, say=say, save=save, require=require, fd=fd)
+    how["strict"] = arg.flag(strict, "strict", "check")
     how.update(devices=devices, absent=absent, verbose=verbose, every_example=every)
     executor = _executor(workers, scheduler, processes)
     dtypes = dtypes_of(dtype)
@@ -238,14 +241,17 @@ def check_run(
 ) -> CheckRun:
     """The live `CheckRun` of `weanj check` on these catalogs, its listeners registered:
     with `save`, the store writes and `check.json` first, then the front end's
-    `listeners`; what `weanj.check()`, `weanj check` and `pytest --weanj` run."""
+    `listeners`; what `weanj.check()`, `weanj check` and `pytest --weanj` run. `strict`
+    among the options: its `Judgement` fails on a variant compared with nothing."""
     from .._backends._placement import device_line
 
     devices = options.setdefault("devices", ("cpu",))
     absent = options.get("absent") or {}
+    strict = options.pop("strict", False)
     here = places()
     run = CheckRun(cats, here, config=project(), **options)
     run.judgement.notes.append(device_line(devices, absent))  # where the runs were, once
+    run.judgement.strict = strict  # a variant compared with nothing fails (`--strict`)
     if run.save:
         run.stream.listen(StoreWrites(here, run.records))
         run.stream.listen(CheckFiles(here))

@@ -81,11 +81,21 @@ class ArrayComparison:
     own_rounding: int = 0
     loss_floor: float = 0.0  # F_L: the loss's noise floor (absolute)
     declared: Tolerance | None = None  # the example's declared tolerance, where it applied
+    worst_reference: float | None = None  # |g_ref| at the worst element (None: not known)
 
     @property
     def reference_zero(self) -> bool:
         """The reference is all zeros (judged in absolute terms, against the noise floor)."""
         return self.reference_max == 0 and not self.nonfinite
+
+    @property
+    def reference_near_zero(self) -> bool:
+        """The reference at the worst element is at or below the rounding level of the
+        array's scale (`eps·max|g_ref|` of the judged dtype): there a ULP count measures
+        how far zero is from a rounding error, not the difference (`9.2e18 ULP`)."""
+        if self.worst_reference is None or self.max_abs == 0 or self.nonfinite:
+            return False
+        return self.worst_reference <= float(np.finfo(self.dtype).eps) * self.reference_max
 
     @property
     def tolerance(self) -> Tolerance:
@@ -314,6 +324,7 @@ def _gradient_gap(
     bound = max(rel * reference_max, floor)  # the largest |Δ| that agrees
     nonfinite = bool(bad.any())
     worst, max_abs, max_rel, ulp = _worst(g_ref, g, diff, bad, reference_max, judged)
+    at_worst = float(np.abs(g_ref[worst])) if diff.size and not nonfinite else None
     beyond = diff > bound
     outside = bad | beyond
     own_rounding = 0
@@ -335,6 +346,7 @@ def _gradient_gap(
         "max_rel": max_rel,
         "worst": worst,
         "ulp": ulp,
+        "worst_reference": at_worst,
         "differing": len(where),
         "differing_at": tuple(tuple(int(i) for i in row) for row in where[:MAX_LISTED]),
         "regions": found,

@@ -156,3 +156,11 @@ def checked_gradients(
             raise _dtype_breach(a.dtype, expected, dtype, f"the gradient of {name}")
         out[name] = a
     return out
+
+
+def first_clause(why: str) -> str:
+    """The first clause of why something did not run (`no Julia found`), for a headline
+    that says it once per cause."""
+    for mark in (" (", "; ", ": "):
+        why = why.split(mark)[0]
+    return why.strip()

@@ -10,15 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._model._verdicts import Verdict
+from ._alone import alone
+from ._contract import first_clause as first_clause  # the headline's reasons, said once
 from ._verdict import CaseJudgement, ExampleJudgement
-
-
-def first_clause(why: str) -> str:
-    """The first clause of why something did not run (`no Julia found`), for a headline
-    that says it once per cause."""
-    for mark in (" (", "; ", ": "):
-        why = why.split(mark)[0]
-    return why.strip()
 
 
 @dataclass
@@ -57,6 +51,9 @@ class Judgement:
     - `examples`: `{name: ExampleJudgement}` in the order judged (also `judgement[name]`).
     - `ok`: every example judged and nothing failing; `failures`: every failing case.
     - `exit_code`: 0, 1 (something fails) or 2 (an example could not be judged).
+    - `alone`: the families whose members that ran were compared with nothing
+      (`_alone.Alone`, each with its `line`); with `strict` (`weanj check --strict`) they
+      fail the check.
     """
 
     command: str  # "check" or "diff"
@@ -68,6 +65,8 @@ class Judgement:
     did_not_run: list[tuple[str, str, bool]] = field(default_factory=list)
     suspects: list[Any] = field(default_factory=list)  # `_judge._suspects.Suspect`s, by example
     coverage: Coverage = field(default_factory=Coverage)  # what the run's scope left out
+    # `weanj check --strict`: a variant compared with nothing (`alone`) fails the check
+    strict: bool = False
 
     def __getitem__(self, name: str) -> ExampleJudgement:
         return self.examples[name]
@@ -80,7 +79,19 @@ class Judgement:
 
     @property
     def ok(self) -> bool:
-        return all(ej.ok for ej in self.examples.values()) and not self.required_missing
+        every = all(ej.ok for ej in self.examples.values())
+        return every and not self.required_missing and not self.strict_failure
+
+    @property
+    def alone(self) -> list[Any]:
+        """The families whose members that ran were compared with nothing, every example's
+        (`_alone.Alone`: said in every headline, a failure only with `strict`)."""
+        return [a for ej in self.examples.values() for a in alone(ej)]
+
+    @property
+    def strict_failure(self) -> bool:
+        """`strict` and a variant compared with nothing: the check fails on it."""
+        return self.strict and bool(self.alone)
 
     @property
     def required_missing(self) -> list[tuple[str, str, bool]]:
@@ -99,7 +110,7 @@ class Judgement:
     def verdict(self) -> str:
         if any(ej.judged and not ej.ok for ej in self.examples.values()):
             return str(Verdict.FAIL)
-        if self.required_missing:
+        if self.required_missing or self.strict_failure:
             return str(Verdict.FAIL)
         return "not judged" if self.not_judged else str(Verdict.OK)
 

@@ -88,14 +88,33 @@ def floor_from(levels: list[tuple[float, Any]], judged: Any) -> float:
     return NOISE_MULTIPLE * max((float(v) * scale / eps(d) for v, d in levels), default=0.0)
 
 
-def floor_of(a: Any, b: Any, key: str) -> float:
+def floor_of(a: Any, b: Any, key: str, *, trusted: bool = True) -> float:
     """The floor of `key` ("loss" or a gradient array) for a pair: `NOISE_MULTIPLE` times
     the larger rounding level of its two runs, each scaled from its own dtype to the one
     that judges the pair (ε_judged / ε_run: a float64 run's level is worth 2²⁹ times as
     much in float32). The same rule in float64 and float32 (docs/verdicts.md); 0 where
-    the levels are unknown (a file written before they were measured)."""
+    the levels are unknown (a file written before they were measured). Not `trusted`
+    (the loss of a pair whose gradients disagree: one of them is wrong), the smaller of
+    the two: a run's loss level counts ε·Σ|x·∂L/∂x| of its own gradient
+    (`_pipeline.evaluation._levels.backward_level`), which a bogus gradient inflates (to a
+    floor of 22 % of the loss, issue 70), so the floor never comes from the larger."""
+    judged = coarser(a.dtype, b.dtype)
     levels = [(g.noise.get(key, 0.0), g.dtype) for g in (a, b) if g.noise]
-    return max(floor_from(levels, coarser(a.dtype, b.dtype)), precision_floor(a, b, key))
+    if not trusted and levels:
+        levels = [min(levels, key=lambda level: floor_from([level], judged))]
+    return max(floor_from(levels, judged), precision_floor(a, b, key))
+
+
+def pair_floors(a: Any, b: Any, array: str, *, rounding: bool, trusted: bool = True) -> dict:
+    """The floors `compare` takes for the pair of `a` and `b` on `array` (`loss_floor`,
+    `grad_floor`, `entry_floor`, and the family's `declared` tolerance); without
+    `rounding`, none (the relative tolerance alone); `trusted`: as `floor_of`, the loss's."""
+    return {
+        "loss_floor": floor_of(a, b, "loss", trusted=trusted) if rounding else 0.0,
+        "grad_floor": floor_of(a, b, array) if rounding else 0.0,
+        "declared": declared_between(a, b),
+        "entry_floor": entry_floor_of(a, b, array) if rounding else None,
+    }
 
 
 # An entry's own rounding level (how far it moved under the perturbation that measures

@@ -31,7 +31,7 @@ from ._expected import declared_check as declared_check
 from ._expected import declared_pair
 from ._information import CentralDifferences, DeviceComparison, Masked, information_json
 from ._jvp import JvpResult
-from ._policy import declared_between, entry_floor_of, floor_of
+from ._policy import pair_floors
 from ._taylor import TaylorResult
 
 # How the evidence of a float32 run that differs from its float64 run as float32's own
@@ -166,13 +166,11 @@ def judge_pair(
         fields = _pair_fields(a, b, array, info)
         j = CaseJudgement(case, CaseKind.PAIR, Verdict.FAIL, reason=reason, **fields)
         return declared_pair(j, expected, ga, ga, arrays=arrays) if expected else j
-    floors = {
-        "loss_floor": floor_of(a, b, "loss") if rounding else 0.0,
-        "grad_floor": floor_of(a, b, array) if rounding else 0.0,
-        "declared": declared_between(a, b),
-        "entry_floor": entry_floor_of(a, b, array) if rounding else None,
-    }
+    floors = pair_floors(a, b, array, rounding=rounding)
     j = _judge_pair(case, a, b, array, floors, kinks=kinks, keep=keep, info=info)
+    if rounding and j.verdict == Verdict.FAIL and j.comparison.differing:  # a wrong gradient
+        floors = pair_floors(a, b, array, rounding=rounding, trusted=False)  # a stricter loss
+        j = _judge_pair(case, a, b, array, floors, kinks=kinks, keep=keep, info=info)
     if not expected:
         return j
     held = {k: floors[k] for k in ("grad_floor", "entry_floor")}  # as the comparison had them

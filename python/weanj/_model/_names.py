@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any
 
@@ -19,3 +20,14 @@ def check_name(what: str, name: Any) -> str:
             "letters, digits and . _ + - (at most 100; it names files)"
         )
     return name
+
+
+def closest(name: Any, known) -> str | None:
+    """The known name `name` most likely meant (the same but for case first, else
+    difflib's closest), or None: the "did you mean" of every mistyped name (a variant, an
+    example, a family of one)."""
+    if not isinstance(name, str):
+        return None
+    close = [k for k in known if k.lower() == name.lower()]
+    close = close or difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return close[0] if close else None

@@ -61,6 +61,7 @@ RESERVED_NAMES = frozenset(
         "version",
         "yes",
         "verbose",
+        "strict",
     }
 )
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

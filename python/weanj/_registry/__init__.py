@@ -14,7 +14,6 @@ strategies (`Catalog`), and nothing below them looks a name up again.
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -30,6 +29,7 @@ from .._errors import (
     wrapped,
 )
 from .._model import Catalog, Example, Expected, Variant
+from .._model._names import closest as closest  # the front door's "did you mean"
 from .._project import ProjectConfig, in_a_project, project_config
 from ._loading import load
 
@@ -179,16 +179,6 @@ def project() -> ProjectConfig:
 
 
 # --- the front door: names to objects ----------------------------------------------------
-
-
-def closest(name: Any, known) -> str | None:
-    """The known name `name` most likely meant (the same but for case first, else
-    difflib's closest), or None."""
-    if not isinstance(name, str):
-        return None
-    close = [k for k in known if k.lower() == name.lower()]
-    close = close or difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return close[0] if close else None
 
 
 def _suggest(name: Any, known) -> str:

@@ -22,7 +22,7 @@ from ._html_bench import _dl, benchmarks, provenance
 from ._html_evidence import evidence, nothing_judged
 from ._html_parts import CSP, STYLE, badge, cell, e, link, table, verdict_class
 from ._page_model import ExamplePage, anchor, judged_line, overall
-from ._text import num, reference_lines, x64_lines
+from ._text import alone_lines, num, reference_lines, x64_lines
 
 # --- the top -------------------------------------------------------------------------------
 
@@ -122,8 +122,8 @@ def example_top(p: ExamplePage) -> str:
     )
     out.append(variant_table(p))
     # the x64 configuration each run computed in (DESIGN §2.2); a family judged against
-    # another member than its designated reference (DESIGN §5)
-    x64 = [line.strip() for line in x64_lines(p.ej) + reference_lines(p.ej)]
+    # another member than its designated reference (DESIGN §5); one compared with nothing
+    x64 = [line.strip() for line in x64_lines(p.ej) + reference_lines(p.ej) + alone_lines(p.ej)]
     if x64:
         out.append(f'<p class="note">{"<br>".join(e(line) for line in x64)}</p>')
     if p.not_compared:

@@ -12,7 +12,7 @@ from ._figures import plain
 from ._html_parts import badge, e, img, link, table, verdict_class
 from ._lines import file_name
 from ._page_model import ExamplePage, anchor, judged_line, same_family_pairs
-from ._text import declared_text, index, julia, num, region_lines, summary, ulp_text
+from ._text import declared_text, index, julia, num, region_lines, summary, worst_ulp_text
 
 
 def nothing_judged(p: ExamplePage, state_class: str, error_class: str) -> str:
@@ -130,7 +130,7 @@ def pair_row(j: CaseJudgement, drawn: set[str]) -> str:
         worst = "—" if equal or not c.worst else e(index(c.worst)) + " / " + e(julia(c.worst))
         cells = (
             f'<td class="n">{num(c.max_abs)}</td><td class="n">{_relative_cell(c)}</td>'
-            f'<td class="n">{worst}</td><td class="n">{e(ulp_text(c.ulp))}</td>'
+            f'<td class="n">{worst}</td><td class="n">{e(worst_ulp_text(c))}</td>'
             f'<td class="n">{_loss_cell(c)}</td>'
             f'<td class="n">{c.differing} in {c.region_count}</td>'
         )

@@ -9,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from .._judge._alone import alone
 from .._judge._checks import finite as finite
 from .._judge._compare import ArrayComparison
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Gradient
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
-from ._text import summary, ulp_text
+from ._text import summary, worst_ulp_text
 
 
 def comparison_json(c: ArrayComparison) -> dict[str, Any]:
@@ -25,9 +26,10 @@ def comparison_json(c: ArrayComparison) -> dict[str, Any]:
         "max_rel": finite(c.max_rel),
         "worst": None if equal or c.nonfinite and not c.worst else list(c.worst),
         "worst_julia": None if equal or c.nonfinite and not c.worst else list(c.worst_julia),
-        "ulp": c.ulp if c.ulp >= 0 else None,
-        "ulp_text": ulp_text(c.ulp),
+        "ulp": c.ulp if c.ulp >= 0 and not c.reference_near_zero else None,
+        "ulp_text": worst_ulp_text(c),
         "reference_zero": c.reference_zero,
+        "reference_near_zero": c.reference_near_zero,  # at the worst element: no ULP figure
         "reference_max": finite(c.reference_max),
         "grad_floor": finite(c.grad_floor),
         "own_rounding": c.own_rounding,
@@ -152,6 +154,8 @@ def example_json(ej: ExampleJudgement) -> dict[str, Any]:
             for r in ej.references()
             if r.state
         ],
+        # families whose members that ran were compared with nothing (`_judge._alone`)
+        "alone": [a.to_json() for a in alone(ej)],
         "pairs": [
             judgement_json(j) for j in ej.of_kind(CaseKind.PAIR) if j.verdict != Verdict.SKIPPED
         ],

@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any, TextIO
 
+from .._judge._alone import alone
 from .._judge._events import CaseJudged, ExampleJudged, RunFinished
 from ._json import judgement_json
 
@@ -38,6 +39,7 @@ class JsonLines:
             ej = event.judgement
             self._write(
                 {"event": "example", "example": ej.name, "state": ej.state, "ok": ej.ok}
+                | {"alone": [a.to_json() for a in alone(ej)]}  # compared with nothing
                 | ({"error": ej.error} if ej.error is not None else {})
             )
         elif isinstance(event, RunFinished):

@@ -41,7 +41,7 @@ class Judgement(JudgementData):
 
         out = []
         for ej in self:
-            out.extend(example_lines(ej, mode=self.command, verbose=verbose))
+            out.extend(example_lines(ej, mode=self.command, verbose=verbose, strict=self.strict))
         if self.command == "check":
             if not verbose:
                 out.extend(unavailable_lines(list(self)))
@@ -54,7 +54,9 @@ class Judgement(JudgementData):
         """The overall line: the verdict, what was not judged, and what was."""
         from ._text import overall_line
 
-        return overall_line(list(self), self.seconds, self.dtypes, self.did_not_run, self.coverage)
+        return overall_line(
+            list(self), self.seconds, self.dtypes, self.did_not_run, self.coverage, self.strict
+        )
 
     def to_json(self) -> dict[str, Any]:
         from ._json import example_json
@@ -66,6 +68,9 @@ class Judgement(JudgementData):
             "dtypes": list(self.dtypes),
             "headline": self.headline() if self.command == "check" else None,
             "coverage": self.coverage.to_json(),
+            # the families compared with nothing (`_judge._alone`): failing with `strict`
+            "alone": [a.to_json() for a in self.alone],
+            "strict": self.strict,
             "examples": [example_json(ej) for ej in self],
             "did_not_run": [
                 {"variant": label, "why": why, "required": required}
@@ -92,7 +97,7 @@ class Judgement(JudgementData):
                 notes.append(expected_count(len(ej.expected)))
             parts.append(f"{ej.name}: {ej.state}" + (f" ({', '.join(notes)})" if notes else ""))
         shown = "; ".join(parts[:8]) + ("; …" if len(parts) > 8 else "")
-        covered = coverage_text(self.coverage, self.did_not_run)  # what was not judged
+        covered = coverage_text(self.coverage, self.did_not_run, self.alone)  # not judged
         return f"<weanj {self.command}: {self.verdict} — {shown}" + (
             f" — {covered}>" if covered else ">"
         )

@@ -25,6 +25,13 @@ def ulp_text(ulp: int | None) -> str:
     return f"{ulp:.1e}".replace("e+", "e") + " ULP"
 
 
+def worst_ulp_text(c: ArrayComparison) -> str:
+    """A comparison's ULPs at its worst element, or `reference ≈ 0` where the reference
+    there is at or below the rounding level of the array's scale (a ULP count from about
+    zero says nothing: `ArrayComparison.reference_near_zero`)."""
+    return "reference ≈ 0" if c.reference_near_zero else ulp_text(c.ulp)
+
+
 def index(idx: Iterable[int]) -> str:
     return "(" + ", ".join(str(i) for i in idx) + ")"
 
@@ -34,12 +41,14 @@ def julia(idx: Iterable[int]) -> str:
 
 
 def box(lo, hi) -> str:
-    """`(3:7, 0:0)` numpy / `(4:8, 1:1)` Julia: a bounding box in both conventions."""
+    """A bounding box (`lo`, `hi`: 0-based, inclusive) as each language's users write it:
+    `numpy slice [3:8, 0:1] / Julia range [4:8, 1:1]` (numpy's slice is half-open, one past
+    the end; Julia's range is inclusive, 1-based), so that neither reads as an empty slice."""
     if not lo:
         return "the scalar"
-    numpy_box = "(" + ", ".join(f"{a}:{b}" for a, b in zip(lo, hi, strict=True)) + ")"
-    julia_box = "(" + ", ".join(f"{a + 1}:{b + 1}" for a, b in zip(lo, hi, strict=True)) + ")"
-    return f"numpy {numpy_box} / Julia {julia_box}"
+    numpy_box = ", ".join(f"{a}:{b + 1}" for a, b in zip(lo, hi, strict=True))
+    julia_box = ", ".join(f"{a + 1}:{b + 1}" for a, b in zip(lo, hi, strict=True))
+    return f"numpy slice [{numpy_box}] / Julia range [{julia_box}]"
 
 
 def region_lines(c: ArrayComparison, indent: str = "    ") -> list[str]:
@@ -90,7 +99,7 @@ def comparison_text(c: ArrayComparison) -> str:
     else:
         text = (
             f"{relative_text(c)} (tolerance {tol.grad:g}) at numpy {index(c.worst)} / "
-            f"Julia {julia(c.worst)}, {ulp_text(c.ulp)}"
+            f"Julia {julia(c.worst)}, {worst_ulp_text(c)}"
         )
     if c.differing:
         text += (
@@ -220,14 +229,28 @@ def not_run_text(missing: Iterable[tuple[str, str, bool]]) -> str:
     return "; ".join(parts)
 
 
-def coverage_text(coverage, did_not_run: Iterable[tuple[str, str, bool]] = ()) -> str:
+def alone_text(alone: Iterable, *, strict: bool = False) -> str:
+    """`compared with nothing: 03-advection jax-x (family x: one member here)`: the
+    variants that ran and that no other member of their family was compared with
+    (`_judge._alone`), "" where there is none; `strict` (`weanj check --strict`) says
+    that it is what fails."""
+    shown = [a.short for a in alone]
+    if not shown:
+        return ""
+    return f"compared with nothing{' (--strict)' if strict else ''}: {'; '.join(shown)}"
+
+
+def coverage_text(
+    coverage, did_not_run: Iterable[tuple[str, str, bool]] = (), alone: Iterable = ()
+) -> str:
     """What the run did not judge, in one clause (empty where it judged everything it
-    covers): `partial: 1 of 6 variants judged (5 outside --variants); tpu: not run (no
-    TPU visible to JAX here); JAX only: julia-x did not run (no Julia found)`; a required
-    one is the overall line's failure, not said here."""
+    covers): `compared with nothing: …` (`alone_text`); `partial: 1 of 6 variants judged
+    (5 outside --variants); tpu: not run (no TPU visible to JAX here); JAX only: julia-x
+    did not run (no Julia found)`; a required one is the overall line's failure, not said
+    here."""
     from .._judge._judgement import first_clause
 
-    parts = []
+    parts = [alone_text(alone)] if alone_text(alone) else []
     if coverage is not None and coverage.partial:
         parts.append(
             f"partial: {coverage.judged} of {coverage.variants} variants judged "
@@ -244,11 +267,39 @@ def coverage_text(coverage, did_not_run: Iterable[tuple[str, str, bool]] = ()) -
     return "; ".join(parts)
 
 
-def not_judged_text(coverage, did_not_run: Iterable[tuple[str, str, bool]], sep: str) -> str:
-    """`required but not run: …` (what is required and did not run: the failure), then
-    `coverage_text`, joined by `sep`; empty where the run judged everything it covers."""
-    did_not_run = list(did_not_run)
+def not_judged_text(
+    coverage,
+    did_not_run: Iterable[tuple[str, str, bool]],
+    sep: str,
+    alone: Iterable = (),
+    strict: bool = False,
+) -> str:
+    """`required but not run: …` (what is required and did not run: the failure), what
+    was compared with nothing (with `strict`, a failure too), then `coverage_text`,
+    joined by `sep`; empty where the run judged everything it covers."""
+    did_not_run, alone = list(did_not_run), list(alone)
     required = [m for m in did_not_run if m[2]]
     parts = [f"required but not run: {not_run_text(required)}"] if required else []
-    covered = coverage_text(coverage, did_not_run)
+    if strict and alone:
+        parts.append(alone_text(alone, strict=True))
+    covered = coverage_text(coverage, did_not_run, () if strict else alone)
     return sep.join([*parts, covered] if covered else parts)
+
+
+def not_run_cases(results: Iterable) -> str:
+    """`121 case(s) not run: no Julia found`, or with several reasons `125 case(s) not
+    run: no Julia found (121), not compared (4)`: the cases of the examples `results`
+    that did not run here (`unavailable`, `skipped`), by the first clause of their reason."""
+    from .._judge._judgement import first_clause
+
+    reasons: dict[str, int] = {}
+    for ej in results:
+        for j in ej.judgements:
+            if not j.verdict.ran:
+                why = first_clause(j.reason or str(j.verdict))
+                reasons[why] = reasons.get(why, 0) + 1
+    total = sum(reasons.values())
+    if len(reasons) <= 1:
+        return f"{total} case(s) not run" + "".join(f": {why}" for why in reasons)
+    ranked = sorted(reasons.items(), key=lambda item: -item[1])
+    return f"{total} case(s) not run: " + ", ".join(f"{why} ({n})" for why, n in ranked)

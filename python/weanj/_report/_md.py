@@ -17,7 +17,7 @@ import re
 from .._model._verdicts import GRADIENT_CHECKS, Verdict
 from ._lines import fault_text
 from ._page_model import Cell, ExamplePage, judged_line, overall
-from ._text import num, reference_lines, region_lines, summary, x64_lines
+from ._text import alone_lines, num, reference_lines, region_lines, summary, x64_lines
 
 LIMIT = 60_000  # below the 65,000 characters the summary must stay under, with margin
 MAX_FAILURES = 20  # listed per example; the count of the rest follows
@@ -172,7 +172,8 @@ def example_block(p: ExamplePage) -> list[str]:
     out.append("")
     out.extend(variant_table(p))
     notes = _not_compared(p)
-    notes += [f"- {esc(line.strip())}" for line in x64_lines(p.ej) + reference_lines(p.ej)]
+    said = x64_lines(p.ej) + reference_lines(p.ej) + alone_lines(p.ej)
+    notes += [f"- {esc(line.strip())}" for line in said]
     notes += [
         f"- unavailable {', '.join(code(x) for x in labels)}: {prose(_short(why))}"
         for why, labels in p.unavailable.items()

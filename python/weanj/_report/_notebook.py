@@ -4,6 +4,7 @@ as one self-contained HTML fragment (inline style, images as PNG `data:` URIs, n
 
 from __future__ import annotations
 
+from .._judge._alone import alone
 from .._judge._verdict import ExampleJudgement
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from ._cells import check_cell, checks_of, family_cell, float32_cell
@@ -40,6 +41,7 @@ def _summary_rows(judgement) -> list[str]:
                 + (f" · <code>{e(where)}</code>" if where else "")
                 + f": {e(declared.reason)}</li>"
             )
+        what.extend(f"<li>{e(a.line)}</li>" for a in alone(ej))  # compared with nothing
         body = f'<ul style="margin:.2em 0">{"".join(what)}</ul>' if what else ""
         if ej.error is not None:
             body = e(ej.error)
@@ -103,7 +105,8 @@ def _pictures(ej: ExampleJudgement, limit: int) -> list[str]:
 
 
 def judgement_html(judgement, *, max_pictures: int = 6) -> str:
-    covered = coverage_text(judgement.coverage, judgement.did_not_run)  # what was not judged
+    # what was compared with nothing, and what was not judged
+    covered = coverage_text(judgement.coverage, judgement.did_not_run, judgement.alone)
     head = (
         f"<p><b>weanj {e(judgement.command)}</b>: {badge(judgement.verdict)}"
         + (f" — {e(covered)}" if covered else "")

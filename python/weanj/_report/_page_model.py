@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._judge._alone import alone
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Example
 from .._model._verdicts import Verdict
 from ._cells import Cell, same_family_pairs  # noqa: F401 (the page's cells)
-from ._lines import expected_count
+from ._lines import alone_text, expected_count
 
 # The page's states beside the judge's verdicts: an example without a judgement to show,
 # one whose inputs could not be read, a page with either.
@@ -126,6 +127,9 @@ def overall(pages: list[ExamplePage]) -> tuple[str, str]:
             f"partial: {len(rows) - len(unseen)} of {len(rows)} variants judged "
             f"({shown} not in the last check: weanj check judges them)"
         )
+    lonely = [a for p in pages if p.judged for a in alone(p.ej)]
+    if lonely:  # an ok that compared nothing never reads as a cross-validation
+        parts.append(alone_text(lonely))
     parts.append(f"{len(pages)} example(s)")
     if failed:
         parts.append(f"failing: {', '.join(failed)}")

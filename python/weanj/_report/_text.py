@@ -8,6 +8,7 @@ the same.
 
 from __future__ import annotations
 
+from .._judge._alone import alone
 from .._judge._judgement import first_clause
 from .._judge._suspects import kink_hypotheses
 from .._judge._verdict import PRECISION, CaseJudgement, ExampleJudgement
@@ -28,11 +29,13 @@ from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     julia,
     message,
     not_judged_text,
+    not_run_cases,
     not_run_text,
     num,
     region_lines,
     summary,
     ulp_text,
+    worst_ulp_text,
 )
 
 # --- an example ------------------------------------------------------------------------------
@@ -125,6 +128,12 @@ def x64_lines(ej: ExampleJudgement) -> list[str]:
     ]
 
 
+def alone_lines(ej: ExampleJudgement) -> list[str]:
+    """One line per family whose members that ran were compared with nothing (the judge's
+    `_alone`): what the report's example sections say of it."""
+    return [f"  {a.line}" for a in alone(ej)]
+
+
 def declared_lines(ej: ExampleJudgement) -> list[str]:
     """The tolerances the example declares, where the judge applied them (one line per
     family: `family sq: declared tolerance loss 1e-09, grad 1e-09 (why)`)."""
@@ -145,7 +154,7 @@ def pair_row(j: CaseJudgement) -> str:
     rel = "0 (all 0)" if c.reference_zero and c.max_abs > 0 else num(c.max_rel)
     return (
         f"  {ref:<24} {other:<26} {j.array or '':<8} {num(c.max_abs):>9} {rel:>9} "
-        f"{numpy_i:>12} {julia_i:>12} {ulp_text(c.ulp):>10} {num(c.loss_rel):>9}  {j.verdict}"
+        f"{numpy_i:>12} {julia_i:>12} {worst_ulp_text(c):>10} {num(c.loss_rel):>9}  {j.verdict}"
         + (f"  ({j.family})" if j.verdict == Verdict.INFO else "")
     )
 
@@ -252,12 +261,15 @@ def unavailable_lines(results: list[ExampleJudgement]) -> list[str]:
     return [f"unavailable here: {', '.join(labels)}: {why}" for why, labels in reasons.items()]
 
 
-def example_lines(ej: ExampleJudgement, *, mode: str = "check", verbose: bool = True) -> list[str]:
+def example_lines(
+    ej: ExampleJudgement, *, mode: str = "check", verbose: bool = True, strict: bool = False
+) -> list[str]:
     """`weanj check`'s (`mode="check"`) or `weanj diff`'s block for one example (one not
     judged: its line says why, as the command line's stderr does once). Not `verbose`
     (`weanj check` without `-v`): the variants' table, what fails in full, what is
     expected, skipped or unavailable (each reason's first clause), and the verdict; the
-    agreeing pairs, the files read and the evaluations reused are `-v`'s."""
+    agreeing pairs, the files read and the evaluations reused are `-v`'s. `strict`
+    (`weanj check --strict`): a family compared with nothing fails it."""
     if ej.error is not None:
         return [f"== {ej.name}: not judged: {ej.error}"]
     dtypes = " and ".join(ej.dtypes)
@@ -310,14 +322,21 @@ def example_lines(ej: ExampleJudgement, *, mode: str = "check", verbose: bool = 
         out.append("  failures:")
         out.extend(failing)
         out.extend(f"  {h.line}" for h in kink_hypotheses(ej))  # a family failing alike
-    notes = [f"{len(failing)} failure(s)"] if failing else []
+    return out + [verdict_line(ej, len(failing), len(expected), strict=strict)]
+
+
+def verdict_line(ej: ExampleJudgement, failing: int, expected: int, *, strict: bool) -> str:
+    """`  EX: ok (1 expected difference) — family wav has one member here, jax-bug:
+    nothing to compare it with; did you mean wave?`: the example's verdict, what fails or
+    is expected, and each family compared with nothing (`_judge._alone`; with `strict`, a
+    failure)."""
+    notes = [f"{failing} failure(s)"] if failing else []
     if expected:
-        notes.append(expected_count(len(expected)))
-    out.append(
-        f"  {ej.name}: {Verdict.OK if ej.ok else Verdict.FAIL}"
-        + (f" ({', '.join(notes)})" if notes else "")
-    )
-    return out
+        notes.append(expected_count(expected))
+    lonely = alone(ej)
+    verdict = Verdict.OK if ej.ok and not (strict and lonely) else Verdict.FAIL
+    said = "".join(f" — {a.line}" for a in lonely)
+    return f"  {ej.name}: {verdict}" + (f" ({', '.join(notes)})" if notes else "") + said
 
 
 def suspect_lines(found: list) -> list[str]:
@@ -347,27 +366,29 @@ def overall_line(
     dtypes: tuple[str, ...],
     did_not_run: list[tuple[str, str, bool]] = (),
     coverage=None,
+    strict: bool = False,
 ) -> str:
-    """`overall: ok — partial: …; tpu: not run (…) — 6 example(s), …`: the verdict, what
-    was not judged (`coverage_text`; what is required and did not run is the failure,
-    each cause once), then what was."""
+    """`overall: ok — compared with nothing: …; partial: …; tpu: not run (…) — 6
+    example(s), …`: the verdict, what was compared with nothing (`_judge._alone`; with
+    `strict` a failure) and what was not judged (`coverage_text`; what is required and
+    did not run is the failure, each cause once), then what was and what did not run."""
     runs = sum(1 for ej in results for j in ej.of_kind(CaseKind.RUN) if j.verdict.ran)
-    skipped = sum(1 for ej in results for j in ej.judgements if not j.verdict.ran)
     failed = [ej.name for ej in results if ej.judged and not ej.ok]
     unjudged = [ej.name for ej in results if not ej.judged]
     unchecked = [d for d in DTYPES if d not in dtypes]
     note = f"; {'/'.join(unchecked)} not checked (weanj check --dtype both)" if unchecked else ""
     required = [m for m in did_not_run if m[2]]
-    verdict = str(Verdict.FAIL if failed or required else Verdict.OK)
+    lonely = [a for ej in results for a in alone(ej)]
+    verdict = str(Verdict.FAIL if failed or required or strict and lonely else Verdict.OK)
     if verdict == Verdict.OK and unjudged:
         verdict = "not judged"
-    not_judged = not_judged_text(coverage, did_not_run, " — ")
+    not_judged = not_judged_text(coverage, did_not_run, " — ", lonely, strict)
     if not_judged:
         verdict += f" — {not_judged}"
     expected = sum(len(ej.expected) for ej in results if ej.judged)
     return (
         f"overall: {verdict} — {len(results)} example(s), {runs} run(s) in "
-        f"{' and '.join(dtypes)}, {skipped} case(s) skipped or unavailable"
+        f"{' and '.join(dtypes)}, {not_run_cases(results)}"
         + (f", {expected_count(expected)}" if expected else "")
         + f", {seconds:.0f} s{note}"
         + (f"; failed: {', '.join(failed)}" if failed else "")
