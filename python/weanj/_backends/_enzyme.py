@@ -42,18 +42,26 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
     static_argnums = example.static_argnums()
     static = frozenset(static_argnums)
 
+    made: dict[tuple, Callable] = {}
+
     def through_enzyme(args):
         # The static parameters are baked in here, so each (shapes, parameters) is one
-        # Enzyme module; the outer jax.jit caches it like any other trace.
-        # Named so: Enzyme-JAX compiles it on its own once per trace (to find the arguments
-        # XLA keeps), and a count of compilations (benchmarks/compile_cost.py) tells those
-        # apart from weanj's programs by this name.
-        def forward_for_enzyme(*arrays):
-            it = iter(arrays)
-            return loss(*(args[i] if i in static else next(it) for i in range(len(args))))
+        # Enzyme module; the outer jax.jit caches it like any other trace. One function per
+        # parameter values: Enzyme-JAX compiles it on its own (to find the arguments XLA
+        # keeps), and JAX's cache serves every later trace of the same function (the
+        # check's program traces it in two branches). Named so: a count of compilations
+        # (benchmarks/compile_cost.py) tells those apart from weanj's programs by this name.
+        values = tuple(args[i] for i in sorted(static))
+        if values not in made:
+            fixed = dict(zip(sorted(static), values, strict=True))
 
+            def forward_for_enzyme(*arrays):
+                it = iter(arrays)
+                return loss(*(fixed[i] if i in fixed else next(it) for i in range(len(args))))
+
+            made[values] = enzyme_jax_ir()(forward_for_enzyme)
         arrays = [a for i, a in enumerate(args) if i not in static]
-        return enzyme_jax_ir()(forward_for_enzyme), arrays
+        return made[values], arrays
 
     def enzyme_loss(*args):
         forward, arrays = through_enzyme(args)

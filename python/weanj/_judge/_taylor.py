@@ -37,6 +37,9 @@ EPS = float(np.finfo(np.float64).eps)
 ROUNDING = 64 * EPS
 RESOLVED = 100.0
 AT_ROUNDING = 3  # consecutive steps at rounding level that end a direction's halving
+# A second difference that falls slower than this (h^1.5) is a kink's (h), not a smooth
+# loss's curvature (h²): the two are a factor two apart per halving, this the middle.
+KINK_RATE = 1.5
 
 
 def inner(g: np.ndarray, dx: np.ndarray) -> float:
@@ -95,6 +98,21 @@ class TaylorDirection:
     rounding: tuple[float, ...]
     nonfinite: bool = False
     slope: float = 0.0  # ⟨g, dx⟩
+    # where it fails: `(h, |L(x+h·dx) + L(x−h·dx) − 2L(x)|, its rounding level)` at its two
+    # smallest resolved steps one halving apart (`_pipeline.checks._taylor_walk`)
+    second: tuple[tuple[float, float, float], ...] = ()
+
+    @property
+    def kink(self) -> bool | None:
+        """Whether its second differences show a kink within its smallest steps (they fall
+        as h: one-sided slopes that differ) rather than a smooth loss (as h², or at
+        rounding level); None where they were not computed."""
+        if len(self.second) < 2:
+            return None
+        (_, wide, rho_w), (_, narrow, rho_n) = self.second[-2:]
+        if narrow <= RESOLVED * rho_n or wide <= RESOLVED * rho_w:
+            return False  # at rounding level: nothing bends the loss at these steps
+        return math.log2(wide / narrow) < KINK_RATE
 
     @property
     def sensitivity(self) -> float:
@@ -127,7 +145,9 @@ class TaylorDirection:
 @check_result("taylor")
 @dataclass(frozen=True)
 class TaylorResult:
-    """The Taylor test of one gradient array: every direction, and what it left out."""
+    """The Taylor test of one gradient array: every direction, and what it left out. Each
+    array is tested on its own directions (no other array moves), so no other array's
+    curvature enters its remainders."""
 
     array: str
     policy: TaylorPolicy
@@ -135,11 +155,11 @@ class TaylorResult:
     directions: tuple[TaylorDirection, ...]
     left_out: int
     size: int
-    # the arrays whose directions were shared (each moved along its part of one direction:
-    # `_pipeline.checks._gradchecks`), () for a test of this array alone
-    shared: tuple[str, ...] = ()
-    # whether a direction was walked step by step (the regime's estimate not borne out)
+    # whether a direction was walked step by step (the estimate not borne out)
     walked: bool = False
+    # the array's own scale, `1e-2·‖x‖` (the default first step): a direction whose steps
+    # reached it with every remainder at rounding level shows a loss linear along it
+    scale: float = 0.0
 
     @property
     def sensitivity(self) -> float:
@@ -157,19 +177,56 @@ class TaylorResult:
         return tuple(d.rates for d in self.directions)
 
     @property
-    def others(self) -> tuple[str, ...]:
-        """The other arrays whose directions this test shared."""
-        return tuple(a for a in self.shared if a != self.array)
+    def failing(self) -> tuple[TaylorDirection, ...]:
+        """The directions whose rates at the smallest resolved steps fall below the bound."""
+        return tuple(d for d in self.directions if d.rates and min(d.rates[-3:]) < self.policy.rate)
+
+    def _linear(self, d: TaylorDirection) -> bool:
+        """A direction with no rate whose steps reached the array's own scale: every
+        remainder at rounding level there, the loss is linear along it, and its slope
+        agrees with the gradient's to the direction's sensitivity (a secant check, exact
+        for a linear loss)."""
+        scale = self.scale or self.h0
+        return not d.rates and bool(d.steps) and max(d.steps) >= scale * (1 - 1e-9)
+
+    @property
+    def linear(self) -> bool:
+        """Some direction showed a loss linear along it (`_linear`)."""
+        return any(self._linear(d) for d in self.directions)
+
+    @property
+    def unresolved(self) -> bool:
+        """No direction fails, and one resolves no rate without reaching the array's own
+        scale: every remainder it reached stood at rounding level at steps too small to
+        show a gradient error (a first step declared too small, a loss whose rounding
+        hides its curvature): the gradient was not tested there."""
+        return not self.failing and any(
+            not d.rates and not self._linear(d) for d in self.directions
+        )
+
+    @property
+    def zero(self) -> bool:
+        """The claimed gradient is zero along every direction (`⟨g, dx⟩ = 0`)."""
+        return bool(self.directions) and all(d.slope == 0 for d in self.directions)
+
+    @property
+    def kink(self) -> bool:
+        """A failing direction whose second differences fall as h: the loss has a kink
+        within its smallest steps (not a wrong gradient of a smooth loss)."""
+        return any(d.kink for d in self.failing)
 
     @property
     def passes(self) -> bool:
         """The rule (docs/DESIGN.md, "The Taylor remainder test"): along every direction,
-        the rates at the smallest resolved steps are at least the policy's (about 2), or
-        every remainder is at rounding level (the loss is linear along the direction). A
-        direction with a NaN/Inf, or a test with no direction, does not pass."""
+        the rates at the smallest resolved steps are at least the policy's (about 2). A
+        direction with a NaN/Inf, a direction that resolves no rate (`unresolved`), or a
+        test with no direction, does not pass."""
         if not self.directions or any(d.nonfinite for d in self.directions):
             return False
-        return not any(rates and min(rates) < self.policy.rate for rates in self.asymptotic)
+        return all(
+            min(d.rates[-3:]) >= self.policy.rate if d.rates else self._linear(d)
+            for d in self.directions
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The numbers, as an evaluation record keeps them (`from_json` reads them back)."""
@@ -186,18 +243,9 @@ class TaylorResult:
             "h0": self.h0,
             "left_out": self.left_out,
             "size": self.size,
-            "shared": list(self.shared),
             "walked": self.walked,
-            "directions": [
-                {
-                    "steps": list(d.steps),
-                    "remainders": list(d.remainders),
-                    "rounding": list(d.rounding),
-                    "nonfinite": d.nonfinite,
-                    "slope": d.slope,
-                }
-                for d in self.directions
-            ],
+            "scale": self.scale,
+            "directions": [_direction_json(d) for d in self.directions],
         }
 
     @classmethod
@@ -209,6 +257,7 @@ class TaylorResult:
                 tuple(map(float, d["rounding"])),
                 bool(d["nonfinite"]),
                 float(d["slope"]),
+                tuple(tuple(map(float, row)) for row in d.get("second", ())),
             )
             for d in data["directions"]
         )
@@ -219,46 +268,88 @@ class TaylorResult:
             directions,
             int(data["left_out"]),
             int(data["size"]),
-            tuple(str(a) for a in data["shared"]),
             bool(data["walked"]),
+            float(data.get("scale", 0.0)),
         )
 
     # --- its verdict and its views (the protocol of `_checks`) ---------------------------
 
     def judge(self) -> tuple[Verdict, str]:
-        """ok when it passes (`passes`); FAIL with the rates otherwise; skipped where the
-        kink mask leaves nothing to perturb; NaN/Inf where a loss along a direction is."""
+        """ok when it passes (`passes`); FAIL with the rates (and whether the loss bends
+        there: a kink or a wrong gradient) otherwise, or naming a gradient of zero where
+        the loss moves; skipped where it resolved nothing (`unresolved`, never a pass) or
+        where the kink mask leaves nothing to perturb; NaN/Inf where a loss along a
+        direction is."""
         if not self.directions:
             return Verdict.SKIPPED, f"the kink mask leaves no entry of {self.array} to perturb"
         if any(d.nonfinite for d in self.directions):
             return Verdict.NONFINITE, "a loss along a direction is NaN/Inf"
-        bound = self.policy.rate
-        failing = [rates for rates in self.asymptotic if rates and min(rates) < bound]
-        reason = ""
-        if failing:
-            reason = (
-                f"remainders fall with rate(s) {', '.join(f'{r:.2f}' for r in failing[0])} at "
-                f"the smallest steps, below {bound:g}: the gradient of {self.array} is not the "
-                "loss's derivative (a correct one gives 2)"
+        moved = [d for d in self.directions if d.resolved]
+        if self.zero and moved:
+            h, r = _largest_resolved(moved[0])
+            return Verdict.FAIL, (
+                f"the gradient of {self.array} is zero but the loss moves by {r:.1e} at "
+                f"h = {h:.1e} along the test's direction"
             )
-        elif not any(d.resolved for d in self.directions):
-            reason = (
-                "every remainder is at rounding level (the loss is linear along the directions "
-                f"at this step); a relative gradient error above {self.sensitivity:.0e} would "
-                "have shown"
+        if self.failing:
+            rates = self.failing[0].rates[-3:]
+            return Verdict.FAIL, (
+                f"remainders fall with rate(s) {', '.join(f'{r:.2f}' for r in rates)} at the "
+                f"smallest steps, below {self.policy.rate:g}: {self._why_failing()}"
             )
-        return (Verdict.OK if self.passes else Verdict.FAIL), reason
+        if self.unresolved:
+            return Verdict.SKIPPED, self._why_unresolved()
+        if self.linear:
+            reached = max(max(d.steps) for d in self.directions if self._linear(d))
+            return Verdict.OK, (
+                f"every remainder up to h = {reached:.1e} is at rounding level: the loss is "
+                f"linear along the directions, and a relative gradient error above "
+                f"{self.sensitivity:.0e} would have shown"
+            )
+        return Verdict.OK, ""
+
+    def _why_failing(self) -> str:
+        d = self.failing[0]
+        if d.kink:
+            (h, second, _), *_ = d.second[-1:]
+            return (
+                f"the loss has a kink within {h:.1e} of the inputs along the test's direction "
+                f"(its second difference falls as h, {second:.1e} at h = {h:.1e}: one-sided "
+                "slopes that differ), which the steps cross"
+            )
+        if d.kink is False:
+            return (
+                f"the gradient of {self.array} is not the loss's derivative (the loss is "
+                "smooth at these steps: its second difference falls as h² or stands at "
+                "rounding level; a correct gradient gives 2)"
+            )
+        return f"the gradient of {self.array} is not the loss's derivative (a correct one gives 2)"
+
+    def _why_unresolved(self) -> str:
+        d = next(d for d in self.directions if not d.rates)
+        if not d.steps:
+            return f"unresolved: no step of {self.array} was computed"
+        reached = f"h = {min(d.steps):.1e} to {max(d.steps):.1e}"
+        if self.zero:
+            return (
+                f"unresolved: the gradient of {self.array} is zero and the loss does not move "
+                f"beyond rounding level from {reached} (a loss that does not depend on it)"
+            )
+        return (
+            f"unresolved: every remainder from {reached} stands at rounding level (about "
+            f"{d.rounding[0]:.1e}), steps below the array's own scale ({self.scale or self.h0:.1e}): "
+            f"too small to show a gradient error above {d.sensitivity:.0e}; the gradient of "
+            f"{self.array} was not tested (declare a larger `TaylorPolicy(h0=...)`)"
+        )
 
     def summary(self, reason: str) -> str:
         """The rates at the smallest steps, the first step and what the test resolves."""
         if not self.directions:
             return reason
         rates = ["/".join(f"{r:.2f}" for r in rates) or "—" for rates in self.asymptotic]
-        shared = f", directions shared with {', '.join(self.others)}" if self.others else ""
         text = (
             f"rates at the smallest steps {'; '.join(rates)} (h0 {self.h0:.1e}, bound "
-            f"{self.policy.rate:g}; resolves relative errors from {self.sensitivity:.0e}"
-            f"{shared})"
+            f"{self.policy.rate:g}; resolves relative errors from {self.sensitivity:.0e})"
         )
         return f"{text}: {reason}" if reason else text
 
@@ -274,7 +365,6 @@ class TaylorResult:
                 "h0": self.h0,
                 "rate_bound": self.policy.rate,
                 "left_out": self.left_out,
-                "shared": list(self.shared),
                 "walked": self.walked,
                 "directions": [
                     {
@@ -314,5 +404,29 @@ class TaylorResult:
     def __repr__(self) -> str:
         shown = "; ".join("/".join(f"{r:.2f}" for r in rates) or "—" for rates in self.asymptotic)
         what = f" of {self.array}" if self.array else ""
-        outcome = "passes" if self.passes else "fails"
+        outcome = "passes" if self.passes else "unresolved" if self.unresolved else "fails"
         return f"<Taylor test{what}: rates {shown or '—'} (bound {self.policy.rate:g}): {outcome}>"
+
+
+def _direction_json(d: TaylorDirection) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "steps": list(d.steps),
+        "remainders": list(d.remainders),
+        "rounding": list(d.rounding),
+        "nonfinite": d.nonfinite,
+        "slope": d.slope,
+    }
+    if d.second:
+        out["second"] = [list(row) for row in d.second]
+    return out
+
+
+def _largest_resolved(d: TaylorDirection) -> tuple[float, float]:
+    """`(h, remainder)` of the largest remainder above rounding level along `d`."""
+    rows = [
+        (r, h)
+        for h, r, rho in zip(d.steps, d.remainders, d.rounding, strict=True)
+        if r > RESOLVED * rho
+    ]
+    r, h = max(rows)
+    return h, r

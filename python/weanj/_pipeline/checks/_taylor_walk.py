@@ -5,21 +5,33 @@ when g is the gradient and as h when it is not. What decides is the few steps ju
 rounding level: there a wrong gradient's linear term cannot hide behind the curvature.
 The steps lie on one grid, `h_k = h0/2^k`, and each loss on it is computed once:
 
-- **The regime, estimated.** From the first remainder (resolved: above `RESOLVED` times
-  its rounding level ρ) the h² model says how many halvings bring it to `REGIME·RESOLVED·ρ`;
-  the test goes there and halves from there until a remainder is at rounding level.
-  It accepts when at least `RATES` consecutive halvings above rounding level each fall at
-  a rate between the policy's bound and `BAND`, and the next step is at rounding level:
-  a correct gradient's h², seen down to where nothing smaller could be resolved. Where
-  the estimate lands too low (already at rounding level) or too high, it moves and tries
-  again, `HOPS` times at most. Four or five losses per direction, where halving from h0
-  took twenty and more.
+- **The last resolved step, estimated.** From the first remainder (resolved: above
+  `RESOLVED` times its rounding level ρ) the h² model says how many halvings bring it to
+  the last resolved step, whose remainder lies between `RESOLVED·ρ` and `4·RESOLVED·ρ`
+  (the next halving would be at rounding level). The test computes that step and the
+  one before it: the halving into the last resolved step is where a wrong gradient's
+  linear term is largest against the curvature, and the test accepts when it falls at a
+  rate between the policy's bound and `BAND` (and every other rate it computed on the
+  way keeps the rule). Where the estimate lands too low (at rounding level) it bisects
+  back to the last resolved step; too high, it halves on: `HOPS` moves at most. Three
+  losses for an array's first direction; two for the next, which starts where the first
+  found its last resolved step (the same array, the same h0, a curvature of the same
+  order).
+- **A larger step where the first resolves nothing.** Where the first step's remainder
+  is at rounding level (a loss nearly linear at that scale, or an `h0` declared too
+  small), the test tries `2**TOP·h0` and goes down from there. A direction that resolves
+  nothing even there has no rate: the loss is linear along it where its steps reached
+  the array's own scale (a secant check, exact for a linear loss, `TaylorResult`), and
+  the test is *unresolved* where they did not: never a pass.
 - **The walk, where the estimate is not borne out.** Anything else — a rate out of the
   band (a wrong gradient, or a wrong one whose two terms cancel: `r = |h²C − hε|` dips
   towards zero once, and the halving before the dip falls faster than h²), a kink, a
-  noisy loss, a NaN — and the test walks the grid from h0 step by step as it always did,
-  until `AT_ROUNDING` remainders in a row stand at rounding level (reusing every loss
-  already computed): its verdict is the walk's.
+  noisy loss, a NaN — and the test walks the grid step by step as it always did, until
+  `AT_ROUNDING` remainders in a row stand at rounding level (reusing every loss already
+  computed): its verdict is the walk's.
+- **Kink or wrong gradient.** Where a direction fails, its second differences at its two
+  smallest resolved steps (two losses at −h) tell the two apart: smooth at x they fall
+  as h² (or stand at rounding level); across a kink, whose one-sided slopes differ, as h.
 
 Before the walk, where the rounding floor was only the free one (`ε·Σ|x·∂L/∂x|`, known
 from the gradient), the loss's measured rounding level is asked for (`escalate`) and the
@@ -28,23 +40,21 @@ estimate tried again with it: a loss that cancels is noisy above its own size's 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..._judge._taylor import AT_ROUNDING, RESOLVED, ROUNDING, TaylorDirection
 
-# The regime's first step is aimed at REGIME·RESOLVED·ρ to 4·REGIME·RESOLVED·ρ: the next
-# halving stays above rounding level (200ρ to 800ρ), the one after stands at it or just
-# above (50ρ to 200ρ). Where it is at rounding level already, one step higher gives the
-# second halving: five losses a direction, six at times (a larger aim costs one more).
-REGIME = 8.0
 # A halving that falls faster than this is not the h² of a correct gradient: the dip of a
 # wrong gradient's cancelling terms (up to 4.9 times per halving where the dip is a few
 # steps on), or third-order terms, which the walk then reads.
 BAND = 2.3
-RATES = 2  # consecutive halvings above rounding level, each within [rate, BAND]
 HOPS = 4  # moves of the estimate before the walk
+# Where the first step resolves nothing: the step 2**TOP times larger (64·h0: a remainder
+# 4096 times larger under h², 64 times under a wrong gradient's h)
+TOP = 6
 
 
 @dataclass
@@ -93,13 +103,14 @@ class Grid:
         )
 
 
-def walk(grid: Grid, floor: float) -> TaylorDirection:
-    """Halve from h0 until `AT_ROUNDING` remainders in a row are at rounding level, or
-    `max_steps` (the test as it always ran; a wrong gradient's cancelling terms cross
-    rounding level once, and one remainder there would end it too soon)."""
+def walk(grid: Grid, floor: float, start: int = 0) -> TaylorDirection:
+    """Halve from step `start` (h0, or the largest step tried above it) until
+    `AT_ROUNDING` remainders in a row are at rounding level, or `max_steps` (the test as
+    it always ran; a wrong gradient's cancelling terms cross rounding level once, and one
+    remainder there would end it too soon)."""
     ks: list[int] = []
     quiet = 0
-    for k in range(grid.max_steps):
+    for k in range(start, grid.max_steps):
         if not grid.finite(k):
             return grid.direction(ks, floor, nonfinite=True)
         ks.append(k)
@@ -109,34 +120,27 @@ def walk(grid: Grid, floor: float) -> TaylorDirection:
     return grid.direction(ks, floor)
 
 
+def _bottom(grid: Grid, k: int, floor: float) -> bool:
+    """Whether resolved step k is the last resolved one: the next halving, under the h²
+    model, falls below `RESOLVED·ρ` (its remainder under `4·RESOLVED·ρ`), or was computed
+    and is at rounding level."""
+    if not grid.resolved(k, floor):
+        return False
+    below = k + 1 in grid.values and not grid.resolved(k + 1, floor)
+    return below or grid.remainder(k) < 4.0 * RESOLVED * grid.rounding(k, floor)
+
+
 def _halvings(grid: Grid, k: int, floor: float) -> int:
-    """How many halvings from step k bring its remainder to `REGIME·RESOLVED·ρ` under the
-    h² model (0 where it is there already)."""
-    ratio = grid.remainder(k) / (REGIME * RESOLVED * grid.rounding(k, floor))
-    return max(0, int(math.floor(math.log(ratio, 4.0)))) if ratio > 1 else 0
+    """How many halvings from resolved step k bring its remainder, under the h² model, to
+    the last resolved step (between `RESOLVED·ρ` and `4·RESOLVED·ρ`)."""
+    ratio = grid.remainder(k) / (RESOLVED * grid.rounding(k, floor))
+    return max(1, int(math.floor(math.log(ratio, 4.0)))) if ratio >= 4.0 else 0
 
 
-def _run_from(grid: Grid, a: int, floor: float, rate: float) -> tuple[list[int], str]:
-    """Halve from `a` until a remainder is at rounding level: `(steps, how)`, `how` "ok"
-    (the regime seen: at least `RATES` halvings in the band, then rounding level), "few"
-    (at rounding level after fewer, or from the start: it began too low), "band" (a
-    halving out of the band) or "end" (a NaN/Inf, or the last step)."""
-    if not grid.finite(a):
-        return [a], "end"
-    if not grid.resolved(a, floor):
-        return [a], "few"
-    ks = [a]
-    rates = 0
-    for k in range(a + 1, grid.max_steps):
-        if not grid.finite(k):
-            return ks, "end"
-        ks.append(k)
-        if not grid.resolved(k, floor):
-            return ks, "ok" if rates >= RATES else "few"
-        if not rate <= math.log2(grid.remainder(k - 1) / grid.remainder(k)) <= BAND:
-            return ks, "band"
-        rates += 1
-    return ks, "end"
+def _resolved_above(grid: Grid, k: int, floor: float) -> int | None:
+    """The smallest step larger than step k (an index below k) known resolved."""
+    found = [i for i in grid.values if i < k and grid.finite(i) and grid.resolved(i, floor)]
+    return max(found) if found else None
 
 
 def _last_resolved(grid: Grid, lo: int, hi: int, floor: float) -> int | None:
@@ -150,30 +154,69 @@ def _last_resolved(grid: Grid, lo: int, hi: int, floor: float) -> int | None:
     return lo
 
 
-def estimate(grid: Grid, floor: float, rate: float) -> TaylorDirection | None:
-    """The direction decided from the regime estimated (module docstring), or None where
-    the estimate is not borne out (then the walk decides)."""
-    if not grid.finite(0) or not grid.resolved(0, floor):
-        return None
-    k = 0  # a resolved step above the regime
-    for _ in range(HOPS):
-        a = k + _halvings(grid, k, floor)
-        if a >= grid.max_steps or not grid.finite(a):
+class Unresolved(Exception):
+    """Nothing resolved from the first step up to `2**TOP` times it: no rate to read."""
+
+
+def estimate(grid: Grid, floor: float, rate: float, start: int = 0) -> TaylorDirection | None:
+    """The direction decided at its last resolved step (module docstring): the halving
+    into it, within `[rate, BAND]`, and every rate the test computed on the way within the
+    rule; None where that is not borne out (then the walk decides). `start`: the step to
+    try first (where the array's previous direction found its last resolved step).
+    Raises `Unresolved` where no step from `start` up to `2**TOP` times the first one
+    resolves anything."""
+    k = start
+    for _ in range(HOPS + 3):
+        if not grid.finite(k):
             return None
-        if grid.resolved(a, floor):
-            if a > k and _halvings(grid, a, floor) > 1:
-                k = a  # still well above the regime: estimate again from there
-                continue
-        else:  # too far: the regime ends between k and a
-            last = _last_resolved(grid, k, a, floor)
-            if last is None or last - RATES < 0:
+        if _bottom(grid, k, floor):
+            if not grid.finite(k - 1) or not grid.resolved(k - 1, floor):
                 return None
-            a = last - RATES
-        run, how = _run_from(grid, a, floor, rate)
-        if how == "few" and a > 0:  # at rounding level too soon: one halving higher
-            run, how = _run_from(grid, a - 1, floor, rate)
-        return grid.direction(sorted({0, *run}), floor) if how == "ok" else None
+            found = grid.direction(sorted(grid.values), floor)
+            fell = math.log2(grid.remainder(k - 1) / grid.remainder(k))
+            rates = found.rates[-3:]
+            return found if rate <= fell <= BAND and rates and min(rates) >= rate else None
+        if grid.resolved(k, floor):
+            k += _halvings(grid, k, floor)
+            if k >= grid.max_steps:
+                return None
+            continue
+        above = _resolved_above(grid, k, floor)
+        if above is not None:
+            last = _last_resolved(grid, above, k, floor)
+            if last is None:
+                return None
+            k = last
+        elif k > 0:  # below a previous direction's last resolved step: one higher, then h0
+            k = k - 1 if k == start else 0
+        elif k > -TOP:
+            k = -TOP  # nothing resolved at h0: the largest step (then down from there)
+        else:
+            raise Unresolved
     return None
+
+
+def second_differences(grid: Grid, direction: TaylorDirection, floor: float) -> TaylorDirection:
+    """`direction` with the second difference `|L(x+h·dx) + L(x−h·dx) − 2L(x)|` at its two
+    smallest resolved steps one halving apart (two losses, at −h): where a gradient fails
+    the test, what tells a kink from a wrong gradient. A loss smooth at x has a second
+    difference that falls as h² (or stands at rounding level); across a kink, whose
+    one-sided slopes differ by σ, it is about σ·h, falling as h (`TaylorDirection.kink`)."""
+    resolved = [
+        k for k in sorted(grid.values) if grid.finite(k) and grid.resolved(k, floor)
+    ]
+    pairs = [k for k in resolved if k - 1 in resolved]
+    if not pairs:
+        return direction
+    out = []
+    for k in (pairs[-1] - 1, pairs[-1]):
+        h = grid.step(k)
+        grid.tell("kink or wrong gradient: ", k)
+        minus = float(grid.loss(-h))
+        second = abs(grid.value(k) + minus - 2.0 * grid.base)
+        rho = max(ROUNDING * max(abs(grid.base), abs(minus), abs(grid.value(k))), floor)
+        out.append((h, second, rho))
+    return dataclasses.replace(direction, second=tuple(out))
 
 
 class Floor:
@@ -194,15 +237,36 @@ class Floor:
         return False
 
 
-def one_direction(grid: Grid, floor: Floor, rate: float) -> tuple[TaylorDirection, bool]:
-    """`(direction, walked)`: the regime estimated under the floor; where it is not borne
-    out, estimated again under the measured floor (where that raises it), then the walk."""
+def one_direction(
+    grid: Grid, floor: Floor, rate: float, start: int = 0
+) -> tuple[TaylorDirection, bool, int]:
+    """`(direction, walked, next)`: decided at its last resolved step (`estimate`, from
+    `start`); where that is not borne out, again under the measured floor (where that
+    raises it), then the walk. Where it fails, its second differences say whether a kink
+    or the gradient is to blame. `last`: the index of its last resolved step (where the
+    array's next direction starts). A direction that resolves nothing is returned as
+    computed (no rate: the test is unresolved)."""
     if not (math.isfinite(grid.base) and math.isfinite(grid.slope)):
-        return TaylorDirection((), (), (), nonfinite=True, slope=grid.slope), False
-    found = estimate(grid, floor.value, rate)
-    if found is None and floor.measure():
-        found = estimate(grid, floor.value, rate)
-    if found is not None:
-        return found, False
-    grid.how = "escalated: every step walked, "
-    return walk(grid, floor.value), True
+        return TaylorDirection((), (), (), nonfinite=True, slope=grid.slope), False, start
+    try:
+        found = estimate(grid, floor.value, rate, start)
+        if found is None and floor.measure():
+            found = estimate(grid, floor.value, rate, start)
+    except Unresolved:
+        return grid.direction(sorted(grid.values), floor.value), False, start
+    walked = found is None
+    if walked:
+        grid.how = "escalated: every step walked, "
+        found = walk(grid, floor.value, min(min(grid.values, default=0), 0))
+    if found.rates and min(found.rates[-3:]) < rate:
+        found = second_differences(grid, found, floor.value)
+    return found, walked, _next_start(grid, floor.value)
+
+
+def _next_start(grid: Grid, floor: float) -> int:
+    """Where the array's next direction starts: one halving above this one's last resolved
+    step (the same array and h0, a curvature of the same order: its first remainder is
+    then 4 to 16 times `RESOLVED·ρ`, and one more loss finds its last resolved step, up or
+    down); where nothing resolved, at the largest step tried (one loss to see it linear)."""
+    resolved = [k for k in grid.values if grid.finite(k) and grid.resolved(k, floor)]
+    return max(resolved) - 1 if resolved else min(grid.values, default=0)

@@ -27,7 +27,7 @@ from ..._judge._contract import (
 from ..._model import Configuration, Gradient, Inputs, Variant
 from ..._model._cost import Cost
 from ..._watch import Watch
-from ._calls import counter, functions_of, loss_and_grad
+from ._calls import compiling_into, counter, evaluation_call, functions_of
 from ._levels import measure_levels
 from ._on_device import describe as describe_device
 from ._on_device import label_of, matmul_free, on_device, platform_fault_line
@@ -135,11 +135,15 @@ def evaluate(
     precision: str | None = None,
     checking: bool = False,
     levels: bool = True,
+    tangents: dict | None = None,
 ) -> Gradient | Fault:
     """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault, with the
     `Configuration` it ran in: on `device`, with matmul `precision` (None: the one in
     effect). `checking`: gradient checks follow (the backend's `for_checks`). `levels`:
-    measure the rounding level now, not when a comparison needs it (`measure_levels`)."""
+    measure the rounding level now, not when a comparison needs it (`measure_levels`).
+    `tangents`: each wrt array's jvp direction (a check's float64 CPU run), whose
+    forward-mode derivatives the evaluation's call computes where its backend can
+    (`Gradient.forward`). The programs it compiles are counted in its `cost`."""
     ex = variant.example
     config = variant.configuration(dtype, device)
     if precision is not None:
@@ -164,9 +168,10 @@ def evaluate(
                 functions_of(built, dtype, device, precision, checking), device, precision
             )
             t0 = time.perf_counter()
-            loss, raw_grad = loss_and_grad(
-                fns, args, watch, where, dtype, returned, counter(cost, "evaluation")
-            )
+            with compiling_into(cost):
+                loss, raw_grad, directional = evaluation_call(
+                    fns, args, watch, where, dtype, returned, counter(cost, "evaluation"), tangents
+                )
             seconds = time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
     except TimeoutError as e:
@@ -183,6 +188,8 @@ def evaluate(
         return fault(e, f"{variant.name} {first_line(e)}{raised_at(e)}")
     g = _gradient(variant, inputs, config, gradients, loss, seconds)
     g.cost = cost
+    if directional is not None:
+        g.forward = {name: float(np.asarray(value)) for name, value in directional.items()}
     describe_device(g, place, config, precision)
     nonfinite = numbers_fault(g, command)  # the numbers, judged
     if nonfinite is not None:
