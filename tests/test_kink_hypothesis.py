@@ -82,8 +82,11 @@ def test_one_line_names_the_kink_and_no_port_is_a_suspect(kinked):
     assert ej.suspects() == {} and kinked.suspects == []
 
     lines = kinked.lines()
-    named = [line for line in lines if "kink" in line]
+    named = [line for line in lines if "family k:" in line]
     assert len(named) == 1, "\n".join(lines)
+    # each member's own failure names the kink too, by its second differences
+    reasons = [j.reason for j in ej.of_kind(CaseKind.TAYLOR)]
+    assert all("the loss has a kink within" in r for r in reasons), reasons
     (line,) = named
     assert line.startswith(
         "  family k: every member (jax-abs, jax-branches, jax-relu) fails the Taylor test of "
@@ -103,4 +106,4 @@ def test_a_wrong_port_among_them_is_named_and_no_kink_is(kinked_and_wrong):
     ej = kinked_and_wrong[EX]
     assert ej.by_case()[f"{EX}::k::jax-off::taylor"].verdict == weanj.Verdict.FAIL
     assert set(ej.suspects()) == {"jax-off"}
-    assert not [line for line in kinked_and_wrong.lines() if "kink" in line]
+    assert not [line for line in kinked_and_wrong.lines() if "family k:" in line]

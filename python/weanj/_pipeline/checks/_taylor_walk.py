@@ -5,18 +5,17 @@ when g is the gradient and as h when it is not. What decides is the few steps ju
 rounding level: there a wrong gradient's linear term cannot hide behind the curvature.
 The steps lie on one grid, `h_k = h0/2^k`, and each loss on it is computed once:
 
-- **The last resolved step, estimated.** From the first remainder (resolved: above
-  `RESOLVED` times its rounding level ρ) the h² model says how many halvings bring it to
-  the last resolved step, whose remainder lies between `RESOLVED·ρ` and `4·RESOLVED·ρ`
-  (the next halving would be at rounding level). The test computes that step and the
-  one before it: the halving into the last resolved step is where a wrong gradient's
-  linear term is largest against the curvature, and the test accepts when it falls at a
-  rate between the policy's bound and `BAND` (and every other rate it computed on the
-  way keeps the rule). Where the estimate lands too low (at rounding level) it bisects
-  back to the last resolved step; too high, it halves on: `HOPS` moves at most. Three
-  losses for an array's first direction; two for the next, which starts where the first
-  found its last resolved step (the same array, the same h0, a curvature of the same
-  order).
+- **The regime, estimated.** From the first remainder (resolved: above `RESOLVED` times
+  its rounding level ρ) the h² model says how many halvings bring it to
+  `REGIME·RESOLVED·ρ`; the test goes there and halves from there until a remainder is
+  at rounding level. It accepts when at least `RATES` consecutive halvings above
+  rounding level each fall at a rate between the policy's bound and `BAND`, and the next
+  step is at rounding level: a correct gradient's h², seen down to where nothing
+  smaller could be resolved (where a wrong gradient's linear term is largest against
+  the curvature). Where the estimate lands too low (already at rounding level) or too
+  high, it moves and tries again, `HOPS` times at most. Five losses per direction (four
+  for a further direction of the same array, which starts two halvings above where the
+  first found its last resolved step), where halving from h0 took twenty and more.
 - **A larger step where the first resolves nothing.** Where the first step's remainder
   is at rounding level (a loss nearly linear at that scale, or an `h0` declared too
   small), the test tries `2**TOP·h0` and goes down from there. A direction that resolves
@@ -51,7 +50,13 @@ from ..._judge._taylor import AT_ROUNDING, RESOLVED, ROUNDING, TaylorDirection
 # wrong gradient's cancelling terms (up to 4.9 times per halving where the dip is a few
 # steps on), or third-order terms, which the walk then reads.
 BAND = 2.3
+RATES = 2  # consecutive halvings above rounding level, each within [rate, BAND]
 HOPS = 4  # moves of the estimate before the walk
+# The regime's first step is aimed at REGIME·RESOLVED·ρ to 4·REGIME·RESOLVED·ρ: the next
+# halving stays above rounding level (200ρ to 800ρ), the one after stands at it or just
+# above (50ρ to 200ρ). Where it is at rounding level already, one step higher gives the
+# second halving: five losses a direction, six at times (a larger aim costs one more).
+REGIME = 8.0
 # Where the first step resolves nothing: the step 2**TOP times larger (64·h0: a remainder
 # 4096 times larger under h², 64 times under a wrong gradient's h)
 TOP = 6
@@ -120,27 +125,34 @@ def walk(grid: Grid, floor: float, start: int = 0) -> TaylorDirection:
     return grid.direction(ks, floor)
 
 
-def _bottom(grid: Grid, k: int, floor: float) -> bool:
-    """Whether resolved step k is the last resolved one: the next halving, under the h²
-    model, falls below `RESOLVED·ρ` (its remainder under `4·RESOLVED·ρ`), or was computed
-    and is at rounding level."""
-    if not grid.resolved(k, floor):
-        return False
-    below = k + 1 in grid.values and not grid.resolved(k + 1, floor)
-    return below or grid.remainder(k) < 4.0 * RESOLVED * grid.rounding(k, floor)
-
-
 def _halvings(grid: Grid, k: int, floor: float) -> int:
-    """How many halvings from resolved step k bring its remainder, under the h² model, to
-    the last resolved step (between `RESOLVED·ρ` and `4·RESOLVED·ρ`)."""
-    ratio = grid.remainder(k) / (RESOLVED * grid.rounding(k, floor))
-    return max(1, int(math.floor(math.log(ratio, 4.0)))) if ratio >= 4.0 else 0
+    """How many halvings from step k bring its remainder to `REGIME·RESOLVED·ρ` under the
+    h² model (0 where it is there already)."""
+    ratio = grid.remainder(k) / (REGIME * RESOLVED * grid.rounding(k, floor))
+    return max(0, int(math.floor(math.log(ratio, 4.0)))) if ratio > 1 else 0
 
 
-def _resolved_above(grid: Grid, k: int, floor: float) -> int | None:
-    """The smallest step larger than step k (an index below k) known resolved."""
-    found = [i for i in grid.values if i < k and grid.finite(i) and grid.resolved(i, floor)]
-    return max(found) if found else None
+def _run_from(grid: Grid, a: int, floor: float, rate: float) -> tuple[list[int], str]:
+    """Halve from `a` until a remainder is at rounding level: `(steps, how)`, `how` "ok"
+    (the regime seen: at least `RATES` halvings in the band, then rounding level), "few"
+    (at rounding level after fewer, or from the start: it began too low), "band" (a
+    halving out of the band) or "end" (a NaN/Inf, or the last step)."""
+    if not grid.finite(a):
+        return [a], "end"
+    if not grid.resolved(a, floor):
+        return [a], "few"
+    ks = [a]
+    rates = 0
+    for k in range(a + 1, grid.max_steps):
+        if not grid.finite(k):
+            return ks, "end"
+        ks.append(k)
+        if not grid.resolved(k, floor):
+            return ks, "ok" if rates >= RATES else "few"
+        if not rate <= math.log2(grid.remainder(k - 1) / grid.remainder(k)) <= BAND:
+            return ks, "band"
+        rates += 1
+    return ks, "end"
 
 
 def _last_resolved(grid: Grid, lo: int, hi: int, floor: float) -> int | None:
@@ -158,41 +170,47 @@ class Unresolved(Exception):
     """Nothing resolved from the first step up to `2**TOP` times it: no rate to read."""
 
 
-def estimate(grid: Grid, floor: float, rate: float, start: int = 0) -> TaylorDirection | None:
-    """The direction decided at its last resolved step (module docstring): the halving
-    into it, within `[rate, BAND]`, and every rate the test computed on the way within the
-    rule; None where that is not borne out (then the walk decides). `start`: the step to
-    try first (where the array's previous direction found its last resolved step).
-    Raises `Unresolved` where no step from `start` up to `2**TOP` times the first one
-    resolves anything."""
-    k = start
-    for _ in range(HOPS + 3):
+def _first_resolved(grid: Grid, floor: float, start: int) -> int | None:
+    """A resolved step to estimate from: `start` (h0's index 0, or a further direction's
+    guess), else h0, else `2**TOP·h0`; None at a NaN/Inf. Raises `Unresolved` where
+    none of them resolves anything."""
+    for k in dict.fromkeys((start, min(start, 0), -TOP)):
         if not grid.finite(k):
             return None
-        if _bottom(grid, k, floor):
-            if not grid.finite(k - 1) or not grid.resolved(k - 1, floor):
-                return None
-            found = grid.direction(sorted(grid.values), floor)
-            fell = math.log2(grid.remainder(k - 1) / grid.remainder(k))
-            rates = found.rates[-3:]
-            return found if rate <= fell <= BAND and rates and min(rates) >= rate else None
         if grid.resolved(k, floor):
-            k += _halvings(grid, k, floor)
-            if k >= grid.max_steps:
-                return None
-            continue
-        above = _resolved_above(grid, k, floor)
-        if above is not None:
-            last = _last_resolved(grid, above, k, floor)
+            return k
+    raise Unresolved
+
+
+def estimate(grid: Grid, floor: float, rate: float, start: int = 0) -> TaylorDirection | None:
+    """The direction decided from the regime estimated (module docstring), or None where
+    the estimate is not borne out (then the walk decides). `start`: the step to estimate
+    from first (0, h0; a further direction of the array: two halvings above where the
+    previous one found its last resolved step)."""
+    top = _first_resolved(grid, floor, start)
+    if top is None:
+        return None
+    k = top  # a resolved step above the regime
+    for _ in range(HOPS):
+        a = k + _halvings(grid, k, floor)
+        if a >= grid.max_steps or not grid.finite(a):
+            return None
+        if grid.resolved(a, floor):
+            if a > k and _halvings(grid, a, floor) > 1:
+                k = a  # still well above the regime: estimate again from there
+                continue
+        else:  # too far: the regime ends between k and a
+            last = _last_resolved(grid, k, a, floor)
             if last is None:
                 return None
-            k = last
-        elif k > 0:  # below a previous direction's last resolved step: one higher, then h0
-            k = k - 1 if k == start else 0
-        elif k > -TOP:
-            k = -TOP  # nothing resolved at h0: the largest step (then down from there)
-        else:
-            raise Unresolved
+            a = last - RATES
+        run, how = _run_from(grid, a, floor, rate)
+        if how == "few":  # at rounding level too soon: one halving higher
+            run, how = _run_from(grid, a - 1, floor, rate)
+        if how != "ok":
+            return None
+        probes = [i for i in grid.values if i < top]  # the larger steps tried, unresolved
+        return grid.direction(sorted({*probes, top, *run}), floor)
     return None
 
 
@@ -264,9 +282,10 @@ def one_direction(
 
 
 def _next_start(grid: Grid, floor: float) -> int:
-    """Where the array's next direction starts: one halving above this one's last resolved
-    step (the same array and h0, a curvature of the same order: its first remainder is
-    then 4 to 16 times `RESOLVED·ρ`, and one more loss finds its last resolved step, up or
-    down); where nothing resolved, at the largest step tried (one loss to see it linear)."""
+    """Where the array's next direction starts: two halvings above this one's last
+    resolved step (the same array and h0, a curvature of the same order: its first
+    remainder then about `REGIME·RESOLVED·ρ`, where the regime is read from: four losses,
+    not five); where nothing resolved, at the largest step tried (one loss to see it
+    linear)."""
     resolved = [k for k in grid.values if grid.finite(k) and grid.resolved(k, floor)]
-    return max(resolved) - 1 if resolved else min(grid.values, default=0)
+    return max(resolved) - 2 if resolved else min(grid.values, default=0)

@@ -145,11 +145,7 @@ class Session:
                     tangents=tangents,
                 )
                 if isinstance(found, Gradient) and tangents is not None:
-                    # what the jvp check reads: its numbers, or why there are none
-                    pushed = found.forward
-                    if pushed is None:
-                        pushed = TypeError(forward_refusal(for_checks(variant.built, True)))
-                    self._forward[self._forward_key(variant, inputs, tangents)] = pushed
+                    self._pushed(variant, inputs, tangents, found)
                 if records is not None:
                     records.keep(variant, inputs, dtype, found, device=device)
             self._outcomes[key] = found
@@ -162,6 +158,18 @@ class Session:
                 how = "reused" if reused else f"{seconds:.1f} s"
                 self._tell(precision, EvaluationFinished(variant.example.name, label, found, how))
         return self._outcomes[key]
+
+    def _pushed(self, variant: Variant, inputs: Inputs, tangents: dict, g: Gradient) -> None:
+        """What the jvp check reads of an evaluation that was given its tangents: the
+        derivatives its call computed, or, where its check's program could not push the
+        loss forward, why (a backend without such a program: nothing is known yet)."""
+        key = self._forward_key(variant, inputs, tangents)
+        if g.forward is not None:
+            self._forward[key] = g.forward
+            return
+        built = for_checks(variant.built, True)
+        if getattr(built, "evaluation", None) is not None:
+            self._forward[key] = TypeError(forward_refusal(built))
 
     def _tell(self, precision: str | None, event: Any) -> None:
         """An evaluation's event, to the run's listeners (not of a precision-or-bug re-run:
