@@ -90,6 +90,30 @@ def _forward_mode(linear: Callable, primals: tuple) -> None:
         raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
 
 
+def _scalar(value):
+    """`value`, or JAX's refusal where it is no real scalar (said by the value_and_grad
+    program the run falls back to)."""
+    import jax.numpy as jnp
+
+    if jnp.shape(value) != () or not jnp.issubdtype(jnp.result_type(value), jnp.floating):
+        raise TypeError("the loss is not a real scalar")
+    return value
+
+
+def _each_array(linear: Callable, primals: tuple, tangents: dict, names: tuple) -> Any:
+    """The linear map of the loss applied to each wrt array's own tangent, the other
+    arrays' zero: each array's directional derivative, apart from the others'."""
+    import jax.numpy as jnp
+
+    zeros = [jnp.zeros_like(p) for p in primals]
+    out = []
+    for i, name in enumerate(names):
+        alone = list(zeros)
+        alone[i] = tangents[name]
+        out.append(linear(*alone))
+    return jnp.stack(out)
+
+
 def one_program(example: Example, loss: Callable, in_convention: Callable, gradient=None):
     """`(full, reverse)`, not yet jitted (module docstring). `full(*args, tangents,
     derivatives) -> (loss, gradient, directional)`: `tangents` `{wrt name: array}`, each
@@ -104,12 +128,6 @@ def one_program(example: Example, loss: Callable, in_convention: Callable, gradi
 
     positions, names = example.wrt_positions, example.wrt_names
 
-    def scalar(value):
-        if jnp.shape(value) != () or not jnp.issubdtype(jnp.result_type(value), jnp.floating):
-            # jax.grad's refusal, said by the value_and_grad program the run falls back to
-            raise TypeError("the loss is not a real scalar")
-        return value
-
     def parts(args):
         along = loss_along(loss, args, positions)
         return along, tuple(args[i] for i in positions)
@@ -120,31 +138,22 @@ def one_program(example: Example, loss: Callable, in_convention: Callable, gradi
             return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
         return in_convention(tuple(jnp.zeros_like(p) for p in primals))
 
-    def each_array(linear, primals, tangents):
-        zeros = [jnp.zeros_like(p) for p in primals]
-        out = []
-        for i, name in enumerate(names):
-            alone = list(zeros)
-            alone[i] = tangents[name]
-            out.append(linear(*alone))
-        return jnp.stack(out)
-
     def full(*args):
         *args, tangents, derivatives = args
         along, primals = parts(args)
 
         def derivatives_of():
             value, linear = jax.linearize(along, *primals)
-            scalar(value)
+            _scalar(value)
             _forward_mode(linear, primals)
             if gradient is not None:
                 g = gradient(*args)
             else:
                 g = in_convention(jax.linear_transpose(linear, *primals)(jnp.ones_like(value)))
-            return value, g, each_array(linear, primals, tangents)
+            return value, g, _each_array(linear, primals, tangents, names)
 
         def loss_alone():
-            value = scalar(loss(*args))
+            value = _scalar(loss(*args))
             return value, zero_gradient(args, primals), jnp.zeros(len(names), value.dtype)
 
         return jax.lax.cond(derivatives, derivatives_of, loss_alone)
@@ -155,13 +164,13 @@ def one_program(example: Example, loss: Callable, in_convention: Callable, gradi
 
         def derivatives_of():
             if gradient is not None:
-                return scalar(loss(*args)), gradient(*args)
+                return _scalar(loss(*args)), gradient(*args)
             value, pullback = jax.vjp(along, *primals)
-            scalar(value)
+            _scalar(value)
             return value, in_convention(pullback(jnp.ones_like(value)))
 
         def loss_alone():
-            return scalar(loss(*args)), zero_gradient(args, primals)
+            return _scalar(loss(*args)), zero_gradient(args, primals)
 
         return jax.lax.cond(derivatives, derivatives_of, loss_alone)
 

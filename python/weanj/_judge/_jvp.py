@@ -18,8 +18,8 @@ import numpy as np
 from .._model import Example
 from .._model._verdicts import Verdict
 from ._checks import check_result, finite, num
+from ._directions import random_direction
 from ._policy import TOLERANCES, Tolerance
-from ._taylor import random_direction
 
 # forward vs reverse: the variant's own jvp to rounding; a sibling's at the family tolerance
 OWN_JVP_TOLERANCE = 1e-12

@@ -10,23 +10,19 @@ layer's (`_pipeline.checks._gradchecks`). The forward-vs-reverse check is `_jvp`
 Each result type keeps the protocol of `_checks` (its verdict, its record, its text, its
 cell, its JSON) and is registered there by name, so no view branches on a check.
 
-`⟨g, dx⟩` is the real inner product `Re Σ conj(g)·dx`, so complex arrays (with g in
-weanj's convention `∂L/∂Re z + i·∂L/∂Im z`) are checked like pairs of real arrays. Every
-check keeps its directions inside the example's kink mask (`checked_masks`); `inner` and
-`random_direction` serve every check.
+The directions, the inner product and the kink masks every check shares are
+`_directions`'.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .._errors import InputError
-from .._model import Example, TaylorPolicy
+from .._model import TaylorPolicy
 from .._model._verdicts import Verdict
 from ._checks import check_result
 
@@ -40,50 +36,6 @@ AT_ROUNDING = 3  # consecutive steps at rounding level that end a direction's ha
 # A second difference that falls slower than this (h^1.5) is a kink's (h), not a smooth
 # loss's curvature (h²): the two are a factor two apart per halving, this the middle.
 KINK_RATE = 1.5
-
-
-def inner(g: np.ndarray, dx: np.ndarray) -> float:
-    """`Re Σ conj(g)·dx`: the real inner product (complex arrays as pairs of reals)."""
-    return float(np.real(np.vdot(np.asarray(g), np.asarray(dx))))
-
-
-def random_direction(
-    rng: np.random.Generator, x: np.ndarray, mask: np.ndarray | None = None
-) -> np.ndarray:
-    """A standard normal direction shaped like `x` (complex for complex `x`), zero
-    outside `mask`, of unit 2-norm."""
-    shape = np.shape(x)
-    v = rng.standard_normal(shape)
-    if np.iscomplexobj(x):
-        v = v + 1j * rng.standard_normal(shape)
-    if mask is not None:
-        v = v * mask
-    norm = float(np.sqrt(np.sum(np.abs(v) ** 2)))
-    return v / norm if norm > 0 else v
-
-
-# --- kink masks ------------------------------------------------------------------------
-
-
-def checked_masks(
-    ex: Example, given: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
-) -> dict[str, np.ndarray]:
-    """The kink mask of every wrt array (True: may be perturbed; all True where the
-    example's mask function names none), from what that function returned, or an
-    `InputError` saying what is wrong with it."""
-    unknown = set(given) - set(ex.wrt_names)
-    if unknown:
-        raise InputError(f"{ex.name}: the kink mask names arrays {sorted(unknown)} outside wrt")
-    masks = {}
-    for name in ex.wrt_names:
-        m = np.asarray(given.get(name, np.ones(np.shape(arrays[name]), bool)), bool)
-        if m.shape != np.shape(arrays[name]):
-            raise InputError(
-                f"{ex.name}: the kink mask of {name} has shape "
-                f"{m.shape}, not {np.shape(arrays[name])}"
-            )
-        masks[name] = m
-    return masks
 
 
 # --- the Taylor remainder test -----------------------------------------------------------
@@ -284,9 +236,8 @@ class TaylorResult:
             return Verdict.SKIPPED, f"the kink mask leaves no entry of {self.array} to perturb"
         if any(d.nonfinite for d in self.directions):
             return Verdict.NONFINITE, "a loss along a direction is NaN/Inf"
-        moved = [d for d in self.directions if d.resolved]
-        if self.zero and moved:
-            h, r = _largest_resolved(moved[0])
+        if self.zero and self.failing:  # (a zero gradient at a minimum passes: h²)
+            h, r = _largest_resolved(self.failing[0])
             return Verdict.FAIL, (
                 f"the gradient of {self.array} is zero but the loss moves by {r:.1e} at "
                 f"h = {h:.1e} along the test's direction"
@@ -337,9 +288,10 @@ class TaylorResult:
             )
         return (
             f"unresolved: every remainder from {reached} stands at rounding level (about "
-            f"{d.rounding[0]:.1e}), steps below the array's own scale ({self.scale or self.h0:.1e}): "
-            f"too small to show a gradient error above {d.sensitivity:.0e}; the gradient of "
-            f"{self.array} was not tested (declare a larger `TaylorPolicy(h0=...)`)"
+            f"{d.rounding[0]:.1e}), steps below the array's own scale "
+            f"({self.scale or self.h0:.1e}): too small to show a gradient error above "
+            f"{d.sensitivity:.0e}; the gradient of {self.array} was not tested (declare a "
+            "larger `TaylorPolicy(h0=...)`)"
         )
 
     def summary(self, reason: str) -> str:

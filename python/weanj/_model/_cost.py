@@ -45,6 +45,16 @@ class Cost:
         """`{"programs": [...], "seconds": s}`, as `check.json` holds it beside `cost`."""
         return {"programs": list(self.compiled), "seconds": round(self.compile_s, 6)}
 
+    def read_compiled(self, data: Any) -> None:
+        """The programs `compiled_json` wrote, added; anything else leaves it as it is."""
+        if not isinstance(data, dict) or not isinstance(data.get("programs"), list):
+            return
+        seconds = data.get("seconds", 0.0)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            return
+        self.compiled.extend(str(p) for p in data["programs"])
+        self.compile_s += float(seconds)
+
     def add(self, phase: str, forward: int = 1, backward: int = 0) -> None:
         """Count `forward` and `backward` executions of the kernel in `phase`."""
         if phase not in PHASES:

@@ -31,10 +31,11 @@ from typing import Any
 import numpy as np
 
 from ..._judge import _verdict as judge
+from ..._judge._directions import inner
 from ..._judge._information import CentralDifferences, Masked, information_fields
 from ..._judge._jvp import OWN_JVP_TOLERANCE, JvpResult, base_tolerance
 from ..._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance, entry_levels
-from ..._judge._taylor import TaylorResult, inner
+from ..._judge._taylor import TaylorResult
 from ..._model import Catalog, Example, Gradient, Inputs
 from ..._model._verdicts import CaseKind, Verdict
 from ..engine._donors import pushed

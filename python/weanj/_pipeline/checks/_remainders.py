@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 
 from ..._errors import InputError
-from ..._judge._taylor import TaylorDirection, TaylorResult, inner, random_direction
+from ..._judge._directions import inner, random_direction
+from ..._judge._taylor import TaylorDirection, TaylorResult
 from ..._model import TaylorPolicy
-from ._taylor_walk import Floor, Grid, one_direction, walk
+from ._taylor_walk import Floor, Grid, both_ways, walk
 
 # --- the Taylor remainder test -----------------------------------------------------------
 
@@ -40,9 +41,9 @@ def taylor(
 ) -> TaylorResult:
     """The remainders of `loss` (a function of one array, the others fixed) at `x` with
     claimed gradient `g`, along `policy.directions` seeded directions inside `mask`
-    (`taylor_arrays` of the one array). `walk_every_step`: every step halved from h0 down
-    to rounding level, no estimate (what the estimate is measured against:
-    benchmarks/detection.py)."""
+    (`taylor_arrays` of the one array; each direction both ways). `walk_every_step`: every
+    step halved from h0 down to rounding level both ways, no estimate (what the estimate
+    is measured against: benchmarks/detection.py)."""
     x = np.asarray(x)
     found = taylor_arrays(
         lambda xs: loss(xs.get(array, x)),
@@ -69,8 +70,9 @@ def taylor_arrays(
 ) -> dict[str, TaylorResult]:
     """The Taylor test of each of several arrays on its own evidence: each array moves
     alone (`loss({array: x})` replaces that array, the others stay at x), along its own
-    seeded directions (the ones its test alone takes), so that no other array's curvature
-    enters its remainders nor its error another's. They share the loss at x and the
+    seeded directions (the ones its test alone takes), each both ways (+dx, −dx: two
+    directions of its result), so that no other array's curvature enters its remainders
+    nor its error another's. They share the loss at x and the
     rounding floor (the loss's measured level, once: `escalate`), neither of which holds
     any array's contribution. An array its mask leaves nothing of is not moved (its
     result: no direction)."""
@@ -91,8 +93,8 @@ def taylor_arrays(
         directions, walked, start = [], False, 0
         for d in range(policy.directions):
             dx = h0 * random_direction(rng, x, None if masks.get(name) is None else keep)
-            where = f"{name}: direction {d + 1} of {policy.directions}, step h0/2^{{}}"
-            grid = Grid(
+            where = f"direction {d + 1} of {policy.directions}, step h0/2^{{}}"
+            plus = Grid(
                 lambda t, dx=dx, x=x, name=name: loss({name: x + t * dx}),
                 base,
                 inner(np.asarray(gs[name]), dx),
@@ -101,16 +103,15 @@ def taylor_arrays(
                 lambda how, k, where=where: tell(how + where.format(k)),
             )
             if walk_every_step:
-                found, went = walk(grid, level.value), True
+                back = plus.reversed(plus.tell)
+                ways, went = (walk(plus, level.value), walk(back, level.value)), True
             else:
-                found, went, start = one_direction(grid, level, policy.rate, start)
-            directions.append(_in_units(found, h0))
+                ways, went, start = both_ways(plus, level, policy.rate, start)
+            directions.extend(_in_units(way, h0) for way in ways)
             walked = walked or went
         left_out = size - int(keep.sum())
         scale = _h0(TaylorPolicy(), x, keep)
-        out[name] = TaylorResult(
-            name, policy, h0, tuple(directions), left_out, size, walked, scale
-        )
+        out[name] = TaylorResult(name, policy, h0, tuple(directions), left_out, size, walked, scale)
     return out
 
 

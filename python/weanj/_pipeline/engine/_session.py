@@ -20,9 +20,9 @@ import numpy as np
 
 from ..._errors import say
 from ..._judge._contract import Fault
+from ..._judge._directions import checked_masks
 from ..._judge._events import EvaluationFinished, EvaluationStarted
 from ..._judge._jvp import jvp_direction
-from ..._judge._taylor import checked_masks
 from ..._model import Example, Gradient, Inputs, Variant
 from ..._model._cost import Cost
 from ..._watch import Watch

@@ -167,12 +167,10 @@ def evaluate(
             fns, place = on_device(
                 functions_of(built, dtype, device, precision, checking), device, precision
             )
-            t0 = time.perf_counter()
+            t0, spent = time.perf_counter(), counter(cost, "evaluation")
             with compiling_into(cost):
-                loss, raw_grad, directional = evaluation_call(
-                    fns, args, watch, where, dtype, returned, counter(cost, "evaluation"), tangents
-                )
-            seconds = time.perf_counter() - t0
+                found = evaluation_call(fns, args, watch, where, dtype, returned, spent, tangents)
+            (loss, raw_grad, directional), seconds = found, time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
     except TimeoutError as e:
         limit = platform_fault_line(e, device, place)  # on a device: a platform limit
@@ -186,20 +184,14 @@ def evaluate(
         if limit is not None:
             return fault(UnavailableError(limit), limit)
         return fault(e, f"{variant.name} {first_line(e)}{raised_at(e)}")
-    g = _gradient(variant, inputs, config, gradients, loss, seconds)
-    g.cost = cost
-    if directional is not None:
-        g.forward = {name: float(np.asarray(value)) for name, value in directional.items()}
+    g = _gradient(variant, inputs, config, gradients, (loss, seconds, cost, directional))
     describe_device(g, place, config, precision)
     nonfinite = numbers_fault(g, command)  # the numbers, judged
     if nonfinite is not None:
         return dataclasses.replace(nonfinite, configuration=config)
     _no_matmul(g, built, args, device, precision)
-    g.levels_measured = False
     if levels:
         measure_levels(g, inputs, watch, device=device, precision=precision, checking=checking)
-    if config.x64 is not None:
-        g.x64 = config.x64.describe()  # stored with the gradient
     return g
 
 
@@ -229,11 +221,13 @@ def _refusal(variant: Variant, inputs: Inputs, dtype: str) -> Exception | None:
     return None
 
 
-def _gradient(
-    variant: Variant, inputs: Inputs, config: Configuration, gradients, loss, seconds
-) -> Gradient:
+def _gradient(variant: Variant, inputs: Inputs, config: Configuration, gradients, call) -> Gradient:
+    """The evaluation's `Gradient` from its call's `(loss, seconds, cost, directional)`:
+    its rounding levels not measured yet (gathered where a comparison needs them), its
+    x64 configuration described, each array's forward-mode derivative where computed."""
+    loss, seconds, cost, directional = call
     dtype = config.dtype
-    return Gradient(
+    g = Gradient(
         variant.example,
         variant.name,
         variant.family,
@@ -250,4 +244,11 @@ def _gradient(
         of=variant,
         configuration=config,
         evaluated=True,
+        levels_measured=False,
+        cost=cost,
     )
+    if directional is not None:
+        g.forward = {name: float(np.asarray(value)) for name, value in directional.items()}
+    if config.x64 is not None:
+        g.x64 = config.x64.describe()  # stored with the gradient
+    return g
