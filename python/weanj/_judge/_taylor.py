@@ -33,6 +33,13 @@ EPS = float(np.finfo(np.float64).eps)
 ROUNDING = 64 * EPS
 RESOLVED = 100.0
 AT_ROUNDING = 3  # consecutive steps at rounding level that end a direction's halving
+def share_bound(rate: float) -> float:
+    """The largest error term `t = ε·h / (C·h²)` whose halving still falls at `rate`:
+    `r(h) = C·h²·(1 + t)` gives `log2((4 + 2t)/(1 + t)) = rate`, so `t = (4 − 2^rate) /
+    (2^rate − 2)` (0.35 for the default 1.8): the rate's own bound, read both ways."""
+    return (4.0 - 2.0**rate) / (2.0**rate - 2.0)
+
+
 # A second difference that falls slower than this (h^1.5) is a kink's (h), not a smooth
 # loss's curvature (h²): the two are a factor two apart per halving, this the middle.
 KINK_RATE = 1.5
@@ -53,6 +60,36 @@ class TaylorDirection:
     # where it fails: `(h, |L(x+h·dx) + L(x−h·dx) − 2L(x)|, its rounding level)` at its two
     # smallest resolved steps one halving apart (`_pipeline.checks._taylor_walk`)
     second: tuple[tuple[float, float, float], ...] = ()
+    # both ways at its deciding step (the estimate's, `_pipeline.checks._taylor_walk`):
+    # `(h, L(x+h·dx) − L(x) − h⟨g,dx⟩, L(x−h·dx) − L(x) + h⟨g,dx⟩, rounding level)`, signed:
+    # their half-sum is the curvature's C·h², their half-difference the gradient's error
+    # ε·h (`error_share`)
+    behind: tuple[float, float, float, float] | None = None
+
+    def error_share(self) -> float:
+        """`|ε·h| / |C·h²|` at the deciding step, from both ways (0 without `behind`)."""
+        if self.behind is None:
+            return 0.0
+        _, ahead, back, _ = self.behind
+        curvature, error = abs(ahead + back), abs(back - ahead)
+        return error / curvature if curvature > 0 else math.inf
+
+    def agrees(self, rate: float) -> bool:
+        """The rule of one direction: the rates at its smallest resolved steps at least
+        `rate`, and, read both ways at its deciding step (`behind`), the gradient's error
+        term no larger against the curvature than that rate allows there (`share_bound`),
+        nor at the next, smaller step where that one would still be resolved (the walk
+        would read it: the error term doubles as h halves)."""
+        if not self.rates or min(self.rates[-3:]) < rate:
+            return False
+        if self.behind is None:
+            return True
+        share, bound = self.error_share(), share_bound(rate)
+        if not share <= bound:
+            return False
+        _, ahead, back, rho = self.behind
+        following = max(abs(ahead), abs(back)) * (1 + 2 * share) / (4 * (1 + share))
+        return following <= RESOLVED * rho or share <= bound / 2
 
     @property
     def kink(self) -> bool | None:
@@ -131,7 +168,7 @@ class TaylorResult:
     @property
     def failing(self) -> tuple[TaylorDirection, ...]:
         """The directions whose rates at the smallest resolved steps fall below the bound."""
-        return tuple(d for d in self.directions if d.rates and min(d.rates[-3:]) < self.policy.rate)
+        return tuple(d for d in self.directions if d.rates and not d.agrees(self.policy.rate))
 
     def _linear(self, d: TaylorDirection) -> bool:
         """A direction with no rate whose steps reached the array's own scale: every
@@ -176,8 +213,7 @@ class TaylorResult:
         if not self.directions or any(d.nonfinite for d in self.directions):
             return False
         return all(
-            min(d.rates[-3:]) >= self.policy.rate if d.rates else self._linear(d)
-            for d in self.directions
+            d.agrees(self.policy.rate) if d.rates else self._linear(d) for d in self.directions
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -210,6 +246,7 @@ class TaylorResult:
                 bool(d["nonfinite"]),
                 float(d["slope"]),
                 tuple(tuple(map(float, row)) for row in d.get("second", ())),
+                None if d.get("behind") is None else tuple(map(float, d["behind"])),
             )
             for d in data["directions"]
         )
@@ -243,7 +280,14 @@ class TaylorResult:
                 f"h = {h:.1e} along the test's direction"
             )
         if self.failing:
-            rates = self.failing[0].rates[-3:]
+            d = self.failing[0]
+            rates = d.rates[-3:]
+            if min(rates) >= self.policy.rate:  # its rates are fine: both ways say otherwise
+                return Verdict.FAIL, (
+                    f"read both ways at h = {d.behind[0]:.1e}, the gradient's error term is "
+                    f"{d.error_share():.2f} of the curvature's, more than rate "
+                    f"{self.policy.rate:g} allows: {self._why_failing()}"
+                )
             return Verdict.FAIL, (
                 f"remainders fall with rate(s) {', '.join(f'{r:.2f}' for r in rates)} at the "
                 f"smallest steps, below {self.policy.rate:g}: {self._why_failing()}"
@@ -370,6 +414,8 @@ def _direction_json(d: TaylorDirection) -> dict[str, Any]:
     }
     if d.second:
         out["second"] = [list(row) for row in d.second]
+    if d.behind is not None:
+        out["behind"] = list(d.behind)
     return out
 
 

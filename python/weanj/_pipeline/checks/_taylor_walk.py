@@ -5,26 +5,26 @@ when g is the gradient and as h when it is not. What decides is the few steps ju
 rounding level: there a wrong gradient's linear term cannot hide behind the curvature.
 The steps lie on one grid, `h_k = h0/2^k`, and each loss on it is computed once.
 
-Each direction is tested **both ways**, along +dx and along −dx. The curvature term is
+Each direction is read **both ways**, along +dx and along −dx. The curvature term is
 the same both ways and the error term changes sign: `r±(h) = |C·h² ∓ ε·h|`. Along one
 way a wrong gradient's error can cancel the curvature just where the test looks (the
 remainder dips towards zero, and the halvings above the dip fall faster than h²); along
-the other it adds to it, and the rate falls below 2 there. So one direction tested both
-ways sees an error of either sign as soon as it shows against the curvature, where one
-way alone misses one sign near its threshold.
+the other it adds to it, and the rate falls below 2 there.
 
 - **The last resolved step, estimated.** From the first remainder along +dx (resolved:
   above `RESOLVED` times its rounding level ρ) the h² model says how many halvings bring
-  it to the last resolved step, whose remainder lies between `RESOLVED·ρ` and
-  `4·RESOLVED·ρ` (the next halving would be at rounding level). The test computes that
-  step and the one before it, both ways: four losses. It accepts when, both ways, both
-  remainders are resolved, the halving between them falls at a rate between the
-  policy's bound and `BAND`, and the last stands under `4·RESOLVED·ρ` (a wrong gradient's
-  linear term would keep a smaller step resolved, as the walk would see). Where the
-  estimate lands too low (at rounding level) or too high, it moves and tries again,
-  `HOPS` times at most. Five losses for an array's direction with the first; four for a
-  further one, which starts where the first found its last resolved step (the same
-  array, the same h0, a curvature of the same order).
+  it to the last resolved step k, whose remainder lies between `RESOLVED·ρ` and
+  `4·RESOLVED·ρ`. The test computes it and the step before along +dx, and step k the
+  other way: four losses with the first. It accepts when the halving into k falls at a
+  rate between the policy's bound and `BAND`, and, both ways at k, the gradient's error
+  term (the half-difference of the two remainders, ε·h) is no larger against the
+  curvature's (their half-sum, C·h²) than that rate allows, nor than it allows at the
+  next step where the next would still be resolved (where the walk would read it: the
+  error term doubles as h halves; `TaylorDirection.agrees`). So an error of either sign
+  is seen as soon as either way would show it, where one way alone misses one sign near
+  its threshold. Where the estimate lands too low (at rounding level) or too high, it
+  moves and tries again, `HOPS` times at most. A further direction of the array starts
+  where the first found its last resolved step (three losses).
 - **A first step that resolves nothing** either way stands for a loss linear along the
   direction where it is the array's own scale (a secant check, exact for a linear loss:
   `TaylorResult`), and for an unresolved test where it is a declared, smaller `h0`:
@@ -161,35 +161,37 @@ def _last_step(plus: Grid, floor: float, start: int) -> int | None:
     return None
 
 
-def _borne_out(grid: Grid, k: int, floor: float, rate: float) -> bool:
-    """Steps k−1 and k, one way: both resolved, the halving between them within
-    `[rate, BAND]`, and k the last resolved step (under `4·RESOLVED·ρ`)."""
-    for i in (k - 1, k):
-        if not grid.finite(i) or not grid.resolved(i, floor):
-            return False
-    fell = math.log2(grid.remainder(k - 1) / grid.remainder(k))
-    last = grid.remainder(k) < 4.0 * RESOLVED * grid.rounding(k, floor)
-    return last and rate <= fell <= BAND
-
-
 def estimate(
     plus: Grid, minus: Grid, floor: float, rate: float, start: int = 0
-) -> tuple[TaylorDirection, TaylorDirection] | None:
-    """Both ways of a direction decided at the estimated last resolved step (module
-    docstring), or None where that is not borne out (then the walk decides). Raises
-    `Unresolved` where its first step resolves nothing either way."""
+) -> TaylorDirection | None:
+    """The direction decided at its estimated last resolved step k (module docstring):
+    along +dx the halving into k within `[rate, BAND]`, and at k the other way too
+    (`TaylorDirection.behind`), the gradient's error term within what the rate allows
+    (`TaylorDirection.agrees`); None where that is not borne out (then the walk decides).
+    Raises `Unresolved` where its first step resolves nothing either way."""
     try:
         k = _last_step(plus, floor, start)
     except Unresolved:
         if not minus.finite(min(start, 0)) or minus.resolved(min(start, 0), floor):
             return None  # one way resolved, the other not: read by the walk
         raise
-    if k is None or not all(_borne_out(g, k, floor, rate) for g in (plus, minus)):
+    if k is None:
         return None
-    found = tuple(g.direction(sorted(g.values), floor) for g in (plus, minus))
-    if not all(d.rates and min(d.rates[-3:]) >= rate for d in found):
-        return None  # a rate the estimate read on its way stands against it
-    return found
+    for i in (k - 1, k):
+        if not plus.finite(i) or not plus.resolved(i, floor):
+            return None
+    if not rate <= math.log2(plus.remainder(k - 1) / plus.remainder(k)) <= BAND:
+        return None
+    if not minus.finite(k) or not minus.resolved(k, floor):
+        return None
+    h = plus.step(k)
+    ahead = plus.value(k) - plus.base - h * plus.slope
+    back = minus.value(k) - minus.base - h * minus.slope
+    rho = max(plus.rounding(k, floor), minus.rounding(k, floor))
+    found = dataclasses.replace(
+        plus.direction(sorted(plus.values), floor), behind=(h, ahead, back, rho)
+    )
+    return found if found.agrees(rate) else None
 
 
 def second_differences(
@@ -232,18 +234,19 @@ class Floor:
 
 def both_ways(
     plus: Grid, floor: Floor, rate: float, start: int = 0
-) -> tuple[tuple[TaylorDirection, TaylorDirection], bool, int]:
-    """`((along +dx, along −dx), walked, next)`: one direction tested both ways, decided at
-    its estimated last resolved step (`estimate`, from `start`); where that is not borne
-    out, again under the measured floor (where that raises it), then the walk, both ways.
-    Where a way fails, its second differences say whether a kink or the gradient is to
-    blame. `next`: where the array's next direction starts. A direction whose first step
-    resolves nothing is returned as computed (no rate: linear, where that step is the
-    array's scale, else unresolved)."""
+) -> tuple[tuple[TaylorDirection, ...], bool, int]:
+    """`(ways, walked, next)`: one direction read both ways (module docstring). Decided at
+    its estimated last resolved step (`estimate`, from `start`): one `TaylorDirection`,
+    the other way at its deciding step in its `behind`. Where that is not borne out,
+    again under the measured floor (where that raises it), then the walk both ways: two,
+    along +dx and −dx, a failing one with its second differences (a kink, or the
+    gradient). Where the first step resolves nothing: two, each with that one step (no
+    rate: linear, where it is the array's scale, else unresolved). `next`: where the
+    array's next direction starts."""
     minus = plus.reversed(lambda how, k: plus.tell(how + "the other way, ", k))
     if not (math.isfinite(plus.base) and math.isfinite(plus.slope)):
         broken = TaylorDirection((), (), (), nonfinite=True, slope=plus.slope)
-        return (broken, dataclasses.replace(broken, slope=-plus.slope)), False, start
+        return (broken,), False, start
     try:
         found = estimate(plus, minus, floor.value, rate, start)
         if found is None and floor.measure():
@@ -251,16 +254,16 @@ def both_ways(
     except Unresolved:
         ways = tuple(g.direction(sorted(g.values), floor.value) for g in (plus, minus))
         return ways, False, start
-    walked = found is None
-    if walked:
-        plus.how = minus.how = "escalated: every step walked, "
-        found = (walk(plus, floor.value), walk(minus, floor.value))
+    if found is not None:
+        return (found,), False, _next_start(plus, floor.value, start)
+    plus.how = minus.how = "escalated: every step walked, "
     out = []
-    for way, grid, other in zip(found, (plus, minus), (minus, plus), strict=True):
+    for grid, other in ((plus, minus), (minus, plus)):
+        way = walk(grid, floor.value)
         if way.rates and min(way.rates[-3:]) < rate:
             way = second_differences(grid, other, way, floor.value)
         out.append(way)
-    return (out[0], out[1]), walked, _next_start(plus, floor.value, start)
+    return tuple(out), True, _next_start(plus, floor.value, start)
 
 
 def _next_start(plus: Grid, floor: float, start: int) -> int:
