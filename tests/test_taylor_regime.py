@@ -21,7 +21,7 @@ import pytest
 
 import weanj
 from weanj import _registry
-from weanj._judge._taylor import RESOLVED
+from weanj._judge._remainder import RESOLVED
 from weanj._pipeline.checks._taylor_walk import Floor, Grid, both_ways, walk
 
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._model._verdicts import CaseKind, Verdict
-from ._taylor import RESOLVED, TaylorResult
+from ._remainder import RESOLVED
+from ._taylor import TaylorResult
 
 # `_verdict` asks this module (`ExampleJudgement.suspects`), so this one names its types
 # without importing them: a judgement is an `ExampleJudgement`, a case a `CaseJudgement`.

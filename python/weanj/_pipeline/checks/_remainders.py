@@ -13,7 +13,8 @@ import numpy as np
 
 from ..._errors import InputError
 from ..._judge._directions import inner, random_direction
-from ..._judge._taylor import TaylorDirection, TaylorResult
+from ..._judge._remainder import TaylorDirection
+from ..._judge._taylor import TaylorResult
 from ..._model import TaylorPolicy
 from ._taylor_walk import Floor, Grid, both_ways, walk
 

@@ -51,7 +51,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..._judge._taylor import AT_ROUNDING, RESOLVED, ROUNDING, TaylorDirection
+from ..._judge._remainder import AT_ROUNDING, RESOLVED, ROUNDING, TaylorDirection
 
 # A halving that falls faster than this is not the h² of a correct gradient: the dip of a
 # wrong gradient's cancelling terms (up to 4.9 times per halving where the dip is a few
