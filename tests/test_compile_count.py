@@ -3,12 +3,10 @@ compile event (`_io._jax_cache.compilations`), each compilation put to the varia
 dtype whose phase was running (`_watch`).
 
 A JAX variant's loss and gradient are one program per dtype; in float64 the same program
-holds its forward mode for the jvp check and serves the loss floor's runs
-(`_backends/_checking.py`), and the Taylor test's steps call the variant's loss program,
-a plain forward pass (issue 60: the one program's loss-only call runs the forward pass
-that keeps what the derivatives need, nine times as long on a long stencil, and the steps
-are most of a check's runs): two programs in float64, one in float32. A run of the same
-example again compiles nothing.
+holds each array's forward-mode derivative for the jvp check (computed in the
+evaluation's own call) and, in a branch of its own, the plain loss that the Taylor test's
+steps and the loss floor's runs call (`_backends/_checking.py`, issue 73): one program in
+float64, one in float32. A run of the same example again compiles nothing.
 """
 
 from __future__ import annotations
@@ -80,10 +78,10 @@ def test_an_evaluation_with_its_checks_compiles_one_program_per_dtype(project, m
     programs = Counter(_subject(where) for where, name, _ in found if name != ENZYME_PROBE)
     for v in runs:
         for dtype in v.dtypes:
-            # in float64 the one program (with the jvp check's forward mode in it) and the
-            # loss program of the Taylor steps; in float32 the one program;
-            # jax-jacobi-adjoint's jvp check borrows jax-jacobi's, compiled already
-            want = 2 if dtype == "float64" else 1
+            # in float64 the one program (the jvp check's forward mode and the Taylor
+            # steps' plain loss in it); in float32 the one program; jax-jacobi-adjoint's
+            # jvp check reads jax-jacobi's derivatives, computed in its evaluation's call
+            want = 1
             assert programs[(v.name, dtype)] == want, (v.name, dtype, programs, found)
     # nothing compiled outside an evaluation or a check of one of them
     assert set(programs) <= {(v.name, d) for v in runs for d in v.dtypes}, programs
@@ -94,7 +92,7 @@ def test_an_evaluation_with_its_checks_compiles_one_program_per_dtype(project, m
 
 def test_the_old_way_would_compile_more(project, monkeypatch):
     """The counter is not blind: one variant built as before issue 51 (a loss program and
-    a gradient program) compiles both in each dtype."""
+    a gradient program) compiles both in each dtype, and in float64 its forward mode too."""
     import jax
 
     from weanj._model import Functions

@@ -113,7 +113,13 @@ def test_each_wrong_port_is_named_against_the_agreeing_ports_only(heat):
         label, reference, bisect_a, bisect_b = found.groups()
         named[label] = reference
         assert (bisect_a, bisect_b) == (reference, label)
-    assert sorted(named) == sorted(WRONG)
+    # jax-f32acc's loss is rounded to float32 (its gradient is float64's, exactly): its
+    # gap to jax-heat's loss lies within its own measured rounding level (a float32 loss
+    # moves by a float32 ulp under a one-ulp move of its inputs), so no pair charges it;
+    # its own forward mode, which runs in float32, fails its jvp check instead
+    assert set(WRONG) - {"jax-f32acc"} <= set(named) <= set(WRONG), named
+    f32acc = check.stdout.split("42-heat::heat::jax-f32acc::jvp: ")[1].splitlines()[0]
+    assert f32acc.startswith("FAIL: forward mode (jax-f32acc)"), f32acc
     # each is held against the reference loop (the agreeing group's first member), never
     # against another wrong port: the float32 accumulation's gap to jax-stop is no charge
     assert set(named.values()) == {"jax-heat"}

@@ -19,8 +19,9 @@ import pytest
 from weanj import Expected
 from weanj._judge._compare import compare
 from weanj._judge._jvp import JvpResult
+from weanj._judge._remainder import TaylorDirection
 from weanj._judge._serial import decode_case, encode_case, resolve_expected
-from weanj._judge._taylor import TaylorDirection, TaylorResult
+from weanj._judge._taylor import TaylorResult
 from weanj._judge._verdict import CaseJudgement, ExampleJudgement
 from weanj._model import TaylorPolicy
 from weanj._model._verdicts import CaseKind, Verdict

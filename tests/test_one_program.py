@@ -1,5 +1,6 @@
 """A check's float64 CPU runs of a JAX variant call one program that holds the loss, its
-gradient and its forward-mode derivative (`_backends/_checking.py`, issue 51).
+gradient and each wrt array's forward-mode derivative along its own tangent
+(`_backends/_checking.py`, issues 51, 69 and 73).
 
 Its numbers are checked against the variant's own separate programs (`jax.value_and_grad`
 and `jax.jvp`) and against closed forms; a loss that cannot be pushed forward falls back
@@ -96,9 +97,12 @@ def test_the_one_program_computes_what_the_separate_programs_do(example):
             assert np.array_equal(np.asarray(g[n]), np.asarray(plain_g[n])), (name, n)
             np.testing.assert_allclose(np.asarray(g[n]), grads[n], rtol=1e-13, atol=1e-15)
         np.testing.assert_allclose(float(value), loss, rtol=1e-14)
-        forward = float(one.jvp(*args, dx))
-        np.testing.assert_allclose(forward, along, rtol=1e-13)
-        np.testing.assert_allclose(forward, float(v.built.jvp(*args, dx)), rtol=1e-14)
+        again, g_again, each = one.evaluation(*args, dx)
+        assert float(again) == float(value) and np.array_equal(g_again["x"], g["x"])
+        for n in dx:  # each array's own derivative along its own tangent
+            np.testing.assert_allclose(each[n], float(np.dot(grads[n], dx[n])), rtol=1e-13)
+        np.testing.assert_allclose(sum(each.values()), along, rtol=1e-13)
+        np.testing.assert_allclose(sum(each.values()), float(v.built.jvp(*args, dx)), rtol=1e-14)
         assert float(one.evaluation_loss(*args)) == float(value)
 
 
@@ -119,7 +123,7 @@ def test_a_loss_that_cannot_be_pushed_forward_falls_back_and_says_why(example):
     loss, grads = _closed_form(data)
     v = _registry.catalog(NAME).find("jax-custom")
     one = for_checks(v.built, True)
-    runs = one.jvp.__self__
+    runs = one.evaluation.__self__
     value, g = one.value_and_grad(*args)
     assert runs.serving == "reverse" and "custom_vjp" in str(runs.refused)
     np.testing.assert_allclose(np.asarray(g["x"]), grads["x"], rtol=1e-13)
@@ -127,11 +131,15 @@ def test_a_loss_that_cannot_be_pushed_forward_falls_back_and_says_why(example):
     np.testing.assert_allclose(float(value), loss, rtol=1e-14)
     assert float(one.evaluation_loss(*args)) == float(value)
     # asked for the loss alone, the reverse program leaves the gradient uncomputed (zeros)
-    _, nothing = runs._own(args, None, LOSS_ONLY)
-    assert all(not np.any(np.asarray(nothing[n])) for n in ("x", "w"))
+    _, nothing, none = runs._own(args, None, LOSS_ONLY)
+    assert none is None and all(not np.any(np.asarray(nothing[n])) for n in ("x", "w"))
     assert np.array_equal(
         np.asarray(runs._own(args, None, DERIVATIVES)[1]["x"]), np.asarray(g["x"])
     )
+    # the evaluation's call: its loss and gradient, no forward-mode derivative
+    value, g, directional = one.evaluation(*args, {"x": np.ones(N), "w": np.zeros(N)})
+    assert directional is None
+    np.testing.assert_allclose(np.asarray(g["w"]), grads["w"], rtol=1e-13)
     with pytest.raises(TypeError, match="custom_vjp"):
         one.jvp(*args, {"x": np.ones(N), "w": np.zeros(N)})
     assert runs.serving == "reverse"
@@ -139,8 +147,8 @@ def test_a_loss_that_cannot_be_pushed_forward_falls_back_and_says_why(example):
 
 def test_in_a_check_every_jvp_is_judged_by_a_forward_mode_of_the_one_program(example, project):
     """The check's numbers: jax-ad's own forward mode and jax-custom's borrowed one (its
-    loss cannot be pushed forward), each against ⟨∇L, dx⟩ by the closed form: the arrays
-    pushed forward in one call, each direction divided by its array's Σ|∇L_i dx_i|."""
+    loss cannot be pushed forward), each array's against ⟨∇L_a, dx_a⟩ by the closed form
+    along its own direction, computed in the evaluations' own calls (no jvp execution)."""
     from weanj._judge._jvp import jvp_direction
 
     weanj.write_inputs(NAME)
@@ -158,12 +166,9 @@ def test_in_a_check_every_jvp_is_judged_by_a_forward_mode_of_the_one_program(exa
         if j.jvp is None:
             continue
         d = j.jvp
-        assert d.shared == ("x", "w")  # both arrays in one call, and it agreed
-        want = 0.0
-        for a in d.shared:
-            dx = jvp_direction(example, a, data[a], None)
-            want += float(np.dot(grads[a], dx)) / float(np.sum(np.abs(grads[a] * dx)))
-        np.testing.assert_allclose(d.forward, want, rtol=1e-12)
+        dx = jvp_direction(example, d.array, data[d.array], None)
+        np.testing.assert_allclose(d.forward, float(np.dot(grads[d.array], dx)), rtol=1e-12)
+        np.testing.assert_allclose(d.scale, float(np.sum(np.abs(grads[d.array] * dx))), rtol=1e-12)
         assert j.verdict.name == "OK", j
         seen[(j.subjects[-1] if j.subjects else j.case, d.array)] = d.by
     by = {(s.split("@")[0], a): b for (s, a), b in seen.items()}
@@ -171,6 +176,8 @@ def test_in_a_check_every_jvp_is_judged_by_a_forward_mode_of_the_one_program(exa
         assert by[("jax-ad", array)] == "jax-ad"
         assert by[("jax-hand", array)] == "jax-hand"
         assert by[("jax-custom", array)] == "jax-ad"  # the first member with a forward mode
+    for g in judged.subjects.values():
+        assert g.cost.of("jvp") == (0, 0), (g.label, g.cost.describe())
 
 
 def test_a_loss_that_is_not_a_scalar_gets_jaxs_refusal(example):
@@ -203,7 +210,7 @@ def test_the_one_program_computes_only_what_a_call_asks(example):
     dx = {"x": np.linspace(-1.0, 1.0, N), "w": np.linspace(0.5, -0.25, N)}
     along = float(sum(np.dot(grads[n], dx[n]) for n in dx))
     for name in ("jax-ad", "jax-hand"):
-        runs = for_checks(_registry.catalog(NAME).find(name).built, True).jvp.__self__
+        runs = for_checks(_registry.catalog(NAME).find(name).built, True).evaluation.__self__
         jax.clear_caches()  # cold: what the three calls compile is counted below
         with _no_persistent_cache(), _jax_cache.compilations() as compiled:
             for derivatives in (LOSS_ONLY, DERIVATIVES, LOSS_ONLY):
@@ -212,8 +219,10 @@ def test_the_one_program_computes_only_what_a_call_asks(example):
                 for n in ("x", "w"):
                     expected = grads[n] if derivatives else np.zeros(N)
                     np.testing.assert_allclose(np.asarray(g[n]), expected, rtol=1e-13, atol=0)
-                np.testing.assert_allclose(float(directional), along if derivatives else 0, 1e-13)
+                each = [float(np.dot(grads[n], dx[n])) if derivatives else 0.0 for n in dx]
+                np.testing.assert_allclose(np.asarray(directional), each, rtol=1e-13)
         assert len(compiled) == 1, (name, compiled)  # one program for both kinds of call
+    assert along != 0
 
 
 def test_a_hand_written_gradient_runs_only_when_asked(project):
@@ -249,9 +258,10 @@ def test_a_hand_written_gradient_runs_only_when_asked(project):
         assert ran == [1], "a loss-only call ran the gradient"
         np.testing.assert_allclose(losses, [3 * np.sum(np.sin(x) ** 2)] * 5, rtol=1e-14)
         dx = np.linspace(-1.0, 1.0, N)
-        np.testing.assert_allclose(
-            float(runs.jvp(x, 3, {"x": dx})), np.dot(3 * np.sin(2 * x), dx), rtol=1e-13
-        )
+        _, _, each = runs.evaluation(x, 3, {"x": dx})
+        np.testing.assert_allclose(each["x"], np.dot(3 * np.sin(2 * x), dx), rtol=1e-13)
+        jax.effects_barrier()
+        assert ran == [1, 1]  # the evaluation's call asks the gradient, as it must
     finally:
         _registry.unregister_example(name)
 
@@ -298,5 +308,5 @@ def test_an_enzyme_variants_check_runs_one_reverse_program(project):
     assert float(value) == float(plain_value)
     assert np.array_equal(np.asarray(g), np.asarray(plain_g))
     assert np.any(np.asarray(g))
-    loss, nothing = runs._own(args, None, LOSS_ONLY)
-    assert float(loss) == float(value) and not np.any(np.asarray(nothing))
+    loss, nothing, none = runs._own(args, None, LOSS_ONLY)
+    assert float(loss) == float(value) and not np.any(np.asarray(nothing)) and none is None

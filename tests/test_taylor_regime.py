@@ -1,13 +1,14 @@
-"""The Taylor test's regime, estimated (issue 60, item 2; `_pipeline/checks/_taylor_walk.py`):
-it decides as the walk of every step decided, in a few losses.
+"""The Taylor test's last resolved step, estimated (issues 60 and 69;
+`_pipeline/checks/_taylor_walk.py`): it decides as the walk of every step decided, both
+ways along a direction (+dx and −dx), in a few losses.
 
 The walk (halving from h0 until three remainders in a row are at rounding level, then the
-rates at the smallest resolved steps) is the reference: on smooth losses with claimed
-slopes wrong by 1e-2 down to 1e-15 relative, of either sign, and on losses with a kink at
-any distance, the estimate's verdict must be the walk's, case by case. Where they may
-differ is named: a correct gradient whose cubic term crosses its quadratic one near
+rates at the smallest resolved steps), both ways, is the reference: on smooth losses with
+claimed slopes wrong by 1e-2 down to 1e-15 relative, of either sign, and on losses with a
+kink at any distance, the estimate's verdict must be the walk's, case by case. Where they
+may differ is named: a correct gradient whose cubic term crosses its quadratic one near
 rounding level, where the walk's third-smallest rate is still the crossing's (a false
-FAIL the estimate, reading the two smallest halvings, does not make).
+FAIL the estimate, reading the smallest halving, does not make).
 """
 
 from __future__ import annotations
@@ -20,27 +21,41 @@ import pytest
 
 import weanj
 from weanj import _registry
-from weanj._pipeline.checks._taylor_walk import Floor, Grid, one_direction, walk
+from weanj._judge._remainder import RESOLVED
+from weanj._pipeline.checks._taylor_walk import Floor, Grid, both_ways, walk
 
 
-def _verdict(d, rate=1.8) -> str:
-    """The judge's rule for one direction (`TaylorResult.passes`)."""
-    rates = d.rates[-3:]
-    return "ok" if (not rates or min(rates) >= rate) else "FAIL"
+def _verdict(ways, rate=1.8) -> str:
+    """The judge's rule for one direction read both ways (`TaylorResult.passes`; no rate:
+    a loss linear along it, its steps at h0, the array's scale here)."""
+    return "ok" if all(not d.rates or d.agrees(rate) for d in ways) else "FAIL"
 
 
 def _both(f, claimed, h0, floor=0.0):
-    """(the estimate's direction, losses it computed, the walk's direction)."""
-    estimated = Grid(f, f(0.0), claimed, h0, 40)
-    found, _ = one_direction(estimated, Floor(floor), 1.8)
-    walked = Grid(f, f(0.0), claimed, h0, 40)
-    return found, len(estimated.values), walk(walked, floor)
+    """(the estimate's two ways, losses it computed, the walk's two ways)."""
+    calls = []
+
+    def counted(h):
+        calls.append(h)
+        return f(h)
+
+    found, _, _ = both_ways(Grid(counted, f(0.0), claimed, h0, 40), Floor(floor), 1.8)
+    ahead = Grid(f, f(0.0), claimed, h0, 40)
+    back = Grid(lambda h: f(-h), f(0.0), -claimed, h0, 40)
+    return found, len(calls), (walk(ahead, floor), walk(back, floor))
+
+
+def _smallest_resolved(d):
+    """The steps of a way whose remainders are resolved, smallest last."""
+    return [
+        h for h, r, rho in zip(d.steps, d.remainders, d.rounding, strict=True) if r > RESOLVED * rho
+    ]
 
 
 def test_on_smooth_losses_the_estimate_decides_as_the_walk():
     """Seeded polynomials L0 + s·h + C·h² + D·h³ (D small beside C), claimed slopes wrong
     by 10^-k relative (k = 2..15, both signs) or right: 1,160 cases, one verdict each way;
-    a right slope costs at most 6 losses (the walk took 20 and more)."""
+    a right slope costs at most 6 losses both ways (the walk took 40 and more)."""
     rng = np.random.default_rng(20261206)
     right_costs, walk_costs = [], []
     for _ in range(40):
@@ -57,7 +72,7 @@ def test_on_smooth_losses_the_estimate_decides_as_the_walk():
             if delta == 0:
                 assert _verdict(found) == "ok"
                 right_costs.append(cost)
-                walk_costs.append(len(walked.steps))
+                walk_costs.append(sum(len(w.steps) for w in walked))
     assert max(right_costs) <= 6, right_costs
     assert np.median(walk_costs) >= 3 * np.median(right_costs), (walk_costs, right_costs)
 
@@ -83,14 +98,15 @@ def test_on_a_kink_at_any_distance_the_estimate_decides_as_the_walk():
         if _verdict(found) != _verdict(walked):
             differ += 1
             assert (_verdict(found), _verdict(walked)) == ("ok", "FAIL")
-            # its smallest resolved halving (before the last, quiet step) is below the kink
-            assert found.steps[-3] < c, (found.steps, c)
+            # its deciding halving, into its last resolved step, lies below the kink
+            assert _smallest_resolved(found[0])[-2] < c, (found[0].steps, c)
             # and without the kink the walk passes too: the kink, not the slope, failed it
             _, _, smooth = _both(
                 lambda h, L0=L0, s=s, C=C: L0 + s * h + C * h * h, s * (1 + delta), h0
             )
             assert _verdict(smooth) == "ok"
-    assert differ <= 5
+    # (read both ways, the walk reads a crossing's rates twice as often as one way did)
+    assert differ <= 10
 
 
 def test_a_wrong_slope_whose_terms_cancel_in_the_regime_fails():
@@ -125,8 +141,8 @@ def test_a_noisy_loss_escalates_to_its_measured_floor_once():
         return (1.0 + 0.3 * h + 2.0 * h * h) * (1 + 1e-10 * math.sin(1e9 * h + 1.0))
 
     floor = Floor(0.0, lambda: asked.append(1) or 2e-10)
-    first = one_direction(Grid(f, f(0.0), 0.3, 0.05, 40), floor, 1.8)
-    second = one_direction(Grid(f, f(0.0), 0.3, 0.05, 40), floor, 1.8)
+    first = both_ways(Grid(f, f(0.0), 0.3, 0.05, 40), floor, 1.8)
+    second = both_ways(Grid(f, f(0.0), 0.3, 0.05, 40), floor, 1.8, first[2])
     assert asked == [1] and floor.value == 2e-10
     assert _verdict(first[0]) == "ok" and _verdict(second[0]) == "ok"
 
@@ -142,11 +158,11 @@ def test_where_the_walk_reads_a_crossing_the_estimate_reads_the_regime():
         return L0 + s * h + C * h * h + D * h**3 + E * h**4
 
     found, _, walked = _both(f, s, h0)
-    assert _verdict(walked) == "FAIL" and min(walked.rates[-3:]) < 1.8
-    assert _verdict(found) == "ok" and all(1.8 <= r <= 2.3 for r in found.rates)
+    assert _verdict(walked) == "FAIL" and min(walked[0].rates[-3:]) < 1.8
+    assert _verdict(found) == "ok" and all(1.8 <= r <= 2.3 for d in found for r in d.rates)
 
 
-# --- in a check: directions shared by a run's arrays, split to attribute a failure ---------
+# --- in a check: each array on its own evidence --------------------------------------------
 
 NAME = "92-two-arrays"
 N = 8
@@ -194,7 +210,11 @@ def _case(judgement, variant, kind, array):
     return j
 
 
-def test_a_wrong_array_is_named_alone_after_shared_directions_fail(planted):
+def test_a_wrong_array_fails_on_its_own_evidence_and_the_right_one_passes(planted):
+    """Each array moves alone in the Taylor test and is pushed forward alone in the jvp
+    check: w's 0.5 % fails both, x (right) passes both, with nothing more gathered for it;
+    the failing ones carry central differences (and the Taylor test its second
+    differences: the loss is smooth, the gradient wrong)."""
     root, judgement = planted
     assert not judgement.ok
     for kind in ("taylor", "jvp"):
@@ -202,13 +222,15 @@ def test_a_wrong_array_is_named_alone_after_shared_directions_fail(planted):
         right_x = _case(judgement, "jax-wrong-w", kind, "x")
         assert str(wrong_w.verdict) == "FAIL", (kind, wrong_w.reason)
         assert str(right_x.verdict) == "ok", (kind, right_x.reason)
-        alone = "tested alone" if kind == "taylor" else "checked alone"
-        assert any(alone in e for e in wrong_w.evidence), wrong_w.evidence
         assert "central differences" in wrong_w.evidence and "fd" in wrong_w.info
-        assert "fd" not in right_x.info  # it passed: no central differences for it
+        assert "fd" not in right_x.info and not right_x.evidence  # it passed on its own
         good = _case(judgement, "jax-ad", kind, "w")
         assert str(good.verdict) == "ok" and not good.evidence, good.evidence
-        assert good.result.shared == ("x", "w")
-    cost = judgement[NAME].subjects["jax-wrong-w"].cost
-    assert cost.of("attribution")[0] > 0 and cost.of("fd")[0] > 0
-    assert judgement[NAME].subjects["jax-ad"].cost.of("attribution") == (0, 0)
+    taylor = _case(judgement, "jax-wrong-w", "taylor", "w")
+    assert any(e.startswith("second differences") for e in taylor.evidence), taylor.evidence
+    assert taylor.result.kink is False and "is not the loss's derivative" in taylor.reason
+    for variant in ("jax-ad", "jax-wrong-w"):
+        cost = judgement[NAME].subjects[variant].cost
+        # the jvp check's derivatives came with the evaluation's own call
+        assert cost.of("jvp") == (0, 0) and cost.of("evaluation") == (1, 1), cost.describe()
+    assert judgement[NAME].subjects["jax-wrong-w"].cost.of("fd")[0] > 0

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._judge._taylor import random_direction
+from weanj._judge._directions import random_direction
 from weanj._judge._verdict import judge_taylor
 from weanj._model import from_arrays
 from weanj._model._verdicts import Verdict

@@ -1,37 +1,36 @@
-"""What a check's float64 CPU runs call: one program for the loss, its gradient and its
-forward-mode derivative, each computed only when asked.
+"""What a check's float64 CPU runs call: one program for the loss, its gradient and the
+forward-mode derivative of each `wrt` array, each computed only when asked.
 
-A check runs a JAX variant in float64 on the CPU for its evaluation, the loss floor's
-perturbed runs, the Taylor test's steps and the forward-vs-reverse (jvp) check. Each of
-these calls one program, `full(*args, tangents, derivatives) -> (loss, gradient,
-directional)`: `jax.linearize` of the loss gives the loss and its linear map; the map
-applied to `tangents` is the forward-mode derivative, and its transpose
-(`jax.linear_transpose`, which is how `jax.grad` computes a gradient: the same numbers,
-bit for bit, on every gallery variant) the gradient. The two derivatives sit in one
-`lax.cond` that `derivatives`, a boolean passed as an array (a traced value: one
-compilation serves both kinds of call), opens. The loss floor's perturbed runs, where a
-comparison asks for them, ask the loss alone and cost the forward pass with its stored
-residuals (`kernex-lex`: 13 ms, where its gradient takes 310 ms); the evaluation and the
-jvp check (one call each) ask the derivatives, each computing the other's too (the
-evaluation's directional derivative along zero tangents: one forward-mode pass spent,
-where a second `lax.cond` would cost compilation in every variant). The Taylor test's
-steps, most of a check's runs, call the variant's loss program instead: a plain forward
-pass, where the stored residuals of a long stencil cost nine times as much. So
-in float64 an evaluation with all its checks compiles two programs, where a loss, a
+A check runs a JAX variant in float64 on the CPU for its evaluation, the Taylor test's
+steps, the loss floor's perturbed runs and the forward-vs-reverse (jvp) check. Each of
+these calls one compiled program, `full(*args, tangents, derivatives) -> (loss,
+gradient, directional)`, whose two branches a `lax.cond` opens (`derivatives`, a boolean
+passed as an array: a traced value, so one compilation serves both kinds of call):
+
+- **the loss alone** (`LOSS_ONLY`): the variant's own forward pass, nothing stored for a
+  derivative: what the Taylor test's steps and the rounding level's perturbed runs ask,
+  most of a check's calls;
+- **the derivatives** (`DERIVATIVES`): `jax.linearize` of the loss gives the loss and its
+  linear map; the map's transpose (`jax.linear_transpose`, which is how `jax.grad`
+  computes a gradient: the same numbers, bit for bit, on every gallery variant) gives the
+  gradient, and the map applied to each `wrt` array's own tangent (the others zero) gives
+  that array's directional derivative: the evaluation computes the jvp check's numbers in
+  its own call, one forward-mode pass per array, each array's apart from the others'.
+
+So in float64 an evaluation with all its checks compiles one program, where a loss, a
 gradient and a `jvp` program compiled three (benchmarks/compile_cost.py). A variant with
-a hand-written gradient keeps it: its `full` is the loss, the gradient it wrote and
-`jax.jvp` of the loss.
+a hand-written gradient keeps it: its derivatives are the loss's linearisation, the
+gradient it wrote and the linear map along each tangent.
 
-A loss JAX cannot push forward (a `custom_vjp` inside, a primitive without a JVP rule)
-cannot be lowered so; its runs then go to a reverse-mode program built the same way
-(`reverse`: `jax.vjp`, the gradient in a `lax.cond`), and its `jvp` raises the first
-error, which the jvp check names before it borrows a family member's forward mode
-(`_pipeline.checks._gradchecks.jvp_judgement`). A backend with no forward mode of its own
-(Enzyme-JAX's variants) has that reverse-mode program from the start: Enzyme's reverse
-pass (one `ReverseModeCombined` call) sits in the `lax.cond`, so its loss-only calls cost
-Enzyme's forward alone. Before any evaluation in this process (its numbers came from a
-record) the variant's `loss` program serves the loss-only calls: a loss compiles in less
-time than the program that would also hold the gradient.
+A loss JAX cannot push forward (a `custom_vjp` inside, a primitive without a JVP rule) is
+found while the program is traced (`_forward_mode`), before anything compiles; its runs
+then go to a reverse-mode program built the same way (`reverse`: `jax.vjp` in the
+derivatives' branch, the plain loss in the other), and its jvp check borrows a family
+member's numbers (`_pipeline.engine._donors`). A backend with no forward mode of its own
+(Enzyme-JAX's variants) has that reverse-mode program from the start. Before any
+evaluation in this process (its numbers came from a record) the variant's `loss` program
+serves the loss-only calls: a loss compiles in less time than the program that would
+also hold the gradient.
 
 Only weanj's checks call these functions (`Functions.checking`, chosen by
 `_pipeline.evaluation._calls.for_checks`); `loss`, `grad` and `jvp` called directly stay the
@@ -63,68 +62,117 @@ def loss_along(loss: Callable, args: list, positions: tuple[int, ...]) -> Callab
 LOSS_ONLY, DERIVATIVES = False, True
 
 
+def _sub_jaxprs(params: dict):
+    """The jaxprs inside an equation's parameters (a scan's body, a cond's branches)."""
+    for value in params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            inner = getattr(item, "jaxpr", item)
+            if hasattr(inner, "eqns"):
+                yield inner
+
+
+def _primitives(jaxpr) -> set[str]:
+    names = set()
+    for eqn in jaxpr.eqns:
+        names.add(eqn.primitive.name)
+        for sub in _sub_jaxprs(eqn.params):
+            names |= _primitives(sub)
+    return names
+
+
+def _forward_mode(linear: Callable, primals: tuple) -> None:
+    """Raise JAX's own TypeError, at trace time, where the linear map of a loss cannot be
+    applied forward (a `custom_vjp` leaves a `custom_lin` in it, which only transposes):
+    found here, the program is never compiled, and the reverse-mode one serves."""
+    import jax
+
+    if "custom_lin" in _primitives(jax.make_jaxpr(linear)(*primals).jaxpr):
+        raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+def _scalar(value):
+    """`value`, or JAX's refusal where it is no real scalar (said by the value_and_grad
+    program the run falls back to)."""
+    import jax.numpy as jnp
+
+    if jnp.shape(value) != () or not jnp.issubdtype(jnp.result_type(value), jnp.floating):
+        raise TypeError("the loss is not a real scalar")
+    return value
+
+
+def _each_array(linear: Callable, primals: tuple, tangents: dict, names: tuple) -> Any:
+    """The linear map of the loss applied to each wrt array's own tangent, the other
+    arrays' zero: each array's directional derivative, apart from the others'."""
+    import jax.numpy as jnp
+
+    zeros = [jnp.zeros_like(p) for p in primals]
+    out = []
+    for i, name in enumerate(names):
+        alone = list(zeros)
+        alone[i] = tangents[name]
+        out.append(linear(*alone))
+    return jnp.stack(out)
+
+
 def one_program(example: Example, loss: Callable, in_convention: Callable, gradient=None):
     """`(full, reverse)`, not yet jitted (module docstring). `full(*args, tangents,
-    derivatives) -> (loss, gradient, directional)`: with `derivatives` false, the
-    gradient and the directional derivative are zeros and are not computed (`lax.cond`:
-    the loss alone costs the forward pass). `reverse(*args, derivatives) -> (loss,
+    derivatives) -> (loss, gradient, directional)`: `tangents` `{wrt name: array}`, each
+    array's own direction; `directional[i]` the derivative along the i-th wrt array's
+    tangent alone; with `derivatives` false, the loss alone (the gradient and the
+    directional derivatives zeros, not computed). `reverse(*args, derivatives) -> (loss,
     gradient)`, for a loss JAX cannot push forward: `jax.vjp`, the gradient computed only
     when asked. `in_convention(raw)` puts JAX's gradient in weanj's convention;
     `gradient(*args)`, a hand-written gradient in that convention, replaces it."""
     import jax
     import jax.numpy as jnp
 
-    positions = example.wrt_positions
-
-    def scalar(value):
-        if jnp.shape(value) != () or not jnp.issubdtype(jnp.result_type(value), jnp.floating):
-            # jax.grad's refusal, said by the value_and_grad program the run falls back to
-            raise TypeError("the loss is not a real scalar")
-
-    def asked(flag, compute, like):
-        return jax.lax.cond(flag, compute, lambda: jax.tree.map(jnp.zeros_like, like))
+    positions, names = example.wrt_positions, example.wrt_names
 
     def parts(args):
         along = loss_along(loss, args, positions)
         return along, tuple(args[i] for i in positions)
 
-    def hand_shapes(args):
-        return jax.eval_shape(lambda: gradient(*args))  # the parameters stay static
+    def zero_gradient(args, primals):
+        if gradient is not None:  # its own form (the parameters stay static)
+            shapes = jax.eval_shape(lambda: gradient(*args))
+            return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        return in_convention(tuple(jnp.zeros_like(p) for p in primals))
 
     def full(*args):
         *args, tangents, derivatives = args
         along, primals = parts(args)
-        directions = tuple(tangents[n] for n in example.wrt_names)
-        if gradient is not None:
-            value = loss(*args)
-            g, directional = asked(
-                derivatives,
-                lambda: (gradient(*args), jax.jvp(along, primals, directions)[1]),
-                (hand_shapes(args), value),
-            )
-            return value, g, directional
-        value, linear = jax.linearize(along, *primals)
-        scalar(value)
-        raw, directional = asked(
-            derivatives,
-            lambda: (
-                jax.linear_transpose(linear, *primals)(jnp.ones_like(value)),
-                linear(*directions),
-            ),
-            (primals, value),
-        )
-        return value, in_convention(raw), directional
+
+        def derivatives_of():
+            value, linear = jax.linearize(along, *primals)
+            _scalar(value)
+            _forward_mode(linear, primals)
+            if gradient is not None:
+                g = gradient(*args)
+            else:
+                g = in_convention(jax.linear_transpose(linear, *primals)(jnp.ones_like(value)))
+            return value, g, _each_array(linear, primals, tangents, names)
+
+        def loss_alone():
+            value = _scalar(loss(*args))
+            return value, zero_gradient(args, primals), jnp.zeros(len(names), value.dtype)
+
+        return jax.lax.cond(derivatives, derivatives_of, loss_alone)
 
     def reverse(*args):
         *args, derivatives = args
-        if gradient is not None:
-            return loss(*args), asked(derivatives, lambda: gradient(*args), hand_shapes(args))
         along, primals = parts(args)
-        value, pullback = jax.vjp(along, *primals)
-        scalar(value)
-        return value, in_convention(
-            asked(derivatives, lambda: pullback(jnp.ones_like(value)), primals)
-        )
+
+        def derivatives_of():
+            if gradient is not None:
+                return _scalar(loss(*args)), gradient(*args)
+            value, pullback = jax.vjp(along, *primals)
+            _scalar(value)
+            return value, in_convention(pullback(jnp.ones_like(value)))
+
+        def loss_alone():
+            return _scalar(loss(*args)), zero_gradient(args, primals)
+
+        return jax.lax.cond(derivatives, derivatives_of, loss_alone)
 
     return full, reverse
 
@@ -157,8 +205,8 @@ class CheckRuns:
         }
 
     def _own(self, args: tuple, tangents: dict | None, derivatives: bool):
-        """`(loss, gradient, directional)` by `full`, or `(loss, gradient)` by `reverse`;
-        None when neither runs (then `plain`'s functions serve)."""
+        """`(loss, gradient, directional)` by `full`, or `(loss, gradient, None)` by
+        `reverse`; None when neither runs (then `plain`'s functions serve)."""
         import numpy as np
 
         if self.serving == "full":
@@ -170,10 +218,27 @@ class CheckRuns:
                 self.serving = "reverse" if self.reverse is not None else "plain"
         if self.serving == "reverse":
             try:
-                return self.reverse(*args, np.array(derivatives))
+                return (*self.reverse(*args, np.array(derivatives)), None)
             except Exception:  # noqa: BLE001 - the kernel's own error: `plain` raises it
                 self.serving = "plain"
         return None
+
+    def evaluation(self, *args):
+        """`(loss, gradient, directional)`: the evaluation's one call, the last argument
+        each wrt array's tangent (`{name: array}`); `directional` `{name: derivative along
+        that array's tangent}`, None where the loss cannot be pushed forward."""
+        import numpy as np
+
+        *args, tangents = args
+        found = self._own(tuple(args), tangents, DERIVATIVES)
+        self.evaluated = True
+        if found is None:
+            return (*self.plain.value_and_grad(*args), None)
+        value, g, directional = found
+        if directional is None:
+            return value, g, None
+        each = np.asarray(directional).tolist()  # on the host: no program to split it
+        return value, g, dict(zip(self.example.wrt_names, each, strict=True))
 
     def value_and_grad(self, *args):
         both = self._own(args, None, DERIVATIVES)
@@ -187,23 +252,13 @@ class CheckRuns:
         found = self._own(args, None, LOSS_ONLY) if self.evaluated else None
         return self.plain.loss(*args) if found is None else found[0]
 
-    def jvp(self, *args):
-        if self.full is None:
-            return self.plain.jvp(*args)
-        if self.serving == "full":
-            *args, tangents = args
-            found = self._own(tuple(args), tangents, DERIVATIVES)
-            if self.serving == "full":
-                return found[2]
-        raise self.refused
-
     def functions(self) -> Functions:
         return Functions(
             self.plain.loss,
             self.plain.grad,
-            self.jvp if self.full is not None or self.plain.jvp is not None else None,
+            self.plain.jvp,
             value_and_grad=self.value_and_grad,
             evaluation_loss=self.evaluation_loss,
             placed=self.plain.placed,
-            jvp_backward=self.full is not None,
+            evaluation=self.evaluation,
         )

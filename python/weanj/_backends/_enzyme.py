@@ -20,6 +20,31 @@ from ._checking import CheckRuns, one_program
 from ._jax import InX64Setting, configuration_of, jax_variant, loss_of, stored_convention
 
 
+def _through_enzyme(loss: Callable, static: frozenset, enzyme_jax_ir: Callable) -> Callable:
+    """`through(args) -> (forward, arrays)`: the loss as Enzyme-JAX takes it, its static
+    parameters baked in (so each (shapes, parameters) is one Enzyme module; the outer
+    jax.jit caches it like any other trace), and the array arguments. One function per
+    parameter values: Enzyme-JAX compiles it on its own (to find the arguments XLA keeps),
+    and JAX's cache serves every later trace of the same function (the check's program
+    traces it in two branches). Named so: a count of compilations
+    (benchmarks/compile_cost.py) tells those apart from weanj's programs by this name."""
+    made: dict[tuple, Callable] = {}
+
+    def through(args):
+        values = tuple(args[i] for i in sorted(static))
+        if values not in made:
+            fixed = dict(zip(sorted(static), values, strict=True))
+
+            def forward_for_enzyme(*arrays):
+                it = iter(arrays)
+                return loss(*(fixed[i] if i in fixed else next(it) for i in range(len(args))))
+
+            made[values] = enzyme_jax_ir()(forward_for_enzyme)
+        return made[values], [a for i, a in enumerate(args) if i not in static]
+
+    return through
+
+
 def enzyme_functions(example: Example, loss: Callable) -> Functions:
     """`(loss, grad)` of a JAX loss, both run through Enzyme-JAX, as `InX64Setting` `jax.jit`s.
 
@@ -42,18 +67,7 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
     static_argnums = example.static_argnums()
     static = frozenset(static_argnums)
 
-    def through_enzyme(args):
-        # The static parameters are baked in here, so each (shapes, parameters) is one
-        # Enzyme module; the outer jax.jit caches it like any other trace.
-        # Named so: Enzyme-JAX compiles it on its own once per trace (to find the arguments
-        # XLA keeps), and a count of compilations (benchmarks/compile_cost.py) tells those
-        # apart from weanj's programs by this name.
-        def forward_for_enzyme(*arrays):
-            it = iter(arrays)
-            return loss(*(args[i] if i in static else next(it) for i in range(len(args))))
-
-        arrays = [a for i, a in enumerate(args) if i not in static]
-        return enzyme_jax_ir()(forward_for_enzyme), arrays
+    through_enzyme = _through_enzyme(loss, static, enzyme_jax_ir)
 
     def enzyme_loss(*args):
         forward, arrays = through_enzyme(args)

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .._errors import InputError
+from .._judge._directions import inner, random_direction
 from .._judge._jvp import OWN_JVP_TOLERANCE, JvpResult
-from .._judge._taylor import inner, random_direction
 
 
 def jvp_check(

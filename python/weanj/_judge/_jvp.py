@@ -18,8 +18,8 @@ import numpy as np
 from .._model import Example
 from .._model._verdicts import Verdict
 from ._checks import check_result, finite, num
+from ._directions import random_direction
 from ._policy import TOLERANCES, Tolerance
-from ._taylor import random_direction
 
 # forward vs reverse: the variant's own jvp to rounding; a sibling's at the family tolerance
 OWN_JVP_TOLERANCE = 1e-12
@@ -36,7 +36,8 @@ def base_tolerance(own: bool, declared: Any) -> float:
 @check_result("directional")  # its field in check.json (a file format's name, kept)
 @dataclass(frozen=True)
 class JvpResult:
-    """`jvp(L)(x; dx)` by `by` against the variant's `⟨g, dx⟩`."""
+    """`jvp(L)(x; dx)` by `by` against the variant's `⟨g, dx⟩`, along `array`'s own
+    direction dx (the other arrays still)."""
 
     array: str
     by: str  # the variant whose forward mode was used
@@ -44,9 +45,6 @@ class JvpResult:
     reverse: float
     scale: float  # Σ |g_i|·|dx_i|: the size of the terms of ⟨g, dx⟩
     tolerance: float
-    # the arrays pushed forward together (each direction divided by its array's scale, so
-    # that `scale` is 1: `_pipeline.checks._gradchecks`), () for this array alone
-    shared: tuple[str, ...] = ()
 
     @property
     def passes(self) -> bool:
@@ -60,7 +58,6 @@ class JvpResult:
             "reverse": self.reverse,
             "scale": self.scale,
             "tolerance": self.tolerance,
-            "shared": list(self.shared),
         }
 
     @classmethod
@@ -72,7 +69,6 @@ class JvpResult:
             float(data["reverse"]),
             float(data["scale"]),
             float(data["tolerance"]),
-            tuple(str(a) for a in data["shared"]),
         )
 
     def __repr__(self) -> str:
@@ -104,10 +100,9 @@ class JvpResult:
         )
 
     def summary(self, reason: str) -> str:
-        together = f", with {', '.join(self.shared)} in one call" if self.shared else ""
         return reason or (
             f"jvp by {self.by} agrees with ⟨g, dx⟩ to {num(self.error, 1)} "
-            f"(tolerance {self.tolerance:g}{together})"
+            f"(tolerance {self.tolerance:g})"
         )
 
     @classmethod
@@ -123,7 +118,6 @@ class JvpResult:
                 "reverse": finite(self.reverse),
                 "error": finite(self.error),
                 "tolerance": self.tolerance,
-                "shared": list(self.shared),
             }
         }
 

@@ -295,6 +295,7 @@ def encode_gradient(g: Gradient) -> dict[str, Any]:
         **{k: _enc(getattr(g, k)) for k in _GRADIENT_FIELDS},
         "label": g.label,
         "cost": g.cost.to_json(),
+        "compiled": g.cost.compiled_json(),
         "extra": _enc(extra),
         "shapes": {name: list(np.shape(a)) for name, a in g.gradients.items()},
     }
@@ -315,6 +316,7 @@ def decode_gradient(
     provenance = provenance_fields(extra)  # its device, x64, reuse (`_model._provenance`)
     g = _build(Gradient, {"example": example, "gradients": {}, **provenance, **given})
     g.cost = Cost.from_json(data.get("cost", {}))
+    g.cost.read_compiled(data.get("compiled"))
     g.of = find_variant(g.variant)
     return g
 

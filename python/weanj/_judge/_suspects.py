@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._model._verdicts import CaseKind, Verdict
-from ._taylor import RESOLVED, TaylorResult
+from ._remainder import RESOLVED
+from ._taylor import TaylorResult
 
 # `_verdict` asks this module (`ExampleJudgement.suspects`), so this one names its types
 # without importing them: a judgement is an `ExampleJudgement`, a case a `CaseJudgement`.
@@ -232,8 +233,9 @@ def _reach(result: TaylorResult) -> float:
 
 def _alike(ej: ExampleJudgement, family: str, array: str) -> list[CaseJudgement] | None:
     """The members' failing Taylor tests of `array` when every member of `family` with a
-    Taylor test of it fails it (at least two) and every pair among them agrees; else
-    None."""
+    Taylor test of it fails it (at least two), each with a kink's signature (second
+    differences that fall as h, `TaylorResult.kink`), and every pair among them agrees;
+    else None: a family that shares a wrong gradient of a smooth loss gets no kink line."""
     tests = [
         j
         for j in ej.of_kind(CaseKind.TAYLOR)
@@ -241,6 +243,8 @@ def _alike(ej: ExampleJudgement, family: str, array: str) -> list[CaseJudgement]
     ]
     members = {j.subjects[0] for j in tests}
     if len(members) < 2 or any(j.verdict != Verdict.FAIL for j in tests):
+        return None
+    if not all(j.taylor.kink for j in tests):  # a smooth loss there: the gradient is wrong
         return None
     among = [j for j in _family_pairs(ej) if j.family == family and set(j.subjects) <= members]
     joined = {frozenset(j.subjects) for j in among}

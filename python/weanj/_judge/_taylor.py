@@ -10,124 +10,30 @@ layer's (`_pipeline.checks._gradchecks`). The forward-vs-reverse check is `_jvp`
 Each result type keeps the protocol of `_checks` (its verdict, its record, its text, its
 cell, its JSON) and is registered there by name, so no view branches on a check.
 
-`⟨g, dx⟩` is the real inner product `Re Σ conj(g)·dx`, so complex arrays (with g in
-weanj's convention `∂L/∂Re z + i·∂L/∂Im z`) are checked like pairs of real arrays. Every
-check keeps its directions inside the example's kink mask (`checked_masks`); `inner` and
-`random_direction` serve every check.
+One direction's remainders and their rule are `_remainder`'s; the directions, the inner
+product and the kink masks every check shares are `_directions`'.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .._errors import InputError
-from .._model import Example, TaylorPolicy
+from .._model import TaylorPolicy
 from .._model._verdicts import Verdict
 from ._checks import check_result
-
-EPS = float(np.finfo(np.float64).eps)
-# Rounding level of a remainder: a few hundred roundings of the loss's own size. Rates
-# are taken only between remainders this far above it (`RESOLVED` times), so that
-# rounding noise (about 1% of a remainder there) cannot move a rate by more than 0.02.
-ROUNDING = 64 * EPS
-RESOLVED = 100.0
-AT_ROUNDING = 3  # consecutive steps at rounding level that end a direction's halving
-
-
-def inner(g: np.ndarray, dx: np.ndarray) -> float:
-    """`Re Σ conj(g)·dx`: the real inner product (complex arrays as pairs of reals)."""
-    return float(np.real(np.vdot(np.asarray(g), np.asarray(dx))))
-
-
-def random_direction(
-    rng: np.random.Generator, x: np.ndarray, mask: np.ndarray | None = None
-) -> np.ndarray:
-    """A standard normal direction shaped like `x` (complex for complex `x`), zero
-    outside `mask`, of unit 2-norm."""
-    shape = np.shape(x)
-    v = rng.standard_normal(shape)
-    if np.iscomplexobj(x):
-        v = v + 1j * rng.standard_normal(shape)
-    if mask is not None:
-        v = v * mask
-    norm = float(np.sqrt(np.sum(np.abs(v) ** 2)))
-    return v / norm if norm > 0 else v
-
-
-# --- kink masks ------------------------------------------------------------------------
-
-
-def checked_masks(
-    ex: Example, given: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
-) -> dict[str, np.ndarray]:
-    """The kink mask of every wrt array (True: may be perturbed; all True where the
-    example's mask function names none), from what that function returned, or an
-    `InputError` saying what is wrong with it."""
-    unknown = set(given) - set(ex.wrt_names)
-    if unknown:
-        raise InputError(f"{ex.name}: the kink mask names arrays {sorted(unknown)} outside wrt")
-    masks = {}
-    for name in ex.wrt_names:
-        m = np.asarray(given.get(name, np.ones(np.shape(arrays[name]), bool)), bool)
-        if m.shape != np.shape(arrays[name]):
-            raise InputError(
-                f"{ex.name}: the kink mask of {name} has shape "
-                f"{m.shape}, not {np.shape(arrays[name])}"
-            )
-        masks[name] = m
-    return masks
-
-
-# --- the Taylor remainder test -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TaylorDirection:
-    """One direction's sequence: steps, remainders and their rounding levels."""
-
-    steps: tuple[float, ...]
-    remainders: tuple[float, ...]
-    rounding: tuple[float, ...]
-    nonfinite: bool = False
-    slope: float = 0.0  # ⟨g, dx⟩
-
-    @property
-    def sensitivity(self) -> float:
-        """The smallest relative error of ⟨g, dx⟩ this direction resolves: an error ε
-        adds h·ε·|⟨g, dx⟩| to the remainder, seen once it stands above rounding level
-        at the first step."""
-        if not self.steps or self.slope == 0:
-            return math.inf
-        return RESOLVED * self.rounding[0] / (self.steps[0] * abs(self.slope))
-
-    @property
-    def rates(self) -> tuple[float, ...]:
-        """`log2(r_k / r_{k+1})` over consecutive steps, one halving apart, whose
-        remainders are resolved (a step the test jumped over leaves no rate)."""
-        out = []
-        for k in range(len(self.remainders) - 1):
-            a, b = self.remainders[k], self.remainders[k + 1]
-            halving = abs(self.steps[k] - 2.0 * self.steps[k + 1]) <= 1e-12 * self.steps[k]
-            if halving and a > RESOLVED * self.rounding[k] and b > RESOLVED * self.rounding[k + 1]:
-                out.append(math.log2(a / b))
-        return tuple(out)
-
-    @property
-    def resolved(self) -> bool:
-        return any(
-            r > RESOLVED * rho for r, rho in zip(self.remainders, self.rounding, strict=True)
-        )
+from ._remainder import RESOLVED, TaylorDirection, direction_json
 
 
 @check_result("taylor")
 @dataclass(frozen=True)
 class TaylorResult:
-    """The Taylor test of one gradient array: every direction, and what it left out."""
+    """The Taylor test of one gradient array: every direction, and what it left out. Each
+    array is tested on its own directions (no other array moves), so no other array's
+    curvature enters its remainders."""
 
     array: str
     policy: TaylorPolicy
@@ -135,11 +41,11 @@ class TaylorResult:
     directions: tuple[TaylorDirection, ...]
     left_out: int
     size: int
-    # the arrays whose directions were shared (each moved along its part of one direction:
-    # `_pipeline.checks._gradchecks`), () for a test of this array alone
-    shared: tuple[str, ...] = ()
-    # whether a direction was walked step by step (the regime's estimate not borne out)
+    # whether a direction was walked step by step (the estimate not borne out)
     walked: bool = False
+    # the array's own scale, `1e-2·‖x‖` (the default first step): a direction whose steps
+    # reached it with every remainder at rounding level shows a loss linear along it
+    scale: float = 0.0
 
     @property
     def sensitivity(self) -> float:
@@ -157,19 +63,55 @@ class TaylorResult:
         return tuple(d.rates for d in self.directions)
 
     @property
-    def others(self) -> tuple[str, ...]:
-        """The other arrays whose directions this test shared."""
-        return tuple(a for a in self.shared if a != self.array)
+    def failing(self) -> tuple[TaylorDirection, ...]:
+        """The directions whose rates at the smallest resolved steps fall below the bound."""
+        return tuple(d for d in self.directions if d.rates and not d.agrees(self.policy.rate))
+
+    def _linear(self, d: TaylorDirection) -> bool:
+        """A direction with no rate whose steps reached the array's own scale: every
+        remainder at rounding level there, the loss is linear along it, and its slope
+        agrees with the gradient's to the direction's sensitivity (a secant check, exact
+        for a linear loss)."""
+        scale = self.scale or self.h0
+        return not d.rates and bool(d.steps) and max(d.steps) >= scale * (1 - 1e-9)
+
+    @property
+    def linear(self) -> bool:
+        """Some direction showed a loss linear along it (`_linear`)."""
+        return any(self._linear(d) for d in self.directions)
+
+    @property
+    def unresolved(self) -> bool:
+        """No direction fails, and one resolves no rate without reaching the array's own
+        scale: every remainder it reached stood at rounding level at steps too small to
+        show a gradient error (a first step declared too small, a loss whose rounding
+        hides its curvature): the gradient was not tested there."""
+        return not self.failing and any(
+            not d.rates and not self._linear(d) for d in self.directions
+        )
+
+    @property
+    def zero(self) -> bool:
+        """The claimed gradient is zero along every direction (`⟨g, dx⟩ = 0`)."""
+        return bool(self.directions) and all(d.slope == 0 for d in self.directions)
+
+    @property
+    def kink(self) -> bool:
+        """A failing direction whose second differences fall as h: the loss has a kink
+        within its smallest steps (not a wrong gradient of a smooth loss)."""
+        return any(d.kink for d in self.failing)
 
     @property
     def passes(self) -> bool:
         """The rule (docs/DESIGN.md, "The Taylor remainder test"): along every direction,
-        the rates at the smallest resolved steps are at least the policy's (about 2), or
-        every remainder is at rounding level (the loss is linear along the direction). A
-        direction with a NaN/Inf, or a test with no direction, does not pass."""
+        the rates at the smallest resolved steps are at least the policy's (about 2). A
+        direction with a NaN/Inf, a direction that resolves no rate (`unresolved`), or a
+        test with no direction, does not pass."""
         if not self.directions or any(d.nonfinite for d in self.directions):
             return False
-        return not any(rates and min(rates) < self.policy.rate for rates in self.asymptotic)
+        return all(
+            d.agrees(self.policy.rate) if d.rates else self._linear(d) for d in self.directions
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The numbers, as an evaluation record keeps them (`from_json` reads them back)."""
@@ -186,18 +128,9 @@ class TaylorResult:
             "h0": self.h0,
             "left_out": self.left_out,
             "size": self.size,
-            "shared": list(self.shared),
             "walked": self.walked,
-            "directions": [
-                {
-                    "steps": list(d.steps),
-                    "remainders": list(d.remainders),
-                    "rounding": list(d.rounding),
-                    "nonfinite": d.nonfinite,
-                    "slope": d.slope,
-                }
-                for d in self.directions
-            ],
+            "scale": self.scale,
+            "directions": [direction_json(d) for d in self.directions],
         }
 
     @classmethod
@@ -209,6 +142,8 @@ class TaylorResult:
                 tuple(map(float, d["rounding"])),
                 bool(d["nonfinite"]),
                 float(d["slope"]),
+                tuple(tuple(map(float, row)) for row in d.get("second", ())),
+                None if d.get("behind") is None else tuple(map(float, d["behind"])),
             )
             for d in data["directions"]
         )
@@ -219,46 +154,95 @@ class TaylorResult:
             directions,
             int(data["left_out"]),
             int(data["size"]),
-            tuple(str(a) for a in data["shared"]),
             bool(data["walked"]),
+            float(data.get("scale", 0.0)),
         )
 
     # --- its verdict and its views (the protocol of `_checks`) ---------------------------
 
     def judge(self) -> tuple[Verdict, str]:
-        """ok when it passes (`passes`); FAIL with the rates otherwise; skipped where the
-        kink mask leaves nothing to perturb; NaN/Inf where a loss along a direction is."""
+        """ok when it passes (`passes`); FAIL with the rates (and whether the loss bends
+        there: a kink or a wrong gradient) otherwise, or naming a gradient of zero where
+        the loss moves; skipped where it resolved nothing (`unresolved`, never a pass) or
+        where the kink mask leaves nothing to perturb; NaN/Inf where a loss along a
+        direction is."""
         if not self.directions:
             return Verdict.SKIPPED, f"the kink mask leaves no entry of {self.array} to perturb"
         if any(d.nonfinite for d in self.directions):
             return Verdict.NONFINITE, "a loss along a direction is NaN/Inf"
-        bound = self.policy.rate
-        failing = [rates for rates in self.asymptotic if rates and min(rates) < bound]
-        reason = ""
-        if failing:
-            reason = (
-                f"remainders fall with rate(s) {', '.join(f'{r:.2f}' for r in failing[0])} at "
-                f"the smallest steps, below {bound:g}: the gradient of {self.array} is not the "
-                "loss's derivative (a correct one gives 2)"
+        if self.zero and self.failing:  # (a zero gradient at a minimum passes: h²)
+            h, r = _largest_resolved(self.failing[0])
+            return Verdict.FAIL, (
+                f"the gradient of {self.array} is zero but the loss moves by {r:.1e} at "
+                f"h = {h:.1e} along the test's direction"
             )
-        elif not any(d.resolved for d in self.directions):
-            reason = (
-                "every remainder is at rounding level (the loss is linear along the directions "
-                f"at this step); a relative gradient error above {self.sensitivity:.0e} would "
-                "have shown"
+        if self.failing:
+            d = self.failing[0]
+            rates = d.rates[-3:]
+            if min(rates) >= self.policy.rate:  # its rates are fine: both ways say otherwise
+                return Verdict.FAIL, (
+                    f"read both ways at h = {d.behind[0]:.1e}, the gradient's error term is "
+                    f"{d.error_share():.2f} of the curvature's, more than rate "
+                    f"{self.policy.rate:g} allows: {self._why_failing()}"
+                )
+            return Verdict.FAIL, (
+                f"remainders fall with rate(s) {', '.join(f'{r:.2f}' for r in rates)} at the "
+                f"smallest steps, below {self.policy.rate:g}: {self._why_failing()}"
             )
-        return (Verdict.OK if self.passes else Verdict.FAIL), reason
+        if self.unresolved:
+            return Verdict.SKIPPED, self._why_unresolved()
+        if self.linear:
+            reached = max(max(d.steps) for d in self.directions if self._linear(d))
+            return Verdict.OK, (
+                f"every remainder up to h = {reached:.1e} is at rounding level: the loss is "
+                f"linear along the directions, and a relative gradient error above "
+                f"{self.sensitivity:.0e} would have shown"
+            )
+        return Verdict.OK, ""
+
+    def _why_failing(self) -> str:
+        d = self.failing[0]
+        if d.kink:
+            (h, second, _), *_ = d.second[-1:]
+            return (
+                f"the loss has a kink within {h:.1e} of the inputs along the test's direction "
+                f"(its second difference falls as h, {second:.1e} at h = {h:.1e}: one-sided "
+                "slopes that differ), which the steps cross"
+            )
+        if d.kink is False:
+            return (
+                f"the gradient of {self.array} is not the loss's derivative (the loss is "
+                "smooth at these steps: its second difference falls as h² or stands at "
+                "rounding level; a correct gradient gives 2)"
+            )
+        return f"the gradient of {self.array} is not the loss's derivative (a correct one gives 2)"
+
+    def _why_unresolved(self) -> str:
+        d = next(d for d in self.directions if not d.rates)
+        if not d.steps:
+            return f"unresolved: no step of {self.array} was computed"
+        reached = f"h = {min(d.steps):.1e} to {max(d.steps):.1e}"
+        if self.zero:
+            return (
+                f"unresolved: the gradient of {self.array} is zero and the loss does not move "
+                f"beyond rounding level from {reached} (a loss that does not depend on it)"
+            )
+        return (
+            f"unresolved: every remainder from {reached} stands at rounding level (about "
+            f"{d.rounding[0]:.1e}), steps below the array's own scale "
+            f"({self.scale or self.h0:.1e}): too small to show a gradient error above "
+            f"{d.sensitivity:.0e}; the gradient of {self.array} was not tested (declare a "
+            "larger `TaylorPolicy(h0=...)`)"
+        )
 
     def summary(self, reason: str) -> str:
         """The rates at the smallest steps, the first step and what the test resolves."""
         if not self.directions:
             return reason
         rates = ["/".join(f"{r:.2f}" for r in rates) or "—" for rates in self.asymptotic]
-        shared = f", directions shared with {', '.join(self.others)}" if self.others else ""
         text = (
             f"rates at the smallest steps {'; '.join(rates)} (h0 {self.h0:.1e}, bound "
-            f"{self.policy.rate:g}; resolves relative errors from {self.sensitivity:.0e}"
-            f"{shared})"
+            f"{self.policy.rate:g}; resolves relative errors from {self.sensitivity:.0e})"
         )
         return f"{text}: {reason}" if reason else text
 
@@ -274,7 +258,6 @@ class TaylorResult:
                 "h0": self.h0,
                 "rate_bound": self.policy.rate,
                 "left_out": self.left_out,
-                "shared": list(self.shared),
                 "walked": self.walked,
                 "directions": [
                     {
@@ -314,5 +297,16 @@ class TaylorResult:
     def __repr__(self) -> str:
         shown = "; ".join("/".join(f"{r:.2f}" for r in rates) or "—" for rates in self.asymptotic)
         what = f" of {self.array}" if self.array else ""
-        outcome = "passes" if self.passes else "fails"
+        outcome = "passes" if self.passes else "unresolved" if self.unresolved else "fails"
         return f"<Taylor test{what}: rates {shown or '—'} (bound {self.policy.rate:g}): {outcome}>"
+
+
+def _largest_resolved(d: TaylorDirection) -> tuple[float, float]:
+    """`(h, remainder)` of the largest remainder above rounding level along `d`."""
+    rows = [
+        (r, h)
+        for h, r, rho in zip(d.steps, d.remainders, d.rounding, strict=True)
+        if r > RESOLVED * rho
+    ]
+    r, h = max(rows)
+    return h, r

@@ -6,6 +6,12 @@ a loss alone is one forward execution, a loss with its gradient one forward and 
 backward, a forward-mode derivative one forward (and one backward where the program that
 computes it computes the gradient too). `Cost` keeps the counts per phase; the evaluation
 carries it, its record keeps it, `weanj check -v` and `check.json` show it.
+
+The programs compiled for it are counted beside them (`compiled`, `compile_s`: JAX's own
+compilation events while the evaluation and its checks ran; a program the persistent
+compilation cache served counts too, with the seconds it took to load): what a cold check
+spends before it runs anything. A record keeps only the executions: a reused evaluation
+compiled nothing.
 """
 
 from __future__ import annotations
@@ -13,10 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# The phases, in the order a check reaches them. `rounding`: the loss floor's perturbed
-# runs (gathered where a comparison needs them); `fd`: central differences (where a
-# gradient check is not ok, or asked for); `attribution`: a shared check split per array.
-PHASES = ("evaluation", "taylor", "jvp", "rounding", "fd", "attribution", "precision")
+# The phases, in the order a check reaches them. `jvp`: a forward mode called apart from
+# the evaluation (a lender's whose evaluation was reused; the evaluation's own call
+# computes the jvp check's numbers otherwise); `rounding`: the loss floor's perturbed runs
+# (gathered where a comparison needs them); `fd`: central differences (where a gradient
+# check is not ok, or asked for).
+PHASES = ("evaluation", "taylor", "jvp", "rounding", "fd", "precision")
 
 
 @dataclass
@@ -25,6 +33,27 @@ class Cost:
     checks (module docstring)."""
 
     runs: dict[str, list[int]] = field(default_factory=dict)
+    compiled: list[str] = field(default_factory=list)  # JAX's names of the programs
+    compile_s: float = 0.0
+
+    def compiling(self, program: str, seconds: float) -> None:
+        """Count one program compiled (or loaded from the compilation cache) for it."""
+        self.compiled.append(program)
+        self.compile_s += float(seconds)
+
+    def compiled_json(self) -> dict[str, Any]:
+        """`{"programs": [...], "seconds": s}`, as `check.json` holds it beside `cost`."""
+        return {"programs": list(self.compiled), "seconds": round(self.compile_s, 6)}
+
+    def read_compiled(self, data: Any) -> None:
+        """The programs `compiled_json` wrote, added; anything else leaves it as it is."""
+        if not isinstance(data, dict) or not isinstance(data.get("programs"), list):
+            return
+        seconds = data.get("seconds", 0.0)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            return
+        self.compiled.extend(str(p) for p in data["programs"])
+        self.compile_s += float(seconds)
 
     def add(self, phase: str, forward: int = 1, backward: int = 0) -> None:
         """Count `forward` and `backward` executions of the kernel in `phase`."""
@@ -56,7 +85,10 @@ class Cost:
             if phase in self.runs:
                 f, b = self.runs[phase]
                 parts.append(f"{phase} {f}" + (f"+{b}" if b else ""))
-        return f"{self.forward} forward, {self.backward} backward ({', '.join(parts)})"
+        text = f"{self.forward} forward, {self.backward} backward ({', '.join(parts)})"
+        if self.compiled:
+            text += f"; {len(self.compiled)} program(s) compiled in {self.compile_s:.1f} s"
+        return text
 
     def to_json(self) -> dict[str, list[int]]:
         return {phase: list(self.runs[phase]) for phase in PHASES if phase in self.runs}

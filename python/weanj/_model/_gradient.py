@@ -80,6 +80,10 @@ class Gradient:
     evaluated: bool = False
     # the kernel's executions spent on it, per phase (`Cost`; empty: not counted, a file)
     cost: Cost = field(default_factory=Cost, compare=False)
+    # each wrt array's forward-mode derivative along its jvp direction, computed in the
+    # evaluation's own call (`Functions.evaluation`; the jvp check's numbers, for this
+    # variant and for a family member that borrows its forward mode); None: not computed
+    forward: dict[str, float] | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         loss = "None" if self.loss is None else f"{self.loss:.6g}"

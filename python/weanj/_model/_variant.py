@@ -77,9 +77,11 @@ class Functions(NamedTuple):
     - `checking`: the `Functions` a check's float64 CPU runs call, where the backend has
       its own (a JAX variant's one program that also pushes the loss forward, each call
       computing only what it asks: `_backends/_checking.py`), else None.
-    - `jvp_backward`: a `jvp` call runs the kernel backward too (the check's one program
-      computes the gradient beside the forward-mode derivative), as a check counts it
-      (`_model._cost`)."""
+    - `evaluation(*args, tangents) -> (loss, gradient, directional)`: a check's
+      evaluation in one call, where the backend has it (the check's one program,
+      `_backends/_checking.py`): `tangents` `{wrt name: array}`, each array's own
+      direction, and `directional` `{wrt name: derivative along that array's tangent
+      alone}` (None where the loss cannot be pushed forward)."""
 
     loss: Callable
     grad: Callable
@@ -88,7 +90,7 @@ class Functions(NamedTuple):
     evaluation_loss: Callable | None = None
     placed: Placed | None = None
     checking: Any = None
-    jvp_backward: bool = False
+    evaluation: Callable | None = None
 
 
 class Checked:

@@ -119,6 +119,7 @@ def gradient_json(g: Gradient) -> dict[str, Any]:
         "noise": {k: finite(v) for k, v in g.noise.items()},
         "levels_measured": g.levels_measured,
         "cost": g.cost.to_json(),
+        "compiled": g.cost.compiled_json(),
         "x64": g.x64,
     }
 

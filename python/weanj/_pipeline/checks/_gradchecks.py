@@ -11,12 +11,14 @@ must be, and the class of those numbers (its `result`: a type registered in
 the workers, the records, `check.json` and every view dispatch through it; none names a
 check.
 
-These call the variant's loss through the session's watch, each check a phase of its
+Each `wrt` array is checked on its own evidence: its own Taylor directions (no other
+array moves) and its own forward-mode derivative (the other tangents zero), so that no
+array's curvature hides another's error and no array's error cancels another's. The
+Taylor test calls the variant's loss through the session's watch, a phase of its
 heartbeat that says where it is ("taylor test of u0, direction 1 of 2, step 3");
-`weanj.jvp_check`, which pushes any JAX function forward, is the JAX backend's
-(`_backends._jax`). The numbers they collect are judged by the rules of `_judge`
-(`TaylorResult.judge`, `JvpResult.judge`, through `judge_check`), the same for
-every kernel and every front end.
+the jvp check's derivatives come from the evaluation's own call (`Session.tangents`).
+The numbers they collect are judged by the rules of `_judge` (`TaylorResult.judge`,
+`JvpResult.judge`, through `judge_check`), the same for every kernel and every front end.
 """
 
 from __future__ import annotations
@@ -29,16 +31,16 @@ from typing import Any
 import numpy as np
 
 from ..._judge import _verdict as judge
+from ..._judge._directions import inner
 from ..._judge._information import CentralDifferences, Masked, information_fields
-from ..._judge._jvp import OWN_JVP_TOLERANCE, JvpResult, base_tolerance, jvp_direction
+from ..._judge._jvp import OWN_JVP_TOLERANCE, JvpResult, base_tolerance
 from ..._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance, entry_levels
-from ..._judge._taylor import TaylorResult, inner
+from ..._judge._taylor import TaylorResult
 from ..._model import Catalog, Example, Gradient, Inputs
 from ..._model._verdicts import CaseKind, Verdict
 from ..engine._donors import pushed
-from ..evaluation._calls import counter
 from ..evaluation._levels import backward_level
-from ._remainders import counted, fd_check, taylor_shared
+from ._remainders import counted, fd_check, taylor_arrays
 
 # --- the checks of one variant's gradient, as judgements -------------------------------------
 
@@ -55,10 +57,9 @@ def _keep(session, g: Gradient, kind: CaseKind, array: str, numbers: dict) -> No
 
 
 def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str, **fields: Any):
-    """The Taylor test of `g`'s `array` (the example's policy, inside its kink mask); from
-    an evaluation record's numbers where the evaluation was reused (the judge decides
-    afresh). The arrays of one run share their directions (`_shared_taylor`) where every
-    one passes; where one does not, each array is tested alone, so the failure is its own."""
+    """The Taylor test of `g`'s `array` (the example's policy, inside its kink mask), on
+    that array's own evidence (`_taylor_results`); from an evaluation record's numbers
+    where the evaluation was reused (the judge decides afresh)."""
     recorded = _recorded(session, g, CaseKind.TAYLOR, array)
     if recorded is not None:
         result = TaylorResult.from_json(recorded["result"])
@@ -93,60 +94,36 @@ def _with_fd(session, inputs: Inputs, g: Gradient, array: str, j) -> bool:
 
 
 def _taylor_results(session, inputs: Inputs, g: Gradient) -> dict[str, TaylorResult]:
-    """Every wrt array's Taylor result for one run, computed once per session: the arrays
-    whose policies agree share their directions; where a shared result does not pass,
-    each of those arrays is tested alone (the attribution, counted apart)."""
+    """Every wrt array's Taylor result for one run, computed once per session, each array
+    on its own directions (`taylor_arrays`): the loss at x and the rounding floor shared,
+    nothing else. Its losses are counted under `taylor`; its rounding floor is the free
+    one (`backward_level`) until a direction needs the loss's measured level
+    (`Session.levels`, an escalation)."""
 
     def compute() -> dict[str, TaylorResult]:
-        masks = session.masks(inputs.example, inputs)
-        results: dict[str, TaylorResult] = {}
-        for arrays in groups(inputs.example):
-            found = _taylor_of(session, inputs, g, arrays, masks, "taylor")
-            if len(arrays) > 1 and not all(r.passes for r in found.values()):
-                for array in arrays:
-                    found.update(_taylor_of(session, inputs, g, (array,), masks, "attribution"))
-            results.update(found)
-        return results
+        ex = inputs.example
+        masks = session.masks(ex, inputs)
+        loss = session.loss_of(g.of, inputs, tuple(ex.wrt_names), g.cost, "taylor")
+        run = inputs.run_arrays("float64")
+
+        def escalate() -> float:
+            session.levels(g)
+            return float(g.noise.get("loss", 0.0))
+
+        free = backward_level(inputs, g.gradients, "float64")
+        floor = float(g.noise["loss"]) if "loss" in g.noise else free
+        return taylor_arrays(
+            loss,
+            {a: run[a] for a in ex.wrt_names},
+            {a: g.gradients[a] for a in ex.wrt_names},
+            {a: ex.taylor_for(a) for a in ex.wrt_names},
+            {a: (None if masks[a].all() else masks[a]) for a in ex.wrt_names},
+            floor=floor,
+            escalate=None if g.levels_measured else escalate,
+            progress=session.step,
+        )
 
     return session.once(("taylor", id(g)), compute)
-
-
-def groups(ex: Example) -> list[tuple[str, ...]]:
-    """The wrt arrays in groups that can share directions: the same number of directions,
-    rate bound and most steps (h0 and seed stay each array's own)."""
-    groups: dict[tuple, list[str]] = {}
-    for name in ex.wrt_names:
-        p = ex.taylor_for(name)
-        groups.setdefault((p.directions, p.rate, p.max_steps), []).append(name)
-    return [tuple(names) for names in groups.values()]
-
-
-def _taylor_of(session, inputs, g, arrays, masks, phase) -> dict[str, TaylorResult]:
-    """The Taylor test of `arrays` of `g` (together where several), its losses counted
-    under `phase`; its rounding floor the free one (`backward_level`) until a direction
-    needs the loss's measured level (`Session.levels`, an escalation)."""
-    ex = inputs.example
-    spent = counter(g.cost, phase)
-    loss = session.loss_of(g.of, inputs, arrays, spent)
-    xs = {a: inputs.run_arrays("float64")[a] for a in arrays}
-    keep = {a: (None if masks[a].all() else masks[a]) for a in arrays}
-
-    def escalate() -> float:
-        session.levels(g)
-        return float(g.noise.get("loss", 0.0))
-
-    free = backward_level(inputs, g.gradients, "float64")
-    floor = float(g.noise["loss"]) if "loss" in g.noise else free
-    return taylor_shared(
-        loss,
-        xs,
-        {a: g.gradients[a] for a in arrays},
-        {a: ex.taylor_for(a) for a in arrays},
-        keep,
-        floor=floor,
-        escalate=None if g.levels_measured else escalate,
-        progress=session.step,
-    )
 
 
 def fd_information(session, inputs: Inputs, g: Gradient, array: str) -> CentralDifferences:
@@ -158,7 +135,7 @@ def fd_information(session, inputs: Inputs, g: Gradient, array: str) -> CentralD
         ex = inputs.example
         mask = session.masks(ex, inputs)[array]
         fd = ex.fd
-        loss = session.loss_along(g.of, inputs, array, counter(g.cost, "fd"))
+        loss = session.loss_along(g.of, inputs, array, g.cost, "fd")
         x = inputs.run_arrays("float64")[array]
         with session.phase(f"{ex.name} {g.variant}: escalated: central differences of {array}"):
             each = counted(loss, session.step, f"loss {{}} of {2 * fd.directions}")
@@ -193,11 +170,10 @@ def _jvp_floor(g: Gradient, array: str, dx: np.ndarray, scale: float) -> float:
 def jvp_judgement(
     session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array: str, **fields: Any
 ):
-    """`jvp(L)(x; dx)` against `⟨g, dx⟩`: by the variant's own forward mode (1e-12), else
-    by the first member of its family that may lend one (`_donors.pushed`: none the same check
-    judges at fault) under the family tolerance; from an
-    evaluation record's numbers where the evaluation was reused. The arrays of one run
-    are checked in one forward-mode call where every one agrees (`_jvp_results`)."""
+    """`jvp(L)(x; dx)` against `⟨g, dx⟩` for `array` alone, along its own direction: by the
+    variant's own forward mode (1e-12), else by the first member of its family that may
+    lend one (`_donors.pushed`: none the same check judges at fault) under the family
+    tolerance; from an evaluation record's numbers where the evaluation was reused."""
     recorded = _recorded(session, g, CaseKind.JVP, array)
     if recorded is not None:
         if "skipped" in recorded:
@@ -222,64 +198,42 @@ def jvp_judgement(
 
 
 def _jvp_results(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
-    """`{array: JvpResult, or why skipped}` for one run, once per session. Each
-    array's direction is its own (`jvp_direction`); all arrays are pushed forward in one
-    call, each direction divided by its array's `Σ|g_i dx_i|` so that each contributes
-    terms of size 1, and judged at the tolerance of one array (an error of one array
-    beyond it shows, unless others cancel it exactly). Where that one call does not agree,
-    each array is checked alone (the attribution), as with one array."""
-    return session.once(("jvp", id(g)), lambda: _jvp_all(session, catalog, inputs, g))
+    """`{array: JvpResult, or why skipped}` for one run, once per session: each array
+    pushed forward along its own direction with the others still (`Session.tangents`),
+    judged on its own terms: no array's error can cancel or drown another's. The
+    evaluation's own call computed these derivatives where the variant has a forward mode
+    (or its lender's, for a borrower): nothing runs again."""
+    return session.once(("jvp", id(g)), lambda: _jvp_each(session, catalog, inputs, g))
 
 
-def _jvp_all(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
-    ex = inputs.example
-    masks = session.masks(ex, inputs)
-    run = inputs.run_arrays("float64")
-    dx, reverse, scale = {}, {}, {}
-    for a in ex.wrt_names:
-        dx[a] = jvp_direction(ex, a, run[a], None if masks[a].all() else masks[a])
-        reverse[a] = inner(g.gradients[a], dx[a])
-        scale[a] = float(np.sum(np.abs(g.gradients[a]) * np.abs(dx[a])))
-    out: dict[str, Any] = {}
-    if len(ex.wrt_names) > 1 and all(v > 0 for v in scale.values()):
-        weighted = {a: dx[a] / scale[a] for a in ex.wrt_names}
-        joint = sum(reverse[a] / scale[a] for a in ex.wrt_names)
-        found = pushed(session, catalog, inputs, g, weighted, counter(g.cost, "jvp"))
-        if not isinstance(found, str):
-            v, forward = found
-            tol = base_tolerance(v is g.of, g.example.declared_tolerance(g.family))
-            shared = tuple(ex.wrt_names)
-            results = {a: JvpResult(a, v.name, forward, joint, 1.0, tol, shared) for a in shared}
-            if all(r.passes for r in results.values()):
-                out = results
-    phase = "attribution" if len(ex.wrt_names) > 1 else "jvp"
-    for a in ex.wrt_names:
-        if a not in out:
-            out[a] = _one_array(session, catalog, inputs, g, a, dx[a], reverse[a], scale[a], phase)
-    return out
-
-
-def _one_array(session, catalog, inputs, g, array, dx, reverse, scale, phase):
-    """The jvp check of one array along its own direction; its floor (the gradient's
-    rounding level carried along dx, `_jvp_floor`) measured only where the tolerance
-    alone does not decide (`Session.levels`)."""
-    found = pushed(session, catalog, inputs, g, {array: dx}, counter(g.cost, phase))
+def _jvp_each(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
+    tangents = session.tangents(inputs.example, inputs)
+    found = pushed(session, catalog, inputs, g, tangents)
     if isinstance(found, str):
-        return found
+        return {a: found for a in tangents}
     v, forward = found
     base = base_tolerance(v is g.of, g.example.declared_tolerance(g.family))
-    result = JvpResult(array, v.name, forward, reverse, scale, base)
-    if not result.passes:
-        session.levels(g)
-        tol = max(base, _jvp_floor(g, array, dx, scale))
-        result = JvpResult(array, v.name, forward, reverse, scale, tol)
-    return result
+    out = {}
+    for a, dx in tangents.items():
+        reverse = inner(g.gradients[a], dx)
+        scale = float(np.sum(np.abs(g.gradients[a]) * np.abs(dx)))
+        result = JvpResult(a, v.name, forward[a], reverse, scale, base)
+        if not result.passes:  # the floor, measured only where the tolerance alone fails
+            session.levels(g)
+            tol = max(base, _jvp_floor(g, a, dx, scale))
+            result = JvpResult(a, v.name, forward[a], reverse, scale, tol)
+        out[a] = result
+    return out
 
 
 # --- the table of the checks ------------------------------------------------------------------
 
 
-TAYLOR_INFO = ("fd", "masked")  # what a Taylor check's record keeps beside its result
+TAYLOR_INFO = ("fd", "masked")
+# How the checks gather their evidence, in a check's record key: 2, each wrt array on its
+# own directions and its own forward-mode derivative (a record of the shared evidence
+# before it is recomputed, not reused)
+EVIDENCE = 2  # what a Taylor check's record keeps beside its result
 
 
 def _taylor_case(
@@ -297,6 +251,7 @@ def _taylor_policy(ex: Example) -> dict[str, Any]:
     fd = ex.fd
     return {
         CaseKind.TAYLOR: taylor,
+        "taylor_evidence": EVIDENCE,
         "fd": [fd.directions, fd.step, fd.threshold, fd.mask is not None, fd.why],
     }
 
@@ -330,7 +285,7 @@ def _jvp_beside(numbers: dict) -> bool:
 
 def _jvp_policy(ex: Example) -> dict[str, Any]:
     """The jvp tolerances: the variant's own forward mode, a sibling's (the record's key)."""
-    return {CaseKind.JVP: [OWN_JVP_TOLERANCE, TOLERANCES["float64"].grad]}
+    return {CaseKind.JVP: [OWN_JVP_TOLERANCE, TOLERANCES["float64"].grad], "jvp_evidence": EVIDENCE}
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 
 from ..._errors import InputError
-from ..._judge._taylor import TaylorDirection, TaylorResult, inner, random_direction
+from ..._judge._directions import inner, random_direction
+from ..._judge._remainder import TaylorDirection
+from ..._judge._taylor import TaylorResult
 from ..._model import TaylorPolicy
-from ._taylor_walk import Floor, Grid, one_direction
+from ._taylor_walk import Floor, Grid, both_ways, walk
 
 # --- the Taylor remainder test -----------------------------------------------------------
 
@@ -36,22 +38,26 @@ def taylor(
     *,
     array: str = "",
     mask: np.ndarray | None = None,
+    walk_every_step: bool = False,
 ) -> TaylorResult:
     """The remainders of `loss` (a function of one array, the others fixed) at `x` with
     claimed gradient `g`, along `policy.directions` seeded directions inside `mask`
-    (`taylor_shared` of the one array)."""
+    (`taylor_arrays` of the one array; each direction both ways). `walk_every_step`: every
+    step halved from h0 down to rounding level both ways, no estimate (what the estimate
+    is measured against: benchmarks/detection.py)."""
     x = np.asarray(x)
-    found = taylor_shared(
+    found = taylor_arrays(
         lambda xs: loss(xs.get(array, x)),
         {array: x},
         {array: np.asarray(g)},
         {array: policy},
         {array: mask},
+        walk_every_step=walk_every_step,
     )
     return found[array]
 
 
-def taylor_shared(
+def taylor_arrays(
     loss: Callable[[dict[str, np.ndarray]], float],
     xs: dict[str, np.ndarray],
     gs: dict[str, np.ndarray],
@@ -61,60 +67,53 @@ def taylor_shared(
     floor: float = 0.0,
     escalate: Callable[[], float] | None = None,
     progress: Callable[[str], None] | None = None,
+    walk_every_step: bool = False,
 ) -> dict[str, TaylorResult]:
-    """One Taylor test of several arrays at once: each direction moves every array along
-    its own seeded direction (the one its test alone would take), scaled by its own h0,
-    so one step t moves each array by t·h0 of its own size. Its result, per array: the
-    same remainders, the steps in that array's units. The policies share `directions`,
-    `rate` and `max_steps` (`_gradchecks` groups them so); `loss({array: x})` replaces
-    those arrays. An array its mask leaves nothing of is not moved (its own result: no
-    direction)."""
-    names = list(xs)
-    first = policies[names[0]]
-    keeps = {
-        n: np.ones(np.shape(xs[n]), bool) if masks.get(n) is None else np.asarray(masks[n], bool)
-        for n in names
-    }
-    moving = [n for n in names if keeps[n].any()]
-    out = {
-        n: TaylorResult(n, policies[n], 0.0, (), int(np.size(xs[n])), int(np.size(xs[n])))
-        for n in names
-        if n not in moving
-    }
-    if not moving:
-        return out
-    h0 = {n: _h0(policies[n], np.asarray(xs[n]), keeps[n]) for n in moving}
-    rngs = {n: np.random.default_rng(policies[n].seed) for n in moving}
+    """The Taylor test of each of several arrays on its own evidence: each array moves
+    alone (`loss({array: x})` replaces that array, the others stay at x), along its own
+    seeded directions (the ones its test alone takes), each both ways (+dx, −dx: two
+    directions of its result), so that no other array's curvature enters its remainders
+    nor its error another's. They share the loss at x and the
+    rounding floor (the loss's measured level, once: `escalate`), neither of which holds
+    any array's contribution. An array its mask leaves nothing of is not moved (its
+    result: no direction)."""
     tell = progress if progress is not None else (lambda where: None)
     tell("the loss at x")
     base = float(loss({}))
     level = Floor(floor, escalate)
-    found: list[tuple[TaylorDirection, bool]] = []
-    for d in range(first.directions):
-        dx = {
-            n: h0[n] * random_direction(rngs[n], xs[n], None if masks.get(n) is None else keeps[n])
-            for n in moving
-        }
-        slope = sum(inner(gs[n], dx[n]) for n in moving)
-        where = f"direction {d + 1} of {first.directions}, step h0/2^{{}}"
-        grid = Grid(
-            lambda t, dx=dx: loss({n: xs[n] + t * dx[n] for n in moving}),
-            base,
-            slope,
-            1.0,
-            first.max_steps,
-            lambda how, k, where=where: tell(how + where.format(k)),
-        )
-        found.append(one_direction(grid, level, first.rate))
-    walked = any(w for _, w in found)
-    shared = tuple(moving) if len(moving) > 1 else ()
-    for n in moving:
-        directions = tuple(_in_units(d, h0[n]) for d, _ in found)
-        left_out = int(np.size(xs[n]) - keeps[n].sum())
-        out[n] = TaylorResult(
-            n, policies[n], h0[n], directions, left_out, int(np.size(xs[n])), shared, walked
-        )
-    return {n: out[n] for n in names}
+    out = {}
+    for name in xs:
+        x, policy = np.asarray(xs[name]), policies[name]
+        keep = np.ones(np.shape(x), bool) if masks.get(name) is None else np.asarray(masks[name])
+        size = int(np.size(x))
+        if not keep.any():
+            out[name] = TaylorResult(name, policy, 0.0, (), size, size)
+            continue
+        h0 = _h0(policy, x, keep)
+        rng = np.random.default_rng(policy.seed)
+        directions, walked, start = [], False, 0
+        for d in range(policy.directions):
+            dx = h0 * random_direction(rng, x, None if masks.get(name) is None else keep)
+            where = f"direction {d + 1} of {policy.directions}, step h0/2^{{}}"
+            plus = Grid(
+                lambda t, dx=dx, x=x, name=name: loss({name: x + t * dx}),
+                base,
+                inner(np.asarray(gs[name]), dx),
+                1.0,
+                policy.max_steps,
+                lambda how, k, where=where: tell(how + where.format(k)),
+            )
+            if walk_every_step:
+                back = plus.reversed(plus.tell)
+                ways, went = (walk(plus, level.value), walk(back, level.value)), True
+            else:
+                ways, went, start = both_ways(plus, level, policy.rate, start)
+            directions.extend(_in_units(way, h0) for way in ways)
+            walked = walked or went
+        left_out = size - int(keep.sum())
+        scale = _h0(TaylorPolicy(), x, keep)
+        out[name] = TaylorResult(name, policy, h0, tuple(directions), left_out, size, walked, scale)
+    return out
 
 
 def _in_units(d: TaylorDirection, h0: float) -> TaylorDirection:
@@ -126,6 +125,7 @@ def _in_units(d: TaylorDirection, h0: float) -> TaylorDirection:
         d.rounding,
         nonfinite=d.nonfinite,
         slope=d.slope / h0,
+        second=tuple((t * h0, v, rho) for t, v, rho in d.second),
     )
 
 

@@ -87,19 +87,20 @@ def _agree_everywhere(
     return True
 
 
-def pushed(session, catalog, inputs, g, tangents, spent):
-    """`(variant, jvp)` by the variant's own forward mode, else by the first member of its
-    family that may lend one (`lenders`: a member the same check judges at fault lends
-    none), or why none can (naming each member left aside): what the jvp check of a
-    run's arrays pushes forward (`_gradchecks`)."""
+def pushed(session, catalog, inputs, g, tangents):
+    """`(variant, {array: jvp along its tangent})` by the variant's own forward mode, else
+    by the first member of its family that may lend one (`lenders`: a member the same
+    check judges at fault lends none), or why none can (naming each member left aside):
+    what the jvp check of a run's arrays pushes forward (`_gradchecks`); what it runs is
+    counted into `g.cost` (nothing where the evaluations' own calls computed it)."""
     why: dict[str, str] = {}
-    found = _forward_by(session, inputs, tangents, spent, [g.of], why)
+    found = _forward_by(session, inputs, tangents, g.cost, [g.of], why)
     if found is None:
         # once per borrower and inputs: each of its arrays may ask again (`_gradchecks`)
         key = ("lenders", id(g.of), inputs.key("float64"))
         lent = session.once(key, lambda: lenders(session, catalog, inputs, g.of))
         why.update(lent.aside)
-        found = _forward_by(session, inputs, tangents, spent, lent.members, why)
+        found = _forward_by(session, inputs, tangents, g.cost, lent.members, why)
     if found is not None:
         return found
     own = why.pop(g.variant, "no forward mode")
@@ -110,12 +111,12 @@ def pushed(session, catalog, inputs, g, tangents, spent):
     )
 
 
-def _forward_by(session, inputs, tangents, spent, candidates, why: dict):
-    """`(variant, jvp)` of the first candidate that can push the loss forward along
+def _forward_by(session, inputs, tangents, cost, candidates, why: dict):
+    """`(variant, {array: jvp})` of the first candidate that can push the loss forward along
     `tangents`, or None; why each one before it could not goes into `why`."""
     for v in candidates:
         try:
-            return v, session.forward(v, inputs, tangents, spent)
+            return v, session.forward(v, inputs, tangents, cost)
         except TimeoutError:
             raise
         except Exception as e:

@@ -1,16 +1,16 @@
 """What a case needed beyond a check's first pass, said beside its verdict
 (`CaseJudgement.evidence`; docs/DESIGN.md, "What a check costs").
 
-A check gathers first only what decides most cases: the evaluation, the Taylor test's
-regime estimated along directions its arrays share, one forward-mode call for all arrays.
+A check gathers first only what decides most cases: the evaluation (with each array's
+forward-mode derivative in its own call), the Taylor test of each array at its last
+resolved steps, estimated.
 Where that does not decide a case, more evidence is gathered, and named here from the
 judgement's own numbers, so that a re-check from the evaluation records says the same:
 
 - a pair beyond the relative tolerance: the runs' **rounding levels** (the floors);
-- a Taylor test whose estimate was not borne out: **every step walked**; arrays that
-  shared directions, one of which did not pass: **tested alone**;
-- a jvp check that did not agree in one call: **checked alone**, and its floor from the
-  rounding levels where the tolerance alone did not decide;
+- a Taylor test whose estimate was not borne out: **every step walked**; one that fails:
+  its **second differences** (a kink, or a wrong gradient of a smooth loss);
+- a jvp check whose tolerance alone did not decide: its floor from the rounding levels;
 - a gradient check that is not ok (or `--fd`): **central differences**.
 """
 
@@ -59,24 +59,15 @@ def _precision(j: CaseJudgement, subjects: tuple) -> list[str]:
 
 def _of_check(j: CaseJudgement, ex: Example) -> list[str]:
     result, out = j.result, []
-    several = len(ex.wrt_names) > 1
     if j.kind == CaseKind.TAYLOR:
-        if several and not result.shared and len(_group_of(ex, j.array)) > 1:
-            out.append("tested alone (its shared directions did not all pass)")
         if result.walked:
-            out.append("every step walked (the regime's estimate was not borne out)")
+            out.append("every step walked (the estimate of the last resolved step not borne out)")
+        if any(d.second for d in result.directions):
+            out.append("second differences (a kink, or a wrong gradient of a smooth loss)")
     elif j.kind == CaseKind.JVP:
-        if several and not result.shared:
-            out.append("checked alone (the arrays' one call did not agree)")
         if result.tolerance > _base_tolerance(j, ex):
             out.append("the gradient's rounding level along its direction")
     return out
-
-
-def _group_of(ex: Example, array: str | None) -> tuple[str, ...]:
-    from ..checks._gradchecks import groups
-
-    return next((g for g in groups(ex) if array in g), ())
 
 
 def _base_tolerance(j: CaseJudgement, ex: Example) -> float:

@@ -39,9 +39,13 @@ class Progress:
         if self.verbose:
             found = event.outcome
             status = Verdict.OK if isinstance(found, Gradient) else found.verdict
+            compiled = ""
+            if isinstance(found, Gradient) and found.cost.compiled:
+                n, seconds = len(found.cost.compiled), found.cost.compile_s
+                compiled = f" ({n} program(s) compiled, {seconds:.1f} s)"
             self.say(
                 f"[{self.done}/{self.total}] {event.example} {event.label}: {event.how}, "
-                f"{status}{event.tail}"
+                f"{status}{compiled}{event.tail}"
             )
 
     def example_done(self, name: str, seconds: float, state: str) -> None:

@@ -20,11 +20,13 @@ import numpy as np
 
 from ..._errors import say
 from ..._judge._contract import Fault
+from ..._judge._directions import checked_masks
 from ..._judge._events import EvaluationFinished, EvaluationStarted
-from ..._judge._taylor import checked_masks
+from ..._judge._jvp import jvp_direction
 from ..._model import Example, Gradient, Inputs, Variant
+from ..._model._cost import Cost
 from ..._watch import Watch
-from ..evaluation._calls import for_checks
+from ..evaluation._calls import compiling_into, counter, for_checks, forward_refusal, run_loss
 from ..evaluation._evaluate import evaluate
 from ..evaluation._levels import measure_levels
 from ..evaluation._on_device import label_of, on_device
@@ -75,7 +77,8 @@ class Session:
         self._outcomes: dict[tuple, Gradient | Fault] = {}
         self._how: dict[int, tuple[Inputs, str, str | None]] = {}  # id(g): how it was run
         self._masks: dict[tuple, dict[str, np.ndarray]] = {}
-        self._forward: dict[tuple, float | Exception] = {}
+        self._tangents: dict[tuple, dict[str, np.ndarray]] = {}
+        self._forward: dict[tuple, dict[str, float] | Exception] = {}
         self._shared: dict[tuple, Any] = {}  # a check shared by a run's arrays (`_gradchecks`)
 
     def __enter__(self) -> Session:
@@ -127,6 +130,8 @@ class Session:
             reused = found is not None
             if found is None:
                 self._tell(precision, EvaluationStarted(variant.example.name, label))
+                checked = self.checking and (dtype, device, precision) == ("float64", "cpu", None)
+                tangents = self._jvp_tangents(variant, inputs) if checked else None
                 found = evaluate(
                     variant,
                     inputs,
@@ -137,7 +142,10 @@ class Session:
                     precision=precision,
                     checking=self.checking,
                     levels=False,  # measured where a comparison needs them (`levels`)
+                    tangents=tangents,
                 )
+                if isinstance(found, Gradient) and tangents is not None:
+                    self._pushed(variant, inputs, tangents, found)
                 if records is not None:
                     records.keep(variant, inputs, dtype, found, device=device)
             self._outcomes[key] = found
@@ -150,6 +158,18 @@ class Session:
                 how = "reused" if reused else f"{seconds:.1f} s"
                 self._tell(precision, EvaluationFinished(variant.example.name, label, found, how))
         return self._outcomes[key]
+
+    def _pushed(self, variant: Variant, inputs: Inputs, tangents: dict, g: Gradient) -> None:
+        """What the jvp check reads of an evaluation that was given its tangents: the
+        derivatives its call computed, or, where its check's program could not push the
+        loss forward, why (a backend without such a program: nothing is known yet)."""
+        key = self._forward_key(variant, inputs, tangents)
+        if g.forward is not None:
+            self._forward[key] = g.forward
+            return
+        built = for_checks(variant.built, True)
+        if getattr(built, "evaluation", None) is not None:
+            self._forward[key] = TypeError(forward_refusal(built))
 
     def _tell(self, precision: str | None, event: Any) -> None:
         """An evaluation's event, to the run's listeners (not of a precision-or-bug re-run:
@@ -199,6 +219,7 @@ class Session:
         self._outcomes.clear()
         self._how.clear()
         self._masks.clear()
+        self._tangents.clear()
         self._forward.clear()
         self._shared.clear()
 
@@ -221,66 +242,84 @@ class Session:
             self._masks[key] = checked_masks(example, given, arrays)
         return {name: m.copy() for name, m in self._masks[key].items()}
 
+    def tangents(self, example: Example, inputs: Inputs) -> dict[str, np.ndarray]:
+        """Each wrt array's direction for the jvp check (`jvp_direction`, inside the kink
+        mask), once per session: every member of a family is pushed forward along the
+        same ones, so a borrower reads its lender's numbers."""
+        key = (id(example), inputs.key("float64"))
+        if key not in self._tangents:
+            masks = self.masks(example, inputs)
+            run = inputs.run_arrays("float64")
+            self._tangents[key] = {
+                a: jvp_direction(example, a, run[a], None if masks[a].all() else masks[a])
+                for a in example.wrt_names
+            }
+        return self._tangents[key]
+
+    def _jvp_tangents(self, variant: Variant, inputs: Inputs) -> dict[str, np.ndarray] | None:
+        """The tangents an evaluation pushes forward in its own call (`tangents`), where
+        the variant runs here (None otherwise: nothing of the user's to call first)."""
+        if variant.unavailable_reason() is not None:
+            return None
+        return self.tangents(variant.example, inputs)
+
+    @staticmethod
+    def _forward_key(variant: Variant, inputs: Inputs, tangents: dict[str, np.ndarray]):
+        import hashlib
+
+        digest = hashlib.sha256()
+        for name in sorted(tangents):
+            digest.update(name.encode() + np.ascontiguousarray(tangents[name]).tobytes())
+        return (id(variant), inputs.key("float64"), digest.hexdigest())
+
     def loss_of(
-        self, variant: Variant, inputs: Inputs, arrays: tuple[str, ...], spent=None
+        self,
+        variant: Variant,
+        inputs: Inputs,
+        arrays: tuple[str, ...],
+        cost: Cost | None = None,
+        phase: str = "taylor",
     ) -> Callable[[dict[str, np.ndarray]], float]:
         """`{array: x} -> L(...)` in float64 with those `arrays` replaced, each call under
-        the watch and counted by `spent(forward, backward)` (one forward each)."""
+        the watch, counted into `cost` under `phase` (one forward each; the programs it
+        compiles too): the loss-only branch of the program that computed the evaluation
+        (`_backends._checking`: a plain forward pass, nothing compiled again)."""
         ex = variant.example
         run_arrays = inputs.run_arrays("float64")
-        # the variant's loss program, a plain forward pass: the evaluation's program asked
-        # for the loss alone would run the forward pass that keeps what its derivatives
-        # need (`_checking`), nine times as long on a 1024² stencil of 20 steps: the
-        # Taylor test's steps are most of a check's runs, the loss program one compilation
-        run = on_device(for_checks(variant.built, True), "cpu")[0].loss
+        run = run_loss(on_device(for_checks(variant.built, True), "cpu")[0])
         where = f"{ex.name} {variant.name} (Taylor test of {', '.join(arrays)})"
-        spent = spent or (lambda forward, backward: None)
+        cost = cost if cost is not None else Cost()
+        spent = counter(cost, phase)
 
         def loss(xs: dict[str, np.ndarray]) -> float:
             args = ex.args({**run_arrays, **xs}, inputs.params)
-            value = float(np.asarray(self.watch.run(lambda: run(*args), where)))
+            with compiling_into(cost):
+                value = float(np.asarray(self.watch.run(lambda: run(*args), where)))
             spent(1, 0)
             return value
 
         return loss
 
     def loss_along(
-        self, variant: Variant, inputs: Inputs, array: str, spent=None
+        self, variant: Variant, inputs: Inputs, array: str, cost: Cost | None = None, phase="fd"
     ) -> Callable[[np.ndarray], float]:
         """`x -> L(..., array=x, ...)` in float64, each call under the watch (`loss_of`)."""
-        loss = self.loss_of(variant, inputs, (array,), spent)
+        loss = self.loss_of(variant, inputs, (array,), cost, phase)
         return lambda x: loss({array: x})
 
     def forward(
-        self, variant: Variant, inputs: Inputs, tangents: dict[str, np.ndarray], spent=None
-    ) -> float:
-        """`jvp(L)(x; tangents)` by one variant, tangents given for some wrt arrays (the
-        others zero); once per session, inputs and tangents (every member of a family is
-        checked along the same direction), its runs counted by `spent(forward,
-        backward)` when it runs; raises where it has no forward mode (a custom_vjp, a
-        Julia loss, Enzyme's forward)."""
-        import hashlib
-
-        digest = hashlib.sha256()
-        for name in sorted(tangents):
-            digest.update(name.encode() + np.ascontiguousarray(tangents[name]).tobytes())
-        key = (id(variant), inputs.key("float64"), digest.hexdigest())
+        self, variant: Variant, inputs: Inputs, tangents: dict[str, np.ndarray], cost: Cost
+    ) -> dict[str, float]:
+        """`{array: jvp(L)(x; that array's tangent)}` by one variant, each wrt array pushed
+        forward along its own tangent (the others zero): from its evaluation's own call
+        where that computed them (`Session.outcome`), else in one call of its check's
+        program, counted into `cost` under `jvp` (its compilations too); once per session,
+        inputs and tangents. Raises where it has no forward mode (a custom_vjp, a Julia
+        loss, Enzyme's forward)."""
+        key = self._forward_key(variant, inputs, tangents)
         if key not in self._forward:
             try:
-                available = variant.unavailable_reason() is None
-                built = for_checks(variant.built, self.checking) if available else None
-                if built is None or built.jvp is None:
-                    raise TypeError("no forward mode")
-                run = inputs.run_arrays("float64")
-                full = {
-                    n: tangents.get(n, np.zeros_like(run[n])) for n in variant.example.wrt_names
-                }
-                jvp = on_device(built, "cpu")[0].jvp
-                args = (*inputs.args("float64"), full)
-                where = f"{variant.example.name} {variant.name} (jvp of {', '.join(tangents)})"
-                self._forward[key] = float(np.asarray(self.watch.run(lambda: jvp(*args), where)))
-                if spent is not None:  # a call that ran (a refused trace runs nothing)
-                    spent(1, 1 if built.jvp_backward else 0)
+                self._forward[key] = self._push(variant, inputs, tangents, cost)
             except TimeoutError:
                 raise
             except Exception as e:
@@ -289,3 +328,28 @@ class Session:
         if isinstance(found, Exception):
             raise found
         return found
+
+    def _push(self, variant, inputs, tangents, cost: Cost) -> dict[str, float]:
+        """The forward-mode derivatives of `forward`, computed now."""
+        available = variant.unavailable_reason() is None
+        built = for_checks(variant.built, self.checking) if available else None
+        evaluation = getattr(built, "evaluation", None)
+        if built is None or (evaluation is None and built.jvp is None):
+            raise TypeError("no forward mode")
+        fns = on_device(built, "cpu")[0]
+        args = inputs.args("float64")
+        where = f"{variant.example.name} {variant.name} (jvp of {', '.join(tangents)})"
+        with compiling_into(cost):
+            if evaluation is not None:
+                found = self.watch.run(lambda: fns.evaluation(*args, tangents), where)[2]
+                counter(cost, "jvp")(1, 1)  # its call computes the gradient too
+                if found is None:
+                    raise TypeError(forward_refusal(built))
+                return {a: float(np.asarray(v)) for a, v in found.items()}
+            out = {}
+            for a, dx in tangents.items():
+                full = {n: dx if n == a else np.zeros_like(t) for n, t in tangents.items()}
+                value = self.watch.run(lambda full=full: fns.jvp(*args, full), where)
+                counter(cost, "jvp")(1, 0)
+                out[a] = float(np.asarray(value))
+            return out

@@ -4,7 +4,9 @@ functions a run calls (`functions_of`, `for_checks`), the loss as weanj's own ru
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..._judge._contract import checked_loss
@@ -68,6 +70,43 @@ def loss_and_grad(
     return loss, raw_grad
 
 
+def evaluation_call(
+    fns,
+    args: tuple,
+    watch: Watch,
+    label: str,
+    dtype: str,
+    returned: dict,
+    spent: Callable[[int, int], None],
+    tangents: dict | None,
+) -> tuple[Any, Any, dict | None]:
+    """`(loss, raw gradient, directional)`: an evaluation's call. With `tangents` (each wrt
+    array's jvp direction, a check's float64 CPU run) and a backend that computes them in
+    the same call (`Functions.evaluation`), each array's forward-mode derivative along its
+    own tangent comes with the loss and gradient (`directional`, `{array: value}`; None
+    where the loss cannot be pushed forward): the jvp check's numbers, no further
+    execution. Otherwise `loss_and_grad` and no directional derivatives."""
+    if tangents is None or getattr(fns, "evaluation", None) is None:
+        return (*loss_and_grad(fns, args, watch, label, dtype, returned, spent), None)
+    try:
+        value, raw, directional = watch.run(lambda: fns.evaluation(*args, tangents), label)
+    except TypeError:
+        # a loss JAX refuses to differentiate: the plain calls say which contract it breaks
+        return (*loss_and_grad(fns, args, watch, label, dtype, returned, spent), None)
+    spent(1, 1)
+    returned["the loss"], returned["the gradient"] = value, raw
+    return checked_loss(value, dtype), raw, directional
+
+
+def forward_refusal(built: Any) -> str:
+    """Why a check's program could not push a loss forward (the error JAX raised while
+    tracing it, `_backends._checking.CheckRuns.refused`), in one line."""
+    runs = getattr(getattr(built, "evaluation", None), "__self__", None)
+    refused = getattr(runs, "refused", None)
+    text = (str(refused).strip().splitlines() or [""])[0] if refused is not None else ""
+    return text or "no forward mode"
+
+
 def functions_of(built, dtype: str, device: str, precision: str | None, checking: bool):
     """What an evaluation in `dtype` on `device` under `precision` calls (`for_checks`)."""
     checked = dtype == "float64" and device == "cpu" and precision is None
@@ -77,3 +116,19 @@ def functions_of(built, dtype: str, device: str, precision: str | None, checking
 def counter(cost: Cost, phase: str) -> Callable[[int, int], None]:
     """`spent(forward, backward)`: counts into `cost` under `phase`."""
     return lambda forward, backward: cost.add(phase, forward, backward)
+
+
+@contextlib.contextmanager
+def compiling_into(cost: Cost) -> Iterator[None]:
+    """JAX's compilations while the block runs (its own monitoring events, whatever thread
+    compiles), counted into `cost` (`Cost.compiling`); nothing where JAX is not loaded
+    (a Julia variant's evaluation compiles no JAX program)."""
+    if "jax" not in sys.modules:
+        yield
+        return
+    from ..._io._jax_cache import compilations
+
+    with compilations() as found:
+        yield
+    for _, program, seconds in found:
+        cost.compiling(program, seconds)

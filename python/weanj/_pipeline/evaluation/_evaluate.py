@@ -27,7 +27,7 @@ from ..._judge._contract import (
 from ..._model import Configuration, Gradient, Inputs, Variant
 from ..._model._cost import Cost
 from ..._watch import Watch
-from ._calls import counter, functions_of, loss_and_grad
+from ._calls import compiling_into, counter, evaluation_call, functions_of
 from ._levels import measure_levels
 from ._on_device import describe as describe_device
 from ._on_device import label_of, matmul_free, on_device, platform_fault_line
@@ -135,11 +135,15 @@ def evaluate(
     precision: str | None = None,
     checking: bool = False,
     levels: bool = True,
+    tangents: dict | None = None,
 ) -> Gradient | Fault:
     """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault, with the
     `Configuration` it ran in: on `device`, with matmul `precision` (None: the one in
     effect). `checking`: gradient checks follow (the backend's `for_checks`). `levels`:
-    measure the rounding level now, not when a comparison needs it (`measure_levels`)."""
+    measure the rounding level now, not when a comparison needs it (`measure_levels`).
+    `tangents`: each wrt array's jvp direction (a check's float64 CPU run), whose
+    forward-mode derivatives the evaluation's call computes where its backend can
+    (`Gradient.forward`). The programs it compiles are counted in its `cost`."""
     ex = variant.example
     config = variant.configuration(dtype, device)
     if precision is not None:
@@ -163,11 +167,10 @@ def evaluate(
             fns, place = on_device(
                 functions_of(built, dtype, device, precision, checking), device, precision
             )
-            t0 = time.perf_counter()
-            loss, raw_grad = loss_and_grad(
-                fns, args, watch, where, dtype, returned, counter(cost, "evaluation")
-            )
-            seconds = time.perf_counter() - t0
+            t0, spent = time.perf_counter(), counter(cost, "evaluation")
+            with compiling_into(cost):
+                found = evaluation_call(fns, args, watch, where, dtype, returned, spent, tangents)
+            (loss, raw_grad, directional), seconds = found, time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
     except TimeoutError as e:
         limit = platform_fault_line(e, device, place)  # on a device: a platform limit
@@ -181,18 +184,14 @@ def evaluate(
         if limit is not None:
             return fault(UnavailableError(limit), limit)
         return fault(e, f"{variant.name} {first_line(e)}{raised_at(e)}")
-    g = _gradient(variant, inputs, config, gradients, loss, seconds)
-    g.cost = cost
+    g = _gradient(variant, inputs, config, gradients, (loss, seconds, cost, directional))
     describe_device(g, place, config, precision)
     nonfinite = numbers_fault(g, command)  # the numbers, judged
     if nonfinite is not None:
         return dataclasses.replace(nonfinite, configuration=config)
     _no_matmul(g, built, args, device, precision)
-    g.levels_measured = False
     if levels:
         measure_levels(g, inputs, watch, device=device, precision=precision, checking=checking)
-    if config.x64 is not None:
-        g.x64 = config.x64.describe()  # stored with the gradient
     return g
 
 
@@ -222,11 +221,13 @@ def _refusal(variant: Variant, inputs: Inputs, dtype: str) -> Exception | None:
     return None
 
 
-def _gradient(
-    variant: Variant, inputs: Inputs, config: Configuration, gradients, loss, seconds
-) -> Gradient:
+def _gradient(variant: Variant, inputs: Inputs, config: Configuration, gradients, call) -> Gradient:
+    """The evaluation's `Gradient` from its call's `(loss, seconds, cost, directional)`:
+    its rounding levels not measured yet (gathered where a comparison needs them), its
+    x64 configuration described, each array's forward-mode derivative where computed."""
+    loss, seconds, cost, directional = call
     dtype = config.dtype
-    return Gradient(
+    g = Gradient(
         variant.example,
         variant.name,
         variant.family,
@@ -243,4 +244,11 @@ def _gradient(
         of=variant,
         configuration=config,
         evaluated=True,
+        levels_measured=False,
+        cost=cost,
     )
+    if directional is not None:
+        g.forward = {name: float(np.asarray(value)) for name, value in directional.items()}
+    if config.x64 is not None:
+        g.x64 = config.x64.describe()  # stored with the gradient
+    return g

@@ -94,7 +94,7 @@ def on_device(fns: Any, device: str, precision: str | None = None) -> tuple[Any,
     return fns._replace(**{k: at(getattr(fns, k)) for k in _CALLS}), place
 
 
-_CALLS = ("loss", "grad", "jvp", "value_and_grad", "evaluation_loss")
+_CALLS = ("loss", "grad", "jvp", "value_and_grad", "evaluation_loss", "evaluation")
 
 
 def platform_fault_line(e: BaseException, device: str, place: Place | None) -> str | None:
