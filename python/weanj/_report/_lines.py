@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 from .._judge._checks import num as num
 from .._judge._compare import ArrayComparison
@@ -303,3 +304,16 @@ def not_run_cases(results: Iterable) -> str:
         return f"{total} case(s) not run" + "".join(f": {why}" for why in reasons)
     ranked = sorted(reasons.items(), key=lambda item: -item[1])
     return f"{total} case(s) not run: " + ", ".join(f"{why} ({n})" for why, n in ranked)
+
+
+def spent_lines(ej: Any) -> list[str]:
+    """`weanj check -v`'s account of what each evaluation spent: the kernel's executions
+    per phase and the programs compiled for it (`_model._cost.Cost`); none for a record
+    or a file, which ran nothing here."""
+    out = []
+    for label, g in ej.subjects.items():
+        cost = getattr(g, "cost", None)
+        if cost is not None and cost.runs:
+            out.append(f"    {label}: {cost.describe()}")
+    head = "  spent (the kernel's executions, forward+backward, per phase):"
+    return [head, *out] if out else []

@@ -33,6 +33,7 @@ from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     not_run_text,
     num,
     region_lines,
+    spent_lines,
     summary,
     ulp_text,
     worst_ulp_text,
@@ -313,6 +314,7 @@ def example_lines(
         for why in ej.reuse.values()
     )
     out.extend(n for n in ej.notes if verbose or changed or not n.startswith("  evaluations: "))
+    out.extend(spent_lines(ej) if verbose else [])
     expected = expected_lines(ej)
     if expected:
         out.append("  expected differences (declared with weanj.Expected; they pass):")
