@@ -18,8 +18,10 @@ in fresh processes (nothing compiled, JAX's persistent compilation cache off):
   counted (`check.json`'s `cost`).
 
 Printed: the check's seconds as the user's first call plus k warm calls,
-`k = (check − first) / warm` (the issue's goal: k ≤ 12 at n = 1024 with a gradient of
-≥ 1 s; it was about 100–190), and the executions per phase.
+`k = (check − first) / warm` (the goal: k ≤ 12 at n = 1024 with a gradient of ≥ 1 s;
+it was about 100–190 before issue 60), and as a multiple of the user's first call (issue
+73's goal: ≤ 2.5 at n = 256, T = 20, where compiling is most of both); the executions per
+phase, and the programs each evaluation compiled, with their seconds.
 
 Then the **re-check** with nothing changed, at `--recheck-n` (two arrays of n² float64):
 its wall seconds against the time to import JAX plus the time to read the evaluation
@@ -155,6 +157,7 @@ def measure_size(n: int, steps: int) -> dict:
         check_s, _ = _run([*WEANJ, "check", "--fresh", "--variants", "jax-scan"], root, env)
         data = json.loads((root / "results" / "20-heat" / "check.json").read_text())
     cost = {g["label"]: g["cost"] for g in data["gradients"]}
+    compiled = {g["label"]: g.get("compiled", {}) for g in data["gradients"] if g.get("cost")}
     spent = check_s - started  # the check beyond starting Python and importing JAX
     return {
         "n": n,
@@ -164,6 +167,7 @@ def measure_size(n: int, steps: int) -> dict:
         "check": spent,
         "k": (spent - user["first"]) / user["warm"],
         "cost": cost,
+        "compiled": compiled,
     }
 
 
@@ -215,8 +219,14 @@ def main() -> int:
         cost = m["cost"]
         print(
             f"n={n} T={args.T}: value_and_grad first {m['first']:.2f} s, warm {m['warm']:.3f} s; "
-            f"check {m['check']:.2f} s = first + {m['k']:.1f} warm calls"
+            f"check {m['check']:.2f} s = first + {m['k']:.1f} warm calls "
+            f"= {m['check'] / m['first']:.2f} × the first call"
         )
+        for label, compiled in m["compiled"].items():
+            print(
+                f"  {label}: {len(compiled['programs'])} program(s) compiled in "
+                f"{compiled['seconds']:.2f} s ({', '.join(compiled['programs'])})"
+            )
         for label, phases in cost.items():
             f = sum(p[0] for p in phases.values())
             b = sum(p[1] for p in phases.values())

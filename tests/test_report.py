@@ -254,10 +254,11 @@ def test_variant_table_shows_the_gradient_checks_of_the_last_check(page):
     rows = {row[0]: dict(zip(head, row, strict=True)) for row in table[1:]}
     assert set(rows) == {"jax-loop", "jax-scan", "jax-wrong"}
     # A gradient off at one element fails the Taylor test (its remainders fall like h,
-    # rate about 1, not h²); the correct ones pass with rate 2.
+    # rate about 1, not h², or slower still read the way its error cancels the curvature);
+    # the correct ones pass with rate 2.
     taylor = rows["jax-wrong"]["Taylor (min rate)"]
-    rate = float(re.match(r"FAIL (\d\.\d\d)", taylor).group(1))
-    assert 0.8 < rate < 1.3, taylor
+    rate = float(re.match(r"FAIL (-?\d\.\d\d)", taylor).group(1))
+    assert rate < 1.3, taylor
     for good in ("jax-loop", "jax-scan"):
         assert re.match(r"ok (1\.9\d|2\.\d\d)", rows[good]["Taylor (min rate)"]), rows[good]
         assert rows[good]["jvp (rel. error)"].startswith("ok")
@@ -717,7 +718,9 @@ def test_an_all_zero_reference_is_shown_in_absolute_terms(verdicts, checked_root
     assert _report(ZERO, "--out", str(out)) == 0
     text = out.read_text(encoding="utf-8")
     page = assert_self_contained(text)
-    assert "NaN" not in text and "Inf" not in text.replace("Info", "")
+    # (the pictures' base64 bytes aside: any three letters turn up there by chance)
+    words = re.sub(r"data:[a-z/+]+;base64,[A-Za-z0-9+/=]+", "", text)
+    assert "NaN" not in words and "Inf" not in words.replace("Info", "")
     j = verdicts[ZERO].by_case()[f"{ZERO}::z::jax-z~jax-zwrong"]
     c = j.comparison
     assert j.verdict == Verdict.FAIL and c.reference_zero and c.max_rel is None
