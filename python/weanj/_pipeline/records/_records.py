@@ -59,11 +59,12 @@ from ..._errors import WeanjError
 from ..._io._atomic import atomic_path
 from ..._io._h5 import array_sha256
 from ..._judge._contract import Fault
-from ..._model import DeviceProvenance, Gradient, Inputs, Variant, provenance_key
+from ..._model import DeviceProvenance, Emulated, Gradient, Inputs, Variant, provenance_key
 from ..._model._cost import Cost
 from ..._model._verdicts import CaseKind, Verdict
 from ..._places import Places
 from ..._sources import text_digest
+from ..evaluation._emulation import NARROWED
 from ..evaluation._on_device import CPU, identity, identity_of, label_of
 from ._record_file import read_record
 from ._record_form import (
@@ -89,6 +90,7 @@ _DERIVED = (
     "levels",
     "cost",
     "extra",
+    "emulated",
 )
 
 
@@ -211,10 +213,15 @@ class Records:
             created=record["created"],
             noise={k: float(v) for k, v in record["noise"].items()},
             noise_entries=entries,
-            levels_measured=bool(record["levels"]),
+            # a float32 run's levels measured without its emulated rounding (a record an
+            # earlier weanj wrote) are measured again where a comparison needs them
+            levels_measured=bool(record["levels"])
+            and (dtype not in NARROWED or "emulated" in record),
             cost=Cost.from_json(record["cost"]),
             evaluated=True,
         )
+        if "emulated" in record:  # a float32 run's rounding, emulated (`_levels._emulated`)
+            g.emulated = Emulated.from_json(record["emulated"])
         if "extra" in record:  # a device run's device and precision
             g.device = DeviceProvenance.from_json(record["extra"])
             g.precision_level = record["extra"].get("precision_level")
@@ -345,6 +352,8 @@ class Records:
             record["cost"] = found.cost.to_json()
             if "device" in record["parts"]:  # a device run's place and precision level
                 record["extra"] = device_extra(found)
+            if found.emulated is not None:
+                record["emulated"] = found.emulated.to_json()
             record["sha256"] = {name: array_sha256(a) for name, a in arrays.items()}
             if set(found.noise_entries) == set(arrays):
                 entries = {
