@@ -1,5 +1,5 @@
 """float32's rounding of a JAX program, emulated: the variant's own float64 program run
-with every intermediate value rounded to float32's precision (docs/reference/tolerance.md,
+with every floating value rounded to float32's precision (docs/reference/tolerance.md,
 "float32's rounding, emulated").
 
 **Why.** A float32 run is judged against its own float64 run, with a floor of
@@ -7,9 +7,11 @@ with every intermediate value rounded to float32's precision (docs/reference/tol
 perturbing the inputs by an ulp (`_levels._noise`) is the spread of a few float32 runs, and
 a spread misses what every run shares. Over a long recurrence the rounding of the early
 steps is the same in every perturbed run (their states differ by less than an ulp there),
-and a steep slope carries it to the end: GradBench's particle, 419 Euler steps at
-w = −0.278, keeps about 3 digits in float32 (numpy agrees), while its perturbed runs
-spread by 6 and more digits' worth. The level has to contain float32's rounding itself.
+and a steep slope carries it to the end: GradBench's particle (419 Euler steps at
+w = −0.278, ∂L/∂w = −60) keeps 2.9 digits in float32, numpy's float32 as JAX's, while
+its perturbed runs do not move it at all (10 − w absorbs a one-ulp move of w) and
+ε·|w·∂L/∂w| is six hundred times smaller. The level has to contain float32's rounding
+itself.
 
 **How, and why this way.** Three ways to measure it were weighed:
 
@@ -25,15 +27,23 @@ spread by 6 and more digits' worth. The level has to contain float32's rounding 
   rounding, which the perturbed runs already measure; it is unbiased by design, so it
   misses exactly the bias in question (√n short on a recurrence of n steps).
 - *Round to nearest, emulated* (this module): the float64 program, traced from the
-  variant's own jitted function, evaluated with each primitive's floating output
-  rounded to float32's 24-bit significand (`lax.reduce_precision`, round to nearest
-  even), its inputs, literals and constants too. One deterministic run whose rounding
-  is float32's own, bias and all: how far its loss and gradient land from the float64
-  program's is the size of the error a float32 run of this computation makes here.
-  It is a measurement, not a bound, so the judge's one margin (`NOISE_MULTIPLE`) keeps
-  its meaning; forward only, so it runs through `while_loop`, `cond`, `scan`, nested
-  and forward-mode AD; one compilation and two executions of the kernel (the rounded
-  program and the plain one, in one program).
+  variant's own jitted function, evaluated twice in lockstep, as it is and with each
+  primitive's floating output rounded to float32's 24-bit significand
+  (`lax.reduce_precision`, round to nearest even; its inputs, literals and constants
+  too). For +, −, ×, ÷ and √ that is float32's own result (float64 holds more than twice
+  float32's digits, so rounding its exact result again is correct rounding). One
+  deterministic run whose rounding is float32's, bias and all: how far its loss and
+  gradient land from the plain run's is the size of the error a float32 run of this
+  computation makes here. It is a measurement, not a bound, so the judge's one margin
+  (`NOISE_MULTIPLE`) keeps its meaning; forward only, so it runs through `while_loop`,
+  `cond`, `scan`, nested and forward-mode AD; one compilation, and two executions of the
+  kernel forward and backward in one call.
+
+**Rounding, never a kink.** Every value that is not floating (a comparison, a mask, an
+index, a branch taken, a loop's trip count) is the plain run's in both: the rounded run
+takes the float64 program's path, so a rounding that would flip a branch measures the
+rounding, not the jump (a kink stays the kink judgement's), and a loop that stops at a
+float64 tolerance stops for the rounded run too.
 
 **What it still catches.** The program emulated is the float64 one: code a port runs in
 float32 only (a float16 accumulation, a cast) is not in it, and is measured against

@@ -64,7 +64,6 @@ from ..._model._cost import Cost
 from ..._model._verdicts import CaseKind, Verdict
 from ..._places import Places
 from ..._sources import text_digest
-from ..evaluation._emulation import NARROWED
 from ..evaluation._on_device import CPU, identity, identity_of, label_of
 from ._record_file import read_record
 from ._record_form import (
@@ -213,10 +212,7 @@ class Records:
             created=record["created"],
             noise={k: float(v) for k, v in record["noise"].items()},
             noise_entries=entries,
-            # a float32 run's levels measured without its emulated rounding (a record an
-            # earlier weanj wrote) are measured again where a comparison needs them
-            levels_measured=bool(record["levels"])
-            and (dtype not in NARROWED or "emulated" in record),
+            levels_measured=bool(record["levels"]),
             cost=Cost.from_json(record["cost"]),
             evaluated=True,
         )
