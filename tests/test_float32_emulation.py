@@ -93,7 +93,7 @@ def _settle(x):
     )
     side = jax.lax.cond(x[0] > 1.0 + 1e-8, lambda: 2.0 * x[0], lambda: 3.0 * x[0])
     masked = jnp.where(x > 1.0 + 1e-8, x, -x)
-    return t, n, side, masked
+    return t, n, side, masked, jnp.sign(x - (1.0 + 1e-8)), jnp.floor(x * 1e8)
 
 
 def test_the_rounded_run_takes_the_float64_programs_branches_and_trip_counts():
@@ -104,6 +104,29 @@ def test_the_rounded_run_takes_the_float64_programs_branches_and_trip_counts():
     assert float(rounded[0]) == 1.0 and float(plain[0]) > 1.0  # t + 1e-8 is t in float32
     assert float(rounded[2]) == 2.0 and float(plain[2]) == pytest.approx(2.0 * x[0])
     assert float(rounded[3][0]) == 1.0  # the float64 run's mask: x, not −x
+    # a sign and a floor are decisions too: the float64 run's, not float32's 0 and 1e8
+    assert float(rounded[4][0]) == float(plain[4][0]) == 1.0
+    assert float(rounded[5][0]) == float(plain[5][0]) == 100000003.0
+
+
+def test_a_sharded_program_is_emulated_shard_by_shard():
+    """A `shard_map` body is interpreted on each shard: the same rounding as the program
+    without it."""
+    from jax.sharding import Mesh, PartitionSpec
+
+    mesh = Mesh(np.array(jax.devices("cpu")[:1]), ("rows",))
+    spec = PartitionSpec("rows")
+
+    def body(a):
+        return jnp.cumsum(jnp.sqrt(a * a + 1.0) / 3.0)[None]
+
+    sharded = jax.shard_map(body, mesh=mesh, in_specs=spec, out_specs=spec)
+    a = np.random.default_rng(2).standard_normal(64)
+    narrow = (a.astype(F).astype(np.float64),)
+    _, rounded = emulate(jax.jit(lambda a: sharded(a)[0]), (), (a,), narrow)
+    _, alone = emulate(jax.jit(lambda a: body(a)[0]), (), (a,), narrow)
+    np.testing.assert_array_equal(np.asarray(rounded), np.asarray(alone))
+    assert not np.array_equal(np.asarray(rounded), np.asarray(body(a)[0]))
 
 
 class _InX64Off:

@@ -80,6 +80,14 @@ EXPONENT_BITS = 11
 NARROWED = {"float32": "float64", "complex64": "complex128"}
 # JAX's own primitives that run code JAX cannot look into
 FOREIGN = frozenset({"pure_callback", "io_callback", "ffi_call", "call_exported"})
+# higher-order primitives whose body (the kernel itself, mapped over devices) the
+# emulation does not follow; any other it does not know (a linear solve, whose inner
+# jaxprs are the library solves it calls; a scatter's or a reduction's combiner) it runs
+# whole, its outputs rounded, as it runs `lu` or `triangular_solve`
+UNFOLLOWED = frozenset({"xla_pmap", "pmap"})
+# float-valued primitives whose value is a decision (a step of a staircase, a sign): the
+# rounded run takes the plain run's, as it takes every comparison's (`_interpret`)
+DECISIONS = frozenset({"sign", "floor", "ceil", "round"})
 # primitives that call one jaxpr on their operands: interpreted inline, rounded inside
 CALLS = {
     "jit": "jaxpr",
@@ -147,10 +155,17 @@ def _program(jitted: Any, wide: tuple) -> Callable:
     closed = traced.jaxpr
     if not any(np.dtype(a.dtype).name in NARROWED.values() for a in closed.in_avals):
         raise NotLookedInto("its program has no float64 values (x64 is off there)")
-    foreign = sorted(_foreign(closed.jaxpr))
+    own = _own_primitives()
+    names = {eqn.primitive.name: eqn for eqn in _equations(closed.jaxpr)}
+    foreign = sorted(name for name in names if name not in own)
     if foreign:
         raise NotLookedInto(
             f"its program calls {', '.join(foreign)}, whose arithmetic weanj cannot look into"
+        )
+    unfollowed = sorted(name for name in names if name in UNFOLLOWED)
+    if unfollowed:
+        raise NotLookedInto(
+            f"its program runs {', '.join(unfollowed)}, whose inside the emulation does not follow"
         )
 
     @jax.jit
@@ -179,17 +194,12 @@ def _own_primitives() -> frozenset[str]:
     return frozenset(own - FOREIGN)
 
 
-def _foreign(jaxpr, own: frozenset[str] | None = None) -> set[str]:
-    """The primitives of `jaxpr` (and of every jaxpr inside it) that JAX does not define,
-    or that call code outside JAX."""
-    own = _own_primitives() if own is None else own
-    found = set()
+def _equations(jaxpr):
+    """Every equation of `jaxpr` and of every jaxpr inside it."""
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name not in own:
-            found.add(eqn.primitive.name)
+        yield eqn
         for inner in _inner_jaxprs(eqn.params):
-            found |= _foreign(inner, own)
-    return found
+            yield from _equations(inner)
 
 
 def _inner_jaxprs(params: dict):
@@ -268,12 +278,22 @@ def _apply(eqn, invals: list, narrow: Callable) -> list:
         return _CONTROL[name](params, invals, narrow)
 
     def bind(args):
-        out = eqn.primitive.bind(*args, **params)
+        # as `jax.core.eval_jaxpr` binds (an older JAX also hands back sub-functions)
+        found = eqn.primitive.get_bind_params(params)
+        subfuns, bind_params = found if isinstance(found, tuple) else ((), found)
+        with eqn.ctx.manager:
+            out = eqn.primitive.bind(*subfuns, *args, **bind_params)
         return list(out) if eqn.primitive.multiple_results else [out]
 
     plain = bind([p for p, _ in invals])
-    if not any(_floating(v.aval) for v in eqn.outvars):
+    if name in DECISIONS or not any(_floating(v.aval) for v in eqn.outvars):
         return [(p, p) for p in plain]
+    if name == "rem":  # x − y·trunc(x/y), the quotient the plain run's
+        from jax import lax
+
+        (x, x_r), (y, y_r) = invals
+        quotient = lax.round((x - plain[0]) / y)
+        return [(plain[0], narrow(x_r - narrow(y_r * quotient)))]
     rounded = bind([r for _, r in invals])
     return [(p, narrow(r) if _floating(p) else p) for p, r in zip(plain, rounded, strict=True)]
 
@@ -320,4 +340,21 @@ def _cond(params: dict, invals: list, narrow: Callable) -> list:
     return list(lax.switch(index, [lambda *ops, b=b: b(ops) for b in branches], *operands))
 
 
-_CONTROL = {"scan": _scan, "while": _while, "cond": _cond}
+def _shard_map(params: dict, invals: list, narrow: Callable) -> list:
+    """A `shard_map` whose body is interpreted on each shard alike, each pair of values
+    sharded as its value is."""
+    import jax
+
+    body = _inner(params["jaxpr"], narrow)
+    mapped = jax.shard_map(
+        lambda *pairs: tuple(tuple(pair) for pair in body(pairs)),
+        mesh=params["mesh"],
+        in_specs=tuple((spec, spec) for spec in params["in_specs"]),
+        out_specs=tuple((spec, spec) for spec in params["out_specs"]),
+        axis_names=params["newly_manual_axes"],
+        check_vma=params["check_vma"],
+    )
+    return [tuple(pair) for pair in mapped(*(tuple(pair) for pair in invals))]
+
+
+_CONTROL = {"scan": _scan, "while": _while, "cond": _cond, "shard_map": _shard_map}
