@@ -40,10 +40,11 @@ itself.
   kernel forward and backward in one call.
 
 **Rounding, never a kink.** Every value that is not floating (a comparison, a mask, an
-index, a branch taken, a loop's trip count) is the plain run's in both: the rounded run
-takes the float64 program's path, so a rounding that would flip a branch measures the
-rounding, not the jump (a kink stays the kink judgement's), and a loop that stops at a
-float64 tolerance stops for the rounded run too.
+index, a branch taken, a loop's trip count), and every floating one that is a decision (a
+sign, a floor, a ceiling, a rounding to integer; a remainder's quotient), is the plain
+run's in both: the rounded run takes the float64 program's path, so a rounding that would
+flip a branch measures the rounding, not the jump (a kink stays the kink judgement's),
+and a loop that stops at a float64 tolerance stops for the rounded run too.
 
 **What it still catches.** The program emulated is the float64 one: code a port runs in
 float32 only (a float16 accumulation, a cast) is not in it, and is measured against
@@ -56,11 +57,14 @@ softmax or logsumexp) is never counted as rounding; a float32 run that overflows
 **What it cannot look into.** A variant whose functions are not a `jax.jit` program
 (a Julia variant, plain Python), a program that calls code outside JAX (a callback, an
 FFI call, an exported module, Enzyme-JAX's `enzyme_primal`: any primitive JAX itself does
-not define), or one with x64 off (no float64 program to round): `NotLookedInto`, saying
-which; its level is then the perturbed runs' alone, as before. Primitives JAX defines
-whose inside is a library call (`lu`, `triangular_solve`, a sort) count as one rounding
-of their outputs, and a higher-order primitive this module does not know is run whole and
-its outputs rounded: both can only make the level smaller, never larger, than float32's.
+not define), one mapped by `pmap`, or one with x64 off (no float64 program to round):
+`NotLookedInto`, saying which; its level is then the perturbed runs' alone, as before.
+A `shard_map` is followed shard by shard. A reduction or a matrix product counts as one
+rounding of its result, where float32 rounds each partial sum; a primitive whose inside
+is a library call (`lu`, `triangular_solve`, a sort) as one rounding of its outputs; a
+higher-order primitive this module does not know (a linear solve, a scatter's combiner)
+is run whole and its outputs rounded. Each makes the level smaller, never larger, than
+float32's: the random part it misses is what the perturbed runs measure.
 """
 
 from __future__ import annotations
