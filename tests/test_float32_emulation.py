@@ -197,3 +197,49 @@ def test_a_refusal_leaves_the_perturbed_runs_level_and_says_why():
     assert not found.refused and spent == [(2, 2)]
     assert found.levels["loss"] == pytest.approx(abs(in_float32 - exact), rel=0.5)
     assert g.noise["loss"] == found.levels["loss"] and g.noise["x"] == found.levels["x"] > 0
+
+
+def test_the_evidence_says_what_the_emulation_measured_or_why_it_could_not():
+    """A float32 pair beyond float32's tolerance: its evidence names the emulated rounding
+    (relative to the float64 reference) and, where it passes by it, how far it lands;
+    where the program could not be looked into, why, and that the spread alone stands."""
+    import weanj
+    from weanj._judge._verdict import judge_pair
+    from weanj._model import Emulated, Gradient
+    from weanj._pipeline.engine._evidence import with_evidence
+
+    ex = weanj.Example(
+        name="93-said", arrays=("x",), wrt="x", shapes={"x": (2,)}, generate=lambda s: {}
+    )
+    g = np.array([2.0, -4.0])
+
+    def run(dtype, off, **levels):
+        x, loss = {"x": g * (1 + off)}, 8.0 * (1 + off)
+        return Gradient(ex, "jax-v", "f", dtype, x, loss, {}, "0" * 64, "k", **levels)
+
+    wide = run("float64", 0.0, noise={"loss": 1e-15, "x": 1e-15})
+    emulated = Emulated({"loss": 8e-5, "x": 1e-5})
+    narrow = run("float32", 1e-4, noise={"loss": 8e-5, "x": 1e-5}, emulated=emulated)
+    j = with_evidence(
+        judge_pair("93::f::jax-v~jax-v@float32", wide, narrow, "x"), ex, (wide, narrow)
+    )
+    assert str(j.verdict) == "ok"
+    assert j.evidence[1] == (
+        "float32's rounding of jax-v@float32, emulated on its float64 program (every value "
+        "rounded to float32): |ΔL|/|L| 1.0e-05, x 2.5e-06 of max|g|"
+    )
+    assert j.evidence[2].startswith("float32 keeps 4.0 digits here") and (
+        "float32's own rounding of its float64 program |ΔL|/|L| 1.0e-05, x 2.5e-06" in j.evidence[2]
+    )
+    refused = Emulated(
+        {}, "its program calls enzyme_primal, whose arithmetic weanj cannot look into"
+    )
+    narrow = run("float32", 1e-4, noise={"loss": 1e-9, "x": 1e-9}, emulated=refused)
+    j = with_evidence(
+        judge_pair("93::f::jax-v~jax-v@float32", wide, narrow, "x"), ex, (wide, narrow)
+    )
+    assert str(j.verdict) == "FAIL"
+    assert j.evidence[1] == (
+        "float32's rounding of jax-v@float32 not emulated: its program calls enzyme_primal, "
+        "whose arithmetic weanj cannot look into (its level is its perturbed runs' spread alone)"
+    )
