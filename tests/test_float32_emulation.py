@@ -33,6 +33,9 @@ def test_rounding_is_float32s_precision_with_float64s_range():
     assert out[2] == 1.0
     ints = np.arange(5)
     assert _rounding()(ints) is ints  # not floating: as it is
+    z = values[:100] + 1j * values[100:200]  # complex: each part, as complex64 rounds them
+    rounded = np.asarray(jax.jit(_rounding())(z))
+    np.testing.assert_array_equal(rounded, z.astype(np.complex64).astype(np.complex128))
 
 
 @jax.custom_jvp
