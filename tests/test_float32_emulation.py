@@ -10,7 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from weanj._pipeline.evaluation._emulation import NotLookedInto, _rounding, emulate
+from weanj._pipeline.evaluation._emulation import NotLookedInto, emulate
+from weanj._pipeline.evaluation._lockstep import rounding
 
 F = np.float32
 
@@ -23,18 +24,18 @@ def x64():
 
 def test_rounding_is_float32s_precision_with_float64s_range():
     values = np.random.default_rng(0).standard_normal(1000) * 10.0 ** np.arange(-30, 30, 0.06)
-    rounded = np.asarray(jax.jit(_rounding())(values))
+    rounded = np.asarray(jax.jit(rounding())(values))
     np.testing.assert_array_equal(rounded, values.astype(F).astype(np.float64))
     # beyond float32's range: float32 gives inf and 0, the emulation rounds the digits only
     wide = np.array([1e300, -3e-300, 1.0 + 2.0**-40])
-    out = np.asarray(jax.jit(_rounding())(wide))
+    out = np.asarray(jax.jit(rounding())(wide))
     assert np.isfinite(out[0]) and abs(out[0] / 1e300 - 1) < 2.0**-24
     assert out[1] != 0 and abs(out[1] / -3e-300 - 1) < 2.0**-24
     assert out[2] == 1.0
     ints = np.arange(5)
-    assert _rounding()(ints) is ints  # not floating: as it is
+    assert rounding()(ints) is ints  # not floating: as it is
     z = values[:100] + 1j * values[100:200]  # complex: each part, as complex64 rounds them
-    rounded = np.asarray(jax.jit(_rounding())(z))
+    rounded = np.asarray(jax.jit(rounding())(z))
     np.testing.assert_array_equal(rounded, z.astype(np.complex64).astype(np.complex128))
 
 

@@ -77,9 +77,8 @@ from typing import Any
 
 import numpy as np
 
-# float32's significand, stored bits; the exponent's bits are float64's (range kept)
-MANTISSA_BITS = 23
-EXPONENT_BITS = 11
+from ._lockstep import interpret, rounding
+
 # the dtypes whose runs the emulation measures, and the wide dtype of each one's program
 NARROWED = {"float32": "float64", "complex64": "complex128"}
 # JAX's own primitives that run code JAX cannot look into
@@ -89,21 +88,6 @@ FOREIGN = frozenset({"pure_callback", "io_callback", "ffi_call", "call_exported"
 # jaxprs are the library solves it calls; a scatter's or a reduction's combiner) it runs
 # whole, its outputs rounded, as it runs `lu` or `triangular_solve`
 UNFOLLOWED = frozenset({"xla_pmap", "pmap"})
-# float-valued primitives whose value is a decision (a step of a staircase, a sign): the
-# rounded run takes the plain run's, as it takes every comparison's (`_interpret`)
-DECISIONS = frozenset({"sign", "floor", "ceil", "round"})
-# primitives that call one jaxpr on their operands: interpreted inline, rounded inside
-CALLS = {
-    "jit": "jaxpr",
-    "pjit": "jaxpr",
-    "closed_call": "call_jaxpr",
-    "core_call": "call_jaxpr",
-    "remat2": "jaxpr",
-    "checkpoint": "jaxpr",
-    "custom_jvp_call": "call_jaxpr",
-    "custom_vjp_call": "call_jaxpr",
-    "custom_vjp_call_jaxpr": "fun_jaxpr",
-}
 
 
 class NotLookedInto(Exception):
@@ -160,7 +144,7 @@ def _program(jitted: Any, wide: tuple) -> Callable:
     if not any(np.dtype(a.dtype).name in NARROWED.values() for a in closed.in_avals):
         raise NotLookedInto("its program has no float64 values (x64 is off there)")
     own = _own_primitives()
-    names = {eqn.primitive.name: eqn for eqn in _equations(closed.jaxpr)}
+    names = {eqn.primitive.name for eqn in _equations(closed.jaxpr)}
     foreign = sorted(name for name in names if name not in own)
     if foreign:
         raise NotLookedInto(
@@ -174,10 +158,10 @@ def _program(jitted: Any, wide: tuple) -> Callable:
 
     @jax.jit
     def both(plain_args, narrow_args):
-        narrow = _rounding()
+        narrow = rounding()
         consts = [(c, narrow(c)) for c in closed.consts]
         pairs = list(zip(plain_args, narrow_args, strict=True))
-        outs = _interpret(closed.jaxpr, consts, pairs, narrow)
+        outs = interpret(closed.jaxpr, consts, pairs, narrow)
         return [plain for plain, _ in outs], [rounded for _, rounded in outs]
 
     def program(plain_args, narrow_args):
@@ -212,153 +196,3 @@ def _inner_jaxprs(params: dict):
             inner = getattr(item, "jaxpr", item)
             if hasattr(inner, "eqns"):
                 yield inner
-
-
-def _rounding() -> Callable[[Any], Any]:
-    """`narrow(x)`: a float64 (complex128) value rounded to float32's precision, its range
-    kept; any other value as it is."""
-    import jax.numpy as jnp
-    from jax import lax
-
-    def narrow(x):
-        dtype = np.dtype(getattr(x, "dtype", np.result_type(x)))
-        if dtype == np.float64:
-            return lax.reduce_precision(jnp.asarray(x), EXPONENT_BITS, MANTISSA_BITS)
-        if dtype == np.complex128:
-            z = jnp.asarray(x)
-            return lax.complex(narrow(jnp.real(z)), narrow(jnp.imag(z)))
-        return x
-
-    return narrow
-
-
-def _floating(x) -> bool:
-    return np.dtype(x.dtype).name in NARROWED.values()
-
-
-def _interpret(jaxpr, consts: Sequence, args: Sequence, narrow: Callable) -> list:
-    """`jaxpr` evaluated twice in lockstep on `(plain, rounded)` pairs: as it is, and with
-    each floating value rounded by `narrow` as it is made (constants, literals, every
-    equation's outputs; the arguments as given). Every other value (a comparison, an
-    index, a count) is the plain run's in both, so the rounded run takes the plain run's
-    branches, masks, indices and trip counts: it measures rounding, never a kink, and
-    ends where the plain run ends."""
-    from jax.extend.core import Literal
-
-    env: dict = {}
-
-    def read(v):
-        return (v.val, narrow(v.val)) if isinstance(v, Literal) else env[v]
-
-    env.update(zip(jaxpr.constvars, consts, strict=True))
-    env.update(zip(jaxpr.invars, args, strict=True))
-    for eqn in jaxpr.eqns:
-        outs = _apply(eqn, [read(v) for v in eqn.invars], narrow)
-        env.update(zip(eqn.outvars, outs, strict=True))
-    return [read(v) for v in jaxpr.outvars]
-
-
-def _closed(value) -> tuple[Any, Sequence]:
-    """`(jaxpr, consts)` of a closed or open jaxpr."""
-    return (value.jaxpr, value.consts) if hasattr(value, "consts") else (value, ())
-
-
-def _inner(value, narrow: Callable) -> Callable[[list], list]:
-    """A closed or open jaxpr as a function of `(plain, rounded)` pairs (`_interpret`)."""
-    jaxpr, consts = _closed(value)
-    pairs = [(c, narrow(c)) for c in consts]
-    return lambda args: _interpret(jaxpr, pairs, list(args), narrow)
-
-
-def _apply(eqn, invals: list, narrow: Callable) -> list:
-    """One equation on `(plain, rounded)` pairs: a call, `scan`, `while` or `cond` with
-    its inner jaxprs interpreted alike; any other primitive bound on the plain values and
-    on the rounded ones (the plain ones where a value is not floating), its floating
-    outputs rounded."""
-    name, params = eqn.primitive.name, eqn.params
-    if name in CALLS and CALLS[name] in params:
-        return _inner(params[CALLS[name]], narrow)(invals)
-    if name in _CONTROL:
-        return _CONTROL[name](params, invals, narrow)
-
-    def bind(args):
-        # as `jax.core.eval_jaxpr` binds (an older JAX also hands back sub-functions)
-        found = eqn.primitive.get_bind_params(params)
-        subfuns, bind_params = found if isinstance(found, tuple) else ((), found)
-        with eqn.ctx.manager:
-            out = eqn.primitive.bind(*subfuns, *args, **bind_params)
-        return list(out) if eqn.primitive.multiple_results else [out]
-
-    plain = bind([p for p, _ in invals])
-    if name in DECISIONS or not any(_floating(v.aval) for v in eqn.outvars):
-        return [(p, p) for p in plain]
-    if name == "rem":  # x − y·trunc(x/y), the quotient the plain run's
-        from jax import lax
-
-        (x, x_r), (y, y_r) = invals
-        quotient = lax.round((x - plain[0]) / y)
-        return [(plain[0], narrow(x_r - narrow(y_r * quotient)))]
-    rounded = bind([r for _, r in invals])
-    return [(p, narrow(r) if _floating(p) else p) for p, r in zip(plain, rounded, strict=True)]
-
-
-def _scan(params: dict, invals: list, narrow: Callable) -> list:
-    from jax import lax
-
-    consts_n, carry_n = params["num_consts"], params["num_carry"]
-    body = _inner(params["jaxpr"], narrow)
-    consts, init = invals[:consts_n], invals[consts_n : consts_n + carry_n]
-    xs = invals[consts_n + carry_n :]
-
-    def step(carry, x):
-        outs = body([*consts, *carry, *x])
-        return outs[:carry_n], outs[carry_n:]
-
-    length, reverse, unroll = params["length"], params["reverse"], params.get("unroll", 1)
-    carry, ys = lax.scan(step, init, xs, length=length, reverse=reverse, unroll=unroll)
-    return [*carry, *ys]
-
-
-def _while(params: dict, invals: list, narrow: Callable) -> list:
-    """A `while` whose trip count is the plain run's (`_interpret`): an iteration stopped
-    at a float64 tolerance stops for the rounded run too."""
-    from jax import lax
-
-    cond_n, body_n = params["cond_nconsts"], params["body_nconsts"]
-    cond, body = _inner(params["cond_jaxpr"], narrow), _inner(params["body_jaxpr"], narrow)
-    of_cond, of_body = invals[:cond_n], invals[cond_n : cond_n + body_n]
-    init = invals[cond_n + body_n :]
-
-    def going(carry):
-        return cond([*of_cond, *carry])[0][0]  # the plain run's decision
-
-    return list(lax.while_loop(going, lambda carry: body([*of_body, *carry]), list(init)))
-
-
-def _cond(params: dict, invals: list, narrow: Callable) -> list:
-    """A `cond` whose branch is the plain run's (`_interpret`)."""
-    from jax import lax
-
-    (index, _), *operands = invals
-    branches = [_inner(b, narrow) for b in params["branches"]]
-    return list(lax.switch(index, [lambda *ops, b=b: b(ops) for b in branches], *operands))
-
-
-def _shard_map(params: dict, invals: list, narrow: Callable) -> list:
-    """A `shard_map` whose body is interpreted on each shard alike, each pair of values
-    sharded as its value is."""
-    import jax
-
-    body = _inner(params["jaxpr"], narrow)
-    mapped = jax.shard_map(
-        lambda *pairs: tuple(tuple(pair) for pair in body(pairs)),
-        mesh=params["mesh"],
-        in_specs=tuple((spec, spec) for spec in params["in_specs"]),
-        out_specs=tuple((spec, spec) for spec in params["out_specs"]),
-        axis_names=params["newly_manual_axes"],
-        check_vma=params["check_vma"],
-    )
-    return [tuple(pair) for pair in mapped(*(tuple(pair) for pair in invals))]
-
-
-_CONTROL = {"scan": _scan, "while": _while, "cond": _cond, "shard_map": _shard_map}
