@@ -10,8 +10,10 @@ larger rounding level of the two runs (`Gradient.noise`, measured by
 `_pipeline.evaluation._levels`: for the loss, the largest of how far it moved under several
 random-sign one-ulp perturbations of the inputs and ε·Σ|x_i·∂L/∂x_i|, what a backward-stable
 computation's rounding can move it; for each gradient array, the median move of its entries;
-for each entry, its own move, `Gradient.noise_entries`), each scaled from its run's dtype to
-the judged one (a float64 run's level times ε32/ε64 in a float32 pair).
+for each entry, its own move, `Gradient.noise_entries`; for a float32 run each at least
+float32's rounding of its float64 program, emulated, `_pipeline.evaluation._emulation`,
+which a spread of perturbed runs misses on a long recurrence), each scaled from its run's
+dtype to the judged one (a float64 run's level times ε32/ε64 in a float32 pair).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from ._configuration import host_configuration as host_configuration
 from ._configuration import run_label as run_label
 from ._example import Example as Example
 from ._expected import Expected as Expected
+from ._gradient import Emulated as Emulated
 from ._gradient import Gradient as Gradient
 from ._inputs import Inputs as Inputs
 from ._inputs import from_arrays as from_arrays

@@ -16,9 +16,36 @@ import numpy as np
 
 from ._cost import Cost
 from ._example import Example
-from ._kinds import first_nonfinite, index_text
+from ._kinds import first_nonfinite, index_text, is_number
 from ._provenance import DeviceProvenance, Distributed, provenance_json
 from ._variant import Variant
+
+
+@dataclass(frozen=True)
+class Emulated:
+    """float32's rounding of a run's float64 program, emulated
+    (`_pipeline/evaluation/_emulation.py`): how far the program's loss (`"loss"`) and each
+    gradient array (the median of its entries' moves) land from the float64 program's when
+    every value in it is rounded to float32's precision, folded into the float32 run's
+    `noise`; or, where the program cannot be looked into, `refused` says why (no levels)."""
+
+    levels: dict[str, float]
+    refused: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"levels": dict(self.levels), "refused": self.refused}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Emulated:
+        """What `to_json` wrote (a `ValueError` for anything else)."""
+        if not isinstance(data, dict) or set(data) != {"levels", "refused"}:
+            raise ValueError("an emulated rounding that is not levels and a reason")
+        levels, refused = data["levels"], data["refused"]
+        if not isinstance(levels, dict) or not isinstance(refused, str):
+            raise ValueError("an emulated rounding that is not levels and a reason")
+        if not all(is_number(v) and math.isfinite(v) and v >= 0 for v in levels.values()):
+            raise ValueError("an emulated rounding whose levels are not numbers")
+        return cls({str(k): float(v) for k, v in levels.items()}, refused)
 
 
 @dataclass(repr=False)
@@ -84,6 +111,9 @@ class Gradient:
     # evaluation's own call (`Functions.evaluation`; the jvp check's numbers, for this
     # variant and for a family member that borrows its forward mode); None: not computed
     forward: dict[str, float] | None = field(default=None, compare=False)
+    # a float32 run's rounding emulated on its float64 program, where its levels were
+    # measured (`Emulated`; None: not emulated, or a file's, which keeps only `noise`)
+    emulated: Emulated | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         loss = "None" if self.loss is None else f"{self.loss:.6g}"

@@ -1,7 +1,10 @@
 """A run's rounding level: how far its loss and gradient move when every float input
-moves by about one unit in the last place (docs/DESIGN.md, "Tolerance policy"). The
-judge's floors scale with it; a check measures it where a comparison needs it
-(`Session.levels`), `weanj run` and `weanj.evaluate` with every evaluation."""
+moves by about one unit in the last place (docs/DESIGN.md, "Tolerance policy"); for a
+float32 run also how far its variant's float64 program lands when every value in it is
+rounded to float32 (`_emulation`: the rounding every perturbed run shares, which their
+spread cannot show), the larger of the two. The judge's floors scale with it; a check
+measures it where a comparison needs it (`Session.levels`), `weanj run` and
+`weanj.evaluate` with every evaluation."""
 
 from __future__ import annotations
 
@@ -11,9 +14,10 @@ import numpy as np
 
 from ..._judge._contract import checked_gradients, checked_loss
 from ..._judge._policy import counted_levels
-from ..._model import Gradient, Inputs
+from ..._model import Emulated, Gradient, Inputs
 from ..._watch import Watch
 from ._calls import counter, functions_of, loss_and_grad, run_loss
+from ._emulation import NARROWED, NotLookedInto, emulate
 from ._on_device import HIGHEST, label_of, on_device, precision_eps
 
 # The perturbation that measures a run's rounding level, and its seed.
@@ -209,7 +213,10 @@ def measure_levels(
         return
     args = inputs.args(dtype)
     with watch.phase(f"{where}: {says}"):
-        _levels(g, inputs, (built, fns), args, watch, where, device, counter(g.cost, phase))
+        spent = counter(g.cost, phase)
+        _levels(g, inputs, (built, fns), args, watch, where, device, spent)
+        if dtype in NARROWED:
+            g.emulated = _emulated(g, inputs, built, watch, where, spent)
 
 
 def _levels(g: Gradient, inputs: Inputs, functions: tuple, args, watch, where, device, spent):
@@ -265,3 +272,55 @@ def _levels_on_device(
         g.noise_entries.clear()
     level = _noise(fns, inputs, g.loss, g.gradients, ex, dtype, watch, where, eps, spent=spent)
     g.precision_level = level
+
+
+def _emulated(g: Gradient, inputs: Inputs, built, watch, where: str, spent) -> Emulated:
+    """float32's rounding of the run's variant's float64 program, emulated (`_emulation`):
+    the loss's level `|L̃ − L|` and each array's (the median of `|g̃ − g|`), each folded
+    into the run's `noise` (and each entry's into `noise_entries`) where larger; or why
+    the program could not be looked into, the perturbed runs' level standing alone.
+    Counted as two runs of the kernel forward and backward (the rounded program and the
+    plain one, in one call)."""
+    ex = g.example
+    narrow = _widened(inputs.run_arrays(g.dtype), g.dtype)
+    watch.step("float32's rounding, emulated on its float64 program")
+    try:
+        plain, rounded = watch.run(
+            lambda: emulate(
+                built.value_and_grad,
+                ex.static_argnums(),
+                inputs.args("float64"),
+                ex.args(narrow, inputs.params),
+            ),
+            where,
+        )
+        spent(2, 2)
+        shapes = inputs.wrt_shapes
+        loss, moved = (checked_loss(np.asarray(out[0]), "float64") for out in (plain, rounded))
+        exact, found = (
+            checked_gradients(ex, out[1], "float64", shapes) for out in (plain, rounded)
+        )
+    except NotLookedInto as e:
+        return Emulated({}, str(e))
+    except Exception as e:  # noqa: BLE001 - a refinement: the perturbed runs' level stands
+        return Emulated({}, f"its emulated run failed ({type(e).__name__})")
+    entries = _moves(exact, found)
+    levels = {"loss": abs(moved - loss)}
+    levels.update({k: float(np.median(d)) if d.size else 0.0 for k, d in entries.items()})
+    if not all(np.isfinite(v) for v in levels.values()):
+        return Emulated({}, "its emulated run is not finite")
+    g.noise = {k: max(g.noise.get(k, 0.0), v) for k, v in levels.items()}
+    for k, d in entries.items():
+        own = g.noise_entries.get(k)
+        g.noise_entries[k] = d if own is None or np.shape(own) != d.shape else np.fmax(own, d)
+    return Emulated(levels)
+
+
+def _widened(arrays: dict, dtype: str) -> dict:
+    """A float32 run's arrays, its float32 (complex64) ones cast to float64 (complex128):
+    the float32 run's very inputs, for its float64 program."""
+    wide = NARROWED[dtype]
+    return {
+        k: np.asarray(a).astype(wide) if np.asarray(a).dtype == np.dtype(dtype) else a
+        for k, a in arrays.items()
+    }

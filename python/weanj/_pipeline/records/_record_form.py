@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from ..._model import Gradient, Variant
+from ..._model import Emulated, Gradient, Variant
 from ..._model._cost import Cost
 from ..._model._kinds import is_number
 from ..._model._provenance import DEVICE_KEYS, DeviceProvenance
@@ -121,6 +121,7 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
     else:
         device = {"extra"} if "extra" in record else set()  # a device run's
         levels = {"noise_sha256"} if "noise_sha256" in record else set()  # entries' levels
+        levels |= {"emulated"} if "emulated" in record else set()  # float32's, emulated
         _require(fields == _COMMON | _GRADIENT | device | levels, "its fields are not a record's")
     _check_identity(record, variant, dtype)
     wrt = variant.example.wrt_names
@@ -188,6 +189,12 @@ def _check_numbers(record: dict, wrt: tuple[str, ...]) -> None:
         and all(_finite(x) and x >= 0 for x in noise.values()),
         "its rounding levels are malformed",
     )
+    if "emulated" in record:
+        try:
+            emulated = Emulated.from_json(record["emulated"])
+        except ValueError as e:
+            raise Discarded(f"its emulated rounding is malformed ({e})") from None
+        _require(set(emulated.levels) <= {"loss", *wrt}, "its emulated rounding is malformed")
     for field in ("sha256", "noise_sha256"):
         digests = record.get(field, {} if field == "noise_sha256" else None)
         _require(

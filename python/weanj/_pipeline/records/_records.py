@@ -59,7 +59,7 @@ from ..._errors import WeanjError
 from ..._io._atomic import atomic_path
 from ..._io._h5 import array_sha256
 from ..._judge._contract import Fault
-from ..._model import DeviceProvenance, Gradient, Inputs, Variant, provenance_key
+from ..._model import DeviceProvenance, Emulated, Gradient, Inputs, Variant, provenance_key
 from ..._model._cost import Cost
 from ..._model._verdicts import CaseKind, Verdict
 from ..._places import Places
@@ -89,6 +89,7 @@ _DERIVED = (
     "levels",
     "cost",
     "extra",
+    "emulated",
 )
 
 
@@ -215,6 +216,8 @@ class Records:
             cost=Cost.from_json(record["cost"]),
             evaluated=True,
         )
+        if "emulated" in record:  # a float32 run's rounding, emulated (`_levels._emulated`)
+            g.emulated = Emulated.from_json(record["emulated"])
         if "extra" in record:  # a device run's device and precision
             g.device = DeviceProvenance.from_json(record["extra"])
             g.precision_level = record["extra"].get("precision_level")
@@ -345,6 +348,8 @@ class Records:
             record["cost"] = found.cost.to_json()
             if "device" in record["parts"]:  # a device run's place and precision level
                 record["extra"] = device_extra(found)
+            if found.emulated is not None:
+                record["emulated"] = found.emulated.to_json()
             record["sha256"] = {name: array_sha256(a) for name, a in arrays.items()}
             if set(found.noise_entries) == set(arrays):
                 entries = {
