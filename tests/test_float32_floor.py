@@ -135,7 +135,8 @@ def shifted(x):
     return m + jnp.log(jnp.sum(jnp.exp(x - m)))
 
 
-weanj.jax_variant(lse, "jax-library", family="lse", loss=jax.nn.logsumexp)
+# (the library's own parameter is named `a`: a variant's parameters take the example's names)
+weanj.jax_variant(lse, "jax-library", family="lse", loss=lambda x: jax.nn.logsumexp(x))
 
 
 @weanj.jax_variant(lse, "jax-unshifted", family="lse")
