@@ -97,8 +97,9 @@ def _taylor_results(session, inputs: Inputs, g: Gradient) -> dict[str, TaylorRes
     """Every wrt array's Taylor result for one run, computed once per session, each array
     on its own directions (`taylor_arrays`): the loss at x and the rounding floor shared,
     nothing else. Its losses are counted under `taylor`; its rounding floor is the free
-    one (`backward_level`) until a direction needs the loss's measured level
-    (`Session.levels`, an escalation)."""
+    one (`backward_level`) until a direction needs the loss's measured level (an
+    escalation: the perturbed runs' spread, `Session.levels`, or float64's rounding from
+    float32's emulated on the program where larger, `Session.program_rounding`)."""
 
     def compute() -> dict[str, TaylorResult]:
         ex = inputs.example
@@ -108,7 +109,7 @@ def _taylor_results(session, inputs: Inputs, g: Gradient) -> dict[str, TaylorRes
 
         def escalate() -> float:
             session.levels(g)
-            return float(g.noise.get("loss", 0.0))
+            return max(float(g.noise.get("loss", 0.0)), session.program_rounding(g, inputs))
 
         free = backward_level(inputs, g.gradients, "float64")
         floor = float(g.noise["loss"]) if "loss" in g.noise else free
@@ -119,7 +120,7 @@ def _taylor_results(session, inputs: Inputs, g: Gradient) -> dict[str, TaylorRes
             {a: ex.taylor_for(a) for a in ex.wrt_names},
             {a: (None if masks[a].all() else masks[a]) for a in ex.wrt_names},
             floor=floor,
-            escalate=None if g.levels_measured else escalate,
+            escalate=escalate,  # measured once, where a direction needs it
             progress=session.step,
         )
 

@@ -27,6 +27,7 @@ from ..._model import Example, Gradient, Inputs, Variant
 from ..._model._cost import Cost
 from ..._watch import Watch
 from ..evaluation._calls import compiling_into, counter, for_checks, forward_refusal, run_loss
+from ..evaluation._emulation import float64_level
 from ..evaluation._evaluate import evaluate
 from ..evaluation._levels import measure_levels
 from ..evaluation._on_device import label_of, on_device
@@ -208,6 +209,37 @@ class Session:
         if keep is not None and precision is None:
             keep(g.of, g.dtype, g, device=device)
         return True
+
+    def program_rounding(self, g: Gradient, inputs: Inputs) -> float:
+        """A float64 CPU run's loss rounding level from its program (`_emulation.
+        float64_level`: float32's rounding emulated, scaled to float64's), once per run,
+        counted in its cost under `rounding` (the kernel twice, forward and backward); 0
+        where the program cannot be looked into. The Taylor test's floor where the
+        estimate is not borne out (`_gradchecks`): a long recurrence rounds far above
+        what a one-ulp move of its inputs shows."""
+
+        def compute() -> float:
+            if g.of is None or g.dtype != "float64" or g.of.unavailable_reason() is not None:
+                return 0.0
+            where = f"{g.example.name} {g.variant}"
+            self.watch.step("float64's rounding, from float32's emulated on its program")
+            try:
+                level = self.watch.run(
+                    lambda: float64_level(
+                        g.of.built.value_and_grad,
+                        g.example.static_argnums(),
+                        inputs.args("float64"),
+                    ),
+                    where,
+                )
+            except TimeoutError:
+                raise
+            except Exception:  # noqa: BLE001 - not looked into: the measured floor stands
+                return 0.0
+            counter(g.cost, "rounding")(2, 2)
+            return level if np.isfinite(level) else 0.0
+
+        return self.once(("program rounding", id(g)), compute)
 
     def known(self, variant: Variant, inputs: Inputs, dtype: str) -> Gradient | Fault | None:
         """The variant's CPU evaluation where this session has made it, else None (nothing

@@ -81,6 +81,9 @@ from ._lockstep import interpret, rounding
 
 # the dtypes whose runs the emulation measures, and the wide dtype of each one's program
 NARROWED = {"float32": "float64", "complex64": "complex128"}
+# float64's unit roundoff over float32's: to first order, float64's rounding of a program
+# is float32's (emulated) times this
+FLOAT64_SHARE = 2.0**-29
 # JAX's own primitives that run code JAX cannot look into
 FOREIGN = frozenset({"pure_callback", "io_callback", "ffi_call", "call_exported"})
 # higher-order primitives whose body (the kernel itself, mapped over devices) the
@@ -196,3 +199,14 @@ def _inner_jaxprs(params: dict):
             inner = getattr(item, "jaxpr", item)
             if hasattr(inner, "eqns"):
                 yield inner
+
+
+def float64_level(value_and_grad: Any, static_argnums: Sequence[int], args: tuple) -> float:
+    """The loss's rounding level in float64 at `args`: float32's rounding emulated on the
+    float64 program at those very inputs (`emulate`), scaled by float64's unit roundoff
+    over float32's (`FLOAT64_SHARE`). What the Taylor test's floor needs of a long
+    recurrence, whose rounding a one-ulp move of the inputs leaves where it was (the
+    perturbed runs' spread is then far short of it, and rounding noise in the remainders
+    reads as a rate below 2). `NotLookedInto` where the program cannot be looked into."""
+    plain, rounded = emulate(value_and_grad, static_argnums, args, args)
+    return abs(float(np.asarray(rounded[0])) - float(np.asarray(plain[0]))) * FLOAT64_SHARE
