@@ -192,6 +192,15 @@ def test_diff_follows_the_stored_runs_named(coarse, capsys):
         (("bisect", EX, "jax-loop", "jax-scan@gpu", "--device", "tpu"), "runs on gpu"),
         (("bisect", EX, "jax-loop", "jax-nope@float32"), "unknown variant 'jax-nope@float32'"),
         (("fuzz", EX, "--pairs", "jax-loop", "jax-loop@float16"), "@float16 is not a dtype"),
+        # a flag the names contradict is refused, never dropped (both sides ran in float64)
+        (
+            ("bisect", EX, "jax-loop@float64", "jax-coarse", "--dtype", "float32"),
+            "--dtype float32 contradicts jax-loop@float64 (a bare name beside it runs in float64)",
+        ),
+        (
+            ("fuzz", EX, "--pairs", "jax-loop", "jax-coarse@float64", "--dtype", "float32"),
+            "name each run's dtype (jax-loop@float32) or leave --dtype out",
+        ),
         (("diff", EX, "jax-loop@tpu"), "the store holds CPU runs only"),
         (("diff", EX, "jax-coarse@float32"), "no stored run jax-coarse@float32"),
     ],

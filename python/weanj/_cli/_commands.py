@@ -279,7 +279,7 @@ def cmd_fuzz(args: argparse.Namespace, words: dict) -> int:
     done = fuzz(
         cat,
         pairs=pairs or None,
-        dtype=args.dtype,
+        dtype=args.dtype or "float64",
         max_examples=args.max_examples,
         seconds=args.seconds,
         timeout=args.timeout,
