@@ -201,8 +201,8 @@ def checking(
     `check` checked first; **Returns:** the `Judgement`'s data (its exit code)."""
     from .. import _arguments as arg
 
-    examples = arg.names(examples, "examples", "check")
-    variants = arg.name_list(variants, "variants", "check")
+    examples = arg.some(arg.names(examples, "examples", "check"), "examples", "check")
+    variants = arg.some(arg.name_list(variants, "variants", "check"), "variants", "check")
     timeout = arg.time_limit(timeout, "timeout", "check")
     fresh, save = arg.flag(fresh, "fresh", "check"), arg.flag(save, "save", "check")
     fd, verbose = arg.flag(fd, "fd", "check"), arg.flag(verbose, "verbose", "check")

@@ -158,7 +158,7 @@ def report(
     judges)."""
     from .. import _arguments as arg
 
-    examples = arg.names(examples, "examples", "report")
+    examples = arg.some(arg.names(examples, "examples", "report"), "examples", "report")
     out = arg.out_path(out, "out", "report")
     force = arg.flag(force, "force", "report")
     if judgement is not None and not isinstance(judgement, Judgement):
