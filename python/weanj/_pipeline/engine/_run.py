@@ -152,6 +152,7 @@ class CheckRun:
         for listener in listeners:
             self.stream.listen(listener)
         self._session: Session | None = None
+        self._asked: RunRequest | None = None  # what a live run asked of its executor
 
     def _plan_of(self, cat: Catalog, faults: Callable | None) -> Plan | WeanjError:
         """The example's plan (`read_plan`), or why it cannot be checked; the store run's
@@ -225,6 +226,7 @@ class CheckRun:
                     records=self.records,
                     fd=self.fd,
                 )
+                self._asked = asked
                 self._session = self._stack.enter_context(self.executor.session(asked))
         return self._session
 
@@ -259,8 +261,9 @@ class CheckRun:
             session = self.session
             started = time.perf_counter()
             ej = judge_plan(p, session, self.stream.emit)
-            if self.live:
-                ej.seconds = time.perf_counter() - started
+            if self.live:  # an engine that evaluated beforehand: its evaluations' seconds
+                elsewhere = self._asked.elsewhere_s if self._asked is not None else {}
+                ej.seconds = time.perf_counter() - started + elsewhere.get(cat.name, 0.0)
             if self.records is not None:
                 self.records.flush()
                 if self.save:
