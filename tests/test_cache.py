@@ -113,3 +113,18 @@ def test_a_cache_that_cannot_be_written_is_one_line_naming_it(tmp_path):
     ), done.stderr
     assert "persistent compilation cache" not in done.stderr  # JAX's own, none of them
     assert "UserWarning: a warning of someone else's" in lines[1] and len(lines) == 2, lines
+
+
+def test_the_running_clock_leaves_out_compilation_counted_once(monkeypatch):
+    """Spans of tracing, lowering and compiling (as JAX reports them) are taken out of the
+    clock once, however they nest or overlap; other events' spans are not."""
+    monkeypatch.setattr(_cache.time, "monotonic", lambda: 100.0)
+    clock = _cache.RunningClock()
+    trace, lower, compile_ = _cache.PREPARING
+    clock._on_span(trace, 10.0, 14.0)  # a trace, a jit traced inside it
+    clock._on_span(trace, 11.0, 12.0)
+    clock._on_span(lower, 13.5, 15.0)  # overlapping its end
+    clock._on_span(compile_, 20.0, 22.5)
+    clock._on_span("/jax/some/other/event", 0.0, 50.0)
+    assert clock.compiling_s == 5.0 + 2.5
+    assert clock() == 100.0 - 7.5

@@ -140,8 +140,8 @@ def test_bisect_follows_the_float32_run(coarse, capsys, project):
         f"bisect {EX}: jax-coarse vs jax-coarse@float32 (s) on the shared inputs (n = 16, S = 6)"
     ), out
     tried = re.findall(r"^  S = (\d+): (\w+)", out, re.MULTILINE)
-    assert tried == [("1", "ok"), ("2", "ok"), ("4", "FAIL"), ("3", "ok")], out
-    assert f"first disagreement at S = {COARSE_FROM} (S = 3 agrees)" in out
+    assert tried == [(str(s), "ok" if s < COARSE_FROM else "FAIL") for s in range(1, 9)], out
+    assert f"first disagreement at S = {COARSE_FROM} (S = 3 agrees; S tried: 1…8):" in out
     assert f"{PAIR32}: FAIL" in out and "(tolerance 0.0001)" in out
     case = project / "results" / EX / "cases" / "bisect-jax-coarse-jax-coarse@float32-S4.h5"
     assert case.is_file(), out
@@ -158,11 +158,12 @@ def test_bisect_with_dtype_runs_both_ports_in_it(coarse, capsys):
     assert main(["bisect", EX, "jax-loop", "jax-coarse", "--dtype", "float32"]) == 1
     out = capsys.readouterr().out
     assert "jax-loop@float32 vs jax-coarse@float32 (s)" in out.splitlines()[0], out
-    assert f"first disagreement at S = {COARSE_FROM} (S = 3 agrees)" in out
+    assert f"first disagreement at S = {COARSE_FROM} (S = 3 agrees; S tried: 1…8):" in out
     assert f"{EX}::s::jax-loop@float32~jax-coarse@float32: FAIL" in out
     # in float64 (the default) the two agree at every S tried
     assert main(["bisect", EX, "jax-loop", "jax-coarse", "--S", "12"]) == 0
-    assert "jax-loop and jax-coarse agree at every S tried, 1 … 12" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "jax-loop and jax-coarse agree at every S tried (S = 1…8, 12); the 3 value(s)" in out
 
 
 def test_diff_follows_the_stored_runs_named(coarse, capsys):

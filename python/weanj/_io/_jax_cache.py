@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -268,6 +269,57 @@ def compilations(where: Callable[[], str] = lambda: "") -> Iterator[list[tuple[s
         yield found
     finally:
         monitoring.unregister_event_duration_listener(on_duration)
+
+
+# What a program costs before it runs: tracing the Python function, lowering the jaxpr to
+# MLIR, XLA's compilation (or the cache's loading).
+PREPARING = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    COMPILE_EVENT,
+)
+
+
+class RunningClock:
+    """`time.monotonic()` less the seconds JAX spent tracing, lowering and compiling since
+    it was made (nested spans counted once: a `jit` traced inside another's trace), from
+    JAX's own time-span events: what `weanj fuzz` counts its `--seconds` on, so that a
+    loaded machine's compilations (each new shape or parameter value compiles anew) do not
+    eat its draws. Listening while `listening()` holds."""
+
+    def __init__(self) -> None:
+        self._spans: list[tuple[float, float]] = []
+        self._lock = threading.Lock()
+
+    def _on_span(self, event: str, start: float, end: float, **_) -> None:
+        if event in PREPARING:
+            with self._lock:
+                self._spans.append((start, end))
+
+    @property
+    def compiling_s(self) -> float:
+        """The seconds spent tracing, lowering and compiling so far (their union)."""
+        with self._lock:
+            spans = sorted(self._spans)
+        total, reach = 0.0, float("-inf")
+        for start, end in spans:
+            if end > reach:
+                total += end - max(start, reach)
+                reach = end
+        return total
+
+    def __call__(self) -> float:
+        return time.monotonic() - self.compiling_s
+
+    @contextlib.contextmanager
+    def listening(self) -> Iterator[RunningClock]:
+        from jax import monitoring
+
+        monitoring.register_event_time_span_listener(self._on_span)
+        try:
+            yield self
+        finally:
+            monitoring.unregister_event_time_span_listener(self._on_span)
 
 
 def clock() -> CompileClock:

@@ -64,7 +64,8 @@ class Fuzzed:
     seeded: bool = False  # the seed was given: no database, no clock in the report
     findings: list[Finding] = field(default_factory=list)
     tally: Tally = field(default_factory=Tally)
-    seconds: float = 0.0
+    seconds: float = 0.0  # on the run's clock (the command's: compilation not counted)
+    compiling_s: float = 0.0  # beside them: tracing, lowering and compiling
     out_of_time: bool = False
     cut_short: bool = False  # the time ran out while a failure was being shrunk
     left_out: dict[str, str] = field(default_factory=dict)
@@ -153,6 +154,7 @@ def _first_draws(run: _Run) -> None:
             return
         draw.index = run.result.draws
         run.result.tally.count(draw)
+        run.told(draw)
         new = [pair for pair in draw.failing if pair not in run.failures.first]
         run.failures.note(draw, how)
         if not new:
@@ -187,6 +189,7 @@ def _searches(run: _Run, database: bool) -> None:
             seed=run.seed + rounds * SEEDS,  # each round its own draws, from the run's seed
             database=database,
             first_index=result.draws,
+            told=run.told,
         )
         rounds += 1
         result.tally.add(s.tally)
@@ -217,6 +220,15 @@ class _Run:
     max_examples: int
     say: Callable[[str], None]
     failures: Failures = field(default_factory=Failures)
+
+    def told(self, draw: Draw) -> None:
+        """One line per draw judged, with the values drawn (`draw 3: n = 17, T = 39, seed
+        5: agree`), so that a run says what it tried."""
+        failing = _names(draw.failing)
+        said = f"{failing} disagree" if failing else "agree"
+        if draw.alike:
+            said += f" ({_names(draw.alike)}: NaN/Inf on both sides)"
+        self.say(f"  draw {draw.index + 1}: {draw.case.describe()}: {said}")
 
     def report(self, draw: Draw, first: Draw | None, how: str) -> None:
         """A finding, its case written to `results/EX/cases/`."""
