@@ -350,7 +350,7 @@ def test_the_first_draw_is_the_shared_inputs_with_check_s_case_id(where_check_st
         (failing[0].case, "FAIL")
     ]  # check's case id and verdict
     assert outcome.judgements[0].comparison.max_abs == failing[0].comparison.max_abs
-    assert "  shared inputs: jax-power~jax-shared disagree" in out
+    assert "  draw 1: n = 40, T = 20, the shared inputs: jax-power~jax-shared disagree\n" in out
     assert "FAIL on n = 40, T = 20, the shared inputs" in out
     assert re.search(r"FAIL — 1 draw\(s\) in \d+ s; 1 of 1 pair\(s\) disagree", out), out
 

@@ -115,7 +115,9 @@ def test_fuzz_in_float32_fails_where_check_fails_with_checks_numbers(coarse, cap
         "jax-coarse~jax-coarse@float32"
     ), out
     assert "  skipped jax-wide@float32: jax-wide supports float64 only" in out
-    assert "shared inputs: jax-coarse~jax-coarse@float32 disagree" in out
+    assert (
+        "  draw 1: n = 16, S = 6, the shared inputs: jax-coarse~jax-coarse@float32 disagree" in out
+    )
     line = next(x for x in out.splitlines() if x.strip().startswith(f"{PAIR32}: FAIL"))
     # the same judge as check's: the same numbers, under the float32 tolerance
     c = by_case[PAIR32].comparison
