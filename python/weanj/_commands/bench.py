@@ -243,11 +243,8 @@ def bench(
     try:
         with selection:
             _measure_all(result, chosen, runtimes, say, points, how)
-    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: every point measured is kept
-        _keep(result, chosen, device, here, write=write, replace=replace)
-        if result.paths:
-            shown = ", ".join(str(here.shown(path)) for path in result.paths)
-            say(f"kept the {len(result.records)} point(s) measured before the interrupt: {shown}")
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: every point measured is kept, and said
+        _keep(result, chosen, device, here, write=write, replace=replace, interrupted=say)
         raise
     _say_abandoned(watch, say)
     _keep(result, chosen, device, here, write=write, replace=replace)
@@ -335,11 +332,17 @@ def _not_here(cat: Catalog, chosen: list[Variant], shared: Inputs | None, dtype:
     }
 
 
-def _keep(result: Benched, chosen, device: str, here, *, write: bool, replace: bool) -> None:
+def _keep(
+    result: Benched, chosen, device: str, here, *, write: bool, replace: bool, interrupted=None
+) -> None:
     """Merge what was measured, if anything, into the example's files (`result.paths`),
-    where the command `write`s."""
+    where the command `write`s; after an interrupt, said with `interrupted`."""
     if write and any(result.by_backend.values()):
         result.paths = _write(result.example, chosen, result, device, here, replace)
+    kept = ", ".join(str(here.shown(path)) for path in result.paths)
+    if interrupted is not None and kept:
+        n = len(result.records)
+        interrupted(f"kept the {n} point(s) measured before the interrupt: {kept}")
 
 
 def _write(ex: Example, chosen, result: Benched, device: str, here, replace: bool) -> list:

@@ -25,7 +25,7 @@ from .._pipeline.engine._run import CheckRun
 from .._pipeline.executors._executors import executor_for
 from .._pipeline.records._store_writes import StoreWrites
 from .._places import places
-from .._registry import catalogs, closest, project
+from .._registry import catalogs, closest, project, refresh
 from .._report._judgement import Judgement, Kept
 from .._report._verdicts_file import CheckFiles
 from .._vocabulary import CHECK_DTYPES, DEVICES
@@ -208,6 +208,7 @@ def checking(
     fd, verbose = arg.flag(fd, "fd", "check"), arg.flag(verbose, "verbose", "check")
     say = arg.say_function(say, "say", "check")
     require = arg.name_list(require, "require", "check")
+    refresh(say)  # the code on disk, said through the check's own lines
     cats = restricted(catalogs(examples), variants)
     if not cats:  # nothing checked is not a pass
         raise WeanjError(

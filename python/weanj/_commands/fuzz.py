@@ -168,30 +168,30 @@ def fuzz(
         budget += " (compilation not counted)"
     for line in _plan_lines(cat, here, seed, None if seeded else again, budget):
         tell(line)
-    running = _jax_cache.RunningClock()
-    with (
-        running.listening() if clock is None else contextlib.nullcontext(),
-        Session(timeout_s=time_limit(timeout), shown_path=here.shown) as session,
-    ):
-        result = run_fuzz(
-            session,
-            cat,
-            chosen,
-            here,
-            seed=seed,
-            database=not seeded,
-            max_examples=max_examples,
-            seconds=seconds,
-            clock=running if clock is None else clock,
-            say=tell,
-        )
-    result.compiling_s = running.compiling_s if clock is None else 0.0
+    how = dict(seed=seed, database=not seeded, max_examples=max_examples, seconds=seconds)
+    result = _run(cat, chosen, here, timeout, clock, tell, **how)
     result.left_out = left_out
     for line in report_lines(cat, result, here):
         tell(line)
     result.lines = lines
     _judged_some(result, seconds)
     return result
+
+
+def _run(cat: Catalog, chosen, here: Places, timeout, clock, tell, **how) -> Fuzzed:
+    """The search (`run_fuzz`, `how`: its options) in a session of its own, its seconds
+    counted on `clock`, or, where none is given, on the time not spent compiling (the
+    seconds spent compiling noted in the result)."""
+    running = _jax_cache.RunningClock()
+    with (
+        running.listening() if clock is None else contextlib.nullcontext(),
+        Session(timeout_s=time_limit(timeout), shown_path=here.shown) as session,
+    ):
+        found = run_fuzz(
+            session, cat, chosen, here, clock=running if clock is None else clock, say=tell, **how
+        )
+    found.compiling_s = running.compiling_s if clock is None else 0.0
+    return found
 
 
 def _searched_pairs(

@@ -32,6 +32,7 @@ from .._errors import (
 from .._model import Catalog, Example, Expected, Variant
 from .._project import ProjectConfig, in_a_project, project_config
 from ._loading import load
+from ._reloading import reload_changed
 
 
 def _table() -> Registry:
@@ -223,8 +224,19 @@ def example(name: str | Example) -> Example:
         raise UnknownNameError(with_list(head, "known examples", known)) from None
 
 
-def catalog(name: str | Example) -> Catalog:
-    """An example with its variants, kink declarations and fuzz strategies."""
+def refresh(say: Callable[[str], None] | None = None) -> list[str]:
+    """The current project loaded, and its example modules whose code changed on disk
+    since this process imported them reloaded (`_reloading`), saying so (`say`: default
+    stderr): a check judges the code as it is now. **Returns** the modules reloaded."""
+    load()
+    return reload_changed(current(), *(() if say is None else (say,)))
+
+
+def catalog(name: str | Example, *, fresh: bool = True) -> Catalog:
+    """An example with its variants, kink declarations and fuzz strategies; with `fresh`,
+    its project's changed modules reloaded first (`refresh`)."""
+    if fresh:
+        refresh()
     ex = example(name)
     registry = _table()
     kinks = {pair: why for (owner, pair), why in registry.at_kinks.items() if owner == ex.name}
@@ -268,8 +280,9 @@ def catalogs(names: list[str] | tuple[str, ...] | str | None = None) -> list[Cat
     order given; an unknown name is one error listing the known ones, before any work."""
     if isinstance(names, str):
         names = [names]
+    refresh()
     chosen = list(names) if names else example_names()
-    return [catalog(n) for n in dict.fromkeys(chosen)]
+    return [catalog(n, fresh=False) for n in dict.fromkeys(chosen)]
 
 
 def registered_variant(example_name: str | Example, name: str) -> Variant:

@@ -58,8 +58,10 @@ def import_example_module(module: str, where: str) -> None:
         raise import_error(module, where, e) from None
     finally:
         registry.loading = None
-    for name in set(registry.examples) - set(before):  # as imported: the records' key
-        object.__setattr__(registry.examples[name], "code", code_digest(module, roots))
+    digest = code_digest(module, roots)  # as imported: the records' key, and a reload's
+    registry.digests[module] = digest
+    for name in set(registry.examples) - set(before):
+        object.__setattr__(registry.examples[name], "code", digest)
 
 
 def modules_to_load(config: ProjectConfig) -> list[tuple[str, str]]:
