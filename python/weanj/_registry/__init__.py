@@ -14,24 +14,18 @@ strategies (`Catalog`), and nothing below them looks a name up again.
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from .. import _x64
 from .._context import Registry, current, loose, record
-from .._errors import (
-    DefinitionError,
-    InputError,
-    UnavailableError,
-    UnknownNameError,
-    with_list,
-    wrapped,
-)
+from .._errors import DefinitionError, InputError, UnavailableError, wrapped
 from .._model import Catalog, Example, Expected, Variant
 from .._project import ProjectConfig, in_a_project, project_config
 from ._loading import load
+from ._names import closest as closest
+from ._names import suggest, unknown_example, unknown_variant
 from ._reloading import reload_changed
 
 
@@ -182,21 +176,6 @@ def project() -> ProjectConfig:
 # --- the front door: names to objects ----------------------------------------------------
 
 
-def closest(name: Any, known) -> str | None:
-    """The known name `name` most likely meant (the same but for case first, else
-    difflib's closest), or None."""
-    if not isinstance(name, str):
-        return None
-    close = [k for k in known if k.lower() == name.lower()]
-    close = close or difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return close[0] if close else None
-
-
-def _suggest(name: Any, known) -> str:
-    meant = closest(name, known)
-    return f"; did you mean {meant}?" if meant else ""
-
-
 def example_names() -> list[str]:
     """The names of all examples of the current project."""
     return sorted(_loaded().examples)
@@ -211,17 +190,9 @@ def example(name: str | Example) -> Example:
     try:
         return registry.examples[name]
     except (KeyError, TypeError):
-        config = project_config()  # as it is now: the folder a user would look in
-        tables = registry.variants.items()
-        owners = [ex for ex, table in tables if isinstance(name, str) and name in table]
-        hint = (
-            f"; {name} is a variant of {owners[0]}: weanj check {owners[0]} --variants {name}"
-            if owners
-            else _suggest(name, registry.examples)
-        )
-        head = f"unknown example {name!r} in {config.describe()}{hint}"
-        known = sorted(registry.examples)
-        raise UnknownNameError(with_list(head, "known examples", known)) from None
+        tables = {ex: registry.variants.get(ex, {}) for ex in registry.examples}
+        # the project as it is now: the folder a user would look in
+        raise unknown_example(name, project_config(), tables) from None
 
 
 def refresh(say: Callable[[str], None] | None = None) -> list[str]:
@@ -260,7 +231,7 @@ def _declarations(ex: Example, variants: tuple[Variant, ...]) -> tuple[Expected,
             if name is not None and name not in table:
                 raise DefinitionError(
                     f"{ex.name}: weanj.Expected names {name!r}, which is not a variant of "
-                    f"{ex.name}{_suggest(name, table)}"
+                    f"{ex.name}{suggest(name, table)}"
                 )
         if e.against is not None and table[e.against].family != table[e.variant].family:
             raise DefinitionError(
@@ -292,8 +263,7 @@ def registered_variant(example_name: str | Example, name: str) -> Variant:
     try:
         return table[name]
     except (KeyError, TypeError):
-        head = f"unknown variant {name!r} of {ex.name}{_suggest(name, table)}"
-        raise UnknownNameError(with_list(head, "known variants", table)) from None
+        raise unknown_variant(name, ex.name, table) from None
 
 
 def variant(example_name: str | Example, name: str) -> Variant:

@@ -18,6 +18,7 @@ from .._project import BUILTIN, ProjectConfig
 from .._sources import code_digest
 from .._x64_modules import settle as settle_x64
 from .._x64_modules import start_of, tracer
+from ._names import keep as keep_names
 
 
 def import_example_module(module: str, where: str) -> None:
@@ -113,6 +114,8 @@ def load() -> None:
                 import_example_module(module, where)
     registry.loaded = True
     settle_x64(project, seen)
+    listed = [m for m, _ in modules_to_load(project.config)]
+    keep_names(project.config, registry, listed)  # the command line's refusals before JAX
 
 
 def import_error(module: str, where: str, e: BaseException) -> BaseException:

@@ -35,6 +35,7 @@ from .._errors import say as stderr
 from .._sources import PACKAGE, code_digest, reachable_files
 from .._x64_modules import settle as settle_x64
 from ._loading import import_example_module, modules_to_load
+from ._names import keep as keep_names
 
 
 def changed(project: Project) -> dict[str, str]:
@@ -76,6 +77,7 @@ def reload_changed(project: Project, say: Callable[[str], None] = stderr) -> lis
         with project.active(), registry.tracer.tracing():
             for module, where in stale.items():
                 import_example_module(module, where)
+        keep_names(project.config, registry, list(dict(modules_to_load(project.config))))
     finally:  # each module's x64 decided afresh, in every project of this registry
         for other in sharing(registry):
             other.x64_modules.clear()
