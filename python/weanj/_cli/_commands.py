@@ -190,6 +190,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         device=args.device,
         fd=args.fd,
         verbose=args.verbose,
+        say=getattr(args, "say", say),  # `main`'s, which counts silence from the start
         listeners=[FORMATS[args.format](verbose=args.verbose)],  # what stdout shows
     )
     return _not_judged_said(judgement)

@@ -20,7 +20,7 @@ import contextlib
 import signal
 import sys
 
-from .._errors import WeanjError, error_text
+from .._errors import WeanjError, error_text, say
 from .._interrupts import (
     INTERRUPTED,
     ending,
@@ -29,6 +29,7 @@ from .._interrupts import (
     refuse_exit_calls,
     swallowed_interrupts_are_noted,
 )
+from .._watch import Said
 
 # Commands that never need JAX (they start at once and import none of it).
 LIGHT = {"new"}
@@ -41,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         from ._parser import parse
 
         args, words = parse(argv)
+        # where progress goes, noting when it last spoke: the heartbeat's count of silence
+        # starts here, not once JAX and the project's modules have imported
+        args.say = Said(say)
         if args.command not in LIGHT:
             from ._early import refuse_early
 
