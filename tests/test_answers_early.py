@@ -60,7 +60,10 @@ def _commands(root, argvs) -> list:
 def test_a_refusal_that_needs_no_jax_comes_before_it_in_the_same_words(tmp_path):
     root = tiny_project(tmp_path)
     assert weanj_in(root, "list").returncode == 0  # the project loaded: its names recorded
-    record = root / "results" / ".weanj-names.json"
+    from weanj._project import project_config
+    from weanj._registry._names import record_file
+
+    record = record_file(project_config(root))
     assert record.is_file()
     argvs = [argv for argv, _ in CASES.values()]
     early = _commands(root, argvs)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from .._errors import WeanjError
 from .._project import project_config
 from .._registry._loading import modules_to_load
 from .._registry._names import (
@@ -39,9 +40,14 @@ def refuse_early(args: argparse.Namespace, words: dict[str, str]) -> None:
     check = _CHECKS.get(args.command)
     if check is None:
         return
-    known = recorded(config, [m for m, _ in modules_to_load(config)])
-    if known is not None:
-        check(args, words, _Names(config, known))
+    try:
+        known = recorded(config, [m for m, _ in modules_to_load(config)])
+        if known is not None:
+            check(args, words, _Names(config, known))
+    except WeanjError:
+        raise
+    except Exception:  # noqa: BLE001 - only a shortcut: what it cannot tell, the command does
+        return
 
 
 class _Names:

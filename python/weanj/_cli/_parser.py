@@ -321,7 +321,8 @@ def _fuzz(sub) -> None:
         type=positive_float,
         default=None,
         metavar="S",
-        help="stop after S seconds (default 60; with --seed, no limit)",
+        help="stop after S seconds of drawing and judging, compilation not counted "
+        "(default 60; with --seed, no limit)",
     )
     p.add_argument(
         "--seed",

@@ -134,7 +134,6 @@ results/report.md
 results/.weanj-fuzz/
 results/.weanj-inputs-checked.json
 results/.weanj-h5-probed.json
-results/.weanj-names.json
 .weanj-cache/
 .*.tmp
 """

@@ -1,7 +1,8 @@
 """What is known by name, and the one line for a name that is not: the front door's
 refusals, written once, whether the names come from the registry or from its record.
 
-**The record** (`results/.weanj-names.json`, a note weanj keeps for itself): what the project's
+**The record** (`names/<digest of the project's root>.json` beside the compilation cache:
+`$WEANJ_COMPILATION_CACHE`, else the project's `.weanj-cache/`): what the project's
 example modules registered at their last import, by name (each example's variants and
 their families, its parameters and their ranges). The command line reads it before it
 imports JAX (`_cli/_early.py`), so that a mistyped example, variant or parameter is
@@ -31,6 +32,7 @@ from .._model import Param
 from .._project import ProjectConfig
 
 VERSION = 1  # of the record's layout
+CACHE_VARIABLE = "WEANJ_COMPILATION_CACHE"  # `_io._jax_cache`'s: the record lives beside it
 
 
 def closest(name: Any, known) -> str | None:
@@ -102,7 +104,15 @@ class RecordedExample:
 
 
 def record_file(config: ProjectConfig) -> Path:
-    return Path(config.root) / "results" / ".weanj-names.json"
+    """Where the project's record is: beside the compilation cache (module docstring),
+    named for the project's root, so that projects sharing a cache folder keep apart."""
+    setting = os.environ.get(CACHE_VARIABLE, "").strip()
+    root = Path(config.root).resolve()
+    if setting and setting.lower() not in ("0", "off", "false", "no"):
+        folder = Path(setting).expanduser()
+    else:
+        folder = root / ".weanj-cache"
+    return folder / "names" / f"{hashlib.sha256(str(root).encode()).hexdigest()[:16]}.json"
 
 
 def record_key(config: ProjectConfig, modules: list[str]) -> str | None:
@@ -139,13 +149,10 @@ def keep(config: ProjectConfig, registry, modules: list[str]) -> None:
     ]
     text = json.dumps({"key": key, "examples": examples})
     path = record_file(config)
-    root = Path(config.root).resolve()
     try:
         if path.is_file() and path.read_text() == text:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        if root not in path.parent.resolve().parents:  # `results` links elsewhere: not there
-            return
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(text)
         os.replace(tmp, path)

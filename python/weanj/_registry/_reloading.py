@@ -96,5 +96,10 @@ def _forget(project: Project, modules: set[str]) -> None:
 
 
 def _file(module) -> Path | None:
-    found = getattr(module, "__file__", None)
-    return Path(found).resolve() if found else None
+    """Where a module's code is, or None (a namespace or built-in module, or one whose
+    `__file__` is not a path)."""
+    try:
+        found = getattr(module, "__file__", None)
+        return Path(found).resolve() if isinstance(found, str) and found else None
+    except (OSError, ValueError, RuntimeError):
+        return None
