@@ -26,6 +26,9 @@ are never reloaded.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -87,12 +90,19 @@ def reload_changed(project: Project, say: Callable[[str], None] = stderr) -> lis
 
 def _forget(project: Project, modules: set[str]) -> None:
     """Forget the modules the project's files hold that `modules` reach (themselves
-    included): their next import executes them anew."""
+    included): their next import executes them anew, from their source. The
+    interpreter's cached bytecode of those files goes too: Python takes a cache as fresh
+    when the source's size and the second of its last change match it, which an edit
+    made within a second of the last one (a notebook's cell that writes the file) keeps."""
     roots = project.config.roots
     files = {p for m in modules for p in reachable_files(m, roots, PACKAGE)}
     for table in (sys.modules, project.registry.modules):
         for name in [n for n, m in table.items() if _file(m) in files or n in modules]:
             del table[name]
+    for path in files:
+        with contextlib.suppress(OSError, ValueError, NotImplementedError):
+            Path(importlib.util.cache_from_source(str(path))).unlink(missing_ok=True)
+    importlib.invalidate_caches()  # a file the edit added is found
 
 
 def _file(module) -> Path | None:
