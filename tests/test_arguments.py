@@ -272,6 +272,14 @@ WRONG = {
         "check: examples names '01-jacobi' twice",
     ),
     "check empty example": (lambda: weanj.check([""]), "check: examples holds an empty name"),
+    # an empty selection judged every variant (or example): a check of nothing chosen passed
+    "check no variant": (
+        lambda: weanj.check("01-jacobi", variants=[]),
+        "check: variants=[] selects nothing; name one or more, or leave variants out (None)",
+    ),
+    "check no example": (lambda: weanj.check([]), "check: examples=[] selects nothing"),
+    "diff no example": (lambda: weanj.diff(()), "diff: examples=[] selects nothing"),
+    "report no example": (lambda: weanj.report([]), "report: examples=[] selects nothing"),
     "check dtype list": (
         lambda: weanj.check(dtype=["float64"]),
         "check: dtype must be one of 'float64', 'float32', 'both', got ['float64']",

@@ -22,9 +22,11 @@ import weanj
 from weanj import _registry, _run_names
 from weanj._cli import main
 from weanj._commands import bisect as bisect_command
+from weanj._watch import Watch
 
 from .helpers import assert_one_line_error
 from .projects import reproduce_case, saved_path, weanj_in, write_project
+from .test_timeouts import clock  # noqa: F401 - the watch's clock, a fixture
 
 
 def _bisect(example: str, a: str, b: str, **options):
@@ -101,17 +103,10 @@ def test_bisect_over_K_names_step_6_and_the_smallest_size(steps_project):
     r = weanj_in(steps_project, "bisect", "30-steps", "jax-steps", "jax-late", "--over", "K")
     assert r.returncode == 1, r.stdout + r.stderr
     out = r.stdout
-    assert "first disagreement at K = 6 (K = 5 agrees)" in out, out
-    # Doubling 1, 2, 4, 8 (up to 8 × the shared K = 10), then bisection 6, 5.
+    assert "first disagreement at K = 6 (K = 5 agrees; K tried: 1…8):" in out, out
+    # Every value from 1 to 8 (the small values, before any doubling): wrong from 6 on.
     tried = re.findall(r"^  K = (\d+): (\w+)", out, re.MULTILINE)
-    assert tried == [
-        ("1", "ok"),
-        ("2", "ok"),
-        ("4", "ok"),
-        ("8", "FAIL"),
-        ("6", "FAIL"),
-        ("5", "ok"),
-    ]
+    assert tried == [(str(k), "ok" if k < 6 else "FAIL") for k in range(1, 9)]
     sizes = re.findall(r"^  n = (\d+): (\w+)", out, re.MULTILINE)
     assert sizes == [("1", "ok"), ("2", "ok"), ("3", "ok"), ("4", "FAIL")]
     assert "smallest case: n = 4, K = 6" in out
@@ -172,8 +167,8 @@ def test_bisect_respects_an_upper_value_and_fixed_parameters(steps_here, capsys)
     out, err = capsys.readouterr()
     # damp = 1 makes the planted bug a no-op: they agree at every K up to 7.
     assert code == 0, out + err
-    assert re.findall(r"^  K = (\d+)", out, re.MULTILINE) == ["1", "2", "4", "7"]
-    assert "agree at every K tried, 1 … 7" in out
+    assert re.findall(r"^  K = (\d+)", out, re.MULTILINE) == ["1", "2", "3", "4", "5", "6", "7"]
+    assert out.splitlines()[-1] == "jax-steps and jax-late agree at every K tried (K = 1…7)"
 
 
 def test_bisect_refuses_what_it_cannot_compare(steps_here, capsys):
@@ -198,7 +193,7 @@ def test_bisect_refuses_what_it_cannot_compare(steps_here, capsys):
 # --- in-process: the searches and an example without Sizes ------------------------------------
 
 
-def test_smallest_value_doubles_then_bisects():
+def test_smallest_value_scans_the_small_values_then_doubles_then_bisects():
     calls = []
 
     def disagree(v):
@@ -206,7 +201,8 @@ def test_smallest_value_doubles_then_bisects():
         return v >= 37
 
     assert bisect_command.smallest_value(disagree, 1, 1000) == 37
-    assert calls == [1, 2, 4, 8, 16, 32, 64, 48, 40, 36, 38, 37]
+    # every value from 1 to 8, then doubling and bisection
+    assert calls == [1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 48, 40, 36, 38, 37]
     assert bisect_command.smallest_value(lambda v: True, 3, 10) == 3
     assert bisect_command.smallest_value(lambda v: False, 1, 10) is None
     assert bisect_command.smallest_value(lambda v: v >= 10, 1, 10) == 10
@@ -267,7 +263,7 @@ def test_without_sizes_the_minimal_case_is_the_shared_inputs(nosizes, capsys, pr
     done = _bisect(NAME, "jax-power", "jax-off")
     out = capsys.readouterr().out
     assert done.exit_code == 1 and done.first == 3, out
-    assert "first disagreement at T = 3 (T = 2 agrees)" in out
+    assert "first disagreement at T = 3 (T = 2 agrees; T tried: 1…8):" in out
     assert "declares no Sizes: the minimal case is the shared inputs" in out
     assert "5 element(s) in numpy slice [1:2, 0:5] / Julia range [2:2, 1:5]" in out  # row 1 only
     (j,) = done.outcome.judgements  # check's pair id, on the minimal case
@@ -308,16 +304,97 @@ def test_without_sizes_the_minimal_case_is_the_shared_inputs(nosizes, capsys, pr
     assert_one_line_error(capsys.readouterr().err, str(gradient))
 
 
-@pytest.mark.slow  # waits out a time limit; the Julia worker's hang tests time out by default
-def test_a_variant_out_of_time_is_an_error_not_a_verdict(nosizes, capsys):
+@pytest.mark.usefixtures("clock")
+def test_a_variant_out_of_time_is_an_error_not_a_verdict(nosizes, capsys, monkeypatch):
+    """`clock` (test_timeouts'): jax-slow's call (it waits while tracing) passes the
+    limit of 600 s at once on the watch's clock, which no other call can, however busy
+    the machine (with a real limit of 5 s, jax-power's compile could under load)."""
+    monkeypatch.setattr(Watch, "_start_beating", lambda self: None)  # it reads that clock
     with pytest.raises(weanj.WeanjError) as e:
-        _bisect(NAME, "jax-power", "jax-slow", timeout=5)
+        _bisect(NAME, "jax-power", "jax-slow", timeout=600)
     assert_one_line_error(
         str(e.value),
-        "jax-slow took longer than the time limit of 5 s",
+        "jax-slow took longer than the time limit of 600 s",
         "T = 1",
         "raise --timeout",
     )
+
+
+# --- a port wrong only at odd T (issue 70: doubling tried 1, 2, 4, …, 200 and said "agree") ----
+
+ODD_T = "94-odd-t"
+
+
+def _wrong_at(T: int, start: int) -> bool:
+    """Where `jax-odd` is wrong (the test's own statement of the planted bug)."""
+    return T % 2 == 1 and T >= start
+
+
+@pytest.fixture
+def odd_t(project):
+    """`jax-odd` adds a term at odd T from `start` on (3, or 11 with `--start`: 3 the
+    default); `jax-plain` is right everywhere."""
+    import jax.numpy as jnp
+
+    ex = weanj.register_example(
+        weanj.Example(
+            name=ODD_T,
+            arrays=("x",),
+            wrt="x",
+            params=(weanj.Param("T", default=6), weanj.Param("start", default=3)),
+            generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal((3, 5))},
+        )
+    )
+    weanj.jax_variant(ex, "jax-plain", family="p", loss=lambda x, T, start: jnp.sum(x**2) * T)
+
+    @weanj.jax_variant(ex, "jax-odd", family="p")
+    def odd(x, T, start):
+        return jnp.sum(x**2) * T + _wrong_at(T, start) * 1e-3 * jnp.sum(x[1] ** 2)
+
+    weanj.write_inputs(ODD_T)
+    yield ex
+    _registry.unregister_example(ODD_T)
+
+
+def test_bisect_finds_a_port_wrong_only_at_odd_t_and_says_it_is_not_monotone(odd_t, capsys):
+    """Wrong at T = 3, 5, 7, …: the values 1 to 8 are each tried before any doubling, so
+    the search finds T = 3 and says agreement is not monotone in T (2, 4, 6, 8 agree)."""
+    done = _bisect(ODD_T, "jax-plain", "jax-odd", over="T")
+    out = capsys.readouterr().out
+    assert done.exit_code == 1 and done.first == 3 and not done.monotone, out
+    assert done.tried == {T: _wrong_at(T, 3) for T in range(1, 9)}, out
+    assert (
+        "first disagreement at T = 3 (T = 2 agrees; T tried: 1…8); not monotone in T: "
+        "T = 4, 6, 8 agree above it (3, 5, 7 disagree), so a value not tried may go either way:"
+    ) in out, out
+
+
+def test_bisect_past_the_small_values_tries_the_value_above_the_one_it_found(odd_t, capsys):
+    """Wrong at odd T from 11 on, searched up to T = 41: the small values agree, doubling
+    reaches 41 (wrong), bisection finds 39 (38 agrees), and 40, the value above, agrees:
+    not monotone, said so; every value tried is the test's own statement of the bug."""
+    done = _bisect(ODD_T, "jax-plain", "jax-odd", over="T", params={"T": 41, "start": 11})
+    out = capsys.readouterr().out
+    assert done.first == 39 and not done.monotone, out
+    assert list(done.tried) == [*range(1, 9), 16, 32, 41, 36, 38, 39, 40], out
+    assert done.tried == {T: _wrong_at(T, 11) for T in done.tried}, out
+    assert "first disagreement at T = 39 (T = 38 agrees; T tried: 1…8, 16, 32, 36, 38…41)" in out
+    assert "not monotone in T: T = 40 agree above it (39, 41 disagree)" in out
+
+
+def test_bisect_that_finds_nothing_lists_the_values_tried_and_those_it_did_not(odd_t, capsys):
+    """Wrong at odd T from 11 on, searched up to 8 × 6 = 48 (even): every value tried is
+    even or small, so the pair agrees there, and the line says which values those were
+    and that the others were not tried, never "every T"."""
+    done = _bisect(ODD_T, "jax-plain", "jax-odd", over="T", params={"start": 11})
+    out = capsys.readouterr().out
+    assert done.exit_code == 0 and done.first is None, out
+    assert done.tried == dict.fromkeys([*range(1, 9), 16, 32, 48], False), out
+    assert (
+        "jax-plain and jax-odd agree at every T tried (T = 1…8, 16, 32, 48); the 37 value(s) "
+        "between were not tried (a port wrong at some values only may part there: weanj fuzz "
+        "draws others)"
+    ) in out, out
 
 
 # --- a port wrong exactly at odd sizes (issue 31: XLA's contraction at a grid midpoint) ------

@@ -73,3 +73,58 @@ def test_a_damaged_ledger_is_no_estimate_and_no_error(monkeypatch, tmp_path):
 def test_with_the_cache_off_the_line_says_so(monkeypatch):
     monkeypatch.setitem(_cache._state, "dir", None)
     assert _clock(1.25, 0.0, 0, 0).summary() == "compilation 1.2 s (compilation cache off)"
+
+
+# A process whose cache cannot be written: JAX's own write raises what a full disk raises
+# (a stand-in), for each of three programs, and warns; the command's stderr is the rest.
+FULL_DISK = """\
+import errno, sys, warnings
+import jax, jax.numpy as jnp
+from jax._src import compilation_cache
+from weanj._io import _jax_cache
+
+warnings.simplefilter("default")  # JAX's warnings shown, as a command's are
+folder = _jax_cache.enable(sys.argv[1])
+
+def full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+compilation_cache.put_executable_and_time = full
+for k in range(3):
+    jax.jit(lambda x: jnp.sin(x) * k)(1.0).block_until_ready()
+warnings.warn("a warning of someone else's")  # still shown, as before
+print(folder)
+"""
+
+
+def test_a_cache_that_cannot_be_written_is_one_line_naming_it(tmp_path):
+    from .helpers import run_python, subprocess_env
+
+    env = subprocess_env()
+    env.pop(_cache.VARIABLE, None)
+    done = run_python("-c", FULL_DISK, tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    folder = done.stdout.strip()
+    assert folder == str(tmp_path / ".weanj-cache" / VERSIONS)
+    lines = done.stderr.strip().splitlines()
+    assert lines[0] == (
+        f"weanj: note: cannot keep compiled programs in {folder}: no space left on the device "
+        "(WEANJ_COMPILATION_CACHE moves the cache)"
+    ), done.stderr
+    assert "persistent compilation cache" not in done.stderr  # JAX's own, none of them
+    assert "UserWarning: a warning of someone else's" in lines[1] and len(lines) == 2, lines
+
+
+def test_the_running_clock_leaves_out_compilation_counted_once(monkeypatch):
+    """Spans of tracing, lowering and compiling (as JAX reports them) are taken out of the
+    clock once, however they nest or overlap; other events' spans are not."""
+    monkeypatch.setattr(_cache.time, "monotonic", lambda: 100.0)
+    clock = _cache.RunningClock()
+    trace, lower, compile_ = _cache.PREPARING
+    clock._on_span(trace, 10.0, 14.0)  # a trace, a jit traced inside it
+    clock._on_span(trace, 11.0, 12.0)
+    clock._on_span(lower, 13.5, 15.0)  # overlapping its end
+    clock._on_span(compile_, 20.0, 22.5)
+    clock._on_span("/jax/some/other/event", 0.0, 50.0)
+    assert clock.compiling_s == 5.0 + 2.5
+    assert clock() == 100.0 - 7.5

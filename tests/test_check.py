@@ -14,7 +14,7 @@ line's own behaviour (options, exit status, stderr) call its `main`.
 
 from __future__ import annotations
 
-import time
+import threading
 
 import jax
 import numpy as np
@@ -24,9 +24,11 @@ import weanj
 from weanj import _registry
 from weanj._cli import main
 from weanj._judge._jvp import jvp_direction
+from weanj._watch import Watch
 
 from .listing import assert_error_with_list
 from .planting import plant
+from .test_timeouts import clock  # noqa: F401 - the watch's clock, a fixture
 from .toy_kernels import random_xy, smooth_loop, smooth_reference, smooth_scan, xy_example
 
 NAME = "93-smooth"
@@ -319,17 +321,31 @@ def test_a_broken_variant_is_one_error_and_the_others_still_run(example, capsys)
     assert _pair_row(out, "jax-loop", "jax-scan").split()[-1] == "ok"
 
 
-def test_a_variant_past_the_timeout_is_a_timeout_and_the_others_go_on(example, capsys):
+@pytest.mark.usefixtures("clock")
+def test_a_variant_past_the_timeout_is_a_timeout_and_the_others_go_on(example, capsys, monkeypatch):
+    """`clock` (test_timeouts'): while jax-slow's call is watched, the watch's clock runs
+    1000 s a reading, so that call passes the limit of 600 s at once, and no other call
+    can, however busy the machine (with a real limit of 0.5 s, jax-loop's own compile
+    passed it under load)."""
+    monkeypatch.setattr(Watch, "_start_beating", lambda self: None)  # it reads that clock
+    release = threading.Event()
+
     def slow(x, y, S):
-        time.sleep(2.0)  # while tracing: the first call takes this long
+        release.wait(120)  # while tracing: until the test is done with it
         return smooth_loop(x, y, S)
 
     weanj.jax_variant(example, "jax-slow", family="smooth", loss=slow, dtypes=("float64",))
-    judgement, out, err = _check(capsys, NAME, timeout=0.5)
+    try:
+        judgement, out, err = _check(capsys, NAME, timeout=600)
+    finally:
+        release.set()  # the abandoned trace ends, before the example is unregistered
+        for t in threading.enumerate():
+            if t.name.startswith("weanj ") and t is not threading.current_thread():
+                t.join()
     assert judgement.exit_code == 1
     by_case = judgement[NAME].by_case()
     run = by_case[_case("jax-slow::run")]
-    assert run.verdict == "timeout" and "time limit of 0.5 s" in run.reason
+    assert run.verdict == "timeout" and "time limit of 600 s" in run.reason
     assert run.command == f"weanj run {NAME} jax-slow"
     # Its pair is not compared (was: a `timeout` pair).
     pair = by_case[_case("jax-loop~jax-slow")]
@@ -338,7 +354,6 @@ def test_a_variant_past_the_timeout_is_a_timeout_and_the_others_go_on(example, c
     assert judgement[NAME].skipped == {"jax-slow@float32": "jax-slow supports float64 only"}
     assert " ".join(_row(out, "jax-slow")).startswith(f"jax-slow smooth timeout: {run.reason}")
     assert "still run in the background: " in err and "jax-slow" in err
-    time.sleep(2.0)  # let the abandoned trace finish before the example is unregistered
 
 
 def test_dtype_float64_checks_float64_only_and_says_so(example, capsys):

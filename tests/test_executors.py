@@ -8,6 +8,7 @@ written as it is handed back, and the next check reuses them all."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -24,6 +25,8 @@ class ToyEngine(Remote):
 
     name = "toy"
     handed: list[str] = []
+    seconds = 0.0  # what each evaluation is said to have taken on the "cluster"
+    of: dict[str, int] = {}  # evaluations handed back, per example
 
     def evaluate(self, todo, asked, done) -> None:
         from weanj._pipeline.evaluation._evaluate import evaluate
@@ -34,11 +37,12 @@ class ToyEngine(Remote):
             watch = Watch(timeout_s=asked.timeout, say=lambda _: None)
             found = evaluate(v, inputs, dtype, watch, shown_path=asked.shown_path)
             records = asked.records
-            done((v, inputs, dtype), found, seconds=0.0, where="toy")
+            done((v, inputs, dtype), found, seconds=ToyEngine.seconds, where="toy")
             # written the moment it was handed back, before the next is evaluated
             path = records.places.evaluations(v.example.name) / f"{label_of(v, dtype)}.npz"
             assert path.is_file(), path
             ToyEngine.handed.append(label_of(v, dtype))
+            ToyEngine.of[v.example.name] = ToyEngine.of.get(v.example.name, 0) + 1
 
 
 ENGINE = ToyEngine
@@ -87,3 +91,21 @@ def test_an_address_no_engine_claims_goes_to_the_first(monkeypatch):
     for address in ("tcp://127.0.0.1:8786", "tls://127.0.0.1:8786", "127.0.0.1:8786", None):
         assert _executors.engine_for(address) is DaskExecutor
     assert _executors.engine_for("toy://anywhere") is ToyEngine
+
+
+def test_an_example_s_progress_line_counts_its_evaluations_made_elsewhere(tmp_path, monkeypatch):
+    """An engine evaluates everything before the judge asks: the example's line said
+    `0.0 s` (its judging alone) whatever the evaluations took; it now counts the seconds
+    each evaluation took where it ran (7.25 s each here, a stand-in figure)."""
+    (tmp_path / "tiny").mkdir()
+    root = tiny_project(tmp_path / "tiny")
+    monkeypatch.setitem(_executors.ENGINES, "toy", (__name__, ("toy",)))
+    monkeypatch.setattr(ToyEngine, "seconds", 7.25)
+    monkeypatch.setattr(ToyEngine, "of", {})
+    toy = weanj_here(root, "check", "--scheduler", "toy://here")
+    assert toy.returncode == 0, toy.stdout + toy.stderr
+    lines = [x for x in toy.stderr.splitlines() if x.startswith("[")]
+    assert len(lines) == 2, toy.stderr  # one per example
+    for line in lines:
+        name, seconds = re.search(r"\] (\S+): \d+ evaluation\(s\), ([\d.]+) s, ", line).groups()
+        assert ToyEngine.of[name] > 0 and float(seconds) >= ToyEngine.of[name] * 7.25, line

@@ -350,7 +350,7 @@ def test_the_first_draw_is_the_shared_inputs_with_check_s_case_id(where_check_st
         (failing[0].case, "FAIL")
     ]  # check's case id and verdict
     assert outcome.judgements[0].comparison.max_abs == failing[0].comparison.max_abs
-    assert "  shared inputs: jax-power~jax-shared disagree" in out
+    assert "  draw 1: n = 40, T = 20, the shared inputs: jax-power~jax-shared disagree\n" in out
     assert "FAIL on n = 40, T = 20, the shared inputs" in out
     assert re.search(r"FAIL — 1 draw\(s\) in \d+ s; 1 of 1 pair\(s\) disagree", out), out
 
@@ -571,12 +571,14 @@ def declared_ties(project):
 
 
 def test_a_pair_declared_to_differ_at_kinks_agrees_there(declared_ties, capsys):
+    """Seeded, so that the draws are the same on every machine and no time limit runs (60 s
+    of a busy machine could end the search before its shrinking)."""
     # Undeclared, the ties part the two ways of writing min ...
-    assert _fuzz(KINKS, max_examples=200, seconds=60).exit_code == 1
+    assert _fuzz(KINKS, max_examples=200, seed=1).exit_code == 1
     assert "FAIL on n = 1, strategy ties" in capsys.readouterr().out
     # ... declared, the judge says `kinks` there, which agrees: nothing to report.
     weanj.differ_at_kinks(KINKS, "jax-where", "jax-minimum", why="min at a tie")
-    assert _fuzz(KINKS, max_examples=40, seconds=60).exit_code == 0
+    assert _fuzz(KINKS, max_examples=40, seed=1).exit_code == 0
     assert "0 of 1 pair(s) disagree" in capsys.readouterr().out
 
 

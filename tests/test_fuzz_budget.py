@@ -310,3 +310,91 @@ def test_a_budget_no_draw_fits_in_is_one_line_saying_so(slow_pair, capsys):
     capsys.readouterr()
     assert_one_line_error(str(e.value), "no draw of 93-fuzz-slow was judged within --seconds 1")
     assert clock.evaluations == [(0.0, CALL_S)]
+
+
+# --- what a run says it drew, and the seconds it counts (issue 70) --------------------------
+
+
+def test_each_draw_is_one_line_with_the_values_drawn(project, monkeypatch, capsys):
+    """Every draw judged is one line, in order, with the values drawn (the case as the
+    engine judged it, seen here by a spy on `judge_draw`), and the summary's count of
+    draws is the number of those lines."""
+    from weanj._pipeline.search import _fuzz_search
+
+    name = "95-fuzz-said"
+    two_ports(name)
+    weanj.write_inputs(name)
+    judged = []
+    judge = _fuzz_search.judge_draw
+
+    def spy(*args, **kwargs):
+        draw = judge(*args, **kwargs)
+        judged.append(draw.case)
+        return draw
+
+    monkeypatch.setattr(_fuzz_search, "judge_draw", spy)
+    try:
+        done = fuzz_command.fuzz(_registry.catalog(name), max_examples=7, seed=3)
+    finally:
+        _registry.unregister_example(name)
+    out = capsys.readouterr().out
+    said = re.findall(r"^  draw (\d+): (.*): agree$", out, re.MULTILINE)
+    assert said == [(str(k), c.describe()) for k, c in enumerate(judged, 1)], out
+    assert said[0][1] == "n = 6, T = 3, the shared inputs" and len(said) == done.draws == 7
+    assert "n = 6, T = 2, the shared inputs at T = 2" in out  # the default's neighbours
+    assert re.search(r"^fuzz 95-fuzz-said: ok — 7 draw\(s\); 0 of 1 pair", out, re.MULTILINE)
+
+
+SLOW_TRACE = "96-fuzz-slow-trace"
+TRACE_S = 5.0  # what tracing `jax-slow-trace` takes: more than the --seconds below
+
+
+def _fuzz_slow_trace(**options):
+    """`fuzz` of a pair one of whose ports takes `TRACE_S` to trace, registered afresh (its
+    programs compiled anew), with `--seconds 4` and at most 3 draws."""
+    import time
+
+    import jax.numpy as jnp
+
+    ex = weanj.register_example(
+        weanj.Example(
+            name=SLOW_TRACE,
+            arrays=("x",),
+            wrt="x",
+            generate=lambda seed: {"x": np.random.default_rng(seed).standard_normal(6)},
+        )
+    )
+    weanj.jax_variant(ex, "jax-plain", family="q", loss=lambda x: jnp.sum(x**2))
+
+    @weanj.jax_variant(ex, "jax-slow-trace", family="q")
+    def slow_trace(x):
+        time.sleep(TRACE_S)  # Python at trace time: part of the compilation
+        return jnp.sum(x * x)
+
+    weanj.write_inputs(SLOW_TRACE)
+    try:
+        cat = _registry.catalog(SLOW_TRACE)
+        return fuzz_command.fuzz(cat, seconds=4, max_examples=3, say=lambda line: None, **options)
+    finally:
+        _registry.unregister_example(SLOW_TRACE)
+
+
+def test_the_seconds_do_not_count_compilation(project):
+    """`jax-slow-trace` takes 5 s to trace (a stand-in for a compilation on a loaded
+    machine); every draw has the shared shape, so it is compiled once. Counted on the
+    command's clock (compilation left out), `--seconds 4` holds all 3 draws, and the
+    summary says how long was spent compiling; on a plain clock the first draw spends it
+    all (that direction needs no bound: a slower machine only spends more)."""
+    import time
+
+    done = _fuzz_slow_trace()
+    assert done.draws == 3 and not done.out_of_time, done.lines
+    assert done.compiling_s >= TRACE_S, done.compiling_s
+    assert re.search(r"— 3 draw\(s\) in \d+ s \(and \d+ s compiling\);", done.lines[-1])
+    assert "up to 3 draws or 4 s (compilation not counted)" in "\n".join(done.lines)
+    try:
+        plain = _fuzz_slow_trace(clock=time.monotonic)
+    except weanj.WeanjError as e:  # so loaded a machine that not even one draw fitted
+        assert "no draw of 96-fuzz-slow-trace was judged within --seconds 4" in str(e)
+    else:
+        assert plain.draws == 1 and plain.out_of_time, plain.lines

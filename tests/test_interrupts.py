@@ -434,3 +434,57 @@ def test_sigterm_ends_bench_bisect_and_fuzz_as_it_ends_check(waiting, tmp_path, 
     if argv[0] == "bench":
         records = json.loads((root / "results" / "20-wait" / "bench" / "jax-cpu.json").read_text())
         assert sorted({r["variant"] for r in records["records"]}) == ["jax-a", "jax-b", "jax-c"]
+
+
+# A series that waits at its last size: bench has measured n = 4 and 8 when it waits at 16.
+LATE_WAIT = """\
+import time
+from pathlib import Path
+
+import jax.numpy as jnp, numpy as np
+import weanj
+
+HERE = Path(__file__).parent
+
+
+def generate(seed, n=4):
+    return {"x": np.random.default_rng(seed).standard_normal(n)}
+
+
+ex = weanj.register_example(weanj.Example(
+    name="21-late", arrays=("x",), wrt="x", shapes={"x": ("n",)}, generate=generate,
+    sizes=weanj.Sizes(generate=generate, values=(4, 8, 16)),
+))
+
+
+@weanj.jax_variant(ex, "jax-late", family="f")
+def late(x):
+    if x.shape[0] >= 16:  # traced at n = 16: it waits from here
+        (HERE / "waiting-now").touch()
+        t0 = time.monotonic()
+        while not (HERE / "release").exists() and time.monotonic() - t0 < 600:
+            time.sleep(0.05)
+    return jnp.sum(jnp.sin(x) ** 2)
+"""
+
+
+def test_sigterm_during_bench_keeps_the_points_measured(tmp_path):
+    """SIGTERM while the one variant's series waits at its last size: exit 143, and the
+    points it had measured (n = 4, 8) are in its records file, said before the end; before,
+    a series interrupted anywhere kept none of its points."""
+    root = write_project(tmp_path, {"kernels/late.py": LATE_WAIT})
+    p = _popen(["-m", "weanj", "bench", "21-late", "--samples", "1"], root)
+    waiting_now = root / "kernels" / "waiting-now"
+    deadline = time.monotonic() + 600  # an upper bound on the polling only
+    while not waiting_now.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert waiting_now.exists(), (p.poll(), p.stderr.read() if p.poll() is not None else "")
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 143, (p.returncode, err[-3000:])
+    lines = err.strip().splitlines()
+    assert lines[-1] == "weanj: terminated (SIGTERM)", err[-3000:]
+    shown = "results/21-late/bench/jax-cpu.json"
+    assert lines[-2] == f"kept the 2 point(s) measured before the interrupt: {shown}", err
+    records = json.loads((root / shown).read_text())["records"]
+    assert sorted((r["variant"], r["n"]) for r in records) == [("jax-late", 4), ("jax-late", 8)]

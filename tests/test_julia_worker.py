@@ -648,7 +648,7 @@ def check_json(root: Path) -> dict:
             "the Julia worker exited with status 3 while starting",
             marks=pytest.mark.slow,
         ),
-        # The hang waits out --timeout (20 s): `-m slow`; a worker killed at its deadline
+        # The hang waits out --timeout (60 s): `-m slow`; a worker killed at its deadline
         # is also test_a_worker_still_busy_at_the_deadline_is_killed's, in seconds.
         pytest.param("hang", "time limit", marks=pytest.mark.slow),
     ],
@@ -660,7 +660,7 @@ def test_weanj_check_judges_the_others_when_the_worker_fails(tmp_path, mode, cau
     above what the two tiny JAX variants take; nothing else is timed."""
     root = tiny_project(tmp_path)
     env = user_env(**{_julia_client.WORKER_VARIABLE: stand_in_worker(mode)})
-    done = run_in(root, "-c", CHECK, "check", "--dtype", "float64", "--timeout", "20", env=env)
+    done = run_in(root, "-c", CHECK, "check", "--dtype", "float64", "--timeout", "60", env=env)
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert "Traceback" not in output

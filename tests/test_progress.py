@@ -21,7 +21,7 @@ from weanj._judge import _verdict
 from weanj._model import Functions
 from weanj._model._variant import CALLS, Checked
 from weanj._pipeline.engine import _session
-from weanj._watch import Watch
+from weanj._watch import Said, Watch
 
 from .helpers import SMOOTH, registered_smooth
 from .toy_kernels import smooth_loop
@@ -246,3 +246,31 @@ def test_the_heartbeat_thread_ends_with_its_phase():
     for t in set(beats()) - set(before):  # joined by the phase's end (up to 1 s: a busy machine)
         t.join(60)
     assert beats() == before
+
+
+def test_short_phases_in_a_row_are_heard_every_12_s_through_a_said():
+    """Eighteen evaluations of 3 s each (02-gauss-seidel's, cold: 21 s without a line), each
+    followed by `heard()` as the session calls it whether or not a progress line was said
+    (a check's progress is one line per example): through a `Said`, the silence is
+    counted from what was said, so a heartbeat names the phase every 12 s; a progress
+    line said through it puts the next one off."""
+    sim, said = SimulatedClock(), []
+    lines = Said(lambda line: said.append((sim.t, line)), clock=sim.now)
+    watch = Watch(clock=sim.now, beating=False, say=lines)
+    sim.watches.append(watch)
+    t0 = sim.t
+    for k in range(18):
+        with watch.phase(f"compiling or running EX v{k}"):
+            sim.sleep(3.0)
+        watch.heard()  # an evaluation finished: no line said
+    times = [t - t0 for t, _ in said]
+    assert times == [12.0, 24.0, 36.0, 48.0], said
+    assert said[0][1] == "  compiling or running EX v3 … 3 s"
+    said.clear()
+    lines("[1/6] EX: 18 evaluation(s), 54.0 s, ok")  # a progress line, through the Said
+    t1 = sim.t
+    for k in range(5):
+        with watch.phase(f"compiling or running EX w{k}"):
+            sim.sleep(3.0)
+        watch.heard()
+    assert [t - t1 for t, _ in said[1:]] == [12.0], said

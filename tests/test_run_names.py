@@ -115,7 +115,9 @@ def test_fuzz_in_float32_fails_where_check_fails_with_checks_numbers(coarse, cap
         "jax-coarse~jax-coarse@float32"
     ), out
     assert "  skipped jax-wide@float32: jax-wide supports float64 only" in out
-    assert "shared inputs: jax-coarse~jax-coarse@float32 disagree" in out
+    assert (
+        "  draw 1: n = 16, S = 6, the shared inputs: jax-coarse~jax-coarse@float32 disagree" in out
+    )
     line = next(x for x in out.splitlines() if x.strip().startswith(f"{PAIR32}: FAIL"))
     # the same judge as check's: the same numbers, under the float32 tolerance
     c = by_case[PAIR32].comparison
@@ -140,8 +142,8 @@ def test_bisect_follows_the_float32_run(coarse, capsys, project):
         f"bisect {EX}: jax-coarse vs jax-coarse@float32 (s) on the shared inputs (n = 16, S = 6)"
     ), out
     tried = re.findall(r"^  S = (\d+): (\w+)", out, re.MULTILINE)
-    assert tried == [("1", "ok"), ("2", "ok"), ("4", "FAIL"), ("3", "ok")], out
-    assert f"first disagreement at S = {COARSE_FROM} (S = 3 agrees)" in out
+    assert tried == [(str(s), "ok" if s < COARSE_FROM else "FAIL") for s in range(1, 9)], out
+    assert f"first disagreement at S = {COARSE_FROM} (S = 3 agrees; S tried: 1…8):" in out
     assert f"{PAIR32}: FAIL" in out and "(tolerance 0.0001)" in out
     case = project / "results" / EX / "cases" / "bisect-jax-coarse-jax-coarse@float32-S4.h5"
     assert case.is_file(), out
@@ -158,11 +160,12 @@ def test_bisect_with_dtype_runs_both_ports_in_it(coarse, capsys):
     assert main(["bisect", EX, "jax-loop", "jax-coarse", "--dtype", "float32"]) == 1
     out = capsys.readouterr().out
     assert "jax-loop@float32 vs jax-coarse@float32 (s)" in out.splitlines()[0], out
-    assert f"first disagreement at S = {COARSE_FROM} (S = 3 agrees)" in out
+    assert f"first disagreement at S = {COARSE_FROM} (S = 3 agrees; S tried: 1…8):" in out
     assert f"{EX}::s::jax-loop@float32~jax-coarse@float32: FAIL" in out
     # in float64 (the default) the two agree at every S tried
     assert main(["bisect", EX, "jax-loop", "jax-coarse", "--S", "12"]) == 0
-    assert "jax-loop and jax-coarse agree at every S tried, 1 … 12" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "jax-loop and jax-coarse agree at every S tried (S = 1…8, 12); the 3 value(s)" in out
 
 
 def test_diff_follows_the_stored_runs_named(coarse, capsys):
@@ -192,6 +195,15 @@ def test_diff_follows_the_stored_runs_named(coarse, capsys):
         (("bisect", EX, "jax-loop", "jax-scan@gpu", "--device", "tpu"), "runs on gpu"),
         (("bisect", EX, "jax-loop", "jax-nope@float32"), "unknown variant 'jax-nope@float32'"),
         (("fuzz", EX, "--pairs", "jax-loop", "jax-loop@float16"), "@float16 is not a dtype"),
+        # a flag the names contradict is refused, never dropped (both sides ran in float64)
+        (
+            ("bisect", EX, "jax-loop@float64", "jax-coarse", "--dtype", "float32"),
+            "--dtype float32 contradicts jax-loop@float64 (a bare name beside it runs in float64)",
+        ),
+        (
+            ("fuzz", EX, "--pairs", "jax-loop", "jax-coarse@float64", "--dtype", "float32"),
+            "name each run's dtype (jax-loop@float32) or leave --dtype out",
+        ),
         (("diff", EX, "jax-loop@tpu"), "the store holds CPU runs only"),
         (("diff", EX, "jax-coarse@float32"), "no stored run jax-coarse@float32"),
     ],

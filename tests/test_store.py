@@ -340,7 +340,7 @@ def test_concurrent_writers_both_land_intact(project):
                         assert base <= value < base + rounds
                 time.sleep(0.005)
             for p in procs.values():
-                assert p.wait(timeout=60) == 0, p.stderr.read()
+                assert p.wait(timeout=300) == 0, p.stderr.read()  # a guard against a hang
         finally:
             for p in procs.values():
                 if p.poll() is None:
@@ -1104,6 +1104,34 @@ def test_out_places_that_are_not_gradient_files_are_refused(project, tmp_path, c
     assert _run_cli(capsys, "--out", str(out_file))[0] == 0
     assert _run_cli(capsys, "--out", str(out_file))[0] == 0
     assert weanj.load_gradient(EX, "jax-jacobi", path=out_file, allow_stale=True).params == {"K": 2}
+
+
+# HDF5's own report of a full disk, as h5py raises it (no errno; it runs over two lines).
+FULL_DISK = (
+    "Unable to synchronously create dataset (file write failed: time = Tue Dec  8 00:22:37 "
+    "2026\n, filename = '{tmp}', file descriptor = 4, errno = 28, error message = 'No space "
+    "left on device', buf = 0x7f349c1b3688, total write size = 96, bytes this sub-write = 96, "
+    "offset = 0)"
+)
+
+
+def test_a_full_disk_is_one_line_naming_the_file(project, tmp_path, capsys, monkeypatch):
+    """A stand-in for a full disk (the dataset's write raises what h5py raises then): one
+    line naming the file and "no space left", not HDF5's report over three lines; nothing
+    is left behind (the temporary file is removed)."""
+    (tmp_path / "out").mkdir()
+    target = tmp_path / "out" / "g.h5"
+
+    def full(f, *args, **kwargs):
+        raise OSError(FULL_DISK.format(tmp=f.filename))
+
+    monkeypatch.setattr("weanj._io._store.write_array", full)
+    code, out, err = _run_cli(capsys, "--out", str(target))
+    assert code == 2 and out == "", err
+    assert err.strip() == (
+        f"weanj: error: cannot write gradient file {target}: no space left on the device"
+    )
+    assert list((tmp_path / "out").iterdir()) == []
 
 
 # --- the store holds only gradients of the shared inputs -------------------------------

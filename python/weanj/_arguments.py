@@ -77,6 +77,18 @@ def name_list(
     raise _refused(function, what, "a list of names (str)", value, error)
 
 
+def some(listed: list | None, what: str, function: str) -> list | None:
+    """A selection (`variants=`, `examples=`) that selects something: None (every one) or a
+    list of one name or more. An empty list is refused: it would read as "none", and
+    judging every one instead would pass a check of nothing chosen."""
+    if listed is not None and not listed:
+        raise InputError(
+            f"{function}: {what}=[] selects nothing; name one or more, or leave {what} out "
+            "(None) to take every one"
+        )
+    return listed
+
+
 def one_of(
     value: Any,
     choices: Sequence[str],

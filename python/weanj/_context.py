@@ -52,6 +52,9 @@ class Registry:
     # {(example, variant): the module whose code registered it} (`_x64`, its x64)
     variant_module: dict[tuple[str, str], str] = field(default_factory=dict)
     modules: dict[str, ModuleType] = field(default_factory=dict)  # its own, where hidden
+    # {example module: the digest of its code as imported} (`_sources.code_digest`): a
+    # check reloads the modules whose code on disk is no longer that (`_registry._reloading`)
+    digests: dict[str, str] = field(default_factory=dict)
     tracer: Any = None  # what each module's program did to x64 as it imported (`_x64_trace`)
     loaded: bool = False
     loading: str | None = None  # the module importing now
@@ -255,6 +258,53 @@ def replay(registry: Registry, module: str) -> bool:
             if what[2] not in fns:
                 fns.append(what[2])
     return True
+
+
+def registered_by(modules: set[str]) -> list[tuple]:
+    """What importing `modules` registered, by whichever registry (`record`)."""
+    return [
+        what for (name, _), found in _OPENED["modules"].items() if name in modules for what in found
+    ]
+
+
+def attached_to(examples: set[str]) -> set[str]:
+    """The modules that registered something on `examples` (a variant, a kink declaration,
+    a strategy), by their names: a module that names an example by its name rather than
+    importing it is among them."""
+    out = set()
+    for (name, _), found in _OPENED["modules"].items():
+        for what in found:
+            on = what[1].example.name if what[0] == "variant" else getattr(what[1], "name", what[1])
+            if on in examples:
+                out.add(name)
+    return out
+
+
+def withdraw(registry: Registry, modules: set[str]) -> set[str]:
+    """Take back from `registry` whatever importing `modules` registered, and forget the
+    records of it (they import anew, or are replayed from the records their next import
+    makes): **Returns** the examples withdrawn."""
+    found = registered_by(modules)
+    examples = {what[1].name for what in found if what[0] == "example"}
+    for name in examples:
+        registry.forget_example(name)
+    for what in found:
+        if what[0] == "variant":
+            example, name = what[1].example.name, what[1].name
+            registry.variants.get(example, {}).pop(name, None)
+            registry.variant_module.pop((example, name), None)
+        elif what[0] == "kinks":
+            registry.at_kinks.pop((what[1], what[2]), None)
+        elif what[0] == "strategy" and what[2] in registry.strategies.get(what[1], ()):
+            registry.strategies[what[1]].remove(what[2])
+    for key in [k for k in _OPENED["modules"] if k[0] in modules]:
+        del _OPENED["modules"][key]
+    return examples
+
+
+def sharing(registry: Registry) -> list[Project]:
+    """The projects opened in this process whose registry is `registry`."""
+    return [p for p in _OPENED["projects"].values() if p.registry is registry]
 
 
 def _module_key(module: str) -> tuple[str, str]:

@@ -7,8 +7,10 @@ B on `--device` where its name names no device, A (the reference side) on the CP
 neither name gives a dtype, both sides run in `--dtype` (default float64): `A B --dtype
 float32` compares the two ports in float32. Where one does, the names are read as the
 views print them, a bare name being the float64 run: `V V@float32` is the pair `weanj
-check` judges in float32 (a variant's float32 run against its own float64 run), whatever
-`--dtype` says. Either way the one judge decides under the coarser dtype's tolerance.
+check` judges in float32 (a variant's float32 run against its own float64 run); a
+`--dtype` that contradicts a name's own dtype (`A@float64 B --dtype float32`) is refused in
+one line, never dropped. Either way the one judge decides under the coarser dtype's
+tolerance.
 """
 
 from __future__ import annotations
@@ -50,13 +52,24 @@ def parse_run(
 
 
 def same_family_pair(
-    cat: Catalog, a: str, b: str, what: str, *, dtype: str = "float64", device: str = "cpu"
+    cat: Catalog, a: str, b: str, what: str, *, dtype: str | None = None, device: str = "cpu"
 ) -> tuple[VariantRun, VariantRun]:
     """Two runs of available variants of one family (what `bisect` and `fuzz --pairs`
     compare, read as the module docstring says), or an `InputError` naming `what` asked:
     two families (other algorithms, expected to differ), a dtype a variant does not
-    declare, a device named twice differently, or the same run twice."""
+    declare, a `dtype` given (`--dtype`) that a name's own contradicts, a device named
+    twice differently, or the same run twice. `dtype` None: float64 where no name gives
+    one."""
     (va, da, xa), (vb, db, xb) = parse_run(cat, a), parse_run(cat, b)
+    against = [name for name, d in ((a, da), (b, db)) if None not in (d, dtype) and d != dtype]
+    if against:  # the flag would be dropped without a word: refused
+        bare = next((n for n, d in ((a, da), (b, db)) if d is None), None)
+        said = f"; name each run's dtype ({bare}@{dtype})" if bare else ""
+        raise InputError(
+            f"{what} {a} {b}: --dtype {dtype} contradicts {against[0]} (a bare name beside "
+            f"it runs in float64){said} or leave --dtype out"
+        )
+    dtype = dtype or "float64"
     if va.family != vb.family:
         raise InputError(
             f"{what} {a} {b}: {a} ({va.family}) and {b} ({vb.family}) are of different families "
@@ -89,7 +102,7 @@ def chosen_pairs(
     pairs: Iterable[tuple[str, str]],
     what: str,
     *,
-    dtype: str = "float64",
+    dtype: str | None = None,
     device: str = "cpu",
 ) -> list[tuple[VariantRun, VariantRun]]:
     """The pairs named (`fuzz --pairs`), each read as `same_family_pair` reads one; a pair

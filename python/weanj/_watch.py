@@ -17,6 +17,14 @@ Python cannot stop a thread: a call that timed out keeps running in the backgrou
 reaches the main thread, which is only waiting, so an interrupt is never delayed by a
 compile.
 
+The silence is counted from the last line the user saw. Where the watch says through a
+`Said` (a `say` that notes when it last spoke: `weanj check` hands every line of its
+progress, notes and heartbeats to one), that is known: a progress line said by a
+listener counts, and an evaluation that finished without a line (a check's progress is
+one line per example) does not, so a string of short evaluations (18 of them in
+02-gauss-seidel, 21 s) is heard from every `every_s`. Elsewhere the caller says so
+(`heard`), and the watch's own start counts as a line.
+
 The clock is injectable (`clock`), and the heartbeat's thread too (`beating=False`: the
 caller calls `beat()`, e.g. a test moving a simulated clock), so the cadence is tested
 by counting lines per simulated second, never by waiting.
@@ -65,6 +73,19 @@ def deadline() -> float | None:
     return _DEADLINE.get()
 
 
+class Said:
+    """A `say` (`fn`) that notes when it last said a line (`at`, on `clock`), so that a
+    watch that says through it counts silence from what was said, whoever said it."""
+
+    def __init__(self, fn: Callable[[str], None], clock: Callable[[], float] = time.monotonic):
+        self.fn, self.clock = fn, clock
+        self.at = clock()  # the start of the work counts as a line
+
+    def __call__(self, line: str) -> None:
+        self.at = self.clock()
+        self.fn(line)
+
+
 @dataclass
 class _Phase:
     text: str
@@ -96,6 +117,16 @@ class Watch:
     _beating: tuple[threading.Event, threading.Thread] | None = field(
         default=None, init=False, repr=False
     )
+
+    def __post_init__(self) -> None:
+        self._last_line = self.now()  # the watch's start counts as a line
+
+    def _said_through(self) -> Said | None:
+        """The `Said` the watch speaks through, where it counts on the watch's clock."""
+        said = self.say
+        if isinstance(said, Said) and (self.clock is None or said.clock == self.clock):
+            return said
+        return None
 
     def now(self) -> float:
         # `time.monotonic` looked up at each call, so that a test may move the module's clock
@@ -140,7 +171,10 @@ class Watch:
     def heard(self) -> None:
         """A progress line was said elsewhere (an evaluation's `[3/29] …`): it counts as
         a heartbeat, so the next one comes `every_s` after it (a phase's first still
-        `quiet_s` after its start)."""
+        `quiet_s` after its start). Through a `Said`, what was said is known, and this
+        is not needed (the caller may not know whether a line was said)."""
+        if self._said_through() is not None:
+            return
         with self._lock:
             self._last_line = self.now()
 
@@ -166,7 +200,9 @@ class Watch:
         if not self._phases:
             return None
         p = self._phases[-1]
-        again = self._last_line + self.every_s
+        said = self._said_through()
+        last = self._last_line if said is None else max(self._last_line, said.at)
+        again = last + self.every_s
         if p.beats:
             return again
         first = p.start + self.quiet_s

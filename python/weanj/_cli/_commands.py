@@ -191,6 +191,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         fd=args.fd,
         verbose=args.verbose,
         strict=args.strict,
+        say=getattr(args, "say", say),  # `main`'s, which counts silence from the start
         listeners=[FORMATS[args.format](verbose=args.verbose)],  # what stdout shows
     )
     return _not_judged_said(judgement)
@@ -280,7 +281,7 @@ def cmd_fuzz(args: argparse.Namespace, words: dict) -> int:
     done = fuzz(
         cat,
         pairs=pairs or None,
-        dtype=args.dtype,
+        dtype=args.dtype or "float64",
         max_examples=args.max_examples,
         seconds=args.seconds,
         timeout=args.timeout,

@@ -2,8 +2,10 @@
 
 Every mistake (unknown name, bad file, bad array, missing backend) is one line on
 stderr (a list, where there is one, on the lines below it) and exit code 2, never a
-traceback; a judgement that fails exits with 1; an interrupt with 130, a SIGTERM with 143
-(`_interrupts` says how both are handled, in one place).
+traceback; one that needs no JAX (an option, the project, a name the project's recorded
+names do not hold: `_early`) comes before JAX is imported. A judgement that fails exits
+with 1; an interrupt with 130, a SIGTERM with 143 (`_interrupts` says how both are
+handled, in one place).
 
 The console script leaves with `os._exit` once the output is flushed and the child
 processes are closed (`_resources.close_all`), so that no interpreter teardown runs
@@ -18,7 +20,7 @@ import contextlib
 import signal
 import sys
 
-from .._errors import WeanjError, error_text
+from .._errors import WeanjError, error_text, say
 from .._interrupts import (
     INTERRUPTED,
     ending,
@@ -27,6 +29,7 @@ from .._interrupts import (
     refuse_exit_calls,
     swallowed_interrupts_are_noted,
 )
+from .._watch import Said
 
 # Commands that never need JAX (they start at once and import none of it).
 LIGHT = {"new"}
@@ -39,7 +42,13 @@ def main(argv: list[str] | None = None) -> int:
         from ._parser import parse
 
         args, words = parse(argv)
+        # where progress goes, noting when it last spoke: the heartbeat's count of silence
+        # starts here, not once JAX and the project's modules have imported
+        args.say = Said(say)
         if args.command not in LIGHT:
+            from ._early import refuse_early
+
+            refuse_early(args, words)  # what needs no JAX is refused before it imports
             try:
                 heavy_imports()
             except ImportError as e:  # a checkout on PYTHONPATH without its dependencies

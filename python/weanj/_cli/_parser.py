@@ -300,7 +300,7 @@ def _pair_dtype(p) -> None:
     p.add_argument(
         "--dtype",
         choices=DTYPES,
-        default="float64",
+        default=None,  # given or not: a name's own dtype that it contradicts is refused
         help="run both sides in this dtype where the names give none (default: float64); "
         "V V@float32 is V's float32 run against its float64 run, judged in float32",
     )
@@ -327,7 +327,8 @@ def _fuzz(sub) -> None:
         type=positive_float,
         default=None,
         metavar="S",
-        help="stop after S seconds (default 60; with --seed, no limit)",
+        help="stop after S seconds of drawing and judging, compilation not counted "
+        "(default 60; with --seed, no limit)",
     )
     p.add_argument(
         "--seed",

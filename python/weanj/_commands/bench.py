@@ -84,16 +84,18 @@ def sweep_variant(
     watch: Watch,
     say: Callable[[str], None] = _say,
     shared: Inputs | None = None,
+    records: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The records of one variant's series (stopping a series once its gradient is slower
-    than the budget; a point that times out ends its series too). A variant at fault
-    raises `Breach` (its error, one line)."""
+    than the budget; a point that times out ends its series too), each added to `records`
+    (default: a new list) as it is measured, so that an interrupt keeps it. A variant at
+    fault raises `Breach` (its error, one line)."""
     runtime = runtime_of(v)
     target = runtime.device(device)
     with runtime.on_device(target):  # a sharded variant spans the devices of this platform
         where = runtime.placement(target, v.multi_device)
     base = _base_record(ex, v, device, series)
-    records = []
+    records = [] if records is None else records
     for run in series:
         for p in run:
             if not p.timed and not runtime.compiled:
@@ -241,8 +243,8 @@ def bench(
     try:
         with selection:
             _measure_all(result, chosen, runtimes, say, points, how)
-    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the series measured in full are kept
-        _keep(result, chosen, device, here, write=write, replace=replace)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: every point measured is kept, and said
+        _keep(result, chosen, device, here, write=write, replace=replace, interrupted=say)
         raise
     _say_abandoned(watch, say)
     _keep(result, chosen, device, here, write=write, replace=replace)
@@ -300,17 +302,21 @@ def _sweep_into(result: Benched, v: Variant, series, say, **how) -> None:
     """One variant's series measured into `result`: its records, or its fault (one line),
     or why the device cannot run it (a platform limit: skipped, not the port's fault)."""
     ex = result.example
+    existed = v.backend in result.by_backend
+    records = result.by_backend.setdefault(v.backend, [])
+    before = len(records)  # the points measured go in as they are (an interrupt keeps them)
     try:
-        records = sweep_variant(ex, v, series, say=say, **how)
-    except Breach as e:
+        sweep_variant(ex, v, series, say=say, records=records, **how)
+        return
+    except Breach as e:  # a variant at fault: its series is not measured
         result.errors[v.name] = f"{v.name} {e}"
         say(f"{v.name}: error: {v.name} {e} (reproduce: `weanj run {ex.name} {v.name}`)")
-        return
     except UnavailableError as e:
         result.skipped[v.name] = str(e)
         say(f"{v.name}: {e}")
-        return
-    result.by_backend.setdefault(v.backend, []).extend(records)
+    del records[before:]
+    if not existed:  # none of its backend was measured: as if never begun
+        del result.by_backend[v.backend]
 
 
 def _not_here(cat: Catalog, chosen: list[Variant], shared: Inputs | None, dtype: str) -> dict:
@@ -326,11 +332,17 @@ def _not_here(cat: Catalog, chosen: list[Variant], shared: Inputs | None, dtype:
     }
 
 
-def _keep(result: Benched, chosen, device: str, here, *, write: bool, replace: bool) -> None:
+def _keep(
+    result: Benched, chosen, device: str, here, *, write: bool, replace: bool, interrupted=None
+) -> None:
     """Merge what was measured, if anything, into the example's files (`result.paths`),
-    where the command `write`s."""
+    where the command `write`s; after an interrupt, said with `interrupted`."""
     if write and any(result.by_backend.values()):
         result.paths = _write(result.example, chosen, result, device, here, replace)
+    kept = ", ".join(str(here.shown(path)) for path in result.paths)
+    if interrupted is not None and kept:
+        n = len(result.records)
+        interrupted(f"kept the {n} point(s) measured before the interrupt: {kept}")
 
 
 def _write(ex: Example, chosen, result: Benched, device: str, here, replace: bool) -> list:

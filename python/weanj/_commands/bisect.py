@@ -14,11 +14,16 @@ declared, by more than the bound, or with another verdict
 where the declared difference does not show, it is taken to agree.
 
 1. Along an iteration parameter (an int `Param`: K, T, S; `--over`, default the first):
-   A and B are evaluated at its minimum, then at doubled values, until they disagree (or
-   the search reaches the value given with `--PARAM V`, else 8× the inputs' value);
-   bisection between the last value that agrees and the first that does not gives the
-   smallest value at which they part. Divergence is assumed to persist once started,
-   which bisection needs; every value reported was evaluated.
+   A and B are evaluated at every value from its minimum to minimum + 7 (a port wrong at
+   odd values, or at small ones, is seen there), then at doubled values, until they
+   disagree (or the search reaches the value given with `--PARAM V`, else 8× the inputs'
+   value); bisection between the last value that agrees and the first that does not gives
+   the smallest value at which they part, and the value above it is tried too. Bisection
+   assumes that divergence persists once started; where a value that agrees lies above
+   one that does not, the search says agreement is "not monotone" in the parameter, and
+   which values went which way. Every value reported was evaluated, and the values tried
+   are listed (`ranges_text`): "agree at every T tried" names them, and says that the
+   values between were not.
 2. At that value, the smallest problem size of the example's `Sizes` generator at which
    they disagree (`--over SIZE` searches sizes only). Sizes are not assumed monotone (a
    port can be wrong at odd sizes only): every size from 1 to 8, then each power of two
@@ -48,7 +53,8 @@ from .._model import Catalog, Example, Inputs, Param, VariantRun
 from .._model._verdicts import Verdict
 from .._pipeline.engine._cases import PairOutcome, judge_pair_on
 from .._pipeline.engine._session import Session
-from .._pipeline.search._minimal_case import Case, declared_line, sized_case
+from .._pipeline.search._bisection import smallest_size, smallest_value
+from .._pipeline.search._minimal_case import Case, declared_line
 from .._places import places
 from .._project import time_limit
 from .._report._lines import ranges_text
@@ -69,6 +75,12 @@ class Bisected:
     outcome: PairOutcome | None = None
     minimal: Case | None = None
     reproduce: list[str] = field(default_factory=list)
+    tried: dict[int, bool] = field(default_factory=dict)  # each value tried: disagrees?
+
+    @property
+    def monotone(self) -> bool:
+        """No value tried above the first disagreement agrees (bisection's premise)."""
+        return self.first is None or all(bad for v, bad in self.tried.items() if v > self.first)
 
     @property
     def case(self) -> Path | None:
@@ -92,71 +104,6 @@ def outcome_lines(outcome: PairOutcome, indent: str = "  ") -> list[str]:
             continue
         out.extend(f"{indent}{line}" for line in message(j).splitlines())
     return out or [f"{indent}{j.case}: {j.verdict}" for j in outcome.judgements]
-
-
-# --- the searches ------------------------------------------------------------------------------
-
-
-def smallest_value(disagree: Callable[[int], bool], lo: int, hi: int) -> int | None:
-    """The smallest v in [lo, hi] with `disagree(v)`, by doubling from `lo` then bisection
-    (divergence assumed to persist once started); None if none of the tried values."""
-    if disagree(lo):
-        return lo
-    good = lo
-    while True:
-        step = min(max(2 * good, good + 1), hi)
-        if step <= good:
-            return None
-        if disagree(step):
-            bad = step
-            break
-        good = step
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if disagree(mid):
-            bad = mid
-        else:
-            good = mid
-    return bad
-
-
-def smallest_size(
-    ex: Example,
-    check: Callable[[Inputs], PairOutcome],
-    params: dict[str, Any],
-    seed: int,
-    say: Callable[[str], None],
-) -> tuple[PairOutcome | None, list[int]]:
-    """The outcome at the smallest size of `ex.sizes` at which the pair disagrees (None:
-    none), and the sizes tried (module docstring, step 2)."""
-    name = ex.sizes.name
-    tried: dict[int, PairOutcome | str] = {}
-
-    def at(size: int) -> PairOutcome | str:
-        if size not in tried:
-            made = sized_case(ex, size, params, seed)
-            tried[size] = made if isinstance(made, str) else check(made.inputs)
-            shown = tried[size] if isinstance(tried[size], str) else tried[size].word()
-            say(f"  {name} = {size}: {shown}")
-        return tried[size]
-
-    good, bad = 0, None
-    for size in ex.sizes.candidates():
-        o = at(size)
-        if isinstance(o, str):
-            continue
-        if not o.agree:
-            bad = size
-            break
-        good = size
-    if bad is None:
-        return None, [s for s, o in tried.items() if not isinstance(o, str)]
-    for size in range(good + 1, bad):  # every size between: the smallest failing one
-        o = at(size)
-        if not isinstance(o, str) and not o.agree:
-            bad = size
-            break
-    return tried[bad], [s for s, o in tried.items() if not isinstance(o, str)]
 
 
 # --- the command -------------------------------------------------------------------------------
@@ -297,21 +244,18 @@ def _search(cat, a, b, p, params, check, here, tell, result: Bisected) -> Bisect
         def disagree(value: int) -> bool:
             seen[value] = check(base.with_params({p.name: value}))
             tell(f"  {p.name} = {value}: {seen[value].word()}")
-            return not seen[value].agree
+            result.tried[value] = not seen[value].agree
+            return result.tried[value]
 
         result.first = smallest_value(disagree, lo, hi)
+        if result.first is not None and result.first < hi and result.first + 1 not in seen:
+            disagree(result.first + 1)  # above a value bisection found: does it hold there?
         if result.first is not None:
             at_first = seen[result.first]
-            since = (
-                f" ({p.name} = {result.first - 1} agrees)"
-                if result.first > lo
-                else " (the smallest value)"
-            )
-            beyond = " beyond the declaration" if _declared(cat, a, b) else ""
-            tell(f"first disagreement{beyond} at {p.name} = {result.first}{since}:")
+            tell(_first_line(p.name, result, lo, _declared(cat, a, b)))
             tell("\n".join(outcome_lines(at_first)))
         else:
-            tell(f"{a.label} and {b.label} {agree} at every {p.name} tried, {lo} … {hi}")
+            tell(_agree_line(a, b, agree, p.name, result.tried, lo, hi))
             if int(base.params[p.name]) in seen:
                 return result  # the shared value was among those tried
     if at_first is None and isinstance(p, Param):  # the shared value was not among those tried
@@ -322,6 +266,38 @@ def _search(cat, a, b, p, params, check, here, tell, result: Bisected) -> Bisect
         tell("\n".join(outcome_lines(at_first)))
         result.first = int(base.params[p.name])
     return _minimal_case(cat, a, b, p, result, at_first, base, check, here, tell)
+
+
+def _first_line(name: str, result: Bisected, lo: int, declared: bool) -> str:
+    """`first disagreement at T = 6 (T = 5 agrees; T tried: 1…8)`, and, where a value
+    above it agrees, that agreement is not monotone in the parameter, with the values."""
+    first, tried = result.first, result.tried
+    since = f"{name} = {first - 1} agrees" if first > lo else "the smallest value"
+    beyond = " beyond the declaration" if declared else ""
+    line = (
+        f"first disagreement{beyond} at {name} = {first} ({since}; {name} tried: "
+        f"{ranges_text(tried)})"
+    )
+    if result.monotone:
+        return line + ":"
+    above = [v for v, bad in tried.items() if v > first and not bad]
+    apart = [v for v, bad in tried.items() if bad]
+    return (
+        f"{line}; not monotone in {name}: {name} = {ranges_text(above)} agree above it "
+        f"({ranges_text(apart)} disagree), so a value not tried may go either way:"
+    )
+
+
+def _agree_line(a, b, agree: str, name: str, tried: dict[int, bool], lo: int, hi: int) -> str:
+    """`A and B agree at every T tried (T = 1…8, 16, 32, 64, 80)`, saying that the values
+    between were not tried, where some were not."""
+    line = f"{a.label} and {b.label} {agree} at every {name} tried ({name} = {ranges_text(tried)})"
+    if len(tried) < hi - lo + 1:
+        line += (
+            f"; the {hi - lo + 1 - len(tried)} value(s) between were not tried (a port wrong "
+            f"at some values only may part there: weanj fuzz draws others)"
+        )
+    return line
 
 
 def _minimal_case(cat, a, b, p, result: Bisected, at_first, base, check, here, tell) -> Bisected:

@@ -25,7 +25,8 @@ from .._pipeline.engine._run import CheckRun
 from .._pipeline.executors._executors import executor_for
 from .._pipeline.records._store_writes import StoreWrites
 from .._places import places
-from .._registry import catalogs, closest, project
+from .._registry import catalogs, project, refresh
+from .._registry._names import unknown_variants
 from .._report._judgement import Judgement, Kept
 from .._report._verdicts_file import CheckFiles
 from .._vocabulary import CHECK_DTYPES, DEVICES
@@ -88,14 +89,7 @@ def restricted(cats: list[Catalog], variants: Sequence[str] | None) -> list[Cata
     known = {v.name for c in cats for v in c.variants}
     unknown = sorted(wanted - known)
     if unknown:
-        from .._errors import UnknownNameError, with_list
-
-        close = [(n, closest(n, sorted(known))) for n in unknown]
-        meant = [(n, c) for n, c in close if c]
-        said = [c if len(unknown) == 1 else f"{c} (for {n})" for n, c in meant]
-        hint = f"; did you mean {', '.join(said)}?" if said else ""
-        head = f"unknown variant(s) {', '.join(unknown)}{hint}"
-        raise UnknownNameError(with_list(head, "known variants", sorted(known)))
+        raise unknown_variants(unknown, sorted(known))
     return [
         replace(
             c,
@@ -203,13 +197,14 @@ def checking(
     nothing fails the check; **Returns:** the `Judgement`'s data (its exit code)."""
     from .. import _arguments as arg
 
-    examples = arg.names(examples, "examples", "check")
-    variants = arg.name_list(variants, "variants", "check")
+    examples = arg.some(arg.names(examples, "examples", "check"), "examples", "check")
+    variants = arg.some(arg.name_list(variants, "variants", "check"), "variants", "check")
     timeout = arg.time_limit(timeout, "timeout", "check")
     fresh, save = arg.flag(fresh, "fresh", "check"), arg.flag(save, "save", "check")
     fd, verbose = arg.flag(fd, "fd", "check"), arg.flag(verbose, "verbose", "check")
     say = arg.say_function(say, "say", "check")
     require = arg.name_list(require, "require", "check")
+    refresh(say)  # the code on disk, said through the check's own lines
     cats = restricted(catalogs(examples), variants)
     if not cats:  # nothing checked is not a pass
         raise WeanjError(

@@ -36,9 +36,9 @@ def diff(
 
     **Returns:** the `Judgement` that `weanj diff` prints (`--json`: its `to_json()`).
     """
-    from .._arguments import names
+    from .._arguments import names, some
 
-    examples = names(examples, "examples", "diff")
+    examples = some(names(examples, "examples", "diff"), "examples", "diff")
     cats = catalogs(examples)
     if runs and len(cats) != 1:
         raise InputError(f"diff: runs are named for one example, got {len(cats)} examples")

@@ -25,13 +25,18 @@ given, and prints no wall-clock figure: its report depends on the seed (and the 
 alone.
 
 **The time.** `--seconds S` (default 60 without `--seed`) bounds the whole run, shrinking
-included: no call starts after S, and the one in flight is waited for, so the command ends
-within S and one evaluation and leaves no call running (`_fuzz_search.Budget`).
+included, compilation excluded: S seconds of evaluating and judging, on a clock that stops
+while JAX traces, lowers and compiles (`_jax_cache.RunningClock`: each new shape or
+parameter value compiles every variant anew, which on a loaded machine took most of a
+minute, and the draws it left were three). No call starts after S, and the one in flight is
+waited for, so no call is left running (`_fuzz_search.Budget`). Each draw judged is one
+line with the values drawn, and the summary says how many draws ran and how long was
+spent compiling.
 """
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -120,7 +125,7 @@ def fuzz(
     timeout: float | None = None,
     seed: int | None = None,
     say: Callable[[str], None] = print,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Callable[[], float] | None = None,
     device: str = "cpu",
 ) -> Fuzzed:
     """`weanj fuzz` (module docstring) of an example's catalog. `pairs`: the pairs of runs
@@ -129,9 +134,9 @@ def fuzz(
     (float64: the same-family pairs; float32: each float32 run against its own float64
     run), B of each on `device` (A, the reference, on the CPU). `seed`: the run's draws
     (default: one drawn and shown); given, no database and no default time limit, so the
-    report depends on the seed alone. `clock`: what `seconds` are counted on. **Returns** a
-    `Fuzzed` (`exit_code` 1 when some pair disagrees); its `lines` are what the command
-    printed."""
+    report depends on the seed alone. `clock`: what `seconds` are counted on (default:
+    the time not spent compiling, module docstring). **Returns** a `Fuzzed` (`exit_code`
+    1 when some pair disagrees); its `lines` are what the command printed."""
     set_hypothesis_home_dir = _hypothesis_home(seed, dtype)
     present(device)  # a device named must be here: one line, exit 2, before any work
     for run in (run for pair in pairs or () for run in pair):
@@ -159,27 +164,34 @@ def fuzz(
         return Fuzzed(ex, [], seed=seed, seeded=seeded, lines=lines)
     again = replay_command(ex, seed, pairs, max_examples, dtype=dtype, device=device)
     budget = f"{max_examples} draws" + ("" if seconds is None else f" or {seconds:g} s")
+    if seconds is not None and clock is None:
+        budget += " (compilation not counted)"
     for line in _plan_lines(cat, here, seed, None if seeded else again, budget):
         tell(line)
-    with Session(timeout_s=time_limit(timeout), shown_path=here.shown) as session:
-        result = run_fuzz(
-            session,
-            cat,
-            chosen,
-            here,
-            seed=seed,
-            database=not seeded,
-            max_examples=max_examples,
-            seconds=seconds,
-            clock=clock,
-            say=tell,
-        )
+    how = dict(seed=seed, database=not seeded, max_examples=max_examples, seconds=seconds)
+    result = _run(cat, chosen, here, timeout, clock, tell, **how)
     result.left_out = left_out
     for line in report_lines(cat, result, here):
         tell(line)
     result.lines = lines
     _judged_some(result, seconds)
     return result
+
+
+def _run(cat: Catalog, chosen, here: Places, timeout, clock, tell, **how) -> Fuzzed:
+    """The search (`run_fuzz`, `how`: its options) in a session of its own, its seconds
+    counted on `clock`, or, where none is given, on the time not spent compiling (the
+    seconds spent compiling noted in the result)."""
+    running = _jax_cache.RunningClock()
+    with (
+        running.listening() if clock is None else contextlib.nullcontext(),
+        Session(timeout_s=time_limit(timeout), shown_path=here.shown) as session,
+    ):
+        found = run_fuzz(
+            session, cat, chosen, here, clock=running if clock is None else clock, say=tell, **how
+        )
+    found.compiling_s = running.compiling_s if clock is None else 0.0
+    return found
 
 
 def _searched_pairs(

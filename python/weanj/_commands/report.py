@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .._environment import page_environment
 from .._errors import InputError, InputFileError, WeanjError
-from .._io._atomic import atomic_path
+from .._io._atomic import atomic_path, not_written
 from .._io._bench import load_results
 from .._io._inputs import check_fresh, read_inputs
 from .._judge._verdict import ExampleJudgement
@@ -158,7 +158,7 @@ def report(
     judges)."""
     from .. import _arguments as arg
 
-    examples = arg.names(examples, "examples", "report")
+    examples = arg.some(arg.names(examples, "examples", "report"), "examples", "report")
     out = arg.out_path(out, "out", "report")
     force = arg.flag(force, "force", "report")
     if judgement is not None and not isinstance(judgement, Judgement):
@@ -189,5 +189,5 @@ def report(
         with atomic_path(target, force=force, foreign=foreign) as tmp:
             tmp.write_text(text, encoding="utf-8")
     except OSError as e:
-        raise InputFileError(f"cannot write {path} ({e.strerror or e})") from None
+        raise not_written("", path, e) from None
     return Report(path, fmt, verdict, sentence, pages)

@@ -37,6 +37,31 @@ _TEMPORARY = re.compile(
 )
 
 
+NO_SPACE = "no space left on the device"
+
+
+def why_not_written(e: BaseException) -> str:
+    """Why a write failed, in a few words on one line: a full disk says so whoever
+    reports it (HDF5's report of it runs over several lines: the time, the buffer's
+    address, the bytes written), else the system's reason."""
+    text = str(e)
+    if getattr(e, "errno", None) == errno.ENOSPC or "errno = 28," in text:
+        return NO_SPACE
+    if "No space left on device" in text:
+        return NO_SPACE
+    return " ".join(str(getattr(e, "strerror", None) or text).split())[:200]
+
+
+def not_written(what: str, path: Path | str, e: OSError, hint: str = "") -> InputFileError:
+    """The one line of a write that failed: `cannot write <what> <path>: no space left on
+    the device`, or the reason in brackets, then `hint` (`; choose a writable place`),
+    which says nothing useful of a full disk."""
+    why = why_not_written(e)
+    if why == NO_SPACE:
+        return InputFileError(f"cannot write {what}{path}: {NO_SPACE}")
+    return InputFileError(f"cannot write {what}{path} ({why}){hint}")
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -24,7 +24,7 @@ from typing import Any
 from .._errors import InputError, InputFileError, WeanjError, say, wrapped
 from .._model import DTYPES, Example
 from .._places import Places
-from ._atomic import aside_path, atomic_path, locked
+from ._atomic import aside_path, atomic_path, locked, not_written
 from ._file_bytes import read_bytes
 
 # The seed notebook's record fields (docs/DESIGN.md makes them the benchmark file contract),
@@ -215,7 +215,7 @@ def write_results(
         with atomic_path(path, foreign="aside") as tmp:
             tmp.write_text(text + "\n")
     except OSError as e:
-        raise InputFileError(f"cannot write benchmark file {path} ({e.strerror or e})") from None
+        raise not_written("benchmark file ", path, e) from None
     return path
 
 
@@ -341,9 +341,7 @@ def merge(
         except OSError as e:
             if isinstance(e, WeanjError):
                 raise
-            raise InputFileError(
-                f"cannot update benchmark file {path} ({e.strerror or e})"
-            ) from None
+            raise not_written("the updated benchmark file ", path, e) from None
     return paths
 
 

@@ -29,7 +29,7 @@ from .._errors import InputError, InputFileError
 from .._model import Example, Inputs, from_arrays, shown
 from .._model._inputs import digest, stored_inputs
 from .._places import Places
-from ._atomic import atomic_path
+from ._atomic import atomic_path, not_written
 from ._h5 import read_array, read_attributes, write_array, write_attributes
 from ._safeh5 import parsed, trust_file
 
@@ -95,7 +95,7 @@ def write_inputs_file(
                 write_attributes(f, file_attributes(inputs, seed, origin))
             trust_file(tmp)  # weanj wrote these bytes itself: no need to probe them on reading
     except OSError as e:
-        raise InputFileError(f"cannot write inputs file {path} ({e.strerror or e})") from None
+        raise not_written("inputs file ", path, e) from None
     return path
 
 

@@ -15,6 +15,10 @@ times stay honest). What the cache saved is an estimate: JAX's own
 entries, so that event is minus the retrieval time), so the folder keeps a ledger,
 `weanj-compile-ledger.json`, of the programs compiled into it and the seconds they took;
 saved ≈ programs served × the ledger's seconds per program − the retrieval time.
+
+A cache that cannot be written (a full disk) costs nothing but the keeping: JAX warns
+for every program it could not keep, two lines of its own each; weanj says it once, in
+one line naming the folder and why (`_one_line_for_failed_writes`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +42,7 @@ RETRIEVAL_EVENT = "/jax/compilation_cache/cache_retrieval_time_sec"
 HIT_EVENT = "/jax/compilation_cache/cache_hits"
 REQUEST_EVENT = "/jax/compilation_cache/compile_requests_use_cache"
 LEDGER = "weanj-compile-ledger.json"
+FAILED_WRITE = "Error writing persistent compilation cache entry"  # JAX's warning, per program
 
 
 def cache_dir(root: Path | None = None) -> Path | None:
@@ -106,7 +113,39 @@ def enable(root: Path | None = None) -> Path | None:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
         _state["dir"] = folder
+        _one_line_for_failed_writes()
         return folder
+
+
+def _one_line_for_failed_writes() -> None:
+    """JAX's warning for a program it could not keep in the cache, shown by weanj as one
+    line, once per folder (`weanj: note: cannot keep compiled programs in FOLDER: no
+    space left on the device ...`); every other warning is shown as before. Installed
+    once per process, around whatever shows warnings then."""
+    if _state.get("hooked"):
+        return
+    _state["hooked"] = True
+    shown = warnings.showwarning
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        text = str(message)
+        if not text.startswith(FAILED_WRITE):
+            return shown(message, category, filename, lineno, file, line)
+        folder = _state["dir"]
+        if folder in _state.setdefault("failed", set()):
+            return None
+        _state["failed"].add(folder)
+        from .._errors import say
+        from ._atomic import why_not_written
+
+        why = why_not_written(OSError(text.partition("': ")[2] or text))
+        say(
+            f"weanj: note: cannot keep compiled programs in {folder}: {why} "
+            "(WEANJ_COMPILATION_CACHE moves the cache)"
+        )
+        return None
+
+    warnings.showwarning = showwarning
 
 
 @dataclass
@@ -230,6 +269,57 @@ def compilations(where: Callable[[], str] = lambda: "") -> Iterator[list[tuple[s
         yield found
     finally:
         monitoring.unregister_event_duration_listener(on_duration)
+
+
+# What a program costs before it runs: tracing the Python function, lowering the jaxpr to
+# MLIR, XLA's compilation (or the cache's loading).
+PREPARING = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    COMPILE_EVENT,
+)
+
+
+class RunningClock:
+    """`time.monotonic()` less the seconds JAX spent tracing, lowering and compiling since
+    it was made (nested spans counted once: a `jit` traced inside another's trace), from
+    JAX's own time-span events: what `weanj fuzz` counts its `--seconds` on, so that a
+    loaded machine's compilations (each new shape or parameter value compiles anew) do not
+    eat its draws. Listening while `listening()` holds."""
+
+    def __init__(self) -> None:
+        self._spans: list[tuple[float, float]] = []
+        self._lock = threading.Lock()
+
+    def _on_span(self, event: str, start: float, end: float, **_) -> None:
+        if event in PREPARING:
+            with self._lock:
+                self._spans.append((start, end))
+
+    @property
+    def compiling_s(self) -> float:
+        """The seconds spent tracing, lowering and compiling so far (their union)."""
+        with self._lock:
+            spans = sorted(self._spans)
+        total, reach = 0.0, float("-inf")
+        for start, end in spans:
+            if end > reach:
+                total += end - max(start, reach)
+                reach = end
+        return total
+
+    def __call__(self) -> float:
+        return time.monotonic() - self.compiling_s
+
+    @contextlib.contextmanager
+    def listening(self) -> Iterator[RunningClock]:
+        from jax import monitoring
+
+        monitoring.register_event_time_span_listener(self._on_span)
+        try:
+            yield self
+        finally:
+            monitoring.unregister_event_time_span_listener(self._on_span)
 
 
 def clock() -> CompileClock:

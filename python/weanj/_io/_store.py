@@ -31,7 +31,7 @@ from .._environment import now
 from .._errors import InputFileError, WeanjError
 from .._model import Gradient
 from .._places import PRODUCED, RECORDED, Places
-from ._atomic import aside_path, atomic_path
+from ._atomic import aside_path, atomic_path, not_written
 from ._gradient_files import FORMAT, read_gradient_file
 from ._h5 import array_sha256, write_array, write_attributes
 from ._safeh5 import trust_file
@@ -205,7 +205,5 @@ def write_gradient(
     except OSError as e:
         if isinstance(e, WeanjError):
             raise
-        raise InputFileError(
-            f"cannot write gradient file {target} ({e.strerror or e}); choose a writable place"
-        ) from None
+        raise not_written("gradient file ", target, e, "; choose a writable place") from None
     return target

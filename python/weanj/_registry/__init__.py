@@ -20,18 +20,13 @@ from typing import Any
 
 from .. import _x64
 from .._context import Registry, current, loose, record
-from .._errors import (
-    DefinitionError,
-    InputError,
-    UnavailableError,
-    UnknownNameError,
-    with_list,
-    wrapped,
-)
+from .._errors import DefinitionError, InputError, UnavailableError, wrapped
 from .._model import Catalog, Example, Expected, Variant
-from .._model._names import closest as closest  # the front door's "did you mean"
 from .._project import ProjectConfig, in_a_project, project_config
 from ._loading import load
+from ._names import closest as closest
+from ._names import suggest, unknown_example, unknown_variant
+from ._reloading import reload_changed
 
 
 def _table() -> Registry:
@@ -181,11 +176,6 @@ def project() -> ProjectConfig:
 # --- the front door: names to objects ----------------------------------------------------
 
 
-def _suggest(name: Any, known) -> str:
-    meant = closest(name, known)
-    return f"; did you mean {meant}?" if meant else ""
-
-
 def example_names() -> list[str]:
     """The names of all examples of the current project."""
     return sorted(_loaded().examples)
@@ -200,21 +190,24 @@ def example(name: str | Example) -> Example:
     try:
         return registry.examples[name]
     except (KeyError, TypeError):
-        config = project_config()  # as it is now: the folder a user would look in
-        tables = registry.variants.items()
-        owners = [ex for ex, table in tables if isinstance(name, str) and name in table]
-        hint = (
-            f"; {name} is a variant of {owners[0]}: weanj check {owners[0]} --variants {name}"
-            if owners
-            else _suggest(name, registry.examples)
-        )
-        head = f"unknown example {name!r} in {config.describe()}{hint}"
-        known = sorted(registry.examples)
-        raise UnknownNameError(with_list(head, "known examples", known)) from None
+        tables = {ex: registry.variants.get(ex, {}) for ex in registry.examples}
+        # the project as it is now: the folder a user would look in
+        raise unknown_example(name, project_config(), tables) from None
 
 
-def catalog(name: str | Example) -> Catalog:
-    """An example with its variants, kink declarations and fuzz strategies."""
+def refresh(say: Callable[[str], None] | None = None) -> list[str]:
+    """The current project loaded, and its example modules whose code changed on disk
+    since this process imported them reloaded (`_reloading`), saying so (`say`: default
+    stderr): a check judges the code as it is now. **Returns** the modules reloaded."""
+    load()
+    return reload_changed(current(), *(() if say is None else (say,)))
+
+
+def catalog(name: str | Example, *, fresh: bool = True) -> Catalog:
+    """An example with its variants, kink declarations and fuzz strategies; with `fresh`,
+    its project's changed modules reloaded first (`refresh`)."""
+    if fresh:
+        refresh()
     ex = example(name)
     registry = _table()
     kinks = {pair: why for (owner, pair), why in registry.at_kinks.items() if owner == ex.name}
@@ -238,7 +231,7 @@ def _declarations(ex: Example, variants: tuple[Variant, ...]) -> tuple[Expected,
             if name is not None and name not in table:
                 raise DefinitionError(
                     f"{ex.name}: weanj.Expected names {name!r}, which is not a variant of "
-                    f"{ex.name}{_suggest(name, table)}"
+                    f"{ex.name}{suggest(name, table)}"
                 )
         if e.against is not None and table[e.against].family != table[e.variant].family:
             raise DefinitionError(
@@ -258,8 +251,9 @@ def catalogs(names: list[str] | tuple[str, ...] | str | None = None) -> list[Cat
     order given; an unknown name is one error listing the known ones, before any work."""
     if isinstance(names, str):
         names = [names]
+    refresh()
     chosen = list(names) if names else example_names()
-    return [catalog(n) for n in dict.fromkeys(chosen)]
+    return [catalog(n, fresh=False) for n in dict.fromkeys(chosen)]
 
 
 def registered_variant(example_name: str | Example, name: str) -> Variant:
@@ -269,8 +263,7 @@ def registered_variant(example_name: str | Example, name: str) -> Variant:
     try:
         return table[name]
     except (KeyError, TypeError):
-        head = f"unknown variant {name!r} of {ex.name}{_suggest(name, table)}"
-        raise UnknownNameError(with_list(head, "known variants", table)) from None
+        raise unknown_variant(name, ex.name, table) from None
 
 
 def variant(example_name: str | Example, name: str) -> Variant:

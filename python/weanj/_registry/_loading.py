@@ -18,6 +18,7 @@ from .._project import BUILTIN, ProjectConfig
 from .._sources import code_digest
 from .._x64_modules import settle as settle_x64
 from .._x64_modules import start_of, tracer
+from ._names import keep as keep_names
 
 
 def import_example_module(module: str, where: str) -> None:
@@ -58,8 +59,10 @@ def import_example_module(module: str, where: str) -> None:
         raise import_error(module, where, e) from None
     finally:
         registry.loading = None
-    for name in set(registry.examples) - set(before):  # as imported: the records' key
-        object.__setattr__(registry.examples[name], "code", code_digest(module, roots))
+    digest = code_digest(module, roots)  # as imported: the records' key, and a reload's
+    registry.digests[module] = digest
+    for name in set(registry.examples) - set(before):
+        object.__setattr__(registry.examples[name], "code", digest)
 
 
 def modules_to_load(config: ProjectConfig) -> list[tuple[str, str]]:
@@ -111,6 +114,8 @@ def load() -> None:
                 import_example_module(module, where)
     registry.loaded = True
     settle_x64(project, seen)
+    listed = [m for m, _ in modules_to_load(project.config)]
+    keep_names(project.config, registry, listed)  # the command line's refusals before JAX
 
 
 def import_error(module: str, where: str, e: BaseException) -> BaseException:

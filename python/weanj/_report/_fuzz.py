@@ -121,6 +121,8 @@ def report_lines(cat: Catalog, result: Any, here: Places) -> list[str]:
         )
     # A seeded run's report is a function of its seed: no wall-clock figure in it.
     took = "" if result.seeded else f" in {result.seconds:.0f} s"
+    if took and result.compiling_s >= 0.5:
+        took += f" (and {result.compiling_s:.0f} s compiling)"
     out.append(
         f"fuzz {cat.name}: {verdict} — {result.draws} draw(s){took}{budget}; "
         f"{len(failed)} of {len(result.pairs)} pair(s) disagree"

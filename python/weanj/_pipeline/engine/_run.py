@@ -47,7 +47,7 @@ from ..._judge._verdict import CaseJudgement, ExampleJudgement
 from ..._model import DTYPES, Catalog, Gradient, Inputs, Variant
 from ..._places import Places
 from ..._project import project_config, time_limit
-from ..._watch import Watch
+from ..._watch import Said, Watch
 from ..evaluation._evaluate import evaluate as evaluate_variant
 from ..executors._executors import InProcess, RunRequest
 from ..records._records import Records
@@ -129,7 +129,8 @@ class CheckRun:
         # the time limit of each call: `timeout` where given (0: none), else the project's
         self.timeout = time_limit(timeout, config or _config_at(places)) if live else None
         self.save = save and live
-        self.say = say
+        # every line of the run through one `Said`: the heartbeat counts silence from it
+        self.say = say if isinstance(say, Said) else Said(say)
         self.live = live
         self.every_example = every_example
         self.require = set((getattr(config, "require", ()) or ()) if require is None else require)
@@ -148,10 +149,11 @@ class CheckRun:
         self.records = Records(places, config, fresh=fresh) if live and keep else None
         self.plans = {cat.name: self._plan_of(cat, faults) for cat in self.catalogs}
         if live and progress:
-            self.stream.listen(self._progress_of(say, verbose))
+            self.stream.listen(self._progress_of(self.say, verbose))
         for listener in listeners:
             self.stream.listen(listener)
         self._session: Session | None = None
+        self._asked: RunRequest | None = None  # what a live run asked of its executor
 
     def _plan_of(self, cat: Catalog, faults: Callable | None) -> Plan | WeanjError:
         """The example's plan (`read_plan`), or why it cannot be checked; the store run's
@@ -225,6 +227,7 @@ class CheckRun:
                     records=self.records,
                     fd=self.fd,
                 )
+                self._asked = asked
                 self._session = self._stack.enter_context(self.executor.session(asked))
         return self._session
 
@@ -259,8 +262,9 @@ class CheckRun:
             session = self.session
             started = time.perf_counter()
             ej = judge_plan(p, session, self.stream.emit)
-            if self.live:
-                ej.seconds = time.perf_counter() - started
+            if self.live:  # an engine that evaluated beforehand: its evaluations' seconds
+                elsewhere = self._asked.elsewhere_s if self._asked is not None else {}
+                ej.seconds = time.perf_counter() - started + elsewhere.get(cat.name, 0.0)
             if self.records is not None:
                 self.records.flush()
                 if self.save:

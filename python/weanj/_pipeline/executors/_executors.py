@@ -36,7 +36,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..._errors import InputError
@@ -62,7 +62,9 @@ class RunRequest:
     it}), the time limit of each call (`timeout`, None: none), where lines go (`say`),
     where its evaluations' events go (`emit`: `_judge._events`; None: nowhere), how paths
     are shown (`shown_path`), its evaluation `records` (or None) and whether central
-    differences go beside every gradient check (`fd`)."""
+    differences go beside every gradient check (`fd`). An engine that evaluates before
+    the judge asks adds each example's evaluation seconds to `elsewhere_s`, which the
+    run's progress counts as the example's (its judging alone takes no time)."""
 
     plans: dict
     timeout: float | None
@@ -71,6 +73,7 @@ class RunRequest:
     shown_path: Callable
     records: Any
     fd: bool = False
+    elsewhere_s: dict[str, float] = field(default_factory=dict)
 
     def open_session(self, records: Any, said: set | frozenset = frozenset()) -> Session:
         """The `Session` an engine opens for this run: its limit, lines and paths, with
@@ -183,9 +186,9 @@ def _across_processes(
                 timeout=asked.timeout,
                 shown_path=asked.shown_path,
             )
-            delivered.deliver(s.variant, plan.inputs, s.dtype, found)
-            seconds = f"{time.perf_counter() - t0:.1f} s"
-            counter.line(s.variant, s.dtype, found, seconds, f"{processes} processes")
+            seconds = time.perf_counter() - t0
+            delivered.deliver(s.variant, plan.inputs, s.dtype, found, seconds=seconds)
+            counter.line(s.variant, s.dtype, found, f"{seconds:.1f} s", f"{processes} processes")
             done.add(_label_key(s.variant, s.dtype))
     return done
 
@@ -204,7 +207,7 @@ class InProcess:
     def session(self, asked: RunRequest) -> Iterator[Session]:
         records, said = asked.records, set()
         if self.processes:
-            delivered = DeliveredRecords(records)
+            delivered = DeliveredRecords(records, asked.elsewhere_s)
             counter = _Counter(asked.emit)
             said = _across_processes(asked, delivered, self.processes, counter, self.config.root)
             records = delivered
@@ -223,14 +226,20 @@ class DeliveredRecords:
     """What the engine brought back, answering the session as evaluation records do: its
     `recall` gives a delivered evaluation, its `recall_check` a delivered check's numbers
     (which go into the real records as a live check's do). Anything not delivered is the
-    real records' business (and, where they have none, the session computes it here)."""
+    real records' business (and, where they have none, the session computes it here).
+    `seconds`: each example's evaluation seconds, added to as they are delivered."""
 
-    def __init__(self, records: Any):
+    def __init__(self, records: Any, seconds: dict[str, float] | None = None):
         self.records = records
         self.outcomes: dict[tuple, Gradient | Fault] = {}
         self.checks: dict[tuple, dict] = {}
+        self.seconds = {} if seconds is None else seconds
 
-    def deliver(self, variant: Variant, inputs: Inputs, dtype: str, found, checks=None) -> None:
+    def deliver(
+        self, variant: Variant, inputs: Inputs, dtype: str, found, checks=None, seconds=0.0
+    ) -> None:
+        name = variant.example.name
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
         self.outcomes[(*_label_key(variant, dtype), inputs.key(dtype))] = found
         for (kind, array), numbers in (checks or {}).items():
             self.checks[(*_label_key(variant, dtype), kind, array)] = numbers
@@ -277,7 +286,7 @@ class Arrivals:
         self, item: tuple, found, checks=None, seconds=0.0, where="", running=None, kept=True
     ) -> None:
         v, inputs, dtype = item
-        self.delivered.deliver(v, inputs, dtype, found, checks)
+        self.delivered.deliver(v, inputs, dtype, found, checks, seconds)
         if kept and self.delivered.records is not None:
             self.delivered.records.keep(v, inputs, dtype, found, checks)
         self.counter.line(v, dtype, found, f"{seconds:.1f} s", where, running)
@@ -313,7 +322,7 @@ class Remote:
 
     @contextlib.contextmanager
     def session(self, asked: RunRequest) -> Iterator[Session]:
-        delivered = DeliveredRecords(asked.records)
+        delivered = DeliveredRecords(asked.records, asked.elsewhere_s)
         counter = _Counter(asked.emit)
         across = set()
         if self.processes:

@@ -36,11 +36,11 @@ class KeyParts:
         if module not in self._code:
             now_on_disk = code_digest(module, self.config.roots)
             imported = variant.example.code
-            if imported and imported != now_on_disk:  # the process runs the code as imported
+            if imported and imported != now_on_disk:  # edited since the check reloaded it
                 self.notes.append(
-                    f"note: {module} (or a module it imports) changed since this process "
-                    "imported it: its evaluations use the code as imported; restart the kernel, "
-                    "or run `weanj check`, to check the edit"
+                    f"note: {module} (or a module it imports) changed during this check: its "
+                    "evaluations use the code as the check began with; check again to judge "
+                    "the edit"
                 )
             self._code[module] = imported or now_on_disk
         extra = []

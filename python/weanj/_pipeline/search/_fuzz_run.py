@@ -64,7 +64,8 @@ class Fuzzed:
     seeded: bool = False  # the seed was given: no database, no clock in the report
     findings: list[Finding] = field(default_factory=list)
     tally: Tally = field(default_factory=Tally)
-    seconds: float = 0.0
+    seconds: float = 0.0  # on the run's clock (the command's: compilation not counted)
+    compiling_s: float = 0.0  # beside them: tracing, lowering and compiling
     out_of_time: bool = False
     cut_short: bool = False  # the time ran out while a failure was being shrunk
     left_out: dict[str, str] = field(default_factory=dict)
@@ -155,17 +156,16 @@ def _first_draws(run: _Run) -> None:
         run.result.tally.count(draw)
         new = [pair for pair in draw.failing if pair not in run.failures.first]
         run.failures.note(draw, how)
-        if not new:
-            continue
-        if how == "shared inputs":  # check's own case: reported as it is, at once
-            run.say(f"  {how}: {_names(new)} disagree")
-            run.report(draw.only(new), None, how)
-            run.remaining = [p for p in run.remaining if (p[0].label, p[1].label) not in new]
-            run.failures.forget(new)  # reported: out of the search's accounts
+        if not new or how == "shared inputs":  # check's own case: reported as it is, at once
+            run.told(draw)
         else:
             # Hypothesis shrinks what it draws, never these first draws: the pair goes on
             # into the search for a smaller case, and is reported on the smallest found.
-            run.say(f"  {case.source}: {_names(new)} disagree (searching for a smaller case)")
+            run.told(draw, f" ({_names(new)}: searching for a smaller case)")
+        if new and how == "shared inputs":
+            run.report(draw.only(new), None, how)
+            run.remaining = [p for p in run.remaining if (p[0].label, p[1].label) not in new]
+            run.failures.forget(new)  # reported: out of the search's accounts
 
 
 def _searches(run: _Run, database: bool) -> None:
@@ -187,6 +187,7 @@ def _searches(run: _Run, database: bool) -> None:
             seed=run.seed + rounds * SEEDS,  # each round its own draws, from the run's seed
             database=database,
             first_index=result.draws,
+            told=run.told,
         )
         rounds += 1
         result.tally.add(s.tally)
@@ -217,6 +218,15 @@ class _Run:
     max_examples: int
     say: Callable[[str], None]
     failures: Failures = field(default_factory=Failures)
+
+    def told(self, draw: Draw, note: str = "") -> None:
+        """One line per draw judged, with the values drawn (`draw 3: n = 17, T = 39, seed
+        5: agree`), so that a run says what it tried; `note` after it."""
+        failing = _names(draw.failing)
+        said = f"{failing} disagree" if failing else "agree"
+        if draw.alike:
+            said += f" ({_names(draw.alike)}: NaN/Inf on both sides)"
+        self.say(f"  draw {draw.index + 1}: {draw.case.describe()}: {said}{note}")
 
     def report(self, draw: Draw, first: Draw | None, how: str) -> None:
         """A finding, its case written to `results/EX/cases/`."""

@@ -224,11 +224,12 @@ def search(
     seed: int,
     database: bool,
     first_index: int = 0,
+    told: Callable[[Draw], None] = lambda draw: None,
 ) -> Search:
     """One Hypothesis run over `pairs`, its draws from `seed` (each run of a fuzz run takes
     its own: `S + k·2^32` for the k-th), shrinking the failures it finds; with
     `database`, the failures kept in `results/.weanj-fuzz/` are replayed first (and new
-    ones kept)."""
+    ones kept). Each draw judged is `told` (a replayed one, judged before, is not)."""
     from hypothesis import given
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
@@ -251,6 +252,7 @@ def search(
             draw = judge_draw(session, cat, pairs, case, budget)
             draw.index = first_index + found.tally.draws
             found.tally.count(draw)
+            told(draw)
             if draw.failing:
                 found.failing.append(draw)
             judged[key] = draw
