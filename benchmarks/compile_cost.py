@@ -48,7 +48,7 @@ import weanj
 from weanj._io import _jax_cache
 from weanj._model import DTYPES, Functions
 from weanj._pipeline.engine._cases import judge_plan, read_plan
-from weanj._pipeline.engine._session import Session
+from weanj._pipeline.session._session import Session
 from weanj._places import places
 from weanj._registry import catalogs
 

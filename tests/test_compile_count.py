@@ -17,7 +17,7 @@ from collections import Counter
 
 from weanj._io import _jax_cache
 from weanj._pipeline.engine._cases import judge_plan, read_plan
-from weanj._pipeline.engine._session import Session
+from weanj._pipeline.session._session import Session
 from weanj._places import places
 from weanj._registry import catalog
 

@@ -16,7 +16,7 @@ import pytest
 import weanj
 from weanj import _registry
 from weanj._pipeline.engine._cases import judge_case, read_plan
-from weanj._pipeline.engine._session import Session
+from weanj._pipeline.session._session import Session
 from weanj._places import places
 
 from .toy_kernels import random_xy, xy_example

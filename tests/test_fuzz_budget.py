@@ -24,7 +24,7 @@ import pytest
 import weanj
 from weanj import _registry
 from weanj._commands import fuzz as fuzz_command
-from weanj._pipeline.engine import _session
+from weanj._pipeline.session import _session
 
 from .helpers import assert_one_line_error
 
@@ -267,9 +267,9 @@ def test_draws_of_one_shape_reuse_the_compiled_programs(project):
     from jax._src import dispatch
 
     from weanj._model import VariantRun
-    from weanj._pipeline.engine._session import Session
     from weanj._pipeline.search._fuzz_search import Budget, judge_draw
     from weanj._pipeline.search._minimal_case import sized_case
+    from weanj._pipeline.session._session import Session
 
     ex, a, b = two_ports(SHAPES)
     try:

@@ -19,7 +19,7 @@ import weanj
 from weanj import _registry
 from weanj._cli import main
 from weanj._pipeline.engine._cases import judge_case, read_plan
-from weanj._pipeline.engine._session import Session
+from weanj._pipeline.session._session import Session
 from weanj._places import places
 from weanj._report._text import summary
 

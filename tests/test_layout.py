@@ -121,6 +121,33 @@ def test_the_rooms_form_no_cycle_and_stand_on_at_most_eight_levels():
     assert levels["_io"] < levels["_pipeline"]
 
 
+# `_pipeline`'s subpackages, bottom up: each imports only from those before it (docs/DESIGN.md §13)
+PIPELINE = ("evaluation", "session", "checks", "records", "executors", "engine", "search", "bench")
+
+
+def _pipeline_room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "_pipeline" else None
+
+
+def test_the_pipelines_subpackages_point_one_way():
+    """Each subpackage of `_pipeline` is a room of its own: no import points back up the
+    order of `PIPELINE` (the session below the checks, the records and the executors that
+    hand it on; the engine above them all), so no two import each other."""
+    graph = _graph()
+    rooms = {_pipeline_room(m) for m in graph} - {None}
+    assert rooms == set(PIPELINE), rooms
+    up = sorted(
+        (m, t)
+        for m, targets in graph.items()
+        for t in targets
+        if _pipeline_room(m)
+        and _pipeline_room(t)
+        and PIPELINE.index(_pipeline_room(t)) > PIPELINE.index(_pipeline_room(m))
+    )
+    assert not up, up
+
+
 def test_no_command_imports_another():
     graph = _graph()
     commands = {m for m in graph if m.startswith("weanj._commands.")}

@@ -21,8 +21,8 @@ import weanj
 from weanj import _registry
 from weanj._io import _jax_cache
 from weanj._pipeline.engine._cases import judge_plan, read_plan
-from weanj._pipeline.engine._session import Session
 from weanj._pipeline.evaluation._calls import for_checks
+from weanj._pipeline.session._session import Session
 from weanj._places import places
 
 NAME = "94-one-program"

@@ -20,7 +20,7 @@ import weanj
 from weanj._judge import _verdict
 from weanj._model import Functions
 from weanj._model._variant import CALLS, Checked
-from weanj._pipeline.engine import _session
+from weanj._pipeline.session import _session
 from weanj._watch import Said, Watch
 
 from .helpers import SMOOTH, registered_smooth

@@ -182,7 +182,7 @@ def test_the_heartbeat_while_a_call_lasts(clock):
 def test_check_prints_the_heartbeat_of_a_long_compile(project, capsys, monkeypatch):
     """A compile heard from after 0.3 s: it lasts until its first beat was printed (it
     used to last 1.2 s, and a busy machine could starve the beat)."""
-    from weanj._pipeline.engine import _session
+    from weanj._pipeline.session import _session
 
     beat = threading.Event()
 

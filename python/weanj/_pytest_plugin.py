@@ -110,9 +110,9 @@ def _fuzz_pair(catalog, a, b, draws: int) -> str | None:
     from hypothesis.configuration import set_hypothesis_home_dir
 
     from ._pipeline.engine._cases import fuzz_id
-    from ._pipeline.engine._session import Session
     from ._pipeline.search._fuzz_draws import pair_seed, replay_command
     from ._pipeline.search._fuzz_run import run_fuzz
+    from ._pipeline.session._session import Session
     from ._places import places
     from ._report._fuzz import report_lines
 

@@ -25,7 +25,7 @@ from weanj._model import from_arrays
 from weanj._model._verdicts import Verdict
 from weanj._pipeline.checks._remainders import taylor
 from weanj._pipeline.engine._cases import build_plan, judge_case
-from weanj._pipeline.engine._session import Session
+from weanj._pipeline.session._session import Session
 from weanj._registry import catalog, unregister_example
 from weanj._report._text import message
 

@@ -21,7 +21,7 @@ import pytest
 import weanj
 from weanj._model._verdicts import Verdict
 from weanj._pipeline.engine._cases import judge_case, read_plan, subject_outcome
-from weanj._pipeline.engine._session import Session
+from weanj._pipeline.session._session import Session
 from weanj._places import places
 from weanj._registry import catalog
 from weanj._report._text import message

@@ -26,7 +26,7 @@ A loss JAX cannot push forward (a `custom_vjp` inside, a primitive without a JVP
 found while the program is traced (`_forward_mode`), before anything compiles; its runs
 then go to a reverse-mode program built the same way (`reverse`: `jax.vjp` in the
 derivatives' branch, the plain loss in the other), and its jvp check borrows a family
-member's numbers (`_pipeline.engine._donors`). A backend with no forward mode of its own
+member's numbers (`_pipeline.session._donors`). A backend with no forward mode of its own
 (Enzyme-JAX's variants) has that reverse-mode program from the start. Before any
 evaluation in this process (its numbers came from a record) the variant's `loss` program
 serves the loss-only calls: a loss compiles in less time than the program that would

@@ -52,9 +52,9 @@ from .._io import _inputs, _jax_cache
 from .._model import Catalog, Example, Inputs, Param, VariantRun
 from .._model._verdicts import Verdict
 from .._pipeline.engine._cases import PairOutcome, judge_pair_on
-from .._pipeline.engine._session import Session
 from .._pipeline.search._bisection import smallest_size, smallest_value
 from .._pipeline.search._minimal_case import Case, declared_line
+from .._pipeline.session._session import Session
 from .._places import places
 from .._project import time_limit
 from .._report._lines import ranges_text

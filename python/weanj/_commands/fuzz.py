@@ -44,7 +44,6 @@ from .._backends._placement import present
 from .._errors import InputError, UnavailableError, WeanjError
 from .._io import _inputs, _jax_cache
 from .._model import DTYPES, Catalog, VariantRun
-from .._pipeline.engine._session import Session
 from .._pipeline.search._fuzz_draws import (
     MAX_EXAMPLES,
     SEEDS,
@@ -54,6 +53,7 @@ from .._pipeline.search._fuzz_draws import (
 )
 from .._pipeline.search._fuzz_run import Fuzzed, run_fuzz
 from .._pipeline.search._minimal_case import declared_line
+from .._pipeline.session._session import Session
 from .._places import Places, places
 from .._project import time_limit
 from .._report._fuzz import drawn_text, report_lines

@@ -10,7 +10,7 @@ from .._errors import VariantError
 from .._io import _inputs, _store
 from .._judge._contract import Fault
 from .._model import Catalog
-from .._pipeline.engine._session import Session
+from .._pipeline.session._session import Session
 from .._places import places
 
 

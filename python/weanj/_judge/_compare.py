@@ -138,7 +138,7 @@ class ArrayComparison:
     def beyond_tolerance(self) -> bool:
         """Some entry, or the loss, differs by more than the relative tolerance alone
         allows (finite numbers): where the rounding floors may decide, and a check gathers
-        the runs' rounding levels (`_pipeline.engine._pair_rule.judge_pair_of`)."""
+        the runs' rounding levels (`_pipeline.session._pair_rule.judge_pair_of`)."""
         if self.nonfinite:
             return False
         tol = self.tolerance

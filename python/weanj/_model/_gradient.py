@@ -100,7 +100,7 @@ class Gradient:
     configuration: Any = field(default=None, compare=False)
     # whether `noise` was measured: True (measured, or a file's, as it holds them), False
     # (an evaluation whose levels a check gathers where a comparison needs them:
-    # `_pipeline.engine._session.Session.levels`)
+    # `_pipeline.session._session.Session.levels`)
     levels_measured: bool = True
     # computed by a weanj evaluation (a run, its record, or a store file it wrote), not
     # arrays a user saved

@@ -38,8 +38,8 @@ from ..._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance, entry_level
 from ..._judge._taylor import TaylorResult
 from ..._model import Catalog, Example, Gradient, Inputs
 from ..._model._verdicts import CaseKind, Verdict
-from ..engine._donors import pushed
 from ..evaluation._levels import backward_level
+from ..session._donors import pushed
 from ._remainders import counted, fd_check, taylor_arrays
 
 # --- the checks of one variant's gradient, as judgements -------------------------------------

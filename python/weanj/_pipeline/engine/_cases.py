@@ -44,10 +44,10 @@ from ..._places import Places
 from ..checks._gradchecks import CHECKS
 from ..evaluation._evaluate import configuration_of
 from ..evaluation._on_device import label_of
+from ..session._pair_rule import judge_pair_of
+from ..session._session import Session
 from . import _device_cases as device_cases
 from ._evidence import with_evidence
-from ._pair_rule import judge_pair_of
-from ._session import Session
 
 # The table itself is built in `_table` (its subjects, cases and ids); these are its names.
 from ._table import (  # noqa: F401 (re-exported: the case table's names, one place to import)

@@ -31,7 +31,7 @@ from ..._judge._verdict import CaseJudgement
 from ..._model import DeviceProvenance, Gradient
 from ..._model._verdicts import Verdict
 from ..evaluation._on_device import CPU, CPU_ONLY, HIGHEST, device_label
-from ._pair_rule import judge_pair_of
+from ..session._pair_rule import judge_pair_of
 
 
 def on_devices(variant: Any) -> bool:

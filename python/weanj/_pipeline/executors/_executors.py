@@ -43,8 +43,8 @@ from ..._errors import InputError
 from ..._judge._contract import Fault
 from ..._judge._events import EvaluationFinished
 from ..._model import Gradient, Inputs, Variant
-from ..engine._session import Session
 from ..evaluation._on_device import label_of
+from ..session._session import Session
 
 SCHEDULER_VARIABLE = "DASK_SCHEDULER_ADDRESS"
 

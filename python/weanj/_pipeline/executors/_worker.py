@@ -27,8 +27,8 @@ from ..._errors import WeanjError
 from ..._judge._contract import Fault
 from ..._model import Distributed, Gradient, Inputs
 from ..._model._verdicts import GRADIENT_CHECKS
-from ..engine._session import Session
 from ..evaluation._evaluate import first_line
+from ..session._session import Session
 from ._executors import clock_figures
 
 # --- a Dask worker ---------------------------------------------------------------------------

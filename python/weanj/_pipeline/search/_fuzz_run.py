@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from ..._io import _inputs
 from ..._model import Catalog, Example, Inputs, VariantRun
 from ..._places import Places
-from ..engine._session import Session
+from ..session._session import Session
 from . import _fuzz_search as engine  # by its module: a test may watch `judge_draw`
 from ._fuzz_draws import MAX_EXAMPLES, SEEDS, first_cases
 from ._fuzz_search import Budget, Draw, OutOfTime, Pair, Tally

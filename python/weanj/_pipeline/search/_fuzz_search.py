@@ -38,7 +38,7 @@ from ..._model import Catalog
 from ..._model._verdicts import Verdict
 from ..._places import Places
 from ..engine._cases import PairOutcome, judge_pair_on
-from ..engine._session import Session
+from ..session._session import Session
 from ._fuzz_draws import draw_case, no_local_constants
 from ._minimal_case import Case
 
