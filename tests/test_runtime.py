@@ -30,6 +30,10 @@ JAX_OUTSIDE_BACKENDS = {
     "_interrupts.py",
     "_io/_jax_cache.py",
     "_pipeline/executors/_jax_processes.py",  # the jax.distributed executor's process
+    # float32's rounding of a JAX program, emulated: its jaxpr interpreted, when a level
+    # is measured (a program transformation of JAX's, for any backend's JAX program)
+    "_pipeline/evaluation/_emulation.py",
+    "_pipeline/evaluation/_lockstep.py",
 }
 
 

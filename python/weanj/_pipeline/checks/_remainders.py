@@ -126,6 +126,7 @@ def _in_units(d: TaylorDirection, h0: float) -> TaylorDirection:
         nonfinite=d.nonfinite,
         slope=d.slope / h0,
         second=tuple((t * h0, v, rho) for t, v, rho in d.second),
+        behind=None if d.behind is None else (d.behind[0] * h0, *d.behind[1:]),
     )
 
 
