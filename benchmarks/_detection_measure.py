@@ -8,8 +8,9 @@ self-checks' smallest caught ε to the reference's.
 the largest, is caught (a catch further down, below a miss, is listed apart: `below`).
 **The ratio** of a check to the reference is 1 where both stop at the same grid point;
 where they do not, each threshold is bisected in log ε between its grid point and the
-half decade below it (`refined`), and the ratio is the thresholds' (a bound, `≤` or `≥`,
-where the half decade below the grid's smallest ε is caught too).
+half decade below it (`refined`; one not caught at the grid's top is first sought by half
+decades above it, `above`), and the ratio is the thresholds' (a bound, `≤` or `≥`, where
+the half decade below the grid's smallest ε is caught too).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ REFERENCE = "walk alone"
 SERIES = ("custom_vjp taylor", "grad= taylor", "grad= jvp", "grad= either")
 # the self-checks against the reference: Taylor alone, and everything `grad=` runs
 COMPARED = ("custom_vjp taylor", "grad= taylor", "grad= either")
-BISECTIONS = 4  # in log ε between two half decades: thresholds within 10^(1/32), 7.5 %
+BISECTIONS = 7  # in log ε between two half decades: thresholds within 10^(1/256), 0.9 %
 
 
 @dataclass(frozen=True)
@@ -165,16 +166,31 @@ def refined(decide: Callable[[float], bool], caught_eps: float, steps: int) -> t
     return hi, False
 
 
-def ratio(outcomes: Outcomes, series: str, smallest_of: dict, steps: int) -> dict:
-    """The series' smallest caught ε over the reference's (module docstring)."""
+def above(decide: Callable[[float], bool], largest: float) -> float | None:
+    """The first half decade above `largest` (the grid's top, not caught) that is caught,
+    up to a relative error of 1: where a ratio is needed beyond the grid's top."""
+    eps = largest
+    while eps < 1.0:
+        eps = min(eps * math.sqrt(10.0), 1.0)
+        if decide(eps):
+            return eps
+    return None
+
+
+def ratio(outcomes: Outcomes, series: str, smallest_of: dict, top: float, steps: int) -> dict:
+    """The series' smallest caught ε over the reference's (module docstring): 1 at the
+    same grid point; else each bisected below its smallest caught ε, sought above the
+    grid's `top` where that is not caught (infinite where not even ε = 1 is)."""
     mine, theirs = smallest_of[series], smallest_of[REFERENCE]
     if mine == theirs:
         return {"ratio": 1.0, "how": "same grid point"}
+    decide_mine, decide_theirs = outcomes.decide(series), outcomes.decide(REFERENCE)
+    mine = mine if mine is not None else above(decide_mine, top)
+    theirs = theirs if theirs is not None else above(decide_theirs, top)
     if mine is None or theirs is None:
-        missed = "the largest ε not caught by one"
-        return {"ratio": math.inf if mine is None else 0.0, "how": missed}
-    check, at_most = refined(outcomes.decide(series), mine, steps)
-    reference, at_least = refined(outcomes.decide(REFERENCE), theirs, steps)
+        return {"ratio": math.inf if mine is None else 0.0, "how": "not caught up to ε = 1"}
+    check, at_most = refined(decide_mine, mine, steps)
+    reference, at_least = refined(decide_theirs, theirs, steps)
     # a threshold below the grid's bottom is a bound: the check's bounds the ratio above,
     # the reference's below (never both: both at the bottom is the same grid point)
     bound = "≤" if at_most else ("≥" if at_least else "")
@@ -227,7 +243,7 @@ def measure(
         "grid": grid,
         "smallest": smallest_of,
         "below": {s: v for s, v in below.items() if v},
-        "ratios": {s: ratio(outcomes, s, smallest_of, steps) for s in compared},
+        "ratios": {s: ratio(outcomes, s, smallest_of, max(epsilons), steps) for s in compared},
     }
     if planting.kind == "element":
         record["index"] = list(planting.index)

@@ -32,10 +32,8 @@ check fails a correct gradient (nothing planted).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -175,10 +173,11 @@ def main() -> int:
 
     jax.config.update("jax_enable_x64", True)  # the gallery's examples are float64 programs
     say = (lambda line: None) if args.quiet else (lambda line: print(line, file=sys.stderr))
+    env = weanj.environment("cpu")
     print(
         f"smallest relative gradient error caught (float64 checks on the CPU); "
-        f"{platform.processor() or platform.machine()}, jax {jax.__version__}, "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"{env['cpu_model']} ({env['cpu_count']} cores), jax {env['jax']}, revision "
+        f"{env['git_revision']}, {env['date']}",
         flush=True,
     )
     abouts, records = {}, []
@@ -187,10 +186,10 @@ def main() -> int:
         records.extend(found)
         curvature = ", ".join(f"{a} {c:.1e}" for a, c in abouts[name]["curvature"].items())
         print(f"{name}: {abouts[name]['title']}; curvature ½h0²|dxᵀHdx|: {curvature}", flush=True)
-    return report(records, abouts, args)
+    return report(records, abouts, args, env)
 
 
-def report(records: list[dict], abouts: dict, args: argparse.Namespace) -> int:
+def report(records: list[dict], abouts: dict, args: argparse.Namespace, env: dict) -> int:
     """The table, the acceptance line, and `--json`; **Returns** the exit code."""
     bottom = min(measuring.EPSILONS)
     print("\n" + header())
@@ -210,7 +209,7 @@ def report(records: list[dict], abouts: dict, args: argparse.Namespace) -> int:
         print(f"  a correct gradient fails: {', '.join(alarms)}")
     if args.json:
         payload = {
-            "environment": weanj.environment("cpu"),
+            "environment": env,
             "command": sys.argv,
             "epsilons": list(measuring.EPSILONS),
             "kernels": abouts,
