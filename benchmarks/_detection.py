@@ -33,7 +33,7 @@ from _detection_kernels import Kernel
 
 import weanj
 from weanj._judge._directions import random_direction
-from weanj._pipeline.checks._remainders import taylor
+from weanj._pipeline.checks._remainders import taylor, taylor_arrays
 from weanj._registry import unregister_example
 
 WAYS = ("custom_vjp", "grad=")
@@ -183,28 +183,53 @@ class Bench:
 
         return loss
 
-    def reference(self, plants: dict[str, np.ndarray], array: str) -> str:
+    def reference(
+        self, plants: dict[str, np.ndarray], array: str, check_floor: bool = False
+    ) -> str:
         """The verdict of `array` tested alone, every step walked both ways (its policy,
-        its kink mask), on the gradient with these plants (once for the same plants of
-        `array`: the other arrays' do not enter it)."""
-        key = _key({array: plants[array]})
+        its kink mask), on the gradient with these plants (once for the same plants).
+        `check_floor`: under the rounding floor the check starts from (`free_floor`),
+        where `taylor` has none: a diagnosis of a difference between the two."""
+        key = (check_floor, *_key(plants if check_floor else {array: plants[array]}))
         if key not in self._walked:
-            self._walked[key] = self._reference(plants[array], array)
+            self._walked[key] = self._reference(plants, array, check_floor)
         return self._walked[key]
 
-    def _reference(self, plant: np.ndarray, array: str) -> str:
+    def _reference(self, plants: dict[str, np.ndarray], array: str, check_floor: bool) -> str:
         k = self.kernel
-        g = self.gradient[array] * (1 + plant)
-        result = taylor(
-            self.loss_of(array),
-            k.arrays[array],
-            g,
-            k.policy(array),
-            array=array,
-            mask=self.masks[array],
+        g = self.gradient[array] * (1 + plants[array])
+        if not check_floor:
+            result = taylor(
+                self.loss_of(array),
+                k.arrays[array],
+                g,
+                k.policy(array),
+                array=array,
+                mask=self.masks[array],
+                walk_every_step=True,
+            )
+            return str(result.judge()[0])
+        loss = self.loss_of(array)
+        result = taylor_arrays(
+            lambda xs: loss(xs.get(array, k.arrays[array])),
+            {array: k.arrays[array]},
+            {array: g},
+            {array: k.policy(array)},
+            {array: self.masks[array]},
+            floor=self.free_floor(plants),
             walk_every_step=True,
-        )
+        )[array]
         return str(result.judge()[0])
+
+    def free_floor(self, plants: dict[str, np.ndarray]) -> float:
+        """`ε·Σ|x·∂L/∂x|` over every wrt array, of the planted gradient: the rounding floor
+        a check's Taylor test starts from (`_levels.backward_level`, float64)."""
+        k = self.kernel
+        total = sum(
+            float(np.sum(np.abs(k.arrays[a]) * np.abs(self.gradient[a] * (1 + plants[a]))))
+            for a in k.wrt
+        )
+        return float(np.finfo(np.float64).eps) * total
 
 
 def curvature(kernel: Kernel, array: str) -> float:

@@ -29,6 +29,8 @@ from weanj._model._verdicts import Verdict
 # ε = 1e-2, 10^-2.5, 1e-3, ..., 1e-9: half decades
 EPSILONS = tuple(10.0 ** (-k / 2) for k in range(4, 19))
 REFERENCE = "walk alone"
+# a diagnosis where a check and the reference part: the walk under the check's own floor
+FLOOR_WALK = "walk alone, check's floor"
 # each way's checks: `custom_vjp` has no forward mode (its jvp is skipped: Taylor alone)
 SERIES = ("custom_vjp taylor", "grad= taylor", "grad= jvp", "grad= either")
 # the self-checks against the reference: Taylor alone, and everything `grad=` runs
@@ -136,9 +138,17 @@ class Outcomes:
             self._references[eps] = caught([self.bench.reference(plants, a) for a in planted])
         return self._references[eps]
 
+    def floor_reference(self, eps: float) -> bool | None:
+        """The reference under the check's own rounding floor (`Bench.reference`)."""
+        plants = self.planting.plants(self.bench.kernel, eps)
+        planted = self.planting.planted(self.bench.kernel)
+        return caught([self.bench.reference(plants, a, check_floor=True) for a in planted])
+
     def decide(self, series: str) -> Callable[[float], bool]:
         if series == REFERENCE:
             return lambda eps: bool(self.reference(eps))
+        if series == FLOOR_WALK:
+            return lambda eps: bool(self.floor_reference(eps))
         return lambda eps: bool(self.check(eps)[series])
 
 
@@ -198,6 +208,16 @@ def ratio(outcomes: Outcomes, series: str, smallest_of: dict, top: float, steps:
     return {**found, "check": check, "reference": reference}
 
 
+def _threshold(outcomes: Outcomes, series: str, epsilons, steps: int) -> dict:
+    """`series`' smallest caught ε on the grid and its threshold, bisected below it (or
+    sought above the grid's top)."""
+    decide = outcomes.decide(series)
+    found = smallest({eps: decide(eps) for eps in epsilons})
+    start = found if found is not None else above(decide, max(epsilons))
+    threshold = None if start is None else refined(decide, start, steps)[0]
+    return {"smallest": found, "threshold": threshold}
+
+
 def _scan(outcomes: Outcomes, names: tuple[str, ...], epsilons, stop_after: int | None):
     """The grid's rows from the largest ε down; with `stop_after`, ended once every
     series has missed that many ε in a row (the rest is not computed)."""
@@ -221,7 +241,9 @@ def measure(
     """One planting's record: its outcome with nothing planted (`baseline`: nothing
     should be caught), at every ε of the grid (from the largest; with `stop_after`, down
     to where every series has missed that many in a row), each series' smallest caught
-    ε (and any catch below a miss), and the compared series' ratios to the reference."""
+    ε (and any catch below a miss), and the compared series' ratios to the reference;
+    where a Taylor test and the reference part, the reference under the check's floor
+    (`FLOOR_WALK`: what the check's own rounding floor would let the walk see)."""
     outcomes = Outcomes(bench, planting)
     ways = bench.ways
     series = tuple(s for s in SERIES if s.split()[0] in ways)
@@ -245,6 +267,8 @@ def measure(
         "below": {s: v for s, v in below.items() if v},
         "ratios": {s: ratio(outcomes, s, smallest_of, max(epsilons), steps) for s in compared},
     }
+    if any(record["ratios"][s]["how"] != "same grid point" for s in compared if "taylor" in s):
+        record[FLOOR_WALK] = _threshold(outcomes, FLOOR_WALK, epsilons, steps)
     if planting.kind == "element":
         record["index"] = list(planting.index)
         record["g"] = float(bench.gradient[planting.array][planting.index])

@@ -68,7 +68,8 @@ def shown_ratio(found: dict) -> str:
     if found["how"] != "bisected":
         return "1" if found["ratio"] == 1 else f"{found['ratio']:g}"
     r = found["ratio"]
-    return f"{found['bound']}{r:.2f}" if r >= 0.01 else f"{found['bound']}{r:.0e}"
+    text = f"{found['bound']}{r:.3f}" if r >= 0.01 else f"{found['bound']}{r:.0e}"
+    return f"**{text}**" if r > 2 else text  # past the goal
 
 
 def row(record: dict, bottom: float) -> str:
@@ -84,6 +85,12 @@ def row(record: dict, bottom: float) -> str:
         notes.append("a correct gradient fails")
     if any(r["elsewhere"] for r in record["grid"]):
         notes.append("another array fails")
+    if measuring.FLOOR_WALK in record:
+        walked = record[measuring.FLOOR_WALK]["threshold"]
+        shown_walk = "not caught up to ε = 1" if walked is None else f"{walked:.3g}"
+        check = record["ratios"]["custom_vjp taylor"].get("check")
+        mine = "" if check is None else f" (custom_vjp's taylor: {check:.3g})"
+        notes.append(f"walk alone under the check's floor: {shown_walk}{mine}")
     if record["below"]:
         notes.append("caught below a miss: " + ", ".join(sorted(record["below"])))
     return "| " + " | ".join([*cells, "; ".join(notes)]) + " |"
