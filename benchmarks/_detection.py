@@ -33,6 +33,7 @@ from _detection_kernels import Kernel
 
 import weanj
 from weanj._judge._directions import random_direction
+from weanj._judge._remainder import ROUNDING
 from weanj._pipeline.checks._remainders import taylor, taylor_arrays
 from weanj._registry import unregister_example
 
@@ -220,6 +221,12 @@ class Bench:
             walk_every_step=True,
         )[array]
         return str(result.judge()[0])
+
+    def rounding_level(self) -> float:
+        """`64·eps·|L(x)|`: the rounding level `taylor` reads remainders against near x,
+        where no floor is given (`_judge._remainder.ROUNDING`)."""
+        k = self.kernel
+        return ROUNDING * abs(self.loss_of(k.wrt[0])(k.arrays[k.wrt[0]]))
 
     def free_floor(self, plants: dict[str, np.ndarray]) -> float:
         """`ε·Σ|x·∂L/∂x|` over every wrt array, of the planted gradient: the rounding floor

@@ -268,7 +268,12 @@ def measure(
         "ratios": {s: ratio(outcomes, s, smallest_of, max(epsilons), steps) for s in compared},
     }
     if any(record["ratios"][s]["how"] != "same grid point" for s in compared if "taylor" in s):
-        record[FLOOR_WALK] = _threshold(outcomes, FLOOR_WALK, epsilons, steps)
+        nothing = planting.plants(bench.kernel, 0.0)
+        record[FLOOR_WALK] = {
+            **_threshold(outcomes, FLOOR_WALK, epsilons, steps),
+            "floor": bench.free_floor(nothing),  # with nothing planted
+            "rounding": bench.rounding_level(),
+        }
     if planting.kind == "element":
         record["index"] = list(planting.index)
         record["g"] = float(bench.gradient[planting.array][planting.index])

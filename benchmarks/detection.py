@@ -72,6 +72,19 @@ def shown_ratio(found: dict) -> str:
     return f"**{text}**" if r > 2 else text  # past the goal
 
 
+def floor_note(record: dict) -> str:
+    """Where a Taylor test and the walk alone part: the walk under the check's floor."""
+    walk = record[measuring.FLOOR_WALK]
+    threshold = walk["threshold"]
+    found = "not caught up to ε = 1" if threshold is None else f"{threshold:.3g}"
+    check = record["ratios"]["custom_vjp taylor"].get("check")
+    mine = "" if check is None else f" (custom_vjp's taylor: {check:.3g})"
+    return (
+        f"walk alone under the check's floor {walk['floor']:.1e} (the walk's own "
+        f"{walk['rounding']:.1e}): {found}{mine}"
+    )
+
+
 def row(record: dict, bottom: float) -> str:
     """One planting's line of the Markdown table."""
     cells = [record["kernel"], record["planting"]]
@@ -86,11 +99,7 @@ def row(record: dict, bottom: float) -> str:
     if any(r["elsewhere"] for r in record["grid"]):
         notes.append("another array fails")
     if measuring.FLOOR_WALK in record:
-        walked = record[measuring.FLOOR_WALK]["threshold"]
-        shown_walk = "not caught up to ε = 1" if walked is None else f"{walked:.3g}"
-        check = record["ratios"]["custom_vjp taylor"].get("check")
-        mine = "" if check is None else f" (custom_vjp's taylor: {check:.3g})"
-        notes.append(f"walk alone under the check's floor: {shown_walk}{mine}")
+        notes.append(floor_note(record))
     if record["below"]:
         notes.append("caught below a miss: " + ", ".join(sorted(record["below"])))
     return "| " + " | ".join([*cells, "; ".join(notes)]) + " |"
