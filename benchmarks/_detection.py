@@ -99,8 +99,8 @@ def planted_losses(kernel: Kernel):
 
 
 class Bench:
-    """The planted examples of one kernel, registered in a temporary project
-    (`planted`), and the reference's loss."""
+    """The planted examples of one kernel (`register`, in the temporary project of
+    `planted`), their checks and the reference."""
 
     def __init__(self, kernel: Kernel, ways: tuple[str, ...] = WAYS):
         import jax
@@ -109,6 +109,18 @@ class Bench:
             raise weanj.InputError("detection needs JAX's 64-bit types on (jax_enable_x64)")
         self.kernel, self.ways = kernel, ways
         self.names = {way: f"det-{kernel.name}-{way.strip('=').replace('_', '')}" for way in ways}
+        self.registered: list[str] = []
+        statics = tuple(range(len(kernel.arrays), len(kernel.arrays) + len(kernel.params)))
+        self._loss = jax.jit(kernel.loss, static_argnums=statics)
+        self.gradient = self._gradient()
+        self._checked: dict[tuple, dict] = {}
+        self._walked: dict[tuple, str] = {}
+        self.masks = {a: kernel.mask(a) for a in kernel.wrt}  # 03-advection's traces T steps
+
+    def register(self) -> None:
+        """One example per way, the kernel's arrays and a plant array per wrt array, under
+        the kernel's Taylor policy and kink mask; its one variant a family of its own."""
+        kernel = self.kernel
         arrays = (*kernel.arrays, *(f"plant_{a}" for a in kernel.wrt))
         plain, by_hand, wrapped = planted_losses(kernel)
         for way, name in self.names.items():
@@ -123,16 +135,11 @@ class Bench:
                     fd=kernel.fd,
                 )
             )
+            self.registered.append(name)
             if way == "grad=":
                 weanj.jax_variant(ex, "jax-grad", family="grad", loss=plain, grad=by_hand)
             else:
                 weanj.jax_variant(ex, "jax-vjp", family="vjp", loss=wrapped)
-        statics = tuple(range(len(kernel.arrays), len(kernel.arrays) + len(kernel.params)))
-        self._loss = jax.jit(kernel.loss, static_argnums=statics)
-        self.gradient = self._gradient()
-        self._checked: dict[tuple, dict] = {}
-        self._walked: dict[tuple, str] = {}
-        self.masks = {a: kernel.mask(a) for a in kernel.wrt}  # 03-advection's traces T steps
 
     def _inputs(self, plants) -> dict[str, np.ndarray]:
         k = self.kernel
@@ -283,9 +290,10 @@ def planted(kernel: Kernel, ways: tuple[str, ...] = WAYS) -> Iterator[Bench]:
         bench = None
         try:
             bench = Bench(kernel, ways)
+            bench.register()
             yield bench
         finally:
-            for name in bench.names.values() if bench is not None else ():
+            for name in bench.registered if bench is not None else ():
                 unregister_example(name)
             for variable, value in before.items():
                 if value is None:

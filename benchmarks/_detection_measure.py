@@ -193,7 +193,8 @@ def ratio(outcomes: Outcomes, series: str, smallest_of: dict, top: float, steps:
     grid's `top` where that is not caught (infinite where not even ε = 1 is)."""
     mine, theirs = smallest_of[series], smallest_of[REFERENCE]
     if mine == theirs:
-        return {"ratio": 1.0, "how": "same grid point"}
+        how = "same grid point" if mine is not None else "neither caught at the largest ε"
+        return {"ratio": 1.0, "how": how}
     decide_mine, decide_theirs = outcomes.decide(series), outcomes.decide(REFERENCE)
     mine = mine if mine is not None else above(decide_mine, top)
     theirs = theirs if theirs is not None else above(decide_theirs, top)
@@ -267,7 +268,7 @@ def measure(
         "below": {s: v for s, v in below.items() if v},
         "ratios": {s: ratio(outcomes, s, smallest_of, max(epsilons), steps) for s in compared},
     }
-    if any(record["ratios"][s]["how"] != "same grid point" for s in compared if "taylor" in s):
+    if any(record["ratios"][s]["ratio"] != 1.0 for s in compared if "taylor" in s):
         nothing = planting.plants(bench.kernel, 0.0)
         record[FLOOR_WALK] = {
             **_threshold(outcomes, FLOOR_WALK, epsilons, steps),
