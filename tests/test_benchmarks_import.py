@@ -16,6 +16,8 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 SCRIPTS = sorted(BENCHMARKS.glob("*.py"))
+# The modules the scripts share (`_common.py`, `_detection*.py`): imported, never run.
+HELPERS = {p.stem for p in SCRIPTS if p.name.startswith("_")}
 # What a script may need at module level that weanj does not depend on: skipped, saying so.
 OPTIONAL = {"numba"}
 
@@ -27,9 +29,10 @@ def test_the_scripts_are_found():
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
 def test_script_loads_as_a_module(path, monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))  # the scripts' `import _common`
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # the scripts' `import _common` (`HELPERS`)
     spec = importlib.util.spec_from_file_location(f"_benchmark_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # as an import has it while it runs (a dataclass needs it)
     try:
         spec.loader.exec_module(module)
     except ModuleNotFoundError as e:
@@ -37,8 +40,10 @@ def test_script_loads_as_a_module(path, monkeypatch):
             pytest.skip(f"{path.name} needs {e.name} at module level, not installed here")
         raise
     finally:
-        sys.modules.pop("_common", None)
-    if path.name != "_common.py":
+        sys.modules.pop(spec.name, None)
+        for helper in HELPERS:  # the scripts' `import _common`, `import _detection`, ...
+            sys.modules.pop(helper, None)
+    if path.stem not in HELPERS:
         assert callable(module.main)
 
 
