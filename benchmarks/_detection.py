@@ -196,8 +196,9 @@ class Bench:
     ) -> str:
         """The verdict of `array` tested alone, every step walked both ways (its policy,
         its kink mask), on the gradient with these plants (once for the same plants).
-        `check_floor`: under the rounding floor the check starts from (`free_floor`),
-        where `taylor` has none: a diagnosis of a difference between the two."""
+        `check_floor`: under the rounding floor the check starts from (`free_floor`: the
+        loss's own, ε·Σ|x·∂L/∂x|, whichever array moves), the reference; without it,
+        `taylor`'s 64·eps·|L| alone, a diagnosis of a difference between the two."""
         key = (check_floor, *_key(plants if check_floor else {array: plants[array]}))
         if key not in self._walked:
             self._walked[key] = self._reference(plants, array, check_floor)

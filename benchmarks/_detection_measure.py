@@ -28,9 +28,10 @@ from weanj._model._verdicts import Verdict
 
 # ε = 1e-2, 10^-2.5, 1e-3, ..., 1e-9: half decades
 EPSILONS = tuple(10.0 ** (-k / 2) for k in range(4, 19))
-REFERENCE = "walk alone"
-# a diagnosis where a check and the reference part: the walk under the check's own floor
-FLOOR_WALK = "walk alone, check's floor"
+REFERENCE = "walk alone"  # under the rounding floor the check reads remainders against
+# a diagnosis where a check and the reference part: the walk with no floor beyond the
+# loss's own 64·eps·|L| (`taylor` of one array, as a notebook calls it)
+FLOOR_WALK = "walk alone, no floor"
 # each way's checks: `custom_vjp` has no forward mode (its jvp is skipped: Taylor alone)
 SERIES = ("custom_vjp taylor", "grad= taylor", "grad= jvp", "grad= either")
 # the self-checks against the reference: Taylor alone, and everything `grad=` runs
@@ -135,14 +136,16 @@ class Outcomes:
         if eps not in self._references:
             plants = self.planting.plants(self.bench.kernel, eps)
             planted = self.planting.planted(self.bench.kernel)
-            self._references[eps] = caught([self.bench.reference(plants, a) for a in planted])
+            self._references[eps] = caught(
+                [self.bench.reference(plants, a, check_floor=True) for a in planted]
+            )
         return self._references[eps]
 
     def floor_reference(self, eps: float) -> bool | None:
-        """The reference under the check's own rounding floor (`Bench.reference`)."""
+        """The walk with no floor beyond 64·eps·|L| (`Bench.reference`): a diagnosis."""
         plants = self.planting.plants(self.bench.kernel, eps)
         planted = self.planting.planted(self.bench.kernel)
-        return caught([self.bench.reference(plants, a, check_floor=True) for a in planted])
+        return caught([self.bench.reference(plants, a) for a in planted])
 
     def decide(self, series: str) -> Callable[[float], bool]:
         if series == REFERENCE:
@@ -243,8 +246,8 @@ def measure(
     should be caught), at every ε of the grid (from the largest; with `stop_after`, down
     to where every series has missed that many in a row), each series' smallest caught
     ε (and any catch below a miss), and the compared series' ratios to the reference;
-    where a Taylor test and the reference part, the reference under the check's floor
-    (`FLOOR_WALK`: what the check's own rounding floor would let the walk see)."""
+    where a Taylor test and the reference part, the walk with no floor beyond the loss's
+    own 64·eps·|L| (`FLOOR_WALK`: how much of the difference is the floor)."""
     outcomes = Outcomes(bench, planting)
     ways = bench.ways
     series = tuple(s for s in SERIES if s.split()[0] in ways)

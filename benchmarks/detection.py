@@ -73,15 +73,15 @@ def shown_ratio(found: dict) -> str:
 
 
 def floor_note(record: dict) -> str:
-    """Where a Taylor test and the walk alone part: the walk under the check's floor."""
+    """Where a Taylor test and the walk alone part: the walk with no floor but 64·eps·|L|."""
     walk = record[measuring.FLOOR_WALK]
     threshold = walk["threshold"]
     found = "not caught up to ε = 1" if threshold is None else f"{threshold:.3g}"
     check = record["ratios"]["custom_vjp taylor"].get("check")
     mine = "" if check is None else f" (custom_vjp's taylor: {check:.3g})"
     return (
-        f"walk alone under the check's floor {walk['floor']:.1e} (the walk's own "
-        f"{walk['rounding']:.1e}): {found}{mine}"
+        f"walk alone with no floor but 64·eps·|L|, {walk['rounding']:.1e} (the check's "
+        f"{walk['floor']:.1e}): {found}{mine}"
     )
 
 
