@@ -61,8 +61,8 @@ class RunRequest:
     """What a run asks of its executor: its `plans` ({example: Plan or the error reading
     it}), the time limit of each call (`timeout`, None: none), where lines go (`say`),
     where its evaluations' events go (`emit`: `_judge._events`; None: nowhere), how paths
-    are shown (`shown_path`), its evaluation `records` (or None) and whether central
-    differences go beside every gradient check (`fd`)."""
+    are shown (`shown_path`), its evaluation `records` (or None), whether central
+    differences go beside every gradient check (`fd`) and the order it checks (`order`)."""
 
     plans: dict
     timeout: float | None
@@ -71,6 +71,7 @@ class RunRequest:
     shown_path: Callable
     records: Any
     fd: bool = False
+    order: int = 1
 
     def open_session(self, records: Any, said: set | frozenset = frozenset()) -> Session:
         """The `Session` an engine opens for this run: its limit, lines and paths, with
@@ -91,6 +92,7 @@ class RunRequest:
             shown_path=self.shown_path,
             records=records,
             fd=self.fd,
+            order=self.order,
         )
 
 
