@@ -191,6 +191,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         fd=args.fd,
         verbose=args.verbose,
         strict=args.strict,
+        order=args.order,
         listeners=[FORMATS[args.format](verbose=args.verbose)],  # what stdout shows
     )
     return _not_judged_said(judgement)
