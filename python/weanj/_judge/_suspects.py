@@ -96,7 +96,7 @@ def _family_pairs(ej: ExampleJudgement) -> list[CaseJudgement]:
     return [
         j
         for j in ej.judgements
-        if j.kind.compares and " vs " not in j.family and len(j.subjects) == 2
+        if CaseKind(j.kind).compares and " vs " not in j.family and len(j.subjects) == 2
     ]
 
 

@@ -39,7 +39,7 @@ def shown_checks(ej: ExampleJudgement) -> tuple[CaseKind, ...]:
 def compared(ej: ExampleJudgement) -> list[CaseJudgement]:
     """The cases that compare two subjects elementwise, in table order: the gradients'
     pairs, and the outputs' and Hessian-vector products' where the example has them."""
-    return [j for j in ej.judgements if j.kind.compares]
+    return [j for j in ej.judgements if CaseKind(j.kind).compares]
 
 
 def same_family_pairs(ej: ExampleJudgement) -> list[CaseJudgement]:

@@ -25,7 +25,7 @@ from .._judge._compare import ArrayComparison
 from .._judge._policy import tolerance
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Gradient
-from .._model._verdicts import Verdict
+from .._model._verdicts import CaseKind, Verdict
 from ._lines import compared_name, index, julia, relative_text
 
 
@@ -255,7 +255,8 @@ def chosen_pairs(ej: ExampleJudgement, *, recorded: bool = False) -> list[CaseJu
     pairs = [
         j
         for j in ej.judgements
-        if j.kind.compares and (j.comparison is not None or j.verdict == Verdict.NONFINITE)
+        if CaseKind(j.kind).compares
+        and (j.comparison is not None or j.verdict == Verdict.NONFINITE)
     ]
     notable = [j for j in pairs if j.failed or j.verdict.as_declared]
     if notable:

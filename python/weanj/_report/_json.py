@@ -73,7 +73,7 @@ def judgement_json(j: CaseJudgement) -> dict[str, Any]:
         out["blocked_by"] = j.blocked_by
     if j.comparison is not None:
         out.update(comparison_json(j.comparison))
-    if j.kind.compares and len(j.subjects) == 2:
+    if CaseKind(j.kind).compares and len(j.subjects) == 2:
         out["reference"], out["other"] = j.subjects
         out["same_family"] = " vs " not in j.family
         out["kinks"] = j.kinks

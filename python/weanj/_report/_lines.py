@@ -132,7 +132,7 @@ def summary(j: CaseJudgement) -> str:
     head = f"{j.case}: {j.verdict}"
     if j.kind == CaseKind.RUN:
         body = fault_text(j) if j.verdict != Verdict.OK else ""
-    elif j.kind.compares and j.comparison is not None:
+    elif CaseKind(j.kind).compares and j.comparison is not None:
         body = comparison_text(j.comparison)
         if j.verdict == Verdict.KINKS:
             body += (
@@ -151,7 +151,7 @@ def summary(j: CaseJudgement) -> str:
 def details(j: CaseJudgement) -> list[str]:
     """The lines below a summary: regions of a failing pair, masks, central differences."""
     out = []
-    if j.kind.compares and j.comparison is not None and j.comparison.differing:
+    if CaseKind(j.kind).compares and j.comparison is not None and j.comparison.differing:
         out.extend(region_lines(j.comparison))
     if j.masked is not None:
         m = j.masked

@@ -82,7 +82,10 @@ def _pictures(ej: ExampleJudgement, limit: int) -> list[str]:
     failing = [
         j
         for j in ej.judgements
-        if j.kind.compares and j.failed and j.comparison is not None and j.comparison.differing
+        if CaseKind(j.kind).compares
+        and j.failed
+        and j.comparison is not None
+        and j.comparison.differing
     ]
     if not failing:
         return []

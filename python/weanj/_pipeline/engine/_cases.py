@@ -319,6 +319,11 @@ def judge_pair_on(
         with device_cases.judged_on(b.variant, b.device):
             j = judge_pair_of(catalog, inputs, case_id, ga, gb, array, session, declared=True)
         found.judgements.append(j)
+    for name in ex.outputs:  # an output parts ways as a gradient does (docs/outputs.md)
+        both = (a.label, b.label)
+        case = Case(output_id(ex, name, *both), CaseKind.OUTPUT, a.family, both, name)
+        with device_cases.judged_on(b.variant, b.device):
+            found.judgements.append(judge_beyond_of(catalog, inputs, case, ga, gb, session))
     return found
 
 
