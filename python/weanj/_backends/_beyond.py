@@ -7,6 +7,8 @@ dtype, device) still serves the evaluation, the Taylor steps and the loss floor.
 `full(*args, seeds, asked)` computes what `asked` says:
 
 - `LOSS_ONLY`: the loss, and the outputs with it (a forward pass computes them anyway);
+- `GRADIENT`: the loss and its gradient alone (a forward and a backward: what the rounding
+  level's perturbed runs and the second-order Taylor test's steps ask);
 - `DERIVATIVES`: `jax.linearize` of `x -> (loss, outputs)`: the gradient is its map's
   transpose at `(1, 0)`; each wrt array's tangent `v_a` pushed forward gives the loss's
   directional derivative (the jvp check's) and each output's `J·v_a`, of which `⟨w, J·v_a⟩`
@@ -34,7 +36,7 @@ from collections.abc import Callable
 from .._model import Example
 from ._checking import _forward_mode, _scalar
 
-LOSS_ONLY, DERIVATIVES, SECOND = 0, 1, 2
+LOSS_ONLY, GRADIENT, DERIVATIVES, SECOND = 0, 1, 2, 3
 
 
 def _parts(example: Example, loss: Callable, args: list):
@@ -183,10 +185,10 @@ class _Program:
         zeros = {a: jnp.zeros_like(p) for a, p in zip(self.names, primals, strict=True)}
         return {**found, "hvp": zeros, "hvp_u": dict(zeros)}
 
-    def switch(self, asked, loss_alone, derivatives):
+    def switch(self, asked, loss_alone, gradient_alone, derivatives):
         import jax
 
-        branches = [loss_alone, lambda: derivatives(False)]
+        branches = [loss_alone, gradient_alone, lambda: derivatives(False)]
         if self.order >= 2:
             branches.append(lambda: derivatives(True))
         return jax.lax.switch(asked, branches)
@@ -224,7 +226,14 @@ class _Program:
             directional = jnp.zeros(len(self.names), value.dtype)
             return value, self.zero_gradient(args, primals), directional, found
 
-        return self.switch(asked, loss_alone, derivatives)
+        def gradient_alone():
+            (value, outs), pullback = jax.vjp(F, *primals)
+            _scalar(value)
+            found = self.with_second(self.zeros(value, outs, True), args, primals, seeds, False)
+            directional = jnp.zeros(len(self.names), value.dtype)
+            return value, self.own_gradient(args, value, outs, pullback), directional, found
+
+        return self.switch(asked, loss_alone, gradient_alone, derivatives)
 
     def reverse(self, *call):
         import jax
@@ -245,4 +254,10 @@ class _Program:
             found = self.with_second(self.zeros(value, outs, False), args, primals, seeds, False)
             return value, self.zero_gradient(args, primals), found
 
-        return self.switch(asked, loss_alone, derivatives)
+        def gradient_alone():
+            (value, outs), pullback = jax.vjp(F, *primals)
+            _scalar(value)
+            found = self.with_second(self.zeros(value, outs, False), args, primals, seeds, False)
+            return value, self.own_gradient(args, value, outs, pullback), found
+
+        return self.switch(asked, loss_alone, gradient_alone, derivatives)

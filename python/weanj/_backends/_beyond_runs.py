@@ -13,7 +13,7 @@ import numpy as np
 from .._judge._directions import output_weights
 from .._model import Example
 from .._model._beyond import split_evaluated
-from ._beyond import DERIVATIVES, LOSS_ONLY, SECOND
+from ._beyond import DERIVATIVES, GRADIENT, LOSS_ONLY, SECOND
 from ._checking import CheckRuns
 
 
@@ -54,8 +54,13 @@ class BeyondRuns(CheckRuns):
 
     def _own(self, args: tuple, tangents: dict | None, derivatives: bool, second=None):
         """`(loss, gradient, directional or None, beyond)` by the program of the run's
-        order (`full`, else `reverse`), or None where neither runs (`plain` then)."""
-        asked = (SECOND if second is not None else DERIVATIVES) if derivatives else LOSS_ONLY
+        order (`full`, else `reverse`), or None where neither runs (`plain` then); with
+        `derivatives`, every derivative of the evaluation where `tangents` are given (with
+        `second`, the Hessian products too), else the gradient alone."""
+        asked = LOSS_ONLY
+        if derivatives:
+            asked = GRADIENT if tangents is None else DERIVATIVES
+            asked = SECOND if second is not None else asked
         seeds = self._seeds(args, tangents, second)
         if self.serving == "full":
             try:
