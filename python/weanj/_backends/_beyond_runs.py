@@ -24,8 +24,12 @@ class BeyondRuns(CheckRuns):
     shapes (traced, not run), for their seeded weights. The evaluation's call returns
     `(loss, gradient, directional, beyond)`, `beyond` on the host (`_host`)."""
 
-    def __init__(self, example: Example, plain, programs: Callable, shapes: Callable):
+    def __init__(
+        self, example: Example, plain, programs: Callable, shapes: Callable, more_forwards=0
+    ):
         self._programs, self._made, self._shapes, self._shaped = programs, {}, shapes, {}
+        # the forwards each call runs beyond the loss's (an Enzyme-JAX variant's outputs)
+        self.more_forwards = more_forwards
         full, reverse = self._of(1)
         super().__init__(example, plain, full, reverse)
         self.order = 1
@@ -120,12 +124,20 @@ class BeyondRuns(CheckRuns):
         if found is None:
             first, g = self.plain.value_and_grad(*args)
             value, outputs = split_evaluated(self.example, first)
-            return value, g, None, {"outputs": outputs, "jacobian": {}}
+            return value, g, None, {"outputs": outputs, "jacobian": {}, "more_forwards": 0}
         value, g, directional, beyond = found
         each = None
         if directional is not None:
             each = dict(zip(self.example.wrt_names, np.asarray(directional).tolist(), strict=True))
-        return value, g, each, _host(beyond, directional is not None)
+        return (
+            value,
+            g,
+            each,
+            {
+                **_host(beyond, directional is not None),
+                "more_forwards": self.more_forwards,
+            },
+        )
 
 
 def _host(beyond: dict, forward: bool) -> dict:

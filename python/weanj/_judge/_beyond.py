@@ -54,7 +54,8 @@ def missing(g: Gradient, kind: CaseKind, name: str) -> str | None:
     """Why `g` has nothing to compare on this case (a file written without outputs, a run
     whose second order was refused), or None."""
     if kind == CaseKind.OUTPUT and name not in g.outputs:
-        return f"{g.label} holds no output {name} (a file written before, or without them)"
+        why = "a file written without them" if g.source != "run" else "its backend returns none"
+        return f"{g.label} has no output {name} ({why})"
     if kind == CaseKind.HVP and (g.hvp is None or name not in g.hvp):
         return f"{g.label} has no Hessian-vector products (its second order was not computed)"
     return None

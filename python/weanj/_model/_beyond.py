@@ -90,10 +90,13 @@ def applies(kind: Any, example: Any, order: int) -> bool:
 def split_evaluated(example: Any, first: Any) -> tuple[Any, dict[str, Any]]:
     """`(loss, outputs)` from what a backend's evaluation returned first: the loss itself,
     or, for an example that declares outputs, the pair `(loss, {name: array})` (JAX's
-    `has_aux` convention). A pair that is not that is returned as it is, with no outputs,
-    for the contract to refuse (`_judge._contract`)."""
+    `has_aux` convention); `(loss, None)` from a backend that computes no outputs (then
+    None). A pair that is not that is returned as it is, with no outputs, for the
+    contract to refuse (`_judge._contract`)."""
     if not getattr(example, "outputs", ()):
         return first, {}
     if isinstance(first, (tuple, list)) and len(first) == 2 and isinstance(first[1], dict):
         return first[0], dict(first[1])
+    if isinstance(first, (tuple, list)) and len(first) == 2 and first[1] is None:
+        return first[0], None  # a backend that computes no outputs (a Julia variant's, yet)
     return first, {}

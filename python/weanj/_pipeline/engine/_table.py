@@ -338,12 +338,16 @@ def _pair_cases(
         )
         for array in ex.wrt_names
     ]
+    # a file holds outputs or Hessian products only where written with them (a recorded
+    # reference of before, none): its pair has no such case
+    files = [s.gradient for s in (a, b) if s.gradient is not None]
     found += [
         Case(output_id(ex, o, *both), CaseKind.OUTPUT, family, both, o, across_families)
         for o in ex.outputs
+        if all(o in g.outputs for g in files)
     ]
     checked = all(s.dtype == "float64" and s.device == "cpu" for s in (a, b))
-    if p.order >= 2 and checked:
+    if p.order >= 2 and checked and all(g.hvp is not None for g in files):
         found += [
             Case(hvp_id(ex, array, *both), CaseKind.HVP, family, both, array, across_families)
             for array in ex.wrt_names

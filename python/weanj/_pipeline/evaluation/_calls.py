@@ -109,7 +109,7 @@ def evaluation_call(
     beyond = grown[0] if grown else None
     spent(1 + (beyond or {}).get("more_forwards", 0), 1)
     returned["the loss"], returned["the gradient"] = value, raw
-    returned["the outputs"] = dict((beyond or {}).get("outputs", {}))
+    returned["the outputs"] = (beyond or {}).get("outputs", {})
     return checked_loss(value, dtype), raw, directional, beyond
 
 

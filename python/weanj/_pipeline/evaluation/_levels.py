@@ -110,7 +110,9 @@ def _moved(arrays: dict, gradients: dict, returned: dict) -> dict[str, np.ndarra
     """`{array or output:NAME: |ã − a|}` of a perturbed run (its gradient, and its outputs
     as its call returned them) against the run's own `arrays`."""
     found = dict(gradients)
-    found.update({OUTPUT + k: np.asarray(v) for k, v in returned.get("the outputs", {}).items()})
+    found.update(
+        {OUTPUT + k: np.asarray(v) for k, v in (returned.get("the outputs") or {}).items()}
+    )
     return _moves(arrays, found)
 
 

@@ -46,9 +46,9 @@ def written(g: Gradient) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """`(record fields, npz members)` of what `g` holds beyond its gradient."""
     fields: dict[str, Any] = {}
     members: dict[str, np.ndarray] = {}
-    if g.example.outputs:
+    if g.outputs:  # (a backend that computes none, a Julia variant's yet, keeps none)
         outputs = {}
-        for name in g.example.outputs:
+        for name in g.outputs:
             a = members[f"o_{name}"] = _le(g.outputs[name])
             outputs[name] = {"shape": list(a.shape), "sha256": array_sha256(a)}
             entries = g.noise_entries.get(OUTPUT + name)
@@ -75,7 +75,6 @@ def check_fields(record: dict, variant: Variant) -> None:
     `Discarded`."""
     ex = variant.example
     bad = "what it keeps beyond the gradient is malformed"
-    _require(("outputs" in record) == bool(ex.outputs), "its outputs are not the example's")
     if "outputs" in record:
         outputs = record["outputs"]
         _require(isinstance(outputs, dict) and set(outputs) == set(ex.outputs), bad)
