@@ -277,3 +277,54 @@ def test_no_false_alarm_on_the_standin_tpu_nor_at_the_second_order(tmp_path):
     for kind in ("taylor2", "symmetry", "dot"):
         for array in ("x", "w"):
             assert verdicts[f"21-fields::f::jax-scan::{kind}::{array}"] == "ok", kind
+
+
+def test_a_julia_variant_returns_no_outputs_and_its_cases_say_so(tmp_path, monkeypatch):
+    """The Julia worker computes no outputs yet: a Julia variant's `value_and_grad`
+    returns `((loss, None), gradient)` (the worker's answer stood in here, numpy's loss
+    and gradient: nothing claims to be Julia's), its run is ok and its output cases are
+    skipped, saying why, while the JAX variants' outputs are judged."""
+    from weanj._backends import _julia_calls, _julia_client
+
+    def answer(request, arrays, **_):
+        x = np.asarray(arrays[0])
+        loss = [np.asarray(np.sum(x * x))]
+        return {"reply": request["op"]}, loss if request["op"] == "loss" else [*loss, 2 * x]
+
+    monkeypatch.setattr(_julia_client, "request", answer)
+    monkeypatch.setenv("WEANJ_ROOT", str(tmp_path))
+    ex = weanj.register_example(
+        weanj.Example(
+            "92-julia-outputs", arrays=("x",), wrt="x", generate=_generate, outputs=("u",)
+        )
+    )
+    try:
+        kernel = _julia_calls.JuliaKernel(
+            ex.name, "jax-as-julia", "sq_loss", None, ("x",), ("x",), ()
+        )
+        (loss, outputs), g = _julia_calls.julia_functions(ex, kernel).value_and_grad(
+            np.ones((N, N))
+        )
+        assert outputs is None and float(loss) == N * N and np.all(g == 2.0)
+
+        def as_julia(example, fn, grad):  # the Julia backend's functions, on numpy
+            return _julia_calls.julia_functions(example, kernel)._replace(placed=None)
+
+        weanj.jax_variant(ex, "jax-sq", family="f", loss=lambda x: (jnp.sum(x * x), {"u": x}))
+        weanj.jax_variant(
+            ex,
+            "jax-as-julia",
+            family="f",
+            loss=lambda x: x,
+            functions=as_julia,
+            dtypes=("float64",),
+        )
+        weanj.write_inputs(ex.name)
+        ej = weanj.check(ex.name, dtype="float64", say=lambda line: None)[ex.name]
+        assert ej.run_of("jax-as-julia").verdict == Verdict.OK
+        (case,) = ej.of_kind(CaseKind.OUTPUT)
+        assert case.verdict == Verdict.SKIPPED
+        assert "jax-as-julia has no output u (its backend returns none)" in case.reason
+        assert ej.ok and ej.subjects["jax-as-julia"].outputs == {}
+    finally:
+        _registry.unregister_example("92-julia-outputs")
