@@ -23,7 +23,7 @@ from weanj import _registry
 from weanj._model._verdicts import CaseKind, Verdict
 from weanj._places import places
 
-from .projects import run_in, user_env, write_project
+from .projects import pytest_weanj_in, run_in, user_env, write_project
 
 NAME = "94-mirror"
 N, T, FIRST = 8, 6, 4  # the mirror starts at step FIRST
@@ -277,6 +277,11 @@ def test_no_false_alarm_on_the_standin_tpu_nor_at_the_second_order(tmp_path):
     for kind in ("taylor2", "symmetry", "dot"):
         for array in ("x", "w"):
             assert verdicts[f"21-fields::f::jax-scan::{kind}::{array}"] == "ok", kind
+    # the pytest items carry the case ids (the evaluations reused from the check's records)
+    r = pytest_weanj_in(root, "-v", timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for case in ("output::uT::jax-loop~jax-scan", "hvp::x::jax-loop~jax-scan"):
+        assert re.search(rf"21-fields::{case} PASSED", r.stdout), r.stdout
 
 
 def test_a_julia_variant_returns_no_outputs_and_its_cases_say_so(tmp_path, monkeypatch):
