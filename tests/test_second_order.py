@@ -204,6 +204,10 @@ def test_the_second_order_needs_no_declaration_with_order_2(tmp_path, monkeypatc
         assert {j.verdict for j in second.of_kind(CaseKind.HVP)} == {Verdict.OK}
         kinds = {j.kind for j in second.judgements if j.verdict == Verdict.OK}
         assert {CaseKind.TAYLOR2, CaseKind.SYMMETRY, CaseKind.DOT, CaseKind.OUTPUT} <= kinds
+        # then at the first order again (the order-2 program serves it, in this process):
+        # no Hessian products are claimed, nor kept for a later run to reuse
+        again = weanj.check("96-asked", fresh=True, say=lambda line: None)["96-asked"]
+        assert again.ok and all(g.hvp is None for g in again.subjects.values())
     finally:
         _registry.unregister_example("96-asked")
 

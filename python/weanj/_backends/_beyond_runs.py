@@ -114,12 +114,13 @@ class BeyondRuns(CheckRuns):
             except Exception as e:  # noqa: BLE001 - the first order still serves
                 found = None
                 self.second_refused = e
+            asked_second = found is not None
             if found is None:  # the order-2 programs do not trace: back to the first order
                 self.second_refused = self.second_refused or self.reverse_refused
                 self.full, self.reverse = self._of(1)
                 self.order, self.serving = 1, "full" if self.full is not None else "reverse"
         if found is None:
-            found = self._own(args, tangents, True)
+            found, asked_second = self._own(args, tangents, True), False
         self.evaluated = True
         if found is None:
             first, g = self.plain.value_and_grad(*args)
@@ -134,16 +135,17 @@ class BeyondRuns(CheckRuns):
             g,
             each,
             {
-                **_host(beyond, directional is not None),
+                **_host(beyond, directional is not None, asked_second),
                 "more_forwards": self.more_forwards,
             },
         )
 
 
-def _host(beyond: dict, forward: bool) -> dict:
+def _host(beyond: dict, forward: bool, second: bool) -> dict:
     """What the program computed beyond the gradient, on the host: the outputs, the
     Jacobian's dot-product numbers `{"uT::u0": (⟨w, J·v⟩ or None, ⟨Jᵀ·w, v⟩, the size of
-    their terms)}`, the Hessian-vector products where computed."""
+    their terms)}`, the Hessian-vector products where asked for (`second`: an order-2
+    program asked for the first order returns zeros in their place, never kept)."""
     out: dict[str, Any] = {"outputs": {k: np.asarray(v) for k, v in beyond["outputs"].items()}}
     jacobian = {}
     for o, per in beyond.get("vjp", {}).items():
@@ -156,7 +158,7 @@ def _host(beyond: dict, forward: bool) -> dict:
             jacobian[f"{o}::{a}"] = (ahead, back, scale)
     out["jacobian"] = jacobian
     for key in ("hvp", "hvp_u"):
-        if key in beyond:
+        if second and key in beyond:
             out[key] = {a: np.asarray(v) for a, v in beyond[key].items()}
     return out
 
