@@ -43,10 +43,16 @@ def test_there_is_one_definition_module():
 
 
 def test_the_gradient_checks_are_the_kinds_marked_so_each_with_one_entry_of_the_table():
-    assert GRADIENT_CHECKS == (CaseKind.TAYLOR, CaseKind.JVP)
+    first = (CaseKind.TAYLOR, CaseKind.JVP)  # every example's; the others, some examples'
+    assert GRADIENT_CHECKS == (*first, CaseKind.TAYLOR2, CaseKind.SYMMETRY, CaseKind.DOT)
+    assert not any(k.optional for k in first) and all(
+        k.optional for k in GRADIENT_CHECKS if k not in first
+    )
     assert tuple(CHECKS) == GRADIENT_CHECKS
     assert all(CHECKS[k].kind is k for k in GRADIENT_CHECKS)
-    assert not any(k.is_check for k in (CaseKind.RUN, CaseKind.PAIR, CaseKind.FILE))
+    compared = (CaseKind.PAIR, CaseKind.OUTPUT, CaseKind.HVP)
+    assert not any(k.is_check for k in (CaseKind.RUN, CaseKind.FILE, *compared))
+    assert tuple(k for k in CaseKind if k.compares) == compared
 
 
 def test_what_a_declaration_may_name_derives_from_the_definition():
@@ -57,7 +63,9 @@ def test_what_a_declaration_may_name_derives_from_the_definition():
         assert e.check is kind and e.verdict is Verdict.FAIL
     e = Expected(variant="a", reason="known", verdict="NaN/Inf")
     assert e.check is CaseKind.RUN and e.verdict is Verdict.NONFINITE
-    with pytest.raises(DefinitionError, match="check 'pair' is not one of run, taylor, jvp"):
+    with pytest.raises(
+        DefinitionError, match="check 'pair' is not one of run, taylor, jvp, taylor2, symmetry, dot"
+    ):
         Expected(variant="a", reason="known", check="pair")
     with pytest.raises(DefinitionError, match="verdict 'ok' is not one of FAIL, error, NaN/Inf"):
         Expected(variant="a", reason="known", verdict="ok")

@@ -230,7 +230,8 @@ def test_weanj_check_passes_with_the_literal_port_as_its_one_expected_difference
     expected difference", named with its reason; the literal port's pairs (against the
     integer port and the recorded reference, in float64) are `expected` exactly where
     the fused midpoint flips sign(t): x[0] and w[5], the midpoint (n - 1)/2; every other
-    pair and every gradient check is ok."""
+    pair and every gradient check is ok; the residuals, its output, part ways at the
+    midpoint, as declared too."""
     needs_fma()
     from weanj.examples import signed_grid
 
@@ -244,7 +245,9 @@ def test_weanj_check_passes_with_the_literal_port_as_its_one_expected_difference
     assert re.search(rf"^  {INTEGER}\s+{LITERAL}\s+x\s.*expected$", r.stdout, re.MULTILINE)
     assert f"  {EXAMPLE}: ok (1 expected difference)" in r.stdout, r.stdout
     assert re.search(r"^overall: ok — .*, 1 expected difference, ", r.stdout, re.MULTILINE)
-    assert f"    {LITERAL} vs its family (x[0]; w[5], 4 case(s)): {signed_grid.HAZARD}" in r.stdout
+    # the residual the sign flips is an output of the example, declared there too
+    said = f"    {LITERAL} vs its family (x[0]; w[5]; r[5], 5 case(s)): {signed_grid.HAZARD}"
+    assert said in r.stdout
     verdicts = json.loads((project / "results" / EXAMPLE / "check.json").read_text())
     pairs = {tuple(p["subjects"]) + (p["array"],): p for p in verdicts["pairs"]}
     recorded = f"recorded/{INTEGER}"
@@ -261,6 +264,11 @@ def test_weanj_check_passes_with_the_literal_port_as_its_one_expected_difference
             assert p["expected"]["where"] == where[array]
             assert p["expected"]["reason"] == signed_grid.HAZARD
             assert p["differing_at"] == [[0 if array == "x" else (n - 1) // 2]]
+    (output,) = [p for p in verdicts["outputs"] if p["subjects"] == [INTEGER, LITERAL]]
+    assert output["verdict"] == "expected" and output["expected"]["where"] == where["w"].replace(
+        "w", "r"
+    )
+    assert output["differing_at"] == [[(n - 1) // 2]]
     assert not [p["case"] for p in verdicts["pairs"] + verdicts["checks"] if p["failed"]]
     assert all(c["verdict"] == "ok" for c in verdicts["checks"] if c["verdict"] != "skipped")
 

@@ -182,7 +182,9 @@ class CheckRuns:
     runs: `full` (`one_program`); `reverse` (a backend with no forward mode, like
     Enzyme-JAX's, from the start; a JAX loss once `full` has failed: the forward mode,
     `refused`, what the jvp raises then); `plain`'s functions once that has failed too
-    (the kernel's own error, raised there)."""
+    (the kernel's own error, raised there). `second_order() -> CheckRuns`: the runs of
+    the program grown to the second order (`_beyond_runs.BeyondRuns`), made the first time
+    a run asks for it (`evaluation(..., second=)`), which serve every call from then on."""
 
     def __init__(
         self,
@@ -190,11 +192,13 @@ class CheckRuns:
         plain: Functions,
         full: Callable | None = None,
         reverse: Callable | None = None,
+        second_order: Callable[[], CheckRuns] | None = None,
     ):
         self.example, self.plain, self.full, self.reverse = example, plain, full, reverse
         self.serving = "full" if full is not None else "reverse" if reverse else "plain"
         self.refused: BaseException | None = None
         self.evaluated = False  # an evaluation ran in this process (its program compiled)
+        self.second_order, self.grown = second_order, None
 
     def _zeros(self, args: tuple) -> dict[str, Any]:
         import numpy as np
@@ -223,11 +227,18 @@ class CheckRuns:
                 self.serving = "plain"
         return None
 
-    def evaluation(self, *args):
+    def evaluation(self, *args, second: dict | None = None):
         """`(loss, gradient, directional)`: the evaluation's one call, the last argument
         each wrt array's tangent (`{name: array}`); `directional` `{name: derivative along
-        that array's tangent}`, None where the loss cannot be pushed forward."""
+        that array's tangent}`, None where the loss cannot be pushed forward. `second`
+        (each wrt array's second direction) asks for the second order: the grown runs'
+        `(loss, gradient, directional, beyond)` (`_beyond_runs`)."""
         import numpy as np
+
+        if second is not None and self.second_order is not None and self.grown is None:
+            self.grown = self.second_order()
+        if self.grown is not None:
+            return self.grown.evaluation(*args, second=second)
 
         *args, tangents = args
         found = self._own(tuple(args), tangents, DERIVATIVES)
@@ -241,6 +252,8 @@ class CheckRuns:
         return value, g, dict(zip(self.example.wrt_names, each, strict=True))
 
     def value_and_grad(self, *args):
+        if self.grown is not None:
+            return self.grown.value_and_grad(*args)
         both = self._own(args, None, DERIVATIVES)
         self.evaluated = True
         return self.plain.value_and_grad(*args) if both is None else both[:2]
@@ -249,6 +262,8 @@ class CheckRuns:
         """The loss alone: from the program that computed the evaluation in this process,
         not asking it for the gradient; before any (its numbers came from a record), or
         where that program failed, from `plain.loss` (a loss compiles in less time)."""
+        if self.grown is not None:
+            return self.grown.evaluation_loss(*args)
         found = self._own(args, None, LOSS_ONLY) if self.evaluated else None
         return self.plain.loss(*args) if found is None else found[0]
 

@@ -66,6 +66,12 @@ def enzyme_functions(example: Example, loss: Callable) -> Functions:
 
     static_argnums = example.static_argnums()
     static = frozenset(static_argnums)
+    if example.outputs:  # a loss of several results: each through Enzyme on its own
+        from ._enzyme_outputs import enzyme_output_functions
+
+        return enzyme_output_functions(
+            example, loss, lambda fn: _through_enzyme(fn, static, enzyme_jax_ir)
+        )
 
     through_enzyme = _through_enzyme(loss, static, enzyme_jax_ir)
 

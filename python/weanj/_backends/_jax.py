@@ -25,7 +25,7 @@ from .._model import Configuration, Example, Functions, Variant
 from .._model._signature import check_functions
 from .._registry import example_of, register_variant
 from .._vocabulary import DEVICES, DTYPES
-from . import _checking, _runtime
+from . import _beyond, _beyond_runs, _checking, _runtime
 
 
 def jax_configuration(example: str, name: str, dtype: str = "float64", device: str = "cpu"):
@@ -130,11 +130,19 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
     also holds the forward mode, each call computing only what it asks). `loss` and
     `grad` stay separate programs for direct calls (a notebook, `weanj bench`'s forward
     and gradient timings).
+
+    An example that declares outputs (`Example.outputs`) has a loss that returns `(loss,
+    {name: array})`, JAX's `has_aux` convention: `value_and_grad` returns `((loss,
+    outputs), gradient)` as `jax.value_and_grad(..., has_aux=True)` does, `loss` and
+    `grad` the loss's alone, and the check's program is `_beyond`'s.
     """
     import jax
 
     positions = example.wrt_positions
-    raw = jax.grad(loss, argnums=positions) if grad is None else grad
+    declared = bool(example.outputs)
+    own = _beyond_runs.with_outputs(example, loss) if declared else loss
+    scalar = _beyond_runs.loss_alone(own) if declared else loss
+    raw = jax.grad(scalar, argnums=positions) if grad is None else grad
 
     def in_convention(g):
         return example.gradient_value(stored_convention(example, example.gradients(g)))
@@ -143,7 +151,7 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
         return in_convention(raw(*args))
 
     if grad is None:
-        both = jax.value_and_grad(loss, argnums=positions)
+        both = jax.value_and_grad(own, argnums=positions, has_aux=declared)
 
         def loss_and_gradient(*args):
             value, g = both(*args)
@@ -152,31 +160,51 @@ def jit_functions(example: Example, loss: Callable, grad: Callable | None = None
     else:  # a hand-written gradient: both in one program all the same
 
         def loss_and_gradient(*args):
-            return loss(*args), gradient(*args)
+            return own(*args), gradient(*args)
 
     static = example.static_argnums()
     one = InX64Setting(jax.jit(loss_and_gradient, static_argnums=static))
     plain = Functions(
-        InX64Setting(jax.jit(loss, static_argnums=static)),
+        InX64Setting(jax.jit(scalar, static_argnums=static)),
         InX64Setting(jax.jit(gradient, static_argnums=static)),
-        forward_mode(example, loss),
+        forward_mode(example, scalar),
         value_and_grad=one,
-        evaluation_loss=loss_of(one),
+        evaluation_loss=loss_of(one, declared),
     )
-    # a check's float64 CPU runs (`_checking`), in the configuration `one` is given
-    # (`configured_build`), read at each call
-    full, reverse = _checking.one_program(
-        example, loss, in_convention, gradient if grad is not None else None
-    )
-    runs = _checking.CheckRuns(
-        example,
-        plain,
-        *(
-            InX64Setting(jax.jit(fn, static_argnums=static), lambda: configuration_of(one))
-            for fn in (full, reverse)
-        ),
-    )
+    hand_written = gradient if grad is not None else None
+    runs = check_runs(example, plain, one, (loss, own, in_convention, hand_written))
     return plain._replace(checking=runs.functions())
+
+
+def check_runs(example: Example, plain: Functions, one: Any, made: tuple):
+    """A check's float64 CPU runs (`_checking`), in the configuration `one` is given
+    (`configured_build`), read at each call: `_beyond`'s where the example declares
+    outputs or the second order, else `_checking`'s, grown to `_beyond`'s where a run
+    asks for the second order (`--order 2`). `made`: `(loss, the loss as declared,
+    in_convention, a hand-written gradient or None)`."""
+    import jax
+
+    loss, own, in_convention, hand_written = made
+    static = example.static_argnums()
+
+    def jitted(fns):
+        return tuple(
+            InX64Setting(jax.jit(fn, static_argnums=static), lambda: configuration_of(one))
+            for fn in fns
+        )
+
+    def programs(order: int):
+        return jitted(_beyond.beyond_program(example, own, in_convention, hand_written, order))
+
+    def grown():
+        return _beyond_runs.BeyondRuns(
+            example, plain, programs, lambda *args: _beyond_runs.output_shapes(own, static, args)
+        )
+
+    if example.outputs or example.order >= 2:
+        return grown()
+    full, reverse = _checking.one_program(example, loss, in_convention, hand_written)
+    return _checking.CheckRuns(example, plain, *jitted((full, reverse)), second_order=grown)
 
 
 def configuration_of(fn: InX64Setting) -> Any:
@@ -184,12 +212,14 @@ def configuration_of(fn: InX64Setting) -> Any:
     return fn.configured() if fn.configured is not None else None
 
 
-def loss_of(value_and_grad: Callable) -> Callable:
+def loss_of(value_and_grad: Callable, outputs: bool = False) -> Callable:
     """`loss(*args)`: the loss output of a `value_and_grad` program (its gradient is
-    computed and dropped: a call of a compiled program costs less than compiling another)."""
+    computed and dropped: a call of a compiled program costs less than compiling another);
+    `outputs`: the program returns `((loss, outputs), gradient)`."""
 
     def evaluation_loss(*args):
-        return value_and_grad(*args)[0]
+        first = value_and_grad(*args)[0]
+        return first[0] if outputs else first
 
     return evaluation_loss
 

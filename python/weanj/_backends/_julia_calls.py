@@ -150,7 +150,9 @@ def _timings(kernel: JuliaKernel, reply: dict) -> dict:
 
 def julia_functions(example: Any, kernel: JuliaKernel) -> Functions:
     """`Functions(loss, grad, value_and_grad=...)` on numpy arrays, computed by the Julia
-    worker; `value_and_grad` is one request (what an evaluation asks); no `jvp`. The
+    worker; `value_and_grad` is one request (what an evaluation asks); no `jvp`. For an
+    example that declares outputs it returns `((loss, None), gradient)`: the worker
+    computes no outputs yet (docs/outputs.md), and the judge says so of its cases. The
     gradient function carries `timed_inside(*args, samples=...)`, the times measured
     inside the worker (`weanj bench`)."""
 
@@ -176,7 +178,10 @@ def julia_functions(example: Any, kernel: JuliaKernel) -> Functions:
 
     def value_and_grad(*args):
         _, out, dtype = ask("loss_and_grad", "loss and gradient", args)
-        return _loss_of(kernel, out, dtype), _gradient_of(kernel, out[1:])
+        loss = _loss_of(kernel, out, dtype)
+        if getattr(example, "outputs", ()):  # the worker returns none yet: said so, `None`
+            loss = (loss, None)
+        return loss, _gradient_of(kernel, out[1:])
 
     def timed_inside(*args, samples: int) -> dict:
         """`{"forward_s": [...], "grad_s": [...], "clock": ...}`: `samples` times of the

@@ -192,6 +192,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
         verbose=args.verbose,
         strict=args.strict,
         say=getattr(args, "say", say),  # `main`'s, which counts silence from the start
+        order=args.order,
         listeners=[FORMATS[args.format](verbose=args.verbose)],  # what stdout shows
     )
     return _not_judged_said(judgement)

@@ -7,10 +7,7 @@ modules, so `--help`, `--version` and `new` start at once: a parameter option
 from __future__ import annotations
 
 import argparse
-import difflib
-import re
 
-from .._errors import InputError
 from .._vocabulary import CHECK_DTYPES, DTYPES
 from ._options import (
     PARAMS_HELP,
@@ -26,8 +23,8 @@ from ._options import (
 )
 from ._options import UsageError as UsageError
 from ._search_parsers import bisect_parser, fuzz_parser
-
-_PARAM_WORD = re.compile(r"--([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?\Z")
+from ._words import param_words
+from ._words import suggestion as suggestion
 
 
 def _run(sub) -> None:
@@ -109,6 +106,15 @@ def _check(sub) -> None:
         action="store_true",
         help="fail when a variant that ran was compared with nothing (a family with one "
         "member here; default: said in the headline, exit code unchanged)",
+    )
+    p.add_argument(
+        "--order",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="2: also each variant's Hessian-vector products, compared across variants, "
+        "with the second-order Taylor test and the symmetry check (default: 1, or an "
+        "example's own order=2)",
     )
     add_executors(p)
     add_format(p)
@@ -273,38 +279,6 @@ def options_of(parser: argparse.ArgumentParser) -> list[str]:
     return [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
 
 
-def suggestion(flag: str, options: list[str]) -> str:
-    """`; did you mean --K?` for a mistyped option: the case, a missing dash, a prefix of
-    one option (never taken as that option), a typo."""
-    flag = flag.split("=", 1)[0]
-    by_case = [o for o in options if o.lower() in (flag.lower(), "-" + flag.lower())]
-    prefixed = [o for o in options if len(flag) > 2 and o.lower().startswith(flag.lower())]
-    close = by_case or (prefixed if len(prefixed) == 1 else [])
-    close = close or difflib.get_close_matches(flag, options, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]}?" if close else ""
-
-
-def _param_words(words: list[str]) -> dict[str, str] | None:
-    """`{name: text}` from `--NAME V` / `--NAME=V` words, or None if they are not that."""
-    out: dict[str, str] = {}
-    i = 0
-    while i < len(words):
-        m = _PARAM_WORD.match(words[i])
-        if m is None:
-            return None
-        name, value = m.group(1), m.group(2)
-        if value is None:
-            if i + 1 >= len(words):
-                raise InputError(f"--{name} needs a value, e.g. --{name} 5")
-            value, i = words[i + 1], i + 2
-        else:
-            i += 1
-        if name in out:
-            raise InputError(f"--{name} is given twice")
-        out[name] = value
-    return out
-
-
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, str]]:
     """The parsed options and the parameter words (`{name: text}`). An unknown option
     is reported by the subcommand's parser, with the option it probably meant."""
@@ -312,7 +286,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, dict[str, str]]:
     args, extras = parser.parse_known_args(argv)
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     command = sub.choices[args.command]
-    params = _param_words(extras) if args.command in TAKES_PARAMS else None
+    params = param_words(extras) if args.command in TAKES_PARAMS else None
     if extras and params is None:
         command.error(
             f"unrecognized arguments: {' '.join(extras)}"

@@ -116,6 +116,7 @@ def check(
     device: Sequence[str] | str | None = None,
     fd: bool = False,
     verbose: bool = False,
+    order: int = 1,
 ) -> Judgement:
     """Run, check and judge every available variant of each example (default: all).
 
@@ -147,28 +148,17 @@ def check(
       devices`, else the CPU alone, whatever JAX's default device is; docs/devices.md);
       one named here must be present. `verbose`: progress per evaluation, not example.
     - `fd`: central differences beside every gradient check, as information (by default
-      only beside one that is not ok: docs/gradient-checks.md).
+      only beside one that is not ok: docs/gradient-checks.md); `order`: 2 checks every
+      example at the second order too (docs/outputs.md; default 1, or an example's own).
 
     **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
     """
-    checking(
-        examples,
-        variants=variants,
-        dtype=dtype,
-        timeout=timeout,
-        fresh=fresh,
-        say=say,
-        save=save,
-        workers=workers,
-        scheduler=scheduler,
-        processes=processes,
-        require=require,
-        device=device,
-        fd=fd,
-        verbose=verbose,
-        listeners=[kept := Kept()],  # keeps the `Judgement`
-    )
+    # what is checked, where it runs, and what is said and kept of it
+    checked = dict(variants=variants, dtype=dtype, require=require, fd=fd, order=order)
+    where = dict(workers=workers, scheduler=scheduler, processes=processes, device=device)
+    said = dict(timeout=timeout, fresh=fresh, say=say, save=save, verbose=verbose)
+    checking(examples, **checked, **where, **said, listeners=[kept := Kept()])
     return kept.judgement
 
 
@@ -190,6 +180,7 @@ def checking(
     verbose: bool = False,
     strict: bool = False,
     listeners: Sequence[Listener] = (),
+    order: int = 1,
 ) -> JudgementData:
     """`check`'s run, its events to `listeners` (the front end's: `weanj check` prints
     through `--format`'s, `weanj.check()` keeps the `Judgement`), each argument of
@@ -214,6 +205,9 @@ def checking(
     every = None if examples else [c.name for c in catalogs(None)]
     how = dict(timeout=timeout, fresh=fresh, say=say, save=save, require=require, fd=fd)
     how["strict"] = arg.flag(strict, "strict", "check")
+    if isinstance(order, bool) or order not in (1, 2):
+        raise InputError(f"check: order must be 1 or 2 (the second order), got {order!r}")
+    how["order"] = int(order)
     how.update(devices=devices, absent=absent, verbose=verbose, every_example=every)
     executor = _executor(workers, scheduler, processes)
     dtypes = dtypes_of(dtype)

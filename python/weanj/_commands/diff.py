@@ -99,14 +99,14 @@ def checks_note(example: str, inputs) -> str:
     here = places()
     found = read_check_verdicts(example, inputs.key("float64"), here)
     where = here.shown(found.path)
-    kinds = ", ".join(k.header for k in GRADIENT_CHECKS)
+    checks = [j for j in ((found.data or {}).get("checks") or []) if isinstance(j, dict)]
+    present = {j.get("kind") for j in checks}  # a check of some examples only: where it is
+    kinds = ", ".join(
+        k.header for k in GRADIENT_CHECKS if not getattr(k, "optional", False) or k in present
+    )
     if not found.current:
         return f"  gradient checks ({kinds}): not judged by diff; {found.note}"
-    failed = [
-        str(j.get("summary") or j.get("case"))
-        for j in found.data.get("checks") or []
-        if isinstance(j, dict) and j.get("failed")
-    ]
+    failed = [str(j.get("summary") or j.get("case")) for j in checks if j.get("failed")]
     head = f"  gradient checks ({kinds}): judged by `weanj check`, not by diff ({where})"
     if not failed:
         return f"{head}: all passed or skipped"

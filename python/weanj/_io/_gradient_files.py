@@ -20,6 +20,7 @@ from .._errors import InputError, InputFileError, WeanjError
 from .._model import COMPLEX_OF, Example, Gradient, check_name, provenance_key, shown
 from .._places import PRODUCED, RECORDED, Places
 from .._vocabulary import DTYPES
+from ._beyond_files import GROUPS, beyond_into, read_beyond
 from ._h5 import array_sha256, read_array, read_attributes
 from ._safeh5 import parsed
 
@@ -123,11 +124,13 @@ def read_gradient_file(
     path = Path(path)
     hint = fix_hint(path, places)
     where = f"gradient file {path}"
-    with parsed(path, "gradient file", hint, ("gradient", "noise", "sha256", *_REQUIRED)) as f:
+    lookups = ("gradient", "noise", "sha256", *GROUPS, *_REQUIRED)
+    with parsed(path, "gradient file", hint, lookups) as f:
         datasets = _read_datasets(f, where, hint)
         attrs = read_attributes(f.attrs, where, hint)
         entries = _read_entries(f, where, hint)
-    _typed_attributes(attrs, where, hint)
+        _typed_attributes(attrs, where, hint)
+        beyond = read_beyond(f, ex, attrs["dtype"], where, hint)
     if attrs["example"] != ex.name:
         raise InputFileError(
             f"{where} holds a gradient of {shown(attrs['example'])}, not of {ex.name}{hint}"
@@ -152,7 +155,7 @@ def read_gradient_file(
     if "noise_loss" in attrs:
         noise["loss"] = float(attrs["noise_loss"])
     noise_entries = _entries_of(ex, entries, gradients, where, hint)
-    return Gradient(
+    g = Gradient(
         example=ex,
         variant=attrs["variant"],
         family=attrs["family"],
@@ -175,6 +178,8 @@ def read_gradient_file(
         levels_measured=attrs.get("levels", "measured") == "measured",
         evaluated="levels" in attrs or "noise_loss" in attrs,
     )
+    beyond_into(g, beyond)
+    return g
 
 
 def _check_store_dtype(place: Any, dtype: str, where: str, hint: str) -> None:

@@ -32,6 +32,7 @@ from .._errors import InputFileError, WeanjError
 from .._model import Gradient
 from .._places import PRODUCED, RECORDED, Places
 from ._atomic import aside_path, atomic_path, not_written
+from ._beyond_files import write_beyond
 from ._gradient_files import FORMAT, read_gradient_file
 from ._h5 import array_sha256, write_array, write_attributes
 from ._safeh5 import trust_file
@@ -194,12 +195,13 @@ def write_gradient(
                     ds.attrs["sha256"] = array_sha256(values)
                     if name in g.noise:
                         ds.attrs["noise"] = np.float64(g.noise[name])
-                if set(g.noise_entries) == set(names):  # each entry's level, laid out alike
+                if set(names) <= set(g.noise_entries):  # each entry's level, laid out alike
                     if len(names) > 1:
                         f.create_group("noise", track_order=True)
                     for name, where in datasets:
                         where = where.replace("gradient", "noise", 1)
                         write_array(f, where, np.asarray(g.noise_entries[name], np.float64))
+                write_beyond(f, g)  # its outputs, its Hessian products (`_beyond_files`)
                 write_attributes(f, {**_attributes(g), **(extra or {})})
             trust_file(tmp)  # weanj wrote these bytes itself: no need to probe them on reading
     except OSError as e:

@@ -158,6 +158,40 @@ def checked_gradients(
     return out
 
 
+def checked_outputs(ex: Example, outputs: Any, dtype: str) -> dict[str, np.ndarray]:
+    """`{name: array}` of the outputs the example declares (`Example.outputs`), from what
+    a run returned beside its loss, or a `Breach`: exactly the declared names, each a
+    non-empty real array of the dtype under test (docs/outputs.md). None: the backend
+    computes no outputs (a Julia variant's, yet): none, and its output cases say so."""
+    names = tuple(getattr(ex, "outputs", ()))
+    if not names or outputs is None:
+        return {}
+    found = dict(outputs or {})
+    if set(found) != set(names):
+        given = ", ".join(map(str, found)) or "none"
+        raise Breach(
+            f"returned the outputs {given}; {ex.name} declares {', '.join(names)} (its loss "
+            "returns (loss, {name: array}), JAX's has_aux convention)"
+        )
+    out = {}
+    for name in names:
+        try:
+            a = np.asarray(found[name])
+        except Exception:
+            raise Breach(
+                f"returned an output {name} of type {type(found[name]).__name__}"
+            ) from None
+        if a.dtype.kind != "f" or a.size == 0:
+            raise Breach(
+                f"returned an output {name} of dtype {a.dtype}, shape {a.shape}; "
+                f"an output is a non-empty real array ({dtype})"
+            )
+        if a.dtype.name != dtype:
+            raise _dtype_breach(a.dtype, dtype, dtype, f"the output {name}")
+        out[name] = a
+    return out
+
+
 def first_clause(why: str) -> str:
     """The first clause of why something did not run (`no Julia found`), for a headline
     that says it once per cause."""

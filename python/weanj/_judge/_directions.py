@@ -59,3 +59,27 @@ def checked_masks(
             )
         masks[name] = m
     return masks
+
+
+# --- beyond the gradient (docs/outputs.md) ------------------------------------------------
+
+
+def output_weights(ex: Example, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """Each output's seeded weight `w` of the dot-product test (`⟨w, J·v⟩` against
+    `⟨Jᵀ·w, v⟩`), of its shape, unit norm, seeded by the output's position: every variant
+    of a family (and the Julia reference) is weighted alike, so a borrowed forward mode
+    and a comparison of `Jᵀ·w` across variants mean the same."""
+    return {
+        name: random_direction(
+            np.random.default_rng([3, ex.outputs.index(name)]), np.zeros(tuple(shapes[name]))
+        )
+        for name in ex.outputs
+    }
+
+
+def second_direction(ex: Example, array: str, x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """The second seeded direction `u` of `array` at the second order, apart from its jvp
+    direction `v`: the symmetry check compares `⟨u, H·v⟩` with `⟨v, H·u⟩`, and the
+    second-order Taylor test reads the gradient's remainder along `u`."""
+    rng = np.random.default_rng([2, ex.wrt_names.index(array)])
+    return random_direction(rng, x, mask)

@@ -34,6 +34,7 @@ from .._model import Expected, Gradient
 from .._model._cost import Cost
 from .._model._provenance import provenance_fields, provenance_json
 from .._model._verdicts import Verdict
+from . import _dot, _second  # noqa: F401 (their result types, registered for `RESULTS`)
 from ._checks import RESULTS
 from ._compare import ArrayComparison
 from ._information import INFORMATION, information_fields, information_json

@@ -90,8 +90,14 @@ class Reference:
 
 
 def _family_pairs(ej: ExampleJudgement) -> list[CaseJudgement]:
-    """The same-family pairs of the example (not the information pairs across families)."""
-    return [j for j in ej.of_kind(CaseKind.PAIR) if " vs " not in j.family and len(j.subjects) == 2]
+    """The same-family pairs of the example (not the information pairs across families):
+    their gradients, and their outputs and Hessian-vector products where compared (a port
+    whose output alone parts ways is its family's suspect too)."""
+    return [
+        j
+        for j in ej.judgements
+        if CaseKind(j.kind).compares and " vs " not in j.family and len(j.subjects) == 2
+    ]
 
 
 def _compared(pairs: list[CaseJudgement]) -> list[str]:
@@ -152,7 +158,10 @@ def suspects(ej: ExampleJudgement) -> list[Suspect]:
         mine = [j for j in pairs if j.family == family]
         wide = [j for j in mine if not any("@" in s for s in j.subjects)]
         nodes = _compared(wide)  # a subject at fault or not run is in no group
-        agree = [j.subjects for j in wide if agrees(j)]
+        # two members agree where every case of theirs does (each gradient array, each
+        # output, each Hessian product): one that differs keeps them apart
+        apart = {frozenset(j.subjects) for j in wide if _differs(j)}
+        agree = [j.subjects for j in wide if agrees(j) and frozenset(j.subjects) not in apart]
         trusted = trusted_group(nodes, agree)
         named = set()
         for label in nodes:

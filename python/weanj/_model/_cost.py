@@ -23,8 +23,21 @@ from typing import Any
 # the evaluation (a lender's whose evaluation was reused; the evaluation's own call
 # computes the jvp check's numbers otherwise); `rounding`: the loss floor's perturbed runs
 # (gathered where a comparison needs them); `fd`: central differences (where a gradient
-# check is not ok, or asked for).
-PHASES = ("evaluation", "taylor", "jvp", "rounding", "fd", "precision")
+# check is not ok, or asked for); `jacobian`: the outputs' vector-Jacobian products of the
+# dot-product test (one backward per output, in the evaluation's call); `hvp`: the
+# Hessian-vector products (one forward-over-reverse execution each, a forward and a
+# backward carrying a tangent); `taylor2`: the gradients of the second-order Taylor test.
+PHASES = (
+    "evaluation",
+    "taylor",
+    "jvp",
+    "rounding",
+    "fd",
+    "precision",
+    "jacobian",
+    "hvp",
+    "taylor2",
+)
 
 
 @dataclass

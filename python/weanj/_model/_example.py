@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import DefinitionError, InputError
+from ._beyond import checked_order, checked_outputs
 from ._expected import as_declarations
 from ._kinds import DTYPES, Array, as_array, spelled_shape
 from ._names import check_name
@@ -60,6 +61,9 @@ class Example:
       needs more than the default (relative; the larger of it and the dtype's default
       applies, and every view shows it); `family_tolerance`: `{family: Tolerance}`, for
       one family only.
+    - `outputs`: named forward outputs (`("uT",)`): each variant's loss returns `(loss,
+      {"uT": array})`, judged like gradients; `order`: 2 adds the Hessian-vector
+      products and their checks (docs/outputs.md).
     """
 
     name: str
@@ -82,6 +86,8 @@ class Example:
     specs: tuple[Array, ...] = field(default=(), init=False, repr=False, compare=False)
     tolerance: Any = None  # a declared weanj.Tolerance (docs/verdicts.md)
     family_tolerance: Mapping[str, Any] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    order: int = 1
 
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}={p.default!r}" for p in self.params)
@@ -147,6 +153,9 @@ class Example:
         if not isinstance(self.fd, FDPolicy):
             raise DefinitionError(f"example {self.name}: fd must be a weanj.FDPolicy")
         object.__setattr__(self, "wrt", wrt[0] if len(wrt) == 1 else wrt)
+        complex_wrt = [a for a in wrt if self.array(a).kind == "complex"]
+        object.__setattr__(self, "outputs", checked_outputs(self.name, self.outputs, self.arrays))
+        object.__setattr__(self, "order", checked_order(self.name, self.order, complex_wrt))
         declared = as_declarations(self.expected, f"example {self.name}")
         if any(d.variant is None for d in declared):
             raise DefinitionError(

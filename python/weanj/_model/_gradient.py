@@ -114,6 +114,21 @@ class Gradient:
     # a float32 run's rounding emulated on its float64 program, where its levels were
     # measured (`Emulated`; None: not emulated, or a file's, which keeps only `noise`)
     emulated: Emulated | None = field(default=None, compare=False)
+    # the outputs the example declares (`Example.outputs`), from the evaluation's own call
+    # ({}: none declared, or a file written without them)
+    outputs: dict[str, np.ndarray] = field(default_factory=dict, compare=False)
+    # the outputs' Jacobian, per output and wrt array (`"uT::u0"`): `(⟨w, J·v⟩, ⟨Jᵀ·w, v⟩,
+    # the size of their terms)` along the array's jvp direction v and the output's seeded
+    # weight w, computed in the evaluation's own call (the first None where the variant
+    # has no forward mode)
+    jacobian: dict[str, tuple[float | None, float, float]] = field(
+        default_factory=dict, compare=False
+    )
+    # the second order (`Example.order`): each wrt array's own Hessian block times its
+    # seeded directions, `hvp[a] = H_aa·v_a` (v_a its jvp direction) and `hvp_u[a] =
+    # H_aa·u_a` (u_a its second direction); None: not computed
+    hvp: dict[str, np.ndarray] | None = field(default=None, compare=False)
+    hvp_u: dict[str, np.ndarray] | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         loss = "None" if self.loss is None else f"{self.loss:.6g}"

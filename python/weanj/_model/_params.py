@@ -62,6 +62,7 @@ RESERVED_NAMES = frozenset(
         "yes",
         "verbose",
         "strict",
+        "order",
     }
 )
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

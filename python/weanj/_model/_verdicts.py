@@ -139,13 +139,25 @@ class CaseKind(str, enum.Enum):
     TAYLOR = ("taylor", "Taylor", True, "min rate")  # the Taylor remainder test (DESIGN §9.1)
     JVP = ("jvp", "jvp", True, "rel. error")  # forward against reverse (DESIGN §9.2)
     FILE = ("file", "file", False)  # a file the plan read
+    # Beyond the gradient (docs/outputs.md): an output of two subjects compared elementwise
+    # as a pair's gradient is; their Hessian-vector products compared so; and the checks
+    # of one variant's outputs and second order, where its example asks for them
+    # (`optional`: a column only where the example has such cases)
+    OUTPUT = ("output", "output", False)
+    HVP = ("hvp", "Hv", False)
+    TAYLOR2 = ("taylor2", "Taylor²", True, "min rate", True)  # the gradient's, by Hv
+    SYMMETRY = ("symmetry", "symmetry", True, "rel. error", True)  # ⟨u, Hv⟩ = ⟨v, Hu⟩
+    DOT = ("dot", "dot", True, "rel. error", True)  # ⟨w, Jv⟩ = ⟨Jᵀw, v⟩, each output
 
-    def __new__(cls, name: str, header: str, check: bool, measure: str = ""):
+    def __new__(
+        cls, name: str, header: str, check: bool, measure: str = "", optional: bool = False
+    ):
         member = str.__new__(cls, name)
         member._value_ = name
         member.header = header  # the column header of the variants' tables
         member.measure = measure  # what a check's cell shows (its result's `measure`)
         member._check = check
+        member.optional = optional  # a check of some examples only: shown where it has cases
         return member
 
     @property
@@ -160,6 +172,12 @@ class CaseKind(str, enum.Enum):
     def is_check(self) -> bool:
         """A variant's own gradient check (one case per live float64 variant and array)."""
         return self._check
+
+    @property
+    def compares(self) -> bool:
+        """Two subjects compared elementwise under the tolerance policy: a pair's gradient,
+        an output, a Hessian-vector product (the pair tables and pictures show them)."""
+        return self in (CaseKind.PAIR, CaseKind.OUTPUT, CaseKind.HVP)
 
 
 # The kinds of case the table holds, and the gradient checks among them, in view order.

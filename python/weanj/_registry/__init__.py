@@ -238,10 +238,11 @@ def _declarations(ex: Example, variants: tuple[Variant, ...]) -> tuple[Expected,
                 f"{ex.name}: weanj.Expected pairs {e.variant} with {e.against}, which are not "
                 "of one family (pairs across families are for information only)"
             )
-        if e.array is not None and e.array not in ex.wrt_names:
+        if e.array is not None and e.array not in (*ex.wrt_names, *ex.outputs):
+            outputs = f"; its outputs {', '.join(ex.outputs)}" if ex.outputs else ""
             raise DefinitionError(
                 f"{ex.name}: weanj.Expected names array {e.array!r}; the gradient arrays are "
-                f"{', '.join(ex.wrt_names)}"
+                f"{', '.join(ex.wrt_names)}{outputs}"
             )
     return found
 

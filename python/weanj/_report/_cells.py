@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .._judge._verdict import CaseJudgement, ExampleJudgement
-from .._model._verdicts import CaseKind, Verdict
-from ._lines import num, summary
+from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from ._lines import compared_name, num, summary
 
 
 @dataclass
@@ -29,11 +29,25 @@ class Cell:
         return self.plain or self.text
 
 
+def shown_checks(ej: ExampleJudgement) -> tuple[CaseKind, ...]:
+    """The gradient checks a variants' table of this example has a column for: every one
+    but those of some examples only (`CaseKind.optional`: the second order, the outputs'
+    Jacobian), which have one where the example has such cases."""
+    return tuple(k for k in GRADIENT_CHECKS if not getattr(k, "optional", False) or ej.of_kind(k))
+
+
+def compared(ej: ExampleJudgement) -> list[CaseJudgement]:
+    """The cases that compare two subjects elementwise, in table order: the gradients'
+    pairs, and the outputs' and Hessian-vector products' where the example has them."""
+    return [j for j in ej.judgements if CaseKind(j.kind).compares]
+
+
 def same_family_pairs(ej: ExampleJudgement) -> list[CaseJudgement]:
-    """The compared float64 same-family pairs (float32 pairs are the float32 column's)."""
+    """The compared float64 same-family pairs (float32 pairs are the float32 column's):
+    their gradients, outputs and Hessian-vector products."""
     return [
         j
-        for j in ej.of_kind(CaseKind.PAIR)
+        for j in compared(ej)
         if j.verdict.judged  # not skipped, not the information across families
         and len(j.subjects) == 2
         and not j.subjects[1].endswith("@float32")
@@ -89,7 +103,7 @@ def float32_cell(ej: ExampleJudgement, name: str) -> Cell:
     run = ej.run_of(label)
     if run is not None and run.verdict != Verdict.OK:
         return Cell(str(run.verdict), str(run.verdict), [], run.reason)  # said in its row
-    mine = [j for j in ej.of_kind(CaseKind.PAIR) if len(j.subjects) == 2 and j.subjects[1] == label]
+    mine = [j for j in compared(ej) if len(j.subjects) == 2 and j.subjects[1] == label]
     if not mine:
         if label in ej.unavailable:
             return Cell(
@@ -118,7 +132,7 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
     only against the suspects (each with the pairs' own worst verdict: `unexpectedly ok
     vs`), `kinks`, or `not compared`."""
     mine = [j for j in same_family_pairs(ej) if label in j.subjects]
-    blocked = [j for j in ej.of_kind(CaseKind.PAIR) if label in j.subjects and j.blocked_by]
+    blocked = [j for j in compared(ej) if label in j.subjects and j.blocked_by]
     if not mine:
         if blocked:
             return Cell("not compared", str(Verdict.SKIPPED), [], blocked[0].reason)
@@ -131,7 +145,7 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
     members = dict.fromkeys(other(j) for j in mine)
     failing = [j for j in mine if j.failed]
     if failing:
-        links = [(f"{other(j)} ({j.array})", j.case) for j in failing]
+        links = [(f"{other(j)} ({compared_name(j)})", j.case) for j in failing]
         why = "\n".join(summary(j) for j in failing)
         against = dict.fromkeys(other(j) for j in failing)
         worst = Verdict.worst(j.verdict for j in failing)

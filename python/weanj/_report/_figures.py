@@ -20,12 +20,13 @@ import numpy as np
 from .._errors import UnavailableError
 from .._io._atomic import atomic_path
 from .._io._marks import mark_of, png_metadata
+from .._judge._beyond import compared_view
 from .._judge._compare import ArrayComparison
 from .._judge._policy import tolerance
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Gradient
 from .._model._verdicts import CaseKind, Verdict
-from ._lines import index, julia, relative_text
+from ._lines import compared_name, index, julia, relative_text
 
 
 def plain(text: str) -> str:
@@ -142,15 +143,17 @@ def _wrapped(text: str, width: int) -> str:
 
 
 def draw_pair(j: CaseJudgement, a: Gradient, b: Gradient):
-    """A matplotlib `Figure` of one pair and array, or None when nothing differs."""
+    """A matplotlib `Figure` of one pair and array (an output, a Hessian-vector product:
+    `compared_view`), or None when nothing differs."""
     from matplotlib.figure import Figure
 
+    a, b = compared_view(a, j.kind), compared_view(b, j.kind)
     values, bad = relative_delta(a, b, j.array)
     if not (values > 0).any() and not bad.any():
         return None
     c = j.comparison
     head = (
-        f"{j.array}: {b.label} vs {a.label} ({j.verdict}); {relative_text(c)} at numpy "
+        f"{compared_name(j)}: {b.label} vs {a.label} ({j.verdict}); {relative_text(c)} at numpy "
         f"{index(c.worst)} / Julia {julia(c.worst)}; {c.differing} "
         f"beyond tolerance in {c.region_count} region(s)"
     )
@@ -251,8 +254,9 @@ def chosen_pairs(ej: ExampleJudgement, *, recorded: bool = False) -> list[CaseJu
     declared; when none, every same-family pair (without recorded references, unless asked)."""
     pairs = [
         j
-        for j in ej.of_kind(CaseKind.PAIR)
-        if j.comparison is not None or j.verdict == Verdict.NONFINITE
+        for j in ej.judgements
+        if CaseKind(j.kind).compares
+        and (j.comparison is not None or j.verdict == Verdict.NONFINITE)
     ]
     notable = [j for j in pairs if j.failed or j.verdict.as_declared]
     if notable:
@@ -281,9 +285,8 @@ def plot_pairs(
             out.append((j, None))
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        name = f"{j.subjects[0]}-vs-{j.subjects[1]}-{j.array}.png".replace("/", "_").replace(
-            "@", "_"
-        )
+        what = compared_name(j).replace(" ", "-")  # `x`, `output-uT`, `Hv-x`
+        name = f"{j.subjects[0]}-vs-{j.subjects[1]}-{what}.png".replace("/", "_").replace("@", "_")
         path = folder / name
         with atomic_path(path, foreign="aside") as tmp:  # never through a link at `path`
             fig.savefig(tmp, dpi=100, format="png", metadata=png_metadata(ej.name))

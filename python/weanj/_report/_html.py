@@ -18,6 +18,7 @@ the provenance. The evidence is `_html_evidence`'s, the benchmarks and provenanc
 from __future__ import annotations
 
 from .._model._verdicts import GRADIENT_CHECKS, Verdict
+from ._cells import Cell, shown_checks
 from ._html_bench import _dl, benchmarks, provenance
 from ._html_evidence import evidence, nothing_judged
 from ._html_parts import CSP, STYLE, badge, cell, e, link, table, verdict_class
@@ -74,6 +75,7 @@ def summary_table(pages: list[ExamplePage]) -> str:
 
 
 def variant_table(p: ExamplePage) -> str:
+    kinds = shown_checks(p.ej) if p.ej is not None else GRADIENT_CHECKS
     rows = []
     for r in p.rows:
         loss = num(r.loss, 15) if r.loss is not None else "—"
@@ -85,7 +87,7 @@ def variant_table(p: ExamplePage) -> str:
         rows.append(
             f'<tr id="{e(r.anchor)}"><td><code>{e(r.variant)}</code></td><td>{e(r.family)}</td>'
             f'<td class="{verdict_class(r.verdict)}">{e(r.verdict)}</td><td class="n">{loss}</td>'
-            + "".join(cell(r.checks[k]) for k in GRADIENT_CHECKS)
+            + "".join(cell(r.checks.get(k, Cell())) for k in kinds)
             + cell(r.float32)
             + cell(r.pairs)
             + f'<td class="n">{time_s}</td><td class="note" title="{e(r.note)}">{note}</td></tr>'
@@ -95,7 +97,7 @@ def variant_table(p: ExamplePage) -> str:
         "family",
         "verdict",
         "loss",
-        *(k.column for k in GRADIENT_CHECKS),
+        *(k.column for k in kinds),
         "float32 (max rel.)",
         "same-family pairs",
         "time (first call)",

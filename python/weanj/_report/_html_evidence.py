@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._judge._beyond import compared_view
 from .._judge._verdict import CaseJudgement
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from ._cells import compared
 from ._figures import plain
 from ._html_parts import badge, e, img, link, table, verdict_class
-from ._lines import file_name
+from ._lines import compared_name, file_name
 from ._page_model import ExamplePage, anchor, judged_line, same_family_pairs
 from ._text import declared_text, index, julia, num, region_lines, summary, worst_ulp_text
 
@@ -44,11 +46,12 @@ def _numbers(j: CaseJudgement, a, b) -> str:
 def pair_picture(p: ExamplePage, j: CaseJudgement, have_matplotlib: bool) -> str:
     from ._figures import draw_pair
 
-    a, b = (p.ej.subjects[label] for label in j.subjects)
+    a, b = (compared_view(p.ej.subjects[label], j.kind) for label in j.subjects)
     gone = [g.label for g in (a, b) if j.array not in g.gradients]
+    what = "array" if j.kind == CaseKind.PAIR else ""
     out = [
         f'<div class="pic" id="{e(j.case)}"><h4>{e(j.subjects[1])} vs {e(j.subjects[0])} · '
-        f"array <code>{e(j.array)}</code> — {badge(str(j.verdict))}</h4>",
+        f"{what} <code>{e(compared_name(j))}</code> — {badge(str(j.verdict))}</h4>",
         f"<p><code>{e(j.case)}</code>: {e(summary(j).split(': ', 2)[-1])}</p>",
     ]
     if j.comparison is not None and j.comparison.differing:
@@ -137,7 +140,7 @@ def pair_row(j: CaseJudgement, drawn: set[str]) -> str:
     return (
         f'<tr{ident} title="{e(summary(j))}"><td><code>{e(ref)}</code></td>'
         f"<td><code>{name}</code></td>"
-        f"<td><code>{e(j.array)}</code></td>{cells}"
+        f"<td><code>{e(compared_name(j))}</code></td>{cells}"
         f'<td class="{verdict_class(str(j.verdict))}">{e(j.verdict)}</td>'
         f'<td class="note">{e(declared_cell(j))}</td></tr>'
     )
@@ -214,7 +217,7 @@ def _pair_tables(p: ExamplePage, drawn: set[str]) -> list[str]:
         "verdict",
         "declared (weanj.Expected)",
     ]
-    pairs = [j for j in p.ej.of_kind(CaseKind.PAIR) if j.verdict != Verdict.SKIPPED]
+    pairs = [j for j in compared(p.ej) if j.verdict != Verdict.SKIPPED]
     same = same_family_pairs(p.ej)
     groups = (
         ("same-family pairs (float64)", same),
@@ -224,7 +227,7 @@ def _pair_tables(p: ExamplePage, drawn: set[str]) -> list[str]:
         ),
         (
             "family references across families (information, never a failure)",
-            [j for j in pairs if "::info::" in j.case],
+            [j for j in pairs if "::info::" in j.case or j.verdict == Verdict.INFO],
         ),
     )
     for title, js in groups:

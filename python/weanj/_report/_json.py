@@ -73,7 +73,7 @@ def judgement_json(j: CaseJudgement) -> dict[str, Any]:
         out["blocked_by"] = j.blocked_by
     if j.comparison is not None:
         out.update(comparison_json(j.comparison))
-    if j.kind == CaseKind.PAIR and len(j.subjects) == 2:
+    if CaseKind(j.kind).compares and len(j.subjects) == 2:
         out["reference"], out["other"] = j.subjects
         out["same_family"] = " vs " not in j.family
         out["kinks"] = j.kinks
@@ -105,15 +105,8 @@ def gradient_json(g: Gradient) -> dict[str, Any]:
         "created": g.created,
         "loss": finite(g.loss),
         "seconds": g.seconds,
-        "arrays": {
-            name: {
-                "shape": list(np.shape(a)),
-                "max_abs": finite(float(np.max(np.abs(a))))
-                if np.size(a) and np.all(np.isfinite(a))
-                else None,
-            }
-            for name, a in g.gradients.items()
-        },
+        "arrays": {name: _array_json(a) for name, a in g.gradients.items()},
+        **_outputs_json(g),
         "nonfinite": not g.finite,
         "nonfinite_count": g.nonfinite_count,
         "noise": {k: finite(v) for k, v in g.noise.items()},
@@ -121,6 +114,33 @@ def gradient_json(g: Gradient) -> dict[str, Any]:
         "cost": g.cost.to_json(),
         "compiled": g.cost.compiled_json(),
         "x64": g.x64,
+    }
+
+
+def _beyond_json(ej: ExampleJudgement) -> dict[str, Any]:
+    """The outputs' and Hessian-vector products' pairs, where the example has them
+    (`outputs`, `hvp`: each as a pair is, docs/outputs.md)."""
+    out = {}
+    for key, kind in (("outputs", CaseKind.OUTPUT), ("hvp", CaseKind.HVP)):
+        found = ej.of_kind(kind)
+        if found:
+            out[key] = [judgement_json(j) for j in found if j.verdict != Verdict.SKIPPED]
+    return out
+
+
+def _outputs_json(g: Gradient) -> dict[str, Any]:
+    """A run's outputs (shape, largest magnitude), where the example declares some."""
+    if not g.outputs:
+        return {}
+    return {"outputs": {name: _array_json(a) for name, a in g.outputs.items()}}
+
+
+def _array_json(a: Any) -> dict[str, Any]:
+    return {
+        "shape": list(np.shape(a)),
+        "max_abs": finite(float(np.max(np.abs(a))))
+        if np.size(a) and np.all(np.isfinite(a))
+        else None,
     }
 
 
@@ -160,6 +180,7 @@ def example_json(ej: ExampleJudgement) -> dict[str, Any]:
         "pairs": [
             judgement_json(j) for j in ej.of_kind(CaseKind.PAIR) if j.verdict != Verdict.SKIPPED
         ],
+        **_beyond_json(ej),
         "checks": [judgement_json(j) for j in ej.judgements if j.kind in GRADIENT_CHECKS],
         "files": [judgement_json(j) for j in ej.of_kind(CaseKind.FILE)],
         "skipped": [

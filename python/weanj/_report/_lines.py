@@ -132,7 +132,7 @@ def summary(j: CaseJudgement) -> str:
     head = f"{j.case}: {j.verdict}"
     if j.kind == CaseKind.RUN:
         body = fault_text(j) if j.verdict != Verdict.OK else ""
-    elif j.kind == CaseKind.PAIR and j.comparison is not None:
+    elif CaseKind(j.kind).compares and j.comparison is not None:
         body = comparison_text(j.comparison)
         if j.verdict == Verdict.KINKS:
             body += (
@@ -151,7 +151,7 @@ def summary(j: CaseJudgement) -> str:
 def details(j: CaseJudgement) -> list[str]:
     """The lines below a summary: regions of a failing pair, masks, central differences."""
     out = []
-    if j.kind == CaseKind.PAIR and j.comparison is not None and j.comparison.differing:
+    if CaseKind(j.kind).compares and j.comparison is not None and j.comparison.differing:
         out.extend(region_lines(j.comparison))
     if j.masked is not None:
         m = j.masked
@@ -163,6 +163,16 @@ def details(j: CaseJudgement) -> list[str]:
             f"    central differences (h = {fd.step:g}): relative error {num(fd.error, 1)}{flag}"
         )
     return out
+
+
+def compared_name(j: CaseJudgement) -> str:
+    """What a compared case compares, as the pair tables name it: a gradient array (`x`),
+    an output (`output uT`), an array's Hessian-vector product (`Hv x`)."""
+    if j.kind == CaseKind.OUTPUT:
+        return f"output {j.array}"
+    if j.kind == CaseKind.HVP:
+        return f"Hv {j.array}"
+    return j.array or ""
 
 
 def message(j: CaseJudgement) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from .._model._verdicts import GRADIENT_CHECKS, Verdict
+from ._cells import shown_checks
 from ._lines import fault_text
 from ._page_model import Cell, ExamplePage, judged_line, overall
 from ._text import alone_lines, num, reference_lines, region_lines, summary, x64_lines
@@ -97,11 +98,12 @@ def summary_table(pages: list[ExamplePage]) -> list[str]:
 
 
 def variant_table(p: ExamplePage) -> list[str]:
+    kinds = shown_checks(p.ej) if p.ej is not None else GRADIENT_CHECKS
     out = [
         "| variant | family | verdict | loss | "
-        + "".join(f"{k.column} | " for k in GRADIENT_CHECKS)
+        + "".join(f"{k.column} | " for k in kinds)
         + "float32 | same-family pairs | time |",
-        "| --- | --- | --- | ---: | " + "--- | " * len(GRADIENT_CHECKS) + "--- | --- | ---: |",
+        "| --- | --- | --- | ---: | " + "--- | " * len(kinds) + "--- | --- | ---: |",
     ]
     for r in p.rows:
         loss = num(r.loss, 15) if r.loss is not None else "—"
@@ -109,7 +111,7 @@ def variant_table(p: ExamplePage) -> list[str]:
         verdict = f"**{esc(r.verdict)}**" if _failing(r.verdict) else esc(r.verdict)
         out.append(
             f"| {code(r.variant)} | {esc(r.family)} | {verdict} | {loss} | "
-            + "".join(f"{_cell(r.checks[k])} | " for k in GRADIENT_CHECKS)
+            + "".join(f"{_cell(r.checks.get(k, Cell()))} | " for k in kinds)
             + f"{_cell(r.float32)} | {_cell(r.pairs)} | {time_s} |"
         )
     return out

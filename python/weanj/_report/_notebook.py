@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from .._judge._alone import alone
 from .._judge._verdict import ExampleJudgement
-from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
-from ._cells import check_cell, checks_of, family_cell, float32_cell
+from .._model._verdicts import CaseKind, Verdict
+from ._cells import check_cell, checks_of, family_cell, float32_cell, shown_checks
 from ._html_parts import badge, cell, e, img, table, verdict_class, verdict_style
 from ._lines import coverage_text, num
 from ._text import fault_rows, fault_text, reference_lines, summary
@@ -70,7 +70,7 @@ def _variant_rows(ej: ExampleJudgement) -> list[str]:
         loss = num(g.loss, 15) if g is not None and g.loss is not None else "—"
         rows.append(
             f"<tr><td><code>{e(label)}</code></td><td>{e(run.family)}</td><td>{loss}</td>"
-            + "".join(cell(check_cell(checks_of(ej, label, k), k)) for k in GRADIENT_CHECKS)
+            + "".join(cell(check_cell(checks_of(ej, label, k), k)) for k in shown_checks(ej))
             + cell(float32_cell(ej, label))
             + cell(family_cell(ej, label, suspects))
             + "</tr>"
@@ -81,8 +81,11 @@ def _variant_rows(ej: ExampleJudgement) -> list[str]:
 def _pictures(ej: ExampleJudgement, limit: int) -> list[str]:
     failing = [
         j
-        for j in ej.of_kind(CaseKind.PAIR)
-        if j.failed and j.comparison is not None and j.comparison.differing
+        for j in ej.judgements
+        if CaseKind(j.kind).compares
+        and j.failed
+        and j.comparison is not None
+        and j.comparison.differing
     ]
     if not failing:
         return []
@@ -128,7 +131,7 @@ def judgement_html(judgement, *, max_pictures: int = 6) -> str:
                         "variant",
                         "family",
                         "loss",
-                        *(k.column for k in GRADIENT_CHECKS),
+                        *(k.column for k in shown_checks(ej)),
                         "float32",
                         "family agreement",
                     ],

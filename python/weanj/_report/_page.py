@@ -24,8 +24,8 @@ from typing import Any
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Catalog
 from .._model._verdicts import GRADIENT_CHECKS, NOT_RUN, CaseKind, Verdict
-from ._cells import check_cell, family_cell, float32_cell
-from ._lines import fault_text, relative_text
+from ._cells import check_cell, compared, family_cell, float32_cell, shown_checks
+from ._lines import compared_name, fault_text, relative_text
 from ._page_model import (
     Cell,
     ExamplePage,
@@ -100,7 +100,7 @@ def _rows(page: ExamplePage) -> None:
             row.seconds = g.seconds if g is not None else None
             row.checks = {
                 kind: check_cell([j for j in ej.of_kind(kind) if j.subjects == (name,)], kind)
-                for kind in GRADIENT_CHECKS
+                for kind in shown_checks(ej)
             }
             row.float32 = float32_cell(ej, name)
             if f"{name}@float32" in faults:  # the float32 run at fault (its row says it once)
@@ -171,14 +171,14 @@ def _where(c) -> str:
 
 def _failures(page: ExamplePage) -> None:
     ej = page.ej
-    pairs = [j for j in ej.of_kind(CaseKind.PAIR) if j.failed]
+    pairs = [j for j in compared(ej) if j.failed]
     named = set()
     # The judge's suspects (`_judge._suspects`), each against its family's trusted group
     # (a float32 run is judged against its own float64 run: precision alone).
     for label, js in ej.suspects().items():
         by_array: dict[str | None, list[CaseJudgement]] = {}
-        for j in js:
-            by_array.setdefault(j.array, []).append(j)
+        for j in js:  # by what they compare: a gradient array, an output, a product
+            by_array.setdefault(compared_name(j), []).append(j)
         for array, group in by_array.items():
             others = [next(s for s in j.subjects if s != label) for j in group]
             worst = max(group, key=_badness)
@@ -195,10 +195,12 @@ def _failures(page: ExamplePage) -> None:
         ref, other = j.subjects
         if other.endswith("@float32"):  # a float32 run off its own float64 run
             what = f"{j.verdict}: differs from {ref}{_where(j.comparison)}"
-            page.failures.append(Failure(other, j.array, what, [(ref, j.case)]))
+            page.failures.append(Failure(other, compared_name(j), what, [(ref, j.case)]))
         else:  # a failing pair the judge names no suspect of
             page.failures.append(
-                Failure(" vs ".join(j.subjects), j.array, str(j.verdict), [(j.kind, j.case)])
+                Failure(
+                    " vs ".join(j.subjects), compared_name(j), str(j.verdict), [(j.kind, j.case)]
+                )
             )
     for j in ej.judgements:
         if j.kind in GRADIENT_CHECKS and j.failed:
@@ -229,7 +231,7 @@ def _pictures(ej: ExampleJudgement) -> tuple[list[CaseJudgement], int]:
     """The pairs drawn: failing, kink and expected pairs (float64 ones first, then worst
     first); when none, the agreeing same-family pair of the largest error and every pair of family
     references (`info`)."""
-    pairs = [j for j in ej.of_kind(CaseKind.PAIR) if j.comparison is not None]
+    pairs = [j for j in compared(ej) if j.comparison is not None]
     notable = [j for j in pairs if j.failed or j.verdict.as_declared]
     if notable:
         notable.sort(key=lambda j: (j.subjects[1].endswith("@float32"), -_badness(j)))

@@ -12,11 +12,12 @@ from .._judge._alone import alone
 from .._judge._judgement import first_clause
 from .._judge._suspects import kink_hypotheses
 from .._judge._verdict import PRECISION, CaseJudgement, ExampleJudgement
-from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from .._model._verdicts import CaseKind, Verdict
 from .._vocabulary import ACCELERATORS, DTYPES
-from ._cells import check_cell, checks_of, family_cell, float32_cell
+from ._cells import check_cell, checks_of, compared, family_cell, float32_cell, shown_checks
 from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
     box,
+    compared_name,
     comparison_text,
     coverage_text,
     declared_text,
@@ -85,7 +86,8 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
     """The table of variants: loss, Taylor (smallest rate), jvp, float32, agreement with
     its family, time; a variant at fault gets its verdict and one line."""
     suspects = set(ej.suspects())
-    checks = "".join(f"{str(kind):<10} " for kind in GRADIENT_CHECKS)
+    shown = shown_checks(ej)
+    checks = "".join(f"{str(kind):<10} " for kind in shown)
     out = [
         f"  {'variant':<24} {'family':<13} {'loss':<22} {checks}"
         f"{'float32':<12} {'family agreement':<22} time"
@@ -104,8 +106,7 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
         if g is not None and g.reused is not None:
             time_s += " (earlier run)"
         own = "".join(
-            f"{check_cell(checks_of(ej, label, kind), kind).terminal():<10} "
-            for kind in GRADIENT_CHECKS
+            f"{check_cell(checks_of(ej, label, kind), kind).terminal():<10} " for kind in shown
         )
         f32, fam = float32_cell(ej, label), family_cell(ej, label, suspects)
         out.append(
@@ -150,11 +151,11 @@ def pair_row(j: CaseJudgement) -> str:
     ref, other = j.subjects
     if c is None:
         blank = f"{'':>9} {'':>9} {'':>12} {'':>12} {'':>10} {'':>9}"
-        return f"  {ref:<24} {other:<26} {j.array or '':<8} {blank}  {j.verdict}"
+        return f"  {ref:<24} {other:<26} {compared_name(j):<8} {blank}  {j.verdict}"
     numpy_i, julia_i = ("—", "—") if c.max_abs == 0 else (index(c.worst), julia(c.worst))
     rel = "0 (all 0)" if c.reference_zero and c.max_abs > 0 else num(c.max_rel)
     return (
-        f"  {ref:<24} {other:<26} {j.array or '':<8} {num(c.max_abs):>9} {rel:>9} "
+        f"  {ref:<24} {other:<26} {compared_name(j):<8} {num(c.max_abs):>9} {rel:>9} "
         f"{numpy_i:>12} {julia_i:>12} {worst_ulp_text(c):>10} {num(c.loss_rel):>9}  {j.verdict}"
         + (f"  ({j.family})" if j.verdict == Verdict.INFO else "")
     )
@@ -165,7 +166,7 @@ def pair_lines(ej: ExampleJudgement, *, everything: bool, failing_only: bool = F
     first member compared), the float32 runs and whatever is not plainly `ok` (fails,
     differs at kinks or as declared, information): `weanj check -v`'s compact table;
     `failing_only`: the failing pairs alone, `weanj check`'s default)."""
-    pairs = [j for j in ej.of_kind(CaseKind.PAIR) if j.verdict != Verdict.SKIPPED]
+    pairs = [j for j in compared(ej) if j.verdict != Verdict.SKIPPED]
     if failing_only:
         pairs = [j for j in pairs if j.failed]
     elif not everything:
@@ -200,7 +201,7 @@ def pair_lines(ej: ExampleJudgement, *, everything: bool, failing_only: bool = F
             c = j.comparison
             out.append(
                 f"   {j.subjects[0]} vs {j.subjects[1]} "
-                f"({j.array}): {c.differing} of {c.size} element(s)"
+                f"({compared_name(j)}): {c.differing} of {c.size} element(s)"
             )
             out.extend(region_lines(c))
             if j.verdict == Verdict.KINKS:

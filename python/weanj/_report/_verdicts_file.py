@@ -278,7 +278,8 @@ def _arrays(g: Gradient, cat: Catalog, places: Places) -> dict:
     """The arrays of a subject the check judged, from its file (the store file the check
     wrote of a run; the file it read otherwise) while that file still holds what was
     judged (the same key and loss, and creation time where the check knew it: a live run's
-    file is dated when written); `{}` otherwise (no picture, said so)."""
+    file is dated when written); `{}` otherwise (no picture, said so). Its outputs and
+    Hessian-vector products, where the file holds them, go into `g` beside (docs/outputs.md)."""
     path = g.path
     if path is None and g.source == "run":
         path = places.gradient(cat.name, g.variant, g.dtype)
@@ -291,4 +292,5 @@ def _arrays(g: Gradient, cat: Catalog, places: Places) -> dict:
     same_loss = found.loss == g.loss or (found.loss is None and g.loss is None)
     if found.key != g.key or not same_loss or (g.created and found.created != g.created):
         return {}
+    g.outputs, g.hvp, g.hvp_u = found.outputs, found.hvp, found.hvp_u
     return dict(found.gradients)

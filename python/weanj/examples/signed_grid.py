@@ -9,7 +9,9 @@ Coefficients `x` (m,), weights `w` (n,), which fix the grid size n ≥ 2. The Ju
     p = 1;  for j = 0..m-1:  r = r - x[j]*p;  p = p*t
     L += w[i]*(r*r)
 
-Loss `L = Σ w[i]·(sign(t_i) − Σ_j x[j]·t_i^j)²`; gradient with respect to `x` and `w`.
+Loss `L = Σ w[i]·(sign(t_i) − Σ_j x[j]·t_i^j)²`; gradient with respect to `x` and `w`;
+the residuals `r` an output (each port returns `(L, {"r": r})`), and the second order
+checked (docs/outputs.md).
 It is the weighted form of a published cross-tool AD benchmark's least-squares
 objective (`llsq`), whose JAX port this example's literal port follows.
 
@@ -129,6 +131,11 @@ EXAMPLE = weanj.register_example(
             threshold=1e-6,
             why="nothing masked: sign(t) depends on the grid alone, not on x or w",
         ),
+        # the residuals r[i], the state the ports compute, judged point by point; and the
+        # second order: L is quadratic in x (H_xx = 2·Σ w·t^j·t^k, the normal matrix) and
+        # linear in w (H_ww = 0), what its Hessian-vector products must show
+        outputs=("r",),
+        order=2,
     )
 )
 
@@ -147,18 +154,29 @@ def residual(x, t, s):
 # it fma(i, RN(2/(n-1)), -1) on a CPU, and sign(t) flips at the midpoint of odd n.
 
 
-def literal_loss(x, w):
-    """the loop as written: t = -1 + 2i/(n-1) in floating point, sign(t); lax.scan"""
+def literal_terms(x, w):
+    """`(w[i]·r[i]², r[i])` at each grid point of the loop as written (jax-signfit's scan)."""
     n = w.shape[0]
 
     def point(_, iw):
         i, wi = iw
         t = -1 + 2 * i.astype(w.dtype) / (n - 1)
         r = residual(x, t, jnp.sign(t))
-        return None, wi * (r * r)
+        return None, (wi * (r * r), r)
 
-    _, terms = jax.lax.scan(point, None, (jnp.arange(n), w))
+    return jax.lax.scan(point, None, (jnp.arange(n), w))[1]
+
+
+def literal_loss(x, w):
+    """the loop as written: t = -1 + 2i/(n-1) in floating point, sign(t); lax.scan"""
+    terms, _ = literal_terms(x, w)
     return jnp.sum(terms)
+
+
+def literal_port(x, w):
+    """the loop as written: t = -1 + 2i/(n-1) in floating point, sign(t); lax.scan"""
+    terms, r = literal_terms(x, w)
+    return jnp.sum(terms), {"r": r}
 
 
 # --- jax-signfit-integer: the grid's numerator in integers ----------------------------
@@ -166,18 +184,30 @@ def literal_loss(x, w):
 # t = k/(n-1) has no addition for XLA to fuse (at k = 0 it is exactly 0).
 
 
-def integer_loss(x, w):
-    """the same scan, numerators k = 2i - (n-1) in integers: sign(k) exact, t = k/(n-1)"""
+def integer_terms(x, w):
+    """`(w[i]·r[i]², r[i])` at each grid point, numerators in integers (the scan of
+    jax-signfit-integer)."""
     n = w.shape[0]
 
     def point(_, kw):
         k, wi = kw
         t = k.astype(w.dtype) / (n - 1)
         r = residual(x, t, jnp.sign(k).astype(w.dtype))
-        return None, wi * (r * r)
+        return None, (wi * (r * r), r)
 
-    _, terms = jax.lax.scan(point, None, (2 * jnp.arange(n) - (n - 1), w))
+    return jax.lax.scan(point, None, (2 * jnp.arange(n) - (n - 1), w))[1]
+
+
+def integer_loss(x, w):
+    """the same scan, numerators k = 2i - (n-1) in integers: sign(k) exact, t = k/(n-1)"""
+    terms, _ = integer_terms(x, w)
     return jnp.sum(terms)
+
+
+def integer_port(x, w):
+    """the same scan, numerators k = 2i - (n-1) in integers: sign(k) exact, t = k/(n-1)"""
+    terms, r = integer_terms(x, w)
+    return jnp.sum(terms), {"r": r}
 
 
 # --- registration: the family's reference is its first registered variant that runs -----
@@ -185,7 +215,7 @@ def integer_loss(x, w):
 # julia-signfit: the loop of julia/src/signed_grid.jl, `/` and `+` rounded apart; Enzyme.jl
 weanj.julia_variant(EXAMPLE, "julia-signfit", family="signfit", loss="signfit_loss")
 # jax-signfit-integer: the reference where Julia does not run
-weanj.jax_variant(EXAMPLE, "jax-signfit-integer", family="signfit", loss=integer_loss)
+weanj.jax_variant(EXAMPLE, "jax-signfit-integer", family="signfit", loss=integer_port)
 # jax-signfit: the literal port, judged against them. Kept for the hazard it shows, and
 # declared: on a CPU with FMA, at odd n whose half is not a power of two, the midpoint's
 # sign flips from s0 = 0 to s1 = ±1 (the sign of the fused t). There p = Σ_j x[j]·t^j is
@@ -251,7 +281,7 @@ weanj.jax_variant(
     EXAMPLE,
     "jax-signfit",
     family="signfit",
-    loss=literal_loss,
+    loss=literal_port,
     expected=(
         weanj.Expected(
             reason=HAZARD,
@@ -259,5 +289,8 @@ weanj.jax_variant(
             elements=lambda arrays: [0] if midpoint(arrays) else [],
         ),
         weanj.Expected(reason=HAZARD, array="w", elements=midpoint),
+        # the residual the sign flips, r[mid] = s1 - x[0] where the loop has -x[0]: the
+        # output shows the port's state where it parts ways (docs/outputs.md)
+        weanj.Expected(reason=HAZARD, array="r", elements=midpoint),
     ),
 )

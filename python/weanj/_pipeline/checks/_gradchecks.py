@@ -32,14 +32,25 @@ import numpy as np
 
 from ..._judge import _verdict as judge
 from ..._judge._directions import inner
+from ..._judge._dot import DotResult
 from ..._judge._information import CentralDifferences, Masked, information_fields
 from ..._judge._jvp import OWN_JVP_TOLERANCE, JvpResult, base_tolerance
 from ..._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance, entry_levels
+from ..._judge._second import SymmetryResult, Taylor2Result
 from ..._judge._taylor import TaylorResult
 from ..._model import Catalog, Example, Gradient, Inputs
 from ..._model._verdicts import CaseKind, Verdict
 from ..evaluation._levels import backward_level
 from ..session._donors import pushed
+from ._beyond_checks import (
+    dot_judgement,
+    dot_policy,
+    result_only,
+    symmetry_judgement,
+    symmetry_policy,
+    taylor2_judgement,
+    taylor2_policy,
+)
 from ._remainders import counted, fd_check, taylor_arrays
 
 # --- the checks of one variant's gradient, as judgements -------------------------------------
@@ -324,5 +335,15 @@ CHECKS: dict[CaseKind, GradientCheck] = {
         JvpResult,
         _jvp_beside,
         may_skip=True,
+    ),
+    # beyond the gradient (`_beyond_checks`): cases only where the example asks for them
+    CaseKind.TAYLOR2: GradientCheck(
+        CaseKind.TAYLOR2, taylor2_judgement, taylor2_policy, Taylor2Result, result_only, True
+    ),
+    CaseKind.SYMMETRY: GradientCheck(
+        CaseKind.SYMMETRY, symmetry_judgement, symmetry_policy, SymmetryResult, result_only, True
+    ),
+    CaseKind.DOT: GradientCheck(
+        CaseKind.DOT, dot_judgement, dot_policy, DotResult, result_only, True
     ),
 }

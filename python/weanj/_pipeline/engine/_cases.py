@@ -44,7 +44,7 @@ from ..._places import Places
 from ..checks._gradchecks import CHECKS
 from ..evaluation._evaluate import configuration_of
 from ..evaluation._on_device import label_of
-from ..session._pair_rule import judge_pair_of
+from ..session._pair_rule import judge_beyond_of, judge_pair_of
 from ..session._session import Session
 from . import _device_cases as device_cases
 from ._evidence import with_evidence
@@ -58,8 +58,10 @@ from ._table import (  # noqa: F401 (re-exported: the case table's names, one pl
     check_id,
     file_id,
     fuzz_id,
+    hvp_id,
     ignored_note,
     not_run,
+    output_id,
     pair_id,
     run_id,
     unregistered,
@@ -75,10 +77,11 @@ def read_plan(
     checks: bool = True,
     faults: dict[str, Fault] | None = None,
     devices: tuple[str, ...] = ("cpu",),
+    order: int = 1,
 ) -> Plan:
     """The case table on the shared inputs, with the store as it is (raises the inputs'
     error when they cannot be read: the example is then not judged); `faults`: the last
-    check's faults, for a plan of the store (`build_plan`)."""
+    check's faults, for a plan of the store (`build_plan`); `order`: the run's."""
     inputs = read_inputs(catalog.example, places)
     check_fresh(catalog.example, places, inputs)  # not stale: what the generator writes now
     names = {v.name for v in catalog.variants}
@@ -98,6 +101,7 @@ def read_plan(
         places=places,
         faults=faults(inputs) if callable(faults) else faults,
         devices=devices,
+        order=order,
     )
 
 
@@ -146,6 +150,9 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
                 return judge.skipped(case.id, case.kind, outcome.what, **fields)
             fault = judge.judge_run("", label, outcome)
             return judge.not_compared(case.id, case.kind, fault, **fields)
+    if case.kind.compares and case.kind != CaseKind.PAIR:  # an output, a Hessian product
+        j = _judge_beyond(p, case, *outcomes, session=session)
+        return with_evidence(j, p.example, outcomes)
     if case.kind == CaseKind.PAIR:
         j = with_evidence(_judge_pair(p, case, *outcomes, session=session), p.example, outcomes)
         aside = {a: b for a, b in zip(case.subjects, labels, strict=True) if a != b}
@@ -194,6 +201,18 @@ def _judge_pair(
             info=case.across_families,
             declared=True,
         )
+
+
+def _judge_beyond(
+    p: Plan, case: Case, a: Gradient, b: Gradient, *, session: Session
+) -> CaseJudgement:
+    s = p.subjects.get(case.subjects[1])
+    on = device_cases.judged_on(s.variant if s else None, s.device if s else "cpu")
+    with session.phase(f"{p.example.name}: judging {a.label} against {b.label} ({case.array})"):
+        with on:
+            return judge_beyond_of(
+                p.catalog, p.inputs, case, a, b, session, info=case.across_families
+            )
 
 
 def judge_plan(p: Plan, session: Session, emit=None) -> ExampleJudgement:
@@ -300,6 +319,11 @@ def judge_pair_on(
         with device_cases.judged_on(b.variant, b.device):
             j = judge_pair_of(catalog, inputs, case_id, ga, gb, array, session, declared=True)
         found.judgements.append(j)
+    for name in ex.outputs:  # an output parts ways as a gradient does (docs/outputs.md)
+        both = (a.label, b.label)
+        case = Case(output_id(ex, name, *both), CaseKind.OUTPUT, a.family, both, name)
+        with device_cases.judged_on(b.variant, b.device):
+            found.judgements.append(judge_beyond_of(catalog, inputs, case, ga, gb, session))
     return found
 
 

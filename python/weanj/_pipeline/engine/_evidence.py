@@ -30,7 +30,7 @@ from ..._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 def with_evidence(j: CaseJudgement, ex: Example, subjects: tuple = ()) -> CaseJudgement:
     """`j` with the evidence its numbers show was gathered beyond the first pass."""
     found: list[str] = []
-    if j.kind == CaseKind.PAIR and j.comparison is not None and j.verdict != Verdict.INFO:
+    if CaseKind(j.kind).compares and j.comparison is not None and j.verdict != Verdict.INFO:
         measured = [g.label for g in subjects if isinstance(g, Gradient) and g.noise]
         if j.comparison.beyond_tolerance and measured:
             found.append(f"rounding levels of {', '.join(measured)}")

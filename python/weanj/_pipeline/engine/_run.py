@@ -87,7 +87,8 @@ class CheckRun:
       `{kind: why}` of the devices `[tool.weanj] devices` names that are absent here,
       said once and in the headline (`Judgement.coverage`);
     - `fd`: central differences beside every gradient check (by default only beside
-      one that is not ok).
+      one that is not ok); `order`: 2 checks every example at the second order too
+      (`--order 2`; an example's own `order=2` asks it of that example alone).
 
     The store run is `CheckRun.of_store`; one evaluation's run `evaluation_run`.
     """
@@ -116,9 +117,11 @@ class CheckRun:
         fd: bool = False,
         absent: dict[str, str] | None = None,
         verbose: bool = False,
+        order: int = 1,
     ):
         self.catalogs = list(catalogs)
         self.fd = fd
+        self.order = order
         self.places = places
         self.config = config
         self.judgement = Judgement("check" if live else "diff", dtypes=tuple(dtypes))
@@ -161,7 +164,12 @@ class CheckRun:
         try:
             if self.live:
                 return read_plan(
-                    cat, self.places, live=True, dtypes=self.dtypes, devices=self.devices
+                    cat,
+                    self.places,
+                    live=True,
+                    dtypes=self.dtypes,
+                    devices=self.devices,
+                    order=self.order,
                 )
             found = (lambda inputs: faults(cat, inputs)) if faults else None
             return read_plan(cat, self.places, live=False, checks=False, faults=found)
@@ -226,6 +234,7 @@ class CheckRun:
                     shown_path=self.places.shown,
                     records=self.records,
                     fd=self.fd,
+                    order=self.order,
                 )
                 self._asked = asked
                 self._session = self._stack.enter_context(self.executor.session(asked))

@@ -20,6 +20,7 @@ from ..._judge._contract import Fault, fault_of
 from ..._judge._files import comparable, judge_file, misplaced_file, unreadable
 from ..._judge._verdict import CaseJudgement
 from ..._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant, VariantRun
+from ..._model._beyond import applies, order_of
 from ..._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ..._places import PRODUCED, RECORDED, Places
 from ..evaluation._on_device import label_of
@@ -43,6 +44,16 @@ def pair_id(ex: Example, family: str, a: str, b: str, array: str, *, info: bool 
 
 def check_id(ex: Example, family: str, label: str, kind: CaseKind, array: str) -> str:
     return f"{ex.name}::{family}::{label}::{kind}{_suffix(ex, array)}"
+
+
+def output_id(ex: Example, name: str, a: str, b: str) -> str:
+    """The id of an output's pair case: `EX::output::NAME::A~B` (docs/outputs.md)."""
+    return f"{ex.name}::{CaseKind.OUTPUT}::{name}::{a}~{b}"
+
+
+def hvp_id(ex: Example, array: str, a: str, b: str) -> str:
+    """The id of a Hessian-vector product's pair case: `EX::hvp::ARRAY::A~B`."""
+    return f"{ex.name}::{CaseKind.HVP}::{array}::{a}~{b}"
 
 
 def file_id(ex: Example, label: str) -> str:
@@ -99,6 +110,7 @@ class Plan:
     files: dict[str, CaseJudgement] = field(default_factory=dict)  # file cases, judged
     ignored: list[Gradient] = field(default_factory=list)  # files of variants not registered
     notes: list[str] = field(default_factory=list)  # said once with the example's judgement
+    order: int = 1  # the order the run asks (`--order 2`; the example's own where higher)
 
     @property
     def example(self) -> Example:
@@ -171,15 +183,17 @@ def build_plan(
     places: Places | None = None,
     faults: dict[str, Fault] | None = None,
     devices: tuple[str, ...] = ("cpu",),
+    order: int = 1,
 ) -> Plan:
     """The case table of an example. `live`: registered variants are evaluated (check,
     pytest); otherwise their store files are judged (diff). `scan`: the store's files
     (recorded references and, for diff, the store itself); `checks`: include the Taylor
-    and jvp cases (live only)."""
+    and jvp cases (live only); `order`: 2 adds the second order's cases (`--order 2`)."""
     ex = catalog.example
     for e in catalog.expectations:  # one line naming a declaration that cannot fit: before any run
         e.validate(inputs.arrays, ex.wrt_names)
-    p = Plan(catalog, inputs, live, tuple(d for d in DTYPES if d in dtypes), devices=devices)
+    dtypes = tuple(d for d in DTYPES if d in dtypes)
+    p = Plan(catalog, inputs, live, dtypes, devices=devices, order=order_of(ex, order))
     stored: dict[str, Gradient] = {}
     if scan is not None:
         for g in scan.gradients:
@@ -310,18 +324,35 @@ def _own_float64(p: Plan, s: Subject, ref: Subject) -> Subject:
 def _pair_cases(
     p: Plan, family: str, a: Subject, b: Subject, *, across_families: bool = False
 ) -> list[Case]:
-    ex = p.example
-    return [
+    """The cases of a pair: each gradient array; each output the example declares; at
+    the second order, each array's Hessian-vector product (float64 CPU runs: a check's)."""
+    ex, both = p.example, (a.label, b.label)
+    found = [
         Case(
             pair_id(ex, family, a.label, b.label, array, info=across_families),
             CaseKind.PAIR,
             family,
-            (a.label, b.label),
+            both,
             array,
             across_families=across_families,
         )
         for array in ex.wrt_names
     ]
+    # a file holds outputs or Hessian products only where written with them (a recorded
+    # reference of before, none): its pair has no such case
+    files = [s.gradient for s in (a, b) if s.gradient is not None]
+    found += [
+        Case(output_id(ex, o, *both), CaseKind.OUTPUT, family, both, o, across_families)
+        for o in ex.outputs
+        if all(o in g.outputs for g in files)
+    ]
+    checked = all(s.dtype == "float64" and s.device == "cpu" for s in (a, b))
+    if p.order >= 2 and checked and all(g.hvp is not None for g in files):
+        found += [
+            Case(hvp_id(ex, array, *both), CaseKind.HVP, family, both, array, across_families)
+            for array in ex.wrt_names
+        ]
+    return found
 
 
 def _add_pairs(p: Plan) -> None:
@@ -348,7 +379,7 @@ def _add_checks(p: Plan) -> None:
     for s in p.subjects.values():
         if s.variant is None or s.dtype != "float64" or not s.live or s.device != "cpu":
             continue  # the gradient checks are the CPU float64 run's
-        for kind in GRADIENT_CHECKS:
+        for kind in (k for k in GRADIENT_CHECKS if applies(k, ex, p.order)):
             for array in ex.wrt_names:
                 case_id = check_id(ex, s.family, s.label, kind, array)
                 p.cases.append(Case(case_id, kind, s.family, (s.label,), array))

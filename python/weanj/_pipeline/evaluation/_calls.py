@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..._judge._contract import checked_loss
+from ..._model._beyond import split_evaluated
 from ..._model._cost import Cost
 from ..._watch import Watch
 
@@ -39,13 +40,16 @@ def loss_and_grad(
     dtype: str,
     returned: dict | None = None,
     spent: Callable[[int, int], None] | None = None,
+    of: Any = None,
 ) -> tuple[Any, Any]:
     """The loss (held to the contract) and the raw gradient: one watched call where the
     backend computes both at once (`Functions.value_and_grad`: a Julia variant's one
     request, a JAX variant's one compiled program), else the loss, checked before the
     gradient is asked for. `returned` keeps what came back, for the fault line of a run
     at odds with its x64 configuration; `spent(forward, backward)` counts the kernel's
-    executions (`_model._cost`)."""
+    executions (`_model._cost`). `of`: the example, where it declares outputs (the
+    program then returns `((loss, outputs), gradient)`, JAX's `has_aux` convention: the
+    outputs go into `returned["the outputs"]`)."""
     returned = {} if returned is None else returned
     spent = spent or (lambda forward, backward: None)
     if fns.value_and_grad is not None:
@@ -59,8 +63,9 @@ def loss_and_grad(
             checked_loss(returned["the loss"], dtype)
             raise
         spent(1, 1)  # counted once it ran: a refused trace runs nothing
-        returned["the loss"], returned["the gradient"] = both  # all a fault line names
-        loss = checked_loss(both[0], dtype)  # the loss's breach first, as if called first
+        first, returned["the gradient"] = both  # all a fault line names
+        returned["the loss"], returned["the outputs"] = split_evaluated(of, first)
+        loss = checked_loss(returned["the loss"], dtype)  # the loss's breach first
         return loss, both[1]
     returned["the loss"] = watch.run(lambda: fns.loss(*args), label)
     spent(1, 0)
@@ -79,23 +84,33 @@ def evaluation_call(
     returned: dict,
     spent: Callable[[int, int], None],
     tangents: dict | None,
-) -> tuple[Any, Any, dict | None]:
-    """`(loss, raw gradient, directional)`: an evaluation's call. With `tangents` (each wrt
-    array's jvp direction, a check's float64 CPU run) and a backend that computes them in
-    the same call (`Functions.evaluation`), each array's forward-mode derivative along its
-    own tangent comes with the loss and gradient (`directional`, `{array: value}`; None
-    where the loss cannot be pushed forward): the jvp check's numbers, no further
-    execution. Otherwise `loss_and_grad` and no directional derivatives."""
+    second: dict | None = None,
+    of: Any = None,
+) -> tuple[Any, Any, dict | None, dict | None]:
+    """`(loss, raw gradient, directional, beyond)`: an evaluation's call. With `tangents`
+    (each wrt array's jvp direction, a check's float64 CPU run) and a backend that
+    computes them in the same call (`Functions.evaluation`), each array's forward-mode
+    derivative along its own tangent comes with the loss and gradient (`directional`,
+    `{array: value}`; None where the loss cannot be pushed forward): the jvp check's
+    numbers, no further execution. Otherwise `loss_and_grad` and no directional
+    derivatives. `beyond`: what a program grown beyond the gradient computed in the same
+    call (`_backends._beyond`: the outputs' Jacobian numbers; with `second`, each wrt
+    array's second direction, the Hessian-vector products), else None. The outputs of an
+    example that declares them go into `returned["the outputs"]`, whichever call ran."""
     if tangents is None or getattr(fns, "evaluation", None) is None:
-        return (*loss_and_grad(fns, args, watch, label, dtype, returned, spent), None)
+        return (*loss_and_grad(fns, args, watch, label, dtype, returned, spent, of), None, None)
+    more = {} if second is None else {"second": second}
     try:
-        value, raw, directional = watch.run(lambda: fns.evaluation(*args, tangents), label)
+        found = watch.run(lambda: fns.evaluation(*args, tangents, **more), label)
     except TypeError:
         # a loss JAX refuses to differentiate: the plain calls say which contract it breaks
-        return (*loss_and_grad(fns, args, watch, label, dtype, returned, spent), None)
-    spent(1, 1)
+        return (*loss_and_grad(fns, args, watch, label, dtype, returned, spent, of), None, None)
+    value, raw, directional, *grown = found
+    beyond = grown[0] if grown else None
+    spent(1 + (beyond or {}).get("more_forwards", 0), 1)
     returned["the loss"], returned["the gradient"] = value, raw
-    return checked_loss(value, dtype), raw, directional
+    returned["the outputs"] = (beyond or {}).get("outputs", {})
+    return checked_loss(value, dtype), raw, directional, beyond
 
 
 def forward_refusal(built: Any) -> str:

@@ -21,12 +21,14 @@ from ..._judge._contract import (
     Breach,
     Fault,
     checked_gradients,
+    checked_outputs,
     fault_of,
     numbers_fault,
 )
 from ..._model import Configuration, Gradient, Inputs, Variant
 from ..._model._cost import Cost
 from ..._watch import Watch
+from ._beyond import beyond_into
 from ._calls import compiling_into, counter, evaluation_call, functions_of
 from ._levels import measure_levels
 from ._on_device import describe as describe_device
@@ -136,6 +138,7 @@ def evaluate(
     checking: bool = False,
     levels: bool = True,
     tangents: dict | None = None,
+    second: dict | None = None,
 ) -> Gradient | Fault:
     """The loss and gradient of `variant` on `inputs` in `dtype`, or its fault, with the
     `Configuration` it ran in: on `device`, with matmul `precision` (None: the one in
@@ -143,7 +146,9 @@ def evaluate(
     measure the rounding level now, not when a comparison needs it (`measure_levels`).
     `tangents`: each wrt array's jvp direction (a check's float64 CPU run), whose
     forward-mode derivatives the evaluation's call computes where its backend can
-    (`Gradient.forward`). The programs it compiles are counted in its `cost`."""
+    (`Gradient.forward`); `second`: each wrt array's second direction, asking for the
+    Hessian-vector products (`Gradient.hvp`). The programs it compiles are counted in its
+    `cost`."""
     ex = variant.example
     config = variant.configuration(dtype, device)
     if precision is not None:
@@ -169,22 +174,17 @@ def evaluate(
             )
             t0, spent = time.perf_counter(), counter(cost, "evaluation")
             with compiling_into(cost):
-                found = evaluation_call(fns, args, watch, where, dtype, returned, spent, tangents)
-            (loss, raw_grad, directional), seconds = found, time.perf_counter() - t0
+                found = evaluation_call(
+                    fns, args, watch, where, dtype, returned, spent, tangents, second, ex
+                )
+            (loss, raw_grad, directional, beyond), seconds = found, time.perf_counter() - t0
         gradients = checked_gradients(ex, raw_grad, dtype, inputs.wrt_shapes)
-    except TimeoutError as e:
-        limit = platform_fault_line(e, device, place)  # on a device: a platform limit
-        return fault(e) if limit is None else fault(UnavailableError(limit), limit)
-    except (ExcludedError, UnavailableError) as e:
-        return fault(e, first_line(e))
-    except Breach as e:
-        return fault(e, x64_fault_line(variant, config, returned, inputs) or f"{variant.name} {e}")
+        outputs = checked_outputs(ex, returned.get("the outputs"), dtype)
     except Exception as e:  # the variant's own exception: its error, never the command's end
-        limit = platform_fault_line(e, device, place)  # or what the device cannot run
-        if limit is not None:
-            return fault(UnavailableError(limit), limit)
-        return fault(e, f"{variant.name} {first_line(e)}{raised_at(e)}")
+        x64 = x64_fault_line(variant, config, returned, inputs) if isinstance(e, Breach) else ""
+        return _call_fault(e, fault, variant, x64, device, place)
     g = _gradient(variant, inputs, config, gradients, (loss, seconds, cost, directional))
+    beyond_into(g, outputs, beyond)
     describe_device(g, place, config, precision)
     nonfinite = numbers_fault(g, command)  # the numbers, judged
     if nonfinite is not None:
@@ -193,6 +193,24 @@ def evaluate(
     if levels:
         measure_levels(g, inputs, watch, device=device, precision=precision, checking=checking)
     return g
+
+
+def _call_fault(e: Exception, fault, variant: Variant, x64: str, device: str, place) -> Fault:
+    """The fault of an evaluation's call that raised `e`: a time-out (a platform limit on
+    a device), a variant that cannot run or does not apply, a breach of the contract (the
+    x64 configuration's line `x64` where it explains it), or the variant's own error (what
+    the device cannot run, where it is that)."""
+    if isinstance(e, TimeoutError):
+        limit = platform_fault_line(e, device, place)  # on a device: a platform limit
+        return fault(e) if limit is None else fault(UnavailableError(limit), limit)
+    if isinstance(e, (ExcludedError, UnavailableError)):
+        return fault(e, first_line(e))
+    if isinstance(e, Breach):
+        return fault(e, x64 or f"{variant.name} {e}")
+    limit = platform_fault_line(e, device, place)  # or what the device cannot run
+    if limit is not None:
+        return fault(UnavailableError(limit), limit)
+    return fault(e, f"{variant.name} {first_line(e)}{raised_at(e)}")
 
 
 def _no_matmul(g: Gradient, built, args, device: str, precision: str | None) -> None:

@@ -9,6 +9,7 @@ measures it where a comparison needs it (`Session.levels`), `weanj run` and
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from ..._judge._contract import checked_gradients, checked_loss
 from ..._judge._policy import counted_levels
 from ..._model import Emulated, Gradient, Inputs
 from ..._watch import Watch
+from ._beyond import OUTPUT
 from ._calls import counter, functions_of, loss_and_grad, run_loss
 from ._emulation import NARROWED, NotLookedInto, emulate
 from ._on_device import HIGHEST, label_of, on_device, precision_eps
@@ -108,6 +110,16 @@ def _moves(gradients: dict, grads_t: dict) -> dict[str, np.ndarray]:
     return out
 
 
+def _moved(arrays: dict, gradients: dict, returned: dict) -> dict[str, np.ndarray]:
+    """`{array or output:NAME: |ã − a|}` of a perturbed run (its gradient, and its outputs
+    as its call returned them) against the run's own `arrays`."""
+    found = dict(gradients)
+    found.update(
+        {OUTPUT + k: np.asarray(v) for k, v in (returned.get("the outputs") or {}).items()}
+    )
+    return _moves(arrays, found)
+
+
 def _uneven(gradients: dict, moved: dict[str, np.ndarray], dtype: str) -> bool:
     """Whether an entry moved by more than `ENTRY_SPREAD` times its array's median move
     and counts as rounding (`counted_levels`, as the judge counts it): an array whose
@@ -130,6 +142,7 @@ def _noise(
     eps=None,
     entries: dict | None = None,
     spent: Callable[[int, int], None] | None = None,
+    outputs: dict | None = None,
 ) -> dict:
     """`{"loss": level, array: median |g̃ − g|}` ({} if a perturbed run fails or is not
     finite: the floors are then unknown, and zero). The loss's level is the largest of
@@ -141,16 +154,23 @@ def _noise(
     the first draw, or, where an array's rounding is uneven (`_uneven`), the largest of
     its moves under `ENTRY_DRAWS` draws (one draw may happen to leave a noisy entry
     nearly still). `eps`: the unit of a reduced matmul precision in effect on a device
-    (its products round there). `spent(forward, backward)` counts the kernel's runs."""
+    (its products round there). `spent(forward, backward)` counts the kernel's runs.
+    `outputs`: the run's outputs, whose levels are measured in the same calls."""
     spent = spent or (lambda forward, backward: None)
     shapes = {k: np.shape(v) for k, v in gradients.items()}
+    arrays = {**gradients, **{OUTPUT + k: v for k, v in (outputs or {}).items()}}  # alike
+
+    def moved_by(raw: Any, returned: dict) -> dict[str, np.ndarray]:
+        return _moved(arrays, checked_gradients(ex, raw, dtype, shapes), returned)
+
     try:
         watch.step(f"perturbed run 1 of {NOISE_SAMPLES}")
         args = _perturbed(inputs, dtype, eps=eps)
-        loss_t, raw_grad = loss_and_grad(fns, args, watch, label, dtype, spent=spent)
-        first = _moves(gradients, checked_gradients(ex, raw_grad, dtype, shapes))
+        returned: dict = {}
+        loss_t, raw_grad = loss_and_grad(fns, args, watch, label, dtype, returned, spent, ex)
+        first = moved_by(raw_grad, returned)
         levels = dict(first)
-        more_draws = entries is not None and _uneven(gradients, first, dtype)
+        more_draws = entries is not None and _uneven(arrays, first, dtype)
         moves = [abs(loss_t - loss)]
         backward = backward_level(inputs, gradients, dtype)
         for sample in range(1, NOISE_SAMPLES_MAX):
@@ -160,8 +180,9 @@ def _noise(
             watch.step(f"perturbed run {sample + 1} of {of}")
             more = _perturbed(inputs, dtype, sample, eps)
             if more_draws and sample < ENTRY_DRAWS:  # the gradient too, for its entries
-                moved, raw = loss_and_grad(fns, more, watch, label, dtype, spent=spent)
-                found = _moves(gradients, checked_gradients(ex, raw, dtype, shapes))
+                returned = {}
+                moved, raw = loss_and_grad(fns, more, watch, label, dtype, returned, spent, ex)
+                found = moved_by(raw, returned)
                 levels = {k: np.fmax(levels[k], found[k]) for k in levels}
             else:
                 moved = watch.run(lambda more=more: run_loss(fns)(*more), label)
@@ -237,6 +258,7 @@ def _levels(g: Gradient, inputs: Inputs, functions: tuple, args, watch, where, d
             where,
             entries=g.noise_entries,
             spent=spent,
+            outputs=g.outputs,
         )
     else:
         _levels_on_device(g, inputs, functions, args, watch, where, device, eps, spent)
@@ -253,7 +275,8 @@ def _levels_on_device(
     (built, fns), ex, dtype = functions, g.example, g.dtype
     try:
         full, _ = on_device(built, device, HIGHEST)
-        loss_h, raw = loss_and_grad(full, args, watch, where, dtype, spent=spent)
+        returned: dict = {}
+        loss_h, raw = loss_and_grad(full, args, watch, where, dtype, returned, spent, ex)
         grads_h = checked_gradients(ex, raw, dtype, inputs.wrt_shapes)
         g.noise = _noise(
             full,
@@ -266,11 +289,24 @@ def _levels_on_device(
             where,
             entries=g.noise_entries,
             spent=spent,
+            outputs=returned.get("the outputs"),
         )
     except Exception:  # a refinement, as `_noise` itself: the floors are then unknown
         g.noise = {}
         g.noise_entries.clear()
-    level = _noise(fns, inputs, g.loss, g.gradients, ex, dtype, watch, where, eps, spent=spent)
+    level = _noise(
+        fns,
+        inputs,
+        g.loss,
+        g.gradients,
+        ex,
+        dtype,
+        watch,
+        where,
+        eps,
+        spent=spent,
+        outputs=g.outputs,
+    )
     g.precision_level = level
 
 

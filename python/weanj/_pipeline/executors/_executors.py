@@ -61,10 +61,11 @@ class RunRequest:
     """What a run asks of its executor: its `plans` ({example: Plan or the error reading
     it}), the time limit of each call (`timeout`, None: none), where lines go (`say`),
     where its evaluations' events go (`emit`: `_judge._events`; None: nowhere), how paths
-    are shown (`shown_path`), its evaluation `records` (or None) and whether central
-    differences go beside every gradient check (`fd`). An engine that evaluates before
-    the judge asks adds each example's evaluation seconds to `elsewhere_s`, which the
-    run's progress counts as the example's (its judging alone takes no time)."""
+    are shown (`shown_path`), its evaluation `records` (or None), whether central
+    differences go beside every gradient check (`fd`) and the order it checks (`order`).
+    An engine that evaluates before the judge asks adds each example's evaluation seconds
+    to `elsewhere_s`, which the run's progress counts as the example's (its judging alone
+    takes no time)."""
 
     plans: dict
     timeout: float | None
@@ -74,6 +75,7 @@ class RunRequest:
     records: Any
     fd: bool = False
     elsewhere_s: dict[str, float] = field(default_factory=dict)
+    order: int = 1
 
     def open_session(self, records: Any, said: set | frozenset = frozenset()) -> Session:
         """The `Session` an engine opens for this run: its limit, lines and paths, with
@@ -94,6 +96,7 @@ class RunRequest:
             shown_path=self.shown_path,
             records=records,
             fd=self.fd,
+            order=self.order,
         )
 
 

@@ -10,6 +10,7 @@ import math
 from ..._io._h5 import array_sha256
 from ..._model import COMPLEX_OF, Variant
 from ..._sources import text_digest
+from ._record_beyond import check_fields, check_members, expected_members
 from ._record_form import _RECORD_TEXT_MAX, Discarded, _check_record, canonical
 
 
@@ -86,7 +87,8 @@ def _stored_at(z, info) -> int | None:
 
 
 def read_record(path, variant: Variant, wrt_shapes: dict, dtype: str):
-    """`(record, {array: gradient}, {array: entry levels})` of a record file, exactly as
+    """`(record, {array: gradient}, {array: entry levels}, {member: array beyond the
+    gradient (`_record_beyond`)})` of a record file, exactly as
     `_records` writes it for this evaluation (None where there is none; a fault's record
     with no arrays); anything else raises `Discarded`: a file that is not regular, too
     large, a zip of other members, npy headers of another dtype or shape (read before
@@ -111,8 +113,11 @@ def read_record(path, variant: Variant, wrt_shapes: dict, dtype: str):
             np.dtype(COMPLEX_OF[dtype] if kind == "complex" else dtype).newbyteorder("<"),
             tuple(shape),
         )
-    # the gradient arrays and, where kept, their entries' rounding levels (float64)
-    most = sum(_nbytes(dt, shape) + 8 * math.prod(shape) for dt, shape in expected.values())
+    # the gradient arrays and, where kept, their entries' rounding levels (float64) and
+    # the Hessian products (float64, twice); the outputs beyond: a record may say their
+    # shapes, each bounded (`_record_beyond`)
+    most = sum(_nbytes(dt, shape) + 24 * math.prod(shape) for dt, shape in expected.values())
+    most += 16 * len(ex.outputs) * 2**28 if ex.outputs else 0
     if info.st_size > 2 * (most + _RECORD_TEXT_MAX):
         raise Discarded("larger than any record of this example")
     try:
@@ -124,17 +129,21 @@ def read_record(path, variant: Variant, wrt_shapes: dict, dtype: str):
             text = _header_checked(z, members["record"], None, None)
             record = json.loads(str(text[()]))
             _check_record(record, variant, dtype)
-            arrays, entries = {}, {}
+            arrays, entries, beyond = {}, {}, {}
             if "fault" not in record:
+                check_fields(record, variant)
                 levels = {}  # each entry's rounding level, where the record has them
                 if "noise_sha256" in record:
                     levels = {f"n_{m[2:]}": (np.dtype("<f8"), s) for m, (_, s) in expected.items()}
-                if names != {"record", *expected, *levels}:
+                more = expected_members(record, variant, dtype, wrt_shapes)
+                if names != {"record", *expected, *levels, *more}:
                     raise Discarded("its arrays are not the example's gradient arrays")
                 for member, (dt, shape) in expected.items():
                     arrays[member[2:]] = _header_checked(z, members[member], dt, shape)
                 for member, (dt, shape) in levels.items():
                     entries[member[2:]] = _header_checked(z, members[member], dt, shape)
+                for member, (dt, shape) in more.items():
+                    beyond[member] = _header_checked(z, members[member], dt, shape)
             elif names != {"record"}:
                 raise Discarded("a recorded fault that holds arrays")
     except zipfile.BadZipFile as e:
@@ -143,14 +152,22 @@ def read_record(path, variant: Variant, wrt_shapes: dict, dtype: str):
     if record["payload"] != text_digest(canonical(payload)):
         raise Discarded("its contents do not match their recorded digest (edited?)")
     if "fault" not in record:
-        for name, a in arrays.items():
-            if array_sha256(a) != record["sha256"][name]:
-                raise Discarded(f"the values of {name} do not match their sha256")
-            if not np.all(np.isfinite(a)):
-                raise Discarded(f"the gradient of {name} is not finite")
-        for name, a in entries.items():
-            if array_sha256(a) != record["noise_sha256"][name]:
-                raise Discarded(f"the rounding levels of {name} do not match their sha256")
-            if not (np.all(np.isfinite(a)) and np.all(a >= 0)):
-                raise Discarded(f"the rounding levels of {name} are not finite and positive")
-    return record, arrays, entries
+        _check_digests(record, arrays, entries, beyond)
+    return record, arrays, entries, beyond
+
+
+def _check_digests(record: dict, arrays: dict, entries: dict, beyond: dict) -> None:
+    """Every array of a gradient's record against its digest, finite (levels positive)."""
+    import numpy as np
+
+    for name, a in arrays.items():
+        if array_sha256(a) != record["sha256"][name]:
+            raise Discarded(f"the values of {name} do not match their sha256")
+        if not np.all(np.isfinite(a)):
+            raise Discarded(f"the gradient of {name} is not finite")
+    for name, a in entries.items():
+        if array_sha256(a) != record["noise_sha256"][name]:
+            raise Discarded(f"the rounding levels of {name} do not match their sha256")
+        if not (np.all(np.isfinite(a)) and np.all(a >= 0)):
+            raise Discarded(f"the rounding levels of {name} are not finite and positive")
+    check_members(record, beyond)

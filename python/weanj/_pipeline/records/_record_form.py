@@ -16,6 +16,7 @@ from ..._model._kinds import is_number
 from ..._model._provenance import DEVICE_KEYS, DeviceProvenance
 from ..._model._verdicts import FAULTS, GRADIENT_CHECKS, Verdict
 from ..checks._gradchecks import CHECKS, TAYLOR_INFO
+from ..evaluation._beyond import OUTPUT
 
 FORMAT = 3  # 3: the rounding levels gathered on demand (`levels`), the kernel's runs (`cost`)
 # A variant's faults but timeouts, which depend on the load: never reused.
@@ -106,6 +107,8 @@ def _require(ok: bool, why: str) -> None:
 _COMMON = {"format", "example", "variant", "dtype", "key", "parts", "created", "seconds"}
 _COMMON |= {"checks", "payload"}
 _GRADIENT = {"loss", "noise", "sha256", "levels", "cost"}
+# what a gradient's record keeps beyond it, where there is some (`_record_beyond`)
+_BEYOND = {"outputs", "jacobian", "hvp"}
 
 
 def _check_record(record: Any, variant: Variant, dtype: str) -> None:
@@ -122,7 +125,11 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
         device = {"extra"} if "extra" in record else set()  # a device run's
         levels = {"noise_sha256"} if "noise_sha256" in record else set()  # entries' levels
         levels |= {"emulated"} if "emulated" in record else set()  # float32's, emulated
-        _require(fields == _COMMON | _GRADIENT | device | levels, "its fields are not a record's")
+        beyond = fields & _BEYOND  # held to their form by `_record_beyond.check_fields`
+        _require(
+            fields == _COMMON | _GRADIENT | device | levels | beyond,
+            "its fields are not a record's",
+        )
     _check_identity(record, variant, dtype)
     wrt = variant.example.wrt_names
     if "fault" in record:
@@ -135,7 +142,7 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
         )
         _require(f["verdict"] in _REUSED_FAULTS, "not a reusable fault")
     else:
-        _check_numbers(record, wrt)
+        _check_numbers(record, wrt, variant.example.outputs)
     has_device = "device" in record["parts"]
     _require(("extra" in record) == has_device, "its device is not the one its key names")
     if "extra" in record:
@@ -174,8 +181,9 @@ def _check_identity(record: dict, variant: Variant, dtype: str) -> None:
     _require(s is None or (_finite(s) and s >= 0), "its seconds are not a number")
 
 
-def _check_numbers(record: dict, wrt: tuple[str, ...]) -> None:
-    """A gradient's record: its loss, rounding levels, cost and arrays' digests."""
+def _check_numbers(record: dict, wrt: tuple[str, ...], outputs: tuple[str, ...] = ()) -> None:
+    """A gradient's record: its loss, rounding levels (the outputs' too, `output:NAME`),
+    cost and arrays' digests."""
     _require(_finite(record["loss"]), "its loss is not a finite number")
     _require(isinstance(record["levels"], bool), "whether its levels were measured is unsaid")
     try:
@@ -185,7 +193,7 @@ def _check_numbers(record: dict, wrt: tuple[str, ...]) -> None:
     noise = record["noise"]
     _require(
         isinstance(noise, dict)
-        and set(noise) <= {"loss", *wrt}
+        and set(noise) <= {"loss", *wrt, *(OUTPUT + o for o in outputs)}
         and all(_finite(x) and x >= 0 for x in noise.values()),
         "its rounding levels are malformed",
     )

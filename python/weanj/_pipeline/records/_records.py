@@ -65,6 +65,7 @@ from ..._model._verdicts import CaseKind, Verdict
 from ..._places import Places
 from ..._sources import text_digest
 from ..evaluation._on_device import CPU, identity, identity_of, label_of
+from ._record_beyond import FIELDS, into, written
 from ._record_file import read_record
 from ._record_form import (
     _REUSED_FAULTS,
@@ -90,6 +91,7 @@ _DERIVED = (
     "cost",
     "extra",
     "emulated",
+    *FIELDS,
 )
 
 
@@ -185,6 +187,15 @@ class Records:
         self._reused_found[(ex, label)] = found
         return found
 
+    def not_reused(self, variant: Variant, dtype: str, why: str) -> None:
+        """A recalled evaluation the session computes again all the same (`why`: a
+        record without the second order a run asks for)."""
+        key = (variant.example.name, label_of(variant, dtype))
+        self.reused.pop(key, None)
+        self._recalled.pop(key, None)
+        self._reused_found.pop(key, None)
+        self.recomputed[key] = why
+
     def _read(self, variant: Variant, inputs: Inputs, dtype: str, path: Path):
         """`(record, Gradient or Fault)` from a record file, (None, None) where there is
         none; anything not exactly what `flush` writes for this evaluation raises
@@ -192,7 +203,7 @@ class Records:
         found = read_record(path, variant, inputs.wrt_shapes, dtype)
         if found is None:
             return None, None
-        record, arrays, entries = found
+        record, arrays, entries, beyond = found
         ex = variant.example
         if "fault" in record:
             f = record["fault"]
@@ -218,6 +229,7 @@ class Records:
         )
         if "emulated" in record:  # a float32 run's rounding, emulated (`_levels._emulated`)
             g.emulated = Emulated.from_json(record["emulated"])
+        into(g, record, beyond)  # its outputs, their Jacobian's numbers, its Hessian products
         if "extra" in record:  # a device run's device and precision
             g.device = DeviceProvenance.from_json(record["extra"])
             g.precision_level = record["extra"].get("precision_level")
@@ -331,6 +343,7 @@ class Records:
         path = self._path(v, pending["label"])
         arrays: dict[str, Any] = {}
         entries: dict[str, Any] = {}  # each entry's rounding level, where measured
+        beyond: dict[str, Any] = {}  # the outputs, the Hessian products (`_record_beyond`)
         if isinstance(found, Fault):
             record["fault"] = {
                 "verdict": found.verdict,
@@ -351,12 +364,14 @@ class Records:
             if found.emulated is not None:
                 record["emulated"] = found.emulated.to_json()
             record["sha256"] = {name: array_sha256(a) for name, a in arrays.items()}
-            if set(found.noise_entries) == set(arrays):
+            if set(arrays) <= set(found.noise_entries):  # (the outputs' are `written`'s)
                 entries = {
                     name: np.ascontiguousarray(found.noise_entries[name], dtype="<f8")
                     for name in arrays
                 }
                 record["noise_sha256"] = {k: array_sha256(a) for k, a in entries.items()}
+            fields, beyond = written(found)
+            record.update(fields)
         try:
             record = json.loads(json.dumps(record, default=_plain))
             record["payload"] = text_digest(canonical(record))
@@ -366,6 +381,7 @@ class Records:
                     text = np.array(canonical(record))
                     members = {f"g_{k}": a for k, a in arrays.items()}
                     members.update({f"n_{k}": a for k, a in entries.items()})
+                    members.update(beyond)
                     np.savez(f, record=text, **members)
         except (OSError, WeanjError, TypeError, ValueError) as e:
             self._notes.append(f"note: could not write the evaluation record {path} ({e})")

@@ -20,12 +20,14 @@ import numpy as np
 
 from ..._errors import say
 from ..._judge._contract import Fault
-from ..._judge._directions import checked_masks
+from ..._judge._directions import checked_masks, second_direction
 from ..._judge._events import EvaluationFinished, EvaluationStarted
 from ..._judge._jvp import jvp_direction
 from ..._model import Example, Gradient, Inputs, Variant
+from ..._model._beyond import order_of
 from ..._model._cost import Cost
 from ..._watch import Watch
+from ..evaluation._beyond import second_order_asked
 from ..evaluation._calls import compiling_into, counter, for_checks, forward_refusal, run_loss
 from ..evaluation._emulation import float64_level
 from ..evaluation._evaluate import evaluate
@@ -52,6 +54,8 @@ class Session:
     - `family_here`: the session may evaluate a variant's family to choose the lender of
       a forward mode (`_donors`); a Dask worker's, whose tasks are one evaluation each,
       may not: such a jvp check is left to the client, which has the family's runs.
+    - `order`: 2 (`weanj check --order 2`) computes every checked variant's
+      Hessian-vector products, as an example declaring `order=2` asks (docs/outputs.md).
     """
 
     def __init__(
@@ -65,8 +69,10 @@ class Session:
         checking: bool = False,
         fd: bool = False,
         family_here: bool = True,
+        order: int = 1,
     ):
         self.watch = Watch(timeout_s=timeout_s, say=say)
+        self.order = order
         self.fd = fd  # central differences beside every gradient check, not only where not ok
         self.timeout_s = timeout_s  # the limit asked for (each call's, the watch's)
         self.say = say
@@ -128,10 +134,14 @@ class Session:
             label = label_of(variant, dtype, device, precision)
             records = self.records if precision is None else None
             found = records.recall(variant, inputs, dtype, device=device) if records else None
+            checked = self.checking and (dtype, device, precision) == ("float64", "cpu", None)
+            second = self._second(variant, inputs) if checked else None
+            if second is not None and second_order_asked(found, 2):
+                records.not_reused(variant, dtype, "recomputed: its second order was asked")
+                found = None
             reused = found is not None
             if found is None:
                 self._tell(precision, EvaluationStarted(variant.example.name, label))
-                checked = self.checking and (dtype, device, precision) == ("float64", "cpu", None)
                 tangents = self._jvp_tangents(variant, inputs) if checked else None
                 found = evaluate(
                     variant,
@@ -144,6 +154,7 @@ class Session:
                     checking=self.checking,
                     levels=False,  # measured where a comparison needs them (`levels`)
                     tangents=tangents,
+                    second=second,
                 )
                 if isinstance(found, Gradient) and tangents is not None:
                     self._pushed(variant, inputs, tangents, found)
@@ -287,6 +298,26 @@ class Session:
                 for a in example.wrt_names
             }
         return self._tangents[key]
+
+    def second_tangents(self, example: Example, inputs: Inputs) -> dict[str, np.ndarray]:
+        """Each wrt array's second direction `u` at the second order (`second_direction`,
+        inside the kink mask), once per session, shared by a family as `tangents` is."""
+        key = (id(example), inputs.key("float64"), "second")
+        if key not in self._tangents:
+            masks = self.masks(example, inputs)
+            run = inputs.run_arrays("float64")
+            self._tangents[key] = {
+                a: second_direction(example, a, run[a], None if masks[a].all() else masks[a])
+                for a in example.wrt_names
+            }
+        return self._tangents[key]
+
+    def _second(self, variant: Variant, inputs: Inputs) -> dict[str, np.ndarray] | None:
+        """The second directions an evaluation's call takes where its example is checked
+        at the second order (its own `order`, or the session's), else None."""
+        if order_of(variant.example, self.order) < 2 or variant.unavailable_reason() is not None:
+            return None
+        return self.second_tangents(variant.example, inputs)
 
     def _jvp_tangents(self, variant: Variant, inputs: Inputs) -> dict[str, np.ndarray] | None:
         """The tangents an evaluation pushes forward in its own call (`tangents`), where
