@@ -28,9 +28,9 @@ from ..._judge._remainder import EPS, ROUNDING
 from ..._judge._second import SYMMETRY_TOLERANCE, SymmetryResult, Taylor2Result
 from ..._model import Catalog, Example, Gradient, Inputs
 from ..._model._verdicts import CaseKind
-from ..engine._donors import lenders
 from ..evaluation._calls import compiling_into, counter, for_checks
 from ..evaluation._on_device import on_device
+from ..session._donors import lenders
 from ._remainders import _h0, _in_units
 from ._taylor_walk import Floor, Grid, both_ways
 

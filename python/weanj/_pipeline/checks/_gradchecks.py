@@ -42,6 +42,7 @@ from ..._model import Catalog, Example, Gradient, Inputs
 from ..._model._verdicts import CaseKind, Verdict
 from ..evaluation._levels import backward_level
 from ..session._donors import pushed
+from ..session._runs import loss_along, loss_of, program_rounding
 from ._beyond_checks import (
     dot_judgement,
     dot_policy,
@@ -115,12 +116,12 @@ def _taylor_results(session, inputs: Inputs, g: Gradient) -> dict[str, TaylorRes
     def compute() -> dict[str, TaylorResult]:
         ex = inputs.example
         masks = session.masks(ex, inputs)
-        loss = session.loss_of(g.of, inputs, tuple(ex.wrt_names), g.cost, "taylor")
+        loss = loss_of(session, g.of, inputs, tuple(ex.wrt_names), g.cost, "taylor")
         run = inputs.run_arrays("float64")
 
         def escalate() -> float:
             session.levels(g)
-            return max(float(g.noise.get("loss", 0.0)), session.program_rounding(g, inputs))
+            return max(float(g.noise.get("loss", 0.0)), program_rounding(session, g, inputs))
 
         free = backward_level(inputs, g.gradients, "float64")
         floor = float(g.noise["loss"]) if "loss" in g.noise else free
@@ -147,7 +148,7 @@ def fd_information(session, inputs: Inputs, g: Gradient, array: str) -> CentralD
         ex = inputs.example
         mask = session.masks(ex, inputs)[array]
         fd = ex.fd
-        loss = session.loss_along(g.of, inputs, array, g.cost, "fd")
+        loss = loss_along(session, g.of, inputs, array, g.cost, "fd")
         x = inputs.run_arrays("float64")[array]
         with session.phase(f"{ex.name} {g.variant}: escalated: central differences of {array}"):
             each = counted(loss, session.step, f"loss {{}} of {2 * fd.directions}")

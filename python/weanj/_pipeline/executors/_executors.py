@@ -58,14 +58,11 @@ ENGINES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 @dataclass
 class RunRequest:
-    """What a run asks of its executor: its `plans` ({example: Plan or the error reading
-    it}), the time limit of each call (`timeout`, None: none), where lines go (`say`),
-    where its evaluations' events go (`emit`: `_judge._events`; None: nowhere), how paths
-    are shown (`shown_path`), its evaluation `records` (or None), whether central
-    differences go beside every gradient check (`fd`) and the order it checks (`order`).
-    An engine that evaluates before the judge asks adds each example's evaluation seconds
-    to `elsewhere_s`, which the run's progress counts as the example's (its judging alone
-    takes no time)."""
+    """What a run asks of its executor: its `plans` ({example: Plan or its error}), each
+    call's time limit (`timeout`), where lines and events go (`say`, `emit`), how paths
+    are shown, its evaluation `records` (or None), central differences beside every check
+    (`fd`), the order it checks (`order`); an engine that evaluates before the judge asks
+    adds each example's evaluation seconds to `elsewhere_s` (its progress line's)."""
 
     plans: dict
     timeout: float | None
