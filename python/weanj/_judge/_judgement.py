@@ -123,12 +123,7 @@ class Judgement:
     @property
     def expected(self) -> list[CaseJudgement]:
         """Every case that differs as declared (`weanj.Expected`): verdict `expected`."""
-        return [
-            j
-            for ej in self.examples.values()
-            for j in ej.judgements
-            if j.verdict == Verdict.EXPECTED
-        ]
+        return [j for ej in self.examples.values() for j in ej.judgements if j.verdict.declared]
 
     def verdicts(self) -> dict[str, str]:
         """`{case id: verdict}` of every case of every example (what front ends compare)."""

@@ -321,7 +321,7 @@ class ExampleJudgement:
         per declared difference, however many arrays, dtypes and references show it)."""
         out: dict[Any, list[CaseJudgement]] = {}
         for j in self.judgements:
-            if j.verdict == Verdict.EXPECTED and j.expected is not None:
+            if j.verdict.declared and j.expected is not None:
                 e = j.expected
                 out.setdefault((e.variant, e.against, e.check, e.reason), []).append(j)
         return {cases[0].expected: cases for cases in out.values()}
@@ -385,12 +385,10 @@ class ExampleJudgement:
             return worst
         if name in self.subjects:
             return Verdict.OK
-        stale = [
-            j
-            for j in self.of_kind(CaseKind.FILE)
-            if j.subjects == (name,) and j.verdict == Verdict.STALE
-        ]
-        return Verdict.STALE if stale else None
+        files = self.of_kind(CaseKind.FILE)  # a file computed on other inputs says so
+        return Verdict.worst(
+            j.verdict for j in files if j.subjects == (name,) and j.verdict.outdated
+        )
 
 
 def _now() -> str:

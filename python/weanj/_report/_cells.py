@@ -142,28 +142,26 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
         text = f"{Verdict.OK} ×{len(members) - len(against)}; {worst} vs"  # links name them
         news = "differs" if any(other in accused for other in against) else str(worst)
         return Cell(text, news, links, why, plain=f"{text} {', '.join(against)}")
-    kinks = [j for j in mine if j.verdict == Verdict.KINKS]
+    kinks = [j for j in mine if j.verdict.at_kinks]
     if kinks:
-        at_kinks = dict.fromkeys(other(j) for j in kinks)
+        at_kinks, shown = dict.fromkeys(other(j) for j in kinks), kinks[0].verdict
         return Cell(
-            f"{Verdict.KINKS} ({len(at_kinks)}), {Verdict.OK} {len(members) - len(at_kinks)}",
-            str(Verdict.KINKS),
+            f"{shown} ({len(at_kinks)}), {Verdict.OK} {len(members) - len(at_kinks)}",
+            str(shown),
             [(j.array or "", j.case) for j in kinks],
             "\n".join(summary(j) for j in kinks),
         )
     # the declared variant's cell says it; its partners simply agree with the rest
     expected = [
-        j
-        for j in mine
-        if j.verdict == Verdict.EXPECTED and j.expected and j.expected.variant == label
+        j for j in mine if j.verdict.declared and j.expected and j.expected.variant == label
     ]
     if expected:
-        declared = dict.fromkeys(other(j) for j in expected)
+        declared, shown = dict.fromkeys(other(j) for j in expected), expected[0].verdict
         rest = len(members) - len(declared)
-        text = f"{Verdict.EXPECTED} ×{len(declared)}" + (f", {Verdict.OK} ×{rest}" if rest else "")
+        text = f"{shown} ×{len(declared)}" + (f", {Verdict.OK} ×{rest}" if rest else "")
         return Cell(
             text,
-            str(Verdict.EXPECTED),
+            str(shown),
             [(j.array or "", j.case) for j in expected],
             "\n".join(summary(j) for j in expected),
         )

@@ -47,7 +47,7 @@ def summary_table(pages: list[ExamplePage]) -> str:
             what = "every judged pair, check and file agrees" if p.judged and p.ej.ok else ""
         if p.judged and p.ej.expected:
             items = "".join(
-                f"<li>{badge(str(Verdict.EXPECTED))} <code>{e(declared.what())}</code>"
+                f"<li>{badge(str(cases[0].verdict))} <code>{e(declared.what())}</code>"
                 + (f" · <code>{e(where)}</code>" if where else "")
                 + f": {e(declared.reason)} → "
                 + ", ".join(link(j.array or j.kind, j.case) for j in cases)

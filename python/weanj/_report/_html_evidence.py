@@ -54,7 +54,7 @@ def pair_picture(p: ExamplePage, j: CaseJudgement, have_matplotlib: bool) -> str
     if j.comparison is not None and j.comparison.differing:
         lines = [line.strip() for line in region_lines(j.comparison, "")]
         out.append(f'<ul class="tight">{"".join(f"<li>{e(x)}</li>" for x in lines)}</ul>')
-    if j.verdict == Verdict.KINKS:
+    if j.verdict.at_kinks:
         out.append(f"<p>differs only at the kinks, as declared: {e(j.kinks)}</p>")
     if gone:  # read back from check.json: its store file changed since the check
         out.append(
@@ -148,7 +148,7 @@ def declared_cell(j: CaseJudgement) -> str:
     if j.expected is None:
         return ""
     text = f"{declared_text(j)}: {j.expected.reason}"
-    if j.verdict == Verdict.UNEXPECTEDLY_OK:
+    if j.verdict.not_there:
         text += " — but it agrees"
     elif j.departure:
         text += f" — not as declared: {j.departure}"
@@ -167,7 +167,7 @@ def evidence(p: ExamplePage, have_matplotlib: bool) -> str:
     if p.pictures:
         kind = (
             "failing and kink pairs"
-            if any(j.failed or j.verdict == Verdict.KINKS for j in p.pictures)
+            if any(j.failed or j.verdict.at_kinks for j in p.pictures)
             else "no pair fails: the agreeing pair of the largest error, and the family references"
         )
         out.append(

@@ -14,12 +14,12 @@ from ._cells import Cell
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 DPI = 80
 
-# States a page shows beside the judge's verdicts (their colours): a member that fails only
-# against its family's suspects; an example without a judgement to show, or not judged;
-# a page with either.
+# States a page shows beside the judge's verdicts, each in a colour class of `_LOOK`: a
+# member that fails only against its family's suspects; an example without a judgement to
+# show, or not judged; a page with either.
 _STATES = {
-    "differs": Verdict.KINKS.colour,
-    **dict.fromkeys(("not checked", "not judged", "incomplete", "partial"), Verdict.STALE.colour),
+    "differs": "kinks",
+    **dict.fromkeys(("not checked", "not judged", "incomplete", "partial"), "stale"),
 }
 
 # The look of each colour class of `Verdict` (`Verdict.colour`), written once for the report

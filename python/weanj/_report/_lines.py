@@ -134,7 +134,7 @@ def summary(j: CaseJudgement) -> str:
         body = fault_text(j) if j.verdict != Verdict.OK else ""
     elif j.kind == CaseKind.PAIR and j.comparison is not None:
         body = comparison_text(j.comparison)
-        if j.verdict == Verdict.KINKS:
+        if j.verdict.at_kinks:
             body += (
                 "; differs only at the kinks, as declared "
                 f"({j.kinks}); away from them {num(j.away.max_rel)}"

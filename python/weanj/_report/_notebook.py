@@ -37,7 +37,7 @@ def _summary_rows(judgement) -> list[str]:
         for declared, cases in ej.expected.items():
             where = "; ".join(dict.fromkeys(j.declared for j in cases if j.declared))
             what.append(
-                f"<li>{badge(str(Verdict.EXPECTED))} <code>{e(declared.what())}</code>"
+                f"<li>{badge(str(cases[0].verdict))} <code>{e(declared.what())}</code>"
                 + (f" · <code>{e(where)}</code>" if where else "")
                 + f": {e(declared.reason)}</li>"
             )

@@ -88,7 +88,7 @@ def _rows(page: ExamplePage) -> None:
     stale = {
         j.subjects[0]: j.reason
         for j in ej.of_kind(CaseKind.FILE)
-        if j.verdict == Verdict.STALE and j.subjects
+        if j.verdict.outdated and j.subjects
     }
     for family, members in cat.families().items():
         for v in members:
@@ -123,7 +123,7 @@ def _rows(page: ExamplePage) -> None:
             elif verdict == Verdict.SKIPPED:
                 row.note = ej.skipped[name]
                 page.skipped.setdefault(row.note, []).append(name)
-            elif verdict == Verdict.STALE:
+            elif verdict is not None and verdict.outdated:
                 row.note = stale.get(name, "")
             elif verdict is None:
                 row.note = f"not in the last check: run `weanj check {cat.name}`"

@@ -95,7 +95,7 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
         if "@" in label:
             continue
         if run.verdict != Verdict.OK:
-            if run.verdict.failing or run.verdict == Verdict.EXPECTED:
+            if run.verdict.failing or run.verdict.as_declared:
                 out.append(f"  {label:<24} {run.family:<13} {run.verdict}: {run.reason}")
             continue
         g = ej.subjects.get(label)
@@ -203,12 +203,12 @@ def pair_lines(ej: ExampleJudgement, *, everything: bool, failing_only: bool = F
                 f"({j.array}): {c.differing} of {c.size} element(s)"
             )
             out.extend(region_lines(c))
-            if j.verdict == Verdict.KINKS:
+            if j.verdict.at_kinks:
                 out.append(
                     f"    only at the kinks, as declared ({j.kinks}); "
                     f"away from them {num(j.away.max_rel)}"
                 )
-            if j.expected is not None and j.verdict == Verdict.EXPECTED:
+            if j.expected is not None and j.verdict.declared:
                 out.append(f"    as declared: {declared_text(j)}")
     return out
 

@@ -249,7 +249,7 @@ class PairOutcome:
     @property
     def as_declared(self) -> bool:
         """It differs, and only as declared: some judgement is `expected`, none beyond."""
-        return self.agree and any(j.verdict == Verdict.EXPECTED for j in self.judgements)
+        return self.agree and any(j.verdict.declared for j in self.judgements)
 
     @property
     def timed_out(self) -> bool:
@@ -259,7 +259,7 @@ class PairOutcome:
         """The worst verdict (what a search prints per value tried); a declared
         difference that does not show here is no failure of the search: `ok`, saying so."""
         if self.agree and not self.as_declared:
-            absent = any(j.verdict == Verdict.UNEXPECTEDLY_OK for j in self.judgements)
+            absent = any(j.verdict.not_there for j in self.judgements)
             ok = str(Verdict.OK)
             return f"{ok} (the declared difference does not show)" if absent else ok
         worst = Verdict.worst(j.verdict for j in self.judgements)
