@@ -1,5 +1,5 @@
 """The Taylor remainder test and central differences of any loss (docs/DESIGN.md §9.1,
-§9.3): the numbers of a check, for a variant's loss (`_gradchecks`, which judges them)
+§9.3): the numbers of a check, for a variant's loss (`_check_taylor`, which judges them)
 or for any function a notebook passes to `weanj.taylor_test` and `weanj.fd_check`.
 """
 

@@ -15,7 +15,8 @@ from ..._model._cost import Cost
 from ..._model._kinds import is_number
 from ..._model._provenance import DEVICE_KEYS, DeviceProvenance
 from ..._model._verdicts import FAULTS, GRADIENT_CHECKS, Verdict
-from ..checks._gradchecks import CHECKS, TAYLOR_INFO
+from ..checks._check_taylor import TAYLOR_INFO
+from ..checks._gradchecks import CHECKS
 
 FORMAT = 3  # 3: the rounding levels gathered on demand (`levels`), the kernel's runs (`cost`)
 # A variant's faults but timeouts, which depend on the load: never reused.

@@ -80,7 +80,7 @@ class Session:
         self._masks: dict[tuple, dict[str, np.ndarray]] = {}
         self._tangents: dict[tuple, dict[str, np.ndarray]] = {}
         self._forward: dict[tuple, dict[str, float] | Exception] = {}
-        self._shared: dict[tuple, Any] = {}  # a check shared by a run's arrays (`_gradchecks`)
+        self._shared: dict[tuple, Any] = {}  # a check shared by a run's arrays (`checks/`)
 
     def __enter__(self) -> Session:
         return self
@@ -182,7 +182,7 @@ class Session:
 
     def once(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """`compute()` once per session and `key` (a check shared by a run's arrays, the
-        central differences of an array: `_gradchecks`)."""
+        central differences of an array: `_pipeline.checks`)."""
         if key not in self._shared:
             self._shared[key] = compute()
         return self._shared[key]
@@ -215,7 +215,7 @@ class Session:
         float64_level`: float32's rounding emulated, scaled to float64's), once per run,
         counted in its cost under `rounding` (the kernel twice, forward and backward); 0
         where the program cannot be looked into. The Taylor test's floor where the
-        estimate is not borne out (`_gradchecks`): a long recurrence rounds far above
+        estimate is not borne out (`_check_taylor`): a long recurrence rounds far above
         what a one-ulp move of its inputs shows."""
 
         def compute() -> float:
