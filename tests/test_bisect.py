@@ -507,15 +507,15 @@ def test_bisect_over_the_size_lists_the_sizes_where_all_agree(odd_sizes, capsys)
 
 
 def test_the_minimal_case_is_the_case_fuzz_writes_too(odd_sizes, project, capsys):
-    """bisect's minimal case is `_pipeline.search._minimal_case.Case`, fuzz's type: made at a
+    """bisect's minimal case is `_pipeline.search._minimal_case.FuzzInput`, fuzz's type: made at a
     size by the Sizes generator, written under `results/EX/cases/` byte-identical each
     time, read back from its file, its reproduce commands its own."""
-    from weanj._pipeline.search._minimal_case import Case, sized_case
+    from weanj._pipeline.search._minimal_case import FuzzInput, sized_case
     from weanj._places import places
 
     done = _bisect(ODD, "jax-sum", "jax-mid", over="n", say=lambda s: None)
     case = done.minimal
-    assert isinstance(case, Case) and (case.size, case.seed) == (11, odd_sizes.seed)
+    assert isinstance(case, FuzzInput) and (case.size, case.seed) == (11, odd_sizes.seed)
     assert case.path == project / "results" / ODD / "cases" / "bisect-jax-sum-jax-mid-n11.h5"
     assert done.case == case.path and case.inputs.path == case.path  # read back from it
     written = case.path.read_bytes()

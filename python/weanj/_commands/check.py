@@ -19,7 +19,7 @@ from typing import Any
 
 from .._errors import InputError, WeanjError, say
 from .._judge._events import Listener
-from .._judge._judgement import Judgement as JudgementData
+from .._judge._judgement import Judgement
 from .._model import DTYPES, Catalog
 from .._pipeline.engine._run import CheckRun
 from .._pipeline.executors._executors import executor_for
@@ -27,7 +27,7 @@ from .._pipeline.records._store_writes import StoreWrites
 from .._places import places
 from .._registry import catalogs, project, refresh
 from .._registry._names import unknown_variants
-from .._report._judgement import Judgement, Kept
+from .._report._judgement import JudgementView, Kept
 from .._report._verdicts_file import CheckFiles
 from .._vocabulary import CHECK_DTYPES, DEVICES
 
@@ -116,7 +116,7 @@ def check(
     device: Sequence[str] | str | None = None,
     fd: bool = False,
     verbose: bool = False,
-) -> Judgement:
+) -> JudgementView:
     """Run, check and judge every available variant of each example (default: all).
 
     **Arguments:**
@@ -149,7 +149,7 @@ def check(
     - `fd`: central differences beside every gradient check, as information (by default
       only beside one that is not ok: docs/gradient-checks.md).
 
-    **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
+    **Returns:** the `JudgementView` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
     """
     checking(
@@ -190,7 +190,7 @@ def checking(
     verbose: bool = False,
     strict: bool = False,
     listeners: Sequence[Listener] = (),
-) -> JudgementData:
+) -> Judgement:
     """`check`'s run, its events to `listeners` (the front end's: `weanj check` prints
     through `--format`'s, `weanj.check()` keeps the `Judgement`), each argument of
     `check` checked first; `strict` (`weanj check --strict`): a variant compared with

@@ -1,7 +1,7 @@
 """`Judgement`, the data: every example's `ExampleJudgement` from one `weanj check` or
 `weanj diff`, and what follows from them (ok, failures, the verdict, the exit code). Its
-views (the terminal's text, JSON, a notebook's HTML) are `weanj._report._judgement.
-Judgement`'s, the class `weanj.check()` and `weanj.diff()` return.
+views (the terminal's text, JSON, a notebook's HTML) are `weanj.JudgementView`'s
+(`_report/_judgement.py`), the subclass `weanj.check()` and `weanj.diff()` return.
 """
 
 from __future__ import annotations

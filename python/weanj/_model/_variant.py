@@ -34,7 +34,7 @@ CALLS = 5
 
 class Place(Protocol):
     """A device an evaluation runs on, as `Functions.placed` yields it: what the pipeline
-    reads of it (a JAX program's: `_backends._placement.Place`)."""
+    reads of it (a JAX program's: `_backends._placement.JaxPlace`)."""
 
     @property
     def kind(self) -> str: ...  # cpu, gpu, tpu
