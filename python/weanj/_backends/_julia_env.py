@@ -382,6 +382,6 @@ def kernel_sources(path: Path) -> tuple[Path, ...]:
 
 
 def _read_toml(path: Path) -> dict:
-    from .._project import _read_toml as read
+    from .._project import read_toml
 
-    return read(path)
+    return read_toml(path)

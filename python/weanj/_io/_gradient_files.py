@@ -30,7 +30,7 @@ _REQUIRED = ("variant", "family", "example", "dtype", "inputs_sha256")
 _OPTIONAL_TEXT = ("backend", "backend_version", "created", "key", "x64", "levels", "evaluation")
 _OPTIONAL_NUMBERS = ("loss", "noise_loss")
 
-_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+SHA256_HEX = re.compile(r"[0-9a-f]{64}\Z")  # a sha256 digest as files and records write it
 
 
 def expected_dtype(ex: Example, array: str, dtype: str) -> str:
@@ -89,7 +89,7 @@ def _typed_attributes(attrs: dict[str, Any], where: str, hint: str) -> None:
             f"float64, got {shown(attrs['dtype'])}{hint}"
         )
     for key in ("inputs_sha256", "key"):
-        if key in attrs and not _SHA256.match(attrs[key]):
+        if key in attrs and not SHA256_HEX.match(attrs[key]):
             raise InputFileError(
                 f"{where}: attribute {key} must be 64 hexadecimal "
                 f"digits, got {shown(attrs[key])}{hint}"

@@ -65,7 +65,7 @@ def provenance_key(inputs_sha256: str, params: Mapping[str, Any], dtype: str) ->
     return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
 
 
-def _frozen(arrays: Mapping[str, np.ndarray], copy: bool = True) -> Mapping[str, np.ndarray]:
+def frozen_arrays(arrays: Mapping[str, np.ndarray], copy: bool = True) -> Mapping[str, np.ndarray]:
     """The arrays, read-only (`copy`: copied first; not where the caller just read them
     and holds no other reference)."""
     out = {}
@@ -176,7 +176,7 @@ def from_arrays(
     stored = ex.check_arrays(arrays, what)
     return Inputs(
         ex,
-        _frozen(stored),
+        frozen_arrays(stored),
         MappingProxyType(ex.check_params(dict(params or {}))),
         digest(ex, stored),
         legacy_of=lambda: legacy_digest(ex, stored),
@@ -194,7 +194,7 @@ def stored_inputs(
     attrs: Mapping[str, Any],
 ) -> Inputs:
     """`Inputs` as an inputs file holds them (already checked by its reader)."""
-    frozen = _frozen(arrays, copy=False)  # read from the file for these inputs alone
+    frozen = frozen_arrays(arrays, copy=False)  # read from the file for these inputs alone
     return Inputs(
         ex,
         frozen,

@@ -18,7 +18,7 @@ the provenance. The evidence is `_html_evidence`'s, the benchmarks and provenanc
 from __future__ import annotations
 
 from .._model._verdicts import GRADIENT_CHECKS, Verdict
-from ._html_bench import _dl, benchmarks, provenance
+from ._html_bench import benchmarks, definition_list, provenance
 from ._html_evidence import evidence, nothing_judged
 from ._html_parts import CSP, STYLE, badge, cell, e, link, table, verdict_class
 from ._page_model import ExamplePage, anchor, judged_line, overall
@@ -167,7 +167,7 @@ def render(pages: list[ExamplePage], env: dict[str, str]) -> str:
         *(benchmarks(p, have_matplotlib) for p in pages),
         '<h2 id="provenance">Provenance</h2>',
         *(provenance(p) for p in pages),
-        "<h3>this page</h3>" + _dl(env),
+        "<h3>this page</h3>" + definition_list(env),
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

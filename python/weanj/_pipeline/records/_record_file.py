@@ -10,7 +10,7 @@ import math
 from ..._io._h5 import array_sha256
 from ..._model import COMPLEX_OF, Variant
 from ..._sources import text_digest
-from ._record_form import _RECORD_TEXT_MAX, Discarded, _check_record, canonical
+from ._record_form import RECORD_TEXT_MAX, Discarded, canonical, check_record
 
 
 def _member(filename: str) -> str:
@@ -41,7 +41,7 @@ def _header_checked(z, info, dtype, shape):
         if fortran or got_dtype.hasobject:
             raise Discarded(f"{_member(info.filename)} is not an array weanj writes")
         if dtype is None:
-            if got_dtype.kind != "U" or got_shape != () or got_dtype.itemsize > _RECORD_TEXT_MAX:
+            if got_dtype.kind != "U" or got_shape != () or got_dtype.itemsize > RECORD_TEXT_MAX:
                 raise Discarded("its record is not a text")
         else:
             if got_dtype != dtype:
@@ -113,7 +113,7 @@ def read_record(path, variant: Variant, wrt_shapes: dict, dtype: str):
         )
     # the gradient arrays and, where kept, their entries' rounding levels (float64)
     most = sum(_nbytes(dt, shape) + 8 * math.prod(shape) for dt, shape in expected.values())
-    if info.st_size > 2 * (most + _RECORD_TEXT_MAX):
+    if info.st_size > 2 * (most + RECORD_TEXT_MAX):
         raise Discarded("larger than any record of this example")
     try:
         with zipfile.ZipFile(path) as z:
@@ -123,7 +123,7 @@ def read_record(path, variant: Variant, wrt_shapes: dict, dtype: str):
                 raise Discarded("not a weanj evaluation record")
             text = _header_checked(z, members["record"], None, None)
             record = json.loads(str(text[()]))
-            _check_record(record, variant, dtype)
+            check_record(record, variant, dtype)
             arrays, entries = {}, {}
             if "fault" not in record:
                 levels = {}  # each entry's rounding level, where the record has them
