@@ -22,6 +22,7 @@ import weanj
 from weanj import _registry, _run_names
 from weanj._cli import main
 from weanj._commands import bisect as bisect_command
+from weanj._pipeline.search import _bisection
 from weanj._watch import Watch
 
 from .helpers import assert_one_line_error
@@ -200,12 +201,12 @@ def test_smallest_value_scans_the_small_values_then_doubles_then_bisects():
         calls.append(v)
         return v >= 37
 
-    assert bisect_command.smallest_value(disagree, 1, 1000) == 37
+    assert _bisection.smallest_value(disagree, 1, 1000) == 37
     # every value from 1 to 8, then doubling and bisection
     assert calls == [1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 48, 40, 36, 38, 37]
-    assert bisect_command.smallest_value(lambda v: True, 3, 10) == 3
-    assert bisect_command.smallest_value(lambda v: False, 1, 10) is None
-    assert bisect_command.smallest_value(lambda v: v >= 10, 1, 10) == 10
+    assert _bisection.smallest_value(lambda v: True, 3, 10) == 3
+    assert _bisection.smallest_value(lambda v: False, 1, 10) is None
+    assert _bisection.smallest_value(lambda v: v >= 10, 1, 10) == 10
 
 
 def test_size_candidates_are_small_ones_then_powers_of_two_and_their_odd_neighbours():

@@ -561,7 +561,7 @@ def _square_runs(bogus_scale: float, loss_error: float):
 def test_a_wrong_gradient_does_not_raise_the_loss_floor_of_its_pair():
     from weanj._judge._verdict import judge_pair
     from weanj._model._verdicts import Verdict
-    from weanj._report._text import summary
+    from weanj._report._lines import summary
 
     loss, right, bogus = _square_runs(bogus_scale=1e12, loss_error=1e-3)
     # the larger level would make a floor that excuses the loss's error ten times over

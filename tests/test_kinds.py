@@ -17,8 +17,8 @@ import pytest
 import weanj
 from weanj import Expected
 from weanj._errors import DefinitionError
-from weanj._model._expected import DECLARABLE, DECLARABLE_KINDS
-from weanj._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from weanj._model._expected import DECLARABLE_KINDS
+from weanj._model._verdicts import DECLARABLE, GRADIENT_CHECKS, CaseKind, Verdict
 from weanj._pipeline.checks._gradchecks import CHECKS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "python" / "weanj"

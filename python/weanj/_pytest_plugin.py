@@ -110,7 +110,7 @@ def _fuzz_pair(catalog, a, b, draws: int) -> str | None:
     `weanj fuzz` command that replays it."""
     from hypothesis.configuration import set_hypothesis_home_dir
 
-    from ._pipeline.engine._cases import fuzz_id
+    from ._pipeline.engine._table import fuzz_id
     from ._pipeline.search._fuzz_draws import pair_seed, replay_command
     from ._pipeline.search._fuzz_run import run_fuzz
     from ._pipeline.session._session import Session

@@ -24,10 +24,11 @@ from weanj._judge._verdict import judge_taylor
 from weanj._model import from_arrays
 from weanj._model._verdicts import Verdict
 from weanj._pipeline.checks._remainders import taylor
-from weanj._pipeline.engine._cases import build_plan, judge_case
+from weanj._pipeline.engine._cases import judge_case
+from weanj._pipeline.engine._table import build_plan
 from weanj._pipeline.session._session import Session
 from weanj._registry import catalog, unregister_example
-from weanj._report._text import message
+from weanj._report._lines import message
 
 from ..toy_kernels import random_xy, xy_example
 from .cases import subject

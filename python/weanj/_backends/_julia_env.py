@@ -29,8 +29,7 @@ from pathlib import Path
 from .._errors import ProjectError, UnavailableError, WeanjError
 from .._sources import text_digest
 from ._julia_find import locate_julia
-from ._julia_stand_in import (  # noqa: F401 (WORKER_VARIABLE re-exported: the client)
-    WORKER_VARIABLE,
+from ._julia_stand_in import (
     stand_in,
     stand_in_identity,
 )

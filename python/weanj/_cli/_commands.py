@@ -200,6 +200,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
 def cmd_bench(args: argparse.Namespace, words: dict) -> int:
     from .._commands import bench
     from .._registry import chosen_variants
+    from .._report._bench_table import markdown_table
 
     cat = _catalog(args.example)
     ex = cat.example
@@ -234,7 +235,7 @@ def cmd_bench(args: argparse.Namespace, words: dict) -> int:
         )
         return 1
     if done.records:
-        print(bench.markdown_table(ex, done.records))
+        print(markdown_table(ex, done.records))
     for path in done.paths:
         print(f"wrote {path}")
     return 1 if done.errors else 0

@@ -24,7 +24,6 @@ from ._options import (
     positive_float,
     positive_int,
 )
-from ._options import UsageError as UsageError
 from ._search_parsers import bisect_parser, fuzz_parser
 
 _PARAM_WORD = re.compile(r"--([A-Za-z_][A-Za-z0-9_]*)(?:=(.*))?\Z")

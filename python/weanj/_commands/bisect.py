@@ -57,8 +57,7 @@ from .._pipeline.search._minimal_case import FuzzInput, declared_line
 from .._pipeline.session._session import Session
 from .._places import places
 from .._project import time_limit
-from .._report._lines import ranges_text
-from .._report._text import message
+from .._report._lines import message, ranges_text
 
 # Without `--PARAM V`, doubling goes up to this many times the inputs' value.
 REACH = 8

@@ -11,7 +11,6 @@ from typing import Any
 
 from .._model._verdicts import Verdict
 from ._alone import alone
-from ._contract import first_clause as first_clause  # the headline's reasons, said once
 from ._verdict import CaseJudgement, ExampleJudgement
 
 

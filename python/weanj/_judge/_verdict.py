@@ -27,7 +27,6 @@ from .._x64 import X64
 from ._checks import CheckResult
 from ._compare import ArrayComparison, compare
 from ._contract import Fault
-from ._expected import declared_check as declared_check
 from ._expected import declared_pair
 from ._information import CentralDifferences, DeviceComparison, Masked, information_json
 from ._jvp import JvpResult

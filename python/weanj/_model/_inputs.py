@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from .._vocabulary import DTYPES
 from ._example import Example
-from ._kinds import DTYPES, check_dtype
+from ._kinds import check_dtype
 
 KEY_HEADER = "weanj-key/2"
 _DIGEST_HEADER = b"weanj-inputs/2\n"

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .._judge._checks import num
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model._verdicts import CaseKind, Verdict
-from ._lines import num, summary
+from ._lines import summary
 
 
 @dataclass

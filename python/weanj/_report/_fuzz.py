@@ -14,8 +14,7 @@ from .._judge._expected import beyond_declaration
 from .._model import INT32_MAX, Catalog, Example, Param
 from .._model._verdicts import Verdict
 from .._places import Places
-from ._lines import ranges_text
-from ._text import message
+from ._lines import message, ranges_text
 
 
 def _range_text(p: Param) -> str:

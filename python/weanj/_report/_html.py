@@ -17,12 +17,13 @@ the provenance. The evidence is `_html_evidence`'s, the benchmarks and provenanc
 
 from __future__ import annotations
 
+from .._judge._checks import num
 from .._model._verdicts import GRADIENT_CHECKS, Verdict
 from ._html_bench import benchmarks, definition_list, provenance
 from ._html_evidence import evidence, nothing_judged
 from ._html_parts import CSP, STYLE, badge, cell, e, link, table, verdict_class
 from ._page_model import ExamplePage, anchor, judged_line, overall
-from ._text import alone_lines, num, reference_lines, x64_lines
+from ._text import alone_lines, reference_lines, x64_lines
 
 # --- the top -------------------------------------------------------------------------------
 

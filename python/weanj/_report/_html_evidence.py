@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._judge._checks import num
 from .._judge._verdict import CaseJudgement
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from ._cells import same_family_pairs
 from ._figures import plain
 from ._html_parts import badge, e, img, link, table, verdict_class
-from ._lines import file_name
-from ._page_model import ExamplePage, anchor, judged_line, same_family_pairs
-from ._text import declared_text, index, julia, num, region_lines, summary, worst_ulp_text
+from ._lines import declared_text, file_name, index, julia, region_lines, summary, worst_ulp_text
+from ._page_model import ExamplePage, anchor, judged_line
 
 
 def nothing_judged(p: ExamplePage, state_class: str, error_class: str) -> str:

@@ -5,12 +5,13 @@ as one self-contained HTML fragment (inline style, images as PNG `data:` URIs, n
 from __future__ import annotations
 
 from .._judge._alone import alone
+from .._judge._checks import num
 from .._judge._verdict import ExampleJudgement
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from ._cells import check_cell, checks_of, family_cell, float32_cell
 from ._html_parts import badge, cell, e, img, table, verdict_class, verdict_style
-from ._lines import coverage_text, num
-from ._text import fault_rows, fault_text, reference_lines, summary
+from ._lines import coverage_text, fault_text, summary
+from ._text import fault_rows, reference_lines
 
 # Scoped to the fragment: a notebook or a docs page around it keeps its own look.
 SCOPED_STYLE = (

@@ -24,17 +24,9 @@ from typing import Any
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Catalog
 from .._model._verdicts import GRADIENT_CHECKS, NOT_RUN, CaseKind, Verdict
-from ._cells import check_cell, family_cell, float32_cell
+from ._cells import Cell, check_cell, family_cell, float32_cell, same_family_pairs
 from ._lines import fault_text, relative_text
-from ._page_model import (
-    Cell,
-    ExamplePage,
-    Failure,
-    VariantRow,
-    anchor,
-    same_family_pairs,
-    variant_anchor,
-)
+from ._page_model import ExamplePage, Failure, VariantRow, anchor, variant_anchor
 
 __all__ = ["Cell", "ExamplePage", "Failure", "VariantRow", "anchor", "gather"]
 

@@ -9,33 +9,26 @@ the same.
 from __future__ import annotations
 
 from .._judge._alone import alone
-from .._judge._judgement import first_clause
+from .._judge._checks import num
+from .._judge._contract import first_clause
 from .._judge._suspects import kink_hypotheses
 from .._judge._verdict import PRECISION, CaseJudgement, ExampleJudgement
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
 from .._vocabulary import ACCELERATORS, DTYPES
 from ._cells import check_cell, checks_of, family_cell, float32_cell
-from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
-    box,
-    comparison_text,
-    coverage_text,
+from ._lines import (
     declared_text,
-    details,
     expected_count,
     expected_lines,
     fault_text,
     file_name,
     index,
     julia,
-    message,
     not_judged_text,
     not_run_cases,
-    not_run_text,
-    num,
     region_lines,
     spent_lines,
     summary,
-    ulp_text,
     worst_ulp_text,
 )
 

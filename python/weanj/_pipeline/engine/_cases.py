@@ -36,7 +36,7 @@ from ..._io._inputs import check_fresh, read_inputs
 from ..._judge import _verdict as judge
 from ..._judge._contract import Fault, fault_of
 from ..._judge._events import CaseJudged
-from ..._judge._expected import beyond_declaration
+from ..._judge._expected import beyond_declaration, declared_check
 from ..._judge._verdict import CaseJudgement, ExampleJudgement
 from ..._model import DTYPES, Catalog, Gradient, Inputs, VariantRun
 from ..._model._verdicts import CaseKind, Verdict
@@ -50,19 +50,13 @@ from . import _device_cases as device_cases
 from ._evidence import with_evidence
 
 # The table itself is built in `_table` (its subjects, cases and ids); these are its names.
-from ._table import (  # noqa: F401 (re-exported: the case table's names, one place to import)
+from ._table import (
     Case,
     Plan,
-    Subject,
     build_plan,
-    check_id,
-    file_id,
-    fuzz_id,
-    ignored_note,
     not_run,
     pair_id,
     run_id,
-    unregistered,
 )
 
 
@@ -134,7 +128,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
         config = configuration_of(outcome, s.variant, s.dtype, s.device)  # decided once
         if config is not None and config.x64 is not None:
             j.x64 = config.x64  # shown by every view
-        return judge.declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))
+        return declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))
     fields["array"] = case.array
     labels = case.subjects
     if case.across_families:  # two families, each by its reference as judged (DESIGN §5)
@@ -159,7 +153,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     except TimeoutError as e:  # what happened, reported to the judge
         j = judge.check_fault(case.id, case.kind, fault_of(e), array=case.array, **fields)
     j = with_evidence(j, p.example)
-    return judge.declared_check(j, p.catalog.declared_check(case.kind, g.of))
+    return declared_check(j, p.catalog.declared_check(case.kind, g.of))
 
 
 def _stand_in(p: Plan, label: str, session: Session) -> str:
@@ -290,7 +284,7 @@ def judge_pair_on(
                 run_id(ex, r.family, r.label), r.label, o, family=r.family, wider=wider
             )
             found.judgements.append(
-                judge.declared_check(j, catalog.declared_check(CaseKind.RUN, r.variant))
+                declared_check(j, catalog.declared_check(CaseKind.RUN, r.variant))
             )
     if found.judgements:
         return found

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..._errors import InputError
 from ..._model import Catalog, Example, Inputs, VariantRun, from_arrays
-from ..engine._cases import build_plan, fuzz_id
+from ..engine._table import build_plan, fuzz_id
 from ._minimal_case import FuzzInput, sized_case
 
 MAX_EXAMPLES = 100
