@@ -249,12 +249,6 @@ def judge_check(case: str, kind: CaseKind, result: CheckResult, **fields: Any) -
     return CaseJudgement(case, kind, verdict, reason=reason, result=result, **fields)
 
 
-def judge_taylor(case: str, result: TaylorResult, **fields: Any) -> CaseJudgement:
-    """A Taylor test's judgement (`TaylorResult.judge`): what `weanj.taylor_test`'s
-    result gives as a case."""
-    return judge_check(case, CaseKind.TAYLOR, result, **fields)
-
-
 # --- an example's judgement ------------------------------------------------------------------
 
 

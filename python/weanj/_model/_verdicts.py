@@ -9,10 +9,9 @@ name them; the judge, the pipeline and the views import them from here.
 
 Everything else is derived from this table: `Verdict.failing` (the command exits 1,
 pytest fails the item), `Verdict.agreeing` (what bisect and fuzz search the end of), the
-ranking (`RANKING`, worst first), the colour of every page and notebook
-(`Verdict.colour`), the fault verdicts of `_contract`, the pytest outcome of each case.
-No view and no front end names a verdict to decide what to do with it: each asks the
-verdict's flags. No other list of verdicts exists anywhere.
+ranking (`RANKING`, worst first), the colour of every page and notebook, the fault
+verdicts of `_contract`. No view and no front end names a verdict to decide what to do
+with it: each asks its flags. No other list of verdicts exists anywhere.
 """
 
 from __future__ import annotations
@@ -45,18 +44,17 @@ class VerdictFlag(enum.Flag):
     UNJUDGED = enum.auto()  # it says nothing about a difference: a declaration leaves it be
     NOT_RUN = enum.auto()  # the subject does not run here
     OUTDATED = enum.auto()  # a file computed on other inputs (its reason says how to renew it)
-    # differs only at the kinks declared with `weanj.differ_at_kinks` (the judgement's
-    # `kinks` and `away` say where, and how much away from them)
-    AT_KINKS = enum.auto()
-    # differs as a `weanj.Expected` declares (the judgement's `expected`): it passes, listed
-    # with its reason
-    DECLARED = enum.auto()
-    # declared with `weanj.Expected`, and not there: the numbers agree, the declaration is
-    # what is wrong (never a port)
-    NOT_THERE = enum.auto()
+    AT_KINKS = enum.auto()  # differs only at the kinks declared (`weanj.differ_at_kinks`)
+    DECLARED = enum.auto()  # differs as a `weanj.Expected` declares: it passes
+    NOT_THERE = enum.auto()  # declared with `weanj.Expected`, and not there: it fails
 
 
 F = VerdictFlag
+
+
+def _has(flag: VerdictFlag, present: bool = True) -> property:
+    """A verdict's property: whether its flags hold `flag` (`present=False`: lack it)."""
+    return property(lambda verdict: (flag in verdict.flags) == present)
 
 
 class Verdict(str, enum.Enum):
@@ -100,53 +98,27 @@ class Verdict(str, enum.Enum):
         """A failure: the command exits 1 and pytest fails the item (its `outcome`)."""
         return self.outcome.fails
 
-    @property
-    def agreeing(self) -> bool:
-        """Two ports agree (what bisect and fuzz search the end of)."""
-        return F.AGREES in self.flags
-
-    @property
-    def fault(self) -> bool:
-        """A subject's own fault (`error`, `NaN/Inf`, `timeout`): its `run` case says it,
-        its pairs and checks are not compared."""
-        return F.FAULT in self.flags
-
-    @property
-    def declarable(self) -> bool:
-        """What a `weanj.Expected` may declare."""
-        return F.DECLARABLE in self.flags
-
-    @property
-    def judged(self) -> bool:
-        """It says something about a difference (False for `stale`, `unavailable`,
-        `skipped`, `info`: a declaration leaves such a case as it is)."""
-        return F.UNJUDGED not in self.flags
-
-    @property
-    def ran(self) -> bool:
-        """The subject ran here (False for `unavailable` and `skipped`)."""
-        return F.NOT_RUN not in self.flags
-
-    @property
-    def outdated(self) -> bool:
-        """A file computed on other inputs (`stale`): its reason says how to renew it."""
-        return F.OUTDATED in self.flags
-
-    @property
-    def at_kinks(self) -> bool:
-        """It differs only at declared kinks (`kinks`): the views show `kinks` and `away`."""
-        return F.AT_KINKS in self.flags
-
-    @property
-    def declared(self) -> bool:
-        """A `weanj.Expected` difference, as declared (`expected`): listed with its reason."""
-        return F.DECLARED in self.flags
-
-    @property
-    def not_there(self) -> bool:
-        """Declared, and not there (`unexpectedly ok`): the numbers agree, the declaration
-        is what is wrong."""
-        return F.NOT_THERE in self.flags
+    agreeing = _has(F.AGREES)
+    """Two ports agree (what bisect and fuzz search the end of)."""
+    fault = _has(F.FAULT)
+    """A subject's own fault (`error`, `NaN/Inf`, `timeout`): its `run` case says it, its
+    pairs and checks are not compared."""
+    declarable = _has(F.DECLARABLE)
+    """What a `weanj.Expected` may declare."""
+    judged = _has(F.UNJUDGED, False)
+    """It says something about a difference (not `stale`, `unavailable`, `skipped`, `info`:
+    a declaration leaves such a case as it is)."""
+    ran = _has(F.NOT_RUN, False)
+    """The subject ran here (not `unavailable`, `skipped`)."""
+    outdated = _has(F.OUTDATED)
+    """A file computed on other inputs (`stale`): its reason says how to renew it."""
+    at_kinks = _has(F.AT_KINKS)
+    """It differs only at declared kinks (`kinks`): the views show `kinks` and `away`."""
+    declared = _has(F.DECLARED)
+    """A `weanj.Expected` difference, as declared (`expected`): listed with its reason."""
+    not_there = _has(F.NOT_THERE)
+    """Declared, and not there (`unexpectedly ok`): the numbers agree, the declaration is
+    what is wrong."""
 
     @property
     def as_declared(self) -> bool:

@@ -35,6 +35,17 @@ _LOOK = {
 }
 
 
+def declared_item(declared: Any, cases: list, tail: str = "") -> str:
+    """A difference declared with `weanj.Expected`, as a list item: its verdict's badge,
+    what it declares, where it shows, its reason, then `tail` (the report's links)."""
+    where = "; ".join(dict.fromkeys(j.declared for j in cases if j.declared))
+    shown = f" · <code>{e(where)}</code>" if where else ""
+    return (
+        f"<li>{badge(str(cases[0].verdict))} <code>{e(declared.what())}</code>{shown}: "
+        f"{e(declared.reason)}{tail}</li>"
+    )
+
+
 def verdict_style(scope: str = "") -> str:
     """The CSS rules of the verdicts' colours, derived from `Verdict` (each of its colour
     classes, `COLOURS`), under `scope` (the notebook's fragment: `.weanj-judgement `)."""

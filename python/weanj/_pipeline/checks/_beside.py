@@ -1,7 +1,6 @@
 """What every gradient check of a variant keeps beside its result: its numbers in the
-evaluation record (recalled where the evaluation was reused, kept where computed), and
-the central differences beside a check that is not ok (or where asked: `--fd`), as
-information (docs/DESIGN.md §9.3).
+evaluation record (recalled where reused, kept where computed), and central differences
+beside a check that is not ok (or `--fd`), as information (docs/DESIGN.md §9.3).
 """
 
 from __future__ import annotations
@@ -11,9 +10,8 @@ from ..._model import Gradient, Inputs
 from ..._model._verdicts import CaseKind, Verdict
 from ._remainders import counted, fd_check
 
-# How the checks gather their evidence, in a check's record key: 2, each wrt array on its
-# own directions and its own forward-mode derivative (a record of the shared evidence
-# before it is recomputed, not reused)
+# How the checks gather their evidence, in a check's record key (2: each wrt array on its
+# own; a record of the shared evidence before is recomputed, not reused)
 EVIDENCE = 2
 
 

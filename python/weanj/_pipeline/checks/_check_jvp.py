@@ -1,10 +1,7 @@
-"""Forward against reverse mode of a variant's gradient (docs/DESIGN.md §9.2), as its
-entry of `_gradchecks.CHECKS` uses it: its judgement, its policy, what its record keeps
-beside its result, and the evidence it names beyond the first pass.
-
-Each `wrt` array is pushed forward along its own direction with the other tangents zero,
-so that no array's error cancels another's. The derivatives come from the evaluation's
-own call (`Session.tangents`); its numbers are judged by `JvpResult.judge`.
+"""Forward against reverse mode of a variant's gradient (docs/DESIGN.md §9.2): its
+judgement, policy, record and evidence, for its entry of `_gradchecks.CHECKS`. Each `wrt`
+array is pushed forward alone (no array's error cancels another's), in the evaluation's
+own call (`Session.tangents`); `JvpResult.judge` decides.
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ from ..._judge._directions import inner
 from ..._judge._information import information_fields
 from ..._judge._jvp import OWN_JVP_TOLERANCE, JvpResult, base_tolerance
 from ..._judge._policy import NOISE_MULTIPLE, TOLERANCES, Tolerance, entry_levels
-from ..._judge._verdict import CaseJudgement
 from ..._model import Catalog, Example, Gradient, Inputs
 from ..._model._verdicts import CaseKind
 from ..session._donors import pushed
@@ -85,18 +81,13 @@ def _jvp_each(session, catalog: Catalog, inputs: Inputs, g: Gradient) -> dict:
     return out
 
 
-def _declared(g: Gradient) -> float:
-    """The tolerance the example declares for `g`'s family (its `grad`), else 0."""
-    declared = g.example.declared_tolerance(g.family)
-    return declared.grad if isinstance(declared, Tolerance) else 0.0
-
-
 def _jvp_floor(g: Gradient, array: str, dx: np.ndarray, scale: float) -> float:
     """The relative tolerance below which forward and reverse mode cannot be told apart:
     the gradient's rounding level (`Gradient.noise`, as the pairs' floor; each entry's own
     where larger, `entry_levels`) carried along `dx`, `NOISE_MULTIPLE·Σ level_i·|dx_i| /
     Σ|g_i dx_i|`; and a tolerance the example declares for the family (its `grad`)."""
-    floor = _declared(g)
+    declared = g.example.declared_tolerance(g.family)
+    floor = declared.grad if isinstance(declared, Tolerance) else 0.0
     level = float(g.noise.get(array, 0.0)) if g.noise else 0.0
     own = entry_levels(g, array)
     levels = level if own is None else np.maximum(own, level)
@@ -118,7 +109,7 @@ def jvp_beside(numbers: dict) -> bool:
     return information_beside(numbers, {"fd"}) and set(numbers["info"]) == {"fd"}
 
 
-def jvp_evidence(j: CaseJudgement, ex: Example) -> list[str]:
+def jvp_evidence(j: judge.CaseJudgement, ex: Example) -> list[str]:
     """A jvp check whose tolerance alone did not decide: its floor from the gradient's
     rounding level along its direction."""
     own = j.result.by == (j.subjects[0] if j.subjects else "")

@@ -1,12 +1,8 @@
-"""The Taylor remainder test of a variant's gradient (docs/DESIGN.md §9.1), as its entry
-of `_gradchecks.CHECKS` uses it: its judgement, its policy, what its record keeps beside
-its result, and the evidence it names beyond the first pass.
-
-Each `wrt` array is tested on its own directions (no other array moves), so that no
-array's curvature hides another's error. The test calls the variant's loss through the
-session's watch, a phase of its heartbeat that says where it is ("taylor test of u0,
-direction 1 of 2, step 3"); its numbers are judged by `TaylorResult.judge`, the same for
-every kernel and every front end.
+"""The Taylor remainder test of a variant's gradient (docs/DESIGN.md §9.1): its judgement,
+policy, record and evidence, for its entry of `_gradchecks.CHECKS`. Each `wrt` array is
+tested on its own directions (no other array's curvature hides its error), the loss
+called through the session's watch, a phase of its heartbeat ("taylor test of u0,
+direction 1 of 2, step 3"); `TaylorResult.judge` decides, for every kernel alike.
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ from typing import Any
 from ..._judge import _verdict as judge
 from ..._judge._information import Masked, information_fields
 from ..._judge._taylor import TaylorResult
-from ..._judge._verdict import CaseJudgement
 from ..._model import Catalog, Example, Gradient, Inputs
 from ..._model._verdicts import CaseKind
 from ..evaluation._levels import backward_level
@@ -28,7 +23,9 @@ from ._remainders import taylor_arrays
 TAYLOR_INFO = ("fd", "masked")
 
 
-def taylor_judgement(session, case: str, inputs: Inputs, g: Gradient, array: str, **fields: Any):
+def taylor_judgement(
+    session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array: str, **fields: Any
+):
     """The Taylor test of `g`'s `array` (the example's policy, inside its kink mask), on
     that array's own evidence (`_taylor_results`); from an evaluation record's numbers
     where the evaluation was reused (the judge decides afresh)."""
@@ -85,11 +82,6 @@ def _taylor_results(session, inputs: Inputs, g: Gradient) -> dict[str, TaylorRes
     return session.once(("taylor", id(g)), compute)
 
 
-def taylor_case(session, case: str, catalog: Catalog, inputs: Inputs, g: Gradient, array, **fields):
-    """`taylor_judgement` as the table calls a check (the catalog is not needed)."""
-    return taylor_judgement(session, case, inputs, g, array, **fields)
-
-
 def taylor_policy(ex: Example) -> dict[str, Any]:
     """The example's Taylor and central-difference policies (the record's key)."""
     taylor = {}
@@ -110,7 +102,7 @@ def taylor_beside(numbers: dict) -> bool:
     return information_beside(numbers, set(TAYLOR_INFO))
 
 
-def taylor_evidence(j: CaseJudgement, ex: Example) -> list[str]:
+def taylor_evidence(j: judge.CaseJudgement, ex: Example) -> list[str]:
     """What a Taylor test gathered beyond its estimate: every step, where the estimate of
     the last resolved step was not borne out; second differences, where it failed."""
     out = []

@@ -1,15 +1,8 @@
-"""The gradient checks of a variant, as one table: `CHECKS` (docs/DESIGN.md, "Gradient
-checks"; each check in a module of its own, `_check_taylor`, `_check_jvp`; their
-numerics for any function are `_remainders`).
-
-`CHECKS` is the one table of the case table's gradient checks (`GRADIENT_CHECKS`, the
-`CaseKind` members with `is_check`): per check, how a variant's gradient is checked and
-judged, the policy numbers its evaluation record is keyed on, what its record's numbers
-must be, the class of those numbers (its `result`: a type registered in
-`_judge._checks.RESULTS`, which holds the check's rule, its record, its place in
-`check.json` and its views: its summary, its cell, its JSON, its picture), and the
-evidence it names beyond the first pass. The case table, the workers, the records,
-`check.json` and every view dispatch through it; none names a check.
+"""`CHECKS`, the one table of the case table's gradient checks (`GRADIENT_CHECKS`, the
+`CaseKind` members with `is_check`; docs/DESIGN.md, "Gradient checks"), each check in a
+module of its own (`_check_taylor`, `_check_jvp`). The case table, the workers, the
+records, `check.json`, the evidence and every view dispatch through it; none names a
+check.
 """
 
 from __future__ import annotations
@@ -24,7 +17,7 @@ from ..._judge._verdict import CaseJudgement
 from ..._model import Example
 from ..._model._verdicts import CaseKind
 from ._check_jvp import jvp_beside, jvp_evidence, jvp_judgement, jvp_policy
-from ._check_taylor import taylor_beside, taylor_case, taylor_evidence, taylor_policy
+from ._check_taylor import taylor_beside, taylor_evidence, taylor_judgement, taylor_policy
 
 
 def no_evidence(j: CaseJudgement, example: Example) -> list[str]:
@@ -62,7 +55,7 @@ class GradientCheck:
 CHECKS: dict[CaseKind, GradientCheck] = {
     CaseKind.TAYLOR: GradientCheck(
         CaseKind.TAYLOR,
-        taylor_case,
+        taylor_judgement,
         taylor_policy,
         TaylorResult,
         taylor_beside,
