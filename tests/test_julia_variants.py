@@ -763,7 +763,7 @@ def test_the_environment_folder_is_the_one_juliapkg_chooses(tmp_path):
     script = (
         "import json, sys\n"
         "from juliapkg.state import STATE\n"
-        "from weanj._backends._julia_client import environment_folder\n"
+        "from weanj._backends._julia_env import environment_folder\n"
         "print(json.dumps([STATE['project'], str(environment_folder())]))\n"
     )
     for extra in ({}, {"PYTHON_JULIAPKG_PROJECT": str(tmp_path / "env")}):

@@ -1258,7 +1258,8 @@ def test_a_recorded_reference_with_two_to_the_31_steps_is_stale_and_never_run(pr
     """03-advection's T = 2³¹−1 in a recorded reference (its key rewritten to match): the
     case table (`pytest --weanj`'s, check's) judges the file stale and evaluates nothing
     for it. (The bound of 5 s on the judgement is gone: no evaluation at all is asserted.)"""
-    from weanj._pipeline.engine import _cases, _session
+    from weanj._pipeline.engine import _cases
+    from weanj._pipeline.session import _session
     from weanj._registry import catalog
 
     recorded = project / "results" / "03-advection" / "recorded"
