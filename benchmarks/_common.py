@@ -22,6 +22,7 @@ from weanj._commands import bench as _bench
 from weanj._io import _bench as _bench_files
 from weanj._places import places
 from weanj._registry import catalog, find_variant
+from weanj._report import _bench_table
 
 
 def default_device() -> str:
@@ -169,7 +170,7 @@ def acceptance(label: str, value: float | None, target: float, *, at_least: bool
 
 def table(example: str, records: Sequence[dict[str, Any]]) -> None:
     """The timed records as `weanj bench`'s Markdown table, after a blank line."""
-    print(f"\n{example}:\n{_bench.markdown_table(weanj.example(example), records)}\n")
+    print(f"\n{example}:\n{_bench_table.markdown_table(weanj.example(example), records)}\n")
 
 
 def jax_device(device: str):

@@ -36,7 +36,7 @@ import numpy as np
 
 import weanj
 from weanj._backends._runtime import runtime_of
-from weanj._io._inputs import from_arrays
+from weanj._model._inputs import from_arrays
 from weanj._pipeline.bench import _measure as measure
 
 EXAMPLE = "05-deposition"

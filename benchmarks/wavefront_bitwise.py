@@ -20,7 +20,7 @@ import sys
 import _common
 
 import weanj
-from weanj._io._inputs import from_arrays
+from weanj._model._inputs import from_arrays
 
 EXAMPLE = "02-gauss-seidel"
 

@@ -17,13 +17,13 @@ import pytest
 
 import weanj
 from weanj import _registry
-from weanj._backends import _julia, _julia_client, _julia_find
+from weanj._backends import _julia, _julia_client, _julia_find, _julia_stand_in
 from weanj._registry import find_variant
 
 # What points weanj, juliacall and juliapkg at a Julia: none of them set in a test of no Julia.
 SETTINGS = (
     _julia_find.ENV_VAR,
-    _julia_client.WORKER_VARIABLE,
+    _julia_stand_in.WORKER_VARIABLE,
     "PYTHON_JULIACALL_EXE",
     "PYTHON_JULIACALL_PROJECT",
     "PYTHON_JULIAPKG_EXE",

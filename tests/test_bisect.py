@@ -22,6 +22,7 @@ import weanj
 from weanj import _registry, _run_names
 from weanj._cli import main
 from weanj._commands import bisect as bisect_command
+from weanj._pipeline.search import _bisection
 from weanj._watch import Watch
 
 from .helpers import assert_one_line_error
@@ -200,12 +201,12 @@ def test_smallest_value_scans_the_small_values_then_doubles_then_bisects():
         calls.append(v)
         return v >= 37
 
-    assert bisect_command.smallest_value(disagree, 1, 1000) == 37
+    assert _bisection.smallest_value(disagree, 1, 1000) == 37
     # every value from 1 to 8, then doubling and bisection
     assert calls == [1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 48, 40, 36, 38, 37]
-    assert bisect_command.smallest_value(lambda v: True, 3, 10) == 3
-    assert bisect_command.smallest_value(lambda v: False, 1, 10) is None
-    assert bisect_command.smallest_value(lambda v: v >= 10, 1, 10) == 10
+    assert _bisection.smallest_value(lambda v: True, 3, 10) == 3
+    assert _bisection.smallest_value(lambda v: False, 1, 10) is None
+    assert _bisection.smallest_value(lambda v: v >= 10, 1, 10) == 10
 
 
 def test_size_candidates_are_small_ones_then_powers_of_two_and_their_odd_neighbours():
@@ -507,15 +508,15 @@ def test_bisect_over_the_size_lists_the_sizes_where_all_agree(odd_sizes, capsys)
 
 
 def test_the_minimal_case_is_the_case_fuzz_writes_too(odd_sizes, project, capsys):
-    """bisect's minimal case is `_pipeline.search._minimal_case.Case`, fuzz's type: made at a
+    """bisect's minimal case is `_pipeline.search._minimal_case.FuzzInput`, fuzz's type: made at a
     size by the Sizes generator, written under `results/EX/cases/` byte-identical each
     time, read back from its file, its reproduce commands its own."""
-    from weanj._pipeline.search._minimal_case import Case, sized_case
+    from weanj._pipeline.search._minimal_case import FuzzInput, sized_case
     from weanj._places import places
 
     done = _bisect(ODD, "jax-sum", "jax-mid", over="n", say=lambda s: None)
     case = done.minimal
-    assert isinstance(case, Case) and (case.size, case.seed) == (11, odd_sizes.seed)
+    assert isinstance(case, FuzzInput) and (case.size, case.seed) == (11, odd_sizes.seed)
     assert case.path == project / "results" / ODD / "cases" / "bisect-jax-sum-jax-mid-n11.h5"
     assert done.case == case.path and case.inputs.path == case.path  # read back from it
     written = case.path.read_bytes()

@@ -216,7 +216,7 @@ def test_a_julia_worker_that_refuses_to_start_is_in_the_headline(tmp_path):
     `--require julia` it fails."""
     import os
 
-    from weanj._backends import _julia_client
+    from weanj._backends import _julia_stand_in
 
     from .conftest import REPO
     from .projects import run_in, user_env
@@ -227,7 +227,7 @@ def test_a_julia_worker_that_refuses_to_start_is_in_the_headline(tmp_path):
     path = [str(STAND_INS), str(REPO / "python"), os.environ.get("PYTHONPATH", "")]
     env = user_env(
         **{
-            _julia_client.WORKER_VARIABLE: REAL_WORKER,
+            _julia_stand_in.WORKER_VARIABLE: REAL_WORKER,
             "PYTHONPATH": os.pathsep.join(p for p in path if p),
             "WEANJ_TEST_JULIA_VERSION": "1.14.0-DEV",  # the stand-in juliacall's Julia
         }

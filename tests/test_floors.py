@@ -498,12 +498,12 @@ def test_an_uneven_array_takes_its_entries_levels_from_three_draws(project):
 
 
 def test_the_jvp_checks_floor_carries_each_entrys_own_level():
-    """`_gradchecks._jvp_floor`: the gradient's level carried along the direction, each
+    """`_check_jvp._jvp_floor`: the gradient's level carried along the direction, each
     entry's own where it is larger and counts as rounding (`entry_levels`):
     `100·Σ level_i·|dx_i| / Σ|g_i·dx_i|`."""
     import weanj
     from weanj._model import Gradient
-    from weanj._pipeline.checks._gradchecks import _jvp_floor
+    from weanj._pipeline.checks._check_jvp import _jvp_floor
 
     ex = weanj.Example(
         name="95-jvp", arrays=("x",), wrt="x", shapes={"x": (3,)}, generate=lambda s: {}
@@ -561,7 +561,7 @@ def _square_runs(bogus_scale: float, loss_error: float):
 def test_a_wrong_gradient_does_not_raise_the_loss_floor_of_its_pair():
     from weanj._judge._verdict import judge_pair
     from weanj._model._verdicts import Verdict
-    from weanj._report._text import summary
+    from weanj._report._lines import summary
 
     loss, right, bogus = _square_runs(bogus_scale=1e12, loss_error=1e-3)
     # the larger level would make a floor that excuses the loss's error ten times over

@@ -587,10 +587,10 @@ def test_a_pair_declared_to_differ_at_kinks_agrees_there(declared_ties, capsys):
 
 def _case(ex, n: int, seed: int = 0, **params):
     from weanj._model import from_arrays
-    from weanj._pipeline.search._minimal_case import Case
+    from weanj._pipeline.search._minimal_case import FuzzInput
 
     inputs = from_arrays(ex, {"x": np.ones(n), "y": np.zeros(n)}, params or None)
-    return Case(inputs, seed, n)
+    return FuzzInput(inputs, seed, n)
 
 
 def test_each_pair_is_reported_on_its_smallest_failing_draw_not_the_last():

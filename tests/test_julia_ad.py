@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._backends import _julia_client
+from weanj._backends import _julia_process
 from weanj._backends._julia_faults import ad_refusal
 
 from . import julia_helpers
@@ -173,7 +173,7 @@ def test_a_float64_loss_on_float32_inputs_under_forwarddiff_is_caught_before_it_
     x32, y32 = X.astype(np.float32), Y.astype(np.float32)
     v = smooth("julia-wide", "wide", "forwarddiff")
     assert v.functions().value_and_grad(X, Y)[0].dtype == np.float64  # float64: fine
-    with pytest.raises(_julia_client.JuliaError) as caught:
+    with pytest.raises(_julia_process.JuliaError) as caught:
         v.functions().value_and_grad(x32, y32)
     message = one_line(str(caught.value))
     assert "julia-wide: wide returned a float64 loss on float32 inputs (seen before " in message
@@ -183,7 +183,7 @@ def test_a_float64_loss_on_float32_inputs_under_forwarddiff_is_caught_before_it_
     ]
     assert float32_calls == []  # refused before ForwardDiff ran
     mooncake = smooth("julia-wide-mooncake", "wide", "mooncake")
-    with pytest.raises(_julia_client.JuliaError, match="returned a float64 loss on float32"):
+    with pytest.raises(_julia_process.JuliaError, match="returned a float64 loss on float32"):
         mooncake.functions().value_and_grad(x32, y32)
 
 

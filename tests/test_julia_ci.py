@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from weanj._backends import _julia_client, _julia_find
+from weanj._backends import _julia_find, _julia_stand_in
 
 from .projects import run_in, user_env
 
@@ -129,7 +129,7 @@ def test_the_example_project_declares_three_julia_gradients_of_its_package(tmp_p
     root = tmp_path / "example"
     shutil.copytree(EXAMPLE, root)
     (root / "MyPorts" / "Manifest.toml").write_text('manifest_format = "2.0"\n\n[deps]\n')
-    env = user_env(**{_julia_client.WORKER_VARIABLE: "stand-in-never-started"})
+    env = user_env(**{_julia_stand_in.WORKER_VARIABLE: "stand-in-never-started"})
     done = run_in(root, "-m", "weanj", "list", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     for name, how in [

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from weanj._backends import _julia_client
+from weanj._backends import _julia_client, _julia_stand_in
 
 from .julia_helpers import one_line
 from .projects import run_in, user_env, write_project
@@ -34,7 +34,7 @@ def both_dtypes_project(root):
 
 
 def check_with(root, worker: str, pids=None, timeout_s: str = "3"):
-    env = {_julia_client.WORKER_VARIABLE: worker, _julia_client.TIMEOUT_VARIABLE: timeout_s}
+    env = {_julia_stand_in.WORKER_VARIABLE: worker, _julia_client.TIMEOUT_VARIABLE: timeout_s}
     if pids is not None:
         env["WEANJ_TEST_PIDS"] = str(pids)
     return run_in(root, "-m", "weanj", "check", "--dtype", "both", env=user_env(**env))

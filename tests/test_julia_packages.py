@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._backends import _julia, _julia_client, _julia_env, _julia_process
+from weanj._backends import _julia, _julia_client, _julia_env, _julia_process, _julia_stand_in
 from weanj._errors import DefinitionError, ProjectError, UnavailableError
 from weanj._project import project_config
 
@@ -124,7 +124,7 @@ def ports_project(root: Path) -> tuple[Path, dict[str, str], Path, Path]:
     path = [str(STAND_INS), str(REPO / "python"), os.environ.get("PYTHONPATH", "")]
     env = user_env(
         **{
-            _julia_client.WORKER_VARIABLE: REAL_WORKER,
+            _julia_stand_in.WORKER_VARIABLE: REAL_WORKER,
             "PYTHONPATH": os.pathsep.join(p for p in path if p),
             "WEANJ_TEST_RECORD": str(record),
             "WEANJ_TEST_USER_KERNELS": str(kernels),
@@ -283,7 +283,7 @@ def test_a_package_variant_without_an_environment_says_what_to_add(
     (tmp_path / "pyproject.toml").write_text("[tool.weanj]\nexamples = []\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("WEANJ_ROOT", raising=False)
-    monkeypatch.setenv(_julia_client.WORKER_VARIABLE, REAL_WORKER)
+    monkeypatch.setenv(_julia_stand_in.WORKER_VARIABLE, REAL_WORKER)
     ex = small(new_example)
     v = weanj.julia_variant(ex, "julia-p", family="f", loss="MyPorts.misfit", package="MyPorts")
     assert "needs [tool.weanj.julia] project" in one_line(v.unavailable_reason())
@@ -334,12 +334,12 @@ def test_the_worker_log_is_never_written_through_a_link(tmp_path, monkeypatch):
     outside = tmp_path / "outside.txt"
     outside.write_text("the user's own notes\n")
     root = tmp_path / "project"
-    folder = _julia_client.work_folder(root)
+    folder = _julia_process.work_folder(root)
     folder.mkdir(parents=True)
     (folder / "worker.log").symlink_to(outside)
     monkeypatch.setitem(_julia_process._LOG, "started", False)
     with pytest.raises(UnavailableError) as caught:
-        _julia_client.open_log(folder, root)
+        _julia_process.open_log(folder, root)
     assert "is a symbolic link" in one_line(str(caught.value))
     assert outside.read_text() == "the user's own notes\n"
     # a julia folder that is itself a link out of the project
@@ -348,7 +348,7 @@ def test_the_worker_log_is_never_written_through_a_link(tmp_path, monkeypatch):
     (linked / ".weanj-cache" / "julia").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     (tmp_path / "elsewhere").mkdir()
     with pytest.raises(UnavailableError) as caught:
-        _julia_client.open_log(_julia_client.work_folder(linked), linked)
+        _julia_process.open_log(_julia_process.work_folder(linked), linked)
     assert "lies outside the project" in one_line(str(caught.value))
     assert list((tmp_path / "elsewhere").iterdir()) == []
 
@@ -356,7 +356,7 @@ def test_the_worker_log_is_never_written_through_a_link(tmp_path, monkeypatch):
 def test_what_a_variant_computes_with_is_in_its_backend_version(new_example, monkeypatch):
     """The AD package and DifferentiationInterface, with the versions their Manifests hold
     (none yet here), or the hand-written function, follow the worker's identity."""
-    monkeypatch.setenv(_julia_client.WORKER_VARIABLE, REAL_WORKER)
+    monkeypatch.setenv(_julia_stand_in.WORKER_VARIABLE, REAL_WORKER)
     ex = small(new_example)
     fd = weanj.julia_variant(ex, "julia-fd", family="f", loss="l", file="a.jl", ad="mooncake")
     by_hand = weanj.julia_variant(ex, "julia-h", family="f", loss="l", file="a.jl", gradient="g")

@@ -35,7 +35,15 @@ import numpy as np
 import pytest
 
 import weanj
-from weanj._backends import _julia, _julia_calls, _julia_client, _julia_env, _julia_find
+from weanj._backends import (
+    _julia,
+    _julia_calls,
+    _julia_client,
+    _julia_env,
+    _julia_find,
+    _julia_process,
+    _julia_stand_in,
+)
 from weanj._backends._julia_bounds import compat_ranges
 from weanj._registry import catalog, catalogs, find_variant
 
@@ -139,18 +147,18 @@ def test_the_project_toml_becomes_juliapkgs_requirements(tmp_path):
         'Enzyme = "0.13"\n'
         f'julia = "{_julia_find.COMPAT}"\n'
     )
-    assert _julia_client.requirements(tmp_path) == {
+    assert _julia_env.requirements(tmp_path) == {
         "packages": {
             "SpecialFunctions": {"uuid": SPECIAL, "version": "2.4"},
             "LinearAlgebra": {"uuid": LINEAR_ALGEBRA},
         }
     }
-    folder = _julia_client.write_requirements(tmp_path, tmp_path / "work", JULIA_DIR)
+    folder = _julia_env.write_requirements(tmp_path, tmp_path / "work", JULIA_DIR)
     written = folder / "juliapkg.json"
     assert json.loads(written.read_text())["packages"]["SpecialFunctions"]["version"] == "2.4"
     before = written.stat().st_mtime_ns
     time.sleep(0.01)
-    assert _julia_client.write_requirements(tmp_path, tmp_path / "work", JULIA_DIR) == folder
+    assert _julia_env.write_requirements(tmp_path, tmp_path / "work", JULIA_DIR) == folder
     assert written.stat().st_mtime_ns == before  # unchanged: juliapkg need not resolve again
 
 
@@ -158,7 +166,7 @@ def test_weanj_is_developed_by_path_in_the_workers_environment(tmp_path):
     """The worker loads WeanJ with `using WeanJ`: juliapkg `dev`s it from weanj's julia/
     folder (its uuid from julia/Project.toml), beside the project's own packages, so Pkg
     precompiles it once and every later start reuses the cache."""
-    folder = _julia_client.write_requirements(tmp_path / "none", tmp_path / "work", JULIA_DIR)
+    folder = _julia_env.write_requirements(tmp_path / "none", tmp_path / "work", JULIA_DIR)
     written = json.loads((folder / "juliapkg.json").read_text())
     uuid_line = re.search(r'^uuid = "(.+)"$', (JULIA_DIR / "Project.toml").read_text(), re.M)
     assert written == {
@@ -167,23 +175,23 @@ def test_weanj_is_developed_by_path_in_the_workers_environment(tmp_path):
 
 
 def test_a_project_that_declares_only_weanjs_packages_adds_nothing(tmp_path):
-    assert _julia_client.requirements(tmp_path) is None  # no Project.toml
-    assert _julia_client.requirements(REPO) is None  # weanj's own: Enzyme and julia's bounds
+    assert _julia_env.requirements(tmp_path) is None  # no Project.toml
+    assert _julia_env.requirements(REPO) is None  # weanj's own: Enzyme and julia's bounds
     (tmp_path / "Project.toml").write_text(f'[deps]\nEnzyme = "{ENZYME}"\n')
     # Enzyme without weanj's bound is a requirement of its own (juliapkg intersects them).
-    assert _julia_client.requirements(tmp_path) == {"packages": {"Enzyme": {"uuid": ENZYME}}}
+    assert _julia_env.requirements(tmp_path) == {"packages": {"Enzyme": {"uuid": ENZYME}}}
     (tmp_path / "Project.toml").write_text('[compat]\njulia = "1.11"\n')
-    assert _julia_client.requirements(tmp_path) == {"julia": "1.11"}
+    assert _julia_env.requirements(tmp_path) == {"julia": "1.11"}
 
 
 def test_a_broken_project_toml_makes_the_julia_variants_unavailable(tmp_path):
     (tmp_path / "Project.toml").write_text("[deps\n")
     with pytest.raises(weanj.UnavailableError, match="Julia packages cannot be read") as caught:
-        _julia_client.requirements(tmp_path)
+        _julia_env.requirements(tmp_path)
     one_line(str(caught.value))
     (tmp_path / "Project.toml").write_text("[deps]\nSpecialFunctions = 3\n")
     with pytest.raises(weanj.UnavailableError, match="must be a UUID string"):
-        _julia_client.requirements(tmp_path)
+        _julia_env.requirements(tmp_path)
 
 
 # --- arguments are checked before anything crosses -----------------------------------------
@@ -197,9 +205,9 @@ def worker_that_must_not_start(tmp_path, monkeypatch):
     monkeypatch.setenv("WEANJ_ROOT", str(tmp_path))
     worker = REPO / "tests" / "stand_ins" / "julia_worker.py"
     monkeypatch.setenv(
-        _julia_client.WORKER_VARIABLE, shlex.join([sys.executable, str(worker), "segfault"])
+        _julia_stand_in.WORKER_VARIABLE, shlex.join([sys.executable, str(worker), "segfault"])
     )
-    yield _julia_client.work_folder(tmp_path) / "worker.log"
+    yield _julia_process.work_folder(tmp_path) / "worker.log"
     forget_julia()
 
 
@@ -731,19 +739,19 @@ def test_the_julia_identity_needs_no_julia_run_and_follows_the_manifest(
     fake = fake_julia(no_julia / "julia", "1.11.5")
     environment = tmp_path / "julia_env"
     monkeypatch.setenv("PYTHON_JULIAPKG_PROJECT", str(environment))
-    assert _julia_client.environment_folder() == environment
-    before = _julia_client.identity()
+    assert _julia_env.environment_folder() == environment
+    before = _julia_env.identity()
     assert before.startswith(f"Julia 1.11.5 ({fake}), environment {environment}: no manifest yet")
-    weanj_digest = _julia_client.weanj_sources_digest(JULIA_DIR)
+    weanj_digest = _julia_env.weanj_sources_digest(JULIA_DIR)
     assert f"WeanJ sha256 {weanj_digest}" in before
     environment.mkdir()
     manifest = environment / "Manifest.toml"
     manifest.write_text('[[deps.Enzyme]]\ndeps = ["CEnum"]\nuuid = "7da2"\nversion = "0.13.30"\n')
-    resolved = _julia_client.identity()
+    resolved = _julia_env.identity()
     assert "Enzyme 0.13.30 (environment" in resolved and resolved != before
-    assert _julia_client.identity() == resolved
+    assert _julia_env.identity() == resolved
     manifest.write_text(manifest.read_text().replace("0.13.30", "0.13.31"))
-    assert "Enzyme 0.13.31" in _julia_client.identity()
+    assert "Enzyme 0.13.31" in _julia_env.identity()
     assert calls(fake) == ["--version"]  # nothing but `julia --version`, once
 
 
@@ -755,7 +763,7 @@ def test_the_environment_folder_is_the_one_juliapkg_chooses(tmp_path):
     script = (
         "import json, sys\n"
         "from juliapkg.state import STATE\n"
-        "from weanj._backends._julia_client import environment_folder\n"
+        "from weanj._backends._julia_env import environment_folder\n"
         "print(json.dumps([STATE['project'], str(environment_folder())]))\n"
     )
     for extra in ({}, {"PYTHON_JULIAPKG_PROJECT": str(tmp_path / "env")}):
@@ -779,10 +787,10 @@ def test_a_julia_variant_depends_on_its_own_file_and_what_it_includes(tmp_path):
     (tmp_path / "lib" / "helpers.jl").write_text('include("more.jl")\ng(x) = x\n')
     (tmp_path / "lib" / "more.jl").write_text("h(x) = x\n")
     (tmp_path / "other.jl").write_text("k(x) = x\n")
-    found = _julia.kernel_sources(main)
+    found = _julia_env.kernel_sources(main)
     assert set(found) == {main, tmp_path / "lib" / "helpers.jl", tmp_path / "lib" / "more.jl"}
     main.write_text('include(joinpath(@__DIR__, "lib", "helpers.jl"))\n')
-    assert _julia.kernel_sources(main) == (main, tmp_path)
+    assert _julia_env.kernel_sources(main) == (main, tmp_path)
 
 
 def test_the_default_julia_time_limit_is_overridable_and_checked(monkeypatch):

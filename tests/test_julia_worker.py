@@ -42,7 +42,7 @@ import pytest
 
 import weanj
 from weanj import _watch
-from weanj._backends import _julia, _julia_client, _julia_process
+from weanj._backends import _julia, _julia_client, _julia_process, _julia_stand_in
 from weanj._backends import _julia_wire as wire
 
 from . import julia_helpers
@@ -128,7 +128,7 @@ class Fake:
         self.user.write_text(text)
 
     def log(self) -> str:
-        return (_julia_client.work_folder(self.root) / "worker.log").read_text()
+        return (_julia_process.work_folder(self.root) / "worker.log").read_text()
 
 
 @pytest.fixture
@@ -145,7 +145,7 @@ def fake(tmp_path, monkeypatch, no_worker) -> Fake:
     """weanj's own worker program with the stand-in juliacall first on its path, in a
     temporary project root (the built-in examples)."""
     monkeypatch.setenv("WEANJ_ROOT", str(tmp_path))
-    monkeypatch.setenv(_julia_client.WORKER_VARIABLE, REAL_WORKER)
+    monkeypatch.setenv(_julia_stand_in.WORKER_VARIABLE, REAL_WORKER)
     path = [str(STAND_INS), str(REPO / "python"), os.environ.get("PYTHONPATH", "")]
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path if p))
     found = Fake(tmp_path)
@@ -235,7 +235,7 @@ def test_the_worker_imports_juliacall_first_and_never_jax(fake):
     FAQ), and Julia and XLA must not share a process: the worker imports juliacall before
     numpy and weanj, and jax never; this process never imports juliacall."""
     v = weanj.variant("02-gauss-seidel", "julia-lex")
-    with pytest.raises(_julia_client.JuliaError, match="no fixture case"):
+    with pytest.raises(_julia_process.JuliaError, match="no fixture case"):
         v.loss(np.ones((2, 2)), np.ones((2, 2)), 1)
     (start,) = fake.calls("start")
     assert start["before"] == {"numpy": False, "jax": False, "weanj": False}
@@ -449,7 +449,7 @@ def test_a_kernels_own_check_is_input_and_a_bug_is_the_variants_error(fake, simp
     assert one_line(str(caught.value)) == (
         "julia-checked: DimensionMismatch: x must have 3 entries, got (2,)"
     )
-    with pytest.raises(_julia_client.JuliaError) as caught:
+    with pytest.raises(_julia_process.JuliaError) as caught:
         simple("julia-bug", "bug").grad(np.ones(2))
     message = one_line(str(caught.value))
     assert message.startswith("julia-bug: UndefVarError: `y` not defined")
@@ -461,7 +461,7 @@ def test_a_kernels_own_check_is_input_and_a_bug_is_the_variants_error(fake, simp
 def test_a_loss_in_another_dtype_than_its_inputs_is_the_variants_error(simple):
     v = simple("julia-wide", "wide")
     assert v.loss(np.ones(3)) == 3.0  # float64 inputs: fine
-    with pytest.raises(_julia_client.JuliaError) as caught:
+    with pytest.raises(_julia_process.JuliaError) as caught:
         v.loss(np.ones(3, dtype=np.float32))
     assert "returned a float64 loss on float32 inputs" in one_line(str(caught.value))
 
@@ -534,8 +534,8 @@ def failing(tmp_path, monkeypatch, no_worker):
     monkeypatch.setenv("WEANJ_ROOT", str(tmp_path))
 
     def use(mode: str) -> Path:
-        monkeypatch.setenv(_julia_client.WORKER_VARIABLE, stand_in_worker(mode))
-        return _julia_client.work_folder(tmp_path) / "worker.log"
+        monkeypatch.setenv(_julia_stand_in.WORKER_VARIABLE, stand_in_worker(mode))
+        return _julia_process.work_folder(tmp_path) / "worker.log"
 
     return use
 
@@ -547,7 +547,7 @@ def test_a_worker_that_dies_is_one_line_and_the_next_call_starts_afresh(failing)
     log = failing("segfault")
     v = weanj.variant("02-gauss-seidel", "julia-lex")
     for _ in range(2):
-        with pytest.raises(_julia_client.JuliaError) as caught:
+        with pytest.raises(_julia_process.JuliaError) as caught:
             v.grad(*LEX_ARGS)
         assert one_line(str(caught.value)) == (
             f"the Julia worker died (SIGSEGV) while computing julia-lex's gradient (log: {log})"
@@ -559,7 +559,7 @@ def test_a_worker_that_exits_at_start_is_one_line_and_not_started_again(failing)
     log = failing("exit-at-start")
     v = weanj.variant("02-gauss-seidel", "julia-rb")
     for _ in range(2):
-        with pytest.raises(_julia_client.JuliaError) as caught:
+        with pytest.raises(_julia_process.JuliaError) as caught:
             v.loss(*LEX_ARGS)
         assert one_line(str(caught.value)) == (
             f"the Julia worker exited with status 3 while starting (log: {log})"
@@ -662,7 +662,7 @@ def test_weanj_check_judges_the_others_when_the_worker_fails(tmp_path, mode, cau
     juliacall was never imported by weanj itself (acceptance 2). The hang's limit is far
     above what the two tiny JAX variants take; nothing else is timed."""
     root = tiny_project(tmp_path)
-    env = user_env(**{_julia_client.WORKER_VARIABLE: stand_in_worker(mode)})
+    env = user_env(**{_julia_stand_in.WORKER_VARIABLE: stand_in_worker(mode)})
     done = run_in(root, "-c", CHECK, "check", "--dtype", "float64", "--timeout", "60", env=env)
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
@@ -683,7 +683,7 @@ def test_a_missing_julia_file_makes_only_its_variant_unavailable(tmp_path, monke
     configured (so Julia would count as available) and never started (the check runs in
     this process, as a fresh one runs it)."""
     root = tiny_project(tmp_path, julia_file=False)
-    monkeypatch.setenv(_julia_client.WORKER_VARIABLE, stand_in_worker("segfault"))
+    monkeypatch.setenv(_julia_stand_in.WORKER_VARIABLE, stand_in_worker("segfault"))
     done = weanj_here(root, "check", "--dtype", "float64")
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
@@ -793,7 +793,7 @@ def test_a_worker_that_hangs_or_dies_ends_the_check_and_leaves_no_process(
     pids = tmp_path / "pids.jsonl"
     env = user_env(
         **{
-            _julia_client.WORKER_VARIABLE: stand_in_worker(mode),
+            _julia_stand_in.WORKER_VARIABLE: stand_in_worker(mode),
             _julia_client.TIMEOUT_VARIABLE: "3",
             "WEANJ_TEST_PIDS": str(pids),
         }
@@ -824,7 +824,7 @@ def test_a_check_interrupted_while_the_worker_computes_leaves_no_process(tmp_pat
     pids = tmp_path / "pids.jsonl"
     env = user_env(
         **{
-            _julia_client.WORKER_VARIABLE: stand_in_worker("hang"),
+            _julia_stand_in.WORKER_VARIABLE: stand_in_worker("hang"),
             _julia_client.TIMEOUT_VARIABLE: "600",
             "WEANJ_TEST_PIDS": str(pids),
         }
@@ -909,7 +909,7 @@ def two_files_project(root: Path) -> tuple[Path, dict[str, str], Path]:
     path = [str(STAND_INS), str(REPO / "python"), os.environ.get("PYTHONPATH", "")]
     env = user_env(
         **{
-            _julia_client.WORKER_VARIABLE: REAL_WORKER,
+            _julia_stand_in.WORKER_VARIABLE: REAL_WORKER,
             "PYTHONPATH": os.pathsep.join(p for p in path if p),
             "WEANJ_TEST_RECORD": str(record),
             "WEANJ_TEST_USER_KERNELS": str(kernels),

@@ -17,8 +17,8 @@ import pytest
 import weanj
 from weanj import Expected
 from weanj._errors import DefinitionError
-from weanj._model._expected import DECLARABLE, DECLARABLE_KINDS
-from weanj._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from weanj._model._expected import DECLARABLE_KINDS
+from weanj._model._verdicts import DECLARABLE, GRADIENT_CHECKS, CaseKind, Verdict
 from weanj._pipeline.checks._gradchecks import CHECKS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "python" / "weanj"
@@ -261,6 +261,85 @@ def test_the_sets_of_verdicts_derive_from_the_table():
     assert [x for x in Verdict if x.agreeing] == [Verdict.KINKS, Verdict.OK]
     assert [x for x in Verdict if x.as_declared] == [Verdict.KINKS, Verdict.EXPECTED]
     assert all(x.failing for x in v.FAULTS) and not any(x.failing for x in v.NOT_RUN)
+
+
+# What docs/verdicts.md says `pytest --weanj` makes of each verdict, written out here
+PYTEST = {
+    "FAIL": "failed",
+    "unexpectedly ok": "XPASS(strict)",
+    "error": "failed",
+    "NaN/Inf": "failed",
+    "timeout": "failed",
+    "stale": "skipped",
+    "kinks": "passed",
+    "expected": "xfailed",
+    "unavailable": "skipped",
+    "skipped": "skipped",
+    "info": "passed",
+    "ok": "passed",
+}
+
+
+def test_each_verdict_declares_its_pytest_outcome_and_fails_by_it():
+    """§8: a verdict's pytest outcome is its own (`Verdict.outcome`), and a failing verdict
+    is one whose item fails: the command's exit and pytest's agree by construction."""
+    from weanj._model._verdicts import Outcome, VerdictFlag
+
+    assert {v.value: v.outcome.value for v in Verdict} == PYTEST
+    failing = {v.value for v in Verdict if v.failing}
+    assert failing == {"FAIL", "unexpectedly ok", "error", "NaN/Inf", "timeout"}
+    assert all(v.failing == (v.outcome in (Outcome.FAILED, Outcome.XPASS_STRICT)) for v in Verdict)
+    assert all(isinstance(v.flags, VerdictFlag) for v in Verdict)
+    with pytest.raises(AttributeError):  # a flag misspelt is an error, never another meaning
+        VerdictFlag.AGREE  # noqa: B018
+    assert [v for v in Verdict if v.at_kinks] == [Verdict.KINKS]
+    assert [v for v in Verdict if v.declared] == [Verdict.EXPECTED]
+    assert [v for v in Verdict if v.not_there] == [Verdict.UNEXPECTEDLY_OK]
+    assert [v for v in Verdict if v.outdated] == [Verdict.STALE]
+
+
+# The verdicts whose behaviour their flags carry: the judge gives them, nothing compares them
+ASKED = {"EXPECTED", "KINKS", "STALE", "UNEXPECTEDLY_OK"}
+
+
+def _asked(node) -> bool:
+    """`Verdict.X` of `ASKED`, its text, or a tuple, list or set holding one."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_asked(e) for e in node.elts)
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "str" and node.args:
+        node = node.args[0]
+    return _member(node) and node.attr in ASKED
+
+
+def _named(path: Path) -> list[str]:
+    """Where a module compares a verdict with one of `ASKED` by name."""
+    return [
+        f"{path.name}:{node.lineno}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Compare) and any(map(_asked, (node.left, *node.comparators)))
+    ]
+
+
+def test_what_a_verdict_does_is_asked_of_it_never_decided_by_its_name():
+    """§8: the views, the case table and the pytest plugin ask a verdict's flags
+    (`at_kinks`, `declared`, `not_there`, `outdated`, `outcome`), so a new verdict with the
+    same flags is rendered the same with no view edited."""
+    named = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        named.extend(f"{path.relative_to(PACKAGE)}: {w}" for w in _named(path))
+    assert not named, named
+
+
+def test_the_reader_of_names_sees_what_it_must(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text(
+        "j.verdict == Verdict.KINKS\n"
+        "str(Verdict.EXPECTED) != r.verdict\n"
+        "v in (Verdict.STALE, Verdict.OK)\n"
+        "j.verdict == Verdict.OK\n"  # not one whose flags say what it does
+        "dataclasses.replace(j, verdict=Verdict.EXPECTED)\n"  # the judge giving it
+    )
+    assert _named(p) == ["m.py:1", "m.py:2", "m.py:3"]
 
 
 def test_the_judge_turns_what_happened_into_a_fault():

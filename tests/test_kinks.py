@@ -21,7 +21,7 @@ from weanj._cli import main
 from weanj._pipeline.engine._cases import judge_case, read_plan
 from weanj._pipeline.session._session import Session
 from weanj._places import places
-from weanj._report._text import summary
+from weanj._report._lines import summary
 
 from .toy_kernels import away_from_ties, min_by_branches, min_by_minimum, tied_xy, xy_example
 

@@ -3,13 +3,15 @@
 
 The test adds, in this process, what a new check is in the code: a `CaseKind` member (here
 `norm`, added to the enum and to `GRADIENT_CHECKS` where modules hold it, as the member
-in `_model/_verdicts.py` would), its entry in `_pipeline.checks._gradchecks.CHECKS`, and its result
-type, registered in `_judge._checks.RESULTS`, which holds its rule and its views. The toy
-check: the gradient's 2-norm at most `BOUND`. Then `weanj.check()` runs it on a small
-example: the terminal's text shows its column, its cells and its failure line, the JSON
-its numbers (against numpy's norm of the analytic gradient), `check.json` keeps them under
-the result's name and reads them back, and the page from `check.json` is the live page,
-byte for byte. Everything added is taken away afterwards.
+in `_model/_verdicts.py` would), its entry in `_pipeline.checks._gradchecks.CHECKS` (its
+judgement, its policy and its evidence, which a module `_check_norm.py` would hold), and
+its result type, registered in `_judge._checks.RESULTS`, which holds its rule and its
+views. The toy check: the gradient's 2-norm at most `BOUND`. Then `weanj.check()` runs it
+on a small example: the terminal's text shows its column, its cells and its failure line,
+the JSON its numbers (against numpy's norm of the analytic gradient) and the evidence the
+check names, `check.json` keeps them under the result's name and reads them back, and the
+page from `check.json` is the live page, byte for byte. No module of the engine is edited.
+Everything added is taken away afterwards.
 """
 
 from __future__ import annotations
@@ -73,6 +75,13 @@ def _norm_judgement(session, case, catalog, inputs, g, array, **fields):
     return judge.judge_check(case, CaseKind("norm"), result, **fields)
 
 
+def _norm_evidence(j, example):
+    """The toy check's evidence, from its judgement's numbers: beyond the bound, the
+    entries that carry most of the norm were looked at (as a real check names a second
+    pass it made)."""
+    return [f"the largest entries of {j.result.array}"] if j.result.norm > j.result.bound else []
+
+
 def _add_kind(name: str, value: str, header: str, measure: str) -> CaseKind:
     """A `CaseKind` member made in this process as the enum makes its own."""
     member = str.__new__(CaseKind, value)
@@ -108,7 +117,14 @@ def norm_check(monkeypatch):
     monkeypatch.setitem(
         CHECKS,
         kind,
-        GradientCheck(kind, _norm_judgement, lambda ex: {}, NormResult, lambda n: True),
+        GradientCheck(
+            kind,
+            _norm_judgement,
+            lambda ex: {},
+            NormResult,
+            lambda n: True,
+            evidence=_norm_evidence,
+        ),
     )
     check_result("toy_norm")(NormResult)
     try:
@@ -173,6 +189,9 @@ def test_a_new_check_is_rendered_everywhere_and_read_back_from_check_json(
     assert checks[a.case]["norm"]["value"] == pytest.approx(norm_a, rel=1e-12)
     assert checks[b.case]["norm"] == {"value": b.result.norm, "bound": BOUND}
     assert checks[b.case]["summary"] == failure
+    # the evidence the check names, asked of it by the engine (no engine edit)
+    assert checks[b.case]["evidence"] == ["the largest entries of x"]
+    assert "evidence" not in checks[a.case]
 
     # check.json: the numbers under the result's name, read back whole
     places = Places(project)
@@ -184,6 +203,7 @@ def test_a_new_check_is_rendered_everywhere_and_read_back_from_check_json(
     assert {j.case: j.result for j in back.judgement.judgements} == {
         j.case: j.result for j in ej.judgements
     }
+    assert back.judgement.by_case()[b.case].evidence == ("the largest entries of x",)
     assert example_lines(back.judgement) == example_lines(ej)
     # the page from check.json is the live page (no picture: the toy result draws none)
     for fmt in ("html", "md"):

@@ -21,7 +21,7 @@ from weanj._judge._verdict import ExampleJudgement, judge_pair
 from weanj._model import Gradient
 from weanj._model._verdicts import Verdict
 from weanj._report._json import judgement_json
-from weanj._report._text import message, region_lines
+from weanj._report._lines import message, region_lines
 
 from .projects import pytest_weanj_in, weanj_in, write_project
 

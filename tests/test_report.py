@@ -375,7 +375,7 @@ def test_markdown_stays_under_the_limit_however_much_fails(project):
     from weanj._model._verdicts import Verdict
     from weanj._places import places
     from weanj._registry import example
-    from weanj._report import _md, _page
+    from weanj._report import _md, _page, _page_model
 
     pages = []
     for name in ("01-jacobi", "02-gauss-seidel", "03-advection"):
@@ -393,7 +393,7 @@ def test_markdown_stays_under_the_limit_however_much_fails(project):
                     reason="why " * 200,
                 )
             )
-        p = _page.ExamplePage(ex, ej)
+        p = _page_model.ExamplePage(ex, ej)
         _page._failures(p)
         pages.append(p)
     md = _md.render(pages, {"date": "today", "weanj": "test"})
@@ -402,7 +402,7 @@ def test_markdown_stays_under_the_limit_however_much_fails(project):
     assert_github_tables(md)
     # Hundreds of examples, none judged: the first table itself is cut, and says so.
     many = [
-        _page.ExamplePage(
+        _page_model.ExamplePage(
             example("01-jacobi"),
             ExampleJudgement(example("01-jacobi"), None, error="the inputs are missing " * 5),
             error="the inputs are missing " * 5,
@@ -410,7 +410,7 @@ def test_markdown_stays_under_the_limit_however_much_fails(project):
         for _ in range(500)
     ]
     for p in many:
-        p.failures.append(_page.Failure(p.name, None, "not judged: " + p.error, []))
+        p.failures.append(_page_model.Failure(p.name, None, "not judged: " + p.error, []))
     md = _md.render(many, {"date": "today", "weanj": "test"})
     assert len(md) < 65_000 and "more example(s): see the HTML report" in md
     assert_github_tables(md)

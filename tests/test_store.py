@@ -1172,7 +1172,8 @@ def test_runs_on_other_inputs_are_kept_apart(project, tmp_path, capsys):
 
 
 def test_evaluation_says_why_it_was_kept_apart(project):
-    from weanj._commands.run import apart_note, default_path, differences
+    from weanj._pipeline.records._store_writes import apart_note, differences
+    from weanj._pipeline.records._store_writes import outside_store_path as default_path
 
     here = places()
     shared = weanj.read_inputs(EX)

@@ -232,7 +232,8 @@ def test_the_projects_time_limit_and_the_command_lines(tmp_path, monkeypatch):
     else one line naming the key; `--timeout S` (and `timeout=` of the API) wins, 0 no
     limit, a negative or non-number one line; a run takes the project's limit."""
     from weanj import _arguments as arg
-    from weanj._cli._parser import UsageError, parse
+    from weanj._cli._options import UsageError
+    from weanj._cli._parser import parse
     from weanj._errors import InputError, ProjectError
     from weanj._pipeline.engine._run import evaluation_run
     from weanj._places import Places

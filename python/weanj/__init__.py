@@ -60,6 +60,7 @@ from ._io._jax_cache import enable as enable_compilation_cache  # noqa: E402, F4
 from ._judge._compare import ArrayComparison as ArrayComparison  # noqa: E402
 from ._judge._compare import compare as compare  # noqa: E402
 from ._judge._compare import ulp_distance as ulp_distance  # noqa: E402
+from ._judge._judgement import Judgement as Judgement  # noqa: E402
 from ._judge._jvp import JvpResult as JvpResult  # noqa: E402
 
 DirectionalResult = JvpResult  # the jvp check's numbers under their earlier public name
@@ -103,7 +104,7 @@ from ._registry import register_variant as register_variant  # noqa: E402
 from ._registry import unavailable_variants as unavailable_variants  # noqa: E402
 from ._registry import variant as variant  # noqa: E402
 from ._registry import variants as variants  # noqa: E402
-from ._report._judgement import Judgement as Judgement  # noqa: E402
+from ._report._judgement import JudgementView as JudgementView  # noqa: E402
 from ._saved_gradient import save_gradient as save_gradient  # noqa: E402
 from ._saved_inputs import save_inputs as save_inputs  # noqa: E402
 
@@ -142,6 +143,7 @@ __all__ = [
     "inputs_path",
     "jax_variant",
     "Judgement",
+    "JudgementView",
     "julia_variant",
     "jvp_check",
     "JvpResult",

@@ -23,7 +23,7 @@ from ._errors import InputError, WeanjError
 from ._model._kinds import shown
 
 
-def _refused(
+def refused(
     function: str, what: str, accepts: str, value: Any, error: type[WeanjError] = InputError
 ) -> WeanjError:
     """The one line every check here raises: the function, its argument, what the
@@ -56,7 +56,7 @@ def names(value: Any, what: str, function: str) -> list[str] | None:
         return _each_once([value], what, function, InputError)
     if isinstance(value, Sequence) and all(isinstance(v, (str, Example)) for v in value):
         return _each_once(list(value), what, function, InputError)
-    raise _refused(function, what, "a name (str) or a list of names", value)
+    raise refused(function, what, "a name (str) or a list of names", value)
 
 
 def name_list(
@@ -74,7 +74,7 @@ def name_list(
         )
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return _each_once(list(value), what, function, error)
-    raise _refused(function, what, "a list of names (str)", value, error)
+    raise refused(function, what, "a list of names (str)", value, error)
 
 
 def some(listed: list | None, what: str, function: str) -> list | None:
@@ -99,7 +99,7 @@ def one_of(
     """One of `choices` (a text; a list or a dict is refused as such, never looked up)."""
     if isinstance(value, str) and value in choices:
         return value
-    raise _refused(function, what, f"one of {', '.join(map(repr, choices))}", value, error)
+    raise refused(function, what, f"one of {', '.join(map(repr, choices))}", value, error)
 
 
 def count(value: Any, what: str, function: str, minimum: int = 0) -> int | None:
@@ -109,7 +109,7 @@ def count(value: Any, what: str, function: str, minimum: int = 0) -> int | None:
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         if value >= minimum:
             return int(value)
-    raise _refused(function, what, f"an integer >= {minimum}", value)
+    raise refused(function, what, f"an integer >= {minimum}", value)
 
 
 def real(value: Any, what: str, function: str, *, positive: bool = False) -> float | None:
@@ -121,7 +121,7 @@ def real(value: Any, what: str, function: str, *, positive: bool = False) -> flo
     ):
         if math.isfinite(value) and (value > 0 or not positive):
             return float(value)
-    raise _refused(function, what, "a finite number > 0" if positive else "a finite number", value)
+    raise refused(function, what, "a finite number > 0" if positive else "a finite number", value)
 
 
 def function_or_none(
@@ -134,14 +134,14 @@ def function_or_none(
     """None, or something callable."""
     if value is None or callable(value):
         return value
-    raise _refused(function, what, f"None or {accepts}", value, error)
+    raise refused(function, what, f"None or {accepts}", value, error)
 
 
 def a_function(value: Any, what: str, function: str, accepts: str = "a function") -> Any:
     """Something callable (not None)."""
     if callable(value):
         return value
-    raise _refused(function, what, accepts, value)
+    raise refused(function, what, accepts, value)
 
 
 def dtype(value: Any, function: str, what: str = "dtype") -> str:
@@ -152,7 +152,7 @@ def dtype(value: Any, function: str, what: str = "dtype") -> str:
     try:
         return check_dtype(value)
     except InputError:
-        raise _refused(function, what, "'float64' or 'float32'", value) from None
+        raise refused(function, what, "'float64' or 'float32'", value) from None
 
 
 def in_path(value: Any, what: str, function: str, accepts: str = "a file path") -> Any:
@@ -160,7 +160,7 @@ def in_path(value: Any, what: str, function: str, accepts: str = "a file path") 
     if value is None:
         return None
     if not isinstance(value, (str, os.PathLike)):
-        raise _refused(function, what, f"{accepts} (str or Path)", value)
+        raise refused(function, what, f"{accepts} (str or Path)", value)
     text = os.fsdecode(value)
     if "\0" in text:
         raise InputError(
@@ -175,7 +175,7 @@ def example_name(value: Any, function: str, what: str = "example") -> Any:
 
     if isinstance(value, (str, Example)):
         return value
-    raise _refused(function, what, "an example's name (str) or a weanj.Example", value)
+    raise refused(function, what, "an example's name (str) or a weanj.Example", value)
 
 
 def variant_name(value: Any, function: str, what: str = "variant") -> Any:
@@ -184,7 +184,7 @@ def variant_name(value: Any, function: str, what: str = "variant") -> Any:
 
     if isinstance(value, (str, Variant)):
         return value
-    raise _refused(function, what, "a variant's name (str) or a variant", value)
+    raise refused(function, what, "a variant's name (str) or a variant", value)
 
 
 def seconds(value: Any, what: str, function: str) -> float | None:
@@ -198,7 +198,7 @@ def seconds(value: Any, what: str, function: str) -> float | None:
         and not math.isnan(value)
     ):
         return float(value)
-    raise _refused(function, what, "a number of seconds > 0", value)
+    raise refused(function, what, "a number of seconds > 0", value)
 
 
 def time_limit(value: Any, what: str, function: str) -> float | None:
@@ -219,7 +219,7 @@ def flag(value: Any, what: str, function: str) -> bool:
     """True or False (not a text, not a number)."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    raise _refused(function, what, "True or False", value)
+    raise refused(function, what, "True or False", value)
 
 
 def mapping(
@@ -228,13 +228,13 @@ def mapping(
     """None, or a dict (of parameters, say)."""
     if value is None or isinstance(value, Mapping):
         return value
-    raise _refused(function, what, accepts, value)
+    raise refused(function, what, accepts, value)
 
 
 def function_of_x(value: Any, what: str, function: str) -> Any:
     if callable(value):
         return value
-    raise _refused(function, what, "a function of the array (x -> loss)", value)
+    raise refused(function, what, "a function of the array (x -> loss)", value)
 
 
 def numbers(value: Any, what: str, function: str) -> np.ndarray:
@@ -244,7 +244,7 @@ def numbers(value: Any, what: str, function: str) -> np.ndarray:
     except Exception:
         a = None
     if a is None or a.dtype.kind not in "iufc" or isinstance(value, (str, bytes)):
-        raise _refused(function, what, "an array of numbers (numpy or JAX)", value)
+        raise refused(function, what, "an array of numbers (numpy or JAX)", value)
     return a
 
 
@@ -255,7 +255,7 @@ def seed(value: Any, what: str = "seed", function: str = "generate_inputs") -> i
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         if value >= 0:
             return int(value)
-    raise _refused(function, what, "an integer >= 0", value)
+    raise refused(function, what, "an integer >= 0", value)
 
 
 def out_path(value: Any, what: str, function: str) -> Any:
@@ -265,14 +265,14 @@ def out_path(value: Any, what: str, function: str) -> Any:
 
     if value is None or (isinstance(value, (str, os.PathLike)) and str(value).strip()):
         return value
-    raise _refused(function, what, "a file name (str or pathlib.Path)", value)
+    raise refused(function, what, "a file name (str or pathlib.Path)", value)
 
 
 def say_function(value: Any, what: str, function: str) -> Any:
     """A function of one line of text (`print`, a logger's method)."""
     if callable(value):
         return value
-    raise _refused(function, what, "a function taking one line of text (e.g. print)", value)
+    raise refused(function, what, "a function taking one line of text (e.g. print)", value)
 
 
 def variant_file_name(value: Any, function: str) -> str:
@@ -336,13 +336,11 @@ def declared_julia(name: Any, loss: Any, file: Any, runtime_activity: Any) -> st
     declared("julia_variant", name)
     where = f"julia_variant {name!r}"
     if not isinstance(loss, str) or not JULIA_NAME.match(loss):
-        raise _refused(where, "loss", "a Julia function's name (str)", loss, DefinitionError)
+        raise refused(where, "loss", "a Julia function's name (str)", loss, DefinitionError)
     if file is not None and (not isinstance(file, (str, os.PathLike)) or not str(file).strip()):
-        raise _refused(
+        raise refused(
             where, "file", "None or a Julia file's path (str or Path)", file, DefinitionError
         )
     if not isinstance(runtime_activity, bool):
-        raise _refused(
-            where, "runtime_activity", "True or False", runtime_activity, DefinitionError
-        )
+        raise refused(where, "runtime_activity", "True or False", runtime_activity, DefinitionError)
     return name

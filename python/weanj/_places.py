@@ -44,7 +44,7 @@ def component(name: str, what: str = "name") -> str:
 
 
 @dataclass(frozen=True)
-class Place:
+class ResultPath:
     """Where a path lies in a project's results: `kind` is "gradients", "recorded",
     "runs" or "other" (anything else under results/)."""
 
@@ -134,8 +134,8 @@ class Places:
 
     # --- what a path is -------------------------------------------------------------------
 
-    def place_of(self, path: Path) -> Place | None:
-        """The store place of `path`, or None outside `results/`."""
+    def result_path(self, path: Path) -> ResultPath | None:
+        """Where `path` lies in the results, or None outside `results/`."""
         results = self.results.resolve()
         try:
             # realpath, not Path.resolve: a symbolic link loop is no RuntimeError here
@@ -143,10 +143,10 @@ class Places:
         except ValueError:
             return None
         if len(parts) == 3 and parts[1] in (PRODUCED, RECORDED, RUNS):
-            return Place(parts[0], parts[1])
+            return ResultPath(parts[0], parts[1])
         if len(parts) == 4 and parts[1] == PRODUCED and parts[2] == "float32":
-            return Place(parts[0], PRODUCED, "float32")
-        return Place(parts[0] if len(parts) > 1 else "", "other")
+            return ResultPath(parts[0], PRODUCED, "float32")
+        return ResultPath(parts[0] if len(parts) > 1 else "", "other")
 
     def protected(self, path: Path) -> str | None:
         """Why no report, picture or benchmark may be written at `path` (None: it may):
@@ -155,11 +155,11 @@ class Places:
         real = Path(os.path.realpath(path))
         if real.parent == self.shared_inputs.resolve():
             return "it is in shared_inputs/ (the shared inputs)"
-        place = self.place_of(real)
-        if place is None:
+        at = self.result_path(real)
+        if at is None:
             return None
-        if place.kind in (PRODUCED, RECORDED, RUNS):
-            return f"it is in the gradient store (results/{place.example}/{place.kind}/)"
+        if at.kind in (PRODUCED, RECORDED, RUNS):
+            return f"it is in the gradient store (results/{at.example}/{at.kind}/)"
         inside = real.relative_to(self.results.resolve()).parts
         if len(inside) >= 2 and inside[1] in ("cases", "evaluations", "bench"):
             return f"it is in results/{inside[0]}/{inside[1]}/ (weanj's data)"

@@ -64,7 +64,7 @@ WHAT_TO_MAKE = (
 )
 
 
-def _read_toml(path: Path) -> dict:
+def read_toml(path: Path) -> dict:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
@@ -91,7 +91,7 @@ def _weanj_table(directory: Path) -> dict | None:
             return None
     except OSError:
         return None
-    table = _read_toml(pyproject).get("tool", {}).get("weanj")
+    table = read_toml(pyproject).get("tool", {}).get("weanj")
     return table if isinstance(table, dict) else None
 
 

@@ -29,8 +29,8 @@ class WeanjItem(pytest.Item):
             self.add_marker(pytest.mark.skip(reason=f"{skip.verdict}: {skip.what}"))
 
     def runtest(self):
-        from ._model._verdicts import Verdict
-        from ._report._text import message
+        from ._model._verdicts import Outcome
+        from ._report._lines import message
 
         judged = self.config.stash[JUDGED]
         if self.case.id not in judged.cases:  # its whole example, as `weanj check` judges it
@@ -41,13 +41,13 @@ class WeanjItem(pytest.Item):
             line = j.x64.describe()
             self.user_properties.append(("x64", line))  # in --junitxml
             self.add_report_section("call", "weanj", line)  # with -rA, and on failure
-        if j.verdict == Verdict.UNEXPECTEDLY_OK:  # pytest's words for a strict XPASS
-            raise Failed(f"[XPASS(strict)] {message(j)}")
-        if j.failed:
-            raise Failed(message(j))
-        if j.verdict == Verdict.EXPECTED:  # a declared difference, as declared
+        outcome = j.verdict.outcome  # the verdict's own (`_model._verdicts.Outcome`)
+        if outcome.fails:  # a strict XPASS in pytest's words, as pytest says it
+            said = "" if outcome == Outcome.FAILED else f"[{outcome.value}] "
+            raise Failed(said + message(j))
+        if outcome == Outcome.XFAILED:
             pytest.xfail(f"{j.verdict}: {j.reason}")
-        if not j.verdict.ran or j.verdict == Verdict.STALE:  # not judged here
+        if outcome == Outcome.SKIPPED:
             pytest.skip(f"{j.verdict}: {j.reason}")
 
     def repr_failure(self, excinfo, style=None):

@@ -6,10 +6,11 @@ table (`_pipeline.engine._cases`: each variant's run, same-family pairs per grad
 each float32 run against its own float64 run, the Taylor and jvp checks, every
 recorded or other file of the store), with the case ids
 (`02-gauss-seidel::lex::jax-lex~jax-wavefront`), and needs no test code of its own. Each
-item asks the one judge, as `weanj check` does, and renders its verdict: failing
-verdicts fail, `stale`, `skipped` and `unavailable` skip saying why, `expected` (a
-difference declared with `weanj.Expected`) is an xfail with its reason, `unexpectedly ok`
-a failure that says `[XPASS(strict)]` as pytest does, the rest pass.
+item asks the one judge, as `weanj check` does, and gives its verdict the pytest outcome
+the verdict declares (`Verdict.outcome`): failing verdicts fail, `stale`, `skipped` and
+`unavailable` skip saying why, `expected` (a difference declared with `weanj.Expected`)
+is an xfail with its reason, `unexpectedly ok` a failure that says `[XPASS(strict)]` as
+pytest does, the rest pass.
 `--weanj-record` (re)writes the recorded references instead (pytest-regressions'
 `--force-regen`); `--weanj-fuzz N` adds a fuzz search of each same-family pair.
 
@@ -109,7 +110,7 @@ def _fuzz_pair(catalog, a, b, draws: int) -> str | None:
     `weanj fuzz` command that replays it."""
     from hypothesis.configuration import set_hypothesis_home_dir
 
-    from ._pipeline.engine._cases import fuzz_id
+    from ._pipeline.engine._table import fuzz_id
     from ._pipeline.search._fuzz_draws import pair_seed, replay_command
     from ._pipeline.search._fuzz_run import run_fuzz
     from ._pipeline.session._session import Session

@@ -13,7 +13,7 @@ import numpy as np
 from . import _arguments as arg
 from ._errors import InputError, InputFileError
 from ._io import _inputs
-from ._io._gradient_files import _SHA256
+from ._io._gradient_files import SHA256_HEX
 from ._model import Example, Gradient, check_dtype, provenance_key, shown
 from ._pipeline.records._store_writes import save_gradient as write_gradient
 from ._places import Places, places
@@ -149,7 +149,7 @@ def _computed_on(
                     f"{shared.arrays[name].shape}"
                 )
         params = {**shared.params, **(params or {})}
-    if not isinstance(inputs_sha256, str) or not _SHA256.match(inputs_sha256):
+    if not isinstance(inputs_sha256, str) or not SHA256_HEX.match(inputs_sha256):
         raise InputError(f"inputs_sha256 must be 64 hexadecimal digits, got {shown(inputs_sha256)}")
     return shared, inputs_sha256, params
 

@@ -71,7 +71,7 @@ def _environment() -> X64 | None:
     return X64(on, f"JAX_ENABLE_X64={value} in the environment")
 
 
-def _start() -> X64:
+def at_start() -> X64:
     """The setting a process starts with: `$JAX_ENABLE_X64`, else JAX's default (off)."""
     return _environment() or X64(False, "JAX's default")
 
@@ -85,7 +85,7 @@ def session_x64() -> X64:
         if env is not None and env.enabled == on:
             return env
         return X64(on, "the session's setting" if on else "JAX's default")
-    return _start()
+    return at_start()
 
 
 def reading() -> bool:
@@ -94,7 +94,7 @@ def reading() -> bool:
     try:
         return session_x64().enabled
     except Exception:
-        return _start().enabled
+        return at_start().enabled
 
 
 def set_x64(on: bool) -> None:

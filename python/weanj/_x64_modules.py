@@ -63,7 +63,7 @@ def declared_x64(module: str, config: ProjectConfig | None) -> _x64.X64 | None:
 def start_of(module: str, config: ProjectConfig | None) -> _x64.X64:
     """The setting a module's program starts from: the declared one, else the
     interpreter's (`$JAX_ENABLE_X64`, else JAX's default)."""
-    return declared_x64(module, config) or _x64._start()
+    return declared_x64(module, config) or _x64.at_start()
 
 
 def known_to(roots: tuple[Path, ...]):
@@ -97,7 +97,7 @@ def module_x64(
     if module not in traced.programs and module not in listed:
         return None
     declared = declared_x64(module, config)
-    start = declared or _x64._start()
+    start = declared or _x64.at_start()
     roots = config.roots
     try:
         value, setter = traced.alone(module, start.enabled, known_to(roots))

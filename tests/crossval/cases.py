@@ -34,10 +34,10 @@ from weanj._judge._contract import Fault
 from weanj._judge._policy import tolerance
 from weanj._judge._verdict import CaseJudgement
 from weanj._model._verdicts import Verdict
-from weanj._pipeline.engine import _cases
+from weanj._pipeline.engine import _table
 from weanj._pytest_plugin import weanj_run
 from weanj._registry import catalogs, find_variant  # the registry entry, available or not
-from weanj._report._text import message
+from weanj._report._lines import message
 
 
 @functools.cache
@@ -114,7 +114,7 @@ def variant_cases(*, slow_if=None, rest_of_family_slow: bool = False) -> list:
 # --- the case table ---------------------------------------------------------------------
 
 
-def plan_of(example: str) -> _cases.Plan:
+def plan_of(example: str) -> _table.Plan:
     """The case table of an example on the committed shared inputs, as `pytest --weanj`
     holds it (live variants, float64 and float32, Taylor and jvp), or the error that
     leaves the example unjudged."""
@@ -125,10 +125,10 @@ def plan_of(example: str) -> _cases.Plan:
 
 
 def table_cases(
-    select: Callable[[_cases.Plan, _cases.Case], bool],
+    select: Callable[[_table.Plan, _table.Case], bool],
     what: str,
     *,
-    slow_if: Callable[[_cases.Plan, _cases.Case], bool] | None = None,
+    slow_if: Callable[[_table.Plan, _table.Case], bool] | None = None,
 ) -> list:
     """`pytest.param(example, case_id)` for every case of every example's table that
     `select(plan, case)` keeps, marked by the backends of its variants (and `slow` where
@@ -154,16 +154,16 @@ def table_cases(
     return cases
 
 
-def subjects_of(p: _cases.Plan, case: _cases.Case) -> list[_cases.Subject]:
+def subjects_of(p: _table.Plan, case: _table.Case) -> list[_table.Subject]:
     return [p.subjects[label] for label in case.subjects]
 
 
-def is_variant(s: _cases.Subject, dtype: str = "float64") -> bool:
+def is_variant(s: _table.Subject, dtype: str = "float64") -> bool:
     """A registered variant evaluated live at `dtype` (not a file)."""
     return s.variant is not None and s.gradient is None and s.dtype == dtype
 
 
-def is_recorded(s: _cases.Subject) -> bool:
+def is_recorded(s: _table.Subject) -> bool:
     return s.gradient is not None and s.gradient.source == "recorded"
 
 

@@ -11,7 +11,7 @@ import pytest
 import weanj
 from weanj._model._verdicts import Verdict
 from weanj._registry import find_variant
-from weanj._report._text import message
+from weanj._report._lines import message
 
 from . import reference
 from .cases import (

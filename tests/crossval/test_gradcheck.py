@@ -20,14 +20,15 @@ import pytest
 
 import weanj
 from weanj._judge._directions import random_direction
-from weanj._judge._verdict import judge_taylor
+from weanj._judge._verdict import judge_check
 from weanj._model import from_arrays
-from weanj._model._verdicts import Verdict
+from weanj._model._verdicts import CaseKind, Verdict
 from weanj._pipeline.checks._remainders import taylor
-from weanj._pipeline.engine._cases import build_plan, judge_case
+from weanj._pipeline.engine._cases import judge_case
+from weanj._pipeline.engine._table import build_plan
 from weanj._pipeline.session._session import Session
 from weanj._registry import catalog, unregister_example
-from weanj._report._text import message
+from weanj._report._lines import message
 
 from ..toy_kernels import random_xy, xy_example
 from .cases import subject
@@ -59,12 +60,12 @@ def test_taylor_passes_the_gradient_and_fails_it_scaled_on_tridiagonal(array):
     g = subject(ex.name, "jax-thomas").gradients[array]
     policy = weanj.TaylorPolicy()
 
-    right = judge_taylor("right", taylor(loss, x, g, policy, array=array))
+    right = judge_check("right", CaseKind.TAYLOR, taylor(loss, x, g, policy, array=array))
     assert right.verdict == Verdict.OK, message(right)
     rates = [r for rs in right.taylor.asymptotic for r in rs]
     assert rates and min(rates) >= 1.9, message(right)  # h²: the loss is smooth here
 
-    wrong = judge_taylor("wrong", taylor(loss, x, g * WRONG, policy, array=array))
+    wrong = judge_check("wrong", CaseKind.TAYLOR, taylor(loss, x, g * WRONG, policy, array=array))
     assert wrong.verdict == Verdict.FAIL, message(wrong)
     # h¹: at the smallest resolved steps the error h·1e-4·⟨g, dx⟩ is what is left (on b
     # and c it first cancels the h² term along one direction: rates above 2, then below).
@@ -86,10 +87,12 @@ def test_taylor_sees_past_a_wrong_gradient_cancelling_the_curvature():
     result = taylor(lambda v: float(np.sum(v**2)), x, 2 * x + 2 * delta * dx, policy)
     rates = result.directions[0].rates
     assert [round(r, 2) for r in rates[:8]] == [2.02, 2.05, 2.1, 2.22, 2.58, 0.42, 0.78, 0.9]
-    j = judge_taylor("cancelling", result)
+    j = judge_check("cancelling", CaseKind.TAYLOR, result)
     assert j.verdict == Verdict.FAIL, message(j)
     assert max(result.asymptotic[0]) < 1.0, message(j)
-    right = judge_taylor("right", taylor(lambda v: float(np.sum(v**2)), x, 2 * x, policy))
+    right = judge_check(
+        "right", CaseKind.TAYLOR, taylor(lambda v: float(np.sum(v**2)), x, 2 * x, policy)
+    )
     assert right.verdict == Verdict.OK, message(right)
 
 

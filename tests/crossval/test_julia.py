@@ -25,14 +25,14 @@ import pytest
 
 import weanj
 from weanj import _registry
-from weanj._backends import _julia, _julia_client
+from weanj._backends import _julia, _julia_stand_in
 
 from ..helpers import graph_fields, graph_gradient
 
 REPO = Path(__file__).resolve().parent.parent.parent
 REASON = (
-    f"a stand-in worker is configured (${_julia_client.WORKER_VARIABLE}), not Julia"
-    if _julia_client.stand_in()
+    f"a stand-in worker is configured (${_julia_stand_in.WORKER_VARIABLE}), not Julia"
+    if _julia_stand_in.stand_in()
     else _julia.unavailable_reason()
 )
 

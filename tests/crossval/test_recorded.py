@@ -24,7 +24,7 @@ from weanj._pipeline.engine._cases import judge_case, read_plan, subject_outcome
 from weanj._pipeline.session._session import Session
 from weanj._places import places
 from weanj._registry import catalog
-from weanj._report._text import message
+from weanj._report._lines import message
 
 from ..helpers import format1_sha256, inputs_sha256, provenance_key
 from .cases import (

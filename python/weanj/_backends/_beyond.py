@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .._model import Example
-from ._checking import _forward_mode, _scalar
+from ._checking import forward_mode_found, scalar_loss
 
 LOSS_ONLY, GRADIENT, DERIVATIVES, SECOND = 0, 1, 2, 3
 
@@ -202,8 +202,8 @@ class _Program:
 
         def derivatives(second: bool):
             (value, outs), linear = jax.linearize(F, *primals)
-            _scalar(value)
-            _forward_mode(linear, primals)
+            scalar_loss(value)
+            forward_mode_found(linear, primals)
             transpose = jax.linear_transpose(linear, *primals)
             g = self.own_gradient(args, value, outs, transpose)
             directional, jvp = [], {o: {} for o in outs}
@@ -221,14 +221,14 @@ class _Program:
 
         def loss_alone():
             value, outs = evaluated(args)
-            _scalar(value)
+            scalar_loss(value)
             found = self.with_second(self.zeros(value, outs, True), args, primals, seeds, False)
             directional = jnp.zeros(len(self.names), value.dtype)
             return value, self.zero_gradient(args, primals), directional, found
 
         def gradient_alone():
             (value, outs), pullback = jax.vjp(F, *primals)
-            _scalar(value)
+            scalar_loss(value)
             found = self.with_second(self.zeros(value, outs, True), args, primals, seeds, False)
             directional = jnp.zeros(len(self.names), value.dtype)
             return value, self.own_gradient(args, value, outs, pullback), directional, found
@@ -243,20 +243,20 @@ class _Program:
 
         def derivatives(second: bool):
             (value, outs), pullback = jax.vjp(F, *primals)
-            _scalar(value)
+            scalar_loss(value)
             g = self.own_gradient(args, value, outs, pullback)
             found = {"outputs": outs, "vjp": self.vjps(pullback, value, outs, seeds)}
             return value, g, self.with_second(found, args, primals, seeds, second)
 
         def loss_alone():
             value, outs = evaluated(args)
-            _scalar(value)
+            scalar_loss(value)
             found = self.with_second(self.zeros(value, outs, False), args, primals, seeds, False)
             return value, self.zero_gradient(args, primals), found
 
         def gradient_alone():
             (value, outs), pullback = jax.vjp(F, *primals)
-            _scalar(value)
+            scalar_loss(value)
             found = self.with_second(self.zeros(value, outs, False), args, primals, seeds, False)
             return value, self.own_gradient(args, value, outs, pullback), found
 

@@ -23,7 +23,7 @@ a hand-written gradient keeps it: its derivatives are the loss's linearisation, 
 gradient it wrote and the linear map along each tangent.
 
 A loss JAX cannot push forward (a `custom_vjp` inside, a primitive without a JVP rule) is
-found while the program is traced (`_forward_mode`), before anything compiles; its runs
+found while the program is traced (`forward_mode_found`), before anything compiles; its runs
 then go to a reverse-mode program built the same way (`reverse`: `jax.vjp` in the
 derivatives' branch, the plain loss in the other), and its jvp check borrows a family
 member's numbers (`_pipeline.session._donors`). A backend with no forward mode of its own
@@ -80,7 +80,7 @@ def _primitives(jaxpr) -> set[str]:
     return names
 
 
-def _forward_mode(linear: Callable, primals: tuple) -> None:
+def forward_mode_found(linear: Callable, primals: tuple) -> None:
     """Raise JAX's own TypeError, at trace time, where the linear map of a loss cannot be
     applied forward (a `custom_vjp` leaves a `custom_lin` in it, which only transposes):
     found here, the program is never compiled, and the reverse-mode one serves."""
@@ -90,7 +90,7 @@ def _forward_mode(linear: Callable, primals: tuple) -> None:
         raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
 
 
-def _scalar(value):
+def scalar_loss(value):
     """`value`, or JAX's refusal where it is no real scalar (said by the value_and_grad
     program the run falls back to)."""
     import jax.numpy as jnp
@@ -144,8 +144,8 @@ def one_program(example: Example, loss: Callable, in_convention: Callable, gradi
 
         def derivatives_of():
             value, linear = jax.linearize(along, *primals)
-            _scalar(value)
-            _forward_mode(linear, primals)
+            scalar_loss(value)
+            forward_mode_found(linear, primals)
             if gradient is not None:
                 g = gradient(*args)
             else:
@@ -153,7 +153,7 @@ def one_program(example: Example, loss: Callable, in_convention: Callable, gradi
             return value, g, _each_array(linear, primals, tangents, names)
 
         def loss_alone():
-            value = _scalar(loss(*args))
+            value = scalar_loss(loss(*args))
             return value, zero_gradient(args, primals), jnp.zeros(len(names), value.dtype)
 
         return jax.lax.cond(derivatives, derivatives_of, loss_alone)
@@ -164,13 +164,13 @@ def one_program(example: Example, loss: Callable, in_convention: Callable, gradi
 
         def derivatives_of():
             if gradient is not None:
-                return _scalar(loss(*args)), gradient(*args)
+                return scalar_loss(loss(*args)), gradient(*args)
             value, pullback = jax.vjp(along, *primals)
-            _scalar(value)
+            scalar_loss(value)
             return value, in_convention(pullback(jnp.ones_like(value)))
 
         def loss_alone():
-            return _scalar(loss(*args)), zero_gradient(args, primals)
+            return scalar_loss(loss(*args)), zero_gradient(args, primals)
 
         return jax.lax.cond(derivatives, derivatives_of, loss_alone)
 

@@ -42,11 +42,10 @@ from ._julia_calls import JuliaKernel, julia_functions
 from ._julia_env import (
     AD,
     HAND_WRITTEN,
-    kernel_sources,  # noqa: F401 (re-exported: the tests)
 )
 from ._julia_find import (
     find_julia,
-    julia_sources,  # noqa: F401 (re-exported: the tests, the docs)
+    julia_sources,
 )
 from ._runtime import Runtime
 from ._runtime import register as register_runtime

@@ -16,7 +16,7 @@ import numpy as np
 from .._errors import InputError
 from .._model import Functions
 from . import _julia_client
-from ._julia_client import JuliaError
+from ._julia_process import JuliaError
 
 
 @dataclass(frozen=True)

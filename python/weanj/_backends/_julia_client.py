@@ -51,28 +51,20 @@ from .._project import project_root
 from .._resources import on_exit
 from . import _julia_wire as wire
 from ._julia_bounds import weanj_bounds
-from ._julia_env import (  # noqa: F401 (re-exported: the tests, _julia)
-    WORKER_VARIABLE,
+from ._julia_env import (
     ad_requirements,
-    environment_folder,
-    environment_identity,
-    identity,
-    requirements,
-    stand_in,
     user_environment,
-    weanj_requirement,
-    weanj_sources_digest,
     write_requirements,
 )
 from ._julia_find import BELOW, FIX_VERSION, MINIMUM, SUPPORTED_TEXT, locate_julia, worker_settings
-from ._julia_process import (  # noqa: F401 (re-exported: the tests, _julia)
+from ._julia_process import (
     JuliaError,
     Worker,
     open_log,
     spawn,
     work_folder,
 )
-from ._julia_stand_in import stand_in_argv
+from ._julia_stand_in import stand_in, stand_in_argv
 
 WORKER_SCRIPT = Path(__file__).with_name("_julia_worker.py")
 _PACKAGE = Path(__file__).resolve().parent.parent

@@ -29,8 +29,7 @@ from pathlib import Path
 from .._errors import ProjectError, UnavailableError, WeanjError
 from .._sources import text_digest
 from ._julia_find import locate_julia
-from ._julia_stand_in import (  # noqa: F401 (WORKER_VARIABLE re-exported: the client)
-    WORKER_VARIABLE,
+from ._julia_stand_in import (
     stand_in,
     stand_in_identity,
 )
@@ -382,6 +381,6 @@ def kernel_sources(path: Path) -> tuple[Path, ...]:
 
 
 def _read_toml(path: Path) -> dict:
-    from .._project import _read_toml as read
+    from .._project import read_toml
 
-    return read(path)
+    return read_toml(path)

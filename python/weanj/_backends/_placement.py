@@ -40,7 +40,7 @@ _HINTS = {
 
 
 @dataclass(frozen=True)
-class Place:
+class JaxPlace:
     """A device an evaluation runs on (module docstring): a `_model.Place`."""
 
     kind: str  # cpu, gpu, tpu
@@ -69,10 +69,10 @@ class Place:
         return _DEFAULTS[self.kind], self.kind != "cpu"
 
 
-_PLACES: dict[str, Place] = {}
+_PLACES: dict[str, JaxPlace] = {}
 
 
-def place_of(kind: str) -> Place:
+def place_of(kind: str) -> JaxPlace:
     """The device of `kind` an evaluation runs on: the stand-in where it plays that kind
     (`$WEANJ_STANDIN_DEVICE`), else JAX's first device of that platform; none is an
     `UnavailableError` saying so."""
@@ -83,7 +83,7 @@ def place_of(kind: str) -> Place:
 
         if kind != "cpu" and _standin.standin_kind() == kind:
             dev = _standin.standin_device()
-            _PLACES[kind] = Place(kind, dev, f"stand-in {kind} (CPU device 1)", "", True)
+            _PLACES[kind] = JaxPlace(kind, dev, f"stand-in {kind} (CPU device 1)", "", True)
         else:
             try:  # this process's own: under jax.distributed, jax.devices() lists all
                 found = jax.local_devices(backend=kind)
@@ -96,7 +96,7 @@ def place_of(kind: str) -> Place:
                     + (f"; {hint}" if hint else "")
                 )
             dev = found[0]
-            _PLACES[kind] = Place(kind, dev, str(dev.device_kind), device_software(kind))
+            _PLACES[kind] = JaxPlace(kind, dev, str(dev.device_kind), device_software(kind))
     return _PLACES[kind]
 
 
@@ -114,7 +114,7 @@ def present(kind: str, run: str | None = None) -> None:
 
 
 @contextlib.contextmanager
-def placed(kind: str, precision: str | None = None) -> Iterator[Place]:
+def placed(kind: str, precision: str | None = None) -> Iterator[JaxPlace]:
     """Every JAX call of the block on the device of `kind`, with matmul precision
     `precision` (None: the program's, else the device's default); yields its `Place`."""
     import jax

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError, WeanjError, say, with_list, wrapped
-from ._parser import suggestion
+from ._words import suggestion
 
 
 def param_values(ex, words: dict[str, str], options: list[str] = ()) -> dict[str, Any]:
@@ -201,6 +201,7 @@ def cmd_check(args: argparse.Namespace, words: dict) -> int:
 def cmd_bench(args: argparse.Namespace, words: dict) -> int:
     from .._commands import bench
     from .._registry import chosen_variants
+    from .._report._bench_table import markdown_table
 
     cat = _catalog(args.example)
     ex = cat.example
@@ -235,7 +236,7 @@ def cmd_bench(args: argparse.Namespace, words: dict) -> int:
         )
         return 1
     if done.records:
-        print(bench.markdown_table(ex, done.records))
+        print(markdown_table(ex, done.records))
     for path in done.paths:
         print(f"wrote {path}")
     return 1 if done.errors else 0

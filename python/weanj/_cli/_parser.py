@@ -21,10 +21,8 @@ from ._options import (
     positive_float,
     positive_int,
 )
-from ._options import UsageError as UsageError
 from ._search_parsers import bisect_parser, fuzz_parser
-from ._words import param_words
-from ._words import suggestion as suggestion
+from ._words import param_words, suggestion
 
 
 def _run(sub) -> None:

@@ -44,11 +44,10 @@ from .._pipeline.bench._bench_plan import (
     bench_points,
     checked_options,
 )
-from .._pipeline.engine._cases import build_plan
+from .._pipeline.engine._table import build_plan
 from .._pipeline.evaluation._evaluate import first_line
 from .._places import places
 from .._project import time_limit
-from .._report._bench_table import markdown_table as markdown_table
 from .._watch import Watch
 
 

@@ -31,7 +31,7 @@ where the declared difference does not show, it is taken to agree.
    (`Sizes.candidates`); once a size fails, every size between the largest agreeing one
    and it is tried, so the answer is the smallest failing size, and "agree at every size
    tried" lists the sizes tried.
-3. The minimal case (`_pipeline.search._minimal_case.Case`, the one fuzz writes too) is written
+3. The minimal case (`_pipeline.search._minimal_case.FuzzInput`, the one fuzz writes too) is written
    as an inputs file, `results/EX/cases/`, with the commands that reproduce it (`weanj
    bisect EX A B --inputs CASE` judges the pair on it alone).
 
@@ -53,12 +53,11 @@ from .._model import Catalog, Example, Inputs, Param, VariantRun
 from .._model._verdicts import Verdict
 from .._pipeline.engine._cases import PairOutcome, judge_pair_on
 from .._pipeline.search._bisection import smallest_size, smallest_value
-from .._pipeline.search._minimal_case import Case, declared_line
+from .._pipeline.search._minimal_case import FuzzInput, declared_line
 from .._pipeline.session._session import Session
 from .._places import places
 from .._project import time_limit
-from .._report._lines import ranges_text
-from .._report._text import message
+from .._report._lines import message, ranges_text
 
 # Without `--PARAM V`, doubling goes up to this many times the inputs' value.
 REACH = 8
@@ -73,7 +72,7 @@ class Bisected:
     lines: list[str] = field(default_factory=list)
     first: int | None = None
     outcome: PairOutcome | None = None
-    minimal: Case | None = None
+    minimal: FuzzInput | None = None
     reproduce: list[str] = field(default_factory=list)
     tried: dict[int, bool] = field(default_factory=dict)  # each value tried: disagrees?
 
@@ -329,7 +328,7 @@ def _minimal_case(cat, a, b, p, result: Bisected, at_first, base, check, here, t
             tell(f"smallest case: {found.inputs.sizes_text()}")
             tell("\n".join(outcome_lines(found)))
     result.outcome = minimal
-    result.minimal = Case(minimal.inputs, ex.seed, made_at).write(here, stem)
+    result.minimal = FuzzInput(minimal.inputs, ex.seed, made_at).write(here, stem)
     tell(f"minimal case written to {here.shown(result.case)} ({minimal.inputs.sizes_text()})")
     result.reproduce = result.minimal.reproduce(a, b, here)
     tell("reproduce it (from the project root):")

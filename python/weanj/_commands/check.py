@@ -19,7 +19,7 @@ from typing import Any
 
 from .._errors import InputError, WeanjError, say
 from .._judge._events import Listener
-from .._judge._judgement import Judgement as JudgementData
+from .._judge._judgement import Judgement
 from .._model import DTYPES, Catalog
 from .._pipeline.engine._run import CheckRun
 from .._pipeline.executors._executors import executor_for
@@ -27,7 +27,7 @@ from .._pipeline.records._store_writes import StoreWrites
 from .._places import places
 from .._registry import catalogs, project, refresh
 from .._registry._names import unknown_variants
-from .._report._judgement import Judgement, Kept
+from .._report._judgement import JudgementView, Kept
 from .._report._verdicts_file import CheckFiles
 from .._vocabulary import CHECK_DTYPES, DEVICES
 
@@ -117,7 +117,7 @@ def check(
     fd: bool = False,
     verbose: bool = False,
     order: int = 1,
-) -> Judgement:
+) -> JudgementView:
     """Run, check and judge every available variant of each example (default: all).
 
     **Arguments:**
@@ -151,7 +151,7 @@ def check(
       only beside one that is not ok: docs/gradient-checks.md); `order`: 2 checks every
       example at the second order too (docs/outputs.md; default 1, or an example's own).
 
-    **Returns:** the `Judgement` that `weanj check` prints: `.ok`, `.failures`,
+    **Returns:** the `JudgementView` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
     """
     # what is checked, where it runs, and what is said and kept of it
@@ -181,7 +181,7 @@ def checking(
     strict: bool = False,
     listeners: Sequence[Listener] = (),
     order: int = 1,
-) -> JudgementData:
+) -> Judgement:
     """`check`'s run, its events to `listeners` (the front end's: `weanj check` prints
     through `--format`'s, `weanj.check()` keeps the `Judgement`), each argument of
     `check` checked first; `strict` (`weanj check --strict`): a variant compared with

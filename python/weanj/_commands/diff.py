@@ -19,14 +19,14 @@ from .._model._verdicts import FAULTS, GRADIENT_CHECKS, CaseKind, Verdict
 from .._pipeline.engine._run import CheckRun
 from .._places import places
 from .._registry import catalogs
-from .._report._judgement import Judgement, Kept
+from .._report._judgement import JudgementView, Kept
 from .._report._lines import file_name
 from .._run_names import stored_labels
 
 
 def diff(
     examples: Sequence[str] | str | None = None, *, runs: Sequence[str] | None = None
-) -> Judgement:
+) -> JudgementView:
     """Judge every gradient file of each example (default: all) in the store.
 
     - `runs`: only these stored runs of the one example named, and the pairs of the case
@@ -34,7 +34,7 @@ def diff(
       reference `recorded/V`): `weanj diff EX V V@float32` judges V's float32 file
       against its float64 file, as `weanj check` judged them.
 
-    **Returns:** the `Judgement` that `weanj diff` prints (`--json`: its `to_json()`).
+    **Returns:** the `JudgementView` that `weanj diff` prints (`--json`: its `to_json()`).
     """
     from .._arguments import names, some
 

@@ -28,10 +28,10 @@ from .._errors import InputError, InputFileError, WeanjError
 from .._io._atomic import atomic_path, not_written
 from .._io._bench import load_results
 from .._io._inputs import check_fresh, read_inputs
+from .._judge._judgement import Judgement
 from .._judge._verdict import ExampleJudgement
 from .._places import Places, places
 from .._registry import catalogs
-from .._report._judgement import Judgement
 from .._report._page import gather
 from .._report._page_model import ExamplePage, overall
 from .._report._verdicts_file import MISSING, read_check

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._errors import InputError, InputFileError, WeanjError
 from .._model import COMPLEX_OF, Example, Gradient, check_name, provenance_key, shown
-from .._places import PRODUCED, RECORDED, Places
+from .._places import PRODUCED, RECORDED, Places, ResultPath
 from .._vocabulary import DTYPES
 from ._beyond_files import GROUPS, beyond_into, read_beyond
 from ._h5 import array_sha256, read_array, read_attributes
@@ -31,7 +31,7 @@ _REQUIRED = ("variant", "family", "example", "dtype", "inputs_sha256")
 _OPTIONAL_TEXT = ("backend", "backend_version", "created", "key", "x64", "levels", "evaluation")
 _OPTIONAL_NUMBERS = ("loss", "noise_loss")
 
-_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+SHA256_HEX = re.compile(r"[0-9a-f]{64}\Z")  # a sha256 digest as files and records write it
 
 
 def expected_dtype(ex: Example, array: str, dtype: str) -> str:
@@ -41,11 +41,11 @@ def expected_dtype(ex: Example, array: str, dtype: str) -> str:
 
 def fix_hint(path: Path, places: Places) -> str:
     """What recomputes a gradient file, from where it lies in the store."""
-    place = places.place_of(path)
-    if place is not None and place.kind == PRODUCED:
-        flag = "" if place.dtype == "float64" else f" --dtype {place.dtype}"
-        return f"; recompute it with `weanj run {place.example} {path.stem}{flag}` or delete it"
-    if place is not None and place.kind == RECORDED:
+    at = places.result_path(path)
+    if at is not None and at.kind == PRODUCED:
+        flag = "" if at.dtype == "float64" else f" --dtype {at.dtype}"
+        return f"; recompute it with `weanj run {at.example} {path.stem}{flag}` or delete it"
+    if at is not None and at.kind == RECORDED:
         return "; re-record it (`pytest --weanj --weanj-record`) or delete it"
     return "; write it again or delete it"
 
@@ -90,7 +90,7 @@ def _typed_attributes(attrs: dict[str, Any], where: str, hint: str) -> None:
             f"float64, got {shown(attrs['dtype'])}{hint}"
         )
     for key in ("inputs_sha256", "key"):
-        if key in attrs and not _SHA256.match(attrs[key]):
+        if key in attrs and not SHA256_HEX.match(attrs[key]):
             raise InputFileError(
                 f"{where}: attribute {key} must be 64 hexadecimal "
                 f"digits, got {shown(attrs[key])}{hint}"
@@ -135,8 +135,8 @@ def read_gradient_file(
         raise InputFileError(
             f"{where} holds a gradient of {shown(attrs['example'])}, not of {ex.name}{hint}"
         )
-    place = places.place_of(path)
-    _check_store_dtype(place, attrs["dtype"], where, hint)
+    at = places.result_path(path)
+    _check_store_dtype(at, attrs["dtype"], where, hint)
     gradients = _gradient_datasets(ex, datasets, attrs["dtype"], where, hint)
     unsigned = [f"gradient/{n}".rstrip("/") for n, (_, sha, _) in datasets.items() if sha is None]
     if attrs.get("format", 1) == FORMAT and unsigned:  # the writer signs every dataset
@@ -150,7 +150,7 @@ def read_gradient_file(
         )
     known = set(_REQUIRED) | {"format", *_OPTIONAL_NUMBERS, *_OPTIONAL_TEXT} | set(ex.param_names)
     if source is None:
-        source = _source_of(path, place, attrs["variant"])
+        source = _source_of(path, at, attrs["variant"])
     noise = {name: float(n) for name, (_, _, n) in _named(ex, datasets).items() if n is not None}
     if "noise_loss" in attrs:
         noise["loss"] = float(attrs["noise_loss"])
@@ -182,13 +182,13 @@ def read_gradient_file(
     return g
 
 
-def _check_store_dtype(place: Any, dtype: str, where: str, hint: str) -> None:
+def _check_store_dtype(at: ResultPath | None, dtype: str, where: str, hint: str) -> None:
     """A file of the store lies in the store of its own dtype (an `InputFileError` if not)."""
-    if place is not None and place.kind == PRODUCED and place.dtype != dtype:
+    if at is not None and at.kind == PRODUCED and at.dtype != dtype:
         raise InputFileError(
-            f"{where} holds a {dtype} gradient but lies in the {place.dtype} store "
-            f"(results/{place.example}/{PRODUCED}/"
-            f"{'' if place.dtype == 'float64' else place.dtype + '/'})"
+            f"{where} holds a {dtype} gradient but lies in the {at.dtype} store "
+            f"(results/{at.example}/{PRODUCED}/"
+            f"{'' if at.dtype == 'float64' else at.dtype + '/'})"
             f"{hint}"
         )
 
@@ -206,12 +206,12 @@ def _params_of(ex: Example, attrs: dict[str, Any], where: str, hint: str) -> dic
     return params
 
 
-def _source_of(path: Path, place: Any, variant: str) -> str:
+def _source_of(path: Path, at: ResultPath | None, variant: str) -> str:
     """Where a gradient file comes from, by where it lies: "recorded", "store" (its
     variant's own file of the store) or "file"."""
-    if place is not None and place.kind == RECORDED:
+    if at is not None and at.kind == RECORDED:
         return "recorded"
-    if place is not None and place.kind == PRODUCED and path.stem == variant:
+    if at is not None and at.kind == PRODUCED and path.stem == variant:
         return "store"
     return "file"
 

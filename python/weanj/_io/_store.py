@@ -66,30 +66,30 @@ def check_target(
         raise InputFileError(
             f"refusing to write a gradient into {target.parent} (the shared inputs)"
         )
-    place = places.place_of(target)
-    if place is None:
+    at = places.result_path(target)
+    if at is None:
         if not force:  # `--force`: the user named this file and said to replace it
             _check_outside(target, g, places)
         return target
     ex = g.example.name
-    if place.kind in ("other", "") or place.example != ex or target.suffix != ".h5":
+    if at.kind in ("other", "") or at.example != ex or target.suffix != ".h5":
         raise InputFileError(
             f"refusing to write {target}: under results/ weanj writes only "
             f"results/{ex}/gradients/, recorded/ and runs/ files of {ex}"
         )
     fresh = shared_key is not None and g.key == shared_key
-    if place.kind == PRODUCED:
-        if target.stem != g.variant or place.dtype != g.dtype:
+    if at.kind == PRODUCED:
+        if target.stem != g.variant or at.dtype != g.dtype:
             raise InputFileError(
                 f"refusing to write {g.variant} ({g.dtype}) to {target}: that is the store file of "
-                f"{target.stem} ({place.dtype}); omit --out to use the store"
+                f"{target.stem} ({at.dtype}); omit --out to use the store"
             )
         if not fresh:
             raise InputFileError(
                 f"refusing to write {target}: the store holds only gradients of the shared inputs "
                 f"and their parameters; omit --out (the run then goes to results/{ex}/runs/)"
             )
-    elif place.kind == RECORDED:
+    elif at.kind == RECORDED:
         if not fresh:
             raise InputFileError(
                 f"refusing to record {target}: a reference must be computed on the shared inputs "
@@ -175,13 +175,13 @@ def write_gradient(
     """Write `g` to `target` (already checked by `check_target`), atomically; with
     `force`, a recorded reference it replaces is moved aside first. `extra`: further text
     attributes (an evaluation record's key and checks)."""
-    place = places.place_of(target)
-    if force and place is not None and place.kind == RECORDED:
+    at = places.result_path(target)
+    if force and at is not None and at.kind == RECORDED:
         _keep_aside(target)
     names = g.example.wrt_names
     # weanj's own store keeps aside a file there it cannot read as its own (a damaged one);
     # a file the user named (`--out`) is replaced only if weanj wrote it, or with `force`
-    foreign = "aside" if place is not None and place.kind == PRODUCED else "refuse"
+    foreign = "aside" if at is not None and at.kind == PRODUCED else "refuse"
     try:
         with atomic_path(target, force=force, foreign=foreign) as tmp:
             with h5py.File(tmp, "w", track_order=False) as f:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._arguments import _refused
+from .._arguments import refused
 from .._errors import InputError
 from .._model import shown
 from ._policy import Tolerance, tolerance
@@ -36,7 +36,7 @@ def float_dtype(value: Any, what: str, function: str) -> str:
     try:
         tolerance(value)
     except InputError:
-        raise _refused(function, what, "float64, float32, complex128 or complex64", value) from None
+        raise refused(function, what, "float64, float32, complex128 or complex64", value) from None
     return value
 
 
@@ -47,7 +47,7 @@ def _number(value: Any, what: str, function: str, minimum: float | None = None) 
     if value is None or (ok and not math.isnan(value) and (minimum is None or value >= minimum)):
         return
     accepts = "a number" if minimum is None else f"a number >= {minimum:g}"
-    raise _refused(function, what, f"None or {accepts}", value)
+    raise refused(function, what, f"None or {accepts}", value)
 
 
 def checked_keep(
@@ -63,7 +63,7 @@ def checked_keep(
     for what, value in zip(("loss_floor", "grad_floor"), floors, strict=True):
         _number(value, what, "compare", minimum=0.0)
     if declared is not None and not isinstance(declared, Tolerance):
-        raise _refused("compare", "declared", "None or a weanj.Tolerance", declared)
+        raise refused("compare", "declared", "None or a weanj.Tolerance", declared)
     if keep is None:
         return np.ones(shape, bool)
     if np.shape(keep) != shape or np.asarray(keep).dtype.kind not in "biu":
@@ -78,5 +78,5 @@ def ulp_arguments(a: Any, b: Any, dtype: Any) -> None:
     """`ulp_distance`'s arguments: two numbers (real or complex) and a float dtype."""
     for what, value in (("a", a), ("b", b)):
         if isinstance(value, (str, bytes)) or np.asarray(value).dtype.kind not in "iufcb":
-            raise _refused("ulp_distance", what, "a number", value)
+            raise refused("ulp_distance", what, "a number", value)
     float_dtype(dtype, "dtype", "ulp_distance")

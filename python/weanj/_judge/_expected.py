@@ -126,7 +126,7 @@ def beyond_declaration(j: Any) -> bool:
     input is no difference there (a declaration fitted on the shared inputs need not
     apply at another size or seed; where its elements are none, the pair is judged as
     undeclared, above). That it shows on the shared inputs is `weanj check`'s to hold."""
-    return j.verdict.failing and j.verdict != Verdict.UNEXPECTEDLY_OK
+    return j.verdict.failing and not j.verdict.not_there
 
 
 def _loss_only(j: Any, e: Expected) -> Any:

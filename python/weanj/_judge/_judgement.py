@@ -1,7 +1,7 @@
 """`Judgement`, the data: every example's `ExampleJudgement` from one `weanj check` or
 `weanj diff`, and what follows from them (ok, failures, the verdict, the exit code). Its
-views (the terminal's text, JSON, a notebook's HTML) are `weanj._report._judgement.
-Judgement`'s, the class `weanj.check()` and `weanj.diff()` return.
+views (the terminal's text, JSON, a notebook's HTML) are `weanj.JudgementView`'s
+(`_report/_judgement.py`), the subclass `weanj.check()` and `weanj.diff()` return.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 
 from .._model._verdicts import Verdict
 from ._alone import alone
-from ._contract import first_clause as first_clause  # the headline's reasons, said once
 from ._verdict import CaseJudgement, ExampleJudgement
 
 
@@ -123,12 +122,7 @@ class Judgement:
     @property
     def expected(self) -> list[CaseJudgement]:
         """Every case that differs as declared (`weanj.Expected`): verdict `expected`."""
-        return [
-            j
-            for ej in self.examples.values()
-            for j in ej.judgements
-            if j.verdict == Verdict.EXPECTED
-        ]
+        return [j for ej in self.examples.values() for j in ej.judgements if j.verdict.declared]
 
     def verdicts(self) -> dict[str, str]:
         """`{case id: verdict}` of every case of every example (what front ends compare)."""

@@ -1,7 +1,7 @@
 """The numbers of the forward-vs-reverse check (the jvp check, docs/DESIGN.md, "Gradient
 checks") and the rule that reads them: `jvp(L)(x; dx)` against `⟨g, dx⟩`, exact up to
 rounding and independent of any step; running the losses is the execution layer's
-(`_pipeline.checks._gradchecks`).
+(`_pipeline.checks._check_jvp`).
 
 `JvpResult` keeps the protocol of `_checks` (its verdict, its record, its text,
 its cell, its JSON) and is registered there by name, so no view branches on a check.

@@ -143,7 +143,7 @@ def trusted_group(nodes: list[str], agree: list[tuple[str, str]]) -> set[str]:
 def agrees(j: CaseJudgement) -> bool:
     """The pair's numbers agree (`ok`, `kinks`; `unexpectedly ok` too: only the pair's
     declaration is wrong, which its own failure says, never a port)."""
-    return j.verdict.agreeing or j.verdict == Verdict.UNEXPECTEDLY_OK
+    return j.verdict.agreeing or j.verdict.not_there
 
 
 def _differs(j: CaseJudgement) -> bool:

@@ -1,6 +1,6 @@
 """The numbers of the Taylor remainder test, which holds for any kernel (docs/DESIGN.md,
 "Gradient checks"), and the rule that reads them; running the losses is the execution
-layer's (`_pipeline.checks._gradchecks`). The forward-vs-reverse check is `_jvp`'s.
+layer's (`_pipeline.checks._check_taylor`). The forward-vs-reverse check is `_jvp`'s.
 
 - **Taylor remainder test**: along a direction dx, the remainder
   `r(h) = |L(x + h dx) − L(x) − h⟨g, dx⟩|` falls as h² when g is the gradient and as h

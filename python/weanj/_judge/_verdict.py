@@ -27,7 +27,6 @@ from .._x64 import X64
 from ._checks import CheckResult
 from ._compare import ArrayComparison, compare
 from ._contract import Fault
-from ._expected import declared_check as declared_check
 from ._expected import declared_pair
 from ._information import CentralDifferences, DeviceComparison, Masked, information_json
 from ._jvp import JvpResult
@@ -250,12 +249,6 @@ def judge_check(case: str, kind: CaseKind, result: CheckResult, **fields: Any) -
     return CaseJudgement(case, kind, verdict, reason=reason, result=result, **fields)
 
 
-def judge_taylor(case: str, result: TaylorResult, **fields: Any) -> CaseJudgement:
-    """A Taylor test's judgement (`TaylorResult.judge`): what `weanj.taylor_test`'s
-    result gives as a case."""
-    return judge_check(case, CaseKind.TAYLOR, result, **fields)
-
-
 # --- an example's judgement ------------------------------------------------------------------
 
 
@@ -321,7 +314,7 @@ class ExampleJudgement:
         per declared difference, however many arrays, dtypes and references show it)."""
         out: dict[Any, list[CaseJudgement]] = {}
         for j in self.judgements:
-            if j.verdict == Verdict.EXPECTED and j.expected is not None:
+            if j.verdict.declared and j.expected is not None:
                 e = j.expected
                 out.setdefault((e.variant, e.against, e.check, e.reason), []).append(j)
         return {cases[0].expected: cases for cases in out.values()}
@@ -385,12 +378,10 @@ class ExampleJudgement:
             return worst
         if name in self.subjects:
             return Verdict.OK
-        stale = [
-            j
-            for j in self.of_kind(CaseKind.FILE)
-            if j.subjects == (name,) and j.verdict == Verdict.STALE
-        ]
-        return Verdict.STALE if stale else None
+        files = self.of_kind(CaseKind.FILE)  # a file computed on other inputs says so
+        return Verdict.worst(
+            j.verdict for j in files if j.subjects == (name,) and j.verdict.outdated
+        )
 
 
 def _now() -> str:

@@ -1,6 +1,7 @@
 """The typed model: arrays, parameters, examples, variants, inputs and gradients (no
 registry, no JAX, no files)."""
 
+from .._vocabulary import DTYPES as DTYPES
 from ._catalog import Catalog as Catalog
 from ._configuration import Configuration as Configuration
 from ._configuration import host_configuration as host_configuration
@@ -13,7 +14,6 @@ from ._inputs import Inputs as Inputs
 from ._inputs import from_arrays as from_arrays
 from ._inputs import provenance_key as provenance_key
 from ._kinds import COMPLEX_OF as COMPLEX_OF
-from ._kinds import DTYPES as DTYPES
 from ._kinds import Array as Array
 from ._kinds import check_dtype as check_dtype
 from ._kinds import check_finite as check_finite

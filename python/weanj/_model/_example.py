@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from .._errors import DefinitionError, InputError
+from .._vocabulary import DTYPES
 from ._beyond import checked_order, checked_outputs
 from ._expected import as_declarations
-from ._kinds import DTYPES, Array, as_array, spelled_shape
+from ._kinds import Array, as_array, spelled_shape
 from ._names import check_name
 from ._params import Param
 from ._policies import FDPolicy, Sizes, TaylorPolicy

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from .._vocabulary import DTYPES
 from ._example import Example
-from ._kinds import DTYPES, check_dtype
+from ._kinds import check_dtype
 
 KEY_HEADER = "weanj-key/2"
 _DIGEST_HEADER = b"weanj-inputs/2\n"
@@ -65,7 +66,7 @@ def provenance_key(inputs_sha256: str, params: Mapping[str, Any], dtype: str) ->
     return hashlib.sha256(("\n".join(lines) + "\n").encode()).hexdigest()
 
 
-def _frozen(arrays: Mapping[str, np.ndarray], copy: bool = True) -> Mapping[str, np.ndarray]:
+def frozen_arrays(arrays: Mapping[str, np.ndarray], copy: bool = True) -> Mapping[str, np.ndarray]:
     """The arrays, read-only (`copy`: copied first; not where the caller just read them
     and holds no other reference)."""
     out = {}
@@ -176,7 +177,7 @@ def from_arrays(
     stored = ex.check_arrays(arrays, what)
     return Inputs(
         ex,
-        _frozen(stored),
+        frozen_arrays(stored),
         MappingProxyType(ex.check_params(dict(params or {}))),
         digest(ex, stored),
         legacy_of=lambda: legacy_digest(ex, stored),
@@ -194,7 +195,7 @@ def stored_inputs(
     attrs: Mapping[str, Any],
 ) -> Inputs:
     """`Inputs` as an inputs file holds them (already checked by its reader)."""
-    frozen = _frozen(arrays, copy=False)  # read from the file for these inputs alone
+    frozen = frozen_arrays(arrays, copy=False)  # read from the file for these inputs alone
     return Inputs(
         ex,
         frozen,

@@ -17,10 +17,10 @@ from typing import Any, NamedTuple, Protocol
 
 from .._environment import distribution_versions
 from .._errors import DefinitionError, InputError, UnavailableError
+from .._vocabulary import DTYPES
 from ._configuration import Configuration, host_configuration
 from ._example import Example
 from ._expected import as_declarations
-from ._kinds import DTYPES
 from ._names import check_name
 from ._variant_fields import check_fields
 
@@ -34,7 +34,7 @@ CALLS = 5
 
 class Place(Protocol):
     """A device an evaluation runs on, as `Functions.placed` yields it: what the pipeline
-    reads of it (a JAX program's: `_backends._placement.Place`)."""
+    reads of it (a JAX program's: `_backends._placement.JaxPlace`)."""
 
     @property
     def kind(self) -> str: ...  # cpu, gpu, tpu

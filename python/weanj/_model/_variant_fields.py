@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._errors import DefinitionError
-from ._kinds import DTYPES, shown
+from .._vocabulary import DTYPES
+from ._kinds import shown
 
 # What a family's name may not hold: it names cases (`EX::FAMILY::VARIANT`, pytest's ids)
 # and is shown in reports (which escape markup), so no separator of a path or of a case id.

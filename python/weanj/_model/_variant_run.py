@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._errors import InputError
+from .._vocabulary import DTYPES
 from ._configuration import run_label
-from ._kinds import DTYPES
 from ._variant import Variant
 
 

@@ -1,16 +1,17 @@
 """The verdicts and the kinds of case, defined once: each verdict with its label, its
-colour, whether it fails, whether two ports agree, and its rank (docs/DESIGN.md, "The
-judge"; docs/verdicts.md); each kind of case with its column header and whether it is a
-gradient check.
+colour, what it is (its `VerdictFlag`s) and what `pytest --weanj` makes of it (its
+`Outcome`), ranked by the order of the definitions (docs/DESIGN.md, "The judge";
+docs/verdicts.md); each kind of case with its column header and whether it is a gradient
+check.
 
 They live in the typed model (layer 2) so that `weanj.Expected` (`_model._expected`) can
 name them; the judge, the pipeline and the views import them from here.
 
 Everything else is derived from this table: `Verdict.failing` (the command exits 1,
 pytest fails the item), `Verdict.agreeing` (what bisect and fuzz search the end of), the
-ranking (`RANKING`, the order of the definitions, worst first), the colour of every page
-and notebook (`Verdict.colour`), the fault verdicts of `_contract`. No other list of
-verdicts exists anywhere.
+ranking (`RANKING`, worst first), the colour of every page and notebook, the fault
+verdicts of `_contract`. No view and no front end names a verdict to decide what to do
+with it: each asks its flags. No other list of verdicts exists anywhere.
 """
 
 from __future__ import annotations
@@ -19,40 +20,74 @@ import enum
 from collections.abc import Iterable
 
 
+class Outcome(enum.Enum):
+    """What `pytest --weanj` makes of a verdict, in pytest's words."""
+
+    PASSED = "passed"
+    XFAILED = "xfailed"  # a difference declared, as declared (pytest's xfail)
+    XPASS_STRICT = "XPASS(strict)"  # declared, and not there: a failure, as pytest's strict xfail
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+    @property
+    def fails(self) -> bool:
+        """The item fails (and so does the command: `Verdict.failing`)."""
+        return self in (Outcome.FAILED, Outcome.XPASS_STRICT)
+
+
+class VerdictFlag(enum.Flag):
+    """What a verdict is; a flag misspelt in the table is an `AttributeError` at import."""
+
+    AGREES = enum.auto()  # two ports agree (what bisect and fuzz search the end of)
+    FAULT = enum.auto()  # a subject's own fault: its pairs and checks are not compared
+    DECLARABLE = enum.auto()  # a `weanj.Expected` may declare it
+    UNJUDGED = enum.auto()  # it says nothing about a difference: a declaration leaves it be
+    NOT_RUN = enum.auto()  # the subject does not run here
+    OUTDATED = enum.auto()  # a file computed on other inputs (its reason says how to renew it)
+    AT_KINKS = enum.auto()  # differs only at the kinks declared (`weanj.differ_at_kinks`)
+    DECLARED = enum.auto()  # differs as a `weanj.Expected` declares: it passes
+    NOT_THERE = enum.auto()  # declared with `weanj.Expected`, and not there: it fails
+
+
+F = VerdictFlag
+
+
+def _has(flag: VerdictFlag, present: bool = True) -> property:
+    """A verdict's property: whether its flags hold `flag` (`present=False`: lack it)."""
+    return property(lambda verdict: (flag in verdict.flags) == present)
+
+
 class Verdict(str, enum.Enum):
-    """A verdict, worst first. Each member: (label, colour class, what it is: some of
-    `fails` (a failure), `agrees` (two ports agree), `fault` (a subject's own fault: its
-    pairs and checks are not compared), `declarable` (a `weanj.Expected` may declare it),
-    `unjudged` (it says nothing about a difference: a declaration leaves it as it is),
-    `not-run` (the subject does not run here), `as-declared` (a difference that shows as
-    declared: it passes, and is worth a look))."""
+    """A verdict, worst first. Each member: (label, colour class, its flags, its pytest
+    outcome)."""
 
     # outside the tolerance policy, a gradient check that failed, a bad file; or a declared
     # difference that shows other than declared (the reason says how)
-    FAIL = ("FAIL", "fail", "fails declarable")
-    # declared with `weanj.Expected`, and not there: the pair agrees (strict, like
-    # pytest's xfail(strict=True))
-    UNEXPECTEDLY_OK = ("unexpectedly ok", "fail", "fails")
+    FAIL = ("FAIL", "fail", F.DECLARABLE, Outcome.FAILED)
+    # declared with `weanj.Expected`, and not there: the pair agrees
+    UNEXPECTEDLY_OK = ("unexpectedly ok", "fail", F.NOT_THERE, Outcome.XPASS_STRICT)
     # the variant itself is at fault (it raised; outputs of the wrong shape, kind, dtype)
-    ERROR = ("error", "fail", "fails fault declarable")
+    ERROR = ("error", "fail", F.FAULT | F.DECLARABLE, Outcome.FAILED)
     # a NaN or Inf in a loss or gradient
-    NONFINITE = ("NaN/Inf", "fail", "fails fault declarable")
-    TIMEOUT = ("timeout", "fail", "fails fault")  # a run that exceeded its time limit
-    STALE = ("stale", "stale", "unjudged")  # a file computed on other inputs
+    NONFINITE = ("NaN/Inf", "fail", F.FAULT | F.DECLARABLE, Outcome.FAILED)
+    TIMEOUT = ("timeout", "fail", F.FAULT, Outcome.FAILED)  # it exceeded its time limit
+    STALE = ("stale", "stale", F.UNJUDGED | F.OUTDATED, Outcome.SKIPPED)
     # a pair declared with `weanj.differ_at_kinks` that agrees away from the kinks
-    KINKS = ("kinks", "kinks", "agrees as-declared")
+    KINKS = ("kinks", "kinks", F.AGREES | F.AT_KINKS, Outcome.PASSED)
     # a difference declared with `weanj.Expected` that shows as declared (with its reason)
-    EXPECTED = ("expected", "expected", "as-declared")
-    UNAVAILABLE = ("unavailable", "skip", "unjudged not-run")  # its backend is missing here
-    SKIPPED = ("skipped", "skip", "unjudged not-run")  # not judged, with the reason
-    INFO = ("info", "info", "unjudged")  # two families, compared for information
-    OK = ("ok", "ok", "agrees")  # within the tolerance policy / the check passed
+    EXPECTED = ("expected", "expected", F.DECLARED, Outcome.XFAILED)
+    # its backend is missing here
+    UNAVAILABLE = ("unavailable", "skip", F.UNJUDGED | F.NOT_RUN, Outcome.SKIPPED)
+    SKIPPED = ("skipped", "skip", F.UNJUDGED | F.NOT_RUN, Outcome.SKIPPED)  # with the reason
+    INFO = ("info", "info", F.UNJUDGED, Outcome.PASSED)  # two families, for information
+    OK = ("ok", "ok", F.AGREES, Outcome.PASSED)  # within the tolerance policy / check passed
 
-    def __new__(cls, label: str, colour: str, what: str):
+    def __new__(cls, label: str, colour: str, flags: VerdictFlag, outcome: Outcome):
         member = str.__new__(cls, label)
         member._value_ = label
         member.colour = colour  # the CSS class of pages and notebooks
-        member._what = frozenset(what.split())
+        member.flags = flags
+        member.outcome = outcome
         return member
 
     def __str__(self) -> str:
@@ -60,41 +95,36 @@ class Verdict(str, enum.Enum):
 
     @property
     def failing(self) -> bool:
-        """A failure: the command exits 1 and pytest fails the item."""
-        return "fails" in self._what
+        """A failure: the command exits 1 and pytest fails the item (its `outcome`)."""
+        return self.outcome.fails
 
-    @property
-    def agreeing(self) -> bool:
-        """Two ports agree (what bisect and fuzz search the end of)."""
-        return "agrees" in self._what
-
-    @property
-    def fault(self) -> bool:
-        """A subject's own fault (`error`, `NaN/Inf`, `timeout`): its `run` case says it,
-        its pairs and checks are not compared."""
-        return "fault" in self._what
-
-    @property
-    def declarable(self) -> bool:
-        """What a `weanj.Expected` may declare."""
-        return "declarable" in self._what
-
-    @property
-    def judged(self) -> bool:
-        """It says something about a difference (False for `stale`, `unavailable`,
-        `skipped`, `info`: a declaration leaves such a case as it is)."""
-        return "unjudged" not in self._what
+    agreeing = _has(F.AGREES)
+    """Two ports agree (what bisect and fuzz search the end of)."""
+    fault = _has(F.FAULT)
+    """A subject's own fault (`error`, `NaN/Inf`, `timeout`): its `run` case says it, its
+    pairs and checks are not compared."""
+    declarable = _has(F.DECLARABLE)
+    """What a `weanj.Expected` may declare."""
+    judged = _has(F.UNJUDGED, False)
+    """It says something about a difference (not `stale`, `unavailable`, `skipped`, `info`:
+    a declaration leaves such a case as it is)."""
+    ran = _has(F.NOT_RUN, False)
+    """The subject ran here (not `unavailable`, `skipped`)."""
+    outdated = _has(F.OUTDATED)
+    """A file computed on other inputs (`stale`): its reason says how to renew it."""
+    at_kinks = _has(F.AT_KINKS)
+    """It differs only at declared kinks (`kinks`): the views show `kinks` and `away`."""
+    declared = _has(F.DECLARED)
+    """A `weanj.Expected` difference, as declared (`expected`): listed with its reason."""
+    not_there = _has(F.NOT_THERE)
+    """Declared, and not there (`unexpectedly ok`): the numbers agree, the declaration is
+    what is wrong."""
 
     @property
     def as_declared(self) -> bool:
         """A difference that shows as declared (`kinks`, `expected`): it passes, and the
         views show it beside the failures (the compact pair table, the pictures)."""
-        return "as-declared" in self._what
-
-    @property
-    def ran(self) -> bool:
-        """The subject ran here (False for `unavailable` and `skipped`)."""
-        return "not-run" not in self._what
+        return self.at_kinks or self.declared
 
     @property
     def rank(self) -> int:
@@ -129,9 +159,10 @@ class CaseKind(str, enum.Enum):
     The gradient checks (`GRADIENT_CHECKS`, in the order views show them) are the members
     with `check` set: a new gradient check is a member here, its result type with its rule
     and views in a module of `_judge` (as `_taylor`, `_jvp`; registered in
-    `_judge._checks.RESULTS`), and its evaluation with its record's policy in
-    `_pipeline.checks._gradchecks.CHECKS` (one `GradientCheck` per member); the case table, the
-    records, the workers, `weanj.Expected` and the views iterate over `GRADIENT_CHECKS`.
+    `_judge._checks.RESULTS`), and its evaluation, its record's policy and its evidence in
+    a module of `_pipeline.checks` (as `_check_taylor`), its entry of `_gradchecks.CHECKS`
+    (one `GradientCheck` per member); the case table, the records, the workers,
+    `weanj.Expected` and the views iterate over `GRADIENT_CHECKS`.
     """
 
     RUN = ("run", "run", False)  # a live subject: evaluated, or its fault

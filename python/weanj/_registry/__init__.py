@@ -24,7 +24,6 @@ from .._errors import DefinitionError, InputError, UnavailableError, wrapped
 from .._model import Catalog, Example, Expected, Variant
 from .._project import ProjectConfig, in_a_project, project_config
 from ._loading import load
-from ._names import closest as closest
 from ._names import suggest, unknown_example, unknown_variant
 from ._reloading import reload_changed
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .._judge._checks import num
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
-from ._lines import compared_name, num, summary
+from ._lines import compared_name, summary
 
 
 @dataclass
@@ -156,34 +157,28 @@ def family_cell(ej: ExampleJudgement, label: str, accused: set[str]) -> Cell:
         text = f"{Verdict.OK} ×{len(members) - len(against)}; {worst} vs"  # links name them
         news = "differs" if any(other in accused for other in against) else str(worst)
         return Cell(text, news, links, why, plain=f"{text} {', '.join(against)}")
-    kinks = [j for j in mine if j.verdict == Verdict.KINKS]
+    kinks = [j for j in mine if j.verdict.at_kinks]
     if kinks:
-        at_kinks = dict.fromkeys(other(j) for j in kinks)
-        return Cell(
-            f"{Verdict.KINKS} ({len(at_kinks)}), {Verdict.OK} {len(members) - len(at_kinks)}",
-            str(Verdict.KINKS),
-            [(j.array or "", j.case) for j in kinks],
-            "\n".join(summary(j) for j in kinks),
-        )
+        n = len(dict.fromkeys(other(j) for j in kinks))
+        return _as_declared(kinks, f"{kinks[0].verdict} ({n}), {Verdict.OK} {len(members) - n}")
     # the declared variant's cell says it; its partners simply agree with the rest
     expected = [
-        j
-        for j in mine
-        if j.verdict == Verdict.EXPECTED and j.expected and j.expected.variant == label
+        j for j in mine if j.verdict.declared and j.expected and j.expected.variant == label
     ]
     if expected:
-        declared = dict.fromkeys(other(j) for j in expected)
-        rest = len(members) - len(declared)
-        text = f"{Verdict.EXPECTED} ×{len(declared)}" + (f", {Verdict.OK} ×{rest}" if rest else "")
-        return Cell(
-            text,
-            str(Verdict.EXPECTED),
-            [(j.array or "", j.case) for j in expected],
-            "\n".join(summary(j) for j in expected),
-        )
+        n = len(dict.fromkeys(other(j) for j in expected))
+        rest = f", {Verdict.OK} ×{len(members) - n}" if len(members) > n else ""
+        return _as_declared(expected, f"{expected[0].verdict} ×{n}{rest}")
     return Cell(
         f"{Verdict.OK} ×{len(members)}",
         str(Verdict.OK),
         [],
         "agrees with every member of its family compared",
     )
+
+
+def _as_declared(js: list[CaseJudgement], text: str) -> Cell:
+    """A member's cell where its pairs differ only as declared: in their verdict's colour,
+    linking each pair, saying each."""
+    links = [(j.array or "", j.case) for j in js]
+    return Cell(text, str(js[0].verdict), links, "\n".join(summary(j) for j in js))

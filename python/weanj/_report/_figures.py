@@ -157,11 +157,11 @@ def draw_pair(j: CaseJudgement, a: Gradient, b: Gradient):
         f"{index(c.worst)} / Julia {julia(c.worst)}; {c.differing} "
         f"beyond tolerance in {c.region_count} region(s)"
     )
-    if j.verdict == Verdict.KINKS and j.away is not None:
+    if j.verdict.at_kinks and j.away is not None:
         head += (
             f"\nonly at the kinks, as declared ({j.kinks}); away from them {relative_text(j.away)}"
         )
-    if j.verdict == Verdict.EXPECTED and j.expected is not None:
+    if j.verdict.declared and j.expected is not None:
         head += f"\nas declared: {j.declared or j.expected.where()}"
     head = plain(_wrapped(head, 80 if values.ndim == 2 else 110))
     tol, quantity = bound(c)

@@ -14,8 +14,7 @@ from .._judge._expected import beyond_declaration
 from .._model import INT32_MAX, Catalog, Example, Param
 from .._model._verdicts import Verdict
 from .._places import Places
-from ._lines import ranges_text
-from ._text import message
+from ._lines import message, ranges_text
 
 
 def _range_text(p: Param) -> str:
@@ -91,7 +90,7 @@ def finding_lines(cat: Catalog, f: Any, here: Places, runs: dict[str, Any]) -> l
         out.append(f"  {a} vs {b}" + (" (beyond its declaration):" if declared else ":"))
         for j in outcome.judgements:
             # what differs beyond the declaration, and what differs as declared beside it
-            if beyond_declaration(j) or j.verdict == Verdict.EXPECTED:
+            if beyond_declaration(j) or j.verdict.declared:
                 out.extend(f"    {line}" for line in message(j).splitlines())
         out.append("    reproduce it (from the project root):")
         again = f.case.reproduce(runs[a], runs[b], here)

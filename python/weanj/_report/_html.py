@@ -17,13 +17,14 @@ the provenance. The evidence is `_html_evidence`'s, the benchmarks and provenanc
 
 from __future__ import annotations
 
+from .._judge._checks import num
 from .._model._verdicts import GRADIENT_CHECKS, Verdict
 from ._cells import Cell, shown_checks
-from ._html_bench import _dl, benchmarks, provenance
+from ._html_bench import benchmarks, definition_list, provenance
 from ._html_evidence import evidence, nothing_judged
-from ._html_parts import CSP, STYLE, badge, cell, e, link, table, verdict_class
+from ._html_parts import CSP, STYLE, badge, cell, declared_item, e, link, table, verdict_class
 from ._page_model import ExamplePage, anchor, judged_line, overall
-from ._text import alone_lines, num, reference_lines, x64_lines
+from ._text import alone_lines, reference_lines, x64_lines
 
 # --- the top -------------------------------------------------------------------------------
 
@@ -48,13 +49,10 @@ def summary_table(pages: list[ExamplePage]) -> str:
             what = "every judged pair, check and file agrees" if p.judged and p.ej.ok else ""
         if p.judged and p.ej.expected:
             items = "".join(
-                f"<li>{badge(str(Verdict.EXPECTED))} <code>{e(declared.what())}</code>"
-                + (f" · <code>{e(where)}</code>" if where else "")
-                + f": {e(declared.reason)} → "
-                + ", ".join(link(j.array or j.kind, j.case) for j in cases)
-                + "</li>"
-                for declared, cases in p.ej.expected.items()
-                for where in ["; ".join(dict.fromkeys(j.declared for j in cases if j.declared))]
+                declared_item(
+                    d, cases, " → " + ", ".join(link(j.array or j.kind, j.case) for j in cases)
+                )
+                for d, cases in p.ej.expected.items()
             )
             what = (what if p.failures else "") + f'<ul class="tight">{items}</ul>'
         missing = "<br>".join(e(m) for m in p.missing) or "—"
@@ -169,7 +167,7 @@ def render(pages: list[ExamplePage], env: dict[str, str]) -> str:
         *(benchmarks(p, have_matplotlib) for p in pages),
         '<h2 id="provenance">Provenance</h2>',
         *(provenance(p) for p in pages),
-        "<h3>this page</h3>" + _dl(env),
+        "<h3>this page</h3>" + definition_list(env),
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -86,7 +86,7 @@ def benchmarks(p: ExamplePage, have_matplotlib: bool) -> str:
     return "".join(out)
 
 
-def _dl(items: dict[str, Any]) -> str:
+def definition_list(items: dict[str, Any]) -> str:
     return (
         "<table>"
         + "".join(f"<tr><th>{e(k)}</th><td><code>{e(v)}</code></td></tr>" for k, v in items.items())
@@ -113,7 +113,7 @@ def provenance(p: ExamplePage) -> str:
                 if k in ("seed", "generator", "layout", "format")
             },
         }
-        out.append(_dl(facts))
+        out.append(definition_list(facts))
         rows = [
             f"<tr><td><code>{e(g.label)}</code></td><td>{e(g.source)}</td><td>{e(g.dtype)}</td>"
             f"<td>{e(g.backend_version or g.backend)}</td><td>{e(g.created)}</td>"

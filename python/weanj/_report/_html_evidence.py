@@ -7,14 +7,23 @@ from __future__ import annotations
 import numpy as np
 
 from .._judge._beyond import compared_view
+from .._judge._checks import num
 from .._judge._verdict import CaseJudgement
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
-from ._cells import compared
+from ._cells import compared, same_family_pairs
 from ._figures import plain
 from ._html_parts import badge, e, img, link, table, verdict_class
-from ._lines import compared_name, file_name
-from ._page_model import ExamplePage, anchor, judged_line, same_family_pairs
-from ._text import declared_text, index, julia, num, region_lines, summary, worst_ulp_text
+from ._lines import (
+    compared_name,
+    declared_text,
+    file_name,
+    index,
+    julia,
+    region_lines,
+    summary,
+    worst_ulp_text,
+)
+from ._page_model import ExamplePage, anchor, judged_line
 
 
 def nothing_judged(p: ExamplePage, state_class: str, error_class: str) -> str:
@@ -57,7 +66,7 @@ def pair_picture(p: ExamplePage, j: CaseJudgement, have_matplotlib: bool) -> str
     if j.comparison is not None and j.comparison.differing:
         lines = [line.strip() for line in region_lines(j.comparison, "")]
         out.append(f'<ul class="tight">{"".join(f"<li>{e(x)}</li>" for x in lines)}</ul>')
-    if j.verdict == Verdict.KINKS:
+    if j.verdict.at_kinks:
         out.append(f"<p>differs only at the kinks, as declared: {e(j.kinks)}</p>")
     if gone:  # read back from check.json: its store file changed since the check
         out.append(
@@ -151,7 +160,7 @@ def declared_cell(j: CaseJudgement) -> str:
     if j.expected is None:
         return ""
     text = f"{declared_text(j)}: {j.expected.reason}"
-    if j.verdict == Verdict.UNEXPECTEDLY_OK:
+    if j.verdict.not_there:
         text += " — but it agrees"
     elif j.departure:
         text += f" — not as declared: {j.departure}"
@@ -170,7 +179,7 @@ def evidence(p: ExamplePage, have_matplotlib: bool) -> str:
     if p.pictures:
         kind = (
             "failing and kink pairs"
-            if any(j.failed or j.verdict == Verdict.KINKS for j in p.pictures)
+            if any(j.failed or j.verdict.at_kinks for j in p.pictures)
             else "no pair fails: the agreeing pair of the largest error, and the family references"
         )
         out.append(

@@ -14,12 +14,12 @@ from ._cells import Cell
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 DPI = 80
 
-# States a page shows beside the judge's verdicts (their colours): a member that fails only
-# against its family's suspects; an example without a judgement to show, or not judged;
-# a page with either.
+# States a page shows beside the judge's verdicts, each in a colour class of `_LOOK`: a
+# member that fails only against its family's suspects; an example without a judgement to
+# show, or not judged; a page with either.
 _STATES = {
-    "differs": Verdict.KINKS.colour,
-    **dict.fromkeys(("not checked", "not judged", "incomplete", "partial"), Verdict.STALE.colour),
+    "differs": "kinks",
+    **dict.fromkeys(("not checked", "not judged", "incomplete", "partial"), "stale"),
 }
 
 # The look of each colour class of `Verdict` (`Verdict.colour`), written once for the report
@@ -33,6 +33,17 @@ _LOOK = {
     "info": "background:#e1ecf7",
     "ok": "background:#dff3df",
 }
+
+
+def declared_item(declared: Any, cases: list, tail: str = "") -> str:
+    """A difference declared with `weanj.Expected`, as a list item: its verdict's badge,
+    what it declares, where it shows, its reason, then `tail` (the report's links)."""
+    where = "; ".join(dict.fromkeys(j.declared for j in cases if j.declared))
+    shown = f" · <code>{e(where)}</code>" if where else ""
+    return (
+        f"<li>{badge(str(cases[0].verdict))} <code>{e(declared.what())}</code>{shown}: "
+        f"{e(declared.reason)}{tail}</li>"
+    )
 
 
 def verdict_style(scope: str = "") -> str:

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 
 from .._judge._alone import alone
-from .._judge._checks import finite as finite
+from .._judge._checks import finite
 from .._judge._compare import ArrayComparison
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Gradient
 from .._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
-from ._text import summary, worst_ulp_text
+from ._lines import summary, worst_ulp_text
 
 
 def comparison_json(c: ArrayComparison) -> dict[str, Any]:

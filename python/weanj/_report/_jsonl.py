@@ -43,8 +43,8 @@ class JsonLines:
                 | ({"error": ej.error} if ej.error is not None else {})
             )
         elif isinstance(event, RunFinished):
-            from ._judgement import Judgement
+            from ._judgement import JudgementView
 
-            data = Judgement.of(event.judgement).to_json()
+            data = JudgementView.of(event.judgement).to_json()
             data.pop("examples")  # said line by line above
             self._write({"event": "run", **data})

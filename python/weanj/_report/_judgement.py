@@ -1,4 +1,4 @@
-"""`Judgement`: what `weanj check` and `weanj diff` (and `weanj.check()`, `weanj.diff()`)
+"""`JudgementView`: what `weanj check` and `weanj diff` (and `weanj.check()`, `weanj.diff()`)
 return — the same object the command line prints.
 
 It is data (`_judge._judgement.Judgement`: one `ExampleJudgement` per example, each with
@@ -14,20 +14,20 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .._judge._judgement import Judgement as JudgementData
+from .._judge._judgement import Judgement
 
 # At most this many pictures of failing pairs in a notebook cell.
 MAX_PICTURES = 6
 
 
 @dataclass(repr=False)
-class Judgement(JudgementData):
-    """Every example's judgement from one `check` or `diff` (`_judge._judgement.Judgement`),
-    with its views: `lines()`, the terminal's text; `to_json()`, the data; in a notebook,
+class JudgementView(Judgement):
+    """A `weanj.Judgement` (every example's judgement from one `check` or `diff`) with its
+    views: `lines()`, the terminal's text; `to_json()`, the data; in a notebook,
     `_repr_html_`."""
 
     @classmethod
-    def of(cls, data: JudgementData) -> Judgement:
+    def of(cls, data: Judgement) -> JudgementView:
         """The data a run finished with (`RunFinished.judgement`), with its views."""
         return cls(**{f.name: getattr(data, f.name) for f in fields(data)})
 
@@ -109,14 +109,15 @@ class Judgement(JudgementData):
 
 
 class Kept:
-    """A listener of a run's events (`_judge._events`): the run's `Judgement`, with its
-    views, once it finishes (what `weanj.check()` returns, and the notebook shows)."""
+    """A listener of a run's events (`_judge._events`): the run's `Judgement` with its
+    views (a `JudgementView`), once it finishes (what `weanj.check()` returns, and the
+    notebook shows)."""
 
     def __init__(self) -> None:
-        self.judgement: Judgement | None = None
+        self.judgement: JudgementView | None = None
 
     def __call__(self, event: Any) -> None:
         from .._judge._events import RunFinished
 
         if isinstance(event, RunFinished):
-            self.judgement = Judgement.of(event.judgement)
+            self.judgement = JudgementView.of(event.judgement)

@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from .._judge._checks import num as num
+from .._judge._checks import num
 from .._judge._compare import ArrayComparison
 from .._judge._verdict import CaseJudgement
 from .._model._verdicts import CaseKind, Verdict
@@ -134,7 +134,7 @@ def summary(j: CaseJudgement) -> str:
         body = fault_text(j) if j.verdict != Verdict.OK else ""
     elif CaseKind(j.kind).compares and j.comparison is not None:
         body = comparison_text(j.comparison)
-        if j.verdict == Verdict.KINKS:
+        if j.verdict.at_kinks:
             body += (
                 "; differs only at the kinks, as declared "
                 f"({j.kinks}); away from them {num(j.away.max_rel)}"
@@ -259,7 +259,7 @@ def coverage_text(
     (5 outside --variants); tpu: not run (no TPU visible to JAX here); JAX only: julia-x
     did not run (no Julia found)`; a required one is the overall line's failure, not said
     here."""
-    from .._judge._judgement import first_clause
+    from .._judge._contract import first_clause
 
     parts = [alone_text(alone)] if alone_text(alone) else []
     if coverage is not None and coverage.partial:
@@ -301,7 +301,7 @@ def not_run_cases(results: Iterable) -> str:
     """`121 case(s) not run: no Julia found`, or with several reasons `125 case(s) not
     run: no Julia found (121), not compared (4)`: the cases of the examples `results`
     that did not run here (`unavailable`, `skipped`), by the first clause of their reason."""
-    from .._judge._judgement import first_clause
+    from .._judge._contract import first_clause
 
     reasons: dict[str, int] = {}
     for ej in results:

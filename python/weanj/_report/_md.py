@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 
+from .._judge._checks import num
 from .._model._verdicts import GRADIENT_CHECKS, Verdict
-from ._cells import shown_checks
-from ._lines import fault_text
-from ._page_model import Cell, ExamplePage, judged_line, overall
-from ._text import alone_lines, num, reference_lines, region_lines, summary, x64_lines
+from ._cells import Cell, shown_checks
+from ._lines import fault_text, region_lines, summary
+from ._page_model import ExamplePage, judged_line, overall
+from ._text import alone_lines, reference_lines, x64_lines
 
 LIMIT = 60_000  # below the 65,000 characters the summary must stay under, with margin
 MAX_FAILURES = 20  # listed per example; the count of the rest follows

@@ -5,12 +5,13 @@ as one self-contained HTML fragment (inline style, images as PNG `data:` URIs, n
 from __future__ import annotations
 
 from .._judge._alone import alone
+from .._judge._checks import num
 from .._judge._verdict import ExampleJudgement
 from .._model._verdicts import CaseKind, Verdict
 from ._cells import check_cell, checks_of, family_cell, float32_cell, shown_checks
-from ._html_parts import badge, cell, e, img, table, verdict_class, verdict_style
-from ._lines import coverage_text, num
-from ._text import fault_rows, fault_text, reference_lines, summary
+from ._html_parts import badge, cell, declared_item, e, img, table, verdict_class, verdict_style
+from ._lines import coverage_text, fault_text, summary
+from ._text import fault_rows, reference_lines
 
 # Scoped to the fragment: a notebook or a docs page around it keeps its own look.
 SCOPED_STYLE = (
@@ -34,13 +35,7 @@ def _summary_rows(judgement) -> list[str]:
                 what.append(
                     f"<li><code>{e(j.case)}</code>{where}: {e(summary(j).split(': ', 2)[-1])}</li>"
                 )
-        for declared, cases in ej.expected.items():
-            where = "; ".join(dict.fromkeys(j.declared for j in cases if j.declared))
-            what.append(
-                f"<li>{badge(str(Verdict.EXPECTED))} <code>{e(declared.what())}</code>"
-                + (f" · <code>{e(where)}</code>" if where else "")
-                + f": {e(declared.reason)}</li>"
-            )
+        what.extend(declared_item(declared, cases) for declared, cases in ej.expected.items())
         what.extend(f"<li>{e(a.line)}</li>" for a in alone(ej))  # compared with nothing
         body = f'<ul style="margin:.2em 0">{"".join(what)}</ul>' if what else ""
         if ej.error is not None:

@@ -11,16 +11,16 @@ from ._jsonl import JsonLines
 
 
 class Text:
-    """The terminal's text, once the run is over (`Judgement.lines`)."""
+    """The terminal's text, once the run is over (`JudgementView.lines`)."""
 
     def __init__(self, *, verbose: bool = False):
         self.verbose = verbose
 
     def __call__(self, event: Any) -> None:
         if isinstance(event, RunFinished):
-            from ._judgement import Judgement
+            from ._judgement import JudgementView
 
-            lines = Judgement.of(event.judgement).lines(verbose=self.verbose)
+            lines = JudgementView.of(event.judgement).lines(verbose=self.verbose)
             print("\n".join(lines), file=sys.stdout)
 
 

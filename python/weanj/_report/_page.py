@@ -24,17 +24,17 @@ from typing import Any
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Catalog
 from .._model._verdicts import GRADIENT_CHECKS, NOT_RUN, CaseKind, Verdict
-from ._cells import check_cell, compared, family_cell, float32_cell, shown_checks
-from ._lines import compared_name, fault_text, relative_text
-from ._page_model import (
+from ._cells import (
     Cell,
-    ExamplePage,
-    Failure,
-    VariantRow,
-    anchor,
+    check_cell,
+    compared,
+    family_cell,
+    float32_cell,
     same_family_pairs,
-    variant_anchor,
+    shown_checks,
 )
+from ._lines import compared_name, fault_text, relative_text
+from ._page_model import ExamplePage, Failure, VariantRow, anchor, variant_anchor
 
 __all__ = ["Cell", "ExamplePage", "Failure", "VariantRow", "anchor", "gather"]
 
@@ -88,7 +88,7 @@ def _rows(page: ExamplePage) -> None:
     stale = {
         j.subjects[0]: j.reason
         for j in ej.of_kind(CaseKind.FILE)
-        if j.verdict == Verdict.STALE and j.subjects
+        if j.verdict.outdated and j.subjects
     }
     for family, members in cat.families().items():
         for v in members:
@@ -123,7 +123,7 @@ def _rows(page: ExamplePage) -> None:
             elif verdict == Verdict.SKIPPED:
                 row.note = ej.skipped[name]
                 page.skipped.setdefault(row.note, []).append(name)
-            elif verdict == Verdict.STALE:
+            elif verdict is not None and verdict.outdated:
                 row.note = stale.get(name, "")
             elif verdict is None:
                 row.note = f"not in the last check: run `weanj check {cat.name}`"

@@ -16,7 +16,7 @@ from .._judge._alone import alone
 from .._judge._verdict import CaseJudgement, ExampleJudgement
 from .._model import Example
 from .._model._verdicts import Verdict
-from ._cells import Cell, same_family_pairs  # noqa: F401 (the page's cells)
+from ._cells import Cell
 from ._lines import alone_text, expected_count
 
 # The page's states beside the judge's verdicts: an example without a judgement to show,

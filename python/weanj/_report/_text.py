@@ -9,34 +9,27 @@ the same.
 from __future__ import annotations
 
 from .._judge._alone import alone
-from .._judge._judgement import first_clause
+from .._judge._checks import num
+from .._judge._contract import first_clause
 from .._judge._suspects import kink_hypotheses
 from .._judge._verdict import PRECISION, CaseJudgement, ExampleJudgement
 from .._model._verdicts import CaseKind, Verdict
 from .._vocabulary import ACCELERATORS, DTYPES
 from ._cells import check_cell, checks_of, compared, family_cell, float32_cell, shown_checks
-from ._lines import (  # noqa: F401 (one case's text, re-exported for the views)
-    box,
+from ._lines import (
     compared_name,
-    comparison_text,
-    coverage_text,
     declared_text,
-    details,
     expected_count,
     expected_lines,
     fault_text,
     file_name,
     index,
     julia,
-    message,
     not_judged_text,
     not_run_cases,
-    not_run_text,
-    num,
     region_lines,
     spent_lines,
     summary,
-    ulp_text,
     worst_ulp_text,
 )
 
@@ -97,7 +90,7 @@ def variant_rows(ej: ExampleJudgement) -> list[str]:
         if "@" in label:
             continue
         if run.verdict != Verdict.OK:
-            if run.verdict.failing or run.verdict == Verdict.EXPECTED:
+            if run.verdict.failing or run.verdict.as_declared:
                 out.append(f"  {label:<24} {run.family:<13} {run.verdict}: {run.reason}")
             continue
         g = ej.subjects.get(label)
@@ -204,12 +197,12 @@ def pair_lines(ej: ExampleJudgement, *, everything: bool, failing_only: bool = F
                 f"({compared_name(j)}): {c.differing} of {c.size} element(s)"
             )
             out.extend(region_lines(c))
-            if j.verdict == Verdict.KINKS:
+            if j.verdict.at_kinks:
                 out.append(
                     f"    only at the kinks, as declared ({j.kinks}); "
                     f"away from them {num(j.away.max_rel)}"
                 )
-            if j.expected is not None and j.verdict == Verdict.EXPECTED:
+            if j.expected is not None and j.verdict.declared:
                 out.append(f"    as declared: {declared_text(j)}")
     return out
 

@@ -87,13 +87,11 @@ import numpy as np
 
 import weanj
 
-from ._advection_inputs import (  # noqa: F401 (random_velocities: used by the tests)
+from ._advection_inputs import (
     ARRAYS,
     LAMBDA,
-    N_SHARED,
     describe,
     generate,
-    random_velocities,
     validate,
 )
 

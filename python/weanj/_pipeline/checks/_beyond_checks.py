@@ -31,7 +31,7 @@ from ..._model._verdicts import CaseKind
 from ..evaluation._calls import compiling_into, counter, for_checks
 from ..evaluation._on_device import on_device
 from ..session._donors import lenders
-from ._remainders import _h0, _in_units
+from ._remainders import first_step, in_units
 from ._taylor_walk import Floor, Grid, both_ways
 
 # How the second-order Taylor test gathers its evidence (its record's key): 1, one
@@ -137,7 +137,7 @@ def _taylor2(session, inputs: Inputs, g: Gradient, array: str) -> Taylor2Result:
     x = np.asarray(inputs.run_arrays("float64")[array])
     mask = session.masks(ex, inputs)[array]
     policy = ex.taylor_for(array)
-    h0 = _h0(policy, x, mask)
+    h0 = first_step(policy, x, mask)
     along = _gradient_along(session, g, inputs, array)
 
     def phi(t: float) -> float:
@@ -166,8 +166,8 @@ def _taylor2(session, inputs: Inputs, g: Gradient, array: str) -> Taylor2Result:
         plus, Floor(free, None if g.levels_measured else escalate), policy.rate
     )
     size = int(np.size(x))
-    scale = _h0(type(policy)(), x, mask)
-    directions = tuple(_in_units(w, h0) for w in ways)
+    scale = first_step(type(policy)(), x, mask)
+    directions = tuple(in_units(w, h0) for w in ways)
     return Taylor2Result(array, policy, h0, directions, size - int(mask.sum()), size, walked, scale)
 
 

@@ -1,5 +1,5 @@
 """The Taylor remainder test and central differences of any loss (docs/DESIGN.md §9.1,
-§9.3): the numbers of a check, for a variant's loss (`_gradchecks`, which judges them)
+§9.3): the numbers of a check, for a variant's loss (`_check_taylor`, which judges them)
 or for any function a notebook passes to `weanj.taylor_test` and `weanj.fd_check`.
 """
 
@@ -21,7 +21,7 @@ from ._taylor_walk import Floor, Grid, both_ways, walk
 # --- the Taylor remainder test -----------------------------------------------------------
 
 
-def _h0(policy: TaylorPolicy, x: np.ndarray, keep: np.ndarray) -> float:
+def first_step(policy: TaylorPolicy, x: np.ndarray, keep: np.ndarray) -> float:
     """The first step: the policy's, else 1e-2·‖x‖ over the entries that move (1e-2·√N
     where those are all zero): about one percent of the array."""
     if policy.h0 is not None:
@@ -89,7 +89,7 @@ def taylor_arrays(
         if not keep.any():
             out[name] = TaylorResult(name, policy, 0.0, (), size, size)
             continue
-        h0 = _h0(policy, x, keep)
+        h0 = first_step(policy, x, keep)
         rng = np.random.default_rng(policy.seed)
         directions, walked, start = [], False, 0
         for d in range(policy.directions):
@@ -108,15 +108,15 @@ def taylor_arrays(
                 ways, went = (walk(plus, level.value), walk(back, level.value)), True
             else:
                 ways, went, start = both_ways(plus, level, policy.rate, start)
-            directions.extend(_in_units(way, h0) for way in ways)
+            directions.extend(in_units(way, h0) for way in ways)
             walked = walked or went
         left_out = size - int(keep.sum())
-        scale = _h0(TaylorPolicy(), x, keep)
+        scale = first_step(TaylorPolicy(), x, keep)
         out[name] = TaylorResult(name, policy, h0, tuple(directions), left_out, size, walked, scale)
     return out
 
 
-def _in_units(d: TaylorDirection, h0: float) -> TaylorDirection:
+def in_units(d: TaylorDirection, h0: float) -> TaylorDirection:
     """A direction walked in t (the step relative to h0), in an array's own steps h =
     t·h0 (its slope per unit h: the remainders are the same)."""
     return TaylorDirection(

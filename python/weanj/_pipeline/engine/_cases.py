@@ -36,7 +36,7 @@ from ..._io._inputs import check_fresh, read_inputs
 from ..._judge import _verdict as judge
 from ..._judge._contract import Fault, fault_of
 from ..._judge._events import CaseJudged
-from ..._judge._expected import beyond_declaration
+from ..._judge._expected import beyond_declaration, declared_check
 from ..._judge._verdict import CaseJudgement, ExampleJudgement
 from ..._model import DTYPES, Catalog, Gradient, Inputs, VariantRun
 from ..._model._verdicts import CaseKind, Verdict
@@ -50,21 +50,14 @@ from . import _device_cases as device_cases
 from ._evidence import with_evidence
 
 # The table itself is built in `_table` (its subjects, cases and ids); these are its names.
-from ._table import (  # noqa: F401 (re-exported: the case table's names, one place to import)
+from ._table import (
     Case,
     Plan,
-    Subject,
     build_plan,
-    check_id,
-    file_id,
-    fuzz_id,
-    hvp_id,
-    ignored_note,
     not_run,
     output_id,
     pair_id,
     run_id,
-    unregistered,
 )
 
 
@@ -138,7 +131,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
         config = configuration_of(outcome, s.variant, s.dtype, s.device)  # decided once
         if config is not None and config.x64 is not None:
             j.x64 = config.x64  # shown by every view
-        return judge.declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))
+        return declared_check(j, p.catalog.declared_check(CaseKind.RUN, s.variant))
     fields["array"] = case.array
     labels = case.subjects
     if case.across_families:  # two families, each by its reference as judged (DESIGN §5)
@@ -166,7 +159,7 @@ def judge_case(p: Plan, case: Case, session: Session) -> CaseJudgement:
     except TimeoutError as e:  # what happened, reported to the judge
         j = judge.check_fault(case.id, case.kind, fault_of(e), array=case.array, **fields)
     j = with_evidence(j, p.example)
-    return judge.declared_check(j, p.catalog.declared_check(case.kind, g.of))
+    return declared_check(j, p.catalog.declared_check(case.kind, g.of))
 
 
 def _stand_in(p: Plan, label: str, session: Session) -> str:
@@ -268,7 +261,7 @@ class PairOutcome:
     @property
     def as_declared(self) -> bool:
         """It differs, and only as declared: some judgement is `expected`, none beyond."""
-        return self.agree and any(j.verdict == Verdict.EXPECTED for j in self.judgements)
+        return self.agree and any(j.verdict.declared for j in self.judgements)
 
     @property
     def timed_out(self) -> bool:
@@ -278,7 +271,7 @@ class PairOutcome:
         """The worst verdict (what a search prints per value tried); a declared
         difference that does not show here is no failure of the search: `ok`, saying so."""
         if self.agree and not self.as_declared:
-            absent = any(j.verdict == Verdict.UNEXPECTEDLY_OK for j in self.judgements)
+            absent = any(j.verdict.not_there for j in self.judgements)
             ok = str(Verdict.OK)
             return f"{ok} (the declared difference does not show)" if absent else ok
         worst = Verdict.worst(j.verdict for j in self.judgements)
@@ -309,7 +302,7 @@ def judge_pair_on(
                 run_id(ex, r.family, r.label), r.label, o, family=r.family, wider=wider
             )
             found.judgements.append(
-                judge.declared_check(j, catalog.declared_check(CaseKind.RUN, r.variant))
+                declared_check(j, catalog.declared_check(CaseKind.RUN, r.variant))
             )
     if found.judgements:
         return found

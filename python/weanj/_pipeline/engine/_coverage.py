@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..._judge._contract import Fault
-from ..._judge._judgement import Coverage, first_clause
+from ..._judge._contract import Fault, first_clause
+from ..._judge._judgement import Coverage
 from ..._judge._verdict import ExampleJudgement
 from ..._model import Catalog
 from ..._model._verdicts import Verdict

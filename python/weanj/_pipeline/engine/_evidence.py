@@ -9,9 +9,9 @@ judgement's own numbers, so that a re-check from the evaluation records says the
 
 - a pair beyond the relative tolerance: the runs' **rounding levels** (the floors), for a
   float32 run with float32's rounding of its float64 program **emulated** (or why not);
-- a Taylor test whose estimate was not borne out: **every step walked**; one that fails:
-  its **second differences** (a kink, or a wrong gradient of a smooth loss);
-- a jvp check whose tolerance alone did not decide: its floor from the rounding levels;
+- a gradient check: what the check itself names (`GradientCheck.evidence`: the Taylor
+  test's **every step walked** and **second differences**, the jvp check's floor from the
+  rounding levels);
 - a gradient check that is not ok (or `--fd`): **central differences**.
 """
 
@@ -21,10 +21,10 @@ import math
 
 import numpy as np
 
-from ..._judge._jvp import base_tolerance
 from ..._judge._verdict import PRECISION, CaseJudgement
 from ..._model import Example, Gradient
-from ..._model._verdicts import GRADIENT_CHECKS, CaseKind, Verdict
+from ..._model._verdicts import CaseKind, Verdict
+from ..checks._gradchecks import CHECKS
 
 
 def with_evidence(j: CaseJudgement, ex: Example, subjects: tuple = ()) -> CaseJudgement:
@@ -36,8 +36,8 @@ def with_evidence(j: CaseJudgement, ex: Example, subjects: tuple = ()) -> CaseJu
             found.append(f"rounding levels of {', '.join(measured)}")
             found.extend(_emulation(j, subjects))
             found.extend(_precision(j, subjects))
-    elif j.kind in GRADIENT_CHECKS and j.result is not None:
-        found.extend(_of_check(j, ex))
+    elif j.kind in CHECKS and j.result is not None:  # the check says what it gathered
+        found.extend(CHECKS[j.kind].evidence(j, ex))
     if j.fd is not None:
         found.append("central differences")
     j.evidence = tuple(found)
@@ -98,21 +98,3 @@ def _emulated_moves(g: Gradient, ref: Gradient, array: str | None) -> str | None
 
 def _relative(level: float, scale: float) -> str:
     return f"{level / scale:.1e}" if scale > 0 else f"{level:.1e} (absolute)"
-
-
-def _of_check(j: CaseJudgement, ex: Example) -> list[str]:
-    result, out = j.result, []
-    if j.kind == CaseKind.TAYLOR:
-        if result.walked:
-            out.append("every step walked (the estimate of the last resolved step not borne out)")
-        if any(d.second for d in result.directions):
-            out.append("second differences (a kink, or a wrong gradient of a smooth loss)")
-    elif j.kind == CaseKind.JVP:
-        if result.tolerance > _base_tolerance(j, ex):
-            out.append("the gradient's rounding level along its direction")
-    return out
-
-
-def _base_tolerance(j: CaseJudgement, ex: Example) -> float:
-    own = j.result.by == (j.subjects[0] if j.subjects else "")
-    return base_tolerance(own, ex.declared_tolerance(j.family))

@@ -53,9 +53,10 @@ from ..executors._executors import InProcess, RunRequest
 from ..records._records import Records
 from ..records._reuse import example_reuse, reuse_line
 from ..session._session import Session
-from ._cases import Case, Plan, judge_case, judge_plan, not_judged, read_plan, subject_outcome
+from ._cases import judge_case, judge_plan, not_judged, read_plan, subject_outcome
 from ._coverage import absent_did_not_run, coverage, device_did_not_run, did_not_run
 from ._progress import Progress
+from ._table import Case, Plan
 
 
 class CheckRun:

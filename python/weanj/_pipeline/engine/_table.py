@@ -225,11 +225,11 @@ def build_plan(
 
 
 def _file_label(path, places: Places | None) -> str:
-    place = places.place_of(path) if places is not None else None
-    if place is not None and place.kind == RECORDED:
+    at = places.result_path(path) if places is not None else None
+    if at is not None and at.kind == RECORDED:
         return f"recorded/{path.stem}"
-    if place is not None and place.kind == PRODUCED and place.dtype != "float64":
-        return f"{path.stem}@{place.dtype}"
+    if at is not None and at.kind == PRODUCED and at.dtype != "float64":
+        return f"{path.stem}@{at.dtype}"
     return path.stem
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..._model import Gradient
-from ..._model._beyond import OUTPUT as OUTPUT  # re-exported: the pipeline's one import
 
 
 def beyond_into(g: Gradient, outputs: dict[str, np.ndarray], beyond: dict | None) -> None:

@@ -16,8 +16,8 @@ import numpy as np
 from ..._judge._contract import checked_gradients, checked_loss
 from ..._judge._policy import counted_levels
 from ..._model import Emulated, Gradient, Inputs
+from ..._model._beyond import OUTPUT
 from ..._watch import Watch
-from ._beyond import OUTPUT
 from ._calls import counter, functions_of, loss_and_grad, run_loss
 from ._emulation import NARROWED, NotLookedInto, emulate
 from ._on_device import HIGHEST, label_of, on_device, precision_eps

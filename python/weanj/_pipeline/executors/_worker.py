@@ -79,11 +79,11 @@ def _worker_inputs(example: Any, payload: dict) -> Inputs:
     key = (payload["example"], payload["digest"], tuple(sorted(payload["params"].items())))
     found = _WORKER["inputs"].get(key)
     if found is None:
-        from ..._model._inputs import _frozen
+        from ..._model._inputs import frozen_arrays
 
         found = Inputs(
             example,
-            _frozen(payload["arrays"]),
+            frozen_arrays(payload["arrays"]),
             MappingProxyType(dict(payload["params"])),
             payload["digest"],
             path=None if payload["path"] is None else Path(payload["path"]),

@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from ..._io._gradient_files import SHA256_HEX
 from ..._io._h5 import array_sha256
 from ..._model import Gradient, Variant
-from ..evaluation._beyond import OUTPUT
-from ._record_form import _SHA256, Discarded
+from ..._model._beyond import OUTPUT
+from ._record_form import Discarded
 
 FIELDS = ("outputs", "jacobian", "hvp")
 _MOST = 2**28  # bytes of one output array (a record is never larger)
@@ -84,7 +85,7 @@ def check_fields(record: dict, variant: Variant) -> None:
             _require(isinstance(shape, list) and all(_count(n) for n in shape), bad)
             _require(8 * math.prod(shape) <= _MOST, "an output larger than any weanj writes")
             digests = [o.get("sha256"), o.get("noise_sha256", "0" * 64)]
-            _require(all(isinstance(d, str) and _SHA256.match(d) for d in digests), bad)
+            _require(all(isinstance(d, str) and SHA256_HEX.match(d) for d in digests), bad)
     if "jacobian" in record:
         jacobian = record["jacobian"]
         keys = {f"{o}::{a}" for o in ex.outputs for a in ex.wrt_names}
@@ -98,7 +99,7 @@ def check_fields(record: dict, variant: Variant) -> None:
         _require(isinstance(hvp, dict) and set(hvp) == {"sha256", "sha256_u"}, bad)
         for digests in hvp.values():
             _require(isinstance(digests, dict) and set(digests) == set(ex.wrt_names), bad)
-            _require(all(isinstance(d, str) and _SHA256.match(d) for d in digests.values()), bad)
+            _require(all(isinstance(d, str) and SHA256_HEX.match(d) for d in digests.values()), bad)
 
 
 def _count(n: Any) -> bool:

@@ -11,7 +11,7 @@ from ..._io._h5 import array_sha256
 from ..._model import COMPLEX_OF, Variant
 from ..._sources import text_digest
 from ._record_beyond import check_fields, check_members, expected_members
-from ._record_form import _RECORD_TEXT_MAX, Discarded, _check_record, canonical
+from ._record_form import RECORD_TEXT_MAX, Discarded, canonical, check_record
 
 
 def _member(filename: str) -> str:
@@ -42,7 +42,7 @@ def _header_checked(z, info, dtype, shape):
         if fortran or got_dtype.hasobject:
             raise Discarded(f"{_member(info.filename)} is not an array weanj writes")
         if dtype is None:
-            if got_dtype.kind != "U" or got_shape != () or got_dtype.itemsize > _RECORD_TEXT_MAX:
+            if got_dtype.kind != "U" or got_shape != () or got_dtype.itemsize > RECORD_TEXT_MAX:
                 raise Discarded("its record is not a text")
         else:
             if got_dtype != dtype:
@@ -118,7 +118,7 @@ def read_record(path, variant: Variant, wrt_shapes: dict, dtype: str):
     # shapes, each bounded (`_record_beyond`)
     most = sum(_nbytes(dt, shape) + 24 * math.prod(shape) for dt, shape in expected.values())
     most += 16 * len(ex.outputs) * 2**28 if ex.outputs else 0
-    if info.st_size > 2 * (most + _RECORD_TEXT_MAX):
+    if info.st_size > 2 * (most + RECORD_TEXT_MAX):
         raise Discarded("larger than any record of this example")
     try:
         with zipfile.ZipFile(path) as z:
@@ -128,7 +128,7 @@ def read_record(path, variant: Variant, wrt_shapes: dict, dtype: str):
                 raise Discarded("not a weanj evaluation record")
             text = _header_checked(z, members["record"], None, None)
             record = json.loads(str(text[()]))
-            _check_record(record, variant, dtype)
+            check_record(record, variant, dtype)
             arrays, entries, beyond = {}, {}, {}
             if "fault" not in record:
                 check_fields(record, variant)

@@ -7,22 +7,22 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
+from ..._io._gradient_files import SHA256_HEX
 from ..._model import Emulated, Gradient, Variant
+from ..._model._beyond import OUTPUT
 from ..._model._cost import Cost
 from ..._model._kinds import is_number
 from ..._model._provenance import DEVICE_KEYS, DeviceProvenance
 from ..._model._verdicts import FAULTS, GRADIENT_CHECKS, Verdict
-from ..checks._gradchecks import CHECKS, TAYLOR_INFO
-from ..evaluation._beyond import OUTPUT
+from ..checks._check_taylor import TAYLOR_INFO
+from ..checks._gradchecks import CHECKS
 
 FORMAT = 3  # 3: the rounding levels gathered on demand (`levels`), the kernel's runs (`cost`)
 # A variant's faults but timeouts, which depend on the load: never reused.
-_REUSED_FAULTS = tuple(v for v in FAULTS if v != Verdict.TIMEOUT)
-_RECORD_TEXT_MAX = 16 * 2**20  # bytes of the record's JSON text (a record is a few kB)
-_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+REUSED_FAULTS = tuple(v for v in FAULTS if v != Verdict.TIMEOUT)
+RECORD_TEXT_MAX = 16 * 2**20  # bytes of the record's JSON text (a record is a few kB)
 
 
 def canonical(data: Any) -> str:
@@ -30,7 +30,7 @@ def canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _plain(value: Any) -> Any:
+def plain_number(value: Any) -> Any:
     """numpy scalars as Python numbers (anything else cannot be recorded)."""
     import numpy as np
 
@@ -48,7 +48,7 @@ def check_policy(variant: Variant) -> dict[str, Any]:
     return policy
 
 
-def _add_check(pending: dict, kind: str, array: str, numbers: dict) -> None:
+def add_check(pending: dict, kind: str, array: str, numbers: dict) -> None:
     """A check's numbers into a record to write (marked changed where they are new)."""
     if "info" in numbers:  # what the check computed; the judge adds its own afresh
         numbers = {
@@ -111,7 +111,7 @@ _GRADIENT = {"loss", "noise", "sha256", "levels", "cost"}
 _BEYOND = {"outputs", "jacobian", "hvp"}
 
 
-def _check_record(record: Any, variant: Variant, dtype: str) -> None:
+def check_record(record: Any, variant: Variant, dtype: str) -> None:
     """Every field of a record of the form and type `flush` writes, for this variant and
     dtype, or `Discarded`."""
     _require(
@@ -140,7 +140,7 @@ def _check_record(record: Any, variant: Variant, dtype: str) -> None:
             and all(isinstance(x, str) for x in f.values()),
             "its fault is malformed",
         )
-        _require(f["verdict"] in _REUSED_FAULTS, "not a reusable fault")
+        _require(f["verdict"] in REUSED_FAULTS, "not a reusable fault")
     else:
         _check_numbers(record, wrt, variant.example.outputs)
     has_device = "device" in record["parts"]
@@ -166,7 +166,7 @@ def _check_identity(record: dict, variant: Variant, dtype: str) -> None:
     _require(record["dtype"] == dtype, f"it records another dtype ({str(record['dtype'])[:20]})")
     for name in ("key", "payload"):
         _require(
-            isinstance(record[name], str) and bool(_SHA256.match(record[name])),
+            isinstance(record[name], str) and bool(SHA256_HEX.match(record[name])),
             f"its {name} is not a sha256",
         )
     parts = record["parts"]
@@ -208,7 +208,7 @@ def _check_numbers(record: dict, wrt: tuple[str, ...], outputs: tuple[str, ...] 
         _require(
             isinstance(digests, dict)
             and set(digests) == (set(wrt) if field in record else set())
-            and all(isinstance(x, str) and _SHA256.match(x) for x in digests.values()),
+            and all(isinstance(x, str) and SHA256_HEX.match(x) for x in digests.values()),
             "its arrays' digests are malformed",
         )
 

@@ -68,14 +68,14 @@ from ..evaluation._on_device import CPU, identity, identity_of, label_of
 from ._record_beyond import FIELDS, into, written
 from ._record_file import read_record
 from ._record_form import (
-    _REUSED_FAULTS,
     FORMAT,
+    REUSED_FAULTS,
     UNREADABLE,
     Discarded,
-    _add_check,
-    _plain,
+    add_check,
     canonical,
     device_extra,
+    plain_number,
 )
 from ._record_key import KeyParts, why_changed
 
@@ -258,7 +258,7 @@ class Records:
         every evaluation that had finished. A check computed later is added by
         `keep_check` and written at the next `flush`. Of a run on a device, only a
         gradient is kept (its faults may be the platform's, or its load's)."""
-        if isinstance(found, Fault) and (device != CPU or found.verdict not in _REUSED_FAULTS):
+        if isinstance(found, Fault) and (device != CPU or found.verdict not in REUSED_FAULTS):
             return
         place = identity_of(found.device) if device != CPU else None
         parts = self.parts(variant, inputs, dtype, found.configuration, place)
@@ -284,7 +284,7 @@ class Records:
         }
         for (kind, array), numbers in (checks or {}).items():
             if "timeout" not in numbers:  # a check's timeout is the judge's, never kept
-                _add_check(pending, kind, array, numbers)
+                add_check(pending, kind, array, numbers)
         self._write(pending)
 
     def keep_check(
@@ -294,7 +294,7 @@ class Records:
         reused from a record that had not got them yet): written at the next `flush`."""
         pending = self._pending_of(variant, dtype)
         if pending is not None:
-            _add_check(pending, kind, array, numbers)
+            add_check(pending, kind, array, numbers)
 
     def keep_levels(self, variant: Variant, dtype: str, g: Gradient, device: str = CPU) -> None:
         """An evaluation's rounding levels, measured after it was recorded (a comparison
@@ -373,7 +373,7 @@ class Records:
             fields, beyond = written(found)
             record.update(fields)
         try:
-            record = json.loads(json.dumps(record, default=_plain))
+            record = json.loads(json.dumps(record, default=plain_number))
             record["payload"] = text_digest(canonical(record))
             pending["payload"] = record["payload"]
             with atomic_path(path, foreign="aside") as tmp:

@@ -36,8 +36,8 @@ import numpy as np
 
 from ..._errors import InputError
 from ..._model import Catalog, Example, Inputs, VariantRun, from_arrays
-from ..engine._cases import build_plan, fuzz_id
-from ._minimal_case import Case, sized_case
+from ..engine._table import build_plan, fuzz_id
+from ._minimal_case import FuzzInput, sized_case
 
 MAX_EXAMPLES = 100
 GENERATOR = "generator"  # a draw from the example's generator (not one of its strategies)
@@ -78,10 +78,10 @@ def neighbours(ex: Example) -> list[dict[str, Any]]:
     return out
 
 
-def first_cases(ex: Example, shared: Inputs) -> list[tuple[str, Case]]:
+def first_cases(ex: Example, shared: Inputs) -> list[tuple[str, FuzzInput]]:
     """The first draws (module docstring): the shared inputs, the declared sizes, the
     default's neighbours, each with how it was made."""
-    out = [("shared inputs", Case(shared, ex.seed, None, "the shared inputs"))]
+    out = [("shared inputs", FuzzInput(shared, ex.seed, None, "the shared inputs"))]
     defaults = dict(shared.params)
     if ex.sizes is not None:
         for size in ex.sizes.values:
@@ -94,7 +94,7 @@ def first_cases(ex: Example, shared: Inputs) -> list[tuple[str, Case]]:
         except InputError:
             continue
         what = ", ".join(f"{k} = {v}" for k, v in change.items())
-        out.append(("neighbour", Case(inputs, ex.seed, None, f"the shared inputs at {what}")))
+        out.append(("neighbour", FuzzInput(inputs, ex.seed, None, f"the shared inputs at {what}")))
     return out
 
 
@@ -132,7 +132,7 @@ def _draw_params(data: Any, ex: Example) -> dict[str, Any]:
     return params
 
 
-def draw_case(data: Any, ex: Example, strategies: tuple, refused: dict[str, int]) -> Case:
+def draw_case(data: Any, ex: Example, strategies: tuple, refused: dict[str, int]) -> FuzzInput:
     """One input drawn by Hypothesis (module docstring); refused ones (`validate`, the
     generator) are rejected and counted in `refused`."""
     from hypothesis import reject
@@ -164,7 +164,7 @@ def draw_case(data: Any, ex: Example, strategies: tuple, refused: dict[str, int]
         why = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:100]}"
         refused[why] = refused.get(why, 0) + 1
         reject()
-    return Case(inputs, seed, size, label)
+    return FuzzInput(inputs, seed, size, label)
 
 
 @contextlib.contextmanager

@@ -13,11 +13,11 @@ off).
 
 **The case reported.** Every failing draw of the run (the first draws included) is noted
 per pair, in draw order; each pair is reported on its smallest failing draw by
-`Case.order` (fewer array elements, then parameters nearer their defaults, then the
+`FuzzInput.order` (fewer array elements, then parameters nearer their defaults, then the
 generator's smaller seed; the earlier draw among equals), "shrunk from" its first failing
 draw when that is another. Never Hypothesis's last failing example as such: shrinking can
 end on a larger one than an earlier failure (n = 2047 after 101). The case is written by
-`_minimal_case.Case` (bisect's too) to `results/EX/cases/`.
+`_minimal_case.FuzzInput` (bisect's too) to `results/EX/cases/`.
 """
 
 from __future__ import annotations
@@ -33,19 +33,19 @@ from ..session._session import Session
 from . import _fuzz_search as engine  # by its module: a test may watch `judge_draw`
 from ._fuzz_draws import MAX_EXAMPLES, SEEDS, first_cases
 from ._fuzz_search import Budget, Draw, OutOfTime, Pair, Tally
-from ._minimal_case import Case
+from ._minimal_case import FuzzInput
 
 # --- the run -----------------------------------------------------------------------------------
 
 
 @dataclass
 class Finding:
-    """A pair's smallest failing draw (`Case.order`; the first found among equals), with its
+    """A pair's smallest failing draw (`FuzzInput.order`; the first found among equals), with its
     case written, and the pair's first failing draw."""
 
     draw: Draw
     first: Draw | None
-    case: Case  # as written: `case.path` is the case file
+    case: FuzzInput  # as written: `case.path` is the case file
     how: str = "drawn"  # "shared inputs", "declared size", "neighbour", "drawn"
 
     @property
@@ -100,7 +100,7 @@ class Fuzzed:
 
 class Failures:
     """Each pair's first and smallest failing draw, over every draw of the run in order
-    (`Case.order`; a later draw replaces the kept one only when strictly smaller, so the
+    (`FuzzInput.order`; a later draw replaces the kept one only when strictly smaller, so the
     one reported is never larger than the first)."""
 
     def __init__(self) -> None:

@@ -40,7 +40,7 @@ from ..._places import Places
 from ..engine._cases import PairOutcome, judge_pair_on
 from ..session._session import Session
 from ._fuzz_draws import draw_case, no_local_constants
-from ._minimal_case import Case
+from ._minimal_case import FuzzInput
 
 Pair = tuple[str, str]
 
@@ -84,7 +84,7 @@ class Draw:
     """A case, each pair's outcome on it (by the labels of its runs), and its place in the
     run's order of draws."""
 
-    case: Case
+    case: FuzzInput
     outcomes: dict[Pair, PairOutcome]
     index: int = 0
     nonfinite: bool = False  # every run's loss or gradient was NaN/Inf
@@ -111,7 +111,13 @@ class Draw:
 
 
 def judge_draw(
-    session: Session, cat: Catalog, pairs, case: Case, budget: Budget, *, as_check: bool = False
+    session: Session,
+    cat: Catalog,
+    pairs,
+    case: FuzzInput,
+    budget: Budget,
+    *,
+    as_check: bool = False,
 ) -> Draw:
     """Every pair of runs judged on the case. Each run is evaluated once (the session keeps
     it), one after the other, the budget checked before each call (module docstring);

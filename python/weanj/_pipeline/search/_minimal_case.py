@@ -1,7 +1,7 @@
 """The minimal case: one input on which two ports part ways, as `weanj bisect` and `weanj
 fuzz` find it, write it and say how to reproduce it (one machine, two searches).
 
-A `Case` is the inputs (arrays and parameters) and how they were made: the seed of the
+A `FuzzInput` is the inputs (arrays and parameters) and how they were made: the seed of the
 generator that made the arrays, the size of the example's `Sizes` (None: not made at a
 size), and the words a report says of it ("declared size 101", "the shared inputs",
 "strategy ties"). Written, it is an ordinary inputs file under `results/EX/cases/`
@@ -12,7 +12,7 @@ A pair declared to differ (`weanj.Expected`) is searched for where it differs be
 declaration (`_judge._expected.beyond_declaration`): both searches say so first, in one
 line with the declaration's reason (`declared_line`).
 
-Cases are ordered (`Case.order`), smaller being simpler: fewer array elements, then
+Fuzz inputs are ordered (`FuzzInput.order`), smaller being simpler: fewer array elements, then
 parameters nearer their defaults, then the generator's smaller seed; between equals the
 one found first is kept. fuzz reports the smallest failing case of that order; bisect's
 searches find the smallest value and size directly.
@@ -37,7 +37,7 @@ SHOWN_ELEMENTS = 24  # a case this small is printed in full
 
 
 @dataclass(frozen=True)
-class Case:
+class FuzzInput:
     """One input two ports are judged on, and how it was made.
 
     **Arguments:**
@@ -90,7 +90,7 @@ class Case:
             lines.extend((head + np.array2string(a, separator=", ", prefix=head)).splitlines())
         return lines
 
-    def write(self, here: Places, stem: str) -> Case:
+    def write(self, here: Places, stem: str) -> FuzzInput:
         """Write the case as `results/EX/cases/<stem>.h5` (an inputs file, the parameters
         among its attributes). **Returns** the case on the file, read back (what its
         reproduce commands name)."""
@@ -99,7 +99,7 @@ class Case:
             self.inputs, here.case_file(ex.name, stem), seed=self.seed, foreign="aside"
         )
         written = _inputs.read_inputs(ex, here, path)
-        return Case(written, self.seed, self.size, self.source)
+        return FuzzInput(written, self.seed, self.size, self.source)
 
     def reproduce(self, a: VariantRun, b: VariantRun, here: Places) -> list[str]:
         """The commands, from the project root, that recompute the runs A and B (each in
@@ -116,7 +116,7 @@ class Case:
 
 def sized_case(
     ex: Example, size: int, params: Mapping[str, Any], seed: int, source: str | None = None
-) -> Case | str:
+) -> FuzzInput | str:
     """The inputs of the example's `Sizes` generator at `size` with `params`, or why there
     are none ("refused (...)": the example's `validate`; "not generated (...)")."""
     try:
@@ -126,7 +126,7 @@ def sized_case(
         return f"refused ({e})"
     except Exception as e:  # a generator that does not make this size
         return f"not generated ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]})"
-    return Case(inputs, seed, size, source)
+    return FuzzInput(inputs, seed, size, source)
 
 
 def declared_line(cat: Catalog, a: VariantRun, b: VariantRun) -> str | None:

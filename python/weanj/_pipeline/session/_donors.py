@@ -91,12 +91,12 @@ def pushed(session, catalog, inputs, g, tangents):
     """`(variant, {array: jvp along its tangent})` by the variant's own forward mode, else
     by the first member of its family that may lend one (`lenders`: a member the same
     check judges at fault lends none), or why none can (naming each member left aside):
-    what the jvp check of a run's arrays pushes forward (`_gradchecks`); what it runs is
+    what the jvp check of a run's arrays pushes forward (`_check_jvp`); what it runs is
     counted into `g.cost` (nothing where the evaluations' own calls computed it)."""
     why: dict[str, str] = {}
     found = _forward_by(session, inputs, tangents, g.cost, [g.of], why)
     if found is None:
-        # once per borrower and inputs: each of its arrays may ask again (`_gradchecks`)
+        # once per borrower and inputs: each of its arrays may ask again (`_check_jvp`)
         key = ("lenders", id(g.of), inputs.key("float64"))
         lent = session.once(key, lambda: lenders(session, catalog, inputs, g.of))
         why.update(lent.aside)

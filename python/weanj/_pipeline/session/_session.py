@@ -86,7 +86,7 @@ class Session:
         self._masks: dict[tuple, dict[str, np.ndarray]] = {}
         self._tangents: dict[tuple, dict[str, np.ndarray]] = {}
         self._forward: dict[tuple, dict[str, float] | Exception] = {}
-        self._shared: dict[tuple, Any] = {}  # a check shared by a run's arrays (`_gradchecks`)
+        self._shared: dict[tuple, Any] = {}  # a check shared by a run's arrays (`checks/`)
 
     def __enter__(self) -> Session:
         return self
@@ -193,7 +193,7 @@ class Session:
 
     def once(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """`compute()` once per session and `key` (a check shared by a run's arrays, the
-        central differences of an array: `_gradchecks`)."""
+        central differences of an array: `_pipeline.checks`)."""
         if key not in self._shared:
             self._shared[key] = compute()
         return self._shared[key]
