@@ -7,9 +7,8 @@ the same names as keywords (`CheckOptions.of`), and the docs' table of them is m
 here (docs/hooks/weanj_docs.py); the run reads each where it is used (`run.options.fd`,
 `session.options.order`).
 
-A new option is its declaration here and its reader. Nothing here imports JAX, numpy or
-the registry: the command line builds its parser from it before anything heavy loads.
-"""
+A new option is its declaration here and its reader. Nothing here imports JAX or numpy:
+the command line builds its parser from it before anything heavy loads."""
 
 from __future__ import annotations
 
