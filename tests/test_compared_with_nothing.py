@@ -125,6 +125,15 @@ def test_pytest_weanj_says_it_in_its_summary(wave):
     assert f"weanj: 40-wave: {LINE}" in r.stdout.splitlines()
 
 
+def test_pytest_weanj_strict_fails_the_run_on_it(wave):
+    """`--weanj-strict` is `weanj check --strict`'s option, declared once
+    (`_check_options`): every item passes, the run fails, saying why."""
+    r = pytest_weanj_in(wave, "-q", "-k", "40-wave and run", "--weanj-strict")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    assert f"weanj: 40-wave: {LINE} (--weanj-strict: the run fails)" in r.stdout.splitlines()
+    assert " failed" not in r.stdout  # no item failed: the run did
+
+
 def test_a_family_whose_other_members_cannot_run_here_is_named_without_a_guess():
     from weanj._judge._alone import alone
     from weanj._judge._verdict import CaseJudgement, ExampleJudgement

@@ -998,17 +998,17 @@ ONE_RUN_OUTCOME = {
 @pytest.fixture(scope="module")
 def one_run_here(project):
     """The example, and the run of it of every front end called in this process: the
-    `CheckRun`s each made (watched by wrapping `CheckRun.__init__`), and what each returned
-    or printed."""
+    `CheckRun`s each made (watched by wrapping `CheckRun._open`, which the live run's and
+    the store run's constructors both call), and what each returned or printed."""
     from weanj._pipeline.engine import _run
 
     root = project
     quiet = lambda line: None  # noqa: E731
     made: list = []
-    init = _run.CheckRun.__init__
+    opened = _run.CheckRun._open
 
     def watched(self, *args, **kwargs):
-        init(self, *args, **kwargs)
+        opened(self, *args, **kwargs)
         made.append(self)
 
     def runs_of(call):
@@ -1019,7 +1019,7 @@ def one_run_here(project):
 
     out: dict = {}
     with pytest.MonkeyPatch.context() as mp, loaded(root, "fe_one_run"):
-        mp.setattr(_run.CheckRun, "__init__", watched)
+        mp.setattr(_run.CheckRun, "_open", watched)
         weanj.write_inputs(ONE_RUN)
         out["api"] = runs_of(lambda: weanj.check(ONE_RUN, say=quiet))
         out["cli"] = runs_of(lambda: _cli_text("check", ONE_RUN))

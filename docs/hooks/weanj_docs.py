@@ -1,6 +1,8 @@
 """MkDocs hook: the parts of the site that are generated from weanj itself, so they cannot
 drift from the code.
 
+- `<!-- weanj:check-options -->` (docs/reference/options.md) becomes the table of a
+  check's options, from their one declaration (`weanj._check_options.CheckOptions`).
 - `<!-- weanj:cli -->` (docs/cli.md) becomes the `--help` of `weanj` and of every
   subcommand, from `weanj._cli._parser.build_parser()`: the parser the command runs.
 - `<!-- weanj:docstring MODULE -->` (the gallery pages) becomes the module's docstring
@@ -37,6 +39,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CLI_MARKER = "<!-- weanj:cli -->"
 EXAMPLES_MARKER = "<!-- weanj:examples -->"
+OPTIONS_MARKER = "<!-- weanj:check-options -->"
 DOCSTRING_MARKER = re.compile(r"<!-- weanj:docstring (?P<module>[\w.]+) -->")
 VARIANTS_MARKER = re.compile(r"<!-- weanj:variants (?P<example>[\w.-]+) -->")
 
@@ -213,6 +216,24 @@ def check_api_page(markdown: str) -> None:
         raise ValueError(f"docs/api.md documents weanj.{', weanj.'.join(gone)}, no longer public")
 
 
+def options_table() -> str:
+    """The table of a check's options, from their one declaration (`_check_options`)."""
+    from weanj._check_options import table_rows
+
+    head = (
+        "| `weanj.check(...)` | `weanj check` | `pytest --weanj` | `[tool.weanj]` | default "
+        "| what it does |\n|---|---|---|---|---|---|\n"
+    )
+
+    def code(text: str) -> str:
+        return text if text.startswith("—") else f"`{text}`"
+
+    return head + "\n".join(
+        f"| `{name}` | {code(flags)} | {code(pytest)} | {code(key)} | `{default}` | {help_} |"
+        for name, flags, pytest, key, default, help_ in table_rows()
+    )
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if page.file.src_uri == "api.md":
         check_api_page(markdown)
@@ -221,5 +242,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     markdown = DOCSTRING_MARKER.sub(lambda m: module_docstring(m.group("module")), markdown)
     if EXAMPLES_MARKER in markdown:
         markdown = markdown.replace(EXAMPLES_MARKER, examples_table())
+    if OPTIONS_MARKER in markdown:
+        markdown = markdown.replace(OPTIONS_MARKER, options_table())
     markdown = VARIANTS_MARKER.sub(lambda m: variants_table(m.group("example")), markdown)
     return _list_blocks(markdown)

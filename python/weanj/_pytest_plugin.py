@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import pytest
 
+from ._check_options import CheckOptions, add_pytest_options
 from ._pytest_items import JUDGED as _JUDGED
 from ._pytest_items import RUN as _RUN
 from ._pytest_items import Failed as _Failed
 from ._pytest_items import WeanjErrorItem, WeanjItem, WeanjRecordItem
-from ._vocabulary import DEVICES
 
-# The plugin's options: (flag, argparse keywords); all but --weanj only with --weanj.
+# The plugin's own options: (flag, argparse keywords); all but --weanj only with --weanj.
+# A check's options (`--weanj-fd`, `--weanj-device`, ...) are `weanj check`'s, declared
+# once (`_check_options`) and added beside these.
 OPTIONS = (
     (
         "--weanj",
@@ -42,16 +44,6 @@ OPTIONS = (
     (
         "--weanj-example",
         dict(action="append", metavar="EXAMPLE", help="only this example (repeatable)"),
-    ),
-    (
-        "--weanj-device",
-        dict(
-            action="append",
-            choices=DEVICES,
-            metavar="DEVICE",
-            help="also run on this device (cpu, gpu, tpu; repeatable), each run judged "
-            "against its family's CPU float64 reference (default: [tool.weanj] devices)",
-        ),
     ),
 )
 _EXITING = pytest.StashKey[bool]()
@@ -77,6 +69,7 @@ def pytest_addoption(parser):
     group = parser.getgroup("weanj", "weanj cross-validation (pytest --weanj)")
     for flag, keywords in OPTIONS:
         group.addoption(flag, **keywords)
+    add_pytest_options(group)  # a check's options, as `weanj check` declares them
 
 
 class WeanjFuzzItem(pytest.Item):
@@ -148,8 +141,9 @@ def pytest_collection_modifyitems(session, config, items):
         places()  # the project is where you are: or one line saying what to add
         cats = catalogs(config.getoption("weanj_example"))
         recording = config.getoption("weanj_record")
-        # a device named with --weanj-device must be here: one line, as on the command line
-        run = None if recording else weanj_run(cats, device=config.getoption("weanj_device"))
+        # each option checked, and a device named with --weanj-device must be here: one
+        # line, as on the command line
+        run = None if recording else weanj_run(cats, CheckOptions.from_pytest(config))
     except WeanjError as e:
         config.stash[_EXITING] = True
         pytest.exit(error_text(str(e)), returncode=2)
@@ -166,17 +160,17 @@ def pytest_collection_modifyitems(session, config, items):
     items.extend(weanj_items(run, session, draws=config.getoption("weanj_fuzz")))
 
 
-def weanj_run(cats, *, keep: bool = True, device=None):
+def weanj_run(cats, options: CheckOptions | None = None, *, keep: bool = True):
     """The `CheckRun` `pytest --weanj` judges its items through: `weanj check`'s live run
-    on these catalogs, nothing written to the store nor to `check.json`, no progress
-    lines (pytest reports each item), the evaluation records reused and kept (`keep`),
-    on the CPU and `device` (`--weanj-device`, else `[tool.weanj] devices`). The gallery's
-    tests (`tests/crossval/cases.py`) judge through this same run."""
-    from ._commands.check import check_run, resolved_devices
-    from ._registry import project
+    on these catalogs with `options` (`CheckOptions.from_pytest`: nothing written to the
+    store nor to `check.json`, no progress lines, pytest reports each item; every
+    evaluation in this process), the evaluation records reused and kept (`keep`). The
+    gallery's tests (`tests/crossval/cases.py`) judge through this same run."""
+    from ._commands.check import check_run
 
-    devices, absent = resolved_devices(device, project())
-    return check_run(cats, save=False, keep=keep, progress=False, devices=devices, absent=absent)
+    if options is None:
+        options = CheckOptions(save=False, workers=0, progress=False)
+    return check_run(cats, options.with_(records=keep))
 
 
 def weanj_items(run, session, *, draws: int = 0) -> list:
@@ -291,7 +285,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     run = config.stash.get(_RUN, None) if config.getoption("weanj", default=False) else None
     if run is None:
         return
-    from ._judge._alone import alone
     from ._pipeline.engine._coverage import run_coverage
     from ._report._lines import not_judged_text
 
@@ -299,8 +292,17 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     said = not_judged_text(covered, missing, "; ")
     if said:
         terminalreporter.write_line(f"weanj: not judged here: {said}")
-    for a in (a for ej in run.judgement for a in alone(ej)):  # its items passed, alone
-        terminalreporter.write_line(f"weanj: {a.example}: {a.line}", yellow=True)
+    strict = " (--weanj-strict: the run fails)" if run.options.strict else ""
+    for a in _alone(run):  # its items passed, alone
+        terminalreporter.write_line(f"weanj: {a.example}: {a.line}{strict}", yellow=True)
+
+
+def _alone(run) -> list:
+    """Each family of the examples judged whose members that ran were compared with
+    nothing (`_judge._alone`)."""
+    from ._judge._alone import alone
+
+    return [a for ej in run.judgement for a in alone(ej)]
 
 
 def pytest_sessionstart(session):
@@ -323,6 +325,8 @@ def pytest_sessionfinish(session, exitstatus):
     run = session.config.stash.get(_RUN, None)
     if run is not None:
         run.close()  # the evaluation records kept, the session closed
+        if run.options.strict and session.exitstatus == pytest.ExitCode.OK and _alone(run):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # `--weanj-strict`
     ignore_from_now()
 
 

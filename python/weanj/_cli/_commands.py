@@ -174,25 +174,14 @@ def cmd_clean(args: argparse.Namespace, words: dict) -> int:
 
 
 def cmd_check(args: argparse.Namespace, words: dict) -> int:
+    from .._check_options import CheckOptions
     from .._commands.check import checking
     from .._report._outputs import FORMATS
 
     judgement = checking(
         args.examples or None,
-        variants=args.variants,
-        dtype=args.dtype,
-        timeout=args.timeout,
-        fresh=args.fresh,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        processes=args.processes,
-        require=args.require,
-        device=args.device,
-        fd=args.fd,
-        verbose=args.verbose,
-        strict=args.strict,
+        CheckOptions.from_args(args),
         say=getattr(args, "say", say),  # `main`'s, which counts silence from the start
-        order=args.order,
         listeners=[FORMATS[args.format](verbose=args.verbose)],  # what stdout shows
     )
     return _not_judged_said(judgement)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from .._check_options import number_type, time_limit_text
 from .._errors import InputError
 from .._vocabulary import DEVICES
 
@@ -32,44 +33,11 @@ class UsageError(InputError):
     """A command line that does not parse."""
 
 
-def number_type(kind: type, accepts, what: str):
-    """An argparse `type=` for a number of `kind` (int or float) that `accepts(value)`:
-    a text that is no such number, or one out of range, is `expected WHAT, got 'TEXT'`
-    (argparse puts `argument --OPTION:` before it)."""
-    noun = "an integer" if kind is int else "a number"
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
-        if not accepts(value):
-            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-        return value
-
-    return parse
-
-
 # seconds, budgets
 positive_float = number_type(float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0")
 positive_int = number_type(int, lambda v: v >= 1, "an integer >= 1")
 # a seed of `weanj fuzz` (what numpy's generators take)
 fuzz_seed = number_type(int, lambda v: 0 <= v < 2**32, "an integer from 0 to 2^32 - 1")
-# `--workers 0`: in this process
-count = number_type(int, lambda v: v >= 0, "an integer >= 0")
-
-
-def time_limit(text: str) -> float:
-    """A finite number >= 0 (`--timeout`: 0 is no limit); one message for any other text."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds >= 0 (0: no limit), got {text!r}"
-        )
-    return value
 
 
 def add_processes(p: argparse.ArgumentParser) -> None:
@@ -90,7 +58,7 @@ def add_example(p: argparse.ArgumentParser) -> None:
 def add_timeout(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--timeout",
-        type=time_limit,
+        type=time_limit_text,
         default=None,
         metavar="S",
         help=f"give up on {what} after S seconds (verdict timeout; the others go on); "
@@ -121,25 +89,6 @@ def add_device(p, *, several: bool = True, side: str = "") -> None:
 
 
 PARAMS_HELP = "--PARAM V: any parameter of the example (weanj list EXAMPLE shows them), e.g. --K 5"
-
-
-def add_executors(p: argparse.ArgumentParser) -> None:
-    """Where a check's evaluations run: a Dask cluster, local or not, and jax.distributed."""
-    p.add_argument(
-        "--workers",
-        type=count,
-        default=None,
-        metavar="N",
-        help="evaluate on a local Dask cluster of N worker processes (0: in this process; "
-        "needs weanj[distributed])",
-    )
-    p.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="evaluate on the Dask cluster of this scheduler (default: $DASK_SCHEDULER_ADDRESS, "
-        "else [tool.weanj] scheduler, else in this process)",
-    )
-    add_processes(p)
 
 
 def add_format(p: argparse.ArgumentParser) -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 
-from .._vocabulary import CHECK_DTYPES, DTYPES
+from .._check_options import add_arguments
+from .._vocabulary import DTYPES
 from ._options import (
     PARAMS_HELP,
     Parser,
     add_device,
     add_example,
-    add_executors,
     add_format,
     add_processes,
     add_timeout,
@@ -66,57 +66,8 @@ def _check(sub) -> None:
         "check", help="run every available variant, check its gradients and judge every pair"
     )
     p.add_argument("examples", nargs="*", metavar="EXAMPLE", help="default: all")
-    p.add_argument(
-        "--dtype",
-        choices=CHECK_DTYPES,
-        default="both",
-        help="dtypes under test (default: both: float64, then float32 against its own float64 run)",
-    )
-    p.add_argument(
-        "--variants",
-        nargs="+",
-        metavar="VARIANT",
-        help="only these variants, run and judged (the others' stored files are left aside)",
-    )
-    p.add_argument(
-        "--require",
-        action="append",
-        metavar="BACKEND",
-        help="fail when a variant of this backend (or this name) cannot run here, or a "
-        "run on this device (--require tpu), e.g. --require julia (default: [tool.weanj] "
-        "require)",
-    )
-    add_device(p)
-    p.add_argument(
-        "--fresh", action="store_true", help="recompute every evaluation (default: reuse)"
-    )
-    p.add_argument(
-        "-v", "--verbose", action="store_true", help="every pair, file and evaluation too"
-    )
-    p.add_argument(
-        "--fd",
-        action="store_true",
-        help="central differences beside every gradient check, as information (default: "
-        "only beside one that is not ok)",
-    )
-    p.add_argument(
-        "--strict",
-        action="store_true",
-        help="fail when a variant that ran was compared with nothing (a family with one "
-        "member here; default: said in the headline, exit code unchanged)",
-    )
-    p.add_argument(
-        "--order",
-        type=int,
-        choices=(1, 2),
-        default=1,
-        help="2: also each variant's Hessian-vector products, compared across variants, "
-        "with the second-order Taylor test and the symmetry check (default: 1, or an "
-        "example's own order=2)",
-    )
-    add_executors(p)
+    add_arguments(p)  # every option of a check, as declared (`_check_options`)
     add_format(p)
-    add_timeout(p, "a variant")
 
 
 def _diff(sub) -> None:

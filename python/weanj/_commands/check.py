@@ -6,9 +6,11 @@ the recorded references and the other files of the store.
 An example whose inputs cannot be read is not judged (the others are): the command then
 exits 2, having printed the others' verdicts.
 
-The run itself is `_pipeline.engine._run.CheckRun`; this module resolves the names (examples,
-variants, `--dtype`, the executor) and hands it the `Judgement` and the writer of
-`check.json` (`check_run`, which `pytest --weanj` uses too).
+The run itself is `_pipeline.engine._run.CheckRun`; this module resolves the names (the
+examples, the variants, the executor) and hands it the catalogs and the options
+(`_check_options.CheckOptions`, each declared once: the flags, `weanj.check()`'s keywords
+and `pytest --weanj`'s options are made from the one declaration), the store writes and
+the writer of `check.json` (`check_run`, which `pytest --weanj` uses too).
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .._errors import InputError, WeanjError, say
+from .._check_options import DEFAULTS, CheckOptions
+from .._errors import WeanjError, say
 from .._judge._events import Listener
 from .._judge._judgement import Judgement
-from .._model import DTYPES, Catalog
+from .._model import Catalog
 from .._pipeline.engine._run import CheckRun
 from .._pipeline.executors._executors import executor_for
 from .._pipeline.records._store_writes import StoreWrites
@@ -29,37 +32,19 @@ from .._registry import catalogs, project, refresh
 from .._registry._names import unknown_variants
 from .._report._judgement import JudgementView, Kept
 from .._report._verdicts_file import CheckFiles
-from .._vocabulary import CHECK_DTYPES, DEVICES
 
 
-def dtypes_of(dtype: str) -> tuple[str, ...]:
-    """`--dtype`: float32 is always judged against its own float64 run, so it brings
-    float64 along; float64 alone leaves float32 out."""
-    from .._arguments import one_of
-
-    one_of(dtype, CHECK_DTYPES, "dtype", "check")
-    return ("float64",) if dtype == "float64" else DTYPES
-
-
-def devices_of(device: Sequence[str] | str | None, config=None) -> tuple[str, ...]:
-    """The devices under test: `device` (one kind or several), else `[tool.weanj]
-    devices`, else the CPU alone (whatever JAX's default device is). The CPU always
-    comes first: every device run is judged against its family's CPU float64 reference."""
-    from .._arguments import names
-
-    asked = names(device, "device", "check") or []
-    if not asked and config is not None:
-        asked = list(getattr(config, "devices", ()) or ())
-    unknown = [d for d in asked if d not in DEVICES]
-    if unknown:
-        raise InputError(
-            f"device must be one of {', '.join(DEVICES)}, got {', '.join(map(repr, unknown))}"
-        )
+def devices_of(device: Sequence[str] | None, config: Any = None) -> tuple[str, ...]:
+    """The devices under test: `device` (kinds `CheckOptions` checked), else
+    `[tool.weanj] devices`, else the CPU alone (whatever JAX's default device is). The
+    CPU always comes first: every device run is judged against its family's CPU float64
+    reference."""
+    asked = list(device or ()) or list(getattr(config, "devices", ()) or ())
     return ("cpu", *dict.fromkeys(d for d in asked if d != "cpu"))
 
 
 def resolved_devices(
-    device: Sequence[str] | str | None, config=None
+    device: Sequence[str] | None, config: Any = None
 ) -> tuple[tuple[str, ...], dict[str, str]]:
     """`(the devices under test, {kind: why} of those absent here)`. A device the caller
     names (`--device`, `device=`) must be present: absent, it is one line (exit 2) before
@@ -103,147 +88,95 @@ def restricted(cats: list[Catalog], variants: Sequence[str] | None) -> list[Cata
 def check(
     examples: Sequence[str] | str | None = None,
     *,
-    variants: list[str] | tuple[str, ...] | None = None,
-    dtype: str = "both",
-    timeout: float | None = None,
-    fresh: bool = False,
     say: Callable[[str], None] = say,
-    save: bool = True,
-    workers: int | None = None,
-    scheduler: str | None = None,
-    processes: int | None = None,
-    require: Sequence[str] | None = None,
-    device: Sequence[str] | str | None = None,
-    fd: bool = False,
-    verbose: bool = False,
-    order: int = 1,
+    **options: Any,
 ) -> JudgementView:
     """Run, check and judge every available variant of each example (default: all).
 
     **Arguments:**
 
-    - `examples`: names of the project's examples, or one name (default: every one).
-    - `variants`: a list of the variants to run and judge (default: all), each once.
-    - `dtype`: `"both"` (float64, then float32 against its own float64 run),
-      `"float64"` or `"float32"`.
-    - `timeout`: seconds a variant's call may take (verdict `timeout`; default: the
-      project's `[tool.weanj] timeout`, else 600; 0: no limit).
-    - `fresh`: recompute every evaluation; by default one whose inputs, code and versions
-      did not change since it was recorded is reused (docs/DESIGN.md, "Evaluation
-      records"), and the judge judges it afresh.
-    - `say`: where progress goes (stderr by default).
-    - `save`: write each gradient to the store and the verdicts to
-      `results/<example>/check.json` (what `weanj diff` and `weanj report` read).
-    - `workers`: evaluate on a local Dask cluster of this many worker processes (0: in
-      this process); `scheduler`: on the Dask cluster at this address (default: the
-      project's, `$DASK_SCHEDULER_ADDRESS` or `[tool.weanj] scheduler`, else in this
-      process). Needs `weanj[distributed]`; docs/distributed.md.
-    - `processes`: evaluate the sharded (multi-device) variants under `jax.distributed`
-      on this many local processes.
-    - `require`: backends or variant names that must run (default: `[tool.weanj]
-      require`); one that did not makes the check fail, naming it; a device kind
-      (`"tpu"`): every run there must run (a platform limit then fails).
-    - `device`: `"tpu"`, `"gpu"` or a list (`["cpu", "tpu"]`): each variant also runs
-      there, judged against its family's CPU float64 reference (default: `[tool.weanj]
-      devices`, else the CPU alone, whatever JAX's default device is; docs/devices.md);
-      one named here must be present. `verbose`: progress per evaluation, not example.
-    - `fd`: central differences beside every gradient check, as information (by default
-      only beside one that is not ok: docs/gradient-checks.md); `order`: 2 checks every
-      example at the second order too (docs/outputs.md; default 1, or an example's own).
+    - `examples`: one example's name, or a list of them (default: every registered one).
+    - `say`: where progress and notes go (default: stderr).
+    - `**options`: the options of a check, each by its name (`fd=True`, `variants=[...]`,
+      `dtype="float64"`, `timeout=60`, `device=["cpu", "tpu"]`, `order=2`, `save=False`,
+      ...): the same options as `weanj check`'s flags and `pytest --weanj`'s, declared
+      once ([the check's options](reference/options.md)); a wrong
+      name or value is one line naming it. `variants`: only these variants, run and
+      judged (the others' stored files are left aside). `dtype`: `"both"` (default:
+      float64, then float32 against its own float64 run), `"float64"` or `"float32"`.
+      `timeout`: seconds per variant's call (0: no limit; default `[tool.weanj] timeout`,
+      else 600). `fresh`: recompute every evaluation. `save`: save each gradient to the
+      store and write `results/EX/check.json` (default True). `require`: backend or
+      variant names that must run here (default `[tool.weanj] require`). `workers`,
+      `scheduler`, `processes`: where the evaluations run (a local Dask cluster of N
+      workers, a Dask scheduler's address, jax.distributed processes for the sharded
+      variants; docs/distributed.md). `device`: the devices under test (default
+      `[tool.weanj] devices`, else the CPU alone; docs/devices.md); one named here must
+      be present. `fd`: central differences beside every gradient check, as information.
+      `order`: 2 checks every example at the second order too (docs/outputs.md).
+      `strict`: a variant compared with nothing fails the check. `verbose`: progress per
+      evaluation, not example.
 
     **Returns:** the `JudgementView` that `weanj check` prints: `.ok`, `.failures`,
     `judgement["EX"]` per example, and in a notebook the report's first tables.
     """
-    # what is checked, where it runs, and what is said and kept of it
-    checked = dict(variants=variants, dtype=dtype, require=require, fd=fd, order=order)
-    where = dict(workers=workers, scheduler=scheduler, processes=processes, device=device)
-    said = dict(timeout=timeout, fresh=fresh, say=say, save=save, verbose=verbose)
-    checking(examples, **checked, **where, **said, listeners=[kept := Kept()])
+    asked = CheckOptions.of("check", **options)
+    checking(examples, asked, say=say, listeners=[kept := Kept()])
     return kept.judgement
 
 
 def checking(
-    examples: Sequence[str] | str | None = None,
+    examples: Sequence[str] | str | None,
+    options: CheckOptions = DEFAULTS,
     *,
-    variants: list[str] | tuple[str, ...] | None = None,
-    dtype: str = "both",
-    timeout: float | None = None,
-    fresh: bool = False,
     say: Callable[[str], None] = say,
-    save: bool = True,
-    workers: int | None = None,
-    scheduler: str | None = None,
-    processes: int | None = None,
-    require: Sequence[str] | None = None,
-    device: Sequence[str] | str | None = None,
-    fd: bool = False,
-    verbose: bool = False,
-    strict: bool = False,
     listeners: Sequence[Listener] = (),
-    order: int = 1,
 ) -> Judgement:
     """`check`'s run, its events to `listeners` (the front end's: `weanj check` prints
-    through `--format`'s, `weanj.check()` keeps the `Judgement`), each argument of
-    `check` checked first; `strict` (`weanj check --strict`): a variant compared with
-    nothing fails the check; **Returns:** the `Judgement`'s data (its exit code)."""
+    through `--format`'s, `weanj.check()` keeps the `Judgement`); `options.strict`: a
+    variant compared with nothing fails the check; **Returns:** the `Judgement`'s data
+    (its exit code)."""
     from .. import _arguments as arg
 
     examples = arg.some(arg.names(examples, "examples", "check"), "examples", "check")
-    variants = arg.some(arg.name_list(variants, "variants", "check"), "variants", "check")
-    timeout = arg.time_limit(timeout, "timeout", "check")
-    fresh, save = arg.flag(fresh, "fresh", "check"), arg.flag(save, "save", "check")
-    fd, verbose = arg.flag(fd, "fd", "check"), arg.flag(verbose, "verbose", "check")
     say = arg.say_function(say, "say", "check")
-    require = arg.name_list(require, "require", "check")
     refresh(say)  # the code on disk, said through the check's own lines
-    cats = restricted(catalogs(examples), variants)
+    cats = restricted(catalogs(examples), options.variants)
     if not cats:  # nothing checked is not a pass
         raise WeanjError(
             f"no examples to check in {project().describe()}: its example modules register none"
         )
-    devices, absent = resolved_devices(device, project())  # a device named must be here
     every = None if examples else [c.name for c in catalogs(None)]
-    how = dict(timeout=timeout, fresh=fresh, say=say, save=save, require=require, fd=fd)
-    how["strict"] = arg.flag(strict, "strict", "check")
-    if isinstance(order, bool) or order not in (1, 2):
-        raise InputError(f"check: order must be 1 or 2 (the second order), got {order!r}")
-    how["order"] = int(order)
-    how.update(devices=devices, absent=absent, verbose=verbose, every_example=every)
-    executor = _executor(workers, scheduler, processes)
-    dtypes = dtypes_of(dtype)
-    return check_run(cats, dtypes=dtypes, executor=executor, listeners=listeners, **how).judge()
-
-
-def _executor(workers: Any, scheduler: Any, processes: Any):
-    """The executor `weanj.check()`'s arguments ask for, each checked first."""
-    from .. import _arguments as arg
-
-    workers = arg.count(workers, "workers", "check", minimum=0)
-    processes = arg.count(processes, "processes", "check", minimum=1)
-    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
-        raise InputError(f"check: scheduler must be a scheduler's address (str), got {scheduler!r}")
-    return executor_for(workers, scheduler, project(), processes=processes)
+    run = check_run(cats, options, listeners=listeners, say=say, every_example=every)
+    return run.judge()
 
 
 def check_run(
-    cats: list[Catalog], *, listeners: Sequence[Listener] = (), **options: Any
+    cats: list[Catalog],
+    options: CheckOptions = DEFAULTS,
+    *,
+    listeners: Sequence[Listener] = (),
+    **how: Any,
 ) -> CheckRun:
     """The live `CheckRun` of `weanj check` on these catalogs, its listeners registered:
-    with `save`, the store writes and `check.json` first, then the front end's
-    `listeners`; what `weanj.check()`, `weanj check` and `pytest --weanj` run. `strict`
-    among the options: its `Judgement` fails on a variant compared with nothing."""
+    with `options.save`, the store writes and `check.json` first, then the front end's
+    `listeners`; what `weanj.check()`, `weanj check` and `pytest --weanj` run (`how`:
+    `CheckRun`'s `say`, `every_example`). Where the evaluations run is asked of the
+    options (`workers`, `scheduler`, `processes`; none: in this process). `strict`: its
+    `Judgement` fails on a variant compared with nothing."""
     from .._backends._placement import device_line
 
-    devices = options.setdefault("devices", ("cpu",))
-    absent = options.get("absent") or {}
-    strict = options.pop("strict", False)
-    here = places()
-    run = CheckRun(cats, here, config=project(), **options)
-    run.judgement.notes.append(device_line(devices, absent))  # where the runs were, once
-    run.judgement.strict = strict  # a variant compared with nothing fails (`--strict`)
+    config = project()
+    devices, absent = resolved_devices(options.device, config)  # a device named: here
+    executor = executor_for(options.workers, options.scheduler, config, processes=options.processes)
+    run = CheckRun(
+        cats, places(), options, executor, config=config, devices=devices, absent=absent, **how
+    )
+    run.judgement.notes.append(device_line(run.devices, run.absent))  # where the runs were
+    run.judgement.strict = options.strict  # a variant compared with nothing fails
     if run.save:
-        run.stream.listen(StoreWrites(here, run.records))
-        run.stream.listen(CheckFiles(here))
+        run.stream.listen(StoreWrites(run.places, run.records))
+        run.stream.listen(CheckFiles(run.places))
     for listener in listeners:
         run.stream.listen(listener)
     return run

@@ -30,10 +30,11 @@ def keep(session, g: Gradient, kind: CaseKind, array: str, numbers: dict) -> Non
 
 
 def with_fd(session, inputs: Inputs, g: Gradient, array: str, j) -> bool:
-    """Central differences beside a check that is not ok, or where asked (`Session.fd`),
-    as information (`fd_information`); **Returns** whether they were added now."""
+    """Central differences beside a check that is not ok, or where asked (`--fd`, read in
+    `Session.options`), as information (`fd_information`); **Returns** whether they were
+    added now."""
     failed = j.verdict.failing and j.verdict != Verdict.TIMEOUT  # its numbers say not ok
-    if j.fd is not None or not (getattr(session, "fd", False) or failed):
+    if j.fd is not None or not (session.options.fd or failed):
         return False
     if g.of is None or g.of.unavailable_reason() is not None:
         return False

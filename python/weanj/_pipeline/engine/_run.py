@@ -32,10 +32,11 @@ run's end.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from ..._check_options import DEFAULTS, CheckOptions
 from ..._errors import WeanjError, say
 from ..._io import _jax_cache, _safeh5
 from ..._io._inputs import PROBED_FILE
@@ -68,28 +69,25 @@ class CheckRun:
     **Arguments** (all resolved objects: the front end has looked every name up):
 
     - `catalogs`: the examples, each with the variants to run (`left_out` the others);
-    - `places`: where the project's files are; `config`: its `ProjectConfig` (records,
-      executors, `require`);
-    - `listeners`: the front end's listeners of the run's events (`_judge._events`);
-    - `dtypes`: the dtypes under test; `timeout`: seconds per call; `fresh`: recompute
-      every evaluation (no reuse); `save`: the run's evaluations are the store's (their
-      records summed up per example; the store writes and `check.json` are listeners);
-      `keep`: reuse and keep evaluation records (default: `save`);
+    - `places`: where the project's files are;
+    - `options`: what the check is asked (`_check_options.CheckOptions`, each option
+      declared once there and read here or where it is used: `dtype`, `timeout` (0: none;
+      else the project's), `fresh`, `save` (the run's evaluations are the store's: the
+      store writes and `check.json` are listeners), `records` (reuse and keep evaluation
+      records; default: `save`), `require` (default: the project's), `device` (each
+      variant's run on every other device is judged against its family's CPU float64
+      reference, `_device_cases`; default `[tool.weanj] devices`, else the CPU), `fd`,
+      `order`, `verbose`, `progress`);
     - `executor`: where evaluations run (default in this process);
-    - `require`: backends or variant names that must run (default: the project's);
-    - `say`: where progress and notes go; `progress`: say it (`_progress`: one line per
-      example, with `verbose` one per evaluation);
+    - `listeners`: the front end's listeners of the run's events (`_judge._events`);
+    - `config`: the project's `ProjectConfig` (records, executors, `require`, `devices`);
+      `say`: where progress and notes go;
     - `every_example`: the names of every registered example, when the run covers them
       all (then results of examples no longer registered are noted);
     - `cache`: turn on JAX's persistent compilation cache (as every command does);
-    - `devices`: the devices under test (`cpu`, `gpu`, `tpu`; default the CPU alone,
-      whatever JAX's default device is): each variant's run on every other device is
-      judged against its family's CPU float64 reference (`_device_cases`); `absent`:
-      `{kind: why}` of the devices `[tool.weanj] devices` names that are absent here,
-      said once and in the headline (`Judgement.coverage`);
-    - `fd`: central differences beside every gradient check (by default only beside
-      one that is not ok); `order`: 2 checks every example at the second order too
-      (`--order 2`; an example's own `order=2` asks it of that example alone).
+    - `devices`: the devices under test, resolved from `options.device` (default the CPU
+      alone); `absent`: `{kind: why}` of those `[tool.weanj] devices` names that are
+      absent here, said once and in the headline (`Judgement.coverage`).
 
     The store run is `CheckRun.of_store`; one evaluation's run `evaluation_run`.
     """
@@ -98,82 +96,78 @@ class CheckRun:
         self,
         catalogs: Sequence[Catalog],
         places: Places,
-        *,
-        config: Any,
-        listeners: Sequence[Listener] = (),
-        dtypes: tuple[str, ...] = DTYPES,
-        timeout: float | None = None,
-        fresh: bool = False,
-        save: bool = True,
-        keep: bool | None = None,
+        options: CheckOptions = DEFAULTS,
         executor: Any = None,
-        require: Sequence[str] | None = None,
+        listeners: Sequence[Listener] = (),
+        *,
+        config: Any = None,
         say: Callable[[str], None] = say,
-        progress: bool = True,
         every_example: Sequence[str] | None = None,
-        live: bool = True,
-        faults: Callable[[Catalog, Inputs], dict[str, Fault]] | None = None,
         cache: bool = True,
         devices: tuple[str, ...] = ("cpu",),
-        fd: bool = False,
-        absent: dict[str, str] | None = None,
-        verbose: bool = False,
-        order: int = 1,
+        absent: Mapping[str, str] | None = None,
     ):
-        self.catalogs = list(catalogs)
-        self.fd = fd
-        self.order = order
-        self.places = places
+        self._open(catalogs, places, options.dtypes, say, live=True)
+        self.options = options
         self.config = config
-        self.judgement = Judgement("check" if live else "diff", dtypes=tuple(dtypes))
-        self.stream = Stream()
-        self.dtypes = tuple(dtypes)
-        self.devices = tuple(devices)  # the devices under test (docs/devices.md)
-        self.absent = dict(absent or {})  # asked for in [tool.weanj] devices, absent here
+        # the devices under test (docs/devices.md); those [tool.weanj] devices names that
+        # are absent here, said once and in the headline
+        self.devices, self.absent = tuple(devices), dict(absent or {})
         # the time limit of each call: `timeout` where given (0: none), else the project's
-        self.timeout = time_limit(timeout, config or _config_at(places)) if live else None
-        self.save = save and live
-        # every line of the run through one `Said`: the heartbeat counts silence from it
-        self.say = say if isinstance(say, Said) else Said(say)
-        self.live = live
+        self.timeout = time_limit(options.timeout, config or _config_at(places))
+        self.save = options.save
         self.every_example = every_example
-        self.require = set((getattr(config, "require", ()) or ()) if require is None else require)
+        self.require = set(
+            (getattr(config, "require", ()) or ()) if options.require is None else options.require
+        )
         self.executor = executor if executor is not None else InProcess(config)
-        self._stack = ExitStack()
-        self._clock = None
-        if live and cache:
+        if cache:
             _jax_cache.enable()  # compiled kernels are reused across runs (and processes)
             if catalogs:  # a check, not one evaluation (`evaluation_run`)
                 self._clock = _jax_cache.clock()
                 # a check remembers which files it found safe to read (`_safeh5`)
                 self._stack.enter_context(_safeh5.keep_probes(places.results / PROBED_FILE))
-        self._t0 = time.perf_counter()
-        self._finished = False
-        keep = self.save if keep is None else keep
-        self.records = Records(places, config, fresh=fresh) if live and keep else None
-        self.plans = {cat.name: self._plan_of(cat, faults) for cat in self.catalogs}
-        if live and progress:
-            self.stream.listen(self._progress_of(self.say, verbose))
+        keep = self.save if options.records is None else options.records
+        self.records = Records(places, config, fresh=options.fresh) if keep else None
+        self.plans = {cat.name: self._plan_of(cat) for cat in self.catalogs}
+        if options.progress:
+            self.stream.listen(self._progress_of(self.say, options.verbose))
         for listener in listeners:
             self.stream.listen(listener)
+
+    def _open(self, catalogs, places: Places, dtypes, say, *, live: bool) -> None:
+        """What the live run and the store run share: the examples, the places, the
+        `Judgement` and its stream, the session to come."""
+        self.catalogs = list(catalogs)
+        self.places = places
+        self.live = live
+        self.judgement = Judgement("check" if live else "diff", dtypes=tuple(dtypes))
+        self.stream = Stream()
+        self.dtypes = tuple(dtypes)
+        # every line of the run through one `Said`: the heartbeat counts silence from it
+        self.say = say if isinstance(say, Said) else Said(say)
+        self.options = CheckOptions(save=False, progress=False)
+        self.devices, self.absent = ("cpu",), {}
+        self.timeout, self.save, self.records = None, False, None
+        self.every_example, self.require = None, set()
+        self._stack = ExitStack()
+        self._clock = None
+        self._t0 = time.perf_counter()
+        self._finished = False
         self._session: Session | None = None
         self._asked: RunRequest | None = None  # what a live run asked of its executor
 
-    def _plan_of(self, cat: Catalog, faults: Callable | None) -> Plan | WeanjError:
-        """The example's plan (`read_plan`), or why it cannot be checked; the store run's
-        (`live` False) with the faults its files recorded."""
+    def _plan_of(self, cat: Catalog) -> Plan | WeanjError:
+        """The example's plan (`read_plan`), or why it cannot be checked."""
         try:
-            if self.live:
-                return read_plan(
-                    cat,
-                    self.places,
-                    live=True,
-                    dtypes=self.dtypes,
-                    devices=self.devices,
-                    order=self.order,
-                )
-            found = (lambda inputs: faults(cat, inputs)) if faults else None
-            return read_plan(cat, self.places, live=False, checks=False, faults=found)
+            return read_plan(
+                cat,
+                self.places,
+                live=True,
+                dtypes=self.dtypes,
+                devices=self.devices,
+                order=self.options.order,
+            )
         except WeanjError as e:
             return e
 
@@ -204,18 +198,18 @@ class CheckRun:
         """The store run (`weanj diff`): every file of the store judged, nothing evaluated;
         `faults(catalog, inputs)`: what the last check found at fault (a fault saves no
         file)."""
-        return cls(
-            catalogs,
-            places,
-            config=None,
-            listeners=listeners,
-            save=False,
-            keep=False,
-            live=False,
-            faults=faults,
-            say=say,
-            progress=False,
-        )
+        run = cls.__new__(cls)
+        run._open(catalogs, places, DTYPES, say, live=False)
+        run.plans = {}
+        for cat in run.catalogs:
+            found = (lambda inputs, cat=cat: faults(cat, inputs)) if faults else None
+            try:
+                run.plans[cat.name] = read_plan(cat, places, live=False, checks=False, faults=found)
+            except WeanjError as e:
+                run.plans[cat.name] = e
+        for listener in listeners:
+            run.stream.listen(listener)
+        return run
 
     # --- the session ----------------------------------------------------------------------
 
@@ -234,8 +228,7 @@ class CheckRun:
                     emit=self.stream.emit,
                     shown_path=self.places.shown,
                     records=self.records,
-                    fd=self.fd,
-                    order=self.order,
+                    options=self.options,
                 )
                 self._asked = asked
                 self._session = self._stack.enter_context(self.executor.session(asked))
@@ -383,7 +376,8 @@ def evaluation_run(
     no record kept, nothing written (`weanj run` saves what `evaluate` returns where
     `outside_store_path` or `--out` says). `cache`: turn on the persistent compilation
     cache, as every command does (a notebook's `weanj.evaluate` leaves it as it is)."""
-    return CheckRun((), places, config=None, timeout=timeout, save=False, say=say, cache=cache)
+    options = CheckOptions(timeout=timeout, save=False, progress=False)
+    return CheckRun((), places, options, say=say, cache=cache)
 
 
 def _config_at(places: Places) -> Any:

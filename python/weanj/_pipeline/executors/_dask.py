@@ -110,7 +110,7 @@ class DaskExecutor(Remote):
         from ._dask_plugin import WeanjProject
 
         token = uuid.uuid4().hex[:8]
-        setup = {**worker_setup(self.config), "run": token}
+        setup = {**worker_setup(self.config), "run": token, "options": asked.options}
         payloads = {inputs.digest: inputs_payload(inputs) for _, inputs, _ in todo}
         plugin = f"weanj-{token}"
         with self.client(asked.say) as client:

@@ -39,6 +39,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..._check_options import DEFAULTS, CheckOptions
 from ..._errors import InputError
 from ..._judge._contract import Fault
 from ..._judge._events import EvaluationFinished
@@ -60,8 +61,8 @@ ENGINES: dict[str, tuple[str, tuple[str, ...]]] = {
 class RunRequest:
     """What a run asks of its executor: its `plans` ({example: Plan or its error}), each
     call's time limit (`timeout`), where lines and events go (`say`, `emit`), how paths
-    are shown, its evaluation `records` (or None), central differences beside every check
-    (`fd`), the order it checks (`order`); an engine that evaluates before the judge asks
+    are shown, its evaluation `records` (or None), the check's `options` (its sessions read
+    `fd` and `order` there); an engine that evaluates before the judge asks
     adds each example's evaluation seconds to `elsewhere_s` (its progress line's)."""
 
     plans: dict
@@ -70,9 +71,8 @@ class RunRequest:
     emit: Callable[[Any], None] | None
     shown_path: Callable
     records: Any
-    fd: bool = False
+    options: CheckOptions = DEFAULTS
     elsewhere_s: dict[str, float] = field(default_factory=dict)
-    order: int = 1
 
     def open_session(self, records: Any, said: set | frozenset = frozenset()) -> Session:
         """The `Session` an engine opens for this run: its limit, lines and paths, with
@@ -92,8 +92,7 @@ class RunRequest:
             emit=emit,
             shown_path=self.shown_path,
             records=records,
-            fd=self.fd,
-            order=self.order,
+            options=self.options,
         )
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ..._check_options import DEFAULTS
 from ..._errors import WeanjError
 from ..._judge._contract import Fault
 from ..._model import Distributed, Gradient, Inputs
@@ -131,6 +132,7 @@ def _session_of(setup: dict, timeout: float | None) -> Session:
             shown_path=Places(Path(setup["root"])).shown,
             checking=True,  # its float64 evaluations' gradient checks run here too
             family_here=False,  # a borrowed forward mode's lender is the client's choice
+            options=setup.get("options", DEFAULTS),  # the check's (its fd, its order)
         )
         held = _WORKER["sessions"][threading.get_ident()] = (run, session)
     return held[1]

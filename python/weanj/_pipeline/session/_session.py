@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._check_options import DEFAULTS, CheckOptions
 from ..._errors import say
 from ..._judge._contract import Fault
 from ..._judge._directions import checked_masks, second_direction
@@ -49,12 +50,12 @@ class Session:
     - `checking`: gradient checks will run (a plan judged has them, `_cases.judge_case`; a
       worker's float64 evaluations): a variant's float64 CPU runs then call what its
       backend has for a check's runs (`_calls.for_checks`: a JAX variant's one program).
-    - `fd`: central differences beside every gradient check (`weanj check --fd`), not
-      only beside one that is not ok.
     - `family_here`: the session may evaluate a variant's family to choose the lender of
       a forward mode (`_donors`); a Dask worker's, whose tasks are one evaluation each,
       may not: such a jvp check is left to the client, which has the family's runs.
-    - `order`: 2 (`weanj check --order 2`) computes every checked variant's
+    - `options`: the check's options (`_check_options.CheckOptions`) its checks read:
+      `fd`, central differences beside every gradient check (`weanj check --fd`), not only
+      beside one that is not ok; `order`, 2 (`--order 2`) computes every checked variant's
       Hessian-vector products, as an example declaring `order=2` asks (docs/outputs.md).
     """
 
@@ -67,13 +68,11 @@ class Session:
         shown_path: Callable[[Any], str] = str,
         records: Any = None,
         checking: bool = False,
-        fd: bool = False,
         family_here: bool = True,
-        order: int = 1,
+        options: CheckOptions = DEFAULTS,
     ):
         self.watch = Watch(timeout_s=timeout_s, say=say)
-        self.order = order
-        self.fd = fd  # central differences beside every gradient check, not only where not ok
+        self.options = options  # what the check asks: its `fd`, its `order` (`_check_options`)
         self.timeout_s = timeout_s  # the limit asked for (each call's, the watch's)
         self.say = say
         self.emit = emit
@@ -284,7 +283,10 @@ class Session:
     def _second(self, variant: Variant, inputs: Inputs) -> dict[str, np.ndarray] | None:
         """The second directions an evaluation's call takes where its example is checked
         at the second order (its own `order`, or the session's), else None."""
-        if order_of(variant.example, self.order) < 2 or variant.unavailable_reason() is not None:
+        if (
+            order_of(variant.example, self.options.order) < 2
+            or variant.unavailable_reason() is not None
+        ):
             return None
         return self.second_tangents(variant.example, inputs)
 
