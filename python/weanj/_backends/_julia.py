@@ -264,6 +264,7 @@ def _declared_kernel(
         package=package,
         ad="enzyme" if how == HAND_WRITTEN else how,
         gradient=gradient,
+        outputs=tuple(getattr(example, "outputs", ())),
     )
 
 
@@ -325,8 +326,9 @@ def julia_variant(
     - `name`, `family`: the variant's name (`julia-<algorithm>`) and family;
       `description`: one line for reports.
     - `loss`: the name of the Julia function, which takes the example's arrays then its
-      parameters, in the example's order, and returns the scalar loss. A dotted name
-      (`"Smooth.smooth_loss"`) looks into a module the file defines.
+      parameters, in the example's order, and returns the scalar loss; for an example
+      that declares outputs, the loss and its outputs, `(L, (; r = r))` (docs/outputs.md).
+      A dotted name (`"Smooth.smooth_loss"`) looks into a module the file defines.
     - `file`: None for weanj's own kernels (`julia/src/WeanJ.jl`); else a Julia file,
       relative to the project root, included into a module of its own. A file that does
       not exist, or does not load, makes this variant unavailable, saying why.
