@@ -153,12 +153,13 @@ def _timings(kernel: JuliaKernel, reply: dict) -> dict:
 
 
 def julia_functions(example: Any, kernel: JuliaKernel) -> Functions:
-    """`Functions(loss, grad, value_and_grad=..., evaluation=...)` on numpy arrays,
+    """`Functions(loss, grad, value_and_grad=..., checking=...)` on numpy arrays,
     computed by the Julia worker; `value_and_grad` is one request (what an evaluation
     asks), `((loss, {name: array}), gradient)` for an example that declares outputs;
-    `evaluation` a check's, beyond the gradient where asked (`_julia_evaluation`); no
-    `jvp`. The gradient function carries `timed_inside(*args, samples=...)`, the times
-    measured inside the worker (`weanj bench`)."""
+    `checking`, what a check's float64 runs call, has an `evaluation` beyond the gradient
+    where asked (`_julia_evaluation`); no `jvp`. The gradient function carries
+    `timed_inside(*args, samples=...)`, the times measured inside the worker (`weanj
+    bench`)."""
 
     def ask(op: str, what: str, args: tuple, more=(), **extra) -> tuple[dict, list, np.dtype]:
         arrays, params, dtype = _arguments(example, kernel, args)
@@ -196,5 +197,8 @@ def julia_functions(example: Any, kernel: JuliaKernel) -> Functions:
         return _timings(kernel, reply)
 
     grad.timed_inside = timed_inside
-    beyond = JuliaEvaluation(example, kernel, ask, value_and_grad)
-    return Functions(loss, grad, value_and_grad=value_and_grad, evaluation=beyond.evaluation)
+    plain = Functions(loss, grad, value_and_grad=value_and_grad)
+    # a check's float64 runs: the same calls, and its evaluation beyond the gradient
+    read = (lambda out, dtype: _loss_of(kernel, out, dtype), lambda out: _gradient_of(kernel, out))
+    beyond = JuliaEvaluation(example, kernel, ask, value_and_grad, read)
+    return plain._replace(checking=plain._replace(evaluation=beyond.evaluation))

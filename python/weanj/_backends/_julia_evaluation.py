@@ -41,15 +41,23 @@ def flagged(kernel: Any) -> list[str]:
 class JuliaEvaluation:
     """A Julia variant's `Functions.evaluation` (module docstring). `ask(op, what, args,
     more=(), **header) -> (reply, arrays, dtype)` is the variant's request;
-    `value_and_grad` its plain evaluation. `second_refused` says why it has no
+    `value_and_grad` its plain evaluation; `read` how an answer's loss and gradient are
+    read. `second_refused` says why it has no
     Hessian-vector products (read by the judge through the bound method, as a JAX
     variant's `CheckRuns`); `pushforward_refused` why its outputs were not pushed forward
     (the dot-product test then borrows `⟨w, J·v⟩`, saying from whom). `refused`, the loss's
     forward mode for the jvp check, stays None: "no forward mode", as before."""
 
-    def __init__(self, example: Any, kernel: Any, ask, value_and_grad):
+    # its call computes no directional derivative of the loss: it lends no forward mode
+    # (`_pipeline.session._runs.push`), as before it had an evaluation of its own
+    forward_mode = False
+
+    def __init__(self, example: Any, kernel: Any, ask, value_and_grad, read):
         self.example, self.kernel, self.ask = example, kernel, ask
         self.value_and_grad = value_and_grad
+        # `(loss_of(out, dtype), gradient_of(out))`: the answer's loss and gradient, read
+        # as `value_and_grad` reads them (`_julia_calls`)
+        self.loss_of, self.gradient_of = read
         self.refused: str | None = None
         self.second_refused: str | None = None
         self.pushforward_refused: str | None = None
@@ -106,14 +114,12 @@ class JuliaEvaluation:
         return self._read(reply, out, dtype, tangents, weights, second is not None)
 
     def _read(self, reply: dict, out: list, dtype, tangents: dict, weights: dict, second: bool):
-        from ._julia_calls import _gradient_of, _loss_of  # (that module imports this one)
-
         names, outputs = flagged(self.kernel), tuple(self.kernel.outputs)
         k, n = len(names), len(outputs)
         if len(out) < 1 + k + n:
             raise JuliaError(f"{self.kernel.variant}: the Julia worker answered too few arrays")
-        value = _loss_of(self.kernel, out[:1], dtype)
-        g = _gradient_of(self.kernel, out[1 : 1 + k])
+        value = self.loss_of(out[:1], dtype)
+        g = self.gradient_of(out[1 : 1 + k])
         outs = outputs_of(self.kernel, reply, out[1 + k : 1 + k + n])
         rest = out[1 + k + n :]
         beyond: dict[str, Any] = {"outputs": outs, "jacobian": {}, "more_forwards": 0}
@@ -124,6 +130,12 @@ class JuliaEvaluation:
             pushed = None
             if reply.get("pushed"):
                 pushed, rest = rest[: n * k], rest[n * k :]
+                for j, p in enumerate(pushed):  # each output's J·v, shaped as the output
+                    if np.shape(p) != np.shape(weights[outputs[j % n]]):
+                        raise JuliaError(
+                            f"{self.kernel.variant}: the Julia worker answered a pushforward "
+                            f"of {outputs[j % n]} of shape {np.shape(p)}"
+                        )
                 beyond["more_forwards"] = k  # each array's pushforward: one forward
             beyond["jacobian"], beyond["pullback"] = _jacobian(
                 outputs, names, pulled, pushed, tangents, weights
@@ -134,11 +146,29 @@ class JuliaEvaluation:
                     f"{self.kernel.variant}: the Julia worker answered {len(rest)} Hessian "
                     f"products for {k} arrays"
                 )
-            beyond["hvp"] = {a: np.asarray(rest[2 * i], np.float64) for i, a in enumerate(names)}
-            beyond["hvp_u"] = {
-                a: np.asarray(rest[2 * i + 1], np.float64) for i, a in enumerate(names)
-            }
+            for key, at in (("hvp", 0), ("hvp_u", 1)):
+                beyond[key] = {
+                    a: np.asarray(rest[2 * i + at], np.float64) for i, a in enumerate(names)
+                }
+        self._shaped(beyond, tangents, weights)
         return value, g, None, beyond
+
+    def _shaped(self, beyond: dict, tangents: dict, weights: dict) -> None:
+        """Each product shaped as what it is of (a pullback and a Hessian product as its
+        wrt array; a pushforward went into a number already), or a `JuliaError` naming it
+        (a worker out of step, never a traceback in the judge)."""
+        found = {
+            f"pullback {k}": (v, tangents[k.split("::")[1]])
+            for k, v in beyond.get("pullback", {}).items()
+        }
+        for key in ("hvp", "hvp_u"):
+            found.update({f"{key} {a}": (v, tangents[a]) for a, v in beyond.get(key, {}).items()})
+        for what, (value, like) in found.items():
+            if np.shape(value) != np.shape(like):
+                raise JuliaError(
+                    f"{self.kernel.variant}: the Julia worker answered {what} of shape "
+                    f"{np.shape(value)}, not its array's {np.shape(like)}"
+                )
 
 
 def outputs_of(kernel: Any, reply: dict, arrays: list) -> dict[str, np.ndarray]:

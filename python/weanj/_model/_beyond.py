@@ -107,5 +107,5 @@ def split_evaluated(example: Any, first: Any) -> tuple[Any, dict[str, Any]]:
     if isinstance(first, (tuple, list)) and len(first) == 2 and isinstance(first[1], dict):
         return first[0], dict(first[1])
     if isinstance(first, (tuple, list)) and len(first) == 2 and first[1] is None:
-        return first[0], None  # a backend that computes no outputs (a Julia variant's, yet)
+        return first[0], None  # a backend that computes no outputs (a `functions=` of its own)
     return first, {}

@@ -364,7 +364,7 @@ class WeanJModule:
         hessian = loss[3]["hessian"](*_unwrapped(args))
         names = self._flagged_names(loss, flags)
         return tuple(
-            ArrayValue(hessian[a] @ d.values.ravel())
+            ArrayValue((hessian[a] @ d.values.ravel()).reshape(d.values.shape))
             for a, v, u in zip(names, tangents, seconds, strict=True)
             for d in (v, u)
         )

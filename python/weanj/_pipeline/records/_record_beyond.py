@@ -49,7 +49,7 @@ def written(g: Gradient) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """`(record fields, npz members)` of what `g` holds beyond its gradient."""
     fields: dict[str, Any] = {}
     members: dict[str, np.ndarray] = {}
-    if g.outputs:  # (a backend that computes none, a Julia variant's yet, keeps none)
+    if g.outputs:  # (a backend that computes none keeps none)
         outputs = {}
         for name in g.outputs:
             a = members[f"o_{name}"] = _le(g.outputs[name])
