@@ -39,6 +39,14 @@ Nothing here is Julia, and nothing it computes is a Julia result:
   `_julia_worker.STACK` called with the folder) is recorded, and puts the folder's
   Project.toml first on `Base.load_path()`, above `$WEANJ_TEST_WEANJ_ENVIRONMENT`'s (a
   folder standing for weanj's environment, if set).
+- Beyond the gradient (julia/src/outputs.jl, second_order.jl): `LossAlone`,
+  `outputs_layout` (a kernel of an example with outputs returns `(loss, {name: array})`,
+  else Julia's `OutputsConventionError` text), `enzyme_backends`, `outputs_backends` (a
+  forward role for ForwardDiff and FiniteDifferences only), `outputs_prepare`,
+  `outputs_loss_and_gradient`, `outputs_derivatives`, `hvp_prepare`, `loss_hvps` and
+  `handwritten_outputs`: the products by linear algebra on the kernel's fourth item,
+  `{"jacobian": ..., "hessian": ..., "arrays": [...]}` (a fixture's: the reference's
+  matrices), each preparation held to its AD, argument types and number of seeds.
 - `$WEANJ_TEST_JULIA_VERSION` (default 1.11.5) is `string(VERSION)`;
   `$WEANJ_TEST_NO_ENZYME` set makes `import Enzyme` fail.
 """
