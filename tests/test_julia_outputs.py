@@ -208,3 +208,35 @@ def test_julia_signfit_returns_the_references_residuals_and_products(fake):  # n
         np.testing.assert_allclose(beyond["hvp"][a], H[a] @ tangents[a], rtol=1e-14)
         np.testing.assert_allclose(beyond["hvp_u"][a], H[a] @ seconds[a], rtol=1e-14)
     assert [c["names"] for c in fake.calls("outputs_layout")] == [["r"]]
+
+
+def test_hvp_names_the_ad_that_pushes_the_gradient_forward(fields):
+    """`julia_variant(hvp=...)`: the Hessian products by `SecondOrder(outer, the variant's
+    own AD)` (here ForwardDiff over Zygote, a combination DI's own tests run), said in
+    what computes it (its records' key); an AD with no forward mode, or a hand-written
+    gradient, refused in one line."""
+    ex, stand_in = fields
+    v = weanj.julia_variant(
+        ex,
+        "julia-pushed",
+        family="f",
+        loss="fields",
+        file="fields.jl",
+        ad="zygote",
+        hvp="forwarddiff",
+    )
+    x, w = (_generate(3)[a] for a in ("x", "w"))
+    directions = {"x": np.ones(SHAPE), "w": np.full(SHAPE, 0.5)}
+    _, _, _, beyond = v.built.checking.evaluation(x, w, directions, second=directions)
+    np.testing.assert_allclose(beyond["hvp"]["w"], 2 * np.sin(x) ** 2 * 0.5, rtol=1e-13)
+    assert [c["ad"] for c in stand_in.calls("hvp_prepare")] == ["forwarddiff over zygote"]
+    assert beyond["jacobian"]["y::x"][0] is None  # Zygote pushes nothing forward
+    assert "pushed forward by ForwardDiff" in v.backend_version()
+    with pytest.raises(weanj.DefinitionError, match="hvp must be one of 'forwarddiff'"):
+        weanj.julia_variant(
+            ex, "julia-x", family="f", loss="fields", file="fields.jl", hvp="zygote"
+        )
+    with pytest.raises(weanj.DefinitionError, match="a hand-written gradient has none"):
+        weanj.julia_variant(
+            ex, "julia-y", family="f", loss="fields", file="fields.jl", gradient="g", hvp="enzyme"
+        )

@@ -30,7 +30,7 @@ export ad_backend, ad_prepare, ad_loss_and_gradient, handwritten_loss_and_gradie
 export LossAlone, OutputsConventionError, outputs_layout, enzyme_backends, outputs_backends
 export outputs_prepare
 export outputs_loss_and_gradient, outputs_derivatives, handwritten_outputs
-export hvp_prepare, loss_hvps
+export hvp_prepare, loss_hvps, second_order
 export jacobi_loss, lex_loss, rb_loss
 export muscl_loss, muscl_minmax_loss
 export thomas_loss

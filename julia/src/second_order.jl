@@ -62,3 +62,13 @@ function loss_hvps(
     tg = DifferentiationInterface.hvp(flat, prep, backend, x, tx, contexts...)
     return ntuple(i -> split_gradient(tg[i], flat.segments, 0)[(i + 1) ÷ 2], 2A)
 end
+
+"""
+    second_order(outer, inner) -> SecondOrder
+
+DI's `SecondOrder(outer, inner)`, for `julia_variant(hvp = ...)`: `outer`'s forward mode
+pushes forward the gradient `inner` (the variant's own reverse backend) computes.
+`SecondOrder` backends serve second-order operators only (DI's docstring), so the
+first-order roles keep their plain backends.
+"""
+second_order(outer, inner) = DifferentiationInterface.SecondOrder(outer, inner)

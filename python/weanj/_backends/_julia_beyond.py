@@ -36,6 +36,7 @@ def _key(request: dict, arrays: list, wrt: tuple, what: str) -> tuple:
     shapes = tuple((a.dtype.str, a.shape) for a in arrays)
     params = tuple(type(p).__name__ for p in request.get("params", []))
     where = (request.get("file"), request.get("package"), request["loss"], request.get("ad"))
+    where += (request.get("hvp"),)  # the outer AD of the Hessian products, if any
     options = (request.get("activity"), bool(request.get("runtime_activity")))
     return (request["variant"], *where, options, wrt, shapes, params, what)
 
@@ -152,21 +153,36 @@ def _hessian_products(
     loss = loss_of(WeanJ, fn, request)
     key = _key(request, arrays, wrt, "hvp")
     try:
+        second = _second_order(session, backends, request)
         if key not in session.preps:
             try:
-                made = WeanJ.hvp_prepare(backends.second, loss, wrt, *args, directions=2 * sum(wrt))
+                made = WeanJ.hvp_prepare(second, loss, wrt, *args, directions=2 * sum(wrt))
             except Exception as e:  # noqa: BLE001 - kept, said below
                 made = e
             session.preps[key] = made
         if isinstance(session.preps[key], Exception):
             raise session.preps[key]
         products = WeanJ.loss_hvps(
-            backends.second, loss, wrt, tuple(args), tangents, seconds, prep=session.preps[key]
+            second, loss, wrt, tuple(args), tangents, seconds, prep=session.preps[key]
         )
     except Exception as e:  # noqa: BLE001 - the first order stands; the reason is said
         text = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
         return [], f"DifferentiationInterface's hvp failed on {request['loss']}: {text}"
     return _numpy(products), ""
+
+
+def _second_order(session: Any, backends: Any, request: dict) -> Any:
+    """The backend of the Hessian products: DI's own combination for the variant's AD, or
+    with `hvp=` `SecondOrder(outer, the variant's reverse backend)` (`WeanJ.second_order`)."""
+    outer = request.get("hvp")
+    if not outer:
+        return backends.second
+    if outer == "enzyme":  # Enzyme's forward mode, with the variant's Enzyme options
+        options = (request.get("activity", "bare"), bool(request.get("runtime_activity")))
+        pushing = session.WeanJ.enzyme_backends(*options).forward
+    else:
+        pushing = session.backend(outer)
+    return session.WeanJ.second_order(pushing, backends.reverse)
 
 
 def _numpy(values) -> list:

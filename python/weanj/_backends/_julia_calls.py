@@ -41,6 +41,8 @@ class JuliaKernel:
     gradient: str | None = None
     # the example's outputs: the loss returns `(L, (; name = array, ...))` (docs/outputs.md)
     outputs: tuple[str, ...] = ()
+    # the outer AD of the Hessian-vector products (`julia_variant(hvp=...)`), or None
+    hvp: str | None = None
 
     @property
     def wrt_flags(self) -> tuple[bool, ...]:
@@ -98,6 +100,7 @@ def _request(kernel: JuliaKernel, op: str, params: list, extra: dict) -> dict:
         "runtime_activity": kernel.runtime_activity,
         "params": params,
         "outputs": list(kernel.outputs),
+        "hvp": kernel.hvp,
         **extra,
     }
 

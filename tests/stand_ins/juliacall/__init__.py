@@ -360,6 +360,10 @@ class WeanJModule:
         """The flagged arrays' names (the kernel's fourth item names its arrays)."""
         return [a for a, flag in zip(fn[3]["arrays"], flags, strict=False) if flag]
 
+    @staticmethod
+    def second_order(outer, inner):
+        return Backend(f"{outer.name} over {inner.name}")
+
     def hvp_prepare(self, backend, loss, flags, *args, directions):
         record(call="hvp_prepare", ad=backend.name, directions=directions)
         prep = Prep(backend.name, args)
