@@ -65,6 +65,7 @@ KERNELS = {
         "frozen": (loss, gradients, {}, FROZEN),
         "stiff": (loss, gradients, {}, STIFF),
         "plain": (lambda x, w: x.dtype.type(np.sum(x)), gradients),
+        "alone": (lambda x, w: loss(x, w)[0], gradients, {}, RIGHT),
     }
 }
 """
@@ -240,3 +241,27 @@ def test_hvp_names_the_ad_that_pushes_the_gradient_forward(fields):
         weanj.julia_variant(
             ex, "julia-y", family="f", loss="fields", file="fields.jl", gradient="g", hvp="enzyme"
         )
+
+
+def test_an_example_of_order_2_without_outputs_gets_its_julia_hessian_products(
+    fake,  # noqa: F811
+    new_example,
+):
+    """No outputs, the second order asked: the gradient as ever (Enzyme's one pass), then
+    the Hessian products, in the same request; nothing of outputs crosses."""
+    fake.kernels(KERNELS)
+    (fake.root / "fields.jl").write_text("# a stand-in reads no Julia\n")
+    ex = new_example("87-alone", arrays=("x", "w"), wrt=("x", "w"), generate=_generate, order=2)
+    v = weanj.julia_variant(ex, "julia-alone", family="f", loss="alone", file="fields.jl")
+    x, w = (_generate(4)[a] for a in ("x", "w"))
+    v_dirs = {"x": np.full(SHAPE, 2.0), "w": np.ones(SHAPE)}
+    u_dirs = {"x": np.ones(SHAPE), "w": np.full(SHAPE, 3.0)}
+    value, g, directional, beyond = v.built.checking.evaluation(x, w, v_dirs, second=u_dirs)
+    assert directional is None and beyond["outputs"] == {} and "pullback" not in beyond
+    np.testing.assert_allclose(g["x"], 2 * (w * np.sin(x)) * w * np.cos(x), rtol=1e-14)
+    np.testing.assert_allclose(beyond["hvp"]["x"], 2 * w**2 * np.cos(2 * x) * 2.0, rtol=1e-13)
+    np.testing.assert_allclose(beyond["hvp_u"]["w"], 2 * np.sin(x) ** 2 * 3.0, rtol=1e-13)
+    assert len(fake.calls("loss_and_gradient")) == 1 and not fake.calls("outputs_layout")
+    # and without the second order, the plain request alone, as before
+    assert v.built.checking.evaluation(x, w, v_dirs)[3] is None
+    assert len(fake.calls("loss_and_gradient")) == 2 and len(fake.calls("loss_hvps")) == 1
