@@ -139,12 +139,14 @@ def test_the_julia_variants_are_judged_with_the_jax_ones_and_the_planted_are_cau
 def test_what_crosses_for_an_evaluation_and_what_it_costs(fields):
     """One `outputs` request for the shapes (the kernel once), then one `evaluation`:
     the directions cross as the check drew them; the products come back by name; the
-    cost is the evaluation's (a forward and a backward, one forward per array's
-    pushforward), one backward per output, two Hessian products per array."""
+    cost is the evaluation's (the shapes' forward, a forward and a backward, one forward
+    per array's pushforward), one backward per output, two Hessian products per array."""
     ex, stand_in = fields
     ej = weanj.check(ex.name, dtype="float64", say=lambda line: None)[ex.name]
     g = ej.subjects["julia-fields"]
-    assert g.cost.of("evaluation") == (1 + 2, 1), g.cost.describe()
+    # the outputs' shapes (the kernel once), then the evaluation (one forward and one
+    # backward) and one pushforward per array
+    assert g.cost.of("evaluation") == (1 + 1 + 2, 1), g.cost.describe()
     assert g.cost.of("jacobian") == (0, 1) and g.cost.of("hvp") == (4, 4)
     x, w = (np.asarray(ej.inputs.arrays[a]) for a in ("x", "w"))
     s = w * np.sin(x)

@@ -62,6 +62,7 @@ class JuliaEvaluation:
         self.second_refused: str | None = None
         self.pushforward_refused: str | None = None
         self._shapes: dict[tuple, dict[str, tuple[int, ...]]] = {}
+        self.asked = 0  # `outputs` requests not counted yet
 
     def _derivatives(self) -> str | None:
         """Why this variant's outputs are not differentiated, or None."""
@@ -81,6 +82,7 @@ class JuliaEvaluation:
             reply, out, _ = self.ask("outputs", "outputs", args)
             found = outputs_of(self.kernel, reply, out[1:])
             self._shapes[key] = {k: tuple(np.shape(v)) for k, v in found.items()}
+            self.asked += 1  # the kernel ran once for them: counted with the evaluation
         return self._shapes[key]
 
     def evaluation(self, *call, second: dict | None = None):
@@ -111,7 +113,10 @@ class JuliaEvaluation:
             more=more,
             second=second is not None,
         )
-        return self._read(reply, out, dtype, tangents, weights, second is not None)
+        found = self._read(reply, out, dtype, tangents, weights, second is not None)
+        found[3]["more_forwards"] += self.asked
+        self.asked = 0
+        return found
 
     def _read(self, reply: dict, out: list, dtype, tangents: dict, weights: dict, second: bool):
         names, outputs = flagged(self.kernel), tuple(self.kernel.outputs)
