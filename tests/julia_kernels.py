@@ -3,7 +3,8 @@ line by line into Python on the numbers of tests/julia_numbers.py: each function
 the Julia function it follows (by its name, `!` dropped), in the same order of
 operations, with 1-based indices. A transliteration is a reading of the Julia code, not a
 run of it (tests/test_julia_generic_kernels.py says what is checked with it). `LOSSES`:
-every exported loss; `julia_loss`: a fixture's loss on arrays by name.
+every exported loss; `WITH_OUTPUTS`: the kernels that return outputs beside their loss;
+`julia_loss`, `julia_outputs`: a fixture's loss and outputs on arrays by name.
 """
 
 from __future__ import annotations
@@ -263,20 +264,37 @@ def cic_loss(pos, q, rhoobs):
 # --- signed_grid.jl -------------------------------------------------------------------------
 
 
+def signfit_residual(x, T, i: int, n: int):
+    t = -convert(T, 1) + convert(T, 2 * (i - 1)) / convert(T, n - 1)
+    r = sign(t)
+    p = convert(T, 1)
+    for j in range(1, x.size(1) + 1):
+        r = r - x[j] * p
+        p = p * t
+    return r
+
+
 def signfit_loss(x, w):
     T = promote_type(x.T, w.T)
     S = accumulator_type(T)
-    m, n = x.size(1), w.size(1)
+    n = w.size(1)
     s = zero(S)
     for i in range(1, n + 1):
-        t = -convert(T, 1) + convert(T, 2 * (i - 1)) / convert(T, n - 1)
-        r = sign(t)
-        p = convert(T, 1)
-        for j in range(1, m + 1):
-            r = r - x[j] * p
-            p = p * t
+        r = signfit_residual(x, T, i, n)
         s = s + convert(S, w[i]) * square(convert(S, r))
     return convert(T, s)
+
+
+def signfit_loss_and_residuals(x, w):
+    """`(L, {"r": r})`: the residuals gathered first (a comprehension), then summed."""
+    T = promote_type(x.T, w.T)
+    S = accumulator_type(T)
+    n = w.size(1)
+    r = [signfit_residual(x, T, i, n) for i in range(1, n + 1)]
+    s = zero(S)
+    for i in range(1, n + 1):
+        s = s + convert(S, w[i]) * square(convert(S, r[i - 1]))
+    return convert(T, s), {"r": r}
 
 
 LOSSES = {
@@ -291,13 +309,30 @@ LOSSES = {
 }
 
 
-def julia_loss(content: dict, arrays: dict, params: dict):
-    """The transliterated loss of a fixture (`julia/test/fixtures/<variant>.json`) on
-    `arrays` (numpy, by name; each already in the element type it is to have: a float
-    array, or an object array of duals) and the case's parameters."""
+# The kernels that return outputs beside their loss (docs/outputs.md), by the name a
+# fixture gives: `(L, {name: [values]})`.
+WITH_OUTPUTS = {"signfit_loss_and_residuals": signfit_loss_and_residuals}
+
+
+def _called(content: dict, arrays: dict, params: dict):
     args = []
     for name in content["arrays"]:
         a = arrays[name]
         T = type_of(a.flat[0]) if a.dtype == object else a.dtype.type
         args.append(JArray.of(a, T) if a.dtype != object else JArray(a, T))
-    return LOSSES[content["loss"]](*args, *(int(params[p]) for p in content["params"]))
+    kernel = {**LOSSES, **WITH_OUTPUTS}[content["loss"]]
+    return kernel(*args, *(int(params[p]) for p in content["params"]))
+
+
+def julia_loss(content: dict, arrays: dict, params: dict):
+    """The transliterated loss of a fixture (`julia/test/fixtures/<variant>.json`) on
+    `arrays` (numpy, by name; each already in the element type it is to have: a float
+    array, or an object array of duals) and the case's parameters; of a kernel that
+    returns outputs, its loss alone (runtests.jl's `scalar_loss`: `LossAlone`)."""
+    found = _called(content, arrays, params)
+    return found[0] if content.get("outputs") else found
+
+
+def julia_outputs(content: dict, arrays: dict, params: dict) -> dict:
+    """The transliterated outputs of a fixture's kernel, `{name: [values]}`."""
+    return _called(content, arrays, params)[1]

@@ -79,13 +79,16 @@ class Taylor:
 class Fixture:
     """One Julia variant's fixture: `variant` of `example`, the Python `reference` that
     computes the expected loss and gradient, the `cases`, and the Taylor remainder test
-    (of every case not `on_kinks`)."""
+    (of every case not `on_kinks`). `beyond`, for an example that declares outputs or
+    the second order: the reference's outputs, their Jacobian and the loss's Hessian
+    blocks (`beyond_of`)."""
 
     variant: str
     example: str
     reference: Reference
     cases: tuple[Case, ...]
     taylor: Taylor = field(default_factory=Taylor)
+    beyond: Callable[[Arrays, Params], dict] | None = None
 
 
 def reference_of(module: str, algorithm: str) -> Reference:
@@ -104,6 +107,22 @@ def reference_of(module: str, algorithm: str) -> Reference:
         return ref.loss(algorithm, arrays, params)
 
     compute.loss = loss  # the loss alone (tests/test_julia_checks.py evaluates it often)
+    return compute
+
+
+def beyond_of(module: str, algorithm: str) -> Callable[[Arrays, Params], dict]:
+    """`(arrays, params) -> {"outputs", "jacobian", "hessian"}` of `tests/crossval/
+    <module>.py`, by its hand-derived functions of those names (docs/outputs.md): each
+    output; each output's Jacobian by wrt array (`OUTPUT::ARRAY`: rows the output's
+    elements, columns the array's, both in C order); each wrt array's own Hessian block."""
+
+    def compute(arrays: Arrays, params: Params) -> dict:
+        ref = importlib.import_module(f"{__package__}.crossval.{module}")
+        return {
+            what: getattr(ref, what)(algorithm, arrays, params)
+            for what in ("outputs", "jacobian", "hessian")
+        }
+
     return compute
 
 
@@ -217,11 +236,14 @@ FIXTURES: tuple[Fixture, ...] = (
     # central difference along it is off by h²·Σ v_w·(A v_x)², 6.6e-4 relative at m1-n2
     # with h = 0.01 (tests/test_julia_checks.py). The Taylor test moves one array at a
     # time and asks only for the order of convergence.
+    # Its residuals r are the example's output, and it is checked at the second order:
+    # the fixture holds r, ∂r/∂x, ∂r/∂w and the Hessian blocks of x and w (by hand).
     Fixture(
         "julia-signfit",
         "06-signed-grid",
         reference_of("reference_signed_grid", "signfit"),
         SIGNED_GRID_CASES,
+        beyond=beyond_of("reference_signed_grid", "signfit"),
     ),
 )
 
@@ -258,6 +280,7 @@ def render(fixture: Fixture) -> str:
                 "inputs": {a: encode(arrays[a]) for a in kernel.arrays},
                 "loss": float(loss),
                 "gradient": {w: encode(gradient[w]) for w in kernel.wrt},
+                **_beyond_case(fixture, arrays, case.params),
                 "on_kinks": case.on_kinks,
                 "finite_differences": case.finite_differences and not case.on_kinks,
             }
@@ -271,9 +294,19 @@ def render(fixture: Fixture) -> str:
         "wrt": list(kernel.wrt),
         "params": list(kernel.params),
         "taylor": vars(fixture.taylor),
+        "outputs": list(kernel.outputs),
         "cases": cases,
     }
     return compact_json(content)
+
+
+def _beyond_case(fixture: Fixture, arrays: Arrays, params: Params) -> dict:
+    """A case's outputs, their Jacobian and the Hessian blocks, where the fixture has them
+    (each matrix encoded as an array: rows, then columns)."""
+    if fixture.beyond is None:
+        return {}
+    found = fixture.beyond(arrays, params)
+    return {what: {k: encode(a) for k, a in found[what].items()} for what in found}
 
 
 def compact_json(content: Mapping) -> str:
@@ -376,6 +409,58 @@ def test_fixtures_agree_with_the_jax_variants_of_their_family(fixture):
             expected = decode_as_julia(case["gradient"][name])
             delta = np.max(np.abs(np.asarray(found[name]) - expected))
             assert delta <= tol.grad * np.max(np.abs(expected)), (case["name"], name)
+        if content["outputs"]:  # the outputs, as the JAX variant returns them beside its loss
+            (_, outputs), _ = v.functions().value_and_grad(*args)
+            for name in content["outputs"]:
+                expected = decode_as_julia(case["outputs"][name])
+                delta = np.max(np.abs(np.asarray(outputs[name]) - expected))
+                assert delta <= tol.grad * np.max(np.abs(expected)), (case["name"], name)
+
+
+BEYOND = [f for f in FIXTURES if f.beyond is not None]
+
+
+def _columns(f, x: np.ndarray, h: float) -> np.ndarray:
+    """The Jacobian of `f` (an array of any shape) at x by central differences: rows
+    f's elements, columns x's, both in C order (exact up to rounding where f is linear
+    in x)."""
+    columns = []
+    for idx in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[idx] += h
+        minus[idx] -= h
+        columns.append((np.ravel(f(plus)) - np.ravel(f(minus))) / (2 * h))
+    return np.stack(columns, axis=1)
+
+
+@pytest.mark.parametrize("fixture", BEYOND, ids=[f.variant for f in BEYOND])
+def test_the_hand_derived_jacobian_and_hessian_are_central_differences(fixture):
+    """The fixture's Jacobian of each output and each array's Hessian block, derived by
+    hand, against central differences of the reference's own outputs and gradient (06's
+    residuals are linear in x and free of w, its gradient linear in x and free of w:
+    central differences are exact there up to rounding)."""
+    for case in fixture.cases:
+        arrays, params = case.inputs(), case.params
+        found = fixture.beyond(arrays, params)
+
+        def moved(array, a, arrays=arrays):
+            return {**arrays, array: a}
+
+        for key, expected in found["jacobian"].items():
+            output, array = key.split("::")
+
+            def of(a, output=output, array=array, params=params, moved=moved):
+                return fixture.beyond(moved(array, a), params)["outputs"][output]
+
+            by_fd = _columns(of, np.asarray(arrays[array], np.float64), 1e-3)
+            np.testing.assert_allclose(expected, by_fd, rtol=1e-9, atol=1e-9, err_msg=key)
+        for array, expected in found["hessian"].items():
+
+            def grad(a, array=array, params=params, moved=moved):
+                return fixture.reference(moved(array, a), params)[1][array]
+
+            by_fd = _columns(grad, np.asarray(arrays[array], np.float64), 1e-3)
+            np.testing.assert_allclose(expected, by_fd, rtol=1e-8, atol=1e-8, err_msg=array)
 
 
 if __name__ == "__main__":

@@ -36,15 +36,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from .julia_kernels import LOSSES, advect, julia_loss, minmod
+from .julia_kernels import LOSSES, WITH_OUTPUTS, advect, julia_loss, julia_outputs, minmod
 from .julia_numbers import Dual, JArray, convert
 
 REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "julia" / "src"
 FIXTURE_DIR = REPO / "julia" / "test" / "fixtures"
 # The files that are not kernels: the package's table of contents and AD glue (whose
-# `check_flags` accepts float arrays as inputs), DI's glue, the precompile workload.
-NOT_KERNELS = {"WeanJ.jl", "gradients.jl", "workload.jl"}
+# `check_flags` accepts float arrays as inputs), DI's glue (the gradient's, the outputs'
+# and the Hessian's), the precompile workload.
+NOT_KERNELS = {"WeanJ.jl", "gradients.jl", "outputs.jl", "second_order.jl", "workload.jl"}
 # runtests.jl's TOLERANCE (weanj's tolerance policy, docs/DESIGN.md §6)
 TOLERANCE = {np.float64: (1e-12, 1e-11), np.float32: (1e-5, 1e-4)}
 
@@ -171,7 +172,11 @@ def test_every_exported_loss_is_transliterated():
     exports = re.findall(r"^export (.*)$", (SRC / "WeanJ.jl").read_text(), re.M)
     exported = {n.strip() for line in exports for n in line.split(",")}
     assert {n for n in exported if n.endswith("_loss")} == set(LOSSES)
-    assert {c["loss"] for c in fixtures()} == set(LOSSES)
+    assert set(WITH_OUTPUTS) <= exported
+    assert {c["loss"] for c in fixtures()} <= set(LOSSES) | set(WITH_OUTPUTS)
+    # every `_loss` a fixture does not name is the loss of one that returns outputs
+    named = {c["loss"] for c in fixtures()}
+    assert set(LOSSES) - named == {n.removesuffix("_and_residuals") for n in WITH_OUTPUTS}
 
 
 # --- the generic kernels compute what the typed ones did ------------------------------------
@@ -299,3 +304,31 @@ def test_every_kernel_has_a_case_for_finite_differences():
     for content in fixtures():
         assert any(c["finite_differences"] for c in content["cases"]), content["variant"]
         assert not any(c["finite_differences"] and c["on_kinks"] for c in content["cases"])
+
+
+def _with_outputs():
+    for content in fixtures():
+        if content["outputs"]:
+            for case in content["cases"]:
+                yield pytest.param(content, case, id=f"{content['variant']}-{case['name']}")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32], ids=["Float64", "Float32"])
+@pytest.mark.parametrize("content, case", list(_with_outputs()))
+def test_a_kernel_with_outputs_gives_the_fixtures_outputs_and_the_plain_loss(content, case, dtype):
+    """runtests.jl's `outputs_beside_the_loss` on the transliterated kernel: each output
+    in the arrays' type, within the tolerance policy of the reference's; its loss that of
+    the kernel without outputs (`signfit_loss`) to the bit: the same residuals, summed in
+    the same order."""
+    arrays = {a: as_julia(case["inputs"][a]).astype(dtype) for a in content["arrays"]}
+    outputs = julia_outputs(content, arrays, case["params"])
+    assert list(outputs) == content["outputs"]
+    for name in content["outputs"]:
+        expected = as_julia(case["outputs"][name])
+        assert all(type(v) is dtype for v in outputs[name])
+        found = np.array([float(v) for v in outputs[name]]).reshape(expected.shape)
+        bound = TOLERANCE[dtype][1] * float(np.max(np.abs(expected)))
+        assert float(np.max(np.abs(found - expected))) <= bound, name
+    plain = {**content, "loss": content["loss"].removesuffix("_and_residuals"), "outputs": []}
+    assert plain["loss"] in LOSSES and content["loss"] in WITH_OUTPUTS
+    assert julia_loss(content, arrays, case["params"]) == julia_loss(plain, arrays, {})

@@ -202,7 +202,9 @@ def test_every_example_crosses_as_its_kernel_reads_it(fake, monkeypatch, path):
         monkeypatch.setenv("WEANJ_TEST_EXTRA_CASES", str(extra))
     v = weanj.variant(content["example"], content["variant"])
     flags = [a in content["wrt"] for a in content["arrays"]] + [False] * len(content["params"])
-    kinds = ("grad", "loss_and_gradient")
+    # a kernel with outputs: its loss and gradient with them by DI (`_julia_beyond`)
+    together = "outputs_loss_and_gradient" if content["outputs"] else "loss_and_gradient"
+    kinds = ("grad", together)
     for dtype, cases in cases_in.items():
         made = {kind: len(fake.calls(kind)) for kind in kinds}  # the earlier dtype's
         for case in cases:
@@ -210,9 +212,13 @@ def test_every_example_crosses_as_its_kernel_reads_it(fake, monkeypatch, path):
             args = (*arrays, *(case["params"][p] for p in content["params"]))
             # the loss and the gradient apart, then together (one request: an evaluation's)
             both = v.functions().value_and_grad(*args)
-            if v.example.outputs:  # the loss with its outputs, JAX's has_aux convention
-                (value, _), g_both = both
-                both = (value, g_both)
+            if content["outputs"]:  # with the outputs beside the loss, by name
+                (loss, outputs), g = both
+                both = (loss, g)
+                assert list(outputs) == content["outputs"]
+                for name, found in outputs.items():
+                    expected = decode(case["outputs"][name]).astype(dtype)
+                    assert found.dtype == np.dtype(dtype) and np.array_equal(found, expected)
             for loss, g in ((v.loss(*args), v.grad(*args)), both):
                 assert type(loss) is np.dtype(dtype).type, dtype
                 assert loss == np.dtype(dtype).type(case["loss"]), dtype
@@ -226,8 +232,11 @@ def test_every_example_crosses_as_its_kernel_reads_it(fake, monkeypatch, path):
         for kind in kinds:
             calls = fake.calls(kind)[made[kind] :]  # this dtype's
             assert len(calls) == len(cases) >= 1, dtype
-            assert all(c["flags"] == flags and c["activity"] == "bare" for c in calls)
-            assert all(p[0] == "int" for c in calls for p in c["params"])
+            assert all(c["flags"] == flags for c in calls)
+            assert all(c.get("activity", "bare") == "bare" for c in calls)
+            assert all(p[0] == "int" for c in calls for p in c.get("params", []))
+    if content["outputs"]:  # Enzyme's backends, with the loss's own activity
+        assert {c["activity"] for c in fake.calls("enzyme_backends")} == {"bare"}
 
 
 def test_the_worker_imports_juliacall_first_and_never_jax(fake):

@@ -50,7 +50,7 @@ def test_the_gradient_checks_are_the_kinds_marked_so_each_with_one_entry_of_the_
     )
     assert tuple(CHECKS) == GRADIENT_CHECKS
     assert all(CHECKS[k].kind is k for k in GRADIENT_CHECKS)
-    compared = (CaseKind.PAIR, CaseKind.OUTPUT, CaseKind.HVP)
+    compared = (CaseKind.PAIR, CaseKind.OUTPUT, CaseKind.HVP, CaseKind.PULLBACK)
     assert not any(k.is_check for k in (CaseKind.RUN, CaseKind.FILE, *compared))
     assert tuple(k for k in CaseKind if k.compares) == compared
 

@@ -100,7 +100,7 @@ def _output_case(a: str, b: str) -> str:
     return f"{NAME}::output::uT::{a}~{b}"
 
 
-def test_a_mirrored_output_is_caught_by_the_output_comparison_alone(checked):
+def test_a_mirrored_output_is_caught_by_the_output_comparisons_alone(checked):
     judgement, _ = checked
     ej = judgement[NAME]
     x = np.asarray(ej.inputs.arrays["x"])
@@ -110,9 +110,12 @@ def test_a_mirrored_output_is_caught_by_the_output_comparison_alone(checked):
         assert np.allclose(ej.subjects[label].outputs["uT"], field, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(ej.subjects["jax-mirror"].outputs["uT"], field[::-1], rtol=1e-13)
     failing = {j.case for j in ej.failures}
+    # the output and its pullback Jᵀw (the mirrored field's Jacobian is mirrored too)
     assert failing == {
         _output_case("jax-loop", "jax-mirror"),
         _output_case("jax-scan", "jax-mirror"),
+        f"{NAME}::pullback::uT::x::jax-loop~jax-mirror",
+        f"{NAME}::pullback::uT::x::jax-scan~jax-mirror",
     }
     j = ej.by_case()[_output_case("jax-loop", "jax-mirror")]
     assert j.kind == CaseKind.OUTPUT and j.array == "uT" and j.verdict == Verdict.FAIL
@@ -284,17 +287,31 @@ def test_no_false_alarm_on_the_standin_tpu_nor_at_the_second_order(tmp_path):
         assert re.search(rf"21-fields::{case} PASSED", r.stdout), r.stdout
 
 
-def test_a_julia_variant_returns_no_outputs_and_its_cases_say_so(tmp_path, monkeypatch):
-    """The Julia worker computes no outputs yet: a Julia variant's `value_and_grad`
-    returns `((loss, None), gradient)` (the worker's answer stood in here, numpy's loss
-    and gradient: nothing claims to be Julia's), its run is ok and its output cases are
-    skipped, saying why, while the JAX variants' outputs are judged."""
+def test_a_julia_variants_outputs_are_judged_and_an_answer_without_them_is_its_error(
+    tmp_path, monkeypatch
+):
+    """A Julia variant of an example with outputs (its kernel returns them beside its
+    loss: docs/julia.md) gets them from the worker's `loss_and_grad` answer, after its
+    gradient arrays (the worker's answer stood in here, numpy's loss, gradient and
+    output: nothing claims to be Julia's), and they are judged as a JAX variant's; an
+    answer without them is the variant's error, in one line. Its evaluation beyond the
+    gradient is tests/test_julia_outputs.py's."""
     from weanj._backends import _julia_calls, _julia_client
 
+    answered = {"outputs": True}
+
     def answer(request, arrays, **_):
+        assert request["outputs"] == ["u"]
         x = np.asarray(arrays[0])
         loss = [np.asarray(np.sum(x * x))]
-        return {"reply": request["op"]}, loss if request["op"] == "loss" else [*loss, 2 * x]
+        if request["op"] == "loss":
+            return {"reply": "loss"}, loss
+        outputs = [x.copy()] if answered["outputs"] else []
+        return {"reply": request["op"], "outputs": ["u"] if outputs else []}, [
+            *loss,
+            2 * x,
+            *outputs,
+        ]
 
     monkeypatch.setattr(_julia_client, "request", answer)
     monkeypatch.setenv("WEANJ_ROOT", str(tmp_path))
@@ -305,15 +322,17 @@ def test_a_julia_variant_returns_no_outputs_and_its_cases_say_so(tmp_path, monke
     )
     try:
         kernel = _julia_calls.JuliaKernel(
-            ex.name, "jax-as-julia", "sq_loss", None, ("x",), ("x",), ()
+            ex.name, "jax-as-julia", "sq_loss", None, ("x",), ("x",), (), outputs=("u",)
         )
         (loss, outputs), g = _julia_calls.julia_functions(ex, kernel).value_and_grad(
             np.ones((N, N))
         )
-        assert outputs is None and float(loss) == N * N and np.all(g == 2.0)
+        assert float(loss) == N * N and np.all(g == 2.0) and np.all(outputs["u"] == 1.0)
 
-        def as_julia(example, fn, grad):  # the Julia backend's functions, on numpy
-            return _julia_calls.julia_functions(example, kernel)._replace(placed=None)
+        def as_julia(example, fn, grad):  # the Julia backend's plain functions, on numpy
+            return _julia_calls.julia_functions(example, kernel)._replace(
+                placed=None, checking=None
+            )
 
         weanj.jax_variant(ex, "jax-sq", family="f", loss=lambda x: (jnp.sum(x * x), {"u": x}))
         weanj.jax_variant(
@@ -326,10 +345,12 @@ def test_a_julia_variant_returns_no_outputs_and_its_cases_say_so(tmp_path, monke
         )
         weanj.write_inputs(ex.name)
         ej = weanj.check(ex.name, dtype="float64", say=lambda line: None)[ex.name]
-        assert ej.run_of("jax-as-julia").verdict == Verdict.OK
         (case,) = ej.of_kind(CaseKind.OUTPUT)
-        assert case.verdict == Verdict.SKIPPED
-        assert "jax-as-julia has no output u (its backend returns none)" in case.reason
-        assert ej.ok and ej.subjects["jax-as-julia"].outputs == {}
+        assert case.verdict == Verdict.OK and case.comparison.max_abs == 0.0
+        answered["outputs"] = False
+        ej = weanj.check(ex.name, dtype="float64", fresh=True, say=lambda line: None)[ex.name]
+        run = ej.run_of("jax-as-julia")
+        assert run.verdict == Verdict.ERROR
+        assert "the Julia worker answered 0 outputs ([]) for u" in run.reason
     finally:
         _registry.unregister_example("92-julia-outputs")

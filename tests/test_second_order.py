@@ -154,7 +154,12 @@ def test_a_frozen_residual_fails_the_pair_and_the_second_order_taylor_test_alone
     pairs.add(f"{NAME}::hvp::x::jax-frozen~jax-transposed")
     taylor2 = f"{NAME}::f::jax-frozen::taylor2::x"
     dots = {f"{NAME}::f::jax-transposed::dot::{a}" for a in ("x", "w")}
-    assert failing == pairs | {taylor2} | dots, sorted(failing)
+    pullbacks = {
+        f"{NAME}::pullback::y::{array}::{a}~jax-transposed"
+        for a in ("jax-plain", "jax-custom", "jax-frozen")
+        for array in ("x", "w")
+    }
+    assert failing == pairs | {taylor2} | dots | pullbacks, sorted(failing)
     j = ej.by_case()[taylor2]
     assert j.kind == CaseKind.TAYLOR2 and max(r for rs in j.result.asymptotic for r in rs) < 1.3
     assert "not its gradient's derivative" in j.reason
@@ -163,12 +168,15 @@ def test_a_frozen_residual_fails_the_pair_and_the_second_order_taylor_test_alone
     firsts = [j for j in ej.judgements if j.kind in (CaseKind.TAYLOR, CaseKind.JVP)]
     assert {j.verdict for j in firsts} == {Verdict.OK}
     assert {j.verdict for j in ej.of_kind(CaseKind.SYMMETRY)} == {Verdict.OK}
-    assert set(ej.suspects()) == {"jax-frozen"}
+    # (jax-transposed, whose pullbacks part ways with its family's, is the other suspect)
+    assert set(ej.suspects()) == {"jax-frozen", "jax-transposed"}
 
 
-def test_a_transposed_output_vjp_fails_the_dot_product_test_alone(checked):
+def test_a_transposed_output_vjp_fails_the_dot_product_test_and_the_pullbacks_alone(checked):
     """The dot-product test's two numbers, against numpy: ⟨w, J·v⟩ with J = A·diag(w cos x)
-    along x, and what the transposed adjoint gives, ⟨(A·w_y)·w cos x, v⟩."""
+    along x, and what the transposed adjoint gives, ⟨(A·w_y)·w cos x, v⟩; the pullbacks
+    `Jᵀ·w_y` themselves, `(Aᵀ·w_y)·w cos x` and `(Aᵀ·w_y)·sin x` (the transposed adjoint's
+    with A for Aᵀ), compared across the family (the failing set: the test above)."""
     from weanj._judge._directions import output_weights
 
     ej = checked[NAME]
@@ -183,6 +191,13 @@ def test_a_transposed_output_vjp_fails_the_dot_product_test_alone(checked):
     assert "the output's vjp is not the transpose of its jvp" in j.reason
     own = ej.by_case()[f"{NAME}::f::jax-plain::dot::x"]
     assert own.verdict == Verdict.OK and own.result.by == "jax-plain"
+    for label, M in (("jax-plain", A.T), ("jax-custom", A.T), ("jax-transposed", A)):
+        pulled = ej.subjects[label].pullback
+        np.testing.assert_allclose(pulled["y::x"], (M @ weight) * w * np.cos(x), rtol=1e-12)
+        np.testing.assert_allclose(pulled["y::w"], (M @ weight) * np.sin(x), rtol=1e-12)
+    j = ej.by_case()[f"{NAME}::pullback::y::x::jax-plain~jax-transposed"]
+    assert j.kind == CaseKind.PULLBACK and j.verdict == Verdict.FAIL and j.array == "y::x"
+    assert ej.by_case()[f"{NAME}::pullback::y::w::jax-plain~jax-custom"].verdict == Verdict.OK
 
 
 def test_the_second_order_needs_no_declaration_with_order_2(tmp_path, monkeypatch):

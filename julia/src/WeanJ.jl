@@ -14,7 +14,9 @@ A package, precompiled by Pkg (`src/workload.jl` runs every loss on tiny inputs 
 precompiles): loaded by weanj's Julia worker (`python/weanj/_backends/_julia_worker.py`,
 through juliacall) and by its own tests (`using WeanJ`, `julia --project=julia`). Needs
 Enzyme, DifferentiationInterface and ADTypes (the other AD packages: `src/gradients.jl`),
-and PrecompileTools.
+and PrecompileTools. A kernel of an example that declares outputs returns them beside
+its loss, `(L, (; r = r))`; their derivatives and the Hessian-vector products are
+DifferentiationInterface's (`src/outputs.jl`, `src/second_order.jl`).
 """
 module WeanJ
 
@@ -25,11 +27,15 @@ using Enzyme: Enzyme, Active, Const, Duplicated, ReverseWithPrimal
 export backend_version, include_kernels, kernel_function
 export loss_and_gradient, loss_value, enzyme_gradient, timings
 export ad_backend, ad_prepare, ad_loss_and_gradient, handwritten_loss_and_gradient
+export LossAlone, OutputsConventionError, outputs_layout, enzyme_backends, outputs_backends
+export outputs_prepare
+export outputs_loss_and_gradient, outputs_derivatives, handwritten_outputs
+export hvp_prepare, loss_hvps, second_order
 export jacobi_loss, lex_loss, rb_loss
 export muscl_loss, muscl_minmax_loss
 export thomas_loss
 export cic_loss
-export signfit_loss
+export signfit_loss, signfit_loss_and_residuals
 # New examples: export their loss functions here.
 
 # --- the kernels, one file per example (dependencies first) ------------------------------
@@ -265,6 +271,11 @@ loss_value(loss::F, args::Vararg{Any, N}) where {F, N} = [loss(args...)]
 # --- gradients by other AD packages (DifferentiationInterface), and by hand ------------
 
 include("gradients.jl")
+
+# --- outputs beside the loss, their derivatives, the Hessian-vector products -------------
+
+include("outputs.jl")
+include("second_order.jl")
 
 # --- a user's own kernels ----------------------------------------------------------------
 

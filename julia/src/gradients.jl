@@ -124,12 +124,20 @@ end
 
 # The function, point and contexts DifferentiationInterface is called with.
 function flat_problem(loss::F, wrt::Tuple{Vararg{Bool}}, args::Tuple) where {F}
+    flags, segments, x, contexts = flat_arguments(wrt, args)
+    return FlatLoss(loss, flags, segments), x, contexts
+end
+
+# The arguments as DifferentiationInterface takes them: the flags as types, where each
+# flagged array lies in the flat vector, the vector, and the other arguments as
+# `Constant` contexts (for `FlatLoss`, and `FlatOutputs` of outputs.jl).
+function flat_arguments(wrt::Tuple{Vararg{Bool}}, args::Tuple)
     check_flags(wrt, args)
     flags = map(Val, wrt)
     active = pick(Val(true), flags, args)
     segments = map(segment_of, active)
     contexts = map(Constant, pick(Val(false), flags, args))
-    return FlatLoss(loss, flags, segments), flatten(active), contexts
+    return flags, segments, flatten(active), contexts
 end
 
 """

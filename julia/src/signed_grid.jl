@@ -53,17 +53,47 @@ function signfit_loss(x::Vector{<:Real}, w::Vector{<:Real})
     check_signfit(x, w)
     T = promote_type(eltype(x), eltype(w))
     S = accumulator_type(T)
-    m, n = length(x), length(w)
+    n = length(w)
     s = zero(S)
     for i in 1:n
-        t = -one(T) + T(2 * (i - 1)) / T(n - 1)
-        r = sign(t)
-        p = one(T)
-        for j in 1:m
-            r = r - x[j] * p
-            p = p * t
-        end
+        r = signfit_residual(x, T, i, n)
         s += S(w[i]) * S(r)^2
     end
     return T(s)
+end
+
+"""
+    signfit_loss_and_residuals(x, w) -> (L, (; r))
+
+The loss of `signfit_loss` and its residuals `r[i] = sign(t_i) - Σ_j x[j] * t_i^(j-1)`,
+the output 06-signed-grid declares (`julia-signfit`; docs/outputs.md: a kernel returns
+its outputs beside its loss). The same residuals, summed in the same order: the same
+loss to the bit. The residuals are gathered by a comprehension, not written into an
+array, so that Zygote (`ad = "zygote"`), which refuses code that mutates arrays,
+differentiates it too.
+"""
+function signfit_loss_and_residuals(x::Vector{<:Real}, w::Vector{<:Real})
+    check_signfit(x, w)
+    T = promote_type(eltype(x), eltype(w))
+    S = accumulator_type(T)
+    n = length(w)
+    r = [signfit_residual(x, T, i, n) for i in 1:n]
+    s = zero(S)
+    for i in 1:n
+        s += S(w[i]) * S(r[i])^2
+    end
+    return T(s), (; r = r)
+end
+
+# The residual at grid point i of n, in `T`: `sign(t)` minus the polynomial, subtracted
+# term by term from j = 1 with t^(j-1) carried in `p` (the file's header).
+function signfit_residual(x::Vector{<:Real}, ::Type{T}, i::Int, n::Int) where {T}
+    t = -one(T) + T(2 * (i - 1)) / T(n - 1)
+    r = sign(t)
+    p = one(T)
+    for j in eachindex(x)
+        r = r - x[j] * p
+        p = p * t
+    end
+    return r
 end

@@ -33,6 +33,8 @@ using PrecompileTools: @compile_workload, @setup_workload
             pos, q = R[0.25 0.5; 0.75 0.125], R[1, 2]
             loss_value(cic_loss, pos, q, uobs)
             loss_value(signfit_loss, R[1, 1 // 2], fill(R(1), 5))
+            # julia-signfit's kernel, its loss alone as the worker calls it (`LossAlone`)
+            loss_value(LossAlone(signfit_loss_and_residuals), R[1, 1 // 2], fill(R(1), 5))
         end
     end
 end

@@ -1,7 +1,7 @@
 # Every AD `julia_variant(ad = ...)` offers besides Enzyme, on every kernel of WeanJ,
 # through DifferentiationInterface as weanj's worker calls it (`ad_backend`, `ad_prepare`,
 # `ad_loss_and_gradient`), against Enzyme's gradient: included by runtests.jl, whose
-# fixtures, `arguments`, `wrt_flags`, `gradients` and TOLERANCE it uses.
+# fixtures, `arguments`, `wrt_flags`, `scalar_loss`, `gradients` and TOLERANCE it uses.
 
 using Mooncake: Mooncake
 using Zygote: Zygote
@@ -19,7 +19,8 @@ const AD_PACKAGES = (
 # `copyto!` throw "Mutating arrays is not supported" (Zygote.jl src/lib/array.jl). Every
 # kernel but 06's writes a grid or work arrays in place (the loops weanj exists for), so
 # Zygote refuses each of these, with the error weanj's worker words for a user; it
-# differentiates `signfit_loss`, whose loop writes no array.
+# differentiates `signfit_loss`, whose loop writes no array, and `signfit_loss_and_residuals`
+# (julia-signfit's), which gathers its residuals by a comprehension.
 const ZYGOTE_REFUSES = Dict(
     "jacobi_loss" => "writes each iterate into a grid (poisson_sweep!)",
     "lex_loss" => "updates its grid in place (lex_sweep!)",
@@ -52,7 +53,7 @@ with one preparation (`ad_prepare`), as the worker reuses it for every evaluatio
 variant on arguments of the same shapes.
 """
 function ad_results(ad::Symbol, fixture, args, names)
-    loss = kernel_function(WeanJ, fixture["loss"])
+    loss = scalar_loss(fixture)
     backend = ad_backend(string(ad), AD_PACKAGES[ad])
     flags = wrt_flags(fixture, names)
     prep = ad_prepare(backend, loss, flags, args...)
@@ -78,7 +79,7 @@ function every_ad_against_enzyme(fixtures)
     for fixture in fixtures, case in fixture["cases"], T in (Float64, Float32)
         case["on_kinks"] && continue
         @testset "$(fixture["variant"]) $(case["name"]) $T: every AD against Enzyme" begin
-            loss = kernel_function(WeanJ, fixture["loss"])
+            loss = scalar_loss(fixture)
             args = arguments(fixture, case, T)
             value, enzyme = gradients(fixture, args)
             largest = maximum(g -> maximum(abs, g), values(enzyme))

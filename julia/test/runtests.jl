@@ -21,6 +21,7 @@ using JET: JET
 using JSON: JSON
 using WeanJ
 include("every_ad.jl")
+include("outputs.jl")
 
 # JET runs in full on the Julia versions its installed series supports (Pkg installs one
 # for each of 1.10-1.13: JET's README, "Julia compatibility and versioning"); from 0.12 on,
@@ -75,13 +76,25 @@ function wrt_flags(fixture, names = fixture["wrt"])
 end
 
 """
+    scalar_loss(fixture)
+
+The fixture's loss as a function of its arguments to a number: its kernel, or, for an
+example that declares outputs (the fixture's `outputs`), the kernel's loss alone
+(`LossAlone`: the kernel returns `(L, (; r = ...))`, src/outputs.jl).
+"""
+function scalar_loss(fixture)
+    kernel = kernel_function(WeanJ, fixture["loss"])
+    return isempty(fixture["outputs"]) ? kernel : LossAlone(kernel)
+end
+
+"""
     gradients(fixture, args) -> ([L], Dict)
 
 `loss_and_gradient`'s loss, and its gradient arrays by name (it returns them in argument
 order).
 """
 function gradients(fixture, args)
-    loss = kernel_function(WeanJ, fixture["loss"])
+    loss = scalar_loss(fixture)
     flagged = [name for name in fixture["arrays"] if name in fixture["wrt"]]
     value, shadows = loss_and_gradient(loss, wrt_flags(fixture), args...)
     return value, Dict(zip(flagged, shadows))
@@ -177,7 +190,7 @@ fixtures = [
 
     for fixture in fixtures, case in fixture["cases"], T in (Float64, Float32)
         @testset "$(fixture["variant"]) $(case["name"]) $T" begin
-            loss = kernel_function(WeanJ, fixture["loss"])
+            loss = scalar_loss(fixture)
             args = arguments(fixture, case, T)
             before = deepcopy(args)
             tolerance = TOLERANCE[T]
@@ -212,7 +225,7 @@ fixtures = [
     for fixture in fixtures, case in fixture["cases"]
         (fixture["taylor"] === nothing || case["on_kinks"]) && continue
         @testset "$(fixture["variant"]) $(case["name"]): Taylor remainders" begin
-            loss = kernel_function(WeanJ, fixture["loss"])
+            loss = scalar_loss(fixture)
             args = arguments(fixture, case, Float64)
             _, found = gradients(fixture, args)
             for name in fixture["wrt"], k in 1:Int(fixture["taylor"]["directions"])
@@ -222,6 +235,8 @@ fixtures = [
         end
     end
     every_ad_against_enzyme(fixtures) # every other AD, against Enzyme (test/every_ad.jl)
+    outputs_against_the_reference(fixtures) # outputs, pullbacks, Hessians (test/outputs.jl)
+    outputs_convention() # what a loss with outputs must return (test/outputs.jl)
 
     @testset "the Poisson kernels refuse what they do not define" begin
         for loss in (jacobi_loss, lex_loss, rb_loss)
@@ -467,6 +482,9 @@ fixtures = [
         @test @inferred(thomas_loss(a, b, c, d, uobs)) isa T
         @test @inferred(cic_loss(pos, q, uobs)) isa T
         @test @inferred(signfit_loss(x, w)) isa T
+        @test @inferred(signfit_loss_and_residuals(x, w)) isa
+            Tuple{T, NamedTuple{(:r,), Tuple{Vector{T}}}}
+        @test signfit_loss_and_residuals(x, w)[1] == signfit_loss(x, w) # to the bit
         @test @inferred(loss_value(jacobi_loss, θ, uobs, 2)) isa Vector{T}
 
         if JET_RUNS
@@ -478,6 +496,7 @@ fixtures = [
             JET.@test_opt target_modules = (WeanJ,) thomas_loss(a, b, c, d, uobs)
             JET.@test_opt target_modules = (WeanJ,) cic_loss(pos, q, uobs)
             JET.@test_opt target_modules = (WeanJ,) signfit_loss(x, w)
+            JET.@test_opt target_modules = (WeanJ,) signfit_loss_and_residuals(x, w)
         else
             @info "JET cannot analyse on Julia $VERSION (JET.JET_AVAILABLE is false)"
         end

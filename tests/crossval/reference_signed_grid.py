@@ -119,3 +119,45 @@ def fd_gradient(arrays, h: float = 1e-3) -> dict[str, np.ndarray]:
         )
         for name in WRT
     }
+
+
+# --- beyond the gradient: the residuals (06-signed-grid's output), their Jacobian and
+# the loss's Hessian blocks, by hand (docs/outputs.md). r_i = sign(t_i) − Σ_j x[j]·p_ij
+# with p_ij = t_i^j as the loop carries it, so
+#     ∂r_i/∂x[j] = −p_ij,   ∂r_i/∂w[k] = 0,
+#     ∂²L/∂x[j]∂x[k] = 2 Σ_i w[i]·p_ij·p_ik,   ∂²L/∂w[i]∂w[k] = 0 (L is linear in w).
+
+
+def outputs(algorithm: str, arrays, params=None) -> dict[str, np.ndarray]:
+    """The residuals `{"r": (n,)}`, each as the loop computes it."""
+    _check(algorithm)
+    x = np.asarray(arrays["x"], dtype=np.float64).tolist()
+    n = np.shape(arrays["w"])[0]
+    return {"r": np.array([r for r, _ in _residuals(x, n)])}
+
+
+def jacobian(algorithm: str, arrays, params=None) -> dict[str, np.ndarray]:
+    """`{"r::x": ∂r/∂x (n, m), "r::w": ∂r/∂w (n, n)}`: rows the output's elements, columns
+    the array's (both in C order)."""
+    _check(algorithm)
+    x = np.asarray(arrays["x"], dtype=np.float64).tolist()
+    n = np.shape(arrays["w"])[0]
+    by_x = np.array([[-p for p in powers] for _, powers in _residuals(x, n)])
+    return {"r::x": by_x, "r::w": np.zeros((n, n))}
+
+
+def hessian(algorithm: str, arrays, params=None) -> dict[str, np.ndarray]:
+    """Each wrt array's own Hessian block: `{"x": (m, m), "w": (n, n)}`."""
+    _check(algorithm)
+    x = np.asarray(arrays["x"], dtype=np.float64).tolist()
+    w = np.asarray(arrays["w"], dtype=np.float64).tolist()
+    powers = [p for _, p in _residuals(x, len(w))]
+    m = len(x)
+    xx = [
+        [
+            2.0 * math.fsum(wi * p[j] * p[k] for wi, p in zip(w, powers, strict=True))
+            for k in range(m)
+        ]
+        for j in range(m)
+    ]
+    return {"x": np.array(xx), "w": np.zeros((len(w), len(w)))}

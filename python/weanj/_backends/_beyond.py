@@ -13,8 +13,9 @@ dtype, device) still serves the evaluation, the Taylor steps and the loss floor.
   transpose at `(1, 0)`; each wrt array's tangent `v_a` pushed forward gives the loss's
   directional derivative (the jvp check's) and each output's `J·v_a`, of which `⟨w, J·v_a⟩`
   is kept (`w` the output's seeded weight, `seeds["weights"]`); one more transpose per
-  output, at `(0, w)`, gives `Jᵀ·w`, of which `⟨(Jᵀ·w)_a, v_a⟩` is kept: the dot-product
-  test's two sides, at one backward per output and no forward beyond the jvp check's;
+  output, at `(0, w)`, gives `Jᵀ·w`, kept (each wrt array's part, compared across
+  variants) with `⟨(Jᵀ·w)_a, v_a⟩`: the dot-product test's two sides, at one backward per
+  output and no forward beyond the jvp check's;
 - `SECOND` (an order-2 program): the derivatives, and each wrt array's own Hessian block
   times its two seeded directions, `H_aa·v_a` and `H_aa·u_a` (`seeds["second"]`), each
   by one forward-over-reverse execution (`jax.jvp` of the variant's gradient: its own
@@ -96,8 +97,8 @@ def beyond_program(
 ):
     """`(full, reverse)`, not yet jitted (module docstring): `full(*args, seeds, asked) ->
     (loss, gradient, directional, beyond)`, `reverse(*args, seeds, asked) -> (loss,
-    gradient, beyond)`; `beyond` `{"outputs", "vjp", "jvp" (full only), "hvp", "hvp_u"
-    (order 2)}`; `seeds` `{"tangents": {array: v}, "weights": {output: w}, "second":
+    gradient, beyond)`; `beyond` `{"outputs", "vjp", "pullback", "jvp" (full only), "hvp",
+    "hvp_u" (order 2)}`; `seeds` `{"tangents": {array: v}, "weights": {output: w}, "second":
     {array: u}}`."""
     program = _Program(example, loss, in_convention, gradient, order)
     return program.full, program.reverse
@@ -149,27 +150,36 @@ class _Program:
         return self.in_convention(tuple(jnp.zeros_like(p) for p in primals))
 
     def vjps(self, transpose, value, outs, seeds) -> dict:
-        """Each output's `[⟨(Jᵀ·w)_a, v_a⟩, the size of its terms]` per wrt array: one
-        backward per output, at `(0, w)`."""
+        """`{"vjp": ..., "pullback": ...}`: each output's `Jᵀ·w` per wrt array (its
+        `pullback`, compared across variants) and `[⟨(Jᵀ·w)_a, v_a⟩, the size of its
+        terms]` (the dot-product test's): one backward per output, at `(0, w)`."""
         import jax
         import jax.numpy as jnp
 
         no_outputs = jax.tree.map(jnp.zeros_like, outs)
-        out = {}
+        dots, pulled = {}, {}
         for o in outs:
             weight = {k: seeds["weights"][o] if k == o else v for k, v in no_outputs.items()}
             back = transpose((jnp.zeros_like(value), weight))
-            out[o] = {
+            dots[o] = {
                 a: _sum(back[i], seeds["tangents"][a], value) for i, a in enumerate(self.names)
             }
-        return out
+            pulled[o] = dict(zip(self.names, back, strict=True))
+        return {"vjp": dots, "pullback": pulled}
 
-    def zeros(self, value, outs, with_jvp):
+    def zeros(self, value, outs, primals, with_jvp):
         """What a loss-only call returns beyond its loss (the same structure, zeros)."""
         import jax.numpy as jnp
 
         zero = jnp.zeros(2, value.dtype)
-        found = {"outputs": outs, "vjp": {o: {a: zero for a in self.names} for o in outs}}
+        found = {
+            "outputs": outs,
+            "vjp": {o: {a: zero for a in self.names} for o in outs},
+            "pullback": {
+                o: {a: jnp.zeros_like(p) for a, p in zip(self.names, primals, strict=True)}
+                for o in outs
+            },
+        }
         if with_jvp:
             found["jvp"] = {o: {a: zero for a in self.names} for o in outs}
         return found
@@ -215,21 +225,25 @@ class _Program:
                 directional.append(d_value)
                 for o in outs:
                     jvp[o][a] = _sum(seeds["weights"][o], d_outs[o], value)
-            found = {"outputs": outs, "vjp": self.vjps(transpose, value, outs, seeds), "jvp": jvp}
+            found = {"outputs": outs, **self.vjps(transpose, value, outs, seeds), "jvp": jvp}
             found = self.with_second(found, args, primals, seeds, second)
             return value, g, jnp.stack(directional), found
 
         def loss_alone():
             value, outs = evaluated(args)
             scalar_loss(value)
-            found = self.with_second(self.zeros(value, outs, True), args, primals, seeds, False)
+            found = self.with_second(
+                self.zeros(value, outs, primals, True), args, primals, seeds, False
+            )
             directional = jnp.zeros(len(self.names), value.dtype)
             return value, self.zero_gradient(args, primals), directional, found
 
         def gradient_alone():
             (value, outs), pullback = jax.vjp(F, *primals)
             scalar_loss(value)
-            found = self.with_second(self.zeros(value, outs, True), args, primals, seeds, False)
+            found = self.with_second(
+                self.zeros(value, outs, primals, True), args, primals, seeds, False
+            )
             directional = jnp.zeros(len(self.names), value.dtype)
             return value, self.own_gradient(args, value, outs, pullback), directional, found
 
@@ -245,19 +259,23 @@ class _Program:
             (value, outs), pullback = jax.vjp(F, *primals)
             scalar_loss(value)
             g = self.own_gradient(args, value, outs, pullback)
-            found = {"outputs": outs, "vjp": self.vjps(pullback, value, outs, seeds)}
+            found = {"outputs": outs, **self.vjps(pullback, value, outs, seeds)}
             return value, g, self.with_second(found, args, primals, seeds, second)
 
         def loss_alone():
             value, outs = evaluated(args)
             scalar_loss(value)
-            found = self.with_second(self.zeros(value, outs, False), args, primals, seeds, False)
+            found = self.with_second(
+                self.zeros(value, outs, primals, False), args, primals, seeds, False
+            )
             return value, self.zero_gradient(args, primals), found
 
         def gradient_alone():
             (value, outs), pullback = jax.vjp(F, *primals)
             scalar_loss(value)
-            found = self.with_second(self.zeros(value, outs, False), args, primals, seeds, False)
+            found = self.with_second(
+                self.zeros(value, outs, primals, False), args, primals, seeds, False
+            )
             return value, self.own_gradient(args, value, outs, pullback), found
 
         return self.switch(asked, loss_alone, gradient_alone, derivatives)

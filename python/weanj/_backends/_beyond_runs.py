@@ -144,8 +144,9 @@ class BeyondRuns(CheckRuns):
 def _host(beyond: dict, forward: bool, second: bool) -> dict:
     """What the program computed beyond the gradient, on the host: the outputs, the
     Jacobian's dot-product numbers `{"uT::u0": (⟨w, J·v⟩ or None, ⟨Jᵀ·w, v⟩, the size of
-    their terms)}`, the Hessian-vector products where asked for (`second`: an order-2
-    program asked for the first order returns zeros in their place, never kept)."""
+    their terms)}` and its pullbacks `{"uT::u0": Jᵀ·w}` (each wrt array's part), the
+    Hessian-vector products where asked for (`second`: an order-2 program asked for the
+    first order returns zeros in their place, never kept)."""
     out: dict[str, Any] = {"outputs": {k: np.asarray(v) for k, v in beyond["outputs"].items()}}
     jacobian = {}
     for o, per in beyond.get("vjp", {}).items():
@@ -157,6 +158,11 @@ def _host(beyond: dict, forward: bool, second: bool) -> dict:
                 scale = max(scale, size)
             jacobian[f"{o}::{a}"] = (ahead, back, scale)
     out["jacobian"] = jacobian
+    out["pullback"] = {
+        f"{o}::{a}": np.asarray(back)
+        for o, per in beyond.get("pullback", {}).items()
+        for a, back in per.items()
+    }
     for key in ("hvp", "hvp_u"):
         if second and key in beyond:
             out[key] = {a: np.asarray(v) for a, v in beyond[key].items()}

@@ -52,6 +52,8 @@ from ._runtime import register as register_runtime
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 
+# `hvp=` of julia_variant: the ADs whose forward mode may push a gradient forward
+OUTER_AD = ("forwarddiff", "enzyme", "finitedifferences")
 # `function=` of julia_variant (docs/julia.md, "Closures and callables"). None passes the
 # loss bare: constant, and Enzyme refuses one that writes derivative-carrying memory it
 # captured.
@@ -140,7 +142,16 @@ def backend_version(kernel: JuliaKernel | None = None) -> str:
     said = _julia_env.identity()
     if kernel is None:
         return said
-    return f"{said}; {_julia_env.gradient_provenance(kernel.ad, kernel.gradient, kernel.package)}"
+    said = f"{said}; {_julia_env.gradient_provenance(kernel.ad, kernel.gradient, kernel.package)}"
+    if not (kernel.outputs or kernel.hvp):
+        return said
+    env = _julia_env.user_environment()  # beyond the gradient: DI (docs/outputs.md)
+    said += "; outputs and Hessian products through DifferentiationInterface "
+    said += _julia_env.package_version("DifferentiationInterface", env)
+    if kernel.hvp is not None:
+        outer = AD[kernel.hvp][0]
+        said += f", pushed forward by {outer} {_julia_env.package_version(outer, env)}"
+    return said
 
 
 def _reason(kernel: JuliaKernel) -> str | None:
@@ -242,12 +253,14 @@ def _declared_kernel(
     package: Any,
     ad: Any,
     gradient: Any,
+    hvp: Any = None,
 ) -> JuliaKernel:
     """What `julia_variant`'s arguments declare, each checked (one `DefinitionError` line
     for a mistake): the kernel its variant calls."""
     declared_julia(name, loss, file, runtime_activity)
     activity = _activity(name, function)
     how = _gradient_by(name, ad, gradient, function is not None or runtime_activity)
+    _outer_ad(name, hvp, how)
     package = _package_name(name, package, file)
     path = None if file is None else _resolve_file(file)
     return JuliaKernel(
@@ -263,7 +276,26 @@ def _declared_kernel(
         package=package,
         ad="enzyme" if how == HAND_WRITTEN else how,
         gradient=gradient,
+        outputs=tuple(getattr(example, "outputs", ())),
+        hvp=hvp,
     )
+
+
+def _outer_ad(variant: str, hvp: Any, how: str) -> None:
+    """`hvp=`, checked: None, or an AD with a forward mode to push the variant's own
+    gradient forward (DifferentiationInterface's `SecondOrder(outer, inner)`)."""
+    if hvp is None:
+        return
+    where = f"julia_variant {variant!r}"
+    if how == HAND_WRITTEN:
+        raise DefinitionError(
+            f"{where}: hvp= pushes an AD's gradient forward; a hand-written gradient has none"
+        )
+    if not isinstance(hvp, str) or hvp not in OUTER_AD:
+        raise DefinitionError(
+            f"{where}: hvp must be one of {', '.join(map(repr, OUTER_AD))} (an AD with a "
+            f"forward mode), got {hvp!r}"
+        )
 
 
 def _variant_of(
@@ -311,6 +343,7 @@ def julia_variant(
     package: str | None = None,
     ad: str | None = None,
     gradient: str | None = None,
+    hvp: str | None = None,
 ) -> Variant:
     """Register a variant of `example` whose loss is a Julia function; its gradient is
     Enzyme.jl's, another AD package's, or written by hand (docs/julia.md).
@@ -324,8 +357,9 @@ def julia_variant(
     - `name`, `family`: the variant's name (`julia-<algorithm>`) and family;
       `description`: one line for reports.
     - `loss`: the name of the Julia function, which takes the example's arrays then its
-      parameters, in the example's order, and returns the scalar loss. A dotted name
-      (`"Smooth.smooth_loss"`) looks into a module the file defines.
+      parameters, in the example's order, and returns the scalar loss; for an example
+      that declares outputs, the loss and its outputs, `(L, (; r = r))` (docs/outputs.md).
+      A dotted name (`"Smooth.smooth_loss"`) looks into a module the file defines.
     - `file`: None for weanj's own kernels (`julia/src/WeanJ.jl`); else a Julia file,
       relative to the project root, included into a module of its own. A file that does
       not exist, or does not load, makes this variant unavailable, saying why.
@@ -340,6 +374,10 @@ def julia_variant(
       `"mooncake"`, `"zygote"`, `"finitedifferences"` (through DifferentiationInterface).
     - `gradient`: a Julia function returning the gradient arrays (one per `wrt` array, in
       order), written by hand; the loss comes from `loss`. Not with `ad`.
+    - `hvp`: at the second order, the AD that pushes the variant's gradient forward for
+      its Hessian-vector products, `"forwarddiff"`, `"enzyme"` or `"finitedifferences"`
+      (DifferentiationInterface's `SecondOrder(outer, inner)`, inner the variant's `ad`);
+      None: DI's own combination for `ad` (docs/outputs.md, "The Julia side").
     - `expected`: its known differences (`weanj.Expected`, one or several).
 
     `grad` returns a C-order numpy array (`{name: array}` for several); `jvp` is None.
@@ -348,7 +386,7 @@ def julia_variant(
     """
     example = example_of(example)
     kernel = _declared_kernel(
-        example, name, loss, file, function, runtime_activity, package, ad, gradient
+        example, name, loss, file, function, runtime_activity, package, ad, gradient, hvp
     )
     variant = register_variant(
         _variant_of(example, kernel, family, file, description, dtypes, excludes, expected)

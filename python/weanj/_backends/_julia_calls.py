@@ -16,6 +16,7 @@ import numpy as np
 from .._errors import InputError
 from .._model import Functions
 from . import _julia_client
+from ._julia_evaluation import JuliaEvaluation, flagged, outputs_of
 from ._julia_process import JuliaError
 
 
@@ -38,6 +39,10 @@ class JuliaKernel:
     package: str | None = None
     ad: str = "enzyme"
     gradient: str | None = None
+    # the example's outputs: the loss returns `(L, (; name = array, ...))` (docs/outputs.md)
+    outputs: tuple[str, ...] = ()
+    # the outer AD of the Hessian-vector products (`julia_variant(hvp=...)`), or None
+    hvp: str | None = None
 
     @property
     def wrt_flags(self) -> tuple[bool, ...]:
@@ -94,6 +99,8 @@ def _request(kernel: JuliaKernel, op: str, params: list, extra: dict) -> dict:
         "activity": kernel.activity,
         "runtime_activity": kernel.runtime_activity,
         "params": params,
+        "outputs": list(kernel.outputs),
+        "hvp": kernel.hvp,
         **extra,
     }
 
@@ -149,18 +156,19 @@ def _timings(kernel: JuliaKernel, reply: dict) -> dict:
 
 
 def julia_functions(example: Any, kernel: JuliaKernel) -> Functions:
-    """`Functions(loss, grad, value_and_grad=...)` on numpy arrays, computed by the Julia
-    worker; `value_and_grad` is one request (what an evaluation asks); no `jvp`. For an
-    example that declares outputs it returns `((loss, None), gradient)`: the worker
-    computes no outputs yet (docs/outputs.md), and the judge says so of its cases. The
-    gradient function carries `timed_inside(*args, samples=...)`, the times measured
-    inside the worker (`weanj bench`)."""
+    """`Functions(loss, grad, value_and_grad=..., checking=...)` on numpy arrays,
+    computed by the Julia worker; `value_and_grad` is one request (what an evaluation
+    asks), `((loss, {name: array}), gradient)` for an example that declares outputs;
+    `checking`, what a check's float64 runs call, has an `evaluation` beyond the gradient
+    where asked (`_julia_evaluation`); no `jvp`. The gradient function carries
+    `timed_inside(*args, samples=...)`, the times measured inside the worker (`weanj
+    bench`)."""
 
-    def ask(op: str, what: str, args: tuple, **extra) -> tuple[dict, list, np.dtype]:
+    def ask(op: str, what: str, args: tuple, more=(), **extra) -> tuple[dict, list, np.dtype]:
         arrays, params, dtype = _arguments(example, kernel, args)
         reply, out = _julia_client.request(
             _request(kernel, op, params, extra),
-            [arrays[a] for a in kernel.arrays],
+            [arrays[a] for a in kernel.arrays] + [_crossing(a) for a in more],
             variant=kernel.variant,
             what=what,
         )
@@ -177,11 +185,13 @@ def julia_functions(example: Any, kernel: JuliaKernel) -> Functions:
         return _gradient_of(kernel, out)
 
     def value_and_grad(*args):
-        _, out, dtype = ask("loss_and_grad", "loss and gradient", args)
+        reply, out, dtype = ask("loss_and_grad", "loss and gradient", args)
         loss = _loss_of(kernel, out, dtype)
-        if getattr(example, "outputs", ()):  # the worker returns none yet: said so, `None`
-            loss = (loss, None)
-        return loss, _gradient_of(kernel, out[1:])
+        if not kernel.outputs:
+            return loss, _gradient_of(kernel, out[1:])
+        k = len(flagged(kernel))
+        outputs = outputs_of(kernel, reply, out[1 + k :])
+        return (loss, outputs), _gradient_of(kernel, out[1 : 1 + k])
 
     def timed_inside(*args, samples: int) -> dict:
         """`{"forward_s": [...], "grad_s": [...], "clock": ...}`: `samples` times of the
@@ -190,4 +200,8 @@ def julia_functions(example: Any, kernel: JuliaKernel) -> Functions:
         return _timings(kernel, reply)
 
     grad.timed_inside = timed_inside
-    return Functions(loss, grad, value_and_grad=value_and_grad)
+    plain = Functions(loss, grad, value_and_grad=value_and_grad)
+    # a check's float64 runs: the same calls, and its evaluation beyond the gradient
+    read = (lambda out, dtype: _loss_of(kernel, out, dtype), lambda out: _gradient_of(kernel, out))
+    beyond = JuliaEvaluation(example, kernel, ask, value_and_grad, read)
+    return plain._replace(checking=plain._replace(evaluation=beyond.evaluation))

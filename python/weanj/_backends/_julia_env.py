@@ -66,7 +66,8 @@ def ad_in_use() -> list[str]:
         tables = current().registry.variants.values()
     except ProjectError:  # outside any project: no worker starts there
         return []
-    used = {getattr(v.declared, "ad", None) for t in tables for v in t.values()}
+    declared = [v.declared for t in tables for v in t.values()]
+    used = {getattr(d, k, None) for d in declared for k in ("ad", "hvp")}  # hvp=: an outer AD
     return sorted(a for a in used if a in AD and a != "enzyme")
 
 

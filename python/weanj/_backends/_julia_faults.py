@@ -155,7 +155,8 @@ def loss_type_refusal(request: dict, loss, arrays: list, wrt: tuple) -> Refusal 
 
 
 def refusal_of(request: dict, e: Exception) -> Refusal:
-    """A Julia exception as one line: a kernel's own check (`input`), Enzyme's activity
+    """A Julia exception as one line: a loss that breaks the outputs' convention (`error`,
+    `OutputsConventionError`), a kernel's own check (`input`), Enzyme's activity
     errors naming the option of `weanj.julia_variant` that fixes them (`definition`), an
     AD that cannot differentiate the kernel as written (`definition`, `ad_refusal`),
     anything else (`error`: a bug in the kernel; Julia's stack trace goes to the log)."""
@@ -179,6 +180,9 @@ def refusal_of(request: dict, e: Exception) -> Refusal:
             f"{variant}: Enzyme found constant memory stored into a differentiable variable "
             f"(EnzymeRuntimeActivityError): pass {fix} to weanj.julia_variant ({options})",
         )
+    if first.startswith("OutputsConventionError: "):  # the variant's own fault, not an input
+        said = first.removeprefix("OutputsConventionError: ")
+        return Refusal("error", f"{variant}: {loss}: {said} ({DOCS}: Outputs)")
     if first.startswith(("DimensionMismatch", "ArgumentError")):
         return Refusal("input", f"{variant}: {first}")
     log(f"{variant}: {text}")

@@ -16,9 +16,14 @@ A message is
 weanj sends `{"op": "start", ...}` first, then requests, one at a time, and `{"op":
 "quit"}` (or closes the pipe) at the end. The requests (`OPS`): `loss_and_grad` (the
 loss and the gradient arrays of one evaluation, from one reverse pass), `loss` (the loss
-alone: the extra losses of a Taylor test), `grad` (the gradient alone) and `timings`
-(the forward and gradient times measured inside the worker, `samples` of each after a
-warm-up call: `{"forward_ns": [...], "gradient_ns": [...], "clock": ...}`). The worker
+alone: the extra losses of a Taylor test), `grad` (the gradient alone), `timings` (the
+forward and gradient times measured inside the worker, `samples` of each after a
+warm-up call: `{"forward_ns": [...], "gradient_ns": [...], "clock": ...}`), and beyond
+the gradient (docs/outputs.md; `_julia_evaluation` says what crosses): `outputs` (the
+loss and the outputs of one call, their shapes for the seeded weights) and `evaluation`
+(a check's: the outputs, their pullbacks and pushforwards, the Hessian-vector products).
+Every request names the example's outputs (`"outputs": [...]`, empty where it declares
+none); `loss_and_grad` then answers them after the gradient arrays. The worker
 answers each with `{"reply": <the op, or "hello" to the start>, ...}` or `{"reply":
 "failed", "kind": ..., "message": ...}`, preceded by any number of `{"reply": "note",
 "text": ...}` (what it is doing, for the progress lines). The kinds of failure:
@@ -39,8 +44,8 @@ import traceback
 from collections.abc import Callable
 from typing import BinaryIO
 
-PROTOCOL = 2
-OPS = ("loss_and_grad", "loss", "grad", "timings")
+PROTOCOL = 3
+OPS = ("loss_and_grad", "loss", "grad", "timings", "outputs", "evaluation")
 # The environment variable naming the worker's end of its lifeline (`watch_lifeline`).
 LIFELINE_VARIABLE = "WEANJ_JULIA_LIFELINE"
 _LENGTH = struct.Struct(">Q")

@@ -16,7 +16,7 @@ It runs as a script, not as `python -m weanj...`: importing the package `weanj` 
 load numpy, and numpy loads the system's `libstdc++` before Julia's newer one, which
 Julia then cannot load (PythonCall's FAQ, "`ccall requires the compiler`"). So juliacall
 is imported first, numpy after it, and nothing of weanj but the modules beside it that
-the worker shares (`_julia_wire`, `_julia_faults`, `_julia_bounds`).
+the worker shares (`_julia_wire`, `_julia_faults`, `_julia_bounds`, `_julia_beyond`).
 
 On start it imports juliacall (juliapkg resolves the Julia packages first: those of
 `weanj/juliapkg.json`, juliacall's, and, in the folder `requirements` names, WeanJ
@@ -32,7 +32,9 @@ kernel's loss and gradient from one reverse pass (`WeanJ.loss_and_gradient`), th
 DifferentiationInterface (`WeanJ.ad_loss_and_gradient`, `ad=`, prepared once per variant
 and argument shapes, `WeanJ.ad_prepare`) or by a hand-written gradient function
 (`WeanJ.handwritten_loss_and_gradient`), its loss alone (`WeanJ.loss_value`), or times
-both inside Julia (`WeanJ.timings`), on the arrays it receives, after including a user's
+both inside Julia (`WeanJ.timings`); beyond the gradient, a kernel's outputs, their
+pullbacks and pushforwards and the Hessian-vector products (`_julia_beyond`: WeanJ's
+`outputs.jl`, `second_order.jl`), on the arrays it receives, after including a user's
 kernel file once into a module of its own (`WeanJ.include_kernels`) or loading a user's
 package (`using`). Every call is followed by a check that the kernel left its array
 arguments as they came (`written`): a kernel writing a `Const` argument can make Enzyme
@@ -46,11 +48,13 @@ import re
 import sys
 
 if __package__:  # imported as weanj._backends._julia_worker (tests)
+    from . import _julia_beyond as beyond
     from . import _julia_bounds as bounds
     from . import _julia_faults as faults
     from . import _julia_wire as wire
 else:  # run as a script: this folder, not the package, is where its modules are found
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _julia_beyond as beyond
     import _julia_bounds as bounds
     import _julia_faults as faults
     import _julia_wire as wire
@@ -270,12 +274,21 @@ class JuliaSession:
         if not gradient and ad != "enzyme" and op != "loss":
             method = {"backend": self.backend(ad)}
         # `Array` copies juliacall's view of each array (a PyArray of the same element
-        # type, 1-based indices on the same axes) into a column-major Julia array.
+        # type, 1-based indices on the same axes) into a column-major Julia array. After
+        # the example's arrays, an `evaluation` carries its directions (`_julia_beyond`).
+        n = len(request.get("names", arrays))
+        arrays, directions = arrays[:n], arrays[n:]
         given = [self.Main.Array(a) for a in arrays]
         args = given + list(request.get("params", []))
         wrt = tuple(bool(flag) for flag in request.get("wrt", ()))
         try:
-            reply = self._call(op, fn, wrt, args, method, request, arrays)
+            if op == "evaluation":
+                reply = beyond.evaluation(self, fn, wrt, args, method, request, arrays, directions)
+            elif beyond.takes(op, request):
+                reply = beyond.answer(self, op, fn, wrt, args, method, request, arrays)
+            else:
+                fn = beyond.loss_of(self.WeanJ, fn, request)  # the loss alone
+                reply = self._call(op, fn, wrt, args, method, request, arrays)
         except Refusal:
             raise
         except Exception as e:

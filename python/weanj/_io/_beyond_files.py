@@ -1,12 +1,14 @@
 """What a gradient file holds beyond the gradient (docs/outputs.md; docs/reference/
-formats.md): the outputs an example declares and the Hessian-vector products of a
-second-order check, so that `weanj diff` and a report of `check.json` judge and draw them
-as the check did.
+formats.md): the outputs an example declares, their pullbacks and the Hessian-vector
+products of a second-order check, so that `weanj diff` and a report of `check.json`
+judge and draw them as the check did.
 
 - `outputs/NAME`: each output (the run's dtype), with its `sha256` and, where measured,
   its rounding level (`noise`); `outputs_noise/NAME`: its entries' levels (float64);
 - `hvp/ARRAY` and `hvp_u/ARRAY`: each wrt array's Hessian block times its two seeded
-  directions (float64, the array's shape), each with its `sha256`.
+  directions (float64, the array's shape), each with its `sha256`;
+- `pullback/OUTPUT::ARRAY`: each output's `Jᵀ·w`, the wrt array's part (float64, the
+  array's shape), with its `sha256`.
 
 A file without them (written before, or of an example that declares none) reads as none;
 one whose outputs are not the example's is refused, as a gradient of other arrays is.
@@ -21,14 +23,15 @@ import numpy as np
 
 from .._errors import InputFileError
 from .._model import Example, Gradient
-from .._model._beyond import OUTPUT
+from .._model._beyond import OUTPUT, pullback_names
 from ._h5 import array_sha256, read_array, read_attributes, write_array
 
-GROUPS = ("outputs", "outputs_noise", "hvp", "hvp_u")
+GROUPS = ("outputs", "outputs_noise", "hvp", "hvp_u", "pullback")
 
 
 def write_beyond(f: Any, g: Gradient) -> None:
-    """`g`'s outputs and Hessian-vector products into the open file `f`."""
+    """`g`'s outputs, their pullbacks and Hessian-vector products into the open file
+    `f`."""
     if g.outputs:
         f.create_group("outputs", track_order=True)
         for name, values in g.outputs.items():
@@ -41,8 +44,11 @@ def write_beyond(f: Any, g: Gradient) -> None:
             f.create_group("outputs_noise", track_order=True)
             for name, e in entries.items():
                 write_array(f, f"outputs_noise/{name}", np.asarray(e, np.float64))
-    if g.hvp is not None:
-        for group, found in (("hvp", g.hvp), ("hvp_u", g.hvp_u)):
+    products = [("hvp", g.hvp), ("hvp_u", g.hvp_u)] if g.hvp is not None else []
+    if g.pullback is not None:
+        products.append(("pullback", g.pullback))
+    if products:
+        for group, found in products:
             f.create_group(group, track_order=True)
             for name, values in found.items():
                 ds = write_array(f, f"{group}/{name}", np.asarray(values, np.float64))
@@ -78,7 +84,7 @@ def _signed(found: dict, group: str, where: str, hint: str) -> dict[str, np.ndar
 
 def read_beyond(f: Any, ex: Example, dtype: str, where: str, hint: str) -> dict[str, Any]:
     """What the open file `f` holds beyond the gradient, held to the example: `{"outputs",
-    "noise" (the outputs' levels, `output:NAME`), "entries", "hvp", "hvp_u"}`."""
+    "noise" (the outputs' levels, `output:NAME`), "entries", "hvp", "hvp_u", "pullback"}`."""
     outputs = _group(f, "outputs", where, hint)
     if outputs and set(outputs) != set(ex.outputs):
         raise InputFileError(
@@ -106,6 +112,10 @@ def read_beyond(f: Any, ex: Example, dtype: str, where: str, hint: str) -> dict[
         if products and set(products) != set(ex.wrt_names):
             raise InputFileError(f"{where}: {group} is not one product per wrt array{hint}")
         found[group] = products or None
+    pulled = _signed(_group(f, "pullback", where, hint), "pullback", where, hint)
+    if not set(pulled) <= set(pullback_names(ex)):
+        raise InputFileError(f"{where}: pullback holds others than its outputs' pullbacks{hint}")
+    found["pullback"] = pulled if "pullback" in f else None
     return found
 
 
@@ -114,4 +124,4 @@ def beyond_into(g: Gradient, found: dict[str, Any]) -> None:
     g.outputs = found["outputs"]
     g.noise.update(found["noise"])
     g.noise_entries.update(found["entries"])
-    g.hvp, g.hvp_u = found["hvp"], found["hvp_u"]
+    g.hvp, g.hvp_u, g.pullback = found["hvp"], found["hvp_u"], found["pullback"]

@@ -1,12 +1,12 @@
-"""Outputs and Hessian-vector products of two subjects, judged as a pair's gradient is
-(docs/outputs.md): the same comparison under the same tolerance policy, its floors from
-the runs' rounding levels, the regions where they part ways in both index bases, a
-declared difference held to its declaration.
+"""Outputs, their pullbacks and Hessian-vector products of two subjects, judged as a
+pair's gradient is (docs/outputs.md): the same comparison under the same tolerance
+policy, its floors from the runs' rounding levels, the regions where they part ways in
+both index bases, a declared difference held to its declaration.
 
-The judge compares a subject's outputs (or its Hessian-vector products) through a view of
-it whose arrays they are (`compared_view`): each output with its own rounding level, no
-loss (the loss is the pair's gradient case's), so every rule and every view of a pair
-serves them unchanged.
+The judge compares a subject's outputs (or its pullbacks, its Hessian-vector products)
+through a view of it whose arrays they are (`compared_view`): each output with its own
+rounding level, no loss (the loss is the pair's gradient case's), so every rule and
+every view of a pair serves them unchanged.
 """
 
 from __future__ import annotations
@@ -27,15 +27,18 @@ def _of_outputs(levels: dict | None) -> dict | None:
 
 def compared_view(g: Gradient, kind: CaseKind) -> Gradient:
     """`g` as a case of `kind` compares it: its outputs (an `output` case) or its
-    Hessian-vector products along each array's jvp direction (an `hvp` case) in the place
-    of its gradient arrays, with their rounding levels (the outputs': measured with the
-    gradient's, `output:NAME`; the products': none, the relative tolerance alone), and no
-    loss; `g` itself for any other case."""
+    Hessian-vector products along each array's jvp direction (an `hvp` case), or its
+    outputs' pullbacks `Jᵀ·w` by wrt array (a `pullback` case, `uT::x`), in the place of
+    its gradient arrays, with their rounding levels (the outputs': measured with the
+    gradient's, `output:NAME`; the products' and pullbacks': none, the relative tolerance
+    alone), and no loss; `g` itself for any other case."""
     if kind == CaseKind.OUTPUT:
         arrays, noise = dict(g.outputs), _of_outputs(g.noise) or {}
         entries, precision = _of_outputs(g.noise_entries) or {}, _of_outputs(g.precision_level)
     elif kind == CaseKind.HVP:
         arrays, noise, entries, precision = dict(g.hvp or {}), {}, {}, None
+    elif kind == CaseKind.PULLBACK:
+        arrays, noise, entries, precision = dict(g.pullback or {}), {}, {}, None
     else:
         return g
     if "loss" in g.noise and noise:
@@ -58,6 +61,9 @@ def missing(g: Gradient, kind: CaseKind, name: str) -> str | None:
         return f"{g.label} has no output {name} ({why})"
     if kind == CaseKind.HVP and (g.hvp is None or name not in g.hvp):
         return f"{g.label} has no Hessian-vector products (its second order was not computed)"
+    if kind == CaseKind.PULLBACK and (g.pullback is None or name not in g.pullback):
+        why = "its backend computes none" if g.source == "run" else "not kept in its file"
+        return f"{g.label} has no pullback Jᵀw of {name.replace('::', ' by ')} ({why})"
     return None
 
 

@@ -162,7 +162,7 @@ def checked_outputs(ex: Example, outputs: Any, dtype: str) -> dict[str, np.ndarr
     """`{name: array}` of the outputs the example declares (`Example.outputs`), from what
     a run returned beside its loss, or a `Breach`: exactly the declared names, each a
     non-empty real array of the dtype under test (docs/outputs.md). None: the backend
-    computes no outputs (a Julia variant's, yet): none, and its output cases say so."""
+    computes no outputs (`functions=` of its own): none, and its output cases say so."""
     names = tuple(getattr(ex, "outputs", ()))
     if not names or outputs is None:
         return {}

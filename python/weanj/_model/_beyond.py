@@ -87,6 +87,15 @@ def applies(kind: Any, example: Any, order: int) -> bool:
     return True
 
 
+def pullback_names(example: Any) -> list[str]:
+    """The names of an example's pullbacks, `OUTPUT::ARRAY` per output and real `wrt`
+    array (`Gradient.pullback`'s keys, a `pullback` case's): `Jᵀ·w`, the output's seeded
+    weight pulled back to the array. A complex array has none (its cotangent's convention
+    is a backend's own)."""
+    real = [a for a in example.wrt_names if example.array(a).kind != "complex"]
+    return [f"{o}::{a}" for o in getattr(example, "outputs", ()) for a in real]
+
+
 def split_evaluated(example: Any, first: Any) -> tuple[Any, dict[str, Any]]:
     """`(loss, outputs)` from what a backend's evaluation returned first: the loss itself,
     or, for an example that declares outputs, the pair `(loss, {name: array})` (JAX's
@@ -98,5 +107,5 @@ def split_evaluated(example: Any, first: Any) -> tuple[Any, dict[str, Any]]:
     if isinstance(first, (tuple, list)) and len(first) == 2 and isinstance(first[1], dict):
         return first[0], dict(first[1])
     if isinstance(first, (tuple, list)) and len(first) == 2 and first[1] is None:
-        return first[0], None  # a backend that computes no outputs (a Julia variant's, yet)
+        return first[0], None  # a backend that computes no outputs (a `functions=` of its own)
     return first, {}

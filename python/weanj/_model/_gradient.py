@@ -124,6 +124,10 @@ class Gradient:
     jacobian: dict[str, tuple[float | None, float, float]] = field(
         default_factory=dict, compare=False
     )
+    # the outputs' pullbacks, per output and real wrt array (`"uT::u0"`): `(Jᵀ·w)_a`, the
+    # vector-Jacobian product whose inner product the dot-product test takes, compared
+    # across variants (case kind `pullback`); None: not computed
+    pullback: dict[str, np.ndarray] | None = field(default=None, compare=False)
     # the second order (`Example.order`): each wrt array's own Hessian block times its
     # seeded directions, `hvp[a] = H_aa·v_a` (v_a its jvp direction) and `hvp_u[a] =
     # H_aa·u_a` (u_a its second direction); None: not computed

@@ -176,6 +176,7 @@ class CaseKind(str, enum.Enum):
     # (`optional`: a column only where the example has such cases)
     OUTPUT = ("output", "output", False)
     HVP = ("hvp", "Hv", False)
+    PULLBACK = ("pullback", "Jᵀw", False)  # an output's Jᵀ·w per wrt array (DI's `pullback`)
     TAYLOR2 = ("taylor2", "Taylor²", True, "min rate", True)  # the gradient's, by Hv
     SYMMETRY = ("symmetry", "symmetry", True, "rel. error", True)  # ⟨u, Hv⟩ = ⟨v, Hu⟩
     DOT = ("dot", "dot", True, "rel. error", True)  # ⟨w, Jv⟩ = ⟨Jᵀw, v⟩, each output
@@ -207,8 +208,9 @@ class CaseKind(str, enum.Enum):
     @property
     def compares(self) -> bool:
         """Two subjects compared elementwise under the tolerance policy: a pair's gradient,
-        an output, a Hessian-vector product (the pair tables and pictures show them)."""
-        return self in (CaseKind.PAIR, CaseKind.OUTPUT, CaseKind.HVP)
+        an output, a Hessian-vector product, an output's pullback (the pair tables and
+        pictures show them)."""
+        return self in (CaseKind.PAIR, CaseKind.OUTPUT, CaseKind.HVP, CaseKind.PULLBACK)
 
 
 # The kinds of case the table holds, and the gradient checks among them, in view order.

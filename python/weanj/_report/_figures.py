@@ -285,7 +285,8 @@ def plot_pairs(
             out.append((j, None))
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        what = compared_name(j).replace(" ", "-")  # `x`, `output-uT`, `Hv-x`
+        # `x`, `output-uT`, `Hv-x`, `JTw-uT-by-x`: ASCII, as every file weanj names
+        what = compared_name(j).replace(" ", "-").replace("ᵀ", "T")
         name = f"{j.subjects[0]}-vs-{j.subjects[1]}-{what}.png".replace("/", "_").replace("@", "_")
         path = folder / name
         with atomic_path(path, foreign="aside") as tmp:  # never through a link at `path`

@@ -118,10 +118,11 @@ def gradient_json(g: Gradient) -> dict[str, Any]:
 
 
 def _beyond_json(ej: ExampleJudgement) -> dict[str, Any]:
-    """The outputs' and Hessian-vector products' pairs, where the example has them
-    (`outputs`, `hvp`: each as a pair is, docs/outputs.md)."""
+    """The outputs', their pullbacks' and Hessian-vector products' pairs, where the
+    example has them (`outputs`, `pullbacks`, `hvp`: each as a pair is, docs/outputs.md)."""
     out = {}
-    for key, kind in (("outputs", CaseKind.OUTPUT), ("hvp", CaseKind.HVP)):
+    kinds = (("outputs", CaseKind.OUTPUT), ("pullbacks", CaseKind.PULLBACK), ("hvp", CaseKind.HVP))
+    for key, kind in kinds:
         found = ej.of_kind(kind)
         if found:
             out[key] = [judgement_json(j) for j in found if j.verdict != Verdict.SKIPPED]

@@ -167,11 +167,14 @@ def details(j: CaseJudgement) -> list[str]:
 
 def compared_name(j: CaseJudgement) -> str:
     """What a compared case compares, as the pair tables name it: a gradient array (`x`),
-    an output (`output uT`), an array's Hessian-vector product (`Hv x`)."""
+    an output (`output uT`), an array's Hessian-vector product (`Hv x`), an output's
+    pullback by a wrt array (`Jᵀw uT by x`)."""
     if j.kind == CaseKind.OUTPUT:
         return f"output {j.array}"
     if j.kind == CaseKind.HVP:
         return f"Hv {j.array}"
+    if j.kind == CaseKind.PULLBACK:
+        return f"Jᵀw {(j.array or '').replace('::', ' by ')}"
     return j.array or ""
 
 

@@ -293,4 +293,5 @@ def _arrays(g: Gradient, cat: Catalog, places: Places) -> dict:
     if found.key != g.key or not same_loss or (g.created and found.created != g.created):
         return {}
     g.outputs, g.hvp, g.hvp_u = found.outputs, found.hvp, found.hvp_u
+    g.pullback = found.pullback
     return dict(found.gradients)

@@ -212,8 +212,9 @@ def integer_port(x, w):
 
 # --- registration: the family's reference is its first registered variant that runs -----
 
-# julia-signfit: the loop of julia/src/signed_grid.jl, `/` and `+` rounded apart; Enzyme.jl
-weanj.julia_variant(EXAMPLE, "julia-signfit", family="signfit", loss="signfit_loss")
+# julia-signfit: the loop of julia/src/signed_grid.jl, `/` and `+` rounded apart; Enzyme.jl.
+# Its loss returns the residuals beside it, `(L, (; r))` (docs/outputs.md)
+weanj.julia_variant(EXAMPLE, "julia-signfit", family="signfit", loss="signfit_loss_and_residuals")
 # jax-signfit-integer: the reference where Julia does not run
 weanj.jax_variant(EXAMPLE, "jax-signfit-integer", family="signfit", loss=integer_port)
 # jax-signfit: the literal port, judged against them. Kept for the hazard it shows, and

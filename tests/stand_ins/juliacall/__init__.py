@@ -39,6 +39,14 @@ Nothing here is Julia, and nothing it computes is a Julia result:
   `_julia_worker.STACK` called with the folder) is recorded, and puts the folder's
   Project.toml first on `Base.load_path()`, above `$WEANJ_TEST_WEANJ_ENVIRONMENT`'s (a
   folder standing for weanj's environment, if set).
+- Beyond the gradient (julia/src/outputs.jl, second_order.jl): `LossAlone`,
+  `outputs_layout` (a kernel of an example with outputs returns `(loss, {name: array})`,
+  else Julia's `OutputsConventionError` text), `enzyme_backends`, `outputs_backends` (a
+  forward role for ForwardDiff and FiniteDifferences only), `outputs_prepare`,
+  `outputs_loss_and_gradient`, `outputs_derivatives`, `hvp_prepare`, `loss_hvps` and
+  `handwritten_outputs`: the products by linear algebra on the kernel's fourth item,
+  `{"jacobian": ..., "hessian": ..., "arrays": [...]}` (a fixture's: the reference's
+  matrices), each preparation held to its AD, argument types and number of seeds.
 - `$WEANJ_TEST_JULIA_VERSION` (default 1.11.5) is `string(VERSION)`;
   `$WEANJ_TEST_NO_ENZYME` set makes `import Enzyme` fail.
 """
@@ -55,6 +63,7 @@ import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 from pathlib import Path  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -158,14 +167,32 @@ def fixture_kernel(loss_name: str):
 
     def loss(*args):
         case, dtype = find(args)
-        return dtype.type(case["loss"])
+        if not content.get("outputs"):
+            return dtype.type(case["loss"])
+        outputs = {o: _decode(case["outputs"][o], dtype) for o in content["outputs"]}
+        return dtype.type(case["loss"]), outputs  # the convention: (L, (; r = ...))
 
     def gradients(*args):
         case, dtype = find(args)
         named = [case["gradient"].get(name) for name in content["arrays"]]
         return [None if g is None else _decode(g, dtype) for g in named]
 
-    return loss, gradients
+    if not content.get("outputs"):
+        return loss, gradients
+
+    def matrices(what):
+        def of(*args):
+            case, _ = find(args)
+            return {k: _decode(m, np.float64) for k, m in case[what].items()}
+
+        return of
+
+    beyond = {
+        "jacobian": matrices("jacobian"),
+        "hessian": matrices("hessian"),
+        "arrays": content["arrays"],
+    }
+    return loss, gradients, {}, beyond
 
 
 class WeanJModule:
@@ -228,6 +255,138 @@ class WeanJModule:
         if len(found) != sum(flags):
             raise JuliaError("ArgumentError: the gradient function returned ... arrays")
         return value, tuple(ArrayValue(g) for g in found)
+
+    # --- beyond the gradient (julia/src/outputs.jl, second_order.jl) -----------------------
+    # A kernel's fourth item, where it has one: `{"jacobian": args -> {"o::a": matrix},
+    # "hessian": args -> {a: matrix}, "arrays": its arrays' names}` (rows and columns in
+    # C order), from which the products are computed here, as linear algebra on what the
+    # reference wrote.
+
+    @staticmethod
+    def LossAlone(fn):  # noqa: N802 (Julia's name)
+        return (lambda *a: fn[0](*a)[0], *fn[1:])
+
+    def outputs_layout(self, fn, names, *args):
+        """`(value=[L], outputs, layout)`, the outputs in `names`' order; the convention's
+        breach as Julia's `OutputsConventionError` would print it."""
+        assert isinstance(names, tuple) and all(isinstance(n, str) for n in names), names
+        record(call="outputs_layout", names=list(names), arrays=_described(args))
+        found = fn[0](*_unwrapped(args))
+        if not (isinstance(found, tuple) and len(found) == 2 and isinstance(found[1], dict)):
+            raise JuliaError(
+                f"OutputsConventionError: the loss returned a {type(found).__name__}, not "
+                f"(loss, (; ...)): the example declares the outputs {', '.join(names)}"
+            )
+        if set(found[1]) != set(names):
+            raise JuliaError(
+                f"OutputsConventionError: the loss returned the outputs "
+                f"{', '.join(found[1])}; the example declares {', '.join(names)}"
+            )
+        outputs = tuple(ArrayValue(np.asarray(found[1][n])) for n in names)
+        layout = Prep("layout", args)
+        layout.names = names
+        return SimpleNamespace(
+            value=ArrayValue(np.array([found[0]])), outputs=outputs, layout=layout
+        )
+
+    @staticmethod
+    def enzyme_backends(activity, runtime_activity):
+        assert activity in ("bare", "const", "duplicated") and type(runtime_activity) is bool
+        record(call="enzyme_backends", activity=activity, runtime_activity=runtime_activity)
+        enzyme = Backend("enzyme")
+        return SimpleNamespace(reverse=enzyme, forward=enzyme, second=enzyme)
+
+    @staticmethod
+    def outputs_backends(backend):
+        forward = backend if backend.name in ("forwarddiff", "finitedifferences") else None
+        return SimpleNamespace(reverse=backend, forward=forward, second=backend)
+
+    def outputs_prepare(self, backends, fn, layout, flags, *args, seeds=1, forward=False):
+        record(call="outputs_prepare", seeds=seeds, forward=forward, signature=_signature(args))
+        prep = Prep(backends.reverse.name, args)
+        prep.seeds, prep.layout = seeds, layout
+        return prep
+
+    @staticmethod
+    def _prepared(prep, backend, args, seeds):
+        if (prep.ad, prep.signature, prep.seeds) != (backend.name, _signature(args), seeds):
+            raise JuliaError("PreparationMismatchError (inconsistent types between ...)")
+
+    def outputs_loss_and_gradient(self, backends, fn, layout, flags, *args, prep):
+        self._prepared(prep, backends.reverse, args, 1)
+        record(call="outputs_loss_and_gradient", ad=backends.reverse.name, flags=list(flags))
+        value, outputs = fn[0](*_unwrapped(args))
+        found = tuple(ArrayValue(np.asarray(outputs[n])) for n in layout.names)
+        return ArrayValue(np.array([value])), self._shadows(fn, flags, args), found
+
+    def outputs_derivatives(self, backends, fn, layout, flags, args, tangents, weights, prep):
+        """DI's pullbacks (`Jᵀ·w` by flagged array, output by output) and pushforwards
+        (`J·v`, direction by direction, where the backend has a forward mode)."""
+        names = layout.names
+        self._prepared(prep, backends.reverse, args, 1 + len(names))
+        record(
+            call="outputs_derivatives",
+            ad=backends.reverse.name,
+            tangents=_described(tangents),
+            weights=_described(weights),
+        )
+        plain = _unwrapped(args)
+        value, outputs = fn[0](*plain)
+        jacobian = fn[3]["jacobian"](*plain)
+        arrays = [a for a, flag in zip(args, flags, strict=False) if flag]
+        pulled = [
+            ArrayValue((jacobian[f"{o}::{a}"].T @ w.values.ravel()).reshape(x.values.shape))
+            for o, w in zip(names, weights, strict=True)
+            for a, x in zip(self._flagged_names(fn, flags), arrays, strict=True)
+        ]
+        pushed = None
+        if backends.forward is not None:
+            pushed = tuple(
+                ArrayValue((jacobian[f"{o}::{a}"] @ v.values.ravel()).reshape(np.shape(outputs[o])))
+                for a, v in zip(self._flagged_names(fn, flags), tangents, strict=True)
+                for o in names
+            )
+        return SimpleNamespace(
+            value=ArrayValue(np.array([value])),
+            gradients=self._shadows(fn, flags, args),
+            outputs=tuple(ArrayValue(np.asarray(outputs[n])) for n in names),
+            pullbacks=tuple(pulled),
+            pushforwards=pushed,
+            forward_refused="",
+        )
+
+    @staticmethod
+    def _flagged_names(fn, flags):
+        """The flagged arrays' names (the kernel's fourth item names its arrays)."""
+        return [a for a, flag in zip(fn[3]["arrays"], flags, strict=False) if flag]
+
+    @staticmethod
+    def second_order(outer, inner):
+        return Backend(f"{outer.name} over {inner.name}")
+
+    def hvp_prepare(self, backend, loss, flags, *args, directions):
+        record(call="hvp_prepare", ad=backend.name, directions=directions)
+        prep = Prep(backend.name, args)
+        prep.seeds = directions
+        return prep
+
+    def loss_hvps(self, backend, loss, flags, args, tangents, seconds, prep):
+        self._prepared(prep, backend, args, 2 * len(tangents))
+        record(call="loss_hvps", ad=backend.name, tangents=_described(tangents))
+        hessian = loss[3]["hessian"](*_unwrapped(args))
+        names = self._flagged_names(loss, flags)
+        return tuple(
+            ArrayValue((hessian[a] @ d.values.ravel()).reshape(d.values.shape))
+            for a, v, u in zip(names, tangents, seconds, strict=True)
+            for d in (v, u)
+        )
+
+    def handwritten_outputs(self, fn, gradient, names, flags, *args):
+        found = self.outputs_layout(fn, names, *args)
+        _, shadows = self.handwritten_loss_and_gradient(
+            (lambda *a: fn[0](*a)[0], *fn[1:]), gradient, flags, *args
+        )
+        return found.value, shadows, found.outputs
 
     def kernel_function(self, module, name):
         found = fixture_kernel(name) if module is self else module.kernels.get(name)

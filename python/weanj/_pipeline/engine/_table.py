@@ -20,7 +20,7 @@ from ..._judge._contract import Fault, fault_of
 from ..._judge._files import comparable, judge_file, misplaced_file, unreadable
 from ..._judge._verdict import CaseJudgement
 from ..._model import DTYPES, Catalog, Example, Gradient, Inputs, Variant, VariantRun
-from ..._model._beyond import applies, order_of
+from ..._model._beyond import applies, order_of, pullback_names
 from ..._model._verdicts import GRADIENT_CHECKS, CaseKind
 from ..._places import PRODUCED, RECORDED, Places
 from ..evaluation._on_device import label_of
@@ -54,6 +54,11 @@ def output_id(ex: Example, name: str, a: str, b: str) -> str:
 def hvp_id(ex: Example, array: str, a: str, b: str) -> str:
     """The id of a Hessian-vector product's pair case: `EX::hvp::ARRAY::A~B`."""
     return f"{ex.name}::{CaseKind.HVP}::{array}::{a}~{b}"
+
+
+def pullback_id(ex: Example, name: str, a: str, b: str) -> str:
+    """The id of an output's pullback's pair case: `EX::pullback::OUTPUT::ARRAY::A~B`."""
+    return f"{ex.name}::{CaseKind.PULLBACK}::{name}::{a}~{b}"
 
 
 def file_id(ex: Example, label: str) -> str:
@@ -324,8 +329,9 @@ def _own_float64(p: Plan, s: Subject, ref: Subject) -> Subject:
 def _pair_cases(
     p: Plan, family: str, a: Subject, b: Subject, *, across_families: bool = False
 ) -> list[Case]:
-    """The cases of a pair: each gradient array; each output the example declares; at
-    the second order, each array's Hessian-vector product (float64 CPU runs: a check's)."""
+    """The cases of a pair: each gradient array; each output the example declares; of
+    float64 CPU runs (a check's), each output's pullback `Jᵀ·w` by real wrt array and,
+    at the second order, each array's Hessian-vector product."""
     ex, both = p.example, (a.label, b.label)
     found = [
         Case(
@@ -347,6 +353,11 @@ def _pair_cases(
         if all(o in g.outputs for g in files)
     ]
     checked = all(s.dtype == "float64" and s.device == "cpu" for s in (a, b))
+    if checked and all(g.pullback is not None for g in files):
+        found += [
+            Case(pullback_id(ex, k, *both), CaseKind.PULLBACK, family, both, k, across_families)
+            for k in pullback_names(ex)
+        ]
     if p.order >= 2 and checked and all(g.hvp is not None for g in files):
         found += [
             Case(hvp_id(ex, array, *both), CaseKind.HVP, family, both, array, across_families)

@@ -8,12 +8,14 @@ In the record's JSON text (under its payload digest):
   entries' levels were measured)}}`, exactly the example's outputs;
 - `jacobian`: `{"uT::u0": [⟨w, J·v⟩ or null, ⟨Jᵀ·w, v⟩, the size of their terms]}`,
   where computed;
-- `hvp`: `{"sha256": {array: ...}, "sha256_u": {array: ...}}`, where computed.
+- `hvp`: `{"sha256": {array: ...}, "sha256_u": {array: ...}}`, where computed;
+- `pullback`: `{"uT::u0": sha256}`, the outputs' pullbacks `Jᵀ·w`, where computed.
 
 Their arrays are members of the `.npz` beside the gradient's: `o_NAME` (the output, in
 the run's dtype), `q_NAME` (its entries' levels, float64), `h_ARRAY` and `s_ARRAY` (the
-Hessian-vector products along the array's two directions, float64, its shape). Each is
-held to its header before it is inflated and to its digest after, as the gradient's.
+Hessian-vector products along the array's two directions, float64, its shape),
+`j_OUTPUT~ARRAY` (a pullback, float64, the array's shape). Each is held to its header
+before it is inflated and to its digest after, as the gradient's.
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ import numpy as np
 from ..._io._gradient_files import SHA256_HEX
 from ..._io._h5 import array_sha256
 from ..._model import Gradient, Variant
-from ..._model._beyond import OUTPUT
+from ..._model._beyond import OUTPUT, pullback_names
 from ._record_form import Discarded
 
-FIELDS = ("outputs", "jacobian", "hvp")
+FIELDS = ("outputs", "jacobian", "hvp", "pullback")
 _MOST = 2**28  # bytes of one output array (a record is never larger)
 
 
@@ -47,7 +49,7 @@ def written(g: Gradient) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """`(record fields, npz members)` of what `g` holds beyond its gradient."""
     fields: dict[str, Any] = {}
     members: dict[str, np.ndarray] = {}
-    if g.outputs:  # (a backend that computes none, a Julia variant's yet, keeps none)
+    if g.outputs:  # (a backend that computes none keeps none)
         outputs = {}
         for name in g.outputs:
             a = members[f"o_{name}"] = _le(g.outputs[name])
@@ -68,7 +70,19 @@ def written(g: Gradient) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
             )
             digests["sha256"][a], digests["sha256_u"][a] = array_sha256(h), array_sha256(s)
         fields["hvp"] = digests
+    if g.pullback is not None:
+        pulled = {}
+        for k, a in g.pullback.items():
+            members[_pulled(k)] = _le(a, "<f8")
+            pulled[k] = array_sha256(members[_pulled(k)])
+        fields["pullback"] = pulled
     return fields, members
+
+
+def _pulled(name: str) -> str:
+    """The npz member of a pullback `OUTPUT::ARRAY` (`~` is in no output's or array's
+    name)."""
+    return "j_" + name.replace("::", "~")
 
 
 def check_fields(record: dict, variant: Variant) -> None:
@@ -100,6 +114,10 @@ def check_fields(record: dict, variant: Variant) -> None:
         for digests in hvp.values():
             _require(isinstance(digests, dict) and set(digests) == set(ex.wrt_names), bad)
             _require(all(isinstance(d, str) and SHA256_HEX.match(d) for d in digests.values()), bad)
+    if "pullback" in record:
+        pulled = record["pullback"]
+        _require(isinstance(pulled, dict) and set(pulled) <= set(pullback_names(ex)), bad)
+        _require(all(isinstance(d, str) and SHA256_HEX.match(d) for d in pulled.values()), bad)
 
 
 def _count(n: Any) -> bool:
@@ -123,6 +141,8 @@ def expected_members(record: dict, variant: Variant, dtype: str, wrt_shapes: dic
         for a in variant.example.wrt_names:
             shape = tuple(wrt_shapes[a])
             out[f"h_{a}"] = out[f"s_{a}"] = (np.dtype("<f8"), shape)
+    for k in record.get("pullback", {}):
+        out[_pulled(k)] = (np.dtype("<f8"), tuple(wrt_shapes[k.split("::")[-1]]))
     return out
 
 
@@ -139,6 +159,10 @@ def check_members(record: dict, arrays: dict[str, np.ndarray]) -> None:
         for member, d in ((f"h_{a}", digest), (f"s_{a}", hvp["sha256_u"][a])):
             _require(array_sha256(arrays[member]) == d, f"the Hessian products of {a} changed")
             _require(bool(np.all(np.isfinite(arrays[member]))), f"the products of {a} not finite")
+    for k, digest in record.get("pullback", {}).items():
+        pulled = arrays[_pulled(k)]
+        _require(array_sha256(pulled) == digest, f"the pullback {k} changed")
+        _require(bool(np.all(np.isfinite(pulled))), f"the pullback {k} not finite")
 
 
 def into(g: Gradient, record: dict, arrays: dict[str, np.ndarray]) -> None:
@@ -154,3 +178,5 @@ def into(g: Gradient, record: dict, arrays: dict[str, np.ndarray]) -> None:
     if "hvp" in record:
         g.hvp = {a: arrays[f"h_{a}"] for a in g.example.wrt_names}
         g.hvp_u = {a: arrays[f"s_{a}"] for a in g.example.wrt_names}
+    if "pullback" in record:
+        g.pullback = {k: arrays[_pulled(k)] for k in record["pullback"]}

@@ -108,7 +108,7 @@ _COMMON = {"format", "example", "variant", "dtype", "key", "parts", "created", "
 _COMMON |= {"checks", "payload"}
 _GRADIENT = {"loss", "noise", "sha256", "levels", "cost"}
 # what a gradient's record keeps beyond it, where there is some (`_record_beyond`)
-_BEYOND = {"outputs", "jacobian", "hvp"}
+_BEYOND = {"outputs", "jacobian", "hvp", "pullback"}
 
 
 def check_record(record: Any, variant: Variant, dtype: str) -> None:

@@ -93,6 +93,8 @@ def push(session: Any, variant, inputs, tangents, cost: Cost) -> dict[str, float
     available = variant.unavailable_reason() is None
     built = for_checks(variant.built, session.checking) if available else None
     evaluation = getattr(built, "evaluation", None)
+    if getattr(getattr(evaluation, "__self__", None), "forward_mode", True) is False:
+        evaluation = None  # its call pushes nothing forward (a Julia variant's)
     if built is None or (evaluation is None and built.jvp is None):
         raise TypeError("no forward mode")
     fns = on_device(built, "cpu")[0]
